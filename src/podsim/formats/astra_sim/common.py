@@ -1,0 +1,132 @@
+"""Helpers shared by the ASTRA-sim config readers: loading, key checks, typed fields."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+
+import yaml
+
+from ...errors import InputError, closest, unknown_key_error
+
+
+def load_json(path: str | os.PathLike[str]) -> dict:
+    """Load a JSON object from ``path`` with errors that name the file and line."""
+    path = str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise InputError("file not found", path) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg}", path, f"line {e.lineno} column {e.colno}") from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object, got {type(data).__name__}", path)
+    return data
+
+
+def load_yaml(path: str | os.PathLike[str]) -> dict:
+    """Load a YAML mapping from ``path``."""
+    path = str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise InputError("file not found", path) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else None
+        raise InputError(f"invalid YAML: {getattr(e, 'problem', None) or e}", path, where) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a YAML mapping of keys to values", path)
+    return data
+
+
+def check_keys(data: Mapping[str, object], valid: Iterable[str], source: str) -> None:
+    """Raise on the first key not in ``valid``, suggesting the closest valid one."""
+    valid = set(valid)
+    for key in data:
+        if key not in valid:
+            raise unknown_key_error(str(key), valid, source)
+
+
+def get_int(data: Mapping[str, object], key: str, default: int | None, source: str,
+            lo: int | None = None, hi: int | None = None) -> int | None:
+    """An integer field (also accepts integral floats and numeric strings)."""
+    if key not in data:
+        return default
+    v = data[key]
+    if isinstance(v, bool):
+        return int(v)
+    try:
+        if isinstance(v, str):
+            v = float(v)
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise ValueError
+            v = int(v)
+        if not isinstance(v, int):
+            raise ValueError
+    except ValueError:
+        raise InputError(f"expected an integer, got {data[key]!r}", source, key) from None
+    if lo is not None and v < lo:
+        raise InputError(f"must be >= {lo}, got {v}", source, key)
+    if hi is not None and v > hi:
+        raise InputError(f"must be <= {hi}, got {v}", source, key)
+    return v
+
+
+def get_float(data: Mapping[str, object], key: str, default: float | None, source: str,
+              lo: float | None = None, positive: bool = False) -> float | None:
+    """A number field."""
+    if key not in data:
+        return default
+    v = data[key]
+    if isinstance(v, bool):
+        raise InputError(f"expected a number, got {v!r}", source, key)
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"expected a number, got {v!r}", source, key) from None
+    if f != f or f in (float("inf"), float("-inf")):
+        raise InputError(f"expected a finite number, got {v!r}", source, key)
+    if positive and not f > 0:
+        raise InputError(f"must be > 0, got {v!r}", source, key)
+    if lo is not None and f < lo:
+        raise InputError(f"must be >= {lo}, got {v!r}", source, key)
+    return f
+
+
+def get_bool01(data: Mapping[str, object], key: str, default: bool, source: str) -> bool:
+    """A 0/1 (or true/false) flag."""
+    if key not in data:
+        return default
+    v = data[key]
+    if isinstance(v, bool):
+        return v
+    if v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.lower() in ("0", "1", "true", "false"):
+        return v.lower() in ("1", "true")
+    raise InputError(f"expected 0 or 1, got {v!r}", source, key)
+
+
+def get_choice(data: Mapping[str, object], key: str, default: str | None, choices: Iterable[str],
+               source: str) -> str | None:
+    """A string from a fixed set (matched case-insensitively, returned canonical)."""
+    if key not in data:
+        return default
+    v = data[key]
+    choices = list(choices)
+    if isinstance(v, str):
+        for c in choices:
+            if c.lower() == v.lower():
+                return c
+    hint = closest(str(v), choices)
+    msg = f"unknown value {v!r}; " + (f"did you mean {hint!r}?" if hint else f"expected one of {', '.join(choices)}")
+    raise InputError(msg, source, key)

@@ -1,0 +1,89 @@
+"""A workload: programs, the rank -> program map, and process groups."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from .program import Program
+
+
+@dataclass(frozen=True)
+class Group:
+    """A named set of ranks (a communicator).  Several groups may share a name (e.g. every
+    tensor-parallel group is called ``"tp"``); each rank belongs to at most one group of a
+    given name."""
+
+    name: str
+    ranks: tuple[int, ...]
+
+
+@dataclass(eq=False)
+class Workload:
+    """What every rank runs.
+
+    Attributes:
+        programs: distinct programs.
+        rank_program: for each rank, the index of its program in ``programs``.
+        groups: process groups; an op's group key is resolved per rank with :meth:`group_of`.
+        name: a label for reports.
+    """
+
+    programs: list[Program]
+    rank_program: np.ndarray
+    groups: list[Group] = field(default_factory=list)
+    name: str = "workload"
+    _index: dict[tuple[str, int], int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.rank_program = np.asarray(self.rank_program, dtype=np.int32)
+        for gi, g in enumerate(self.groups):
+            for r in g.ranks:
+                key = (g.name, r)
+                if key in self._index:
+                    raise InputError(f"rank {r} is in two groups named {g.name!r}", where="groups")
+                self._index[key] = gi
+
+    @property
+    def num_ranks(self) -> int:
+        """Number of ranks."""
+        return len(self.rank_program)
+
+    def program_of(self, rank: int) -> Program:
+        """The program rank ``rank`` runs."""
+        return self.programs[self.rank_program[rank]]
+
+    def group_of(self, key: str, rank: int) -> Group | None:
+        """The group called ``key`` that contains ``rank``; None if there is none."""
+        gi = self._index.get((key, rank))
+        return None if gi is None else self.groups[gi]
+
+    def total_ops(self) -> int:
+        """Ops summed over ranks (not over distinct programs)."""
+        counts = np.array([len(p) for p in self.programs], dtype=np.int64)
+        return int(counts[self.rank_program].sum()) if len(self.rank_program) else 0
+
+
+def dedupe_programs(per_rank: Sequence[Program], include_ids: bool = True) -> tuple[list[Program], np.ndarray]:
+    """Share programs between ranks whose programs are identical.
+
+    Returns the distinct programs and the rank -> program index array.
+    """
+    seen: dict[str, int] = {}
+    programs: list[Program] = []
+    mapping = np.empty(len(per_rank), dtype=np.int32)
+    for r, p in enumerate(per_rank):
+        sig = p.signature(include_ids=include_ids)
+        if sig not in seen:
+            seen[sig] = len(programs)
+            programs.append(p)
+        mapping[r] = seen[sig]
+    return programs, mapping
+
+
+def groups_from_mapping(mapping: dict[str, Iterable[int]]) -> list[Group]:
+    """Build groups from ``{name: ranks}`` (each name one group)."""
+    return [Group(str(k), tuple(int(r) for r in v)) for k, v in mapping.items()]
