@@ -1,3 +1,12 @@
-"""podsim: simulate distributed deep learning on GPU clusters."""
+"""podsim: simulate distributed deep learning on GPU clusters.
+
+>>> import podsim
+>>> res = podsim.simulate(workload=..., system=..., network=...)   # doctest: +SKIP
+"""
 
 __version__ = "0.1.0"
+
+from .api import simulate  # noqa: E402
+from .report.result import RankResult, Result  # noqa: E402
+
+__all__ = ["simulate", "Result", "RankResult", "__version__"]

@@ -1,0 +1,116 @@
+"""The Python API: ``podsim.simulate(...)`` returns a :class:`~podsim.report.Result`.
+
+Example::
+
+    import podsim
+    res = podsim.simulate(
+        workload="examples/all_reduce",            # Chakra ET prefix, or a Workload
+        system="system.json", network="network.yml",
+        remote_memory="remote_memory.json")        # optional
+    print(res.finish_ns)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import __version__
+from .collectives.plan import Algo
+from .engine import ComputeModel, RemoteMemoryParams, SystemParams
+from .engine import simulate as _simulate
+from .errors import InputError
+from .formats.astra_sim import (RemoteMemoryConfig, SystemConfig, read_comm_groups, read_network,
+                                read_remote_memory, read_system)
+from .network.topology import Topology
+from .report.result import Result
+from .workload import Group, Workload
+
+PathLike = str | os.PathLike[str]
+
+
+def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: float = 1.0) -> SystemParams:
+    """Engine settings from an ASTRA-sim system configuration."""
+    if cfg.custom_implementations or cfg.per_node_custom_implementation:
+        raise InputError("custom collective implementations (Chakra ETs) are not simulated yet by podsim",
+                         cfg.source, "*-implementation-custom")
+    if cfg.model_shared_bus:
+        raise InputError("model-shared-bus = 1 (the LogGP memory bus) is not simulated yet by podsim",
+                         cfg.source, "model-shared-bus")
+    algos = {kind: tuple(Algo(a.name, a.window) for a in specs) for kind, specs in cfg.implementations.items()}
+    return SystemParams(
+        scheduling_policy=cfg.scheduling_policy,
+        collective_optimization=cfg.collective_optimization,
+        active_chunks_per_dimension=cfg.active_chunks_per_dimension,
+        preferred_dataset_splits=cfg.preferred_dataset_splits,
+        endpoint_delay_ns=int(cfg.endpoint_delay_ns * injection_scale),
+        local_mem_bw_GBps=cfg.local_mem_bw_GBps,
+        queues_per_dim=queues_per_dim,
+        algorithms=algos,
+    )
+
+
+def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, network: PathLike | Topology,
+             remote_memory: PathLike | RemoteMemoryConfig | None = None,
+             comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
+             *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
+             record_timeline: bool = True) -> Result:
+    """Simulate a workload on an ASTRA-sim style machine description.
+
+    Args:
+        workload: a Chakra ET prefix (``<prefix>.<rank>.et`` per rank) or a built Workload.
+        system: ASTRA-sim system JSON (path or parsed).
+        network: ASTRA-sim analytical network YAML (path or Topology).
+        remote_memory: ASTRA-sim remote memory JSON, if the workload has memory ops.
+        comm_groups: ASTRA-sim comm-group JSON ``{id: [ranks]}``.
+        num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
+        use_symmetry: simulate equivalent ranks once (same results, much faster).
+        record_timeline: keep per-op slices for traces.
+
+    Returns:
+        The :class:`Result` (times in integer ns).
+    """
+    from .formats.chakra import read_workload
+
+    sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
+    topo = network if isinstance(network, Topology) else read_network(network)
+    rm_cfg = None
+    if remote_memory is not None:
+        rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
+    groups = None
+    if comm_groups is not None:
+        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, topo.num_npus)
+    if isinstance(workload, Workload):
+        wl = workload
+        if groups:
+            wl = Workload(wl.programs, wl.rank_program, [Group(k, tuple(v)) for k, v in groups.items()], wl.name)
+        label = wl.name
+    else:
+        wl = read_workload(workload, topo.num_npus, groups)
+        label = str(workload)
+    params = system_params(sys_cfg, num_queues_per_dim, injection_scale)
+    compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
+                           sys_cfg.replay_only)
+    rm = None
+    if rm_cfg is not None:
+        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node)
+    result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline)
+    result.info["podsim_version"] = __version__
+    result.info["title"] = f"{Path(label).name} on {topo.num_npus} NPUs"
+    result.info["workload"] = label
+    result.info["network"] = describe_topology(topo)
+    result.info["system"] = (f"{sys_cfg.scheduling_policy}, {sys_cfg.collective_optimization}, "
+                             f"{sys_cfg.preferred_dataset_splits} splits, "
+                             f"{sys_cfg.active_chunks_per_dimension} active chunks/dim")
+    for key, val in sys_cfg.ignored.items():
+        result.notes.append(f"{Path(sys_cfg.source).name}: key {key!r} = {val!r} is accepted but ignored, "
+                            "as ASTRA-sim 2.x ignores it")
+    return result
+
+
+def describe_topology(topo: Topology) -> str:
+    """One line: ``Ring(8) 50 GiB/s 500 ns x Switch(4) ...``."""
+    parts = []
+    for d in topo.dims:
+        parts.append(f"{d.kind.value}({d.npus}) {d.bandwidth * 1e9 / 2**30:g} GiB/s {d.latency_ns:g} ns")
+    return " x ".join(parts)

@@ -1,0 +1,47 @@
+"""A discrete-event queue in integer nanoseconds.
+
+Events at the same time run in the order they were scheduled (a sequence number breaks
+ties), so a run is deterministic bit for bit.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+
+class EventQueue:
+    """Min-heap of ``(time_ns, seq, callback, arg)``."""
+
+    __slots__ = ("_heap", "_seq", "now")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Callable[[object], None], object]] = []
+        self._seq = 0
+        self.now = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def schedule(self, time_ns: int, callback: Callable[[object], None], arg: object = None) -> None:
+        """Run ``callback(arg)`` at absolute time ``time_ns`` (>= now)."""
+        if time_ns < self.now:
+            raise ValueError(f"event scheduled in the past: {time_ns} < {self.now}")
+        self._seq += 1
+        heapq.heappush(self._heap, (time_ns, self._seq, callback, arg))
+
+    def after(self, delay_ns: int, callback: Callable[[object], None], arg: object = None) -> None:
+        """Run ``callback(arg)`` ``delay_ns`` from now."""
+        self.schedule(self.now + delay_ns, callback, arg)
+
+    def run(self, until: int | None = None) -> int:
+        """Process events until the queue is empty (or past ``until``); returns the time."""
+        heap = self._heap
+        pop = heapq.heappop
+        while heap:
+            if until is not None and heap[0][0] > until:
+                break
+            t, _, cb, arg = pop(heap)
+            self.now = t
+            cb(arg)
+        return self.now

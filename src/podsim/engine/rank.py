@@ -1,0 +1,193 @@
+"""ASTRA-sim's workload layer for one rank: issue dependency-free ops in op order when their
+hardware resource is free (one CPU op, one GPU compute op and one GPU communication op in
+flight; receives are exempt), and finish when nothing is left.
+
+Statistics kept per rank (ns): ``finish``, ``gpu_ops`` (sum of GPU compute durations, as
+ASTRA-sim's exposed-communication figure uses), ``cpu_ops``, and the intervals of compute and
+communication ops for the union-based figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from ..workload import NO_VALUE, CollectiveKind, OpKind, Program, Workload
+from .buckets import RankBuckets
+from .system import RankSystem
+
+CPU, GPU_COMP, GPU_COMM, NONE = 0, 1, 2, 3
+
+
+class RankRunner:
+    """Runs one rank's program (or one representative of equivalent ranks)."""
+
+    def __init__(self, rank: int, workload: Workload, program: Program, system: RankSystem,
+                 buckets: RankBuckets, compute_ns: Callable[[Program, int], int],
+                 remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
+                 record: bool = False) -> None:
+        self.rank = rank
+        self.w = workload
+        self.p = program
+        self.sys = system
+        self.buckets = buckets
+        self.compute_ns = compute_ns
+        self.remote_mem = remote_mem
+        n = len(program)
+        self.pending_deps = np.diff(program.data_ptr).astype(np.int64)
+        # children in CSR
+        counts = np.diff(program.data_ptr)
+        dst = np.repeat(np.arange(n, dtype=np.int64), counts)
+        src = program.data_idx.astype(np.int64)
+        order = np.argsort(src, kind="stable")
+        self.child_ptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+        self.children = dst[order].tolist()
+        self.pending_deps = self.pending_deps.tolist()
+        self.free: list[int] = sorted(i for i in range(n) if self.pending_deps[i] == 0)
+        self.in_flight = [0, 0, 0]
+        self.ongoing = 0
+        self.done = 0
+        self.finished = False
+        self.finish_ns = 0
+        self.gpu_ops_ns = 0
+        self.cpu_ops_ns = 0
+        self.record = record
+        self.starts = [0] * n
+        self.ends = [0] * n
+        kinds = program.kind
+        is_cpu = program.is_cpu
+        self.resource = [
+            CPU if is_cpu[i] else (GPU_COMP if kinds[i] == OpKind.COMPUTE else
+                                   (NONE if kinds[i] == OpKind.RECV else
+                                    (GPU_COMM if kinds[i] in (OpKind.COLLECTIVE, OpKind.SEND) else NONE)))
+            for i in range(n)
+        ]
+        self.kinds = kinds.tolist()
+        self.replay_all = False
+
+    # -- issue loop ------------------------------------------------------------------------
+    def fire(self) -> None:
+        self.call()
+
+    def _available(self, i: int) -> bool:
+        r = self.resource[i]
+        if r == NONE:
+            return True
+        return self.in_flight[r] == 0
+
+    def issue_free(self) -> None:
+        snapshot = self.free[:]
+        for i in snapshot:
+            if self._available(i):
+                self.issue(i)
+
+    def issue(self, i: int) -> None:
+        self.free.remove(i)
+        self.ongoing += 1
+        r = self.resource[i]
+        if r != NONE:
+            self.in_flight[r] += 1
+        now = self.buckets.queue.now
+        self.starts[i] = now
+        kind = self.kinds[i]
+        p = self.p
+        if kind == OpKind.COMPUTE or ((self.replay_all or p.replay_only[i]) and kind != OpKind.NOOP):
+            ns = self.compute_ns(p, i)
+            if ns < 0:  # a roofline op with no tensor size: skipped as invalid
+                self._finish(i)
+                return
+            if p.is_cpu[i]:
+                self.cpu_ops_ns += ns
+            else:
+                self.gpu_ops_ns += ns
+            self.buckets.register(ns, lambda: self.call(i))
+        elif kind == OpKind.COLLECTIVE:
+            self._collective(i)
+        elif kind == OpKind.SEND:
+            self.sys.msg.send(self.rank, int(p.peer[i]), int(p.size_bytes[i]), int(p.tag[i]),
+                              lambda: self.call(i))
+        elif kind == OpKind.RECV:
+            self.sys.msg.recv(self.rank, int(p.peer[i]), int(p.size_bytes[i]), int(p.tag[i]),
+                              lambda: self.call(i))
+        elif kind in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
+            if self.remote_mem is None:
+                raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: memory node needs a remote memory "
+                                 "model (NO_MEMORY_EXPANSION)", where="--remote-memory-configuration")
+            self.remote_mem(self.rank, int(p.size_bytes[i]), int(p.kind[i]), lambda: self.call(i))
+        else:  # NOOP: metadata / invalid nodes finish at once
+            self._finish(i)
+
+    def _collective(self, i: int) -> None:
+        p = self.p
+        kind = CollectiveKind(int(p.collective[i]))
+        size = int(p.size_bytes[i])
+        if kind == CollectiveKind.BROADCAST:
+            ns = int(p.duration_ns[i]) or 1
+            self.buckets.register(ns, lambda: self.call(i))
+            return
+        if kind not in (CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
+                        CollectiveKind.ALL_TO_ALL):
+            raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
+                             "supported (ASTRA-sim supports ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
+                             "ALL_TO_ALL and replays BROADCAST)", where="comm_type")
+        g = int(p.group[i])
+        group = None
+        key = None
+        if g != NO_VALUE:
+            key = p.group_keys[g]
+            grp = self.w.group_of(key, self.rank)
+            if grp is None:
+                raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
+                                 "not found in the comm-group configuration", where="pg_name")
+            if len(grp.ranks) != self.sys.total_npus:
+                group = tuple(grp.ranks)
+        extra = p.extras.get(i, {})
+        involved = extra.get("involved_dim")
+        self.sys.generate(kind, size, involved, group, key, int(p.priority[i]),
+                          lambda _ns: self.call(i))
+
+    # -- completion ------------------------------------------------------------------------
+    def _finish(self, i: int) -> None:
+        self.ongoing -= 1
+        r = self.resource[i]
+        if r != NONE:
+            self.in_flight[r] -= 1
+        self.ends[i] = self.buckets.queue.now
+        self.done += 1
+        for k in range(self.child_ptr[i], self.child_ptr[i + 1]):
+            c = self.children[k]
+            self.pending_deps[c] -= 1
+            if self.pending_deps[c] == 0:
+                self._add_free(c)
+
+    def _add_free(self, c: int) -> None:
+        lo, hi = 0, len(self.free)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.free[mid] < c:
+                lo = mid + 1
+            else:
+                hi = mid
+        self.free.insert(lo, c)
+
+    def call(self, i: int | None = None) -> None:
+        """A completion (or the start, with ``i`` None): ASTRA-sim's Workload::call."""
+        if self.finished:
+            return
+        if i is not None:
+            self._finish(i)
+        self.issue_free()
+        # ASTRA-sim does not re-scan the ready ops after ops that finish at once (metadata
+        # and invalid nodes), so their children wait for the next completion.  When nothing
+        # else is in flight there is no next completion and ASTRA-sim never finishes the
+        # rank; podsim re-scans in that case only (documented deviation).
+        while self.free and self.ongoing == 0:
+            before = self.done
+            self.issue_free()
+            if self.done == before:
+                break
+        if not self.free and self.ongoing == 0 and not any(self.in_flight):
+            self.finished = True
+            self.finish_ns = self.buckets.queue.now

@@ -1,0 +1,215 @@
+"""Run a :class:`~podsim.workload.Workload` on an analytical network with ASTRA-sim 2.x's
+system-layer semantics, and build a :class:`~podsim.report.Result`.
+
+Equivalent ranks are simulated once: when every rank runs the same program, no op names a
+peer or a sub-group, and nothing is shared between ranks (a remote memory pool), all ranks
+behave identically on the symmetric topologies podsim supports, so one representative rank is
+simulated against a mirrored network (see :class:`~podsim.engine.messaging.MirrorMessaging`)
+and its figures are reported for every rank.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import SimulationError
+from ..network.analytical import AnalyticalNetwork
+from ..network.topology import Topology
+from ..report.result import RankResult, Result, Slice
+from ..workload import NO_VALUE, OpKind, Program, Workload
+from .buckets import RankBuckets
+from .events import EventQueue
+from .messaging import Messaging, MirrorMessaging
+from .rank import CPU, GPU_COMM, GPU_COMP, RankRunner
+from .system import RankSystem, SystemParams
+
+
+@dataclass
+class ComputeModel:
+    """How compute ops are timed: replayed durations, or ASTRA-sim's roofline.
+
+    Units: ``local_mem_bw_GBps`` in 10^9 B/s, ``peak_TFLOPS`` in 10^12 FLOP/s.
+    """
+
+    roofline: bool = False
+    local_mem_bw_GBps: float | None = None
+    peak_TFLOPS: float | None = None
+    replay_only: bool = False
+
+    def op_ns(self, p: Program, i: int) -> int:
+        """Duration of op ``i`` (ns); -1 means 'skip as invalid' (roofline, no tensor size)."""
+        if self.roofline and not p.is_cpu[i] and p.kind[i] == OpKind.COMPUTE and not self.replay_only:
+            size = float(p.size_bytes[i])
+            if size == 0:
+                return -1
+            flops = float(p.flops[i])
+            bw = (self.local_mem_bw_GBps or 0) * 1000000000.0
+            peak = (self.peak_TFLOPS or 0) * 1000000000000.0
+            perf = min(bw * (flops / size), peak)
+            return int(flops / perf * 1e9)
+        d = int(p.duration_ns[i])
+        return d if d > 0 else 1
+
+
+@dataclass
+class RemoteMemoryParams:
+    """Remote memory model settings (bandwidth in bytes per ns)."""
+
+    memory_type: str = "NO_MEMORY_EXPANSION"
+    latency_ns: float = 0.0
+    bandwidth: float | None = None
+    npus_per_node: int | None = None
+
+
+def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None) -> tuple[bool, str]:
+    """Whether all ranks are provably equivalent (and why not, if not)."""
+    sigs = {p.signature() for p in workload.programs}
+    if len(sigs) != 1:
+        return False, "ranks run different programs"
+    p = workload.programs[0]
+    kinds = set(int(k) for k in p.kind)
+    if OpKind.SEND in kinds or OpKind.RECV in kinds:
+        return False, "point-to-point sends and receives"
+    if (p.group != NO_VALUE).any():
+        return False, "collectives on communicator groups"
+    if (OpKind.MEM_LOAD in kinds or OpKind.MEM_STORE in kinds) and remote is not None and \
+            remote.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
+        return False, "shared remote memory"
+    return True, "all ranks run the same program on a symmetric topology"
+
+
+def _category(p: Program, i: int) -> tuple[str, str]:
+    k = int(p.kind[i])
+    if p.is_cpu[i]:
+        return "cpu", "cpu"
+    if k == OpKind.COMPUTE:
+        return "compute", "compute"
+    if k in (OpKind.COLLECTIVE, OpKind.SEND, OpKind.RECV):
+        return "comm", "comm"
+    if k in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
+        return "mem", "mem"
+    return "other", "other"
+
+
+def _union(intervals: list[tuple[int, int]]) -> int:
+    total = 0
+    end = -1
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def simulate(workload: Workload, topology: Topology, system: SystemParams,
+             compute: ComputeModel | None = None, remote_memory: RemoteMemoryParams | None = None,
+             use_symmetry: bool = True, record_timeline: bool = True) -> Result:
+    """Simulate ``workload`` and return per-rank results (all times integer ns)."""
+    t0 = time.perf_counter()
+    compute = compute or ComputeModel()
+    n = topology.num_npus
+    if workload.num_ranks != n:
+        raise SimulationError(f"the workload has {workload.num_ranks} ranks but the network has {n} NPUs")
+    network = AnalyticalNetwork(topology)
+    queue = EventQueue()
+    mirror, why = (equivalent_ranks(workload, remote_memory) if use_symmetry else (False, "disabled"))
+    msg = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    remote = None
+    if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
+        from ..hardware.remote_memory import RemoteMemory
+        remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
+                              remote_memory.npus_per_node, lambda: queue.now,
+                              lambda t, fn: queue.schedule(t, lambda _a: fn(), None))
+    ranks = [0] if mirror else list(range(n))
+    runners: list[RankRunner] = []
+    for r in ranks:
+        b = RankBuckets(queue)
+        sysl = RankSystem(r, topology.shape, system, b, msg)
+        runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
+                            remote.issue if remote else None, record_timeline)
+        runner.replay_all = compute.replay_only
+        runners.append(runner)
+    for runner in runners:
+        runner.fire()
+    queue.run()
+    stuck = [rr for rr in runners if not rr.finished]
+    if stuck:
+        raise SimulationError(_deadlock_message(stuck, msg))
+    results, timelines = _collect(runners, n, mirror, record_timeline)
+    wall = time.perf_counter() - t0
+    info: dict[str, object] = {
+        "mode": "ASTRA-sim 2.x compatible (congestion-unaware analytical network)",
+        "equivalent_ranks": mirror,
+        "equivalence": why,
+        "simulated_ranks": len(runners),
+        "messages_simulated": msg.messages,
+        "wall_s": round(wall, 6),
+    }
+    notes = []
+    for p in workload.programs:
+        notes.extend(p.notes)
+    return Result(results, timelines, [], info, notes)
+
+
+def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+    per: dict[int, RankResult] = {}
+    tl: dict[int, list[Slice]] = {}
+    for rr in runners:
+        p = rr.p
+        comm: list[tuple[int, int]] = []
+        slices: list[Slice] = []
+        for i in range(len(p)):
+            a, b = rr.starts[i], rr.ends[i]
+            res = rr.resource[i]
+            if res == GPU_COMM or int(p.kind[i]) == OpKind.RECV:
+                comm.append((a, b))
+            if record and int(p.kind[i]) != OpKind.NOOP:
+                stream, cat = _category(p, i)
+                name = p.names[i] or f"node {int(p.node_id[i])}"
+                args: dict[str, object] = {"node_id": int(p.node_id[i])}
+                if int(p.size_bytes[i]):
+                    args["bytes"] = int(p.size_bytes[i])
+                slices.append(Slice(name, stream, a, b, cat, args))
+        _ = (CPU, GPU_COMP)
+        rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, _union(comm), rr.finish_ns - rr.gpu_ops_ns,
+                          rr.cpu_ops_ns, 0)
+        per[rr.rank] = rres
+        tl[rr.rank] = slices
+    if mirror:
+        base = per[0]
+        out = [RankResult(r, base.finish_ns, base.compute_ns, base.comm_ns, base.exposed_comm_ns, base.cpu_ns,
+                          base.mem_ns) for r in range(n)]
+        timelines = {r: tl[0] for r in range(n)} if record else {}
+        return out, timelines
+    return [per[r] for r in range(n)], (tl if record else {})
+
+
+def _deadlock_message(stuck: list[RankRunner], msg: object) -> str:
+    parts = []
+    for rr in stuck[:8]:
+        p = rr.p
+        waiting = []
+        for i in range(len(p)):
+            if rr.starts[i] and not rr.ends[i] or (rr.pending_deps[i] == 0 and i in rr.free):
+                waiting.append(i)
+        issued = [i for i in range(len(p)) if rr.ends[i] == 0 and i not in rr.free and rr.pending_deps[i] == 0]
+        names = [f"node {int(p.node_id[i])} ({p.names[i] or OpKind(int(p.kind[i])).name.lower()})"
+                 for i in issued[:3]]
+        blocked = sum(1 for d in rr.pending_deps if d > 0)
+        desc = f"rank {rr.rank} waits on " + (", ".join(names) if names else "nothing issued")
+        if blocked:
+            desc += f" ({blocked} more ops blocked behind them)"
+        parts.append(desc)
+    if len(stuck) > 8:
+        parts.append(f"... and {len(stuck) - 8} more ranks")
+    pend = getattr(msg, "pending", lambda: [])()
+    for tag, src, dst, size, missing in pend[:5]:
+        what = "collective" if tag < 0 else f"tag {tag}"
+        parts.append(f"message rank {src} -> rank {dst} ({size} B, {what}) has no matching {missing}")
+    return "simulation cannot finish: " + "; ".join(parts)
+
+
+Callback = Callable[[], None]

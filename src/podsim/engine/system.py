@@ -1,0 +1,245 @@
+"""ASTRA-sim's system layer for one rank: collectives become streams (chunks) that move
+through per-dimension queues, at most ``ceil(active-chunks-per-dimension / queues)`` running
+per queue, ordered by priority (LIFO, FIFO or explicit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..collectives.base import PhaseAlgorithm
+from ..collectives.plan import Algo, LogicalDim, PhaseSpec, QueueLevel, logical_dims, plan_chunks
+from ..workload.ops import CollectiveKind
+from .buckets import RankBuckets
+
+
+@dataclass
+class SystemParams:
+    """Settings of the system layer (from an ASTRA-sim system JSON)."""
+
+    scheduling_policy: str = "LIFO"
+    collective_optimization: str = "baseline"
+    active_chunks_per_dimension: int = 1
+    preferred_dataset_splits: int = 1
+    endpoint_delay_ns: int = 10
+    local_mem_bw_GBps: float | None = None
+    queues_per_dim: int = 1
+    algorithms: dict[CollectiveKind, tuple[Algo, ...]] = field(default_factory=dict)
+
+
+class DataSet:
+    """The chunks of one collective; calls ``on_done(execution_ns)`` when all finished."""
+
+    __slots__ = ("total", "finished", "created", "on_done")
+
+    def __init__(self, created: int, on_done: Callable[[int], None]) -> None:
+        self.total = 0
+        self.finished = 0
+        self.created = created
+        self.on_done = on_done
+
+
+class Stream:
+    """One chunk of a collective with its remaining phases."""
+
+    __slots__ = ("sid", "phases", "phase", "queue", "priority", "dataset", "initialized",
+                 "steps_finished", "sys")
+
+    def __init__(self, sys: "RankSystem", sid: int, phases: list[PhaseSpec], priority: int, dataset: DataSet) -> None:
+        self.sys = sys
+        self.sid = sid
+        self.phases = phases
+        self.phase: PhaseSpec | None = None
+        self.queue = -1
+        self.priority = priority
+        self.dataset = dataset
+        self.initialized = False
+        self.steps_finished = 0
+
+    # PhaseHost interface ---------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self.sys.rank
+
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool) -> None:
+        self.sys.bundle(self, fast, needs_processing, size)
+
+    def send(self, dst: int, size: int) -> None:
+        self.sys.msg.send(self.sys.rank, dst, size, -1 - self.sid, None)
+
+    def recv(self, src: int, size: int) -> None:
+        alg = self.phase.algorithm  # type: ignore[union-attr]
+        self.sys.msg.recv(self.sys.rank, src, size, -1 - self.sid, alg.on_packet_received)
+
+    def phase_done(self) -> None:
+        self.sys.proceed(self)
+
+
+class RankSystem:
+    """The system layer of one rank."""
+
+    def __init__(self, rank: int, shape: tuple[int, ...], params: SystemParams, buckets: RankBuckets,
+                 msg: object) -> None:
+        self.rank = rank
+        self.shape = shape
+        self.p = params
+        self.buckets = buckets
+        self.msg = msg  # Messaging or MirrorMessaging
+        self.total_npus = math.prod(shape)
+        nq = params.queues_per_dim
+        self.levels = [QueueLevel(d * nq, nq) for d in range(len(shape))]
+        self.active: dict[int, list[Stream]] = {q: [] for q in range(len(shape) * nq)}
+        self.running: dict[int, int] = {q: 0 for q in self.active}
+        self.threshold = math.ceil(params.active_chunks_per_dimension / nq)
+        self.ready: list[Stream] = []
+        self.priority_counter = 0
+        self.num_streams = 0
+        self.group_streams: dict[str, int] = {}
+        self.first_phase_streams = 0
+        self.total_running = 0
+        self._dims_cache: dict[tuple, list[LogicalDim]] = {}
+        lmb = params.local_mem_bw_GBps
+        self._lmb = None if lmb is None else lmb * 1000000000.0
+        self.comm_delay = params.endpoint_delay_ns
+
+    # -- collective generation ----------------------------------------------------------
+    def _dims(self, kind: CollectiveKind, group: tuple[int, ...] | None) -> list[LogicalDim]:
+        key = (kind, group)
+        dims = self._dims_cache.get(key)
+        if dims is None:
+            from ..collectives.base import LogicalRing
+            algos = self.p.algorithms.get(kind) or (Algo("ring"),)
+            if group is None:
+                dims = logical_dims(self.rank, self.shape, algos)
+            else:
+                members = sorted(group)
+                algo = algos[0] if len(algos) == 1 else Algo("ring")
+                ring = LogicalRing(self.rank, len(members), members.index(self.rank), members=members, local=True)
+                dims = [LogicalDim(ring, algo)]
+            self._dims_cache[key] = dims
+        return dims
+
+    def priority(self, explicit: int) -> int:
+        pol = self.p.scheduling_policy
+        if pol == "LIFO":
+            self.priority_counter += 1
+            return self.priority_counter - 1
+        if pol == "FIFO":
+            self.priority_counter -= 1
+            return self.priority_counter + 1
+        return explicit
+
+    def generate(self, kind: CollectiveKind, size: int, involved: tuple[bool, ...] | None,
+                 group: tuple[int, ...] | None, group_key: str | None, explicit_priority: int,
+                 on_done: Callable[[int], None]) -> None:
+        """Start a collective of ``size`` bytes; ``on_done(execution_ns)`` when it ends."""
+        dims = self._dims(kind, group)
+        levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
+        inv = involved if group is None else None
+        chunks = plan_chunks(kind, size, dims, inv, levels, self.p.preferred_dataset_splits,
+                             self.total_npus, self.p.collective_optimization)
+        ds = DataSet(self.buckets.queue.now, on_done)
+        pri = self.priority(explicit_priority)
+        ds.total = len(chunks)
+        if not chunks:
+            # ASTRA-sim never finishes such a collective; podsim completes it at once.
+            on_done(0)
+            return
+        for phases in chunks:
+            if group_key is None:
+                sid = self.num_streams
+                self.num_streams += 1
+            else:
+                sid = self.group_streams.get(group_key, int(group_key) * 1000000 if group_key.isdigit() else 0)
+                self.group_streams[group_key] = sid + 1
+            st = Stream(self, sid, phases, pri, ds)
+            self._insert(self.ready, st)
+            self._schedule()
+
+    # -- scheduling ---------------------------------------------------------------------
+    @staticmethod
+    def _insert(queue: list[Stream], st: Stream) -> None:
+        i = 0
+        n = len(queue)
+        while i < n:
+            other = queue[i]
+            if other.initialized or other.priority >= st.priority:
+                i += 1
+                continue
+            break
+        queue.insert(i, st)
+
+    def _schedule(self) -> None:
+        count = len(self.ready)
+        while count > 0:
+            st = self.ready[0]
+            self.proceed(st)
+            self.ready.pop(0)
+            count -= 1
+            self.first_phase_streams += 1
+            self.total_running += 1
+
+    def _init_queue(self, q: int) -> None:
+        lst = self.active[q]
+        while self.running[q] < len(lst) and self.running[q] < self.threshold:
+            st = lst[self.running[q]]
+            self.running[q] += 1
+            st.initialized = True
+            st.phase.algorithm.start(st)  # type: ignore[union-attr]
+
+    def _removed(self, q: int) -> None:
+        self.running[q] -= 1
+        self._schedule()
+        self._init_queue(q)
+
+    def proceed(self, st: Stream) -> None:
+        """Move a stream to its next phase (or finish it): ASTRA-sim's
+        proceed_to_next_vnet_baseline, step for step."""
+        prev = st.queue
+        if st.steps_finished == 1:
+            self.first_phase_streams -= 1
+        if not st.phases:
+            ds = st.dataset
+            ds.finished += 1
+            if ds.finished == ds.total:
+                ds.on_done(self.buckets.queue.now - ds.created)
+        if st.queue >= 0 and st.phase is not None:
+            lst = self.active[st.phase.queue]
+            for i, other in enumerate(lst):
+                if other.sid == st.sid:
+                    del lst[i]
+                    break
+        if not st.phases:
+            self.total_running -= 1
+            if prev >= 0:
+                self._removed(prev)
+            return
+        st.steps_finished += 1
+        st.phase = st.phases.pop(0)
+        st.queue = abs(st.phase.queue)
+        st.initialized = False
+        self._insert(self.active[st.queue], st)
+        if prev >= 0:
+            self._removed(prev)
+        self._init_queue(st.queue)
+
+    # -- memory bus -----------------------------------------------------------------------
+    def bundle(self, st: Stream, fast: bool, needs_processing: bool, size: int) -> None:
+        alg: PhaseAlgorithm = st.phase.algorithm  # type: ignore[union-attr]
+        delay = 10 if fast else self.comm_delay
+        if needs_processing:
+            def processed() -> None:
+                self.buckets.register(self.reduction_ns(size), alg.on_general)
+            self.buckets.register(delay, processed)
+        else:
+            self.buckets.register(delay, alg.on_general)
+
+    def reduction_ns(self, size: int) -> int:
+        """One write and two reads of ``size`` bytes at local memory bandwidth."""
+        if self._lmb is None:
+            from ..errors import InputError
+            raise InputError("'local-mem-bw' is not set, but a reduction needs it (GB/s)", where="local-mem-bw")
+        one = int(float(size) / self._lmb * 1e9)
+        return 3 * one

@@ -1,0 +1,1 @@
+"""Hardware models and presets (GPUs, memories, nodes)."""

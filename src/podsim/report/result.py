@@ -1,0 +1,99 @@
+"""The result of a simulation: per-rank statistics and (optionally) timelines.
+
+Fields of :class:`RankResult` (all integer nanoseconds):
+
+* ``finish_ns``: when the rank's last op finished;
+* ``compute_ns``: time the rank's GPU compute stream was busy (the union of its compute ops);
+* ``comm_ns``: time at least one communication op (collective, send/recv) was in flight;
+* ``exposed_comm_ns``: ``finish_ns - compute_ns``, as ASTRA-sim reports "exposed
+  communication" (time the rank was not computing);
+* ``cpu_ns``: host (CPU) op time; ``mem_ns``: remote memory op time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Slice:
+    """One op on a rank's timeline."""
+
+    name: str
+    stream: str
+    start_ns: int
+    end_ns: int
+    category: str = "compute"   #: compute | comm | cpu | mem | other
+    args: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Flow:
+    """A message from one rank to another, drawn as an arrow between slices."""
+
+    src_rank: int
+    dst_rank: int
+    send_ns: int
+    recv_ns: int
+    size_bytes: int
+    name: str = "send"
+
+
+@dataclass
+class RankResult:
+    """Per-rank statistics (ns)."""
+
+    rank: int
+    finish_ns: int
+    compute_ns: int = 0
+    comm_ns: int = 0
+    exposed_comm_ns: int = 0
+    cpu_ns: int = 0
+    mem_ns: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "rank": self.rank, "finish_ns": self.finish_ns, "compute_ns": self.compute_ns,
+            "comm_ns": self.comm_ns, "exposed_comm_ns": self.exposed_comm_ns,
+            "cpu_ns": self.cpu_ns, "mem_ns": self.mem_ns,
+        }
+
+
+@dataclass
+class Result:
+    """What a simulation produced.
+
+    Attributes:
+        ranks: one :class:`RankResult` per rank, in rank order.
+        timelines: per rank, the slices of its ops (empty when not recorded).  Ranks that were
+            simulated once for a class of equivalent ranks share the same list object.
+        flows: point-to-point messages, for trace arrows (may be empty).
+        info: what was simulated (inputs, backend, mode, equivalence classes, wall time).
+        notes: things the user should know (dropped dependencies, assumptions).
+    """
+
+    ranks: list[RankResult]
+    timelines: dict[int, list[Slice]] = field(default_factory=dict)
+    flows: list[Flow] = field(default_factory=list)
+    info: dict[str, object] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def finish_ns(self) -> int:
+        """The time the last rank finished (ns)."""
+        return max((r.finish_ns for r in self.ranks), default=0)
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.ranks)
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON document written by ``--json`` (see docs/outputs.md)."""
+        return {
+            "podsim_version": self.info.get("podsim_version"),
+            "finish_ns": self.finish_ns,
+            "num_ranks": self.num_ranks,
+            "ranks": [r.as_dict() for r in self.ranks],
+            "info": {k: v for k, v in self.info.items() if k != "podsim_version"},
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,60 @@
+"""A readable terminal summary of a :class:`~podsim.report.result.Result`."""
+
+from __future__ import annotations
+
+from ..units import format_ns
+from .result import RankResult, Result
+
+_COLS = (("finish", "finish_ns"), ("compute", "compute_ns"), ("comm", "comm_ns"),
+         ("exposed comm", "exposed_comm_ns"))
+
+
+def _row_key(r: RankResult) -> tuple[int, ...]:
+    return tuple(getattr(r, f) for _, f in _COLS) + (r.cpu_ns, r.mem_ns)
+
+
+def _ranges(ranks: list[int]) -> str:
+    out = []
+    start = prev = ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ",".join(out)
+
+
+def format_summary(result: Result, max_rows: int = 20) -> str:
+    """Format the result as a table: ranks with identical figures share one row."""
+    lines = []
+    title = result.info.get("title", "simulation")
+    lines.append(f"podsim: {title}")
+    for key in ("workload", "network", "system", "mode"):
+        if key in result.info:
+            lines.append(f"  {key:<9} {result.info[key]}")
+    fin = result.finish_ns
+    lines.append(f"  finish    {format_ns(fin)} ({fin} ns) on {result.num_ranks} ranks")
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r in result.ranks:
+        groups.setdefault(_row_key(r), []).append(r.rank)
+    header = ["ranks"] + [f"{name} (ns)" for name, _ in _COLS]
+    rows = []
+    for key, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        rows.append([_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]])
+    shown = rows[:max_rows]
+    widths = [max(len(h), *(len(r[i]) for r in shown)) for i, h in enumerate(header)]
+    lines.append("")
+    lines.append("  " + "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    lines.append("  " + "  ".join("-" * w for w in widths))
+    for row in shown:
+        lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    if len(rows) > max_rows:
+        lines.append(f"  ... {len(rows) - max_rows} more rows (see --json for every rank)")
+    if "wall_s" in result.info:
+        lines.append("")
+        lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
