@@ -1,0 +1,163 @@
+"""The ``podsim`` command line.  It parses arguments and calls the API, nothing more."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from . import __version__
+
+EPILOG_SIMULATE = """examples:
+  podsim simulate --workload-configuration=traces/all_reduce \\
+      --system-configuration=system.json --network-configuration=network.yml
+  podsim simulate --workload-configuration=w/llm --system-configuration=s.json \\
+      --network-configuration=n.yml --remote-memory-configuration=m.json \\
+      --json out/result.json --trace out/trace.json
+
+ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
+--num-queues-per-dim, --comm-scale, --injection-scale).  Times are integer ns."""
+
+EPILOG_EXAMPLE = """examples:
+  podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
+  podsim example layers --trace trace.json
+  podsim example --list"""
+
+
+def _add_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
+    p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
+    p.add_argument("--trace-ranks", type=int, default=256, metavar="N",
+                   help="ranks to include in the trace (default 256)")
+    p.add_argument("--no-symmetry", action="store_true",
+                   help="simulate every rank even when ranks are provably equivalent")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podsim", description="Simulate distributed deep-learning jobs on GPU clusters.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="run 'podsim COMMAND --help' for a command's options and examples")
+    parser.add_argument("--version", action="version", version=f"podsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("simulate", help="simulate a Chakra workload on an ASTRA-sim style system and network",
+                       epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--workload-configuration", required=True, metavar="PREFIX",
+                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank")
+    s.add_argument("--system-configuration", required=True, metavar="FILE", help="ASTRA-sim system JSON")
+    s.add_argument("--network-configuration", required=True, metavar="FILE", help="ASTRA-sim analytical network YAML")
+    s.add_argument("--remote-memory-configuration", metavar="FILE", help="ASTRA-sim remote memory JSON")
+    s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
+                   help="communicator groups JSON {id: [ranks]} ('empty' for none)")
+    s.add_argument("--num-queues-per-dim", type=int, default=1, metavar="N")
+    s.add_argument("--comm-scale", type=float, default=1.0, metavar="X", help="multiply collective sizes by X")
+    s.add_argument("--injection-scale", type=float, default=1.0, metavar="X", help="multiply endpoint-delay by X")
+    s.add_argument("--compute-scale", type=float, default=1.0, metavar="X", help=argparse.SUPPRESS)
+    s.add_argument("--rendezvous-protocol", default=None, help=argparse.SUPPRESS)
+    s.add_argument("--logging-configuration", default=None, help=argparse.SUPPRESS)
+    s.add_argument("--logging-folder", default=None, help=argparse.SUPPRESS)
+    _add_outputs(s)
+
+    e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("name", nargs="?", default="allreduce", help="example name (see --list)")
+    e.add_argument("--list", action="store_true", help="list the examples")
+    e.add_argument("--write", metavar="DIR", help="also keep the example's input files in DIR")
+    _add_outputs(e)
+    return parser
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    from .api import simulate
+    from .errors import InputError
+
+    if args.rendezvous_protocol not in (None, "0", "false", "False"):
+        raise InputError("--rendezvous-protocol is not simulated yet by podsim", where="--rendezvous-protocol")
+    if args.num_queues_per_dim < 1:
+        raise InputError("must be >= 1", where="--num-queues-per-dim")
+    groups = args.comm_group_configuration
+    if groups is not None and "empty" in groups:
+        groups = None
+    workload = args.workload_configuration
+    if args.comm_scale != 1.0:
+        workload = _scaled_workload(workload, args.comm_scale, args.network_configuration)
+    res = simulate(workload, args.system_configuration, args.network_configuration,
+                   args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
+                   injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
+                   record_timeline=bool(args.trace))
+    return _emit(res, args)
+
+
+def _scaled_workload(prefix: str, scale: float, network: str):  # type: ignore[no-untyped-def]
+    from .formats.astra_sim import read_network
+    from .formats.chakra import read_workload
+    from .workload import OpKind
+
+    wl = read_workload(prefix, read_network(network).num_npus)
+    for p in wl.programs:
+        mask = p.kind == OpKind.COLLECTIVE
+        p.size_bytes[mask] = (p.size_bytes[mask] * scale).astype(p.size_bytes.dtype)
+    return wl
+
+
+def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from .report import format_summary, write_json, write_trace
+
+    print(format_summary(res))
+    if args.json:
+        write_json(res, args.json)
+        print(f"\n  wrote {args.json}")
+    if args.trace:
+        write_trace(res, args.trace, max_ranks=args.trace_ranks)
+        print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
+    return 0
+
+
+def _run_example(args: argparse.Namespace) -> int:
+    from .api import simulate
+    from .examples import EXAMPLES, write_example
+    from .errors import InputError
+
+    if args.list:
+        for k, v in EXAMPLES.items():
+            print(f"  {k:<10} {v}")
+        return 0
+    if args.name not in EXAMPLES:
+        raise InputError(f"unknown example {args.name!r}; examples: {', '.join(EXAMPLES)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_example(args.name, args.write or tmp)
+        res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
+                       use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
+        res.info["workload"] = f"built-in example '{args.name}': {EXAMPLES[args.name]}"
+        return _emit(res, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``podsim`` console script; returns the exit status."""
+    from .errors import InputError, PodsimError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "simulate":
+            return _run_simulate(args)
+        return _run_example(args)
+    except PodsimError as e:
+        if getattr(args, "debug", False):
+            raise
+        kind = "error" if isinstance(e, InputError) else "simulation error"
+        print(f"podsim: {kind}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("podsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

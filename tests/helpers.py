@@ -1,0 +1,27 @@
+"""Small builders for tests: workloads and machines made with podsim's own IR and writers."""
+
+from __future__ import annotations
+
+from podsim.collectives.plan import Algo
+from podsim.engine import SystemParams
+from podsim.network.topology import BlockKind, Dimension, Topology
+from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
+GIB = 2**30 / 1e9  # ASTRA-sim's "GB/s" -> bytes per ns factor
+
+
+def topo(*dims: tuple[str, int, float, float]) -> Topology:
+    """``topo(("Ring", 8, 50, 500))``: kind, NPUs, bandwidth in ASTRA-sim GB/s, latency ns."""
+    return Topology(tuple(Dimension(BlockKind(k), n, bw * GIB, lat) for k, n, bw, lat in dims))
+
+
+def params(algo: str = "ring", ndims: int = 1, splits: int = 1, active: int = 1, opt: str = "baseline",
+           policy: str = "LIFO", lmb: float = 50.0, endpoint: int = 10, window: int = -1) -> SystemParams:
+    algos = {k: tuple([Algo(algo, window)] * ndims) for k in CollectiveKind}
+    return SystemParams(policy, opt, active, splits, endpoint, lmb, 1, algos)
+
+
+def one_collective(n: int, kind: CollectiveKind, size: int) -> Workload:
+    b = ProgramBuilder("coll")
+    b.add(OpKind.COLLECTIVE, "c", collective=int(kind), size_bytes=size, node_id=1)
+    return Workload([b.build()], [0] * n, name="coll")
