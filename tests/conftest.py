@@ -20,5 +20,7 @@ def reference_dir() -> Path:
 def refdata() -> Path:
     d = reference_dir()
     if not (d / "astra-sim").is_dir():
+        if os.environ.get("PODSIM_REQUIRE_REFERENCE") == "1":
+            pytest.fail(f"reference data required but not found at {d}")
         pytest.skip(f"reference data not found at {d} (set PODSIM_REFERENCE_DATA to shared/data)")
     return d

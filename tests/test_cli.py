@@ -1,0 +1,121 @@
+"""The podsim command: examples, outputs, and bad input (exit 2, one line, no traceback,
+no output file left behind)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from podsim.cli import main
+from podsim.examples import write_example
+from podsim.formats.chakra import Node, NodeType, write_trace
+
+
+def run_cli(*args, cwd=None):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "podsim", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_example_runs_and_prints_summary(tmp_path):
+    out = tmp_path / "r.json"
+    tr = tmp_path / "t.json"
+    p = run_cli("example", "--json", str(out), "--trace", str(tr))
+    assert p.returncode == 0, p.stderr
+    assert "117.78 us (117780 ns) on 8 ranks" in p.stdout
+    doc = json.loads(out.read_text())
+    assert doc["finish_ns"] == 117780 and len(doc["ranks"]) == 8
+    assert set(doc["ranks"][0]) >= {"rank", "finish_ns", "compute_ns", "comm_ns", "exposed_comm_ns"}
+    trace = json.loads(tr.read_text())
+    procs = {e["pid"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    assert procs == set(range(8))
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert slices and all(e["dur"] == pytest.approx(117.78) for e in slices)
+
+
+def test_simulate_accepts_astra_sim_flags(tmp_path):
+    paths = write_example("layers", tmp_path / "ex")
+    p = run_cli("simulate", f"--workload-configuration={paths['workload']}",
+                f"--system-configuration={paths['system']}", f"--network-configuration={paths['network']}",
+                f"--remote-memory-configuration={paths['remote_memory']}", "--comm-group-configuration=empty",
+                "--num-queues-per-dim=1", "--injection-scale=1", "--comm-scale=1", "--logging-folder=log")
+    assert p.returncode == 0, p.stderr
+    assert "on 16 ranks" in p.stdout
+
+
+def _bad(tmp_path, args, out_name="out.json"):
+    out = tmp_path / out_name
+    p = run_cli(*args, "--json", str(out))
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("podsim: "), p.stderr
+    assert "Traceback" not in p.stderr
+    assert not out.exists()
+    assert not [f for f in tmp_path.iterdir() if f.name.startswith(".out.json")]
+    return lines[0]
+
+
+def _machine(tmp_path, network="topology: [Ring]\nnpus_count: [2]\nbandwidth: [50]\nlatency: [500]\n"):
+    (tmp_path / "n.yml").write_text(network)
+    (tmp_path / "s.json").write_text('{"preferred-dataset-splits": 1, "local-mem-bw": 50}')
+    return ["--system-configuration", str(tmp_path / "s.json"), "--network-configuration", str(tmp_path / "n.yml")]
+
+
+def test_truncated_et(tmp_path):
+    nd = Node(id=1, type=NodeType.COMP_NODE, duration_micros=3, name="x" * 40)
+    write_trace(tmp_path / "w.0.et", [nd])
+    data = (tmp_path / "w.0.et").read_bytes()
+    (tmp_path / "w.0.et").write_bytes(data[:-10])
+    (tmp_path / "w.1.et").write_bytes(data)
+    msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path)])
+    assert "w.0.et" in msg and "truncated" in msg
+
+
+def test_missing_rank_file(tmp_path):
+    write_trace(tmp_path / "w.0.et", [Node(id=1, type=NodeType.COMP_NODE, duration_micros=3)])
+    msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path)])
+    assert "w.1.et" in msg and "missing" in msg
+
+
+def test_cycle(tmp_path):
+    for r in range(2):
+        write_trace(tmp_path / f"w.{r}.et", [Node(id=1, type=4, duration_micros=1, data_deps=[2]),
+                                            Node(id=2, type=4, duration_micros=1, data_deps=[1])])
+    msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path)])
+    assert "cycle among nodes" in msg
+
+
+@pytest.mark.parametrize("network,match", [
+    ("topology: [Ring, Ring]\nnpus_count: [2]\nbandwidth: [50, 50]\nlatency: [500, 500]\n", "disagree in length"),
+    ("topology: [Ring]\nnpus_count: [2]\nbandwidth: [0]\nlatency: [500]\n", "bandwidth must be > 0"),
+    ("topology: [Ring]\nnpus_count: [2]\nbandwith: [50]\nlatency: [500]\n", "did you mean 'bandwidth'"),
+    ("topology: [Ring\n", "invalid YAML"),
+])
+def test_bad_network(tmp_path, network, match):
+    for r in range(2):
+        write_trace(tmp_path / f"w.{r}.et", [Node(id=1, type=4, duration_micros=1)])
+    msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path, network)])
+    assert "n.yml" in msg and match in msg
+
+
+def test_deadlock_is_reported(tmp_path):
+    rv = Node(id=1, type=NodeType.COMM_RECV_NODE)
+    rv.set_attr("comm_src", 0, "int32")
+    rv.set_attr("comm_dst", 1, "int32")
+    rv.set_attr("comm_size", 64, "int64")
+    write_trace(tmp_path / "w.0.et", [Node(id=1, type=4, duration_micros=1)])
+    write_trace(tmp_path / "w.1.et", [rv])
+    msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path)])
+    assert "simulation cannot finish" in msg and "rank 1" in msg
+
+
+def test_debug_shows_traceback(tmp_path):
+    args = ["simulate", "--workload-configuration", str(tmp_path / "nope"), *_machine(tmp_path), "--debug"]
+    p = run_cli(*args)
+    assert p.returncode != 0 and "Traceback" in p.stderr
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "simulate" in capsys.readouterr().out
