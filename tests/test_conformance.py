@@ -121,3 +121,19 @@ def test_pytorch_chakra_trace(refdata, tmp_path):
     p = res.ranks[0]
     assert p.finish_ns >= p.compute_ns > 0
     assert math.isclose(p.exposed_comm_ns, p.finish_ns - p.compute_ns)
+
+
+def test_custom_collective_from_chakra_ets(refdata):
+    """custom_collective.json runs the MSCCL-derived ring all-reduce ETs.  Per rank: 7 rounds
+    of (send 128 KiB to the next rank, receive from the previous, 7 us COMP), then 7 rounds of
+    (send, receive).  A send completes when its message arrives, after
+    h = int(500 + 131072 / 53.687) = 2941 ns, so 7 * (2941 + 7000) + 7 * 2941 = 90,174 ns."""
+    a = refdata / "astra-sim"
+    h = int(500 + 131072 / (50 * GIB))
+    expect = 7 * (h + 7000) + 7 * h
+    assert expect == 90174
+    for sym in (True, False):
+        res = podsim.simulate(a / "workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce",
+                              a / "system/custom_collectives/custom_collective.json",
+                              a / "network/analytical/Ring_8npus.yml", use_symmetry=sym)
+        assert [x.finish_ns for x in res.ranks] == [expect] * 8

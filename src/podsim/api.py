@@ -29,11 +29,33 @@ from .workload import Group, Workload
 PathLike = str | os.PathLike[str]
 
 
+def load_custom_collective(prefix: str) -> list:
+    """The programs of a custom collective: ``<prefix>.<position>.et`` for every participant."""
+    from .formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
+
+    n = discover_ranks(prefix)
+    return [trace_to_program(read_trace(rank_file(prefix, pos)), rank=pos) for pos in range(n)]
+
+
+def _per_node_custom(path: str, source: str) -> dict[int, list]:
+    from .formats.astra_sim.common import load_yaml
+
+    data = load_yaml(path)
+    out = {}
+    for key, prefix in data.items():
+        if isinstance(key, bool) or not isinstance(key, int) or not isinstance(prefix, str):
+            raise InputError("expected 'node id: ET prefix' lines", path, str(key))
+        out[key] = load_custom_collective(prefix)
+    return out
+
+
 def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: float = 1.0) -> SystemParams:
-    """Engine settings from an ASTRA-sim system configuration."""
-    if cfg.custom_implementations or cfg.per_node_custom_implementation:
-        raise InputError("custom collective implementations (Chakra ETs) are not simulated yet by podsim",
-                         cfg.source, "*-implementation-custom")
+    """Engine settings from an ASTRA-sim system configuration (custom-collective ETs are read
+    here)."""
+    custom = {kind: load_custom_collective(prefix) for kind, prefix in cfg.custom_implementations.items()}
+    per_node = {}
+    if cfg.per_node_custom_implementation:
+        per_node = _per_node_custom(cfg.per_node_custom_implementation, cfg.source)
     if cfg.model_shared_bus:
         raise InputError("model-shared-bus = 1 (the LogGP memory bus) is not simulated yet by podsim",
                          cfg.source, "model-shared-bus")
@@ -47,6 +69,8 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
         local_mem_bw_GBps=cfg.local_mem_bw_GBps,
         queues_per_dim=queues_per_dim,
         algorithms=algos,
+        custom=custom,
+        custom_per_node=per_node,
     )
 
 

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..workload.ops import CollectiveKind
 from .base import Direction, LogicalRing, PhaseAlgorithm
 from .direct import DirectPhase
+from .double_binary_tree import DoubleBinaryTree, DoubleBinaryTreePhase
 from .halving_doubling import HalvingDoublingPhase
 from .ring import RingPhase
 
@@ -49,10 +50,12 @@ class Algo:
 
 @dataclass
 class LogicalDim:
-    """One dimension of the logical topology for one rank: a ring and its algorithm."""
+    """One dimension of the logical topology for one rank: a ring (or tree pair) and its
+    algorithm."""
 
     ring: LogicalRing
     algo: Algo
+    tree: DoubleBinaryTree | None = None
 
 
 def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list[LogicalDim]:
@@ -71,11 +74,16 @@ def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list
                 total *= s
             out.append(LogicalDim(LogicalRing(rank, total, rank % total, 1), algo))
             return out
-        if algo.base == "doubleBinaryTree":
-            raise InputError("doubleBinaryTree is not supported yet by podsim's ASTRA-sim mode",
-                             where="all-reduce-implementation")
         size = shape[d]
-        out.append(LogicalDim(LogicalRing(rank, size, (rank % (offset * size)) // offset, offset), algo))
+        ring = LogicalRing(rank, size, (rank % (offset * size)) // offset, offset)
+        if algo.base == "doubleBinaryTree":
+            if size & (size - 1):
+                raise InputError(f"doubleBinaryTree needs a power-of-two dimension, got {size} NPUs",
+                                 where="all-reduce-implementation")
+            start = rank % offset if d == len(algos) - 1 else (rank - rank % (offset * size)) + rank % offset
+            out.append(LogicalDim(ring, algo, DoubleBinaryTree(size, start, offset)))
+        else:
+            out.append(LogicalDim(ring, algo))
         offset *= size
     return out
 
@@ -83,6 +91,8 @@ def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list
 def make_phase(kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
     """Instantiate the algorithm of ``dim`` for ``kind`` on ``data_size`` bytes."""
     base = dim.algo.base
+    if dim.tree is not None:
+        return DoubleBinaryTreePhase(dim.tree.next_tree(), dim.ring.me, data_size)
     if base == "ring":
         return RingPhase(kind, dim.ring, data_size, direction)
     if base == "direct":

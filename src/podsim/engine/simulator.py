@@ -63,8 +63,14 @@ class RemoteMemoryParams:
     npus_per_node: int | None = None
 
 
-def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None) -> tuple[bool, str]:
+def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
+                     system: SystemParams | None = None) -> tuple[bool, str]:
     """Whether all ranks are provably equivalent (and why not, if not)."""
+    if system is not None:
+        if system.custom or system.custom_per_node:
+            return False, "custom collectives"
+        if any(a.base == "doubleBinaryTree" for algos in system.algorithms.values() for a in algos):
+            return False, "double binary trees (ranks play different roles)"
     sigs = {p.signature() for p in workload.programs}
     if len(sigs) != 1:
         return False, "ranks run different programs"
@@ -115,7 +121,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the network has {n} NPUs")
     network = AnalyticalNetwork(topology)
     queue = EventQueue()
-    mirror, why = (equivalent_ranks(workload, remote_memory) if use_symmetry else (False, "disabled"))
+    mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
     msg = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
     remote = None
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":

@@ -10,6 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..collectives.base import PhaseAlgorithm
+from ..collectives.custom import CustomPhase
+from ..errors import InputError
+from ..workload import Program
 from ..collectives.plan import Algo, LogicalDim, PhaseSpec, QueueLevel, logical_dims, plan_chunks
 from ..workload.ops import CollectiveKind
 from .buckets import RankBuckets
@@ -27,6 +30,10 @@ class SystemParams:
     local_mem_bw_GBps: float | None = None
     queues_per_dim: int = 1
     algorithms: dict[CollectiveKind, tuple[Algo, ...]] = field(default_factory=dict)
+    #: custom collectives: per collective kind, one program per participant position
+    custom: dict[CollectiveKind, list[Program]] = field(default_factory=dict)
+    #: custom collectives for single workload nodes (by node id), same layout
+    custom_per_node: dict[int, list[Program]] = field(default_factory=dict)
 
 
 class DataSet:
@@ -76,6 +83,16 @@ class Stream:
     def phase_done(self) -> None:
         self.sys.proceed(self)
 
+    # services for custom collectives (point-to-point with the ET's own tags)
+    def p2p_send(self, dst: int, size: int, tag: int, done: Callable[[], None]) -> None:
+        self.sys.msg.send(self.sys.rank, dst, size, tag, done)
+
+    def p2p_recv(self, src: int, size: int, tag: int, done: Callable[[], None]) -> None:
+        self.sys.msg.recv(self.sys.rank, src, size, tag, done)
+
+    def after(self, ns: int, fn: Callable[[], None]) -> None:
+        self.sys.buckets.register(ns, fn)
+
 
 class RankSystem:
     """The system layer of one rank."""
@@ -110,13 +127,23 @@ class RankSystem:
         dims = self._dims_cache.get(key)
         if dims is None:
             from ..collectives.base import LogicalRing
-            algos = self.p.algorithms.get(kind) or (Algo("ring"),)
+            algos = self.p.algorithms.get(kind)
+            if not algos:
+                raise InputError(f"no implementation configured for {kind.label.replace('_', '-')} "
+                                 f"(set '{kind.label.replace('_', '-')}-implementation')",
+                                 where=f"{kind.label.replace('_', '-')}-implementation")
             if group is None:
                 dims = logical_dims(self.rank, self.shape, algos)
             else:
-                members = sorted(group)
+                # a sub-group is one logical ring in the order the comm-group file lists it
+                members = list(group)
                 algo = algos[0] if len(algos) == 1 else Algo("ring")
+                if algo.spans_all:
+                    algo = Algo(algo.base, algo.window)
                 ring = LogicalRing(self.rank, len(members), members.index(self.rank), members=members, local=True)
+                if algo.base == "doubleBinaryTree":
+                    raise InputError("doubleBinaryTree on a communicator group is not supported",
+                                     where="all-reduce-implementation")
                 dims = [LogicalDim(ring, algo)]
             self._dims_cache[key] = dims
         return dims
@@ -131,10 +158,37 @@ class RankSystem:
             return self.priority_counter + 1
         return explicit
 
+    def _stream_id(self, group_key: str | None) -> int:
+        if group_key is None:
+            sid = self.num_streams
+            self.num_streams += 1
+            return sid
+        sid = self.group_streams.get(group_key, int(group_key) * 1000000 if group_key.isdigit() else 0)
+        self.group_streams[group_key] = sid + 1
+        return sid
+
+    def _custom(self, kind: CollectiveKind, node_id: int) -> list[Program] | None:
+        progs = self.p.custom_per_node.get(node_id)
+        return progs if progs is not None else self.p.custom.get(kind)
+
     def generate(self, kind: CollectiveKind, size: int, involved: tuple[bool, ...] | None,
                  group: tuple[int, ...] | None, group_key: str | None, explicit_priority: int,
-                 on_done: Callable[[int], None]) -> None:
+                 on_done: Callable[[int], None], node_id: int = -1) -> None:
         """Start a collective of ``size`` bytes; ``on_done(execution_ns)`` when it ends."""
+        custom = self._custom(kind, node_id)
+        if custom is not None:
+            pos = self.rank if group is None else sorted(group).index(self.rank)
+            if pos >= len(custom):
+                raise InputError(f"the custom collective has {len(custom)} participants but rank {self.rank} "
+                                 f"is participant {pos}", where="*-implementation-custom")
+            ds = DataSet(self.buckets.queue.now, on_done)
+            ds.total = 1  # ASTRA-sim expects ceil(size / chunk) streams but creates one
+            pri = self.priority(explicit_priority)
+            phase = PhaseSpec(0, CustomPhase(kind, custom[pos], group, size))  # type: ignore[arg-type]
+            st = Stream(self, self._stream_id(group_key), [phase], pri, ds)
+            self._insert(self.ready, st)
+            self._schedule()
+            return
         dims = self._dims(kind, group)
         levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
         inv = involved if group is None else None
@@ -148,13 +202,7 @@ class RankSystem:
             on_done(0)
             return
         for phases in chunks:
-            if group_key is None:
-                sid = self.num_streams
-                self.num_streams += 1
-            else:
-                sid = self.group_streams.get(group_key, int(group_key) * 1000000 if group_key.isdigit() else 0)
-                self.group_streams[group_key] = sid + 1
-            st = Stream(self, sid, phases, pri, ds)
+            st = Stream(self, self._stream_id(group_key), phases, pri, ds)
             self._insert(self.ready, st)
             self._schedule()
 
