@@ -117,7 +117,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
                            sys_cfg.replay_only)
     rm = None
     if rm_cfg is not None:
-        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node)
+        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
+                                rm_cfg.num_nodes)
     result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline)
     result.info["podsim_version"] = __version__
     result.info["title"] = f"{Path(label).name} on {topo.num_npus} NPUs"

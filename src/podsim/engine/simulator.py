@@ -61,6 +61,7 @@ class RemoteMemoryParams:
     latency_ns: float = 0.0
     bandwidth: float | None = None
     npus_per_node: int | None = None
+    num_nodes: int | None = None
 
 
 def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
@@ -124,15 +125,16 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
     msg = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
     remote = None
+    buckets: dict[int, RankBuckets] = {}
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
         from ..hardware.remote_memory import RemoteMemory
         remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
-                              remote_memory.npus_per_node, lambda: queue.now,
-                              lambda t, fn: queue.schedule(t, lambda _a: fn(), None))
+                              remote_memory.npus_per_node, remote_memory.num_nodes,
+                              lambda rank, delay, fn: buckets[rank].register(delay, fn))
     ranks = [0] if mirror else list(range(n))
     runners: list[RankRunner] = []
     for r in ranks:
-        b = RankBuckets(queue)
+        b = buckets[r] = RankBuckets(queue)
         sysl = RankSystem(r, topology.shape, system, b, msg)
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
                             remote.issue if remote else None, record_timeline)
@@ -166,12 +168,15 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
     for rr in runners:
         p = rr.p
         comm: list[tuple[int, int]] = []
+        mem: list[tuple[int, int]] = []
         slices: list[Slice] = []
         for i in range(len(p)):
             a, b = rr.starts[i], rr.ends[i]
             res = rr.resource[i]
             if res == GPU_COMM or int(p.kind[i]) == OpKind.RECV:
                 comm.append((a, b))
+            elif int(p.kind[i]) in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
+                mem.append((a, b))
             if record and int(p.kind[i]) != OpKind.NOOP:
                 stream, cat = _category(p, i)
                 name = p.names[i] or f"node {int(p.node_id[i])}"
@@ -181,7 +186,7 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
                 slices.append(Slice(name, stream, a, b, cat, args))
         _ = (CPU, GPU_COMP)
         rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, _union(comm), rr.finish_ns - rr.gpu_ops_ns,
-                          rr.cpu_ops_ns, 0)
+                          rr.cpu_ops_ns, _union(mem))
         per[rr.rank] = rres
         tl[rr.rank] = slices
     if mirror:

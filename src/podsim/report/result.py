@@ -7,7 +7,7 @@ Fields of :class:`RankResult` (all integer nanoseconds):
 * ``comm_ns``: time at least one communication op (collective, send/recv) was in flight;
 * ``exposed_comm_ns``: ``finish_ns - compute_ns``, as ASTRA-sim reports "exposed
   communication" (time the rank was not computing);
-* ``cpu_ns``: host (CPU) op time; ``mem_ns``: remote memory op time.
+* ``cpu_ns``: host (CPU) op time; ``mem_ns``: time at least one remote memory op was in flight.
 """
 
 from __future__ import annotations
