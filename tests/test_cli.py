@@ -119,3 +119,21 @@ def test_debug_shows_traceback(tmp_path):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "simulate" in capsys.readouterr().out
+
+
+def test_trace_has_flow_arrows_for_point_to_point(tmp_path):
+    def p2p(kind, attrs):
+        nd = Node(id=1, type=kind)
+        for k, v in attrs.items():
+            nd.set_attr(k, v, "int32" if k != "comm_size" else "int64")
+        return nd
+    write_trace(tmp_path / "w.0.et", [p2p(NodeType.COMM_SEND_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})])
+    write_trace(tmp_path / "w.1.et", [p2p(NodeType.COMM_RECV_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})])
+    tr = tmp_path / "t.json"
+    p = run_cli("simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path), "--trace", str(tr))
+    assert p.returncode == 0, p.stderr
+    ev = json.loads(tr.read_text())["traceEvents"]
+    starts = [e for e in ev if e["ph"] == "s"]
+    ends = [e for e in ev if e["ph"] == "f"]
+    assert len(starts) == len(ends) == 1
+    assert starts[0]["pid"] == 0 and ends[0]["pid"] == 1 and ends[0]["ts"] > starts[0]["ts"]

@@ -84,10 +84,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     if args.comm_scale != 1.0:
         workload = _scaled_workload(workload, args.comm_scale, args.network_configuration)
-    res = simulate(workload, args.system_configuration, args.network_configuration,
-                   args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
-                   injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                   record_timeline=bool(args.trace))
+    progress = _progress()
+    try:
+        res = simulate(workload, args.system_configuration, args.network_configuration,
+                       args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
+                       injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
+                       record_timeline=bool(args.trace), progress=progress)
+    finally:
+        _clear_progress(progress)
     return _emit(res, args)
 
 
@@ -101,6 +105,24 @@ def _scaled_workload(prefix: str, scale: float, network: str):  # type: ignore[n
         mask = p.kind == OpKind.COLLECTIVE
         p.size_bytes[mask] = (p.size_bytes[mask] * scale).astype(p.size_bytes.dtype)
     return wl
+
+
+def _progress():  # type: ignore[no-untyped-def]
+    """A one-line progress display on stderr, only when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    from .units import format_ns
+
+    def show(now_ns: int, done: int, total: int) -> None:
+        sys.stderr.write(f"\r  simulating: t = {format_ns(now_ns):>12}, {done}/{total} ranks finished ")
+        sys.stderr.flush()
+    return show
+
+
+def _clear_progress(progress) -> None:  # type: ignore[no-untyped-def]
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+        sys.stderr.flush()
 
 
 def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]

@@ -34,6 +34,24 @@ class EventQueue:
         """Run ``callback(arg)`` ``delay_ns`` from now."""
         self.schedule(self.now + delay_ns, callback, arg)
 
+    def run_with_progress(self, report: Callable[[], None], every_s: float = 1.0) -> int:
+        """Like :meth:`run`, calling ``report()`` about every ``every_s`` seconds of wall time."""
+        import time
+
+        heap = self._heap
+        pop = heapq.heappop
+        last = time.perf_counter()
+        count = 0
+        while heap:
+            t, _, cb, arg = pop(heap)
+            self.now = t
+            cb(arg)
+            count += 1
+            if count & 4095 == 0 and time.perf_counter() - last >= every_s:
+                last = time.perf_counter()
+                report()
+        return self.now
+
     def run(self, until: int | None = None) -> int:
         """Process events until the queue is empty (or past ``until``); returns the time."""
         heap = self._heap

@@ -42,7 +42,7 @@ class Messaging:
         self._send_seq: dict[tuple[int, int, int, int], int] = {}
         self._recv_seq: dict[tuple[int, int, int, int], int] = {}
         self.messages = 0
-        self.on_delivery: Callable[[int, int, int, int, int], None] | None = None
+        self.on_delivery: Callable[[int, int, int, int, int, int], None] | None = None
 
     def send(self, src: int, dst: int, size: int, tag: int, on_sent: Handler) -> None:
         key = (tag, src, dst, size)
@@ -56,7 +56,7 @@ class Messaging:
         self.messages += 1
         delay = self.network.delay_ns(src, dst, size)
         if self.on_delivery is not None:
-            self.on_delivery(src, dst, size, self.queue.now, self.queue.now + delay)
+            self.on_delivery(src, dst, size, self.queue.now, self.queue.now + delay, tag)
         self.queue.schedule(self.queue.now + delay, self._arrive, full)
 
     def _arrive(self, full: object) -> None:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from ..errors import SimulationError
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
-from ..report.result import RankResult, Result, Slice
+from ..report.result import Flow, RankResult, Result, Slice
+
+MAX_FLOWS = 100_000
 from ..workload import NO_VALUE, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
@@ -113,8 +115,13 @@ def _union(intervals: list[tuple[int, int]]) -> int:
 
 def simulate(workload: Workload, topology: Topology, system: SystemParams,
              compute: ComputeModel | None = None, remote_memory: RemoteMemoryParams | None = None,
-             use_symmetry: bool = True, record_timeline: bool = True) -> Result:
-    """Simulate ``workload`` and return per-rank results (all times integer ns)."""
+             use_symmetry: bool = True, record_timeline: bool = True,
+             progress: Callable[[int, int, int], None] | None = None) -> Result:
+    """Simulate ``workload`` and return per-rank results (all times integer ns).
+
+    ``progress(now_ns, ranks_finished, ranks_simulated)`` is called about once a second of
+    wall time, if given.
+    """
     t0 = time.perf_counter()
     compute = compute or ComputeModel()
     n = topology.num_npus
@@ -124,6 +131,12 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     queue = EventQueue()
     mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
     msg = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    flows: list[Flow] = []
+    if record_timeline and not mirror:
+        def on_delivery(src: int, dst: int, size: int, t_send: int, t_arrive: int, tag: int) -> None:
+            if tag >= 0 and len(flows) < MAX_FLOWS:  # point-to-point (not collective-internal) messages
+                flows.append(Flow(src, dst, t_send, t_arrive, size, f"send {size} B"))
+        msg.on_delivery = on_delivery
     remote = None
     buckets: dict[int, RankBuckets] = {}
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
@@ -142,7 +155,10 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         runners.append(runner)
     for runner in runners:
         runner.fire()
-    queue.run()
+    if progress is not None:
+        queue.run_with_progress(lambda: progress(queue.now, sum(rr.finished for rr in runners), len(runners)))
+    else:
+        queue.run()
     stuck = [rr for rr in runners if not rr.finished]
     if stuck:
         raise SimulationError(_deadlock_message(stuck, msg))
@@ -159,7 +175,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     notes = []
     for p in workload.programs:
         notes.extend(p.notes)
-    return Result(results, timelines, [], info, notes)
+    return Result(results, timelines, flows, info, notes)
 
 
 def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> tuple[list[RankResult], dict[int, list[Slice]]]:
