@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__
-from .collectives.plan import Algo
 from .engine import ComputeModel, RemoteMemoryParams, SystemParams
 from .engine import simulate as _simulate
 from .errors import InputError
@@ -60,7 +59,7 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
     if cfg.model_shared_bus:
         raise InputError("model-shared-bus = 1 (the LogGP memory bus) is not simulated yet by podsim",
                          cfg.source, "model-shared-bus")
-    algos = {kind: tuple(Algo(a.name, a.window) for a in specs) for kind, specs in cfg.implementations.items()}
+    algos = dict(cfg.implementations)
     return SystemParams(
         scheduling_policy=cfg.scheduling_policy,
         collective_optimization=cfg.collective_optimization,

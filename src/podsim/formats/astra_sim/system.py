@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ...collectives.plan import Algo
 from ...errors import InputError, closest
 from ...workload.ops import CollectiveKind
 from .common import check_keys, get_bool01, get_choice, get_float, get_int, load_json
@@ -38,31 +39,8 @@ ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree", "oneRing"
               "oneHalvingDoubling")
 
 
-@dataclass(frozen=True)
-class AlgorithmSpec:
-    """A native collective algorithm for one dimension.
-
-    Attributes:
-        name: ``ring``, ``direct``, ``halvingDoubling``, ``doubleBinaryTree``, ``oneRing``,
-            ``oneDirect`` or ``oneHalvingDoubling``.
-        window: for direct algorithms, the number of peers sent to at once (-1: all).
-    """
-
-    name: str
-    window: int = -1
-
-    @property
-    def spans_all_dims(self) -> bool:
-        """The ``one*`` variants treat every dimension as one."""
-        return self.name.startswith("one")
-
-    @property
-    def base(self) -> str:
-        """The algorithm without the ``one`` prefix, lower-camel-case (``ring``, ``direct``...)."""
-        if self.spans_all_dims:
-            b = self.name[3:]
-            return b[0].lower() + b[1:]
-        return self.name
+AlgorithmSpec = Algo
+"""A native collective algorithm for one dimension (``name``, and ``window`` for direct)."""
 
 
 _DIRECT = re.compile(r"^(one)?direct(\d*)$", re.IGNORECASE)

@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from ...workload.ops import CollectiveKind
 from . import wire
 
 
@@ -30,19 +31,8 @@ class NodeType(IntEnum):
     CHECKPOINT_NODE = 10
 
 
-class CommType(IntEnum):
-    """Chakra CollectiveCommType."""
-
-    ALL_REDUCE = 0
-    REDUCE = 1
-    ALL_GATHER = 2
-    GATHER = 3
-    SCATTER = 4
-    BROADCAST = 5
-    ALL_TO_ALL = 6
-    REDUCE_SCATTER = 7
-    REDUCE_SCATTER_BLOCK = 8
-    BARRIER = 9
+# Chakra's CollectiveCommType has the same names and values as the IR's CollectiveKind.
+CommType = CollectiveKind
 
 
 # AttributeProto oneof: field number -> (type name, is list)
