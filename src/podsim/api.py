@@ -65,7 +65,9 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
         collective_optimization=cfg.collective_optimization,
         active_chunks_per_dimension=cfg.active_chunks_per_dimension,
         preferred_dataset_splits=cfg.preferred_dataset_splits,
-        endpoint_delay_ns=int(cfg.endpoint_delay_ns * injection_scale),
+        # ASTRA-sim scales the delay only when the JSON sets it, and truncates to an integer
+        endpoint_delay_ns=int(cfg.endpoint_delay_ns * injection_scale) if cfg.endpoint_delay_given
+        else cfg.endpoint_delay_ns,
         local_mem_bw_GBps=cfg.local_mem_bw_GBps,
         queues_per_dim=queues_per_dim,
         algorithms=algos,

@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
                    help="communicator groups JSON {id: [ranks]} ('empty' for none)")
     s.add_argument("--num-queues-per-dim", type=int, default=1, metavar="N")
-    s.add_argument("--comm-scale", type=float, default=1.0, metavar="X", help="multiply collective sizes by X")
-    s.add_argument("--injection-scale", type=float, default=1.0, metavar="X", help="multiply endpoint-delay by X")
+    s.add_argument("--comm-scale", type=float, default=1.0, metavar="X", help="accepted and ignored, as ASTRA-sim 2.x does")
+    s.add_argument("--injection-scale", type=float, default=1.0, metavar="X", help="multiply endpoint-delay by X (when the system JSON sets it)")
     s.add_argument("--compute-scale", type=float, default=1.0, metavar="X", help=argparse.SUPPRESS)
     s.add_argument("--rendezvous-protocol", default=None, help=argparse.SUPPRESS)
     s.add_argument("--logging-configuration", default=None, help=argparse.SUPPRESS)
@@ -82,8 +82,6 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if groups is not None and "empty" in groups:
         groups = None
     workload = args.workload_configuration
-    if args.comm_scale != 1.0:
-        workload = _scaled_workload(workload, args.comm_scale, args.network_configuration)
     progress = _progress()
     try:
         res = simulate(workload, args.system_configuration, args.network_configuration,
@@ -92,19 +90,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
                        record_timeline=bool(args.trace), progress=progress)
     finally:
         _clear_progress(progress)
+    if args.comm_scale != 1.0:
+        res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
+    if args.compute_scale != 1.0:
+        res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     return _emit(res, args)
-
-
-def _scaled_workload(prefix: str, scale: float, network: str):  # type: ignore[no-untyped-def]
-    from .formats.astra_sim import read_network
-    from .formats.chakra import read_workload
-    from .workload import OpKind
-
-    wl = read_workload(prefix, read_network(network).num_npus)
-    for p in wl.programs:
-        mask = p.kind == OpKind.COLLECTIVE
-        p.size_bytes[mask] = (p.size_bytes[mask] * scale).astype(p.size_bytes.dtype)
-    return wl
 
 
 def _progress():  # type: ignore[no-untyped-def]

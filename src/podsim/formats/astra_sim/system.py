@@ -75,6 +75,7 @@ class SystemConfig:
     active_chunks_per_dimension: int = 1
     preferred_dataset_splits: int = 1
     endpoint_delay_ns: int = 10
+    endpoint_delay_given: bool = False
     loggp: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # L, o, g, G
     model_shared_bus: bool = False
     local_mem_bw_GBps: float | None = None
@@ -106,6 +107,7 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
     cfg.active_chunks_per_dimension = get_int(data, "active-chunks-per-dimension", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
     cfg.preferred_dataset_splits = get_int(data, "preferred-dataset-splits", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
     cfg.endpoint_delay_ns = get_int(data, "endpoint-delay", 10, source, lo=0)  # type: ignore[assignment]
+    cfg.endpoint_delay_given = "endpoint-delay" in data
     cfg.loggp = tuple(get_float(data, k, 0.0, source, lo=0.0) for k in ("L", "o", "g", "G"))  # type: ignore[assignment]
     cfg.model_shared_bus = get_bool01(data, "model-shared-bus", False, source)
     if "local-mem-bw" in data:
