@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InputError
 from ..workload.ops import CollectiveKind
 from .base import Direction, LogicalRing, PhaseAlgorithm
 
@@ -32,7 +33,9 @@ class HalvingDoublingPhase(PhaseAlgorithm):
             self.final_data_size, self.msg_size = data_size // n, data_size // 2
             self.rank_offset, self.multiplier = 1, 2.0
         else:
-            raise ValueError(f"halvingDoubling does not implement {kind.name}")
+            label = kind.label.replace("_", "-")
+            raise InputError(f"halvingDoubling does not implement {label}; choose another {label}-implementation",
+                             where=f"{label}-implementation")
         self._log = log
         self._aim()
 

@@ -7,6 +7,7 @@ reduce-scatter ``N-1`` reducing steps of ``size/N``; all-gather ``N-1`` steps of
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..workload.ops import CollectiveKind
 from .base import Direction, LogicalRing, PhaseAlgorithm
 
@@ -36,4 +37,6 @@ class RingPhase(PhaseAlgorithm):
             self.stream_count = n - 1
             self.final_data_size = self.msg_size = data_size // n
         else:
-            raise ValueError(f"ring does not implement {kind.name}")
+            label = kind.label.replace("_", "-")
+            raise InputError(f"ring does not implement {label}; choose another {label}-implementation",
+                             where=f"{label}-implementation")
