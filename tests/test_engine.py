@@ -127,3 +127,25 @@ def test_same_inputs_same_outputs():
     a = simulate(wl, topo(("Ring", 8, 50, 500)), params(splits=4, active=2), use_symmetry=False)
     b = simulate(wl, topo(("Ring", 8, 50, 500)), params(splits=4, active=2), use_symmetry=False)
     assert [x.as_dict() for x in a.ranks] == [x.as_dict() for x in b.ranks]
+
+
+def test_rendezvous_adds_a_handshake_before_each_message():
+    # one 1 MB message rank 0 -> rank 2 (2 hops): first the receiver's 8 KiB handshake 2 -> 0,
+    # then the data; the receive completes when the data arrives.
+    s = ProgramBuilder("s")
+    s.add(OpKind.SEND, "send", peer=2, size_bytes=1_000_000, tag=5, node_id=1)
+    rv = ProgramBuilder("r")
+    rv.add(OpKind.RECV, "recv", peer=0, size_bytes=1_000_000, tag=5, node_id=1)
+    wl = Workload([s.build(), rv.build(), ProgramBuilder("i").build()], [0, 2, 1, 2])
+    res = simulate(wl, topo(("Ring", 4, 50, 500)), params(), rendezvous=True)
+    assert res.ranks[2].finish_ns == h(2, 8192) + h(2, 1_000_000)
+    # a ring all-reduce step then costs a handshake too: (2N-2) handshakes on the critical path
+    n, size = 8, 1 << 20
+    base = simulate(_one_ar(n, size), topo(("Ring", n, 50, 500)), params())
+    rdv = simulate(_one_ar(n, size), topo(("Ring", n, 50, 500)), params(), rendezvous=True)
+    assert rdv.finish_ns - base.finish_ns == (2 * n - 2) * h(1, 8192)
+
+
+def _one_ar(n, size):
+    from helpers import one_collective
+    return one_collective(n, CK.ALL_REDUCE, size)

@@ -80,7 +80,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
              remote_memory: PathLike | RemoteMemoryConfig | None = None,
              comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
              *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
-             record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None) -> Result:
+             record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
+             rendezvous: bool = False) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description.
 
     Args:
@@ -92,6 +93,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
         num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
         use_symmetry: simulate equivalent ranks once (same results, much faster).
         record_timeline: keep per-op slices for traces.
+        rendezvous: ASTRA-sim's ``--rendezvous-protocol`` (an 8 KiB handshake before each message).
         progress: called as ``progress(now_ns, ranks_finished, ranks_simulated)`` about once a
             second on long runs.
 
@@ -123,7 +125,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
     if rm_cfg is not None:
         rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
                                 rm_cfg.num_nodes)
-    result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress)
+    result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress, rendezvous)
     result.info["podsim_version"] = __version__
     result.info["title"] = f"{Path(label).name} on {topo.num_npus} NPUs"
     result.info["workload"] = label

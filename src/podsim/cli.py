@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--comm-scale", type=float, default=1.0, metavar="X", help="accepted and ignored, as ASTRA-sim 2.x does")
     s.add_argument("--injection-scale", type=float, default=1.0, metavar="X", help="multiply endpoint-delay by X (when the system JSON sets it)")
     s.add_argument("--compute-scale", type=float, default=1.0, metavar="X", help=argparse.SUPPRESS)
-    s.add_argument("--rendezvous-protocol", default=None, help=argparse.SUPPRESS)
+    s.add_argument("--rendezvous-protocol", default=None, metavar="BOOL",
+                   help="true: every message waits for an 8 KiB handshake from its receiver")
     s.add_argument("--logging-configuration", default=None, help=argparse.SUPPRESS)
     s.add_argument("--logging-folder", default=None, help=argparse.SUPPRESS)
     _add_outputs(s)
@@ -74,8 +75,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from .api import simulate
     from .errors import InputError
 
-    if args.rendezvous_protocol not in (None, "0", "false", "False"):
-        raise InputError("--rendezvous-protocol is not simulated yet by podsim", where="--rendezvous-protocol")
+    rv = (args.rendezvous_protocol or "false").lower()
+    if rv not in ("0", "1", "false", "true"):
+        raise InputError(f"expected true or false, got {args.rendezvous_protocol!r}", where="--rendezvous-protocol")
     if args.num_queues_per_dim < 1:
         raise InputError("must be >= 1", where="--num-queues-per-dim")
     groups = args.comm_group_configuration
@@ -87,7 +89,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         res = simulate(workload, args.system_configuration, args.network_configuration,
                        args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace), progress=progress)
+                       record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"))
     finally:
         _clear_progress(progress)
     if args.comm_scale != 1.0:

@@ -117,3 +117,40 @@ class MirrorMessaging:
 
     def pending(self) -> list[tuple[int, int, int, int, str]]:
         return []
+
+
+RENDEZVOUS_BYTES = 8192
+_RENDEZVOUS_TAG = 2 * 10**12
+
+
+class Rendezvous:
+    """ASTRA-sim's rendezvous protocol on top of another messaging layer: a receiver first
+    sends an 8 KiB handshake to the sender; when it arrives, the receiver posts the real
+    receive and the sender (whose handshake receive was posted at its send) sends the data."""
+
+    def __init__(self, inner: Messaging | MirrorMessaging) -> None:
+        self.inner = inner
+        self.queue = inner.queue
+
+    @property
+    def messages(self) -> int:
+        return self.inner.messages
+
+    @property
+    def on_delivery(self):  # type: ignore[no-untyped-def]
+        return self.inner.on_delivery
+
+    @on_delivery.setter
+    def on_delivery(self, fn) -> None:  # type: ignore[no-untyped-def]
+        self.inner.on_delivery = fn
+
+    def send(self, src: int, dst: int, size: int, tag: int, on_sent: Handler) -> None:
+        self.inner.recv(src, dst, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
+                        lambda: self.inner.send(src, dst, size, tag, on_sent))
+
+    def recv(self, dst: int, src: int, size: int, tag: int, on_recv: Handler) -> None:
+        self.inner.send(dst, src, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
+                        lambda: self.inner.recv(dst, src, size, tag, on_recv))
+
+    def pending(self) -> list[tuple[int, int, int, int, str]]:
+        return self.inner.pending()

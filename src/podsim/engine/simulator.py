@@ -23,7 +23,7 @@ MAX_FLOWS = 100_000
 from ..workload import NO_VALUE, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
-from .messaging import Messaging, MirrorMessaging
+from .messaging import Messaging, MirrorMessaging, Rendezvous
 from .rank import CPU, GPU_COMM, GPU_COMP, RankRunner
 from .system import RankSystem, SystemParams
 
@@ -116,8 +116,11 @@ def _union(intervals: list[tuple[int, int]]) -> int:
 def simulate(workload: Workload, topology: Topology, system: SystemParams,
              compute: ComputeModel | None = None, remote_memory: RemoteMemoryParams | None = None,
              use_symmetry: bool = True, record_timeline: bool = True,
-             progress: Callable[[int, int, int], None] | None = None) -> Result:
+             progress: Callable[[int, int, int], None] | None = None, rendezvous: bool = False) -> Result:
     """Simulate ``workload`` and return per-rank results (all times integer ns).
+
+    ``rendezvous`` makes every message wait for an 8 KiB handshake from its receiver
+    (ASTRA-sim's ``--rendezvous-protocol``).
 
     ``progress(now_ns, ranks_finished, ranks_simulated)`` is called about once a second of
     wall time, if given.
@@ -130,7 +133,9 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     network = AnalyticalNetwork(topology)
     queue = EventQueue()
     mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
-    msg = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    msg: Messaging | MirrorMessaging | Rendezvous = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    if rendezvous:
+        msg = Rendezvous(msg)
     flows: list[Flow] = []
     if record_timeline and not mirror:
         def on_delivery(src: int, dst: int, size: int, t_send: int, t_arrive: int, tag: int) -> None:
