@@ -149,3 +149,31 @@ def test_rendezvous_adds_a_handshake_before_each_message():
 def _one_ar(n, size):
     from helpers import one_collective
     return one_collective(n, CK.ALL_REDUCE, size)
+
+
+def test_control_dependencies_order_ops_like_data_dependencies(tmp_path):
+    # FeederV3 (ASTRA-sim HEAD) waits on control dependencies too: b starts after a
+    from podsim.formats.chakra import Node, NodeType, read_workload, write_trace
+    a = Node(id=1, type=NodeType.COMP_NODE, duration_micros=5)
+    b = Node(id=2, type=NodeType.COMP_NODE, duration_micros=5, ctrl_deps=[1])
+    c = Node(id=3, type=NodeType.COMP_NODE, duration_micros=5)
+    c.set_attr("is_cpu_op", True, "bool")
+    c.ctrl_deps = [2]
+    for r in range(2):
+        write_trace(tmp_path / f"w.{r}.et", [a, b, c])
+    wl = read_workload(tmp_path / "w")
+    res = simulate(wl, topo(("Ring", 2, 50, 500)), params())
+    assert res.finish_ns == 15_000  # the CPU op could run beside the GPU ops, but waits on b
+    res = simulate(wl, topo(("Ring", 2, 50, 500)), params(), use_ctrl_deps=False)
+    assert res.finish_ns == 10_000
+
+
+def test_control_dependency_cycles_fall_back_to_data_order(tmp_path):
+    from podsim.formats.chakra import Node, NodeType, read_workload, write_trace
+    a = Node(id=1, type=NodeType.COMP_NODE, duration_micros=5, ctrl_deps=[2])
+    b = Node(id=2, type=NodeType.COMP_NODE, duration_micros=5, data_deps=[1])
+    for r in range(2):
+        write_trace(tmp_path / f"w.{r}.et", [a, b])
+    wl = read_workload(tmp_path / "w")
+    assert any("control dependencies form cycles" in n for n in wl.programs[0].notes)
+    assert simulate(wl, topo(("Ring", 2, 50, 500)), params()).finish_ns == 10_000

@@ -27,7 +27,7 @@ class RankRunner:
     def __init__(self, rank: int, workload: Workload, program: Program, system: RankSystem,
                  buckets: RankBuckets, compute_ns: Callable[[Program, int], int],
                  remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
-                 record: bool = False) -> None:
+                 record: bool = False, use_ctrl_deps: bool = True) -> None:
         self.rank = rank
         self.w = workload
         self.p = program
@@ -36,15 +36,19 @@ class RankRunner:
         self.compute_ns = compute_ns
         self.remote_mem = remote_mem
         n = len(program)
-        self.pending_deps = np.diff(program.data_ptr).astype(np.int64)
-        # children in CSR
-        counts = np.diff(program.data_ptr)
-        dst = np.repeat(np.arange(n, dtype=np.int64), counts)
-        src = program.data_idx.astype(np.int64)
-        order = np.argsort(src, kind="stable")
-        self.child_ptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
-        self.children = dst[order].tolist()
-        self.pending_deps = self.pending_deps.tolist()
+        # ASTRA-sim's FeederV3 resolves data and control dependencies alike, each parent once
+        parents = _parent_sets(program, use_ctrl_deps and program.ctrl_deps_order)
+        self.pending_deps = [len(ps) for ps in parents]
+        children: list[list[int]] = [[] for _ in range(n)]
+        for c, ps in enumerate(parents):
+            for q in ps:
+                children[q].append(c)
+        self.child_ptr = [0] * (n + 1)
+        flat: list[int] = []
+        for i in range(n):
+            flat.extend(sorted(children[i]))
+            self.child_ptr[i + 1] = len(flat)
+        self.children = flat
         self.free: list[int] = sorted(i for i in range(n) if self.pending_deps[i] == 0)
         self.in_flight = [0, 0, 0]
         self.ongoing = 0
@@ -191,3 +195,16 @@ class RankRunner:
         if not self.free and self.ongoing == 0 and not any(self.in_flight):
             self.finished = True
             self.finish_ns = self.buckets.queue.now
+
+
+def _parent_sets(program: Program, use_ctrl: bool) -> list[tuple[int, ...]]:
+    """Each op's distinct parents: data dependencies, plus control dependencies if asked."""
+    dp, di = program.data_ptr, program.data_idx
+    cp, ci = program.ctrl_ptr, program.ctrl_idx
+    out = []
+    for i in range(len(program)):
+        ps = set(di[dp[i]:dp[i + 1]].tolist())
+        if use_ctrl:
+            ps.update(ci[cp[i]:cp[i + 1]].tolist())
+        out.append(tuple(sorted(ps)))
+    return out

@@ -116,9 +116,12 @@ def _union(intervals: list[tuple[int, int]]) -> int:
 def simulate(workload: Workload, topology: Topology, system: SystemParams,
              compute: ComputeModel | None = None, remote_memory: RemoteMemoryParams | None = None,
              use_symmetry: bool = True, record_timeline: bool = True,
-             progress: Callable[[int, int, int], None] | None = None, rendezvous: bool = False) -> Result:
+             progress: Callable[[int, int, int], None] | None = None, rendezvous: bool = False,
+             use_ctrl_deps: bool = True) -> Result:
     """Simulate ``workload`` and return per-rank results (all times integer ns).
 
+    ``use_ctrl_deps``: control dependencies order ops as data dependencies do (ASTRA-sim's
+    FeederV3 behaviour); False uses data dependencies only (the legacy Chakra feeder).
     ``rendezvous`` makes every message wait for an 8 KiB handshake from its receiver
     (ASTRA-sim's ``--rendezvous-protocol``).
 
@@ -155,7 +158,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         b = buckets[r] = RankBuckets(queue)
         sysl = RankSystem(r, topology.shape, system, b, msg)
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
-                            remote.issue if remote else None, record_timeline)
+                            remote.issue if remote else None, record_timeline, use_ctrl_deps)
         runner.replay_all = compute.replay_only
         runners.append(runner)
     for runner in runners:

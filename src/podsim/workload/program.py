@@ -55,6 +55,7 @@ class Program:
     group_keys: list[str] = field(default_factory=list)
     extras: dict[int, dict[str, object]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what a reader changed or dropped, for reports
+    ctrl_deps_order: bool = True  # control dependencies order ops (False: they are only caller links)
 
     def __len__(self) -> int:
         return len(self.names)

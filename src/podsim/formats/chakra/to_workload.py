@@ -10,7 +10,9 @@ Conversion rules (the units and conventions of ASTRA-sim 2.x):
   every other node type -> NOOP;
 * ``pg_name`` names the communicator group ("" and "0" mean all ranks);
 * ``involved_dim`` (bool list) -> a bit mask of network dimensions;
-* ops are kept in node-id order, which is the order ASTRA-sim issues ready nodes in.
+* ops are kept in node-id order, which is the order ASTRA-sim issues ready nodes in;
+* data and control dependencies are both kept (ASTRA-sim's FeederV3 waits on both); control
+  dependencies on nodes missing from the file, or on the node itself, are dropped with a note.
 """
 
 from __future__ import annotations
@@ -268,7 +270,15 @@ def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
         if prog is None:
             prog = trace_to_program(read_trace(path), rank=r)
             if check_cycles:
-                check_acyclic(prog, source=path)
+                try:
+                    check_acyclic(prog, use_ctrl=True, source=path)
+                except InputError:
+                    check_acyclic(prog, use_ctrl=False, source=path)  # a real cycle: raise it
+                    prog.ctrl_deps_order = False
+                    prog.notes.append(
+                        f"{Path(path).name}: control dependencies form cycles with the data dependencies "
+                        "(older Chakra converters used them for caller links), so only data dependencies "
+                        "order ops here; ASTRA-sim would wait forever")
             if not any(prog.kind[i] in (OpKind.SEND, OpKind.RECV) for i in range(len(prog))):
                 cache[raw] = prog
         per_rank.append(prog)
