@@ -137,6 +137,7 @@ def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
     host_colls = 0
     dangling_ctrl = 0
     self_ctrl = 0
+    no_cpu_attr = 0
     for k, nd in enumerate(nodes):
         where = f"node {nd.id}"
         names.append(nd.name)
@@ -149,6 +150,8 @@ def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
         if nd.duration_micros > MAX_DURATION_US:
             raise InputError(f"duration_micros = {nd.duration_micros} is absurd", path, where)
         cols["duration_ns"][k] = nd.duration_micros * 1000
+        if "is_cpu_op" not in nd.attrs and kind != OpKind.NOOP:
+            no_cpu_attr += 1
         is_cpu = _bool_attr(nd, "is_cpu_op", path, False)
         cols["is_cpu"][k] = is_cpu
         cols["replay_only"][k] = _bool_attr(nd, "replay-only", path, False)
@@ -236,6 +239,9 @@ def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
         notes.append(f"{label}: dropped {dangling_ctrl} control dependencies on nodes not in the file")
     if self_ctrl:
         notes.append(f"{label}: dropped {self_ctrl} control dependencies of nodes on themselves")
+    if no_cpu_attr:
+        notes.append(f"{label}: {no_cpu_attr} nodes have no 'is_cpu_op' attribute and were taken as GPU ops "
+                     "(Chakra feeders disagree on the default; set it explicitly)")
     if host_colls:
         notes.append(f"{label}: {host_colls} COMM_COLL nodes marked is_cpu_op were replayed as host (CPU) time")
     return Program(label, cols, data_ptr, data_idx, ctrl_ptr, ctrl_idx, names, streams, group_keys, extras,
