@@ -1,6 +1,6 @@
 """ASTRA-sim's workload layer for one rank: issue dependency-free ops in op order when their
-hardware resource is free (one CPU op, one GPU compute op and one GPU communication op in
-flight; receives are exempt), and finish when nothing is left.
+hardware resource is free (one CPU op, one GPU compute op and one other GPU op -- collective,
+send, memory load/store -- in flight; receives are exempt), and finish when nothing is left.
 
 Statistics kept per rank (ns): ``finish``, ``gpu_ops`` (sum of GPU compute durations, as
 ASTRA-sim's exposed-communication figure uses), ``cpu_ops``, and the intervals of compute and
@@ -62,12 +62,17 @@ class RankRunner:
         self.ends = [0] * n
         kinds = program.kind
         is_cpu = program.is_cpu
-        self.resource = [
-            CPU if is_cpu[i] else (GPU_COMP if kinds[i] == OpKind.COMPUTE else
-                                   (NONE if kinds[i] == OpKind.RECV else
-                                    (GPU_COMM if kinds[i] in (OpKind.COLLECTIVE, OpKind.SEND) else NONE)))
-            for i in range(n)
-        ]
+        # ASTRA-sim's HardwareResource: CPU ops share one CPU slot; GPU compute ops one compute
+        # slot; every other GPU node (collectives, sends, memory loads/stores) one communication
+        # slot; receives (and nodes that finish at once) take none.
+        def resource(i: int) -> int:
+            k = kinds[i]
+            if k == OpKind.NOOP or k == OpKind.RECV:
+                return NONE
+            if is_cpu[i]:
+                return CPU
+            return GPU_COMP if k == OpKind.COMPUTE else GPU_COMM
+        self.resource = [resource(i) for i in range(n)]
         self.kinds = kinds.tolist()
         self.replay_all = False
 

@@ -197,10 +197,11 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
         for i in range(len(p)):
             a, b = rr.starts[i], rr.ends[i]
             res = rr.resource[i]
-            if res == GPU_COMM or int(p.kind[i]) == OpKind.RECV:
-                comm.append((a, b))
-            elif int(p.kind[i]) in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
+            k = int(p.kind[i])
+            if k in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
                 mem.append((a, b))
+            elif k in (OpKind.COLLECTIVE, OpKind.SEND, OpKind.RECV) and res != CPU:
+                comm.append((a, b))
             if record and int(p.kind[i]) != OpKind.NOOP:
                 stream, cat = _category(p, i)
                 name = p.names[i] or f"node {int(p.node_id[i])}"
