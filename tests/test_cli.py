@@ -137,3 +137,20 @@ def test_trace_has_flow_arrows_for_point_to_point(tmp_path):
     ends = [e for e in ev if e["ph"] == "f"]
     assert len(starts) == len(ends) == 1
     assert starts[0]["pid"] == 0 and ends[0]["pid"] == 1 and ends[0]["ts"] > starts[0]["ts"]
+
+
+def test_engine_side_errors_name_the_config_file(tmp_path):
+    paths = write_example("allreduce", tmp_path / "ex")
+    cfg = json.loads(open(paths["system"]).read())
+    cfg["all-reduce-implementation"] = ["doubleBinaryTree"]
+    cfg["all-to-all-implementation"] = ["halvingDoubling"]
+    open(paths["system"], "w").write(json.dumps(cfg))
+    wl = tmp_path / "w"
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+    from podsim.formats.chakra import write_workload
+    b = ProgramBuilder()
+    b.add(OpKind.COLLECTIVE, "a2a", collective=int(CollectiveKind.ALL_TO_ALL), size_bytes=4096, node_id=1)
+    write_workload(Workload([b.build()], [0] * 8), wl)
+    msg = _bad(tmp_path, ["simulate", f"--workload-configuration={wl}", f"--system-configuration={paths['system']}",
+                          f"--network-configuration={paths['network']}"])
+    assert "system.json" in msg and "halvingDoubling does not implement all-to-all" in msg

@@ -125,7 +125,10 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
     if rm_cfg is not None:
         rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
                                 rm_cfg.num_nodes)
-    result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress, rendezvous)
+    try:
+        result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress, rendezvous)
+    except InputError as e:
+        raise _attribute(e, sys_cfg, rm_cfg, label, comm_groups) from None
     result.info["podsim_version"] = __version__
     result.info["title"] = f"{Path(label).name} on {topo.num_npus} NPUs"
     result.info["workload"] = label
@@ -137,6 +140,21 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
         result.notes.append(f"{Path(sys_cfg.source).name}: key {key!r} = {val!r} is accepted but ignored, "
                             "as ASTRA-sim 2.x ignores it")
     return result
+
+
+def _attribute(e: InputError, sys_cfg: SystemConfig, rm_cfg: RemoteMemoryConfig | None, workload: str,
+               comm_groups: object) -> InputError:
+    """Name the input file an engine-side input error is about."""
+    if e.source:
+        return e
+    where = e.where or ""
+    if where.endswith("implementation") or where.endswith("-custom") or where in ("local-mem-bw", "model-shared-bus"):
+        return e.with_source(sys_cfg.source)
+    if where in ("memory-type", "num-nodes") and rm_cfg is not None:
+        return e.with_source(rm_cfg.source)
+    if where == "pg_name" and isinstance(comm_groups, (str, os.PathLike)):
+        return e.with_source(f"{workload} / {comm_groups}")
+    return e.with_source(workload)
 
 
 def describe_topology(topo: Topology) -> str:

@@ -166,8 +166,8 @@ def plan_chunks(kind: CollectiveKind, size: int, dims: list[LogicalDim], involve
     """Split a collective into chunks and plan each chunk's phases (in issue order)."""
     chunk, size = chunk_size(size, kind, splits, total_npus)
     if chunk <= 0:
-        raise InputError(f"a {kind.label} of {size} bytes cannot be split into {splits} chunks "
-                         "(ASTRA-sim would loop forever)", where="comm_size")
+        raise InputError(f"a {kind.label.replace('_', '-')} of {size} bytes cannot be split into {splits} chunks "
+                         "(ASTRA-sim would loop forever); lower preferred-dataset-splits", where="comm_size")
     nd = len(dims)
 
     def active(d: int) -> bool:
