@@ -183,10 +183,10 @@ def plan_chunks(kind: CollectiveKind, size: int, dims: list[LogicalDim], involve
         remain = chunk
         phases: list[PhaseSpec] = []
 
-        def add(k: CollectiveKind, d: int, queue: tuple[int, Direction]) -> None:
+        def add(k: CollectiveKind, d: int, queue: tuple[int, Direction], out: list[PhaseSpec] = phases) -> None:
             nonlocal remain
             alg = make_phase(k, dims[d], remain, queue[1])
-            phases.append(PhaseSpec(queue[0], alg))
+            out.append(PhaseSpec(queue[0], alg))
             remain = alg.final_data_size
 
         if kind != CollectiveKind.ALL_REDUCE or optimization == "baseline":

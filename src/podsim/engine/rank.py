@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from ..errors import InputError
 from ..workload import NO_VALUE, CollectiveKind, OpKind, Program, Workload
 from .buckets import RankBuckets

@@ -18,14 +18,14 @@ from ..errors import SimulationError
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
 from ..report.result import Flow, RankResult, Result, Slice
-
-MAX_FLOWS = 100_000
 from ..workload import NO_VALUE, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
-from .rank import CPU, GPU_COMM, GPU_COMP, RankRunner
+from .rank import CPU, RankRunner
 from .system import RankSystem, SystemParams
+
+MAX_FLOWS = 100_000  # point-to-point arrows kept for the trace
 
 
 @dataclass
@@ -209,7 +209,6 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
                 if int(p.size_bytes[i]):
                     args["bytes"] = int(p.size_bytes[i])
                 slices.append(Slice(name, stream, a, b, cat, args))
-        _ = (CPU, GPU_COMP)
         rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, _union(comm), rr.finish_ns - rr.gpu_ops_ns,
                           rr.cpu_ops_ns, _union(mem))
         per[rr.rank] = rres
@@ -224,16 +223,13 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
 
 
 def _deadlock_message(stuck: list[RankRunner], msg: object) -> str:
+    """Name the ranks that cannot finish, the ops they wait on, and unmatched messages."""
     parts = []
     for rr in stuck[:8]:
         p = rr.p
-        waiting = []
-        for i in range(len(p)):
-            if rr.starts[i] and not rr.ends[i] or (rr.pending_deps[i] == 0 and i in rr.free):
-                waiting.append(i)
-        issued = [i for i in range(len(p)) if rr.ends[i] == 0 and i not in rr.free and rr.pending_deps[i] == 0]
-        names = [f"node {int(p.node_id[i])} ({p.names[i] or OpKind(int(p.kind[i])).name.lower()})"
-                 for i in issued[:3]]
+        issued = [i for i in range(len(p)) if i not in rr.free and rr.pending_deps[i] == 0 and rr.ends[i] == 0
+                  and int(p.kind[i]) != OpKind.NOOP]
+        names = [f"node {int(p.node_id[i])} ({p.names[i] or OpKind(int(p.kind[i])).name.lower()})" for i in issued[:3]]
         blocked = sum(1 for d in rr.pending_deps if d > 0)
         desc = f"rank {rr.rank} waits on " + (", ".join(names) if names else "nothing issued")
         if blocked:

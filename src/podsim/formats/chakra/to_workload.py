@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...workload import NO_VALUE, CollectiveKind, Group, OpKind, Program, Workload, dedupe_programs
+from ...workload import CollectiveKind, Group, OpKind, Program, Workload, dedupe_programs
 from ...workload.program import COLUMNS, csr_from_arrays
 from .etfile import Trace, read_trace
 from .schema import INTEGER_TYPES, Node, NodeType
@@ -293,4 +293,4 @@ def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
     return Workload(programs, mapping, groups, name=Path(prefix).name)
 
 
-__all__ = ["read_workload", "trace_to_program", "discover_ranks", "rank_file", "NO_VALUE"]
+__all__ = ["read_workload", "trace_to_program", "discover_ranks", "rank_file"]
