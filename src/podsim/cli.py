@@ -125,8 +125,9 @@ def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
         write_json(res, args.json)
         print(f"\n  wrote {args.json}")
     if args.trace:
-        write_trace(res, args.trace, max_ranks=args.trace_ranks)
-        print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
+        shown = write_trace(res, args.trace, max_ranks=args.trace_ranks)
+        more = f", the first {shown} of {res.num_ranks} ranks (--trace-ranks)" if shown < res.num_ranks else ""
+        print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
     return 0
 
 

@@ -46,8 +46,11 @@ def trace_events(result: Result, max_ranks: int | None = None) -> list[dict[str,
     return events
 
 
-def write_trace(result: Result, path: str | os.PathLike[str], max_ranks: int | None = None) -> None:
-    """Write the trace JSON atomically."""
+def write_trace(result: Result, path: str | os.PathLike[str], max_ranks: int | None = None) -> int:
+    """Write the trace JSON atomically; returns how many ranks it holds."""
+    shown = len(result.timelines) if max_ranks is None else min(max_ranks, len(result.timelines))
     doc = {"traceEvents": trace_events(result, max_ranks), "displayTimeUnit": "ns",
-           "otherData": {"generator": "podsim", "finish_ns": result.finish_ns}}
+           "otherData": {"generator": "podsim", "finish_ns": result.finish_ns, "ranks_in_trace": shown,
+                         "ranks_simulated": result.num_ranks}}
     atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+    return shown
