@@ -154,3 +154,30 @@ def test_engine_side_errors_name_the_config_file(tmp_path):
     msg = _bad(tmp_path, ["simulate", f"--workload-configuration={wl}", f"--system-configuration={paths['system']}",
                           f"--network-configuration={paths['network']}"])
     assert "system.json" in msg and "halvingDoubling does not implement all-to-all" in msg
+
+
+def test_comm_group_file(tmp_path):
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+    from podsim.formats.chakra import write_workload
+    b = ProgramBuilder()
+    b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=1, group="1")
+    write_workload(Workload([b.build()], [0] * 4), tmp_path / "w")
+    (tmp_path / "g.json").write_text('{"1": [0, 1, 2, 3]}')
+    (tmp_path / "n.yml").write_text("topology: [Ring]\nnpus_count: [4]\nbandwidth: [50]\nlatency: [500]\n")
+    (tmp_path / "s.json").write_text('{"preferred-dataset-splits": 1, "local-mem-bw": 50, "all-reduce-implementation": ["ring"]}')
+    out = tmp_path / "r.json"
+    p = run_cli("simulate", f"--workload-configuration={tmp_path / 'w'}", f"--system-configuration={tmp_path / 's.json'}",
+                f"--network-configuration={tmp_path / 'n.yml'}", f"--comm-group-configuration={tmp_path / 'g.json'}",
+                "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    # a group of all 4 ranks uses the whole-network plan: ring all-reduce of 1 MiB on 4 NPUs
+    m = (1 << 20) // 4
+    h = int(500 + m / (50 * 2**30 / 1e9))
+    r = 3 * int(m / 50e9 * 1e9)
+    assert json.loads(out.read_text())["finish_ns"] == 7 * 10 + 6 * h + 3 * r
+    # a group that names a rank the network does not have is an input error
+    (tmp_path / "g.json").write_text('{"1": [0, 1, 2, 9]}')
+    msg = _bad(tmp_path, ["simulate", f"--workload-configuration={tmp_path / 'w'}",
+                          f"--system-configuration={tmp_path / 's.json'}", f"--network-configuration={tmp_path / 'n.yml'}",
+                          f"--comm-group-configuration={tmp_path / 'g.json'}"], out_name="r2.json")
+    assert "g.json" in msg and "rank 9" in msg
