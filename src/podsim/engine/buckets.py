@@ -24,12 +24,15 @@ class RankBuckets:
 
     def register(self, delay_ns: int, fn: Callable[[], None]) -> None:
         """Run ``fn()`` ``delay_ns`` from now, in this rank's bucket for that tick."""
-        t = self.queue.now + delay_ns
-        lst = self._lists.get(t)
+        q = self.queue
+        t = q.now + delay_ns
+        lists = self._lists
+        lst = lists.get(t)
         if lst is None:
-            lst = self._lists[t] = []
-            self.queue.schedule(t, self._flush, t)
-        lst.append(fn)
+            lists[t] = [fn]
+            q.schedule(t, self._flush, t)
+        else:
+            lst.append(fn)
 
     def _flush(self, t: object) -> None:
         lst = self._lists[t]  # type: ignore[index]

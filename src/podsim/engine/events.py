@@ -27,8 +27,9 @@ class EventQueue:
         """Run ``callback(arg)`` at absolute time ``time_ns`` (>= now)."""
         if time_ns < self.now:
             raise ValueError(f"event scheduled in the past: {time_ns} < {self.now}")
-        self._seq += 1
-        heapq.heappush(self._heap, (time_ns, self._seq, callback, arg))
+        seq = self._seq + 1
+        self._seq = seq
+        heapq.heappush(self._heap, (time_ns, seq, callback, arg))
 
     def after(self, delay_ns: int, callback: Callable[[object], None], arg: object = None) -> None:
         """Run ``callback(arg)`` ``delay_ns`` from now."""

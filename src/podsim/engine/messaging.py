@@ -46,18 +46,22 @@ class Messaging:
 
     def send(self, src: int, dst: int, size: int, tag: int, on_sent: Handler) -> None:
         key = (tag, src, dst, size)
-        seq = self._send_seq.get(key, 0)
-        self._send_seq[key] = seq + 1
-        full = key + (seq,)
-        e = self._entries.get(full)
+        seqs = self._send_seq
+        seq = seqs.get(key, 0)
+        seqs[key] = seq + 1
+        full = (tag, src, dst, size, seq)
+        entries = self._entries
+        e = entries.get(full)
         if e is None:
-            e = self._entries[full] = _Entry()
-        e.send_cb, e.has_send = on_sent, True
+            e = entries[full] = _Entry()
+        e.send_cb = on_sent
+        e.has_send = True
         self.messages += 1
-        delay = self.network.delay_ns(src, dst, size)
+        q = self.queue
+        t = q.now + self.network.delay_ns(src, dst, size)
         if self.on_delivery is not None:
-            self.on_delivery(src, dst, size, self.queue.now, self.queue.now + delay, tag)
-        self.queue.schedule(self.queue.now + delay, self._arrive, full)
+            self.on_delivery(src, dst, size, q.now, t, tag)
+        q.schedule(t, self._arrive, full)
 
     def _arrive(self, full: object) -> None:
         e = self._entries[full]  # type: ignore[index]

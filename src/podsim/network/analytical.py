@@ -19,6 +19,7 @@ class AnalyticalNetwork:
         self._shape = topology.shape
         self._dims = topology.dims
         self._cache: dict[tuple[int, int, int], int] = {}
+        self._pair_cache: dict[tuple[int, int, int], int] = {}
 
     @property
     def num_npus(self) -> int:
@@ -36,6 +37,14 @@ class AnalyticalNetwork:
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         """Time from send to arrival, integer ns."""
+        key0 = (src, dst, size)
+        v = self._pair_cache.get(key0)
+        if v is not None:
+            return v
+        v = self._pair_cache[key0] = self._delay(src, dst, size)
+        return v
+
+    def _delay(self, src: int, dst: int, size: int) -> int:
         hops, d = self.hops_and_dim(src, dst)
         key = (d, hops, size)
         v = self._cache.get(key)
