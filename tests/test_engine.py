@@ -177,3 +177,18 @@ def test_control_dependency_cycles_fall_back_to_data_order(tmp_path):
     wl = read_workload(tmp_path / "w")
     assert any("control dependencies form cycles" in n for n in wl.programs[0].notes)
     assert simulate(wl, topo(("Ring", 2, 50, 500)), params()).finish_ns == 10_000
+
+
+def test_metadata_node_waits_for_the_communication_slot():
+    # a GPU metadata node that becomes ready while a collective runs is issued only when the
+    # collective has released the communication slot; the compute after it waits with it.
+    # (ASTRA-sim's HardwareResource source; its binary aborts in Statistics on metadata nodes,
+    # so this rule cannot be checked against it.)
+    n, size = 4, 1 << 20
+    b = ProgramBuilder()
+    b.add(OpKind.COLLECTIVE, "ar", collective=int(CK.ALL_REDUCE), size_bytes=size, node_id=1)
+    c = b.add(OpKind.COMPUTE, "c", duration_ns=1000, node_id=2)
+    m = b.add(OpKind.NOOP, "meta", node_id=3, data_deps=[c])
+    b.add(OpKind.COMPUTE, "after", duration_ns=1000, node_id=4, data_deps=[m])
+    res = simulate(Workload([b.build()], [0] * n), topo(("Ring", n, 50, 500)), params())
+    assert res.finish_ns == ring_ar(n, size) + 1000

@@ -61,11 +61,12 @@ class RankRunner:
         kinds = program.kind
         is_cpu = program.is_cpu
         # ASTRA-sim's HardwareResource: CPU ops share one CPU slot; GPU compute ops one compute
-        # slot; every other GPU node (collectives, sends, memory loads/stores) one communication
-        # slot; receives (and nodes that finish at once) take none.
+        # slot; every other GPU node (collectives, sends, memory loads/stores, and metadata or
+        # invalid nodes, which hold it only for the instant they take) one communication slot;
+        # receives take none.
         def resource(i: int) -> int:
             k = kinds[i]
-            if k == OpKind.NOOP or k == OpKind.RECV:
+            if k == OpKind.RECV:
                 return NONE
             if is_cpu[i]:
                 return CPU
