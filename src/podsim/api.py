@@ -56,9 +56,6 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
     per_node = {}
     if cfg.per_node_custom_implementation:
         per_node = _per_node_custom(cfg.per_node_custom_implementation, cfg.source)
-    if cfg.model_shared_bus:
-        raise InputError("model-shared-bus = 1 (the LogGP memory bus) is not simulated yet by podsim",
-                         cfg.source, "model-shared-bus")
     algos = dict(cfg.implementations)
     return SystemParams(
         scheduling_policy=cfg.scheduling_policy,
@@ -73,6 +70,9 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
         algorithms=algos,
         custom=custom,
         custom_per_node=per_node,
+        model_shared_bus=cfg.model_shared_bus,
+        loggp=cfg.loggp,
+        local_reduction_delay=cfg.local_reduction_delay,
     )
 
 

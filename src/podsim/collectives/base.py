@@ -29,9 +29,12 @@ class PhaseHost(Protocol):
 
     rank: int
 
-    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool) -> None:
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool,
+               send_back: bool = False) -> None:
         """Send one packet over the memory bus (and reduce it if ``needs_processing``); when
-        done, the engine calls the phase's ``on_general``."""
+        done, the engine calls the phase's ``on_general``.  ``to_memory`` picks the bus
+        direction (NPU to memory, or back) and ``send_back`` asks the shared-bus model to
+        return the data afterwards; both matter only when the bus is modelled (LogGP)."""
 
     def send(self, dst: int, size: int) -> None:
         """Send ``size`` bytes to ``dst`` (tagged with the stream)."""
@@ -130,22 +133,23 @@ class PhaseAlgorithm:
             self.toggle = not self.toggle
         self.packets.append((self.curr_receiver, self.curr_sender, self.msg_size))
         if self.zero_latency > 0:
-            processed, to_memory = False, True
+            processed, to_memory, send_back = False, True, False
             self.zero_latency -= 1
         elif self.nonzero_latency > 0:
             processed = self.kind == CollectiveKind.REDUCE_SCATTER or (
                 self.kind == CollectiveKind.ALL_REDUCE and self.toggle)
+            send_back = self.nonzero_latency > self.parallel_reduce
             to_memory = False
             self.nonzero_latency -= 1
         else:  # ASTRA-sim panics here ("should not inject nothing!")
             raise RuntimeError(f"{self.name}: packet injected after the phase ended on rank {self.id}")
-        self._release(processed, to_memory)
+        self._release(processed, to_memory, send_back)
 
-    def _release(self, processed: bool, to_memory: bool) -> None:
+    def _release(self, processed: bool, to_memory: bool, send_back: bool) -> None:
         size = self.msg_size
         self._after_release()
         assert self.host is not None
-        self.host.bundle(self.fast, processed, size, to_memory)
+        self.host.bundle(self.fast, processed, size, to_memory, send_back)
 
     def _after_release(self) -> None:
         """Hook run after each packet is released (peer rotation, size halving)."""

@@ -110,9 +110,9 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
     def on_packet_received(self) -> None:
         self._run("received")
 
-    def _bundle(self, processing: bool) -> None:
+    def _bundle(self, processing: bool, send_back: bool = False, to_memory: bool = False) -> None:
         assert self.host is not None
-        self.host.bundle(False, processing, self.data_size, False)
+        self.host.bundle(False, processing, self.data_size, to_memory, send_back)
 
     def _run(self, event: str) -> None:
         h = self.host
@@ -121,7 +121,7 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
         st, role = self.state, self.role
         if role == "leaf":
             if st == "begin":
-                self._bundle(False)
+                self._bundle(False, to_memory=True)
                 self.state = "to_parent"
             elif st == "to_parent":
                 h.send(self.parent, size)
@@ -141,7 +141,7 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
                 self._bundle(True)
                 self.state = "one_child"
             elif st == "one_child" and event == "received":
-                self._bundle(True)
+                self._bundle(True, send_back=True)
                 self.state = "to_parent"
             elif self.reductions < 1 and event == "general":
                 self.reductions += 1
@@ -150,7 +150,7 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
                 h.send(self.parent, size)
                 h.recv(self.parent, size)
             elif st == "from_parent" and event == "received":
-                self._bundle(True)
+                self._bundle(True, send_back=True)
                 self.state = "to_children"
             elif st == "to_children":
                 h.send(self.left, size)
@@ -162,7 +162,7 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
                 self.state = "one_child"
                 h.recv(child, size)
             elif st == "one_child":
-                self._bundle(True)
+                self._bundle(True, send_back=True)
                 self.state = "to_children"
             elif st == "to_children":
                 h.send(child, size)

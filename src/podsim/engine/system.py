@@ -30,6 +30,10 @@ class SystemParams:
     local_mem_bw_GBps: float | None = None
     queues_per_dim: int = 1
     algorithms: dict[CollectiveKind, tuple[Algo, ...]] = field(default_factory=dict)
+    #: the LogGP shared memory bus (model-shared-bus): L, o, g in ns, G in ns per byte
+    model_shared_bus: bool = False
+    loggp: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    local_reduction_delay: int = 1
     #: custom collectives: per collective kind, one program per participant position
     custom: dict[CollectiveKind, list[Program]] = field(default_factory=dict)
     #: custom collectives for single workload nodes (by node id), same layout
@@ -70,8 +74,9 @@ class Stream:
     def rank(self) -> int:
         return self.sys.rank
 
-    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool) -> None:
-        self.sys.bundle(self, fast, needs_processing, size)
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool,
+               send_back: bool = False) -> None:
+        self.sys.bundle(self, fast, needs_processing, size, to_memory, send_back)
 
     def send(self, dst: int, size: int) -> None:
         self.sys.msg.send(self.sys.rank, dst, size, -1 - self.sid, None)
@@ -120,6 +125,11 @@ class RankSystem:
         lmb = params.local_mem_bw_GBps
         self._lmb = None if lmb is None else lmb * 1000000000.0
         self.comm_delay = params.endpoint_delay_ns
+        self.shared_bus = None
+        if params.model_shared_bus:
+            from .shared_bus import SharedBus
+            L, o, g, G = params.loggp
+            self.shared_bus = SharedBus(buckets, int(L), int(o), int(g), float(G), params.local_reduction_delay)
 
     # -- collective generation ----------------------------------------------------------
     def _dims(self, kind: CollectiveKind, group: tuple[int, ...] | None) -> list[LogicalDim]:
@@ -274,8 +284,20 @@ class RankSystem:
         self._init_queue(st.queue)
 
     # -- memory bus -----------------------------------------------------------------------
-    def bundle(self, st: Stream, fast: bool, needs_processing: bool, size: int) -> None:
+    def bundle(self, st: Stream, fast: bool, needs_processing: bool, size: int, to_memory: bool = False,
+               send_back: bool = False) -> None:
         alg: PhaseAlgorithm = st.phase.algorithm  # type: ignore[union-attr]
+        if self.shared_bus is not None and not fast:
+            def arrived() -> None:  # ASTRA-sim's PacketBundle::call, reached through the bus
+                if needs_processing:
+                    self.buckets.register(self.reduction_ns(size), alg.on_general)
+                else:
+                    alg.on_general()
+            if to_memory:
+                self.shared_bus.to_memory(size, needs_processing, send_back, arrived)
+            else:
+                self.shared_bus.to_npu(size, needs_processing, send_back, arrived)
+            return
         delay = 10 if fast else self.comm_delay
         if needs_processing:
             def processed() -> None:
