@@ -36,17 +36,19 @@ def _split(text: str, what: str, source: str | None, where: str | None) -> tuple
     return float(m.group(1)), m.group(2)
 
 
+def _number_unit(value: object, what: str, default_unit: str, source: str | None, where: str | None) -> tuple[float, str]:
+    """Split a number or a 'number unit' string; bare numbers take ``default_unit``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"expected a {what}, got {value!r}", source, where)
+    if isinstance(value, str):
+        num, unit = _split(value, what, source, where)
+        return num, unit or default_unit
+    return float(value), default_unit
+
+
 def parse_size(value: object, source: str | None = None, where: str | None = None) -> int:
     """Parse a size (int bytes or a string with a unit) into integer bytes."""
-    if isinstance(value, bool):
-        raise InputError(f"expected a size in bytes, got {value!r}", source, where)
-    if isinstance(value, (int, float)):
-        num, unit = float(value), "b"
-    elif isinstance(value, str):
-        num, unit = _split(value, "size", source, where)
-        unit = unit or "b"
-    else:
-        raise InputError(f"expected a size, got {value!r}", source, where)
+    num, unit = _number_unit(value, "size", "b", source, where)
     key = unit.lower()
     if key not in _SIZE or unit in ("Gb", "Mb", "Kb", "Tb"):
         raise InputError(f"unknown size unit {unit!r}: use B, KB, MB, GB, KiB, MiB, GiB", source, where)
@@ -58,15 +60,7 @@ def parse_size(value: object, source: str | None = None, where: str | None = Non
 
 def parse_time_ns(value: object, source: str | None = None, where: str | None = None) -> int:
     """Parse a duration (number = ns, or a string with a unit) into integer nanoseconds."""
-    if isinstance(value, bool):
-        raise InputError(f"expected a duration, got {value!r}", source, where)
-    if isinstance(value, (int, float)):
-        num, unit = float(value), "ns"
-    elif isinstance(value, str):
-        num, unit = _split(value, "duration", source, where)
-        unit = unit or "ns"
-    else:
-        raise InputError(f"expected a duration, got {value!r}", source, where)
+    num, unit = _number_unit(value, "duration", "ns", source, where)
     if unit not in _TIME_NS:
         raise InputError(f"unknown time unit {unit!r}: use ns, us, ms or s", source, where)
     out = num * _TIME_NS[unit]
@@ -82,15 +76,7 @@ def parse_bandwidth(value: object, source: str | None = None, where: str | None 
     A bare number is read in ``default_unit``.  ``GB/s`` means 10^9 bytes per second,
     ``GiB/s`` 2^30, ``Gbps`` 10^9 bits per second.
     """
-    if isinstance(value, bool):
-        raise InputError(f"expected a bandwidth, got {value!r}", source, where)
-    if isinstance(value, (int, float)):
-        num, unit = float(value), default_unit
-    elif isinstance(value, str):
-        num, unit = _split(value, "bandwidth", source, where)
-        unit = unit or default_unit
-    else:
-        raise InputError(f"expected a bandwidth, got {value!r}", source, where)
+    num, unit = _number_unit(value, "bandwidth", default_unit, source, where)
     m = re.fullmatch(r"([kKMGT]?)(?:bps|b/s|bit/s)", unit)
     if m:  # bits per second: lower-case b
         key = (m.group(1).lower() + "bps") if m.group(1) else "bps"

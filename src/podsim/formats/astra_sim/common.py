@@ -11,31 +11,16 @@ import yaml
 from ...errors import InputError, closest, unknown_key_error
 
 
-def load_json(path: str | os.PathLike[str]) -> dict:
-    """Load a JSON object from ``path`` with errors that name the file and line."""
+def _load(path: str | os.PathLike[str], kind: str) -> dict:
+    """Load a JSON object or YAML mapping, with errors naming the file and the line."""
     path = str(path)
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = json.load(f) if kind == "json" else yaml.safe_load(f)
     except FileNotFoundError:
         raise InputError("file not found", path) from None
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", path, f"line {e.lineno} column {e.colno}") from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path) from None
-    if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object, got {type(data).__name__}", path)
-    return data
-
-
-def load_yaml(path: str | os.PathLike[str]) -> dict:
-    """Load a YAML mapping from ``path``."""
-    path = str(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise InputError("file not found", path) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else None
@@ -43,8 +28,19 @@ def load_yaml(path: str | os.PathLike[str]) -> dict:
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path) from None
     if not isinstance(data, dict):
-        raise InputError("expected a YAML mapping of keys to values", path)
+        what = "a JSON object" if kind == "json" else "a YAML mapping of keys to values"
+        raise InputError(f"expected {what}, got {type(data).__name__}", path)
     return data
+
+
+def load_json(path: str | os.PathLike[str]) -> dict:
+    """Load a JSON object from ``path``."""
+    return _load(path, "json")
+
+
+def load_yaml(path: str | os.PathLike[str]) -> dict:
+    """Load a YAML mapping from ``path``."""
+    return _load(path, "yaml")
 
 
 def check_keys(data: Mapping[str, object], valid: Iterable[str], source: str) -> None:
