@@ -178,7 +178,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
             gc.enable()
     stuck = [rr for rr in runners if not rr.finished]
     if stuck:
-        raise SimulationError(_deadlock_message(stuck, msg))
+        raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
     results, timelines = _collect(runners, n, mirror, record_timeline)
     wall = time.perf_counter() - t0
     info: dict[str, object] = {
@@ -231,25 +231,58 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
     return [per[r] for r in range(n)], (tl if record else {})
 
 
-def _deadlock_message(stuck: list[RankRunner], msg: object) -> str:
-    """Name the ranks that cannot finish, the ops they wait on, and unmatched messages."""
-    parts = []
-    for rr in stuck[:8]:
+def _ranks_text(ranks: list[int]) -> str:
+    ranks = sorted(ranks)
+    out, start, prev = [], ranks[0], ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(out)
+
+
+def _deadlock_message(stuck: list[RankRunner], msg: object, runners: list[RankRunner], workload: Workload) -> str:
+    """Name the ranks that cannot finish, what they wait on and, for collectives, which
+    ranks never joined; then unmatched point-to-point messages."""
+    waits: dict[tuple[str, int, str], list[int]] = {}
+    blocked_ops = 0
+    for rr in stuck:
         p = rr.p
         issued = [i for i in range(len(p)) if i not in rr.free and rr.pending_deps[i] == 0 and rr.ends[i] == 0
                   and int(p.kind[i]) != OpKind.NOOP]
-        names = [f"node {int(p.node_id[i])} ({p.names[i] or OpKind(int(p.kind[i])).name.lower()})" for i in issued[:3]]
-        blocked = sum(1 for d in rr.pending_deps if d > 0)
-        desc = f"rank {rr.rank} waits on " + (", ".join(names) if names else "nothing issued")
-        if blocked:
-            desc += f" ({blocked} more ops blocked behind them)"
-        parts.append(desc)
-    if len(stuck) > 8:
-        parts.append(f"... and {len(stuck) - 8} more ranks")
+        blocked_ops += sum(1 for d in rr.pending_deps if d > 0)
+        for i in issued[:3]:
+            kind = OpKind(int(p.kind[i])).name.lower()
+            waits.setdefault((kind, int(p.node_id[i]), p.names[i]), []).append(rr.rank)
+    parts = []
+    all_ranks = {rr.rank for rr in runners}
+    for (kind, nid, name), ranks in sorted(waits.items(), key=lambda kv: kv[1][0]):
+        label = f"node {nid}" + (f" ({name})" if name else "")
+        verb = "waits" if len(ranks) == 1 else "wait"
+        text = f"{_ranks_text(ranks)} {verb} on {kind} {label}"
+        if kind == "collective":
+            missing = sorted(all_ranks - set(ranks))
+            p0 = next(rr.p for rr in runners if rr.rank == ranks[0])
+            idx = [i for i in range(len(p0)) if int(p0.node_id[i]) == nid]
+            g = int(p0.group[idx[0]]) if idx else -1
+            if g >= 0:
+                grp = workload.group_of(p0.group_keys[g], ranks[0])
+                if grp is not None:
+                    missing = sorted(set(grp.ranks) - set(ranks))
+            if missing:
+                text += f", which {_ranks_text(missing)} never issued"
+        parts.append(text)
+    if blocked_ops:
+        parts.append(f"{blocked_ops} more ops are blocked behind them")
     pend = getattr(msg, "pending", lambda: [])()
-    for tag, src, dst, size, missing in pend[:5]:
-        what = "collective" if tag < 0 else f"tag {tag}"
-        parts.append(f"message rank {src} -> rank {dst} ({size} B, {what}) has no matching {missing}")
+    p2p = [x for x in pend if x[0] >= 0]
+    for tag, src, dst, size, missing in p2p[:5]:
+        parts.append(f"message rank {src} -> rank {dst} ({size} B, tag {tag}) has no matching {missing}")
+    if not p2p and not waits:
+        parts.append(f"{len(stuck)} ranks have ops left")
     return "simulation cannot finish: " + "; ".join(parts)
 
 
