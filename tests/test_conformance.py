@@ -137,3 +137,18 @@ def test_custom_collective_from_chakra_ets(refdata):
                               a / "system/custom_collectives/custom_collective.json",
                               a / "network/analytical/Ring_8npus.yml", use_symmetry=sym)
         assert [x.finish_ns for x in res.ranks] == [expect] * 8
+
+
+def test_inspect_reports_the_documented_counts(refdata, tmp_path):
+    """The feeder trace's counts as documented by its publishers' notes."""
+    import subprocess
+    import sys
+    with tarfile.open(refdata / "chakra/feeder_tests_trace.tar.gz") as tf:
+        tf.extractall(tmp_path)
+    et = next(tmp_path.rglob("*.et"))
+    p = subprocess.run([sys.executable, "-m", "podsim", "inspect", str(et)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "nodes        3,664: COMM_COLL_NODE 21, COMP_NODE 3,643" in p.stdout
+    assert "CPU ops      2,448" in p.stdout
+    assert "181,878 data, 3,664 control" in p.stdout
+    assert "381,795 us in all; 157 nodes of 0 us" in p.stdout

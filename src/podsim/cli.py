@@ -62,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--logging-folder", default=None, help=argparse.SUPPRESS)
     _add_outputs(s)
 
+    i = sub.add_parser("inspect", help="summarize Chakra traces: nodes by type, dependencies, durations",
+                       epilog="examples:\n  podsim inspect traces/llm            # <prefix>: every <prefix>.<rank>.et\n"
+                              "  podsim inspect traces/llm.0.et",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("trace", help="a .et file, or a prefix of <prefix>.<rank>.et files")
+    i.add_argument("--ranks", type=int, default=4, metavar="N", help="how many rank files to summarize (default 4)")
+    i.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
     e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("name", nargs="?", default="allreduce", help="example name (see --list)")
@@ -131,6 +139,19 @@ def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     return 0
 
 
+def _run_inspect(args: argparse.Namespace) -> int:
+    import os
+
+    from .formats.chakra.inspect import format_summaries, summarize_prefix, summarize_trace
+
+    if os.path.isfile(args.trace):
+        print(format_summaries(1, [summarize_trace(args.trace)]))
+    else:
+        n, sums = summarize_prefix(args.trace, args.ranks)
+        print(format_summaries(n, sums))
+    return 0
+
+
 def _run_example(args: argparse.Namespace) -> int:
     from .api import simulate
     from .examples import EXAMPLES, write_example
@@ -162,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _run_simulate(args)
+        if args.command == "inspect":
+            return _run_inspect(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):
