@@ -3,7 +3,8 @@
 tests/data/astra_sim_reference.json holds inputs (network YAML, system JSON, compact workload
 specs) and the per-rank finish times ASTRA-sim's congestion-unaware analytical binary printed
 for them (how it was built: the file's "about").  Every case is rebuilt here with podsim's own
-builders and must give the same integer ns on every rank.  Where ASTRA-sim did not finish
+builders and must give the same integer ns on every rank, for the finish time and for the
+exposed communication time.  Where ASTRA-sim did not finish
 (its own deadlock: "unreleased nodes"), podsim must report a deadlock instead of a number.
 """
 
@@ -76,6 +77,7 @@ def test_reference_is_broad():
 def test_same_finish_times_as_astra_sim(case):
     res = run(case)
     assert [x.finish_ns for x in res.ranks] == case["astra_finish_ns"]
+    assert [x.exposed_comm_ns for x in res.ranks] == case["astra_exposed_comm_ns"]
 
 
 @pytest.mark.parametrize("case", DEADLOCKED, ids=[c["name"] for c in DEADLOCKED])
