@@ -3,8 +3,8 @@
 tests/data/astra_sim_reference.json holds inputs (network YAML, system JSON, compact workload
 specs) and the per-rank finish times ASTRA-sim's congestion-unaware analytical binary printed
 for them (how it was built: the file's "about").  Every case is rebuilt here with podsim's own
-builders and must give the same integer ns on every rank, for the finish time and for the
-exposed communication time.  Where ASTRA-sim did not finish
+builders and must give the same integer ns on every rank, for the finish time, the exposed
+communication time and ASTRA-sim's Comm time, GPU time and compute-communication overlap.  Where ASTRA-sim did not finish
 (its own deadlock: "unreleased nodes"), podsim must report a deadlock instead of a number.
 """
 
@@ -78,6 +78,10 @@ def test_same_finish_times_as_astra_sim(case):
     res = run(case)
     assert [x.finish_ns for x in res.ranks] == case["astra_finish_ns"]
     assert [x.exposed_comm_ns for x in res.ranks] == case["astra_exposed_comm_ns"]
+    # ASTRA-sim's statistics: "Comm time", "GPU time", "Total compute-communication overlap"
+    for key, attr in (("comm", "comm_ns"), ("gpu", "compute_ns"), ("overlap", "overlap_ns")):
+        if case.get(f"astra_{key}_ns") is not None:  # absent where ASTRA-sim's statistics threw
+            assert [getattr(x, attr) for x in res.ranks] == case[f"astra_{key}_ns"], key
 
 
 @pytest.mark.parametrize("case", DEADLOCKED, ids=[c["name"] for c in DEADLOCKED])

@@ -201,6 +201,7 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
     for rr in runners:
         p = rr.p
         comm: list[tuple[int, int]] = []
+        comp: list[tuple[int, int]] = []
         mem: list[tuple[int, int]] = []
         slices: list[Slice] = []
         for i in range(len(p)):
@@ -211,6 +212,8 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
                 mem.append((a, b))
             elif k in (OpKind.COLLECTIVE, OpKind.SEND, OpKind.RECV) and res != CPU:
                 comm.append((a, b))
+            elif k == OpKind.COMPUTE and res != CPU:
+                comp.append((a, b))
             if record and int(p.kind[i]) != OpKind.NOOP:
                 stream, cat = _category(p, i)
                 name = p.names[i] or f"node {int(p.node_id[i])}"
@@ -218,14 +221,16 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
                 if int(p.size_bytes[i]):
                     args["bytes"] = int(p.size_bytes[i])
                 slices.append(Slice(name, stream, a, b, cat, args))
-        rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, _union(comm), rr.finish_ns - rr.gpu_ops_ns,
-                          rr.cpu_ops_ns, _union(mem))
+        comm_ns = _union(comm)
+        overlap = _union(comp) + comm_ns - _union(comp + comm)
+        rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, comm_ns, rr.finish_ns - rr.gpu_ops_ns,
+                          rr.cpu_ops_ns, _union(mem), overlap)
         per[rr.rank] = rres
         tl[rr.rank] = slices
     if mirror:
         base = per[0]
         out = [RankResult(r, base.finish_ns, base.compute_ns, base.comm_ns, base.exposed_comm_ns, base.cpu_ns,
-                          base.mem_ns) for r in range(n)]
+                          base.mem_ns, base.overlap_ns) for r in range(n)]
         timelines = {r: tl[0] for r in range(n)} if record else {}
         return out, timelines
     return [per[r] for r in range(n)], (tl if record else {})

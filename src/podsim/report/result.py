@@ -7,6 +7,7 @@ Fields of :class:`RankResult` (all integer nanoseconds):
 * ``comm_ns``: time at least one communication op (collective, send/recv) was in flight;
 * ``exposed_comm_ns``: ``finish_ns - compute_ns``, as ASTRA-sim reports "exposed
   communication" (time the rank was not computing);
+* ``overlap_ns``: time the GPU computed while communication was in flight;
 * ``cpu_ns``: host (CPU) op time; ``mem_ns``: time at least one remote memory op was in flight.
 """
 
@@ -50,12 +51,13 @@ class RankResult:
     exposed_comm_ns: int = 0
     cpu_ns: int = 0
     mem_ns: int = 0
+    overlap_ns: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
             "rank": self.rank, "finish_ns": self.finish_ns, "compute_ns": self.compute_ns,
             "comm_ns": self.comm_ns, "exposed_comm_ns": self.exposed_comm_ns,
-            "cpu_ns": self.cpu_ns, "mem_ns": self.mem_ns,
+            "overlap_ns": self.overlap_ns, "cpu_ns": self.cpu_ns, "mem_ns": self.mem_ns,
         }
 
 
