@@ -6,7 +6,7 @@ from ..units import format_ns
 from .result import RankResult, Result
 
 _COLS = (("finish", "finish_ns"), ("compute", "compute_ns"), ("comm", "comm_ns"),
-         ("exposed comm", "exposed_comm_ns"))
+         ("overlap", "overlap_ns"), ("exposed comm", "exposed_comm_ns"))
 
 
 def _row_key(r: RankResult) -> tuple[int, ...]:
