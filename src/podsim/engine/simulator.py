@@ -19,6 +19,7 @@ from ..errors import SimulationError
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
 from ..report.result import Flow, RankResult, Result, Slice
+from ..report.summary import rank_ranges
 from ..workload import NO_VALUE, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
@@ -237,16 +238,7 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
 
 
 def _ranks_text(ranks: list[int]) -> str:
-    ranks = sorted(ranks)
-    out, start, prev = [], ranks[0], ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if r is not None:
-            start = prev = r
-    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(out)
+    return ("rank " if len(ranks) == 1 else "ranks ") + rank_ranges(ranks)
 
 
 def _deadlock_message(stuck: list[RankRunner], msg: object, runners: list[RankRunner], workload: Workload) -> str:

@@ -13,7 +13,9 @@ def _row_key(r: RankResult) -> tuple[int, ...]:
     return tuple(getattr(r, f) for _, f in _COLS) + (r.cpu_ns, r.mem_ns)
 
 
-def _ranges(ranks: list[int]) -> str:
+def rank_ranges(ranks: list[int]) -> str:
+    """Compact rank list: ``[0, 1, 2, 5, 7, 8]`` -> ``"0-2,5,7-8"``."""
+    ranks = sorted(ranks)
     out = []
     start = prev = ranks[0]
     for r in ranks[1:] + [None]:  # type: ignore[list-item]
@@ -42,7 +44,7 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     header = ["ranks"] + [f"{name} (ns)" for name, _ in _COLS]
     rows = []
     for key, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        rows.append([_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]])
+        rows.append([rank_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]])
     shown = rows[:max_rows]
     widths = [max(len(h), *(len(r[i]) for r in shown)) for i, h in enumerate(header)]
     lines.append("")
