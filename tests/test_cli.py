@@ -181,3 +181,14 @@ def test_comm_group_file(tmp_path):
                           f"--system-configuration={tmp_path / 's.json'}", f"--network-configuration={tmp_path / 'n.yml'}",
                           f"--comm-group-configuration={tmp_path / 'g.json'}"], out_name="r2.json")
     assert "g.json" in msg and "rank 9" in msg
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    import stat
+    out = tmp_path / "r.json"
+    old = os.umask(0o022)
+    try:
+        assert run_cli("example", "--json", str(out)).returncode == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644

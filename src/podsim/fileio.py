@@ -15,6 +15,7 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs follow the umask
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -27,3 +28,9 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
 def atomic_write_text(path: Path | str, text: str) -> None:
     """Write text (UTF-8) atomically."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
