@@ -31,7 +31,12 @@ def test_example_runs_and_prints_summary(tmp_path):
     procs = {e["pid"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
     assert procs == set(range(8))
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert slices and all(e["dur"] == pytest.approx(117.78) for e in slices)
+    colls = [e for e in slices if e["cat"] == "comm"]
+    assert len(colls) == 8 and all(e["dur"] == pytest.approx(117.78) for e in colls)
+    # each rank's 4 chunks run back to back, 29,445 ns each (15 bus + 14 hops + 7 reductions)
+    chunks = sorted((e["ts"], e["dur"]) for e in slices if e["cat"] == "chunk" and e["pid"] == 0)
+    assert [round(ts * 1000) for ts, _ in chunks] == [0, 29445, 58890, 88335]
+    assert all(d == pytest.approx(29.445) for _, d in chunks)
 
 
 def test_simulate_accepts_astra_sim_flags(tmp_path):

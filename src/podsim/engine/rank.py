@@ -154,7 +154,7 @@ class RankRunner:
         extra = p.extras.get(i, {})
         involved = extra.get("involved_dim")
         self.sys.generate(kind, size, involved, group, key, int(p.priority[i]),
-                          lambda _ns: self.call(i), int(p.node_id[i]))
+                          lambda _ns: self.call(i), int(p.node_id[i]), p.names[i] or f"node {int(p.node_id[i])}")
 
     # -- completion ------------------------------------------------------------------------
     def _finish(self, i: int) -> None:

@@ -162,6 +162,8 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
                             remote.issue if remote else None, record_timeline, use_ctrl_deps)
         runner.replay_all = compute.replay_only
+        if record_timeline:
+            sysl.phase_log = []
         runners.append(runner)
     # The event loop allocates millions of short-lived objects but creates no reference cycles
     # that outlive it; the cyclic collector would rescan the growing heap again and again.
@@ -227,6 +229,12 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
         rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, comm_ns, rr.finish_ns - rr.gpu_ops_ns,
                           rr.cpu_ops_ns, _union(mem), overlap)
         per[rr.rank] = rres
+        if record:
+            nq = rr.sys.p.queues_per_dim
+            for q, label, kind, algo, size, a, b in rr.sys.phase_log or []:
+                track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
+                slices.append(Slice(f"{label}: {kind.replace('_', '-')} ({algo})", track, a, b, "chunk",
+                                    {"bytes": size, "algorithm": algo}))
         tl[rr.rank] = slices
     if mirror:
         base = per[0]

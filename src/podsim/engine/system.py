@@ -56,7 +56,7 @@ class Stream:
     """One chunk of a collective with its remaining phases."""
 
     __slots__ = ("sid", "phases", "phase", "queue", "priority", "dataset", "initialized",
-                 "steps_finished", "sys")
+                 "steps_finished", "sys", "phase_start", "label")
 
     def __init__(self, sys: "RankSystem", sid: int, phases: list[PhaseSpec], priority: int, dataset: DataSet) -> None:
         self.sys = sys
@@ -68,6 +68,8 @@ class Stream:
         self.dataset = dataset
         self.initialized = False
         self.steps_finished = 0
+        self.phase_start = -1
+        self.label = ""
 
     # PhaseHost interface ---------------------------------------------------------------
     @property
@@ -125,6 +127,9 @@ class RankSystem:
         lmb = params.local_mem_bw_GBps
         self._lmb = None if lmb is None else lmb * 1000000000.0
         self.comm_delay = params.endpoint_delay_ns
+        #: (queue, stream label, collective, algorithm, bytes, start, end) of every finished phase,
+        #: kept when timelines are recorded
+        self.phase_log: list[tuple[int, str, str, str, int, int, int]] | None = None
         self.shared_bus = None
         if params.model_shared_bus:
             from .shared_bus import SharedBus
@@ -183,8 +188,9 @@ class RankSystem:
 
     def generate(self, kind: CollectiveKind, size: int, involved: tuple[bool, ...] | None,
                  group: tuple[int, ...] | None, group_key: str | None, explicit_priority: int,
-                 on_done: Callable[[int], None], node_id: int = -1) -> None:
-        """Start a collective of ``size`` bytes; ``on_done(execution_ns)`` when it ends."""
+                 on_done: Callable[[int], None], node_id: int = -1, label: str = "") -> None:
+        """Start a collective of ``size`` bytes; ``on_done(execution_ns)`` when it ends.
+        ``label`` names its chunks in the timeline."""
         custom = self._custom(kind, node_id)
         if custom is not None:
             pos = self.rank if group is None else sorted(group).index(self.rank)
@@ -196,6 +202,7 @@ class RankSystem:
             pri = self.priority(explicit_priority)
             phase = PhaseSpec(0, CustomPhase(kind, custom[pos], group, size))  # type: ignore[arg-type]
             st = Stream(self, self._stream_id(group_key), [phase], pri, ds)
+            st.label = label
             self._insert(self.ready, st)
             self._schedule()
             return
@@ -211,8 +218,9 @@ class RankSystem:
             # ASTRA-sim never finishes such a collective; podsim completes it at once.
             on_done(0)
             return
-        for phases in chunks:
+        for k, phases in enumerate(chunks):
             st = Stream(self, self._stream_id(group_key), phases, pri, ds)
+            st.label = f"{label} chunk {k}" if len(chunks) > 1 else label
             self._insert(self.ready, st)
             self._schedule()
 
@@ -245,6 +253,7 @@ class RankSystem:
             st = lst[self.running[q]]
             self.running[q] += 1
             st.initialized = True
+            st.phase_start = self.buckets.queue.now
             st.phase.algorithm.start(st)  # type: ignore[union-attr]
 
     def _removed(self, q: int) -> None:
@@ -256,6 +265,11 @@ class RankSystem:
         """Move a stream to its next phase (or finish it): ASTRA-sim's
         proceed_to_next_vnet_baseline, step for step."""
         prev = st.queue
+        if self.phase_log is not None and st.phase is not None and st.phase_start >= 0:
+            alg = st.phase.algorithm
+            self.phase_log.append((st.queue, st.label, alg.kind.label, getattr(alg, "name", ""),
+                                   int(getattr(alg, "data_size", 0)), st.phase_start, self.buckets.queue.now))
+            st.phase_start = -1
         if st.steps_finished == 1:
             self.first_phase_streams -= 1
         if not st.phases:
