@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import SimulationError
+from ..hardware.remote_memory import RemoteMemory
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
 from ..report.result import Flow, RankResult, Result, Slice
@@ -150,7 +151,6 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     remote = None
     buckets: dict[int, RankBuckets] = {}
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
-        from ..hardware.remote_memory import RemoteMemory
         remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
                               remote_memory.npus_per_node, remote_memory.num_nodes,
                               lambda rank, delay, fn: buckets[rank].register(delay, fn))

@@ -9,13 +9,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..collectives.base import PhaseAlgorithm
+from ..collectives.base import LogicalRing, PhaseAlgorithm
 from ..collectives.custom import CustomPhase
 from ..errors import InputError
 from ..workload import Program
 from ..collectives.plan import Algo, LogicalDim, PhaseSpec, QueueLevel, logical_dims, plan_chunks
 from ..workload.ops import CollectiveKind
 from .buckets import RankBuckets
+from .shared_bus import SharedBus
 
 
 @dataclass
@@ -132,7 +133,6 @@ class RankSystem:
         self.phase_log: list[tuple[int, str, str, str, int, int, int]] | None = None
         self.shared_bus = None
         if params.model_shared_bus:
-            from .shared_bus import SharedBus
             L, o, g, G = params.loggp
             self.shared_bus = SharedBus(buckets, int(L), int(o), int(g), float(G), params.local_reduction_delay)
 
@@ -141,7 +141,6 @@ class RankSystem:
         key = (kind, group)
         dims = self._dims_cache.get(key)
         if dims is None:
-            from ..collectives.base import LogicalRing
             algos = self.p.algorithms.get(kind)
             if not algos:
                 raise InputError(f"no implementation configured for {kind.label.replace('_', '-')} "
@@ -323,7 +322,6 @@ class RankSystem:
     def reduction_ns(self, size: int) -> int:
         """One write and two reads of ``size`` bytes at local memory bandwidth."""
         if self._lmb is None:
-            from ..errors import InputError
             raise InputError("'local-mem-bw' is not set, but a reduction needs it (GB/s)", where="local-mem-bw")
         one = int(float(size) / self._lmb * 1e9)
         return 3 * one
