@@ -3,8 +3,14 @@ import json
 import pytest
 
 from podsim.errors import InputError
-from podsim.formats.astra_sim import (parse_algorithm, parse_network, parse_remote_memory, parse_system,
-                                      read_network, read_system)
+from podsim.formats.astra_sim import (
+    parse_algorithm,
+    parse_network,
+    parse_remote_memory,
+    parse_system,
+    read_network,
+    read_system,
+)
 from podsim.network.topology import BlockKind
 
 

@@ -5,9 +5,16 @@ import gzip
 import pytest
 
 from podsim.errors import InputError
-from podsim.formats.chakra import (GlobalMetadata, Node, NodeType, read_trace, read_workload,
-                                   write_trace, write_workload)
-from podsim.formats.chakra import wire
+from podsim.formats.chakra import (
+    GlobalMetadata,
+    Node,
+    NodeType,
+    read_trace,
+    read_workload,
+    wire,
+    write_trace,
+    write_workload,
+)
 from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
 # ASTRA-sim's all_reduce.0.et microbenchmark, byte for byte as documented in the reference

@@ -151,8 +151,8 @@ def test_engine_side_errors_name_the_config_file(tmp_path):
     cfg["all-to-all-implementation"] = ["halvingDoubling"]
     open(paths["system"], "w").write(json.dumps(cfg))
     wl = tmp_path / "w"
-    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
     from podsim.formats.chakra import write_workload
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
     b = ProgramBuilder()
     b.add(OpKind.COLLECTIVE, "a2a", collective=int(CollectiveKind.ALL_TO_ALL), size_bytes=4096, node_id=1)
     write_workload(Workload([b.build()], [0] * 8), wl)
@@ -162,8 +162,8 @@ def test_engine_side_errors_name_the_config_file(tmp_path):
 
 
 def test_comm_group_file(tmp_path):
-    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
     from podsim.formats.chakra import write_workload
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
     b = ProgramBuilder()
     b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=1, group="1")
     write_workload(Workload([b.build()], [0] * 4), tmp_path / "w")

@@ -16,8 +16,8 @@ chunks per dimension they run in ceil(splits / A) waves.
 import math
 
 import pytest
-
 from helpers import GIB, one_collective, params, topo
+
 from podsim.engine import simulate
 from podsim.workload import CollectiveKind as CK
 

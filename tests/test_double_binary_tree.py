@@ -7,6 +7,7 @@ On a Ring(8), 1 -> 3 is 2 hops and 3 -> 7 is 4 hops.
 """
 
 from helpers import GIB, one_collective, params, topo
+
 from podsim.engine import simulate
 from podsim.workload import CollectiveKind as CK
 

@@ -1,8 +1,8 @@
 """Engine behaviour: overlap of compute and communication, resource rules, deadlocks."""
 
 import pytest
-
 from helpers import GIB, params, topo
+
 from podsim.engine import simulate
 from podsim.errors import SimulationError
 from podsim.workload import CollectiveKind as CK

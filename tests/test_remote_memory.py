@@ -4,8 +4,8 @@ Transfer time: int(latency) + int(bytes / bandwidth); bandwidth 128 B/ns, latenc
 """
 
 import pytest
-
 from helpers import params, topo
+
 from podsim.engine import RemoteMemoryParams, simulate
 from podsim.errors import InputError
 from podsim.workload import OpKind, ProgramBuilder, Workload

@@ -5,8 +5,8 @@ pairs every send with its receive across ranks; the mirrored run never does."""
 import random
 
 import pytest
-
 from helpers import params, topo
+
 from podsim.engine import equivalent_ranks, simulate
 from podsim.workload import CollectiveKind as CK
 from podsim.workload import OpKind, ProgramBuilder, Workload

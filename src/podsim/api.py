@@ -20,8 +20,14 @@ from . import __version__
 from .engine import ComputeModel, RemoteMemoryParams, SystemParams
 from .engine import simulate as _simulate
 from .errors import InputError
-from .formats.astra_sim import (RemoteMemoryConfig, SystemConfig, read_comm_groups, read_network,
-                                read_remote_memory, read_system)
+from .formats.astra_sim import (
+    RemoteMemoryConfig,
+    SystemConfig,
+    read_comm_groups,
+    read_network,
+    read_remote_memory,
+    read_system,
+)
 from .network.topology import Topology
 from .report.result import Result
 from .workload import Group, Workload

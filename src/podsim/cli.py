@@ -142,7 +142,11 @@ def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
 def _run_inspect(args: argparse.Namespace) -> int:
     import os
 
-    from .formats.chakra.inspect import format_summaries, summarize_prefix, summarize_trace
+    from .formats.chakra.inspect import (
+        format_summaries,
+        summarize_prefix,
+        summarize_trace,
+    )
 
     if os.path.isfile(args.trace):
         print(format_summaries(1, [summarize_trace(args.trace)]))
@@ -154,8 +158,8 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 def _run_example(args: argparse.Namespace) -> int:
     from .api import simulate
-    from .examples import EXAMPLES, write_example
     from .errors import InputError
+    from .examples import EXAMPLES, write_example
 
     if args.list:
         for k, v in EXAMPLES.items():

@@ -11,9 +11,16 @@ from dataclasses import dataclass, field
 
 from ..collectives.base import LogicalRing, PhaseAlgorithm
 from ..collectives.custom import CustomPhase
+from ..collectives.plan import (
+    Algo,
+    LogicalDim,
+    PhaseSpec,
+    QueueLevel,
+    logical_dims,
+    plan_chunks,
+)
 from ..errors import InputError
 from ..workload import Program
-from ..collectives.plan import Algo, LogicalDim, PhaseSpec, QueueLevel, logical_dims, plan_chunks
 from ..workload.ops import CollectiveKind
 from .buckets import RankBuckets
 from .shared_bus import SharedBus

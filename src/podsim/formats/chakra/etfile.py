@@ -12,7 +12,14 @@ from pathlib import Path
 from ...errors import InputError
 from ...fileio import atomic_write_bytes
 from . import wire
-from .schema import GlobalMetadata, Node, decode_metadata, decode_node, encode_metadata, encode_node
+from .schema import (
+    GlobalMetadata,
+    Node,
+    decode_metadata,
+    decode_node,
+    encode_metadata,
+    encode_node,
+)
 
 _MAX_MESSAGE = 1 << 31
 

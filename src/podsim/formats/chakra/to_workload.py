@@ -25,7 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError
-from ...workload import CollectiveKind, Group, OpKind, Program, Workload, dedupe_programs
+from ...workload import (
+    CollectiveKind,
+    Group,
+    OpKind,
+    Program,
+    Workload,
+    dedupe_programs,
+)
 from ...workload.program import COLUMNS, csr_from_arrays
 from .etfile import Trace, read_trace
 from .schema import INTEGER_TYPES, Node, NodeType
