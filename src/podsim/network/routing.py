@@ -1,13 +1,17 @@
 """Shortest-path routing with ECMP over a :class:`~podsim.network.fabric.Fabric`.
 
-Routes take the fewest hops.  Only forwarding nodes (switches, and GPUs of direct-connect
-fabrics) appear inside a route.  Where several next hops are equally short, the router picks
+Routes minimise the summed link latency, each link counting at least 1 ns (integer ns), so
+traffic between GPUs of one server stays on NVLink rather than detouring through a NIC, and
+hop count decides between links of equal latency.  Only forwarding nodes (switches, and GPUs
+of direct-connect fabrics) appear inside a route.  Where several next hops are equally
+short, the router picks
 one by hashing ``(src, dst, label, seed, node)``, as a switch's ECMP hash would: the same flow
 label always takes the same path, different labels (NCCL channels, queue pairs) spread over
 the equal-cost paths, and a different ``seed`` gives another deterministic spread.
 
-Distances between forwarding nodes are computed once (a BFS from each); the distance from a
-forwarding node to any destination then follows from the destination's in-links.  Routes are
+Distances between forwarding nodes are computed once (min-plus relaxation over all sources
+at once, in blocks); the distance from a forwarding node to any destination then follows from
+the destination's in-links.  Routes are
 cached per ``(src, dst, label)``.
 """
 
@@ -51,11 +55,13 @@ class Router:
         src = fabric.link_src
         dst = fabric.link_dst
         fwd = fabric.forwards
-        self._out: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # (link, dst)
-        self._in: list[list[int]] = [[] for _ in range(n)]               # source nodes
+        self._weight = np.maximum(np.rint(fabric.link_lat), 1).astype(np.int64)
+        w = self._weight.tolist()
+        self._out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (link, dst, weight)
+        self._in: list[list[tuple[int, int]]] = [[] for _ in range(n)]        # (source node, weight)
         for link, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
-            self._out[a].append((link, b))
-            self._in[b].append(a)
+            self._out[a].append((link, b, w[link]))
+            self._in[b].append((a, w[link]))
         self._fwd_ids = np.flatnonzero(fwd)
         self._fwd_index = np.full(n, -1, dtype=np.int64)
         self._fwd_index[self._fwd_ids] = np.arange(len(self._fwd_ids))
@@ -64,30 +70,31 @@ class Router:
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
 
     def _forwarding_distances(self) -> np.ndarray:
-        """Hop distances between forwarding nodes, travelling through forwarding nodes only."""
-        ids = self._fwd_ids.tolist()
+        """Least-latency distances between forwarding nodes, through forwarding nodes only."""
+        f = self.fabric
         index = self._fwd_index
-        k = len(ids)
-        dist = np.full((k, k), _UNREACHABLE, dtype=np.int32)
-        nbrs = [[int(index[b]) for _, b in self._out[u] if index[b] >= 0] for u in ids]
-        for i in range(k):
-            row = [-1] * k
-            row[i] = 0
-            frontier = [i]
-            d = 0
-            while frontier:
-                d += 1
-                nxt = []
-                for u in frontier:
-                    for v in nbrs[u]:
-                        if row[v] < 0:
-                            row[v] = d
-                            nxt.append(v)
-                frontier = nxt
-            r = np.asarray(row, dtype=np.int32)
-            r[r < 0] = _UNREACHABLE
-            dist[i] = r
-        return dist
+        k = len(self._fwd_ids)
+        keep = (index[f.link_src] >= 0) & (index[f.link_dst] >= 0)
+        a = index[f.link_src[keep]]
+        b = index[f.link_dst[keep]]
+        w = self._weight[keep]
+        order = np.argsort(b, kind="stable")
+        a, b, w = a[order], b[order], w[order]
+        targets, starts = np.unique(b, return_index=True)
+        dist = np.full((k, k), _UNREACHABLE, dtype=np.int64)
+        block = max(1, 4_000_000 // max(len(a), 1))
+        for lo in range(0, k, block):
+            d = dist[lo:lo + block]
+            d[np.arange(d.shape[0]), np.arange(lo, lo + d.shape[0])] = 0
+            if not len(a):
+                continue
+            while True:
+                cand = np.minimum.reduceat(d[:, a] + w, starts, axis=1)
+                new = np.minimum(d[:, targets], cand)
+                if np.array_equal(new, d[:, targets]):
+                    break
+                d[:, targets] = new
+        return np.minimum(dist, _UNREACHABLE)
 
     def distances_to(self, dst: int) -> np.ndarray:
         """For every node, hops to ``dst`` (``_UNREACHABLE`` where none); non-forwarding nodes
@@ -98,10 +105,12 @@ class Router:
         n = self.fabric.num_nodes
         out = np.full(n, _UNREACHABLE, dtype=np.int64)
         out[dst] = 0
-        preds = [self._fwd_index[w] for w in self._in[dst] if self._fwd_index[w] >= 0]
+        preds = [(self._fwd_index[a], w) for a, w in self._in[dst] if self._fwd_index[a] >= 0]
         if len(self._fwd_ids):
             if preds:
-                via = self._dist[:, preds].min(axis=1).astype(np.int64) + 1
+                cols = [p for p, _ in preds]
+                wts = np.asarray([w for _, w in preds], dtype=np.int64)
+                via = (self._dist[:, cols] + wts).min(axis=1)
             else:
                 via = np.full(len(self._fwd_ids), _UNREACHABLE, dtype=np.int64)
             if self._fwd_index[dst] >= 0:
@@ -130,10 +139,10 @@ class Router:
         while u != dst:
             best = _UNREACHABLE
             cands: list[tuple[int, int]] = []
-            for link, v in self._out[u]:
+            for link, v, w in self._out[u]:
                 if v != dst and not fwd[v]:
                     continue
-                d = int(to[v])
+                d = int(to[v]) + w
                 if d < best:
                     best, cands = d, [(link, v)]
                 elif d == best:

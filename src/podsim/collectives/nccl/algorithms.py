@@ -1,0 +1,303 @@
+"""NCCL-like collective algorithms as :class:`~.schedule.Schedule` objects.
+
+The communicator's GPUs are grouped by server.  With ``C`` channels:
+
+* **ring**: channel ``c`` visits each server's GPUs starting at local GPU ``c`` and moves on
+  to the next server's local GPU ``c``, the same rail.  With PXN the last GPU of a server
+  hands its data over NVLink to the server's rail GPU ``c``, which sends it through its own
+  NIC (two flows); without PXN it sends through its own NIC to the other rail.  Every round
+  every GPU sends ``S / (n C)`` on each channel: ``2(n-1)`` rounds for all-reduce, ``n-1``
+  for all-gather and reduce-scatter.
+* **tree**: a chain through each server's GPUs plus a binary tree over servers (two mirrored
+  trees, alternate channels, as NCCL's double binary tree); pipelined, so all up (reduce) and
+  down (broadcast) edges carry ``S / C`` at once, and a round pays the depth in latencies.
+* **nvls**: NVLink SHARP on an NVSwitch server: every GPU sends its ``S`` to the switch,
+  which reduces, and receives ``S`` back (one server only).
+* **hierarchical**: reduce-scatter in each server, all-reduce of ``S / m`` among the GPUs of
+  the same rail across servers, all-gather in each server.
+* **all-to-all**: every GPU sends ``S / n`` to every other GPU at once; **broadcast**: a
+  pipelined chain; **send/recv**: one flow.
+
+``S`` follows nccl-tests: the buffer size of all-reduce, broadcast and all-to-all, and the
+*total* (output of all-gather, input of reduce-scatter) size of all-gather and reduce-scatter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InputError
+from ...network.fabric import Fabric, LinkTier, NodeKind
+from .schedule import FlowList, Schedule
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+
+
+@dataclass
+class Communicator:
+    """The GPUs of one collective call, grouped by server (in first-appearance order)."""
+
+    fabric: Fabric
+    ranks: list[int]          #: global GPU ranks in communicator order
+    servers: list[list[int]]  #: global ranks per server
+    intra_class: str          #: "nvlink" or "pcie": how GPUs of one server talk
+
+    @property
+    def size(self) -> int:
+        return len(self.ranks)
+
+    def node(self, rank: int) -> int:
+        return int(self.fabric.gpus[rank])
+
+
+def communicator(fabric: Fabric, ranks: list[int] | None = None) -> Communicator:
+    """Group ``ranks`` (default: all GPUs) by server.
+
+    Raises:
+        InputError: for ranks the fabric does not have, or repeated ranks.
+    """
+    n = fabric.num_gpus
+    if ranks is None:
+        ranks = list(range(n))
+    if len(set(ranks)) != len(ranks):
+        raise InputError("a communicator lists a GPU twice")
+    bad = [r for r in ranks if not 0 <= r < n]
+    if bad:
+        raise InputError(f"GPU {bad[0]} does not exist: the fabric {fabric.name!r} has {n} GPUs (0-{n - 1})")
+    groups: dict[int, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(fabric.server_of(r), []).append(r)
+    has_pcie = bool(np.any(fabric.link_tier == LinkTier.PCIE))
+    has_nvlink = bool(np.any(fabric.link_tier == LinkTier.NVLINK))
+    intra = "pcie" if has_pcie and not has_nvlink else "nvlink"
+    return Communicator(fabric, list(ranks), list(groups.values()), intra)
+
+
+def _rotate(xs: list[int], k: int) -> list[int]:
+    k %= len(xs)
+    return xs[k:] + xs[:k]
+
+
+def _ring_flows(comm: Communicator, per_flow: float, channels: int, pxn: bool) -> FlowList:
+    fl = FlowList()
+    servers = comm.servers
+    multi = len(servers) > 1
+    for c in range(channels):
+        orders = [_rotate(s, c) for s in servers]
+        seq = [r for o in orders for r in o]
+        n = len(seq)
+        for i, r in enumerate(seq):
+            nxt = seq[(i + 1) % n]
+            if multi and comm.fabric.server_of(r) != comm.fabric.server_of(nxt):
+                here = orders[[k for k, o in enumerate(orders) if r in o][0]]
+                rail = here[0]
+                if pxn and rail != r and len(here) > 1:
+                    fl.add(comm.node(r), comm.node(rail), per_flow, c)
+                    fl.add(comm.node(rail), comm.node(nxt), per_flow, c)
+                    continue
+            fl.add(comm.node(r), comm.node(nxt), per_flow, c)
+    return fl
+
+
+def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: bool, proto: str) -> Schedule:
+    """Ring all-reduce, all-gather or reduce-scatter."""
+    n = comm.size
+    sched = Schedule(collective, "ring", proto, size, n)
+    if n < 2 or size <= 0:
+        return sched
+    rounds = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}[collective]
+    per = size / (n * channels)
+    sched.steps.append(_ring_flows(comm, per, channels, pxn).step("ring", rounds, _ring_hops(comm)))
+    return sched
+
+
+def _ring_hops(comm: Communicator) -> dict[str, float]:
+    """Per-round latencies of a ring: of its ``n - 1`` hops per pass, ``k - 1`` cross the
+    network (``k`` servers) and the rest stay inside a server (NCCL's latency model)."""
+    n, k = comm.size, len(comm.servers)
+    if n < 2:
+        return {}
+    return {comm.intra_class: (n - k) / (n - 1), "net": (k - 1) / (n - 1)}
+
+
+def _binary_tree(count: int) -> list[int]:
+    """Parent of each of ``count`` positions in a balanced binary tree built by splitting
+    ranges at the middle (root = the middle); the root's parent is -1."""
+    parent = [-1] * count
+
+    def build(lo: int, hi: int, up: int) -> None:
+        if lo >= hi:
+            return
+        mid = (lo + hi) // 2
+        parent[mid] = up
+        build(lo, mid, mid)
+        build(mid + 1, hi, mid)
+
+    build(0, count, -1)
+    return parent
+
+
+def _depth(parent: list[int]) -> int:
+    best = 0
+    for i in range(len(parent)):
+        d, j = 0, i
+        while parent[j] >= 0:
+            j = parent[j]
+            d += 1
+        best = max(best, d)
+    return best
+
+
+def tree(comm: Communicator, collective: str, size: int, channels: int, proto: str) -> Schedule:
+    """Pipelined double binary tree all-reduce (chains inside servers)."""
+    if collective != "all_reduce":
+        raise InputError(f"the tree algorithm implements all_reduce only, not {collective}")
+    n = comm.size
+    sched = Schedule(collective, "tree", proto, size, n)
+    if n < 2 or size <= 0:
+        return sched
+    servers = comm.servers
+    k = len(servers)
+    parents = [_binary_tree(k), [k - 1 - p if p >= 0 else -1 for p in reversed(_binary_tree(k))]]
+    per = size / channels
+    fl = FlowList()
+    depth = 0
+    for c in range(channels):
+        parent = parents[c % 2]
+        heads = []
+        for s in servers:
+            chain = _rotate(s, c)
+            heads.append(chain[0])
+            for a, b in zip(chain[1:], chain[:-1]):  # reduce up the chain, broadcast down
+                fl.add(comm.node(a), comm.node(b), per, c)
+                fl.add(comm.node(b), comm.node(a), per, c)
+        for i, p in enumerate(parent):
+            if p >= 0:
+                fl.add(comm.node(heads[i]), comm.node(heads[p]), per, c)
+                fl.add(comm.node(heads[p]), comm.node(heads[i]), per, c)
+        depth = max(depth, _depth(parent))
+    chain = max(len(s) for s in servers) - 1
+    sched.steps.append(fl.step("tree", 1, {comm.intra_class: 2 * chain, "net": 2 * depth}))
+    return sched
+
+
+def nvswitches_of(fabric: Fabric, rank: int) -> list[int]:
+    """NVSwitch nodes directly linked to GPU ``rank``."""
+    g = int(fabric.gpus[rank])
+    out = fabric.link_dst[fabric.link_src == g]
+    return [int(v) for v in out if fabric.node_kind[v] == NodeKind.NVSWITCH]
+
+
+def nvls(comm: Communicator, collective: str, size: int, proto: str) -> Schedule:
+    """NVLink SHARP all-reduce inside one NVSwitch server."""
+    if collective != "all_reduce":
+        raise InputError(f"nvls implements all_reduce only, not {collective}")
+    if len(comm.servers) != 1:
+        raise InputError("nvls needs all GPUs of the collective in one NVSwitch server")
+    n = comm.size
+    sched = Schedule(collective, "nvls", proto, size, n)
+    if n < 2 or size <= 0:
+        return sched
+    fl = FlowList()
+    for r in comm.ranks:
+        sws = nvswitches_of(comm.fabric, r)
+        if not sws:
+            raise InputError(f"nvls needs NVSwitches, and GPU {r} has none")
+        for i, sw in enumerate(sws):
+            fl.add(comm.node(r), sw, size / len(sws), i)
+            fl.add(sw, comm.node(r), size / len(sws), i)
+    sched.steps.append(fl.step("nvls", 1, {"nvlink": 1}))
+    return sched
+
+
+def hierarchical(comm: Communicator, collective: str, size: int, channels: int, pxn: bool,
+                 proto: str) -> Schedule:
+    """Reduce-scatter in each server, all-reduce across servers per rail, all-gather."""
+    if collective != "all_reduce":
+        raise InputError(f"the hierarchical algorithm implements all_reduce only, not {collective}")
+    sizes = {len(s) for s in comm.servers}
+    if len(sizes) != 1:
+        raise InputError("the hierarchical algorithm needs the same number of GPUs in every server")
+    m = sizes.pop()
+    k = len(comm.servers)
+    sched = Schedule(collective, "hierarchical", proto, size, comm.size)
+    if comm.size < 2 or size <= 0:
+        return sched
+    if m > 1:
+        intra = [Communicator(comm.fabric, s, [s], comm.intra_class) for s in comm.servers]
+        fl = FlowList()
+        for sub in intra:
+            part = _ring_flows(sub, size / (m * channels), channels, pxn)
+            for a, b, x, lab in zip(part.src, part.dst, part.nbytes, part.label):
+                fl.add(a, b, x, lab)
+        rs = fl.step("intra reduce-scatter", m - 1, {comm.intra_class: 1})
+    if k > 1:
+        fl2 = FlowList()
+        for j in range(m):
+            rail = [s[j] for s in comm.servers]
+            sub = Communicator(comm.fabric, rail, [[r] for r in rail], comm.intra_class)
+            part = _ring_flows(sub, size / (m * k * channels), channels, pxn)
+            for a, b, x, lab in zip(part.src, part.dst, part.nbytes, part.label):
+                fl2.add(a, b, x, lab)
+        inter = fl2.step("inter all-reduce", 2 * (k - 1), {"net": 1})
+    if m > 1:
+        sched.steps.append(rs)
+    if k > 1:
+        sched.steps.append(inter)
+    if m > 1:
+        ag = FlowList()
+        ag.src, ag.dst, ag.nbytes, ag.label = list(rs.src), list(rs.dst), list(rs.nbytes), list(rs.label)
+        sched.steps.append(ag.step("intra all-gather", m - 1, {comm.intra_class: 1}))
+    return sched
+
+
+def all_to_all(comm: Communicator, size: int, proto: str) -> Schedule:
+    """Every GPU sends ``size / n`` bytes to every other GPU at once."""
+    n = comm.size
+    sched = Schedule("all_to_all", "direct", proto, size, n)
+    if n < 2 or size <= 0:
+        return sched
+    fl = FlowList()
+    per = size / n
+    for i, a in enumerate(comm.ranks):
+        for j, b in enumerate(comm.ranks):
+            if i != j:
+                fl.add(comm.node(a), comm.node(b), per, i)
+    sched.steps.append(fl.step("all-to-all", 1, {_widest(comm): 1}))
+    return sched
+
+
+def broadcast(comm: Communicator, size: int, channels: int, proto: str, root: int = 0) -> Schedule:
+    """Pipelined chain broadcast from communicator position ``root``."""
+    n = comm.size
+    sched = Schedule("broadcast", "ring", proto, size, n)
+    if n < 2 or size <= 0:
+        return sched
+    order = _rotate(comm.ranks, root)
+    fl = FlowList()
+    for c in range(channels):
+        for a, b in zip(order[:-1], order[1:]):
+            fl.add(comm.node(a), comm.node(b), size / channels, c)
+    k = len(comm.servers)
+    sched.steps.append(fl.step("chain", 1, {comm.intra_class: n - k, "net": k - 1}))
+    return sched
+
+
+def send_recv(comm: Communicator, size: int, proto: str) -> Schedule:
+    """One transfer from the communicator's first GPU to its second."""
+    if comm.size != 2:
+        raise InputError(f"send_recv takes exactly 2 GPUs, got {comm.size}")
+    sched = Schedule("send_recv", "p2p", proto, size, 2)
+    if size > 0:
+        fl = FlowList()
+        a, b = comm.ranks
+        fl.add(comm.node(a), comm.node(b), size, 0)
+        sched.steps.append(fl.step("p2p", 1, {_widest(comm): 1}))
+    return sched
+
+
+def _widest(comm: Communicator) -> str:
+    """The link class of the slowest hop: the network when the GPUs span servers."""
+    return "net" if len(comm.servers) > 1 else comm.intra_class

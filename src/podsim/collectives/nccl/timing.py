@@ -1,0 +1,131 @@
+"""Time a :class:`~.schedule.Schedule` on a fabric.
+
+Two backends:
+
+* ``analytical``: a round takes its busiest link's load over that link's effective capacity,
+  plus the longest route latency.  Flows never slow each other down beyond sharing that
+  bottleneck: no dynamics, a closed form.
+* ``flow``: a round's flows run on the max-min :class:`~podsim.network.flow.FlowNetwork`; the
+  round ends when its last flow arrives.
+
+A step repeated ``k`` times is timed once and counted ``k`` times (its rounds are identical
+and run back to back), which is exact for both backends.  Each round also pays its per-step
+latencies (``Step.hops``).  Effective capacity = line rate x link efficiency (per tier) x protocol efficiency.
+
+Units: ns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...network.fabric import Fabric, LinkTier
+from ...network.flow.network import run_batch
+from ...network.routing import Router
+from .schedule import Schedule, Step
+from .tuning import NcclTuning
+
+BACKENDS = ("analytical", "flow")
+_TIER_NAMES = {LinkTier.NVLINK: "nvlink", LinkTier.PCIE: "pcie", LinkTier.NIC: "nic",
+               LinkTier.FABRIC: "fabric", LinkTier.OPTICAL: "optical"}
+
+
+@dataclass
+class StepTime:
+    """How long one step of a schedule takes."""
+
+    name: str
+    repeat: int
+    round_ns: float        #: transfer time of one round (ns)
+    latency_ns: float      #: per-step latency of one round (ns)
+    flows: int
+
+    @property
+    def total_ns(self) -> float:
+        return self.repeat * (self.round_ns + self.latency_ns)
+
+
+@dataclass
+class CollectiveTime:
+    """A timed schedule."""
+
+    schedule: Schedule
+    base_ns: float
+    steps: list[StepTime] = field(default_factory=list)
+    flows_solved: int = 0
+
+    @property
+    def time_ns(self) -> int:
+        """Total time, rounded up to whole ns."""
+        return int(math.ceil(self.base_ns + sum(s.total_ns for s in self.steps) - 1e-6))
+
+
+def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.ndarray:
+    """Per-link capacity (bytes per ns) a protocol achieves."""
+    eff = np.ones(fabric.num_links)
+    for tier, name in _TIER_NAMES.items():
+        eff[fabric.link_tier == tier] = tuning.efficiency(name, proto)
+    return fabric.link_bw * eff
+
+
+class Timer:
+    """Times schedules on one fabric with one backend; routes and capacities are cached."""
+
+    def __init__(self, fabric: Fabric, tuning: NcclTuning, backend: str = "analytical",
+                 router: Router | None = None) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}")
+        self.fabric = fabric
+        self.tuning = tuning
+        self.backend = backend
+        self.router = router or Router(fabric)
+        self._cap: dict[str, np.ndarray] = {}
+
+    def capacity(self, proto: str) -> np.ndarray:
+        cap = self._cap.get(proto)
+        if cap is None:
+            cap = self._cap[proto] = effective_capacity(self.fabric, self.tuning, proto)
+        return cap
+
+    def time(self, sched: Schedule) -> CollectiveTime:
+        """Time ``sched``; an empty schedule (one GPU, zero bytes) costs nothing."""
+        t = self.tuning
+        key = sched.algorithm if sched.algorithm in t.base_latency_ns else "ring"  # direct, p2p
+        out = CollectiveTime(sched, t.base_ns(key, sched.protocol) if sched.steps else 0.0)
+        for step in sched.steps:
+            lat = sum(count * t.hop_ns(cls, key, sched.protocol) for cls, count in step.hops.items())
+            if self.backend == "analytical":
+                rnd = self.analytical_round(step, sched.protocol)
+            else:
+                rnd = self.flow_round(step, sched.protocol)
+            out.flows_solved += step.num_flows
+            out.steps.append(StepTime(step.name, step.repeat, rnd, lat, step.num_flows))
+        return out
+
+    def _routes(self, step: Step) -> list[tuple[int, ...]]:
+        route = self.router.route
+        return [route(a, b, lab) for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist())]
+
+    def analytical_round(self, step: Step, proto: str) -> float:
+        """Busiest link's load over its capacity, plus the longest route latency (ns)."""
+        routes = self._routes(step)
+        if not routes:
+            return 0.0
+        lens = [len(r) for r in routes]
+        links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=sum(lens))
+        load = np.bincount(links, weights=np.repeat(step.nbytes, lens), minlength=self.fabric.num_links)
+        cap = self.capacity(proto)
+        busiest = float((load / cap).max())
+        lat = self.fabric.link_lat
+        longest = max(float(sum(lat[list(r)])) for r in set(routes))
+        return busiest + longest
+
+    def flow_round(self, step: Step, proto: str) -> float:
+        """Run one round's flows on a max-min flow network; the time the last one arrives."""
+        arrivals, _ = run_batch(self.fabric, step.src.tolist(), step.dst.tolist(),
+                                [int(math.ceil(x)) for x in step.nbytes.tolist()], step.label.tolist(),
+                                router=self.router, capacity=self.capacity(proto))
+        return float(max(arrivals, default=0))

@@ -1,0 +1,177 @@
+"""Cluster files: a YAML description of servers, their internal fabric, the scale-out fabric,
+and the NCCL tuning that fits the machine.  Presets are such files shipped in
+``podsim/hardware/presets/``.
+
+Example (every bandwidth is per direction; "GB/s" = 10^9 B/s, "Gbps" = 10^9 bit/s)::
+
+    name: dgx-a100-superpod
+    gpu: A100-SXM4-80GB
+    gpus_per_node: 8
+    intra_node: {kind: nvswitch, bandwidth: 300 GB/s, latency: 150 ns}
+    inter_node: {kind: rail_optimized, nic_bandwidth: 200 Gbps, servers_per_segment: 20,
+                 nic_latency: 600 ns, switch_latency: 300 ns}
+    nccl: {channels: 16, ...}
+
+``intra_node.kind``: ``nvswitch`` | ``nvlink_mesh`` | ``pcie``.  ``inter_node.kind``:
+``none`` | ``fat_tree`` | ``rail_optimized`` | ``spectrum-x`` | ``alibaba-hpn`` | ``dcn+`` |
+``torus`` | ``optical_mesh``.  :func:`build_fabric` turns a spec plus a GPU count into a
+:class:`~podsim.network.fabric.Fabric`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ..collectives.nccl.tuning import NcclTuning, tuning_from_dict
+from ..errors import InputError, unknown_key_error
+from ..network.fabric import Fabric, FabricBuilder
+from ..units import parse_bandwidth, parse_time_ns
+
+INTRA_KINDS = ("nvswitch", "nvlink_mesh", "pcie")
+INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus",
+               "optical_mesh")
+_TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "max_gpus", "intra_node", "inter_node",
+             "nccl", "source"}
+_INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pairs", "gpus_per_switch"}
+_INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
+               "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
+               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency"}
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A parsed cluster file.  Bandwidths in bytes per ns (GB/s), latencies in ns."""
+
+    name: str
+    gpu: str
+    gpus_per_node: int
+    intra: dict                       #: intra_node section, units converted
+    inter: dict                       #: inter_node section, units converted
+    nccl: NcclTuning = field(default_factory=NcclTuning)
+    description: str = ""
+    max_gpus: int | None = None
+    source: str | None = None
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    root = resources.files("podsim.hardware") / "presets"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_cluster(name_or_path: str) -> ClusterSpec:
+    """Load a preset by name, or a cluster YAML file by path.
+
+    Raises:
+        InputError: for an unknown preset, a missing file or a malformed one.
+    """
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        if not path.exists():
+            raise InputError("no such cluster file", str(path))
+        text = path.read_text()
+        source = str(path)
+    else:
+        names = preset_names()
+        if name_or_path not in names:
+            raise unknown_key_error(name_or_path, names, None, what="cluster preset")
+        text = (resources.files("podsim.hardware") / "presets" / f"{name_or_path}.yaml").read_text()
+        source = f"preset {name_or_path}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source, where) from None
+    return cluster_from_dict(data, source)
+
+
+def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
+    """Validate and convert a cluster mapping (see the module docstring)."""
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with name, gpus_per_node, intra_node, inter_node", source)
+    for k in data:
+        if k not in _TOP_KEYS:
+            raise unknown_key_error(str(k), _TOP_KEYS, source)
+    for k in ("name", "gpus_per_node", "intra_node"):
+        if k not in data:
+            raise InputError(f"missing required field {k!r}", source, k)
+    gpn = data["gpus_per_node"]
+    if not isinstance(gpn, int) or isinstance(gpn, bool) or gpn < 1:
+        raise InputError(f"expected a positive integer, got {gpn!r}", source, "gpus_per_node")
+    max_gpus = data.get("max_gpus")
+    if max_gpus is not None and (not isinstance(max_gpus, int) or max_gpus < 1):
+        raise InputError(f"expected a positive integer, got {max_gpus!r}", source, "max_gpus")
+    intra = _section(data["intra_node"], _INTRA_KEYS, INTRA_KINDS, source, "intra_node")
+    inter = _section(data.get("inter_node") or {"kind": "none"}, _INTER_KEYS, INTER_KINDS, source, "inter_node")
+    if intra["kind"] != "pcie" and "bandwidth" not in intra and "link_bandwidth" not in intra:
+        raise InputError("missing 'bandwidth' (per GPU, per direction, e.g. '300 GB/s')", source, "intra_node")
+    if inter["kind"] not in ("none", "torus", "optical_mesh") and "nic_bandwidth" not in inter:
+        raise InputError("missing 'nic_bandwidth' (per NIC, per direction, e.g. '200 Gbps')", source, "inter_node")
+    return ClusterSpec(
+        name=str(data["name"]), gpu=str(data.get("gpu", "")), gpus_per_node=gpn, intra=intra, inter=inter,
+        nccl=tuning_from_dict(data.get("nccl"), source), description=str(data.get("description", "")),
+        max_gpus=max_gpus, source=source)
+
+
+_BW_KEYS = {"bandwidth", "link_bandwidth", "nic_bandwidth", "uplink_bandwidth"}
+_TIME_KEYS = {"latency", "nic_latency", "switch_latency", "hop_latency"}
+
+
+def _section(sec: object, keys: set[str], kinds: tuple[str, ...], source: str | None, name: str) -> dict:
+    if not isinstance(sec, dict):
+        raise InputError(f"expected a mapping with 'kind' ({', '.join(kinds)})", source, name)
+    out: dict = {}
+    for k, v in sec.items():
+        where = f"{name}.{k}"
+        if k not in keys:
+            e = unknown_key_error(str(k), keys, source)
+            raise InputError(e.message, source, where)
+        if k in _BW_KEYS:
+            out[k] = parse_bandwidth(v, source, where)
+            if out[k] <= 0:
+                raise InputError(f"expected a positive bandwidth, got {v!r}", source, where)
+        elif k in _TIME_KEYS:
+            out[k] = float(parse_time_ns(v, source, where))
+        else:
+            out[k] = v
+    kind = out.get("kind")
+    if kind not in kinds:
+        if kind is None:
+            raise InputError(f"missing 'kind' (one of {', '.join(kinds)})", source, name)
+        e = unknown_key_error(str(kind), kinds, source, what="kind")
+        raise InputError(e.message, source, f"{name}.kind")
+    return out
+
+
+def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
+    """The fabric of ``num_gpus`` GPUs of this cluster: full servers of ``gpus_per_node``
+    (fewer GPUs than one server fill part of one server).
+
+    Raises:
+        InputError: when the cluster cannot hold ``num_gpus``.
+    """
+    from ..network.assemble import cluster as assemble
+
+    gpn = spec.gpus_per_node
+    where = spec.source or spec.name
+    if num_gpus < 1:
+        raise InputError(f"need at least 1 GPU, got {num_gpus}", where)
+    if spec.max_gpus is not None and num_gpus > spec.max_gpus:
+        raise InputError(f"{num_gpus} GPUs exceed this cluster's {spec.max_gpus}", where, "max_gpus")
+    if num_gpus > gpn and num_gpus % gpn:
+        raise InputError(f"{num_gpus} GPUs do not fill whole servers of {gpn} GPUs; use a multiple "
+                         f"of {gpn}", where, "gpus_per_node")
+    if num_gpus > gpn and spec.inter["kind"] == "none":
+        raise InputError(f"{num_gpus} GPUs need more than one server, and this cluster has no "
+                         f"inter_node fabric", where, "inter_node")
+    b = FabricBuilder(f"{spec.name}-{num_gpus}", min(gpn, num_gpus), spec.source)
+    try:
+        assemble(b, num_gpus, min(gpn, num_gpus), spec.intra, spec.inter)
+    except InputError as e:
+        raise e.with_source(where) from None
+    return b.build(spec.gpu)
