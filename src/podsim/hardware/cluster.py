@@ -39,7 +39,7 @@ _TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "max_gpus", "intra_n
 _INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pairs", "gpus_per_switch"}
 _INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
                "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
-               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency"}
+               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency", "routing"}
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,8 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     inter = _section(data.get("inter_node") or {"kind": "none"}, _INTER_KEYS, INTER_KINDS, source, "inter_node")
     if intra["kind"] != "pcie" and "bandwidth" not in intra and "link_bandwidth" not in intra:
         raise InputError("missing 'bandwidth' (per GPU, per direction, e.g. '300 GB/s')", source, "intra_node")
+    if inter.get("routing", "ecmp") not in ("ecmp", "adaptive"):
+        raise InputError(f"expected ecmp or adaptive, got {inter['routing']!r}", source, "inter_node.routing")
     if inter["kind"] not in ("none", "torus", "optical_mesh") and "nic_bandwidth" not in inter:
         raise InputError("missing 'nic_bandwidth' (per NIC, per direction, e.g. '200 Gbps')", source, "inter_node")
     return ClusterSpec(

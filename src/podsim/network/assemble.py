@@ -30,6 +30,7 @@ def cluster(b: FabricBuilder, num_gpus: int, gpus_per_node: int, intra: dict, in
         add_intra(b, s, gpus, intra)
     b.meta["intra_node"] = intra["kind"]
     b.meta["inter_node"] = kind
+    b.meta["routing"] = inter.get("routing", "ecmp")
     if kind == "none" or len(servers) == 1:
         return
     if kind == "fat_tree":

@@ -9,6 +9,10 @@ one by hashing ``(src, dst, label, seed, node)``, as a switch's ECMP hash would:
 label always takes the same path, different labels (NCCL channels, queue pairs) spread over
 the equal-cost paths, and a different ``seed`` gives another deterministic spread.
 
+With ``adaptive=True`` (InfiniBand adaptive routing, Spectrum-X) a caller that passes the
+current per-link flow counts gets, at each hop, the equal-cost link carrying the fewest flows
+(the hash breaks ties), and such routes are not cached.
+
 Distances between forwarding nodes are computed once (min-plus relaxation over all sources
 at once, in blocks); the distance from a forwarding node to any destination then follows from
 the destination's in-links.  Routes are
@@ -48,9 +52,10 @@ class Router:
         seed: the ECMP hash seed (any integer); routes are deterministic for a given seed.
     """
 
-    def __init__(self, fabric: Fabric, seed: int = 0) -> None:
+    def __init__(self, fabric: Fabric, seed: int = 0, adaptive: bool | None = None) -> None:
         self.fabric = fabric
         self.seed = int(seed)
+        self.adaptive = bool(fabric.meta.get("routing") == "adaptive") if adaptive is None else adaptive
         n = fabric.num_nodes
         src = fabric.link_src
         dst = fabric.link_dst
@@ -120,14 +125,17 @@ class Router:
         self._to_cache[dst] = out
         return out
 
-    def route(self, src: int, dst: int, label: int = 0) -> tuple[int, ...]:
+    def route(self, src: int, dst: int, label: int = 0, load: np.ndarray | list[int] | None = None
+              ) -> tuple[int, ...]:
         """The directed links a flow from node ``src`` to node ``dst`` takes (empty if equal).
+        ``load`` (flows per link) is used by adaptive routing only.
 
         Raises:
             InputError: when no route exists.
         """
         key = (src, dst, label)
-        cached = self._route_cache.get(key)
+        adaptive = self.adaptive and load is not None
+        cached = None if adaptive else self._route_cache.get(key)
         if cached is not None:
             return cached
         if src == dst:
@@ -151,13 +159,17 @@ class Router:
                 f = self.fabric
                 raise InputError(f"no route from {f.node_name[src]} to {f.node_name[dst]} in fabric "
                                  f"{f.name!r}")
+            if len(cands) > 1 and adaptive:
+                least = min(int(load[c[0]]) for c in cands)  # type: ignore[index]
+                cands = [c for c in cands if int(load[c[0]]) == least]  # type: ignore[index]
             if len(cands) > 1:
                 link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
             else:
                 link, u = cands[0]
             path.append(link)
         out = tuple(path)
-        self._route_cache[key] = out
+        if not adaptive:
+            self._route_cache[key] = out
         return out
 
     def gpu_route(self, src_rank: int, dst_rank: int, label: int = 0) -> tuple[int, ...]:

@@ -97,20 +97,33 @@ class Timer:
         out = CollectiveTime(sched, t.base_ns(key, sched.protocol) if sched.steps else 0.0)
         for step in sched.steps:
             lat = sum(count * t.hop_ns(cls, key, sched.protocol) for cls, count in step.hops.items())
+            cap = t.channel_cap(key)
             if self.backend == "analytical":
-                rnd = self.analytical_round(step, sched.protocol)
+                rnd = self.analytical_round(step, sched.protocol, cap)
             else:
-                rnd = self.flow_round(step, sched.protocol)
+                rnd = self.flow_round(step, sched.protocol, cap)
             out.flows_solved += step.num_flows
             out.steps.append(StepTime(step.name, step.repeat, rnd, lat, step.num_flows))
         return out
 
     def _routes(self, step: Step) -> list[tuple[int, ...]]:
+        """Each flow's route; with adaptive routing, flows are placed one by one on the
+        least-loaded equal-cost links."""
         route = self.router.route
-        return [route(a, b, lab) for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist())]
+        if not self.router.adaptive:
+            return [route(a, b, lab) for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist())]
+        count = [0] * self.fabric.num_links
+        out = []
+        for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist()):
+            r = route(a, b, lab, count)
+            for x in r:
+                count[x] += 1
+            out.append(r)
+        return out
 
-    def analytical_round(self, step: Step, proto: str) -> float:
-        """Busiest link's load over its capacity, plus the longest route latency (ns)."""
+    def analytical_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
+        """Busiest link's load over its capacity (or the largest flow over its rate cap, if
+        slower), plus the longest route latency (ns)."""
         routes = self._routes(step)
         if not routes:
             return 0.0
@@ -118,14 +131,14 @@ class Timer:
         links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=sum(lens))
         load = np.bincount(links, weights=np.repeat(step.nbytes, lens), minlength=self.fabric.num_links)
         cap = self.capacity(proto)
-        busiest = float((load / cap).max())
+        busiest = max(float((load / cap).max()), float(step.nbytes.max()) / flow_cap)
         lat = self.fabric.link_lat
         longest = max(float(sum(lat[list(r)])) for r in set(routes))
         return busiest + longest
 
-    def flow_round(self, step: Step, proto: str) -> float:
+    def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Run one round's flows on a max-min flow network; the time the last one arrives."""
         arrivals, _ = run_batch(self.fabric, step.src.tolist(), step.dst.tolist(),
                                 [int(math.ceil(x)) for x in step.nbytes.tolist()], step.label.tolist(),
-                                router=self.router, capacity=self.capacity(proto))
+                                router=self.router, capacity=self.capacity(proto), max_rate=flow_cap)
         return float(max(arrivals, default=0))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import InputError, unknown_key_error
-from ...units import parse_time_ns
+from ...units import parse_bandwidth, parse_time_ns
 
 ALGORITHMS = ("ring", "tree", "nvls", "hierarchical")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -67,6 +67,9 @@ class NcclTuning:
         for c, ad in _DEFAULT_HOP_US.items()})
     protocol_efficiency: dict = field(default_factory=lambda: dict(_DEFAULT_PROTO_EFF))
     link_efficiency: dict = field(default_factory=lambda: dict(_DEFAULT_LINK_EFF))
+    #: most one channel's transfer between two GPUs can carry, per algorithm (bytes per ns; an
+    #: SM / copy limit, NCCL's per-channel tree and ring bandwidth caps); absent = no cap
+    channel_bandwidth: dict = field(default_factory=dict)
 
     def base_ns(self, algo: str, proto: str) -> float:
         """Fixed start-up cost of one collective (ns)."""
@@ -76,13 +79,17 @@ class NcclTuning:
         """Per-step latency over a link class (ns)."""
         return float(self.hop_latency_ns[link_class][algo][proto])
 
+    def channel_cap(self, algo: str) -> float:
+        """Per-channel flow rate cap of ``algo`` (bytes per ns; inf when none)."""
+        return float(self.channel_bandwidth.get(algo, float("inf")))
+
     def efficiency(self, tier: str, proto: str) -> float:
         """Fraction of a link's line rate a protocol achieves on a tier."""
         return float(self.link_efficiency[tier]) * float(self.protocol_efficiency[proto])
 
 
 _KEYS = {"channels", "algorithms", "protocols", "pxn", "base_latency", "hop_latency",
-         "protocol_efficiency", "link_efficiency"}
+         "protocol_efficiency", "link_efficiency", "channel_bandwidth"}
 
 
 def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning:
@@ -141,6 +148,13 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
                 raise InputError(f"expected a fraction in (0, 1], got {val!r}", source, f"nccl.{key}.{name}")
             eff[name] = float(val)
         kw[key] = eff
+    caps = {}
+    for algo, val in _mapping(data.get("channel_bandwidth") or {}, source, "nccl.channel_bandwidth").items():
+        _check_key(algo, ALGORITHMS, source, "nccl.channel_bandwidth")
+        caps[algo] = parse_bandwidth(val, source, f"nccl.channel_bandwidth.{algo}")
+        if caps[algo] <= 0:
+            raise InputError(f"expected a positive bandwidth, got {val!r}", source, f"nccl.channel_bandwidth.{algo}")
+    kw["channel_bandwidth"] = caps
     return NcclTuning(**{**t.__dict__, **kw})
 
 
@@ -154,8 +168,9 @@ def tuning_to_dict(t: NcclTuning) -> dict:
         "base_latency": {a: {p: f"{v / 1000:.4g} us" for p, v in d.items()} for a, d in t.base_latency_ns.items()},
         "hop_latency": {c: {a: {p: f"{v / 1000:.4g} us" for p, v in d.items()} for a, d in ad.items()}
                         for c, ad in t.hop_latency_ns.items()},
-        "protocol_efficiency": dict(t.protocol_efficiency),
-        "link_efficiency": dict(t.link_efficiency),
+        "protocol_efficiency": {k: round(v, 4) for k, v in t.protocol_efficiency.items()},
+        "link_efficiency": {k: round(v, 4) for k, v in t.link_efficiency.items()},
+        "channel_bandwidth": {a: f"{v:.4g} GB/s" for a, v in t.channel_bandwidth.items()},
     }
 
 

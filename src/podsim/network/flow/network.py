@@ -44,10 +44,10 @@ Done = Callable[[], None] | None
 
 class _Flow:
     __slots__ = ("fid", "path", "size", "remaining", "rate", "last", "version", "on_done",
-                 "latency", "start", "src", "dst")
+                 "latency", "start", "src", "dst", "max_rate")
 
     def __init__(self, fid: int, path: tuple[int, ...], size: int, on_done: Done, latency: int,
-                 start: int, src: int, dst: int) -> None:
+                 start: int, src: int, dst: int, max_rate: float) -> None:
         self.fid = fid
         self.path = path
         self.size = size
@@ -60,6 +60,7 @@ class _Flow:
         self.start = start
         self.src = src
         self.dst = dst
+        self.max_rate = max_rate
 
 
 @dataclass
@@ -111,21 +112,25 @@ class FlowNetwork:
         self.solves = 0
         self.solved_flows = 0
         self._lat_cache: dict[tuple[int, ...], int] = {}
+        self._capped = 0  # flows with a rate cap still running
 
     # -- public API -------------------------------------------------------------------------
 
-    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0) -> None:
+    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
+              max_rate: float = math.inf) -> None:
         """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
-        when the last byte has arrived."""
+        when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
+        endpoint limit such as a channel's copy engine); the network may give it less."""
         g = self.fabric.gpus
-        self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label)
+        self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
 
-    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0) -> None:
+    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
+                    max_rate: float = math.inf) -> None:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS)."""
         clock = self.clock
         now = clock.now
         self.flows_started += 1
-        path = self.router.route(src, dst, label) if src != dst else ()
+        path = self.router.route(src, dst, label, self._count) if src != dst else ()
         lat = self._lat_cache.get(path)
         if lat is None:
             lat = self._lat_cache[path] = int(math.ceil(float(sum(self.fabric.link_lat[list(path)])) - 1e-9)) if path else 0
@@ -135,7 +140,9 @@ class FlowNetwork:
             return
         fid = self._next_fid
         self._next_fid = fid + 1
-        f = _Flow(fid, path, size, on_done, lat, now, src, dst)
+        f = _Flow(fid, path, size, on_done, lat, now, src, dst, max_rate)
+        if max_rate != math.inf:
+            self._capped += 1
         self._flows[fid] = f
         lf = self._link_flows
         count, peak, since = self._count, self._peak, self._busy_since
@@ -214,7 +221,9 @@ class FlowNetwork:
                 links.append(i)
             indptr.append(len(links))
         gl = np.fromiter(local.keys(), dtype=np.int64, count=len(local))
-        rates = max_min_rates(np.asarray(indptr), np.asarray(links), self.capacity[gl])
+        caps = np.fromiter((f.max_rate for f in comp), dtype=np.float64, count=len(comp)) \
+            if self._capped else None
+        rates = max_min_rates(np.asarray(indptr), np.asarray(links), self.capacity[gl], caps)
         sched = self.clock.schedule
         for f, r in zip(comp, rates.tolist()):
             if r != f.rate:
@@ -247,6 +256,8 @@ class FlowNetwork:
             return
         now = self.clock.now
         del self._flows[fid]
+        if f.max_rate != math.inf:
+            self._capped -= 1
         lf = self._link_flows
         count, since, busy, nbytes = self._count, self._busy_since, self._busy, self._bytes
         size = f.size
@@ -291,7 +302,8 @@ class _LocalClock:
 
 
 def run_batch(fabric: Fabric, src: list[int], dst: list[int], nbytes: list[int], labels: list[int], *,
-              router: Router | None = None, capacity: np.ndarray | None = None) -> tuple[list[int], FlowNetwork]:
+              router: Router | None = None, capacity: np.ndarray | None = None,
+              max_rate: float = math.inf) -> tuple[list[int], FlowNetwork]:
     """Start flows between fabric nodes together at time 0 and run them to the end.
 
     Returns:
@@ -303,6 +315,6 @@ def run_batch(fabric: Fabric, src: list[int], dst: list[int], nbytes: list[int],
     for i, (a, b, x, lab) in enumerate(zip(src, dst, nbytes, labels)):
         def done(i: int = i) -> None:
             arrivals[i] = clock.now
-        net.start_nodes(a, b, x, done, lab)
+        net.start_nodes(a, b, x, done, lab, max_rate)
     clock.run()
     return arrivals, net
