@@ -47,8 +47,13 @@ class SimulationError(PodsimError):
 
 
 def closest(name: str, valid: Iterable[str]) -> str | None:
-    """Return the valid name closest to ``name`` (for 'did you mean' hints), or None."""
-    matches = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
+    """Return the valid name closest to ``name`` (for 'did you mean' hints), or None.  A valid
+    name that starts with ``name`` wins ("dgx-a100" -> "dgx-a100-superpod")."""
+    valid = list(valid)
+    prefixed = sorted(v for v in valid if name and v.startswith(name))
+    if prefixed:
+        return prefixed[0]
+    matches = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
     return matches[0] if matches else None
 
 

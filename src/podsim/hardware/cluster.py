@@ -14,8 +14,9 @@ Example (every bandwidth is per direction; "GB/s" = 10^9 B/s, "Gbps" = 10^9 bit/
 
 ``intra_node.kind``: ``nvswitch`` | ``nvlink_mesh`` | ``pcie``.  ``inter_node.kind``:
 ``none`` | ``fat_tree`` | ``rail_optimized`` | ``spectrum-x`` | ``alibaba-hpn`` | ``dcn+`` |
-``torus`` | ``optical_mesh``.  :func:`build_fabric` turns a spec plus a GPU count into a
-:class:`~podsim.network.fabric.Fabric`.
+``torus`` | ``optical_mesh``.  Instead of both, ``topology_file: <SimAI topology file>`` fixes
+the whole fabric (a bare ``.txt`` path works too).  :func:`build_fabric` turns a spec plus a
+GPU count into a :class:`~podsim.network.fabric.Fabric`.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ INTRA_KINDS = ("nvswitch", "nvlink_mesh", "pcie")
 INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus",
                "optical_mesh")
 _TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "max_gpus", "intra_node", "inter_node",
-             "nccl", "source"}
+             "nccl", "topology_file"}
 _INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pairs", "gpus_per_switch"}
 _INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
                "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
-               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency", "routing"}
+               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency", "routing",
+               "nics_per_switch"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class ClusterSpec:
     description: str = ""
     max_gpus: int | None = None
     source: str | None = None
+    topology_file: str | None = None  #: a SimAI topology file that fixes the whole fabric
 
 
 def preset_names() -> list[str]:
@@ -70,6 +73,9 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
         InputError: for an unknown preset, a missing file or a malformed one.
     """
     path = Path(name_or_path)
+    if path.suffix == ".txt" or (path.exists() and path.suffix not in (".yaml", ".yml", ".json")):
+        return ClusterSpec(name=path.stem, gpu="", gpus_per_node=1, intra={"kind": "nvswitch"},
+                           inter={"kind": "none"}, source=str(path), topology_file=str(path))
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         if not path.exists():
             raise InputError("no such cluster file", str(path))
@@ -97,6 +103,13 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     for k in data:
         if k not in _TOP_KEYS:
             raise unknown_key_error(str(k), _TOP_KEYS, source)
+    topo = data.get("topology_file")
+    if topo is not None:
+        base = Path(source).parent if source and Path(source).exists() else Path(".")
+        return ClusterSpec(name=str(data.get("name", Path(str(topo)).stem)), gpu=str(data.get("gpu", "")),
+                           gpus_per_node=1, intra={"kind": "nvswitch"}, inter={"kind": "none"},
+                           nccl=tuning_from_dict(data.get("nccl"), source), source=source,
+                           topology_file=str(base / str(topo)))
     for k in ("name", "gpus_per_node", "intra_node"):
         if k not in data:
             raise InputError(f"missing required field {k!r}", source, k)
@@ -112,7 +125,7 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
         raise InputError("missing 'bandwidth' (per GPU, per direction, e.g. '300 GB/s')", source, "intra_node")
     if inter.get("routing", "ecmp") not in ("ecmp", "adaptive"):
         raise InputError(f"expected ecmp or adaptive, got {inter['routing']!r}", source, "inter_node.routing")
-    if inter["kind"] not in ("none", "torus", "optical_mesh") and "nic_bandwidth" not in inter:
+    if inter["kind"] in ("fat_tree", "rail_optimized") and "nic_bandwidth" not in inter:
         raise InputError("missing 'nic_bandwidth' (per NIC, per direction, e.g. '200 Gbps')", source, "inter_node")
     return ClusterSpec(
         name=str(data["name"]), gpu=str(data.get("gpu", "")), gpus_per_node=gpn, intra=intra, inter=inter,
@@ -161,6 +174,13 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
 
     gpn = spec.gpus_per_node
     where = spec.source or spec.name
+    if spec.topology_file is not None:
+        from ..formats.simai import read_topology
+
+        fab = read_topology(spec.topology_file)
+        if num_gpus != fab.num_gpus:
+            raise InputError(f"the topology file has {fab.num_gpus} GPUs; asked for {num_gpus}", spec.topology_file)
+        return fab
     if num_gpus < 1:
         raise InputError(f"need at least 1 GPU, got {num_gpus}", where)
     if spec.max_gpus is not None and num_gpus > spec.max_gpus:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
+from .direct import attach_optical_mesh, attach_torus_cluster
 from .fabric import FabricBuilder, LinkTier, NodeKind
+from .templates import attach_simai_template
 
 DEFAULT_NIC_LATENCY_NS = 500.0
 DEFAULT_SWITCH_LATENCY_NS = 300.0
@@ -38,9 +40,7 @@ def cluster(b: FabricBuilder, num_gpus: int, gpus_per_node: int, intra: dict, in
     elif kind == "rail_optimized":
         attach_rail_optimized(b, servers, inter)
     else:
-        from .builders import scale_out  # SimAI's templates
-
-        scale_out.attach_simai_template(b, servers, kind, inter)
+        attach_simai_template(b, servers, kind, inter)
 
 
 def add_intra(b: FabricBuilder, server: int, gpus: list[int], intra: dict) -> None:
@@ -178,12 +178,9 @@ def attach_rail_optimized(b: FabricBuilder, servers: list[list[int]], inter: dic
 
 def _direct(b: FabricBuilder, num_gpus: int, inter: dict) -> None:
     """Tori and TrioSim's optical mesh: GPUs are the routers."""
-    from .builders import scale_out
-
     if inter["kind"] == "torus":
         dims = list(inter.get("dims") or [])
-        scale_out.attach_torus_cluster(b, num_gpus, dims, inter.get("bandwidth", 50.0),
-                                       inter.get("latency", 100.0))
+        attach_torus_cluster(b, num_gpus, dims, inter.get("bandwidth", 50.0), inter.get("latency", 100.0))
     else:
-        scale_out.attach_optical_mesh(b, num_gpus, int(inter.get("rows", 1)),
-                                      inter.get("bandwidth", 64.0), inter.get("hop_latency", 20.0))
+        attach_optical_mesh(b, num_gpus, int(inter.get("rows", 1)), inter.get("bandwidth", 64.0),
+                            inter.get("hop_latency", 20.0))
