@@ -82,18 +82,24 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
     )
 
 
-def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, network: PathLike | Topology,
+def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | None = None,
+             network: PathLike | Topology | None = None,
              remote_memory: PathLike | RemoteMemoryConfig | None = None,
              comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
              *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
              record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-             rendezvous: bool = False) -> Result:
-    """Simulate a workload on an ASTRA-sim style machine description.
+             rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical") -> Result:
+    """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
     Args:
         workload: a Chakra ET prefix (``<prefix>.<rank>.et`` per rank) or a built Workload.
-        system: ASTRA-sim system JSON (path or parsed).
-        network: ASTRA-sim analytical network YAML (path or Topology).
+        system: ASTRA-sim system JSON (path or parsed); optional with ``cluster`` (its compute
+            model settings are used when given).
+        network: ASTRA-sim analytical network YAML (path or Topology); not used with ``cluster``.
+        cluster: a cluster preset name or YAML file: rank ``r`` runs on GPU ``r`` of that
+            cluster, collectives are NCCL-like (see docs/calibration.md).
+        backend: with ``cluster``, ``analytical`` (no contention) or ``flow`` (max-min fair
+            sharing of every link).
         remote_memory: ASTRA-sim remote memory JSON, if the workload has memory ops.
         comm_groups: ASTRA-sim comm-group JSON ``{id: [ranks]}``.
         num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
@@ -108,6 +114,11 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
     """
     from .formats.chakra import read_workload
 
+    if cluster is not None:
+        return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
+                                    record_timeline, progress)
+    if system is None or network is None:
+        raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
     topo = network if isinstance(network, Topology) else read_network(network)
     rm_cfg = None
@@ -145,6 +156,49 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig, net
     for key, val in sys_cfg.ignored.items():
         result.notes.append(f"{Path(sys_cfg.source).name}: key {key!r} = {val!r} is accepted but ignored, "
                             "as ASTRA-sim 2.x ignores it")
+    return result
+
+
+def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
+                         backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
+                         use_symmetry: bool, record_timeline: bool,
+                         progress: Callable[[int, int, int], None] | None) -> Result:
+    from .engine.cluster import simulate_cluster
+    from .formats.chakra import discover_ranks, read_workload
+    from .hardware.cluster import build_fabric, load_cluster
+
+    if backend not in ("analytical", "flow"):
+        raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
+    spec = load_cluster(cluster)
+    if isinstance(workload, Workload):
+        n = workload.num_ranks
+    else:
+        n = discover_ranks(workload)
+    groups = None
+    if comm_groups is not None:
+        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
+    if isinstance(workload, Workload):
+        wl = workload
+        if groups:
+            wl = Workload(wl.programs, wl.rank_program, [Group(k, tuple(v)) for k, v in groups.items()], wl.name)
+        label = wl.name
+    else:
+        wl = read_workload(workload, n, groups)
+        label = str(workload)
+    fabric = build_fabric(spec, n)
+    compute = ComputeModel()
+    if system is not None:
+        sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
+        compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
+                               sys_cfg.replay_only)
+    try:
+        result = simulate_cluster(wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress)
+    except InputError as e:
+        raise e.with_source(label) from None
+    result.info["podsim_version"] = __version__
+    result.info["title"] = f"{Path(label).name} on {n} GPUs of {spec.name} ({backend})"
+    result.info["workload"] = label
+    result.info["cluster"] = spec.description or spec.name
     return result
 
 

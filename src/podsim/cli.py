@@ -12,6 +12,8 @@ from . import __version__
 EPILOG_SIMULATE = """examples:
   podsim simulate --workload-configuration=traces/all_reduce \\
       --system-configuration=system.json --network-configuration=network.yml
+  podsim simulate --workload-configuration=traces/all_reduce --cluster dgx-h100 --backend flow \\
+      --trace trace.json          # NCCL-like collectives on a DGX H100 fabric, link counters
   podsim simulate --workload-configuration=w/llm --system-configuration=s.json \\
       --network-configuration=n.yml --remote-memory-configuration=m.json \\
       --json out/result.json --trace out/trace.json
@@ -58,8 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--workload-configuration", required=True, metavar="PREFIX",
                    help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank")
-    s.add_argument("--system-configuration", required=True, metavar="FILE", help="ASTRA-sim system JSON")
-    s.add_argument("--network-configuration", required=True, metavar="FILE", help="ASTRA-sim analytical network YAML")
+    s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
+    s.add_argument("--network-configuration", metavar="FILE", help="ASTRA-sim analytical network YAML")
+    s.add_argument("--cluster", metavar="PRESET_OR_YAML",
+                   help="run on a cluster (preset name or YAML) with NCCL-like collectives instead of an "
+                        "ASTRA-sim network; rank r runs on GPU r")
+    s.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
+                   help="with --cluster: analytical (no contention) or flow (max-min fair links)")
     s.add_argument("--remote-memory-configuration", metavar="FILE", help="ASTRA-sim remote memory JSON")
     s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
                    help="communicator groups JSON {id: [ranks]} ('empty' for none)")
@@ -120,12 +127,18 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if groups is not None and "empty" in groups:
         groups = None
     workload = args.workload_configuration
+    if args.cluster is None:
+        for flag, val in (("--system-configuration", args.system_configuration),
+                          ("--network-configuration", args.network_configuration)):
+            if val is None:
+                raise InputError(f"missing {flag} (or give --cluster)")
     progress = _progress()
     try:
         res = simulate(workload, args.system_configuration, args.network_configuration,
                        args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"))
+                       record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"),
+                       cluster=args.cluster, backend=args.backend)
     finally:
         _clear_progress(progress)
     if args.comm_scale != 1.0:

@@ -35,9 +35,9 @@ class _Entry:
 class Messaging:
     """Point-to-point message matching over an analytical network."""
 
-    def __init__(self, queue: EventQueue, network: AnalyticalNetwork) -> None:
+    def __init__(self, queue: EventQueue, network: AnalyticalNetwork | None) -> None:
         self.queue = queue
-        self.network = network
+        self.network = network  # anything with delay_ns(src, dst, size), unless _transmit is overridden
         self._entries: dict[tuple[int, int, int, int, int], _Entry] = {}
         self._send_seq: dict[tuple[int, int, int, int], int] = {}
         self._recv_seq: dict[tuple[int, int, int, int], int] = {}
@@ -57,6 +57,10 @@ class Messaging:
         e.send_cb = on_sent
         e.has_send = True
         self.messages += 1
+        self._transmit(src, dst, size, tag, full)
+
+    def _transmit(self, src: int, dst: int, size: int, tag: int, full: tuple) -> None:
+        """Carry the message; call ``self._arrive(full)`` when it has arrived."""
         q = self.queue
         t = q.now + self.network.delay_ns(src, dst, size)
         if self.on_delivery is not None:

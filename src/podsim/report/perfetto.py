@@ -1,7 +1,9 @@
 """Chrome / Perfetto trace JSON (open it at ui.perfetto.dev or chrome://tracing).
 
 One process per rank, one thread (track) per stream, ops as complete ("X") slices, and
-point-to-point messages as flow arrows.  Timestamps are microseconds with ns precision.
+point-to-point messages as flow arrows.  On a cluster with the flow backend, a "network links"
+process holds one counter track per link: its load as a fraction of line rate.  Timestamps are
+microseconds with ns precision.
 """
 
 from __future__ import annotations
@@ -43,6 +45,24 @@ def trace_events(result: Result, max_ranks: int | None = None) -> list[dict[str,
                        "ts": f.send_ns / 1000.0, "args": {"bytes": f.size_bytes}})
         events.append({"ph": "f", "bp": "e", "id": i, "name": f.name, "cat": "p2p", "pid": f.dst_rank,
                        "tid": dst_tid, "ts": f.recv_ns / 1000.0})
+    events.extend(counter_events(result))
+    return events
+
+
+def counter_events(result: Result) -> list[dict[str, object]]:
+    """Counter ("C") events, one process per counter group."""
+    events: list[dict[str, object]] = []
+    pids: dict[str, int] = {}
+    for c in result.counters:
+        pid = pids.get(c.group)
+        if pid is None:
+            pid = pids[c.group] = 1_000_000 + len(pids)
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": c.group}})
+            events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                           "args": {"sort_index": -1}})
+        for t, v in c.samples:
+            events.append({"ph": "C", "name": c.name, "pid": pid, "ts": t / 1000.0,
+                           "args": {"load (fraction of line rate)": round(v, 6)}})
     return events
 
 

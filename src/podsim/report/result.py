@@ -41,6 +41,37 @@ class Flow:
 
 
 @dataclass
+class LinkUse:
+    """How a directed link was used (flow backend): ``bytes`` carried, ``busy_ns`` with at
+    least one flow, ``peak_flows`` at once, ``bandwidth`` in GB/s (10^9 B/s) per direction,
+    ``utilization`` = bytes / (bandwidth x run time)."""
+
+    name: str
+    tier: int
+    bytes: float
+    busy_ns: int
+    peak_flows: int
+    bandwidth: float
+    utilization: float
+
+    def as_dict(self) -> dict[str, object]:
+        from ..network.fabric import LinkTier
+
+        return {"link": self.name, "tier": LinkTier(self.tier).name.lower(), "bytes": round(self.bytes),
+                "busy_ns": self.busy_ns, "peak_flows": self.peak_flows, "bandwidth_GBps": self.bandwidth,
+                "utilization": round(self.utilization, 6)}
+
+
+@dataclass
+class Counter:
+    """A counter track: ``samples`` of (time ns, value), a step function."""
+
+    name: str
+    group: str
+    samples: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass
 class RankResult:
     """Per-rank statistics (ns)."""
 
@@ -72,6 +103,8 @@ class Result:
         flows: point-to-point messages, for trace arrows (may be empty).
         info: what was simulated (inputs, backend, mode, equivalence classes, wall time).
         notes: things the user should know (dropped dependencies, assumptions).
+        links: per-link use on a cluster fabric with the flow backend, busiest first.
+        counters: per-link load over time (fraction of line rate), for Perfetto counters.
     """
 
     ranks: list[RankResult]
@@ -79,6 +112,8 @@ class Result:
     flows: list[Flow] = field(default_factory=list)
     info: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    links: list[LinkUse] = field(default_factory=list)      #: busiest first (flow backend)
+    counters: list[Counter] = field(default_factory=list)   #: link load tracks (flow backend)
 
     @property
     def finish_ns(self) -> int:
@@ -98,4 +133,5 @@ class Result:
             "ranks": [r.as_dict() for r in self.ranks],
             "info": {k: v for k, v in self.info.items() if k != "podsim_version"},
             "notes": list(self.notes),
+            "links": [x.as_dict() for x in self.links],
         }

@@ -33,7 +33,7 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     lines = []
     title = result.info.get("title", "simulation")
     lines.append(f"podsim: {title}")
-    for key in ("workload", "network", "system", "mode"):
+    for key in ("workload", "network", "system", "cluster", "fabric", "mode"):
         if key in result.info:
             lines.append(f"  {key:<9} {result.info[key]}")
     fin = result.finish_ns
@@ -54,6 +54,12 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
         lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
     if len(rows) > max_rows:
         lines.append(f"  ... {len(rows) - max_rows} more rows (see --json for every rank)")
+    if result.links:
+        lines.append("")
+        lines.append("  busiest links (flow backend; utilization = bytes / (bandwidth x run time))")
+        for lk in result.links[:5]:
+            lines.append(f"    {lk.name:<28} {lk.bytes / 1e6:10.2f} MB  busy {format_ns(lk.busy_ns):>10}  "
+                         f"peak {lk.peak_flows} flows  {lk.utilization:6.1%}")
     if "wall_s" in result.info:
         lines.append("")
         lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]

@@ -63,12 +63,18 @@ class CollectiveTime:
         return int(math.ceil(self.base_ns + sum(s.total_ns for s in self.steps) - 1e-6))
 
 
-def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.ndarray:
-    """Per-link capacity (bytes per ns) a protocol achieves."""
+def link_capacity(fabric: Fabric, tuning: NcclTuning) -> np.ndarray:
+    """Per-link capacity (bytes per ns) after link efficiency, before protocol overhead."""
     eff = np.ones(fabric.num_links)
     for tier, name in _TIER_NAMES.items():
-        eff[fabric.link_tier == tier] = tuning.efficiency(name, proto)
+        eff[fabric.link_tier == tier] = float(tuning.link_efficiency[name])
     return fabric.link_bw * eff
+
+
+def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.ndarray:
+    """Per-link payload capacity (bytes per ns) a protocol achieves: a protocol of efficiency
+    ``e`` puts ``1/e`` wire bytes on the link per payload byte."""
+    return link_capacity(fabric, tuning) * float(tuning.protocol_efficiency[proto])
 
 
 class Timer:

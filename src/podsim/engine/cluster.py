@@ -1,0 +1,327 @@
+"""Run a workload on a cluster fabric with NCCL-like collectives.
+
+Each rank runs its program as in ASTRA-sim mode (same dependency and resource rules, see
+:mod:`podsim.engine.rank`), but a collective is not chunked over logical dimensions: when every
+rank of its group has issued it, the NCCL-like selector picks an algorithm and protocol and
+the collective runs as a whole on the fabric:
+
+* ``analytical`` backend: it takes the closed-form time of its schedule (no contention with
+  other traffic);
+* ``flow`` backend: its rounds run as flows on the shared max-min network, so concurrent
+  collectives and point-to-point messages slow each other where they share links.
+
+Point-to-point sends are one flow (flow backend) or the route's latency plus bytes over the
+bottleneck bandwidth (analytical).  Group ranks are GPU ranks: rank ``r`` of the workload is
+GPU ``r`` of the fabric, so Chakra ``pg_name`` groups land on the GPUs they name.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..collectives.nccl import NcclTuning, Timer, communicator, select
+from ..collectives.nccl.schedule import Schedule
+from ..collectives.nccl.timing import link_capacity
+from ..errors import SimulationError
+from ..network.fabric import Fabric
+from ..network.flow import FlowNetwork
+from ..report.result import Counter, LinkUse, Result, Slice
+from ..workload import CollectiveKind, Workload
+from .buckets import RankBuckets
+from .events import EventQueue
+from .messaging import Messaging
+from .rank import RankRunner
+from .simulator import ComputeModel, _collect, _deadlock_message, equivalent_ranks
+
+_NAMES = {CollectiveKind.ALL_REDUCE: "all_reduce", CollectiveKind.ALL_GATHER: "all_gather",
+          CollectiveKind.REDUCE_SCATTER: "reduce_scatter", CollectiveKind.ALL_TO_ALL: "all_to_all"}
+
+
+class FabricDelay:
+    """Congestion-free point-to-point delay on a fabric: route latency + bytes / bottleneck."""
+
+    def __init__(self, fabric: Fabric, timer: Timer) -> None:
+        self.fabric = fabric
+        self.router = timer.router
+        self._cache: dict[tuple[int, int], tuple[float, float]] = {}
+
+    def delay_ns(self, src: int, dst: int, size: int) -> int:
+        key = (src, dst)
+        v = self._cache.get(key)
+        if v is None:
+            path = self.router.gpu_route(src, dst)
+            lat = float(sum(self.fabric.link_lat[list(path)]))
+            bw = float(min(self.fabric.link_bw[list(path)])) if path else math.inf
+            v = self._cache[key] = (lat, bw)
+        return int(math.ceil(v[0] + size / v[1] - 1e-9))
+
+
+class FlowMessaging(Messaging):
+    """Message matching whose messages are flows on a :class:`FlowNetwork`."""
+
+    def __init__(self, queue: EventQueue, net: FlowNetwork) -> None:
+        super().__init__(queue, None)
+        self.net = net
+
+    def _transmit(self, src: int, dst: int, size: int, tag: int, full: tuple) -> None:
+        t0 = self.queue.now
+
+        def arrived() -> None:
+            if self.on_delivery is not None:
+                self.on_delivery(src, dst, size, t0, self.queue.now, tag)
+            self._arrive(full)
+        self.net.start(src, dst, size, arrived, label=tag & 0xFFFF)
+
+
+@dataclass
+class _Pending:
+    kind: CollectiveKind
+    size: int
+    callbacks: list[Callable[[int], None]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+class ClusterCollectives:
+    """Rendezvous of collective calls and their execution on the fabric."""
+
+    def __init__(self, queue: EventQueue, fabric: Fabric, tuning: NcclTuning, backend: str,
+                 mirror: bool, net: FlowNetwork | None) -> None:
+        self.queue = queue
+        self.fabric = fabric
+        self.tuning = tuning
+        self.backend = backend
+        self.mirror = mirror
+        self.model = Timer(fabric, tuning, "analytical")
+        self.net = net
+        self._seq: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._pending: dict[tuple[tuple[int, ...], int], _Pending] = {}
+        self._plans: dict[tuple[tuple[int, ...], CollectiveKind, int], tuple[Schedule, int]] = {}
+        self._comms: dict[tuple[int, ...], object] = {}
+        self.log: list[tuple[str, str, str, int, int, int, tuple[int, ...]]] = []
+        self.calls = 0
+
+    def issue(self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...],
+              done: Callable[[int], None], name: str) -> None:
+        """Rank ``rank`` issues a collective on ``ranks``; ``done(0)`` runs when it ends."""
+        if kind not in _NAMES:
+            raise SimulationError(f"collective {kind.name} is not supported on a cluster")
+        k = (rank, ranks)
+        seq = self._seq.get(k, 0)
+        self._seq[k] = seq + 1
+        key = (ranks, seq)
+        p = self._pending.get(key)
+        if p is None:
+            p = self._pending[key] = _Pending(kind, size)
+        elif p.kind != kind or p.size != size:
+            raise SimulationError(f"rank {rank} issues {_NAMES[kind]} of {size} B as call {seq} on ranks "
+                                  f"{ranks[0]}..{ranks[-1]}, where others issued {_NAMES[p.kind]} of {p.size} B")
+        p.callbacks.append(done)
+        p.names.append(name)
+        if len(p.callbacks) == (1 if self.mirror else len(ranks)):
+            del self._pending[key]
+            self._start(p, ranks)
+
+    def pending(self) -> list[tuple[tuple[int, ...], int, int]]:
+        """Collectives some ranks issued and others did not: (ranks, call number, joined)."""
+        return [(r, s, len(p.callbacks)) for (r, s), p in self._pending.items()]
+
+    def plan(self, ranks: tuple[int, ...], kind: CollectiveKind, size: int) -> tuple[Schedule, int]:
+        """The chosen schedule and its closed-form time (ns), cached per call shape."""
+        key = (ranks, kind, size)
+        hit = self._plans.get(key)
+        if hit is None:
+            comm = self._comms.get(ranks)
+            if comm is None:
+                comm = self._comms[ranks] = communicator(self.fabric, list(ranks))
+            sched, t = select(comm, _NAMES[kind], size, self.tuning, self.model)  # type: ignore[arg-type]
+            hit = self._plans[key] = (sched, t.time_ns)
+        return hit
+
+    def _start(self, p: _Pending, ranks: tuple[int, ...]) -> None:
+        self.calls += 1
+        sched, t_ns = self.plan(ranks, p.kind, p.size)
+        start = self.queue.now
+
+        def finish() -> None:
+            self.log.append((p.names[0], sched.algorithm, sched.protocol, start, self.queue.now, p.size, ranks))
+            for cb in p.callbacks:
+                cb(0)
+        if self.backend == "analytical" or not sched.steps:
+            self.queue.schedule(start + t_ns, lambda _a: finish())
+        else:
+            _FlowRun(self, sched, finish).begin()
+
+
+class _FlowRun:
+    """One collective's rounds on the flow network: each round's flows start together; the
+    next round starts when all have arrived and the round's per-step latency has passed."""
+
+    def __init__(self, owner: ClusterCollectives, sched: Schedule, finish: Callable[[], None]) -> None:
+        self.o = owner
+        self.sched = sched
+        self.finish = finish
+        self.step = 0
+        self.round = 0
+        self.left = 0
+        t = owner.tuning
+        key = sched.algorithm if sched.algorithm in t.base_latency_ns else "ring"
+        self.key = key
+        self.cap = t.channel_cap(key)
+        self.wire = 1.0 / float(t.protocol_efficiency[sched.protocol])  # wire bytes per payload byte
+
+    def begin(self) -> None:
+        base = int(math.ceil(self.o.tuning.base_ns(self.key, self.sched.protocol)))
+        self.o.queue.schedule(self.o.queue.now + base, lambda _a: self._round())
+
+    def _round(self) -> None:
+        if self.step >= len(self.sched.steps):
+            self.finish()
+            return
+        st = self.sched.steps[self.step]
+        self.left = st.num_flows
+        net = self.o.net
+        assert net is not None
+        w = self.wire
+        cap = self.cap * w  # the channel cap is on payload; the flow carries wire bytes
+        for a, b, x, lab in zip(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(), st.label.tolist()):
+            net.start_nodes(a, b, int(math.ceil(x * w)), self._arrived, lab, cap)
+        if self.left == 0:
+            self._next()
+
+    def _arrived(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self._next()
+
+    def _next(self) -> None:
+        st = self.sched.steps[self.step]
+        t = self.o.tuning
+        hop = sum(n * t.hop_ns(cls, self.key, self.sched.protocol) for cls, n in st.hops.items())
+        self.round += 1
+        if self.round >= st.repeat:
+            self.step += 1
+            self.round = 0
+        self.o.queue.schedule(self.o.queue.now + int(math.ceil(hop)), lambda _a: self._round())
+
+
+class ClusterRankSystem:
+    """What a :class:`RankRunner` needs from its system layer, on a cluster."""
+
+    def __init__(self, rank: int, total: int, colls: ClusterCollectives, msg: Messaging) -> None:
+        self.rank = rank
+        self.total_npus = total
+        self.colls = colls
+        self.msg = msg
+        self.phase_log: list | None = None
+
+        class _P:
+            queues_per_dim = 1
+        self.p = _P()
+
+    def generate(self, kind: CollectiveKind, size: int, involved: object, group: tuple[int, ...] | None,
+                 key: str | None, priority: int, done: Callable[[int], None], node_id: int, name: str) -> None:
+        ranks = group if group is not None else tuple(range(self.total_npus))
+        self.colls.issue(self.rank, kind, size, ranks, done, name)
+
+
+def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, backend: str = "flow",
+                     compute: ComputeModel | None = None, use_symmetry: bool = True,
+                     record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
+                     max_link_tracks: int = 256) -> Result:
+    """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns."""
+    t0 = time.perf_counter()
+    compute = compute or ComputeModel()
+    n = fabric.num_gpus
+    if workload.num_ranks != n:
+        raise SimulationError(f"the workload has {workload.num_ranks} ranks but the cluster has {n} GPUs")
+    queue = EventQueue()
+    mirror, why = equivalent_ranks(workload, None) if use_symmetry else (False, "disabled")
+    colls_timer = Timer(fabric, tuning, "analytical")
+    net = None
+    if backend == "flow":
+        net = FlowNetwork(fabric, queue, router=colls_timer.router, capacity=link_capacity(fabric, tuning),
+                          record_load=record_timeline)
+        msg: Messaging = FlowMessaging(queue, net)
+    else:
+        msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
+    colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net)
+    colls.model = colls_timer
+    ranks = [0] if mirror else list(range(n))
+    runners = []
+    for r in ranks:
+        b = RankBuckets(queue)
+        sysl = ClusterRankSystem(r, n, colls, msg)
+        runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,  # type: ignore[arg-type]
+                            None, record_timeline, True)
+        runner.replay_all = compute.replay_only
+        runners.append(runner)
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for runner in runners:
+            runner.fire()
+        if progress is not None:
+            queue.run_with_progress(lambda: progress(queue.now, sum(rr.finished for rr in runners), len(runners)))
+        else:
+            queue.run()
+    finally:
+        if gc_was_on:
+            gc.enable()
+    stuck = [rr for rr in runners if not rr.finished]
+    if stuck:
+        raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
+    results, timelines = _collect(runners, n, mirror, record_timeline)
+    if record_timeline:
+        _add_collective_slices(timelines, colls, mirror)
+    links, counters = _link_report(fabric, net, queue.now, max_link_tracks)
+    info: dict[str, object] = {
+        "mode": f"cluster: NCCL-like collectives, {backend} backend",
+        "fabric": f"{fabric.name}: {n} GPUs in {fabric.num_servers} servers, {fabric.num_nodes} nodes, "
+                  f"{fabric.num_links} directed links",
+        "equivalent_ranks": mirror,
+        "equivalence": why,
+        "simulated_ranks": len(runners),
+        "collectives": colls.calls,
+        "messages_simulated": msg.messages,
+        "wall_s": round(time.perf_counter() - t0, 6),
+    }
+    if net is not None:
+        info["flows"] = net.flows_started
+        info["flow_solves"] = net.solves
+    notes = [x for p in workload.programs for x in p.notes]
+    res = Result(results, timelines, [], info, notes)
+    res.links = links
+    res.counters = counters
+    return res
+
+
+def _add_collective_slices(timelines: dict[int, list[Slice]], colls: ClusterCollectives, mirror: bool) -> None:
+    for name, algo, proto, a, b, size, ranks in colls.log:
+        s = Slice(f"{name}: {algo}/{proto}", "collective", a, b, "chunk",
+                  {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)})
+        for r in ([0] if mirror else ranks):
+            if r in timelines:
+                timelines[r].append(s)
+
+
+def _link_report(fabric: Fabric, net: FlowNetwork | None, end_ns: int, max_tracks: int
+                 ) -> tuple[list[LinkUse], list[Counter]]:
+    if net is None:
+        return [], []
+    st = net.link_stats()
+    used = [i for i in range(fabric.num_links) if st.bytes[i] > 0]
+    used.sort(key=lambda i: -st.bytes[i])
+    links = [LinkUse(fabric.link_name(i), int(fabric.link_tier[i]), float(st.bytes[i]), int(st.busy_ns[i]),
+                     int(st.peak_flows[i]), float(fabric.link_bw[i]),
+                     float(st.bytes[i] / (fabric.link_bw[i] * end_ns)) if end_ns else 0.0) for i in used]
+    keep = set(used[:max_tracks])
+    series: dict[int, list[tuple[int, float]]] = {}
+    for t, link, load in net.load_samples:
+        if link in keep:
+            series.setdefault(link, []).append((t, load / float(fabric.link_bw[link])))
+    counters = [Counter(fabric.link_name(i), "network links", series[i]) for i in used[:max_tracks] if i in series]
+    return links, counters
