@@ -89,8 +89,9 @@ class ClusterCollectives:
     """Rendezvous of collective calls and their execution on the fabric."""
 
     def __init__(self, queue: EventQueue, fabric: Fabric, tuning: NcclTuning, backend: str,
-                 mirror: bool, net: FlowNetwork | None) -> None:
+                 mirror: bool, net: FlowNetwork | None, fast_forward: bool = True) -> None:
         self.queue = queue
+        self.fast_forward = fast_forward
         self.fabric = fabric
         self.tuning = tuning
         self.backend = backend
@@ -103,6 +104,7 @@ class ClusterCollectives:
         self._comms: dict[tuple[int, ...], object] = {}
         self.log: list[tuple[str, str, str, int, int, int, tuple[int, ...]]] = []
         self.calls = 0
+        self.rounds_skipped = 0  #: identical rounds fast-forwarded (ran alone, nothing could interfere)
 
     def issue(self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...],
               done: Callable[[int], None], name: str) -> None:
@@ -187,8 +189,15 @@ class _FlowRun:
         assert net is not None
         w = self.wire
         cap = self.cap * w  # the channel cap is on payload; the flow carries wire bytes
+        self.alone = net.active_flows == 0
+        self.started = net.flows_started
+        self.t_round = self.o.queue.now
+        self.paths = []
+        self.sizes = []
         for a, b, x, lab in zip(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(), st.label.tolist()):
-            net.start_nodes(a, b, int(math.ceil(x * w)), self._arrived, lab, cap)
+            size = int(math.ceil(x * w))
+            self.paths.append(net.start_nodes(a, b, size, self._arrived, lab, cap))
+            self.sizes.append(size)
         if self.left == 0:
             self._next()
 
@@ -200,12 +209,46 @@ class _FlowRun:
     def _next(self) -> None:
         st = self.sched.steps[self.step]
         t = self.o.tuning
-        hop = sum(n * t.hop_ns(cls, self.key, self.sched.protocol) for cls, n in st.hops.items())
+        hop = int(math.ceil(sum(n * t.hop_ns(cls, self.key, self.sched.protocol) for cls, n in st.hops.items())))
+        q = self.o.queue
         self.round += 1
+        left = st.repeat - self.round
+        if left > 0 and self.o.fast_forward and self._alone_throughout():
+            # The round just ended ran alone, and nothing else can start before the step's
+            # remaining identical rounds would end: they would take exactly as long.  Skip them.
+            dur = q.now - self.t_round
+            t_end = q.now + left * (hop + dur)
+            if not q.any_before(t_end + hop, self.o.net.internal_callbacks()):  # type: ignore[union-attr]
+                self.o.net.credit(self.paths, self.sizes, dur, left, q.now + hop, t_end,  # type: ignore[union-attr]
+                                  self._loads(dur))
+                self.o.rounds_skipped += left
+                self.round = st.repeat
+                q.schedule(t_end, lambda _a: self._after_step(hop))
+                return
         if self.round >= st.repeat:
             self.step += 1
             self.round = 0
-        self.o.queue.schedule(self.o.queue.now + int(math.ceil(hop)), lambda _a: self._round())
+        q.schedule(q.now + hop, lambda _a: self._round())
+
+    def _after_step(self, hop: int) -> None:
+        self.step += 1
+        self.round = 0
+        self.o.queue.schedule(self.o.queue.now + hop, lambda _a: self._round())
+
+    def _alone_throughout(self) -> bool:
+        net = self.o.net
+        assert net is not None
+        return self.alone and net.flows_started - self.started == len(self.paths) and net.active_flows == 0
+
+    def _loads(self, dur: int) -> dict[int, float]:
+        """Average load per link over one round (bytes per ns), for the counters."""
+        out: dict[int, float] = {}
+        if dur <= 0:
+            return out
+        for path, x in zip(self.paths, self.sizes):
+            for link in path:
+                out[link] = out.get(link, 0.0) + x / dur
+        return out
 
 
 class ClusterRankSystem:
@@ -231,8 +274,12 @@ class ClusterRankSystem:
 def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, backend: str = "flow",
                      compute: ComputeModel | None = None, use_symmetry: bool = True,
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-                     max_link_tracks: int = 256) -> Result:
-    """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns."""
+                     max_link_tracks: int = 256, fast_forward: bool = True) -> Result:
+    """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
+
+    ``fast_forward``: when a collective's round ran with no other traffic and no event can
+    start any before its step's remaining identical rounds would end, skip simulating them
+    (exact; their bytes and busy time are credited to the links)."""
     t0 = time.perf_counter()
     compute = compute or ComputeModel()
     n = fabric.num_gpus
@@ -248,7 +295,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         msg: Messaging = FlowMessaging(queue, net)
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
-    colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net)
+    colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward)
     colls.model = colls_timer
     ranks = [0] if mirror else list(range(n))
     runners = []
@@ -292,6 +339,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     if net is not None:
         info["flows"] = net.flows_started
         info["flow_solves"] = net.solves
+        info["rounds_fast_forwarded"] = colls.rounds_skipped
     notes = [x for p in workload.programs for x in p.notes]
     res = Result(results, timelines, [], info, notes)
     res.links = links

@@ -35,6 +35,11 @@ class EventQueue:
         """Run ``callback(arg)`` ``delay_ns`` from now."""
         self.schedule(self.now + delay_ns, callback, arg)
 
+    def any_before(self, time_ns: int, ignore: tuple[Callable[[object], None], ...] = ()) -> bool:
+        """Whether an event other than those whose callback is in ``ignore`` is due before
+        ``time_ns`` (a scan of the pending events)."""
+        return any(t < time_ns and cb not in ignore for t, _, cb, _ in self._heap)
+
     def run_with_progress(self, report: Callable[[], None], every_s: float = 1.0) -> int:
         """Like :meth:`run`, calling ``report()`` about every ``every_s`` seconds of wall time."""
         import time

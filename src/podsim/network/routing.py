@@ -73,6 +73,7 @@ class Router:
         self._dist = self._forwarding_distances()
         self._to_cache: dict[int, np.ndarray] = {}
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
+        self._next_cache: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def _forwarding_distances(self) -> np.ndarray:
         """Least-latency distances between forwarding nodes, through forwarding nodes only."""
@@ -140,25 +141,13 @@ class Router:
             return cached
         if src == dst:
             return ()
-        to = self.distances_to(dst)
-        fwd = self.fabric.forwards
         path: list[int] = []
         u = src
+        nxt = self._next_cache
         while u != dst:
-            best = _UNREACHABLE
-            cands: list[tuple[int, int]] = []
-            for link, v, w in self._out[u]:
-                if v != dst and not fwd[v]:
-                    continue
-                d = int(to[v]) + w
-                if d < best:
-                    best, cands = d, [(link, v)]
-                elif d == best:
-                    cands.append((link, v))
-            if best >= _UNREACHABLE or not cands:
-                f = self.fabric
-                raise InputError(f"no route from {f.node_name[src]} to {f.node_name[dst]} in fabric "
-                                 f"{f.name!r}")
+            cands = nxt.get((u, dst))
+            if cands is None:
+                cands = nxt[(u, dst)] = self._next_hops(u, dst)
             if len(cands) > 1 and adaptive:
                 least = min(int(load[c[0]]) for c in cands)  # type: ignore[index]
                 cands = [c for c in cands if int(load[c[0]]) == least]  # type: ignore[index]
@@ -171,6 +160,29 @@ class Router:
         if not adaptive:
             self._route_cache[key] = out
         return out
+
+    def _next_hops(self, u: int, dst: int) -> list[tuple[int, int]]:
+        """The equal-cost (link, next node) choices at ``u`` towards ``dst``.
+
+        Raises:
+            InputError: when ``dst`` cannot be reached from ``u``.
+        """
+        to = self.distances_to(dst)
+        fwd = self.fabric.forwards
+        best = _UNREACHABLE
+        cands: list[tuple[int, int]] = []
+        for link, v, w in self._out[u]:
+            if v != dst and not fwd[v]:
+                continue
+            d = int(to[v]) + w
+            if d < best:
+                best, cands = d, [(link, v)]
+            elif d == best:
+                cands.append((link, v))
+        if best >= _UNREACHABLE or not cands:
+            f = self.fabric
+            raise InputError(f"no route from {f.node_name[u]} to {f.node_name[dst]} in fabric {f.name!r}")
+        return cands
 
     def gpu_route(self, src_rank: int, dst_rank: int, label: int = 0) -> tuple[int, ...]:
         """:meth:`route` between GPU ranks."""

@@ -100,11 +100,12 @@ class FlowNetwork:
         self._dirty: set[int] = set()
         self._resolve_pending = False
         nl = fabric.num_links
-        self._bytes = np.zeros(nl)
-        self._busy = np.zeros(nl, dtype=np.int64)
-        self._busy_since = np.zeros(nl, dtype=np.int64)
-        self._count = np.zeros(nl, dtype=np.int64)
-        self._peak = np.zeros(nl, dtype=np.int64)
+        # per-link counters as Python lists: the hot path touches single elements
+        self._bytes = [0.0] * nl
+        self._busy = [0] * nl
+        self._busy_since = [0] * nl
+        self._count = [0] * nl
+        self._peak = [0] * nl
         self._load = np.zeros(nl)
         self.record_load = record_load
         self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
@@ -125,8 +126,9 @@ class FlowNetwork:
         self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
 
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
-                    max_rate: float = math.inf) -> None:
-        """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS)."""
+                    max_rate: float = math.inf) -> tuple[int, ...]:
+        """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
+        the flow's route."""
         clock = self.clock
         now = clock.now
         self.flows_started += 1
@@ -137,7 +139,7 @@ class FlowNetwork:
         if size <= 0 or not path:
             if on_done is not None:
                 clock.schedule(now + lat, _call, on_done)
-            return
+            return path
         fid = self._next_fid
         self._next_fid = fid + 1
         f = _Flow(fid, path, size, on_done, lat, now, src, dst, max_rate)
@@ -156,6 +158,30 @@ class FlowNetwork:
                 peak[link] = c
         self._dirty.update(path)
         self._request_resolve()
+        return path
+
+    def internal_callbacks(self) -> tuple[Callable[[object], None], ...]:
+        """The network's own event callbacks (re-solves and flow ends)."""
+        return (self._resolve, self._finish)
+
+    def credit(self, paths: list[tuple[int, ...]], nbytes: list[int], busy_ns: int, times: int,
+               t_from: int, t_to: int, loads: dict[int, float] | None = None) -> None:
+        """Account ``times`` repetitions of a round whose flows took ``paths`` carrying
+        ``nbytes`` each and kept each link busy ``busy_ns``, fast-forwarded from ``t_from`` to
+        ``t_to`` (ns) without simulating them; with ``loads``, the load counters show that
+        load over the interval."""
+        b, busy = self._bytes, self._busy
+        seen: set[int] = set()
+        for path, x in zip(paths, nbytes):
+            for link in path:
+                b[link] += x * times
+                if link not in seen:
+                    seen.add(link)
+                    busy[link] += busy_ns * times
+        if self.record_load and loads:
+            for link, load in sorted(loads.items()):
+                self.load_samples.append((t_from, link, load))
+                self.load_samples.append((t_to, link, 0.0))
 
     @property
     def active_flows(self) -> int:
@@ -163,10 +189,11 @@ class FlowNetwork:
 
     def link_stats(self) -> LinkStats:
         """Statistics so far (busy time counts links still busy up to now)."""
-        busy = self._busy.copy()
-        open_ = self._count > 0
-        busy[open_] += self.clock.now - self._busy_since[open_]
-        return LinkStats(self._bytes.copy(), busy, self._peak.copy())
+        busy = np.asarray(self._busy, dtype=np.int64)
+        count = np.asarray(self._count)
+        open_ = count > 0
+        busy[open_] += self.clock.now - np.asarray(self._busy_since, dtype=np.int64)[open_]
+        return LinkStats(np.asarray(self._bytes), busy, np.asarray(self._peak, dtype=np.int64))
 
     # -- internals --------------------------------------------------------------------------
 

@@ -1,0 +1,97 @@
+"""Network benchmarks (issue #3): the flow backend on datacenter fabrics.
+
+Cases:
+  * ring-1024: ring all-reduce (Simple) of 1 GiB on 1,024 GPUs of the dgx-a100-superpod
+    preset with the flow backend (``podsim collective``'s path).  Target: under 2 s.
+  * tp-dp-512: 64 concurrent 8-GPU tensor-parallel all-reduces (64 MiB, one per server) plus 8
+    data-parallel rings (256 MiB, one per rail, 64 GPUs each, crossing the spines), all
+    issued at once on 512 GPUs of dgx-a100-superpod, flow backend (``podsim simulate``'s path).
+
+Each case runs in a fresh process; prints wall time, peak RSS, flows and flows solved per
+second (flows whose rate a max-min solve computed, over wall time).
+
+    python benchmarks/bench_network.py
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def _ring_1024() -> dict:
+    import podsim
+    from podsim.collectives.nccl import Timer, communicator
+    from podsim.collectives.nccl.selector import build
+    from podsim.hardware.cluster import build_fabric, load_cluster
+
+    t0 = time.perf_counter()
+    spec = load_cluster("dgx-a100-superpod")
+    fab = build_fabric(spec, 1024)
+    t_build = time.perf_counter() - t0
+    sched = build(communicator(fab), "all_reduce", 1 << 30, "ring", "Simple", spec.nccl)
+    timer = Timer(fab, spec.nccl, "flow")
+    t1 = time.perf_counter()
+    res = timer.time(sched)
+    t_sim = time.perf_counter() - t1
+    table = podsim.collective("all_reduce", spec, 1024, min_bytes="1G", max_bytes="1G", backend="flow",
+                              algorithm="ring", protocol="Simple")
+    wall = time.perf_counter() - t0
+    flows = sum(s.flows for s in res.steps)
+    return {"wall_s": wall, "build_s": t_build, "solve_s": t_sim, "flows": flows,
+            "flows_per_s": flows / t_sim, "time_us": res.time_ns / 1000,
+            "busbw_gbps": table.rows[0].busbw_gbps, "gpus": 1024}
+
+
+def _tp_dp_512() -> dict:
+    from podsim.engine.cluster import simulate_cluster
+    from podsim.hardware.cluster import build_fabric, load_cluster
+    from podsim.workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+
+    n, gpn = 512, 8
+    b = ProgramBuilder("tp+dp")
+    b.add(OpKind.COLLECTIVE, "tp all-reduce", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=64 << 20,
+          node_id=1, group="tp")
+    b.add(OpKind.COLLECTIVE, "dp all-reduce", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=256 << 20,
+          node_id=2, group="dp")
+    groups = [Group("tp", tuple(range(s * gpn, (s + 1) * gpn))) for s in range(n // gpn)]
+    groups += [Group("dp", tuple(range(k, n, gpn))) for k in range(gpn)]
+    w = Workload([b.build()], [0] * n, groups, "tp+dp")
+    spec = load_cluster("dgx-a100-superpod")
+    t0 = time.perf_counter()
+    fab = build_fabric(spec, n)
+    res = simulate_cluster(w, fab, spec.nccl, "flow", record_timeline=False)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "flows": res.info["flows"], "solves": res.info["flow_solves"],
+            "flows_per_s": res.info["flows"] / wall, "finish_us": res.finish_ns / 1000, "gpus": n,
+            "collectives": res.info["collectives"]}
+
+
+CASES = {"ring-1024": _ring_1024, "tp-dp-512": _tp_dp_512}
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--case":
+        out = CASES[sys.argv[2]]()
+        out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(out))
+        return 0
+    print(f"{'case':<10} {'wall (s)':>9} {'RSS (MB)':>9} {'flows':>9} {'flows/s':>10}  result")
+    for name in CASES:
+        proc = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
+        if proc.returncode:
+            print(proc.stderr)
+            return 1
+        r = json.loads(proc.stdout)
+        extra = (f"{r['time_us']:.0f} us, busbw {r['busbw_gbps']:.1f} GB/s (solve {r['solve_s']:.2f} s)"
+                 if name == "ring-1024" else f"finish {r['finish_us']:.0f} us, {r['collectives']} collectives, "
+                 f"{r['solves']} solves")
+        print(f"{name:<10} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f} {r['flows']:9d} {r['flows_per_s']:10.0f}  {extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
