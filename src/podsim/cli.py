@@ -24,6 +24,7 @@ ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
   podsim example layers --trace trace.json
+  podsim example cluster --trace trace.json   # two DGX A100s, flow backend: link load counters
   podsim example --list"""
 
 
@@ -235,7 +236,7 @@ def _run_collective(args: argparse.Namespace) -> int:
 def _run_example(args: argparse.Namespace) -> int:
     from .api import simulate
     from .errors import InputError
-    from .examples import EXAMPLES, write_example
+    from .examples import CLUSTER_EXAMPLES, EXAMPLES, write_example
 
     if args.list:
         for k, v in EXAMPLES.items():
@@ -245,8 +246,13 @@ def _run_example(args: argparse.Namespace) -> int:
         raise InputError(f"unknown example {args.name!r}; examples: {', '.join(EXAMPLES)}")
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_example(args.name, args.write or tmp)
-        res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
-                       use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
+        if args.name in CLUSTER_EXAMPLES:
+            preset, backend = CLUSTER_EXAMPLES[args.name]
+            res = simulate(paths["workload"], cluster=preset, backend=backend,
+                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
+        else:
+            res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
+                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
         res.info["workload"] = f"built-in example '{args.name}': {EXAMPLES[args.name]}"
         return _emit(res, args)
 

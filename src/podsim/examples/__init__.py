@@ -12,7 +12,11 @@ from ..workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 EXAMPLES = {
     "allreduce": "1 MiB ring all-reduce on 8 NPUs (ASTRA-sim's regression test: 117,780 ns)",
     "layers": "4 layers of 200 us compute + 4 MiB all-reduce, overlapped, on a 2-D 4x4 torus of 16 NPUs",
+    "cluster": "64 MiB all-reduce on 16 GPUs (two DGX A100 servers), NCCL-like, flow backend, link counters",
 }
+
+#: examples that run on a cluster preset instead of ASTRA-sim files: name -> (preset, backend)
+CLUSTER_EXAMPLES = {"cluster": ("dgx-a100-superpod", "flow")}
 
 
 def _allreduce_workload() -> Workload:
@@ -48,6 +52,12 @@ def write_example(name: str, folder: str | os.PathLike[str]) -> dict[str, str]:
     if name == "allreduce":
         wl = _allreduce_workload()
         network = "topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]  # GB/s (ASTRA-sim: 2^30 B)\nlatency: [ 500.0 ]  # ns\n"
+    elif name == "cluster":
+        b = ProgramBuilder("all_reduce_16gpus")
+        b.add(OpKind.COLLECTIVE, "all_reduce_64MiB", collective=int(CollectiveKind.ALL_REDUCE),
+              size_bytes=64 << 20, node_id=1)
+        wl = Workload([b.build()], [0] * 16, name="all_reduce_16gpus")
+        network = ""
     elif name == "layers":
         wl = _layers_workload()
         system["all-reduce-implementation"] = ["ring", "ring"]
