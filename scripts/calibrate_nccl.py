@@ -102,13 +102,13 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="update the presets and docs/calibration.md")
     args = ap.parse_args()
     spec, cases = cases_azure(args.data)
-    tuned, f = fit(cases, spec.nccl, log=lambda s: print("  azure:", s, file=sys.stderr))
+    tuned, _f = fit(cases, spec.nccl, log=lambda s: print("  azure:", s, file=sys.stderr))
     print("## azure-nd-a100-v4\n")
     print(yaml.safe_dump({"nccl": tuning_to_dict(tuned)}, sort_keys=False))
     table1 = error_table(cases, tuned)
     print(table1)
-    spec2, cases2 = cases_vtrain(args.data)
-    tuned2, f2 = fit(cases2, tuned, channel_options=(tuned.channels,), algo_options=(tuned.algorithms,),
+    _spec2, cases2 = cases_vtrain(args.data)
+    tuned2, _f2 = fit(cases2, tuned, channel_options=(tuned.channels,), algo_options=(tuned.algorithms,),
                      log=lambda s: print("  dgx-a100:", s, file=sys.stderr))
     print("\n## dgx-a100-superpod (NVLink fitted to vTrain; network from Azure)\n")
     print(yaml.safe_dump({"nccl": tuning_to_dict(tuned2)}, sort_keys=False))

@@ -56,7 +56,7 @@ def test_groups_map_onto_gpus(tmp_path) -> None:
     # servers on rail k: a 2-GPU ring has 2 rounds; in each, all 8 channels send S/16 through
     # the same 25 GB/s NIC: 2 x S/2 / 25 = S/25 -> 48,000,000 ns
     path = cluster_file(tmp_path, RAIL)
-    tp = [Group("tp", tuple(range(0, 8))), Group("tp", tuple(range(8, 16)))]
+    tp = [Group("tp", tuple(range(8))), Group("tp", tuple(range(8, 16)))]
     dp = [Group("dp", (k, k + 8)) for k in range(8)]
     w_tp = compute_then_allreduce(16, 1_200_000_000, "tp")
     w_tp = Workload(w_tp.programs, w_tp.rank_program, tp, "tp")
@@ -147,10 +147,10 @@ def interfering_workload(n: int = 16, send: bool = True) -> Workload:
 def test_fast_forward_is_exact() -> None:
     # skipping identical rounds that nothing can disturb gives the same answer as simulating
     # every round, with and without interference
+    from dataclasses import replace
+
     from podsim.engine.cluster import simulate_cluster
     from podsim.hardware.cluster import build_fabric, load_cluster
-
-    from dataclasses import replace
 
     spec = load_cluster("dgx-a100-superpod")
     fab = build_fabric(spec, 16)

@@ -10,7 +10,12 @@ import pytest
 
 from podsim.errors import InputError
 from podsim.formats.simai import read_topology, write_topology
-from podsim.hardware.cluster import build_fabric, cluster_from_dict, load_cluster, preset_names
+from podsim.hardware.cluster import (
+    build_fabric,
+    cluster_from_dict,
+    load_cluster,
+    preset_names,
+)
 from podsim.network.fabric import LinkTier, NodeKind
 from podsim.network.routing import Router
 

@@ -197,7 +197,7 @@ def test_forwarding_gpus_route_through_each_other() -> None:
 
 def test_load_samples_record_rise_and_fall() -> None:
     # one flow of 1000 B at 1 B/ns on 2 links: load 1.0 from 0, back to 0 at 1000
-    times, net = run_flows(star(2), [(0, 0, 1, 1000)], record_load=True)
+    _times, net = run_flows(star(2), [(0, 0, 1, 1000)], record_load=True)
     by_link: dict[int, list[tuple[int, float]]] = {}
     for t, link, load in net.load_samples:
         by_link.setdefault(link, []).append((t, load))

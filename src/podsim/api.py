@@ -112,7 +112,6 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     Returns:
         The :class:`Result` (times in integer ns).
     """
-    from .formats.chakra import read_workload
 
     if cluster is not None:
         return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
@@ -124,17 +123,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     rm_cfg = None
     if remote_memory is not None:
         rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
-    groups = None
-    if comm_groups is not None:
-        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, topo.num_npus)
-    if isinstance(workload, Workload):
-        wl = workload
-        if groups:
-            wl = Workload(wl.programs, wl.rank_program, [Group(k, tuple(v)) for k, v in groups.items()], wl.name)
-        label = wl.name
-    else:
-        wl = read_workload(workload, topo.num_npus, groups)
-        label = str(workload)
+    wl, label = _load_workload(workload, topo.num_npus, comm_groups)
     params = system_params(sys_cfg, num_queues_per_dim, injection_scale)
     compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
                            sys_cfg.replay_only)
@@ -159,12 +148,29 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     return result
 
 
+def _load_workload(workload: PathLike | Workload, n: int,
+                   comm_groups: PathLike | dict[str, tuple[int, ...]] | None) -> tuple[Workload, str]:
+    """The workload (read from Chakra files if a prefix) with the comm groups applied, and its
+    label for messages."""
+    from .formats.chakra import read_workload
+
+    groups = None
+    if comm_groups is not None:
+        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
+    if isinstance(workload, Workload):
+        if groups:
+            workload = Workload(workload.programs, workload.rank_program,
+                                [Group(k, tuple(v)) for k, v in groups.items()], workload.name)
+        return workload, workload.name
+    return read_workload(workload, n, groups), str(workload)
+
+
 def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
                          backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
                          use_symmetry: bool, record_timeline: bool,
                          progress: Callable[[int, int, int], None] | None) -> Result:
     from .engine.cluster import simulate_cluster
-    from .formats.chakra import discover_ranks, read_workload
+    from .formats.chakra import discover_ranks
     from .hardware.cluster import build_fabric, load_cluster
 
     if backend not in ("analytical", "flow"):
@@ -174,17 +180,7 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         n = workload.num_ranks
     else:
         n = discover_ranks(workload)
-    groups = None
-    if comm_groups is not None:
-        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
-    if isinstance(workload, Workload):
-        wl = workload
-        if groups:
-            wl = Workload(wl.programs, wl.rank_program, [Group(k, tuple(v)) for k, v in groups.items()], wl.name)
-        label = wl.name
-    else:
-        wl = read_workload(workload, n, groups)
-        label = str(workload)
+    wl, label = _load_workload(workload, n, comm_groups)
     fabric = build_fabric(spec, n)
     compute = ComputeModel()
     if system is not None:

@@ -17,7 +17,6 @@ GPU ``r`` of the fabric, so Chakra ``pg_name`` groups land on the GPUs they name
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging
 from .rank import RankRunner
-from .simulator import ComputeModel, _collect, _deadlock_message, equivalent_ranks
+from .simulator import ComputeModel, _collect, equivalent_ranks, run_ranks
 
 _NAMES = {CollectiveKind.ALL_REDUCE: "all_reduce", CollectiveKind.ALL_GATHER: "all_gather",
           CollectiveKind.REDUCE_SCATTER: "reduce_scatter", CollectiveKind.ALL_TO_ALL: "all_to_all"}
@@ -306,21 +305,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
                             None, record_timeline, True)
         runner.replay_all = compute.replay_only
         runners.append(runner)
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        for runner in runners:
-            runner.fire()
-        if progress is not None:
-            queue.run_with_progress(lambda: progress(queue.now, sum(rr.finished for rr in runners), len(runners)))
-        else:
-            queue.run()
-    finally:
-        if gc_was_on:
-            gc.enable()
-    stuck = [rr for rr in runners if not rr.finished]
-    if stuck:
-        raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
+    run_ranks(queue, runners, msg, workload, progress)
     results, timelines = _collect(runners, n, mirror, record_timeline)
     if record_timeline:
         _add_collective_slices(timelines, colls, mirror)

@@ -165,6 +165,30 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         if record_timeline:
             sysl.phase_log = []
         runners.append(runner)
+    run_ranks(queue, runners, msg, workload, progress)
+    results, timelines = _collect(runners, n, mirror, record_timeline)
+    wall = time.perf_counter() - t0
+    info: dict[str, object] = {
+        "mode": "ASTRA-sim 2.x compatible (congestion-unaware analytical network)",
+        "equivalent_ranks": mirror,
+        "equivalence": why,
+        "simulated_ranks": len(runners),
+        "messages_simulated": msg.messages,
+        "wall_s": round(wall, 6),
+    }
+    notes = []
+    for p in workload.programs:
+        notes.extend(p.notes)
+    return Result(results, timelines, flows, info, notes)
+
+
+def run_ranks(queue: EventQueue, runners: list[RankRunner], msg: object, workload: Workload,
+              progress: Callable[[int, int, int], None] | None) -> None:
+    """Start every runner and run the event loop to the end.
+
+    Raises:
+        SimulationError: naming what the ranks left unfinished wait on.
+    """
     # The event loop allocates millions of short-lived objects but creates no reference cycles
     # that outlive it; the cyclic collector would rescan the growing heap again and again.
     gc_was_on = gc.isenabled()
@@ -182,20 +206,6 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     stuck = [rr for rr in runners if not rr.finished]
     if stuck:
         raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
-    results, timelines = _collect(runners, n, mirror, record_timeline)
-    wall = time.perf_counter() - t0
-    info: dict[str, object] = {
-        "mode": "ASTRA-sim 2.x compatible (congestion-unaware analytical network)",
-        "equivalent_ranks": mirror,
-        "equivalence": why,
-        "simulated_ranks": len(runners),
-        "messages_simulated": msg.messages,
-        "wall_s": round(wall, 6),
-    }
-    notes = []
-    for p in workload.programs:
-        notes.extend(p.notes)
-    return Result(results, timelines, flows, info, notes)
 
 
 def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> tuple[list[RankResult], dict[int, list[Slice]]]:

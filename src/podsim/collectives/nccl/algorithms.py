@@ -87,13 +87,13 @@ def _ring_flows(comm: Communicator, per_flow: float, channels: int, pxn: bool) -
     for c in range(channels):
         orders = [_rotate(s, c) for s in servers]
         seq = [r for o in orders for r in o]
+        first = {r: o[0] for o in orders for r in o}  # each GPU's server's rail GPU for channel c
         n = len(seq)
         for i, r in enumerate(seq):
             nxt = seq[(i + 1) % n]
             if multi and comm.fabric.server_of(r) != comm.fabric.server_of(nxt):
-                here = orders[[k for k, o in enumerate(orders) if r in o][0]]
-                rail = here[0]
-                if pxn and rail != r and len(here) > 1:
+                rail = first[r]
+                if pxn and rail != r:
                     fl.add(comm.node(r), comm.node(rail), per_flow, c)
                     fl.add(comm.node(rail), comm.node(nxt), per_flow, c)
                     continue

@@ -154,8 +154,7 @@ class FlowNetwork:
             count[link] = c
             if c == 1:
                 since[link] = now
-            if c > peak[link]:
-                peak[link] = c
+            peak[link] = max(peak[link], c)
         self._dirty.update(path)
         self._request_resolve()
         return path
