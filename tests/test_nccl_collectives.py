@@ -170,3 +170,34 @@ def test_api_rows_and_errors() -> None:
         podsim.collective("all_reduce", "dgx-h100", 12)
     with pytest.raises(InputError, match="nvls"):
         podsim.collective("all_reduce", "dgx-h100", 16, algorithm="nvls", max_bytes="1M")
+
+
+@pytest.mark.parametrize("backend", ["analytical", "flow"])
+def test_hierarchical_all_reduce(backend) -> None:
+    # 2 servers x 8 GPUs, 8 channels.  Intra reduce-scatter: 7 rounds of S/64 per channel per
+    # GPU over 300 GB/s (8 flows per GPU): 7 x S/8/300.  Inter all-reduce per rail of 2 GPUs:
+    # 2 rounds, each GPU sends S/(8 x 2 x 8) on each of 8 channels through its 25 GB/s NIC:
+    # 2 x S/16/25.  Intra all-gather: as the reduce-scatter.  S = 2.4e9:
+    # 7,000,000 + 12,000,000 + 7,000,000 ns
+    t = zero_latency(NcclTuning(channels=8))
+    assert run(servers(2), t, "all_reduce", 2_400_000_000, "hierarchical", backend=backend) == 26_000_000
+
+
+def test_broadcast_is_a_pipelined_chain() -> None:
+    # chain 0 -> 1 -> ... -> 7, 8 channels of S/8 each, all hops at once: every GPU sends S
+    # through its 300 GB/s link: S / 300; latency: 7 hops of 2 us -> S = 3e8: 1,000,000 + 14,000
+    t = zero_latency(NcclTuning(channels=8))
+    t.hop_latency_ns["nvlink"]["ring"]["Simple"] = 2000.0
+    assert run(servers(1), t, "broadcast", 300_000_000, "ring") == 1_014_000
+
+
+def test_nvlink_mesh_server() -> None:
+    # 4 GPUs fully meshed, one 50 GB/s link per pair, no switch: a ring all-reduce of S on 4
+    # GPUs with 1 channel sends S/4 per round to the next GPU over its own link: 6 rounds x
+    # S/4/50; S = 2e8 -> 6,000,000 ns
+    from podsim.hardware.cluster import build_fabric, cluster_from_dict
+    spec = cluster_from_dict({"name": "mesh", "gpus_per_node": 4,
+                              "intra_node": {"kind": "nvlink_mesh", "link_bandwidth": "50 GB/s", "latency": "0 ns"}})
+    fab = build_fabric(spec, 4)
+    assert fab.num_links == 12 and not fab.forwards.any()
+    assert run(fab, zero_latency(NcclTuning(channels=1)), "all_reduce", 200_000_000, "ring") == 6_000_000

@@ -41,7 +41,7 @@ _INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pa
 _INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
                "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
                "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency", "routing",
-               "nics_per_switch"}
+               "nics_per_switch", "ecmp_seed"}
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,9 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     inter = _section(data.get("inter_node") or {"kind": "none"}, _INTER_KEYS, INTER_KINDS, source, "inter_node")
     if intra["kind"] != "pcie" and "bandwidth" not in intra and "link_bandwidth" not in intra:
         raise InputError("missing 'bandwidth' (per GPU, per direction, e.g. '300 GB/s')", source, "intra_node")
+    seed = inter.get("ecmp_seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise InputError(f"expected an integer, got {seed!r}", source, "inter_node.ecmp_seed")
     if inter.get("routing", "ecmp") not in ("ecmp", "adaptive"):
         raise InputError(f"expected ecmp or adaptive, got {inter['routing']!r}", source, "inter_node.routing")
     if inter["kind"] in ("fat_tree", "rail_optimized") and "nic_bandwidth" not in inter:

@@ -33,6 +33,7 @@ def cluster(b: FabricBuilder, num_gpus: int, gpus_per_node: int, intra: dict, in
     b.meta["intra_node"] = intra["kind"]
     b.meta["inter_node"] = kind
     b.meta["routing"] = inter.get("routing", "ecmp")
+    b.meta["ecmp_seed"] = int(inter.get("ecmp_seed", 0))
     if kind == "none" or len(servers) == 1:
         return
     if kind == "fat_tree":

@@ -49,12 +49,14 @@ class Router:
 
     Args:
         fabric: the fabric to route on.
-        seed: the ECMP hash seed (any integer); routes are deterministic for a given seed.
+        seed: the ECMP hash seed (any integer; default the fabric's ``meta["ecmp_seed"]`` or 0);
+            routes are deterministic for a given seed.
+        adaptive: adaptive routing (default: the fabric's ``meta["routing"] == "adaptive"``).
     """
 
-    def __init__(self, fabric: Fabric, seed: int = 0, adaptive: bool | None = None) -> None:
+    def __init__(self, fabric: Fabric, seed: int | None = None, adaptive: bool | None = None) -> None:
         self.fabric = fabric
-        self.seed = int(seed)
+        self.seed = int(fabric.meta.get("ecmp_seed", 0) if seed is None else seed)
         self.adaptive = bool(fabric.meta.get("routing") == "adaptive") if adaptive is None else adaptive
         n = fabric.num_nodes
         src = fabric.link_src

@@ -88,7 +88,7 @@ class FlowNetwork:
         record_load: keep a time series of link loads (for counter tracks).
     """
 
-    def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int = 0,
+    def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
                  capacity: np.ndarray | None = None, record_load: bool = False) -> None:
         self.fabric = fabric
         self.clock = clock
