@@ -206,3 +206,24 @@ def test_simai_topology_errors(tmp_path, text, message) -> None:
     p.write_text(text)
     with pytest.raises(InputError, match=message.replace("(", "\\(").replace(")", "\\)").replace(".", "\\.")):
         read_topology(p)
+
+
+def test_cli_fabric_and_collective(tmp_path, capsys) -> None:
+    from podsim.cli import main
+
+    topo = tmp_path / "topo.txt"
+    assert main(["fabric", "--cluster", "dgx-h100", "--gpus", "16", "--simai", str(topo)]) == 0
+    out = capsys.readouterr().out
+    assert "16 GPUs in 2 servers of 8" in out and "16 cables x 450 GB/s" in out
+    assert topo.read_text().split("\n")[0].split()[:2] == ["28", "8"]
+    # the written topology is a cluster too
+    js = tmp_path / "ar.json"
+    assert main(["collective", "all_reduce", "--cluster", str(topo), "--gpus", "16", "-b", "1K", "-e", "1M",
+                 "-f", "32", "--json", str(js)]) == 0
+    table = capsys.readouterr().out
+    assert "#       size" in table and "busbw" in table
+    import json
+    rows = json.loads(js.read_text())["rows"]
+    assert [r["bytes"] for r in rows] == [1024, 32768, 1048576]
+    assert main(["collective", "all_reduce", "--cluster", "dgx-h100"]) == 2
+    assert "missing --gpus" in capsys.readouterr().err

@@ -106,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--list-clusters", action="store_true", help="list the shipped cluster presets")
     c.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
+    f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
+                       epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
+                              "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("--cluster", required=True, metavar="PRESET_OR_YAML", help="a preset, a cluster YAML or a SimAI topology")
+    f.add_argument("--gpus", "-g", type=int, required=True, metavar="N", help="number of GPUs")
+    f.add_argument("--simai", metavar="OUT", help="write the fabric as a SimAI topology file")
+    f.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
     e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("name", nargs="?", default="allreduce", help="example name (see --list)")
@@ -233,6 +242,19 @@ def _run_collective(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_fabric(args: argparse.Namespace) -> int:
+    from .formats.simai import write_topology
+    from .hardware.cluster import build_fabric, load_cluster
+    from .network.describe import describe_fabric
+
+    fab = build_fabric(load_cluster(args.cluster), args.gpus)
+    print(describe_fabric(fab))
+    if args.simai:
+        write_topology(fab, args.simai)
+        print(f"  wrote {args.simai}")
+    return 0
+
+
 def _run_example(args: argparse.Namespace) -> int:
     from .api import simulate
     from .errors import InputError
@@ -273,6 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_inspect(args)
         if args.command == "collective":
             return _run_collective(args)
+        if args.command == "fabric":
+            return _run_fabric(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):
