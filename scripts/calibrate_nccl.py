@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from podsim.collectives.nccl.fit import Case, Predictor, fit
-from podsim.collectives.nccl.tuning import tuning_to_dict
+from podsim.collectives.nccl.tuning import NcclTuning, tuning_to_dict
 from podsim.formats.nccl_tests import read_nccl_tests_log, read_vtrain_lut
 from podsim.hardware.cluster import build_fabric, load_cluster
 
@@ -80,7 +80,9 @@ def write_preset(name: str, tuning) -> None:
     """Replace the preset's trailing ``nccl:`` section."""
     path = os.path.join(ROOT, "src/podsim/hardware/presets", f"{name}.yaml")
     text = open(path).read()
-    head = text[:text.index("\nnccl:") + 1]
+    marker = "# fitted by scripts/calibrate_nccl.py"
+    cut = text.index(marker) if marker in text else text.index("\nnccl:") + 1
+    head = text[:cut]
     body = yaml.safe_dump({"nccl": tuning_to_dict(tuning)}, sort_keys=False, default_flow_style=None, width=100)
     with open(path, "w") as f:
         f.write(head + "# fitted by scripts/calibrate_nccl.py; see docs/calibration.md\n" + body)
@@ -102,7 +104,10 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="update the presets and docs/calibration.md")
     args = ap.parse_args()
     spec, cases = cases_azure(args.data)
-    tuned, _f = fit(cases, spec.nccl, log=lambda s: print("  azure:", s, file=sys.stderr))
+    # start from NCCL's published defaults, not from the preset's current (fitted) values,
+    # so that a rerun reproduces the same fit
+    start = NcclTuning(pxn=spec.nccl.pxn)
+    tuned, _f = fit(cases, start, log=lambda s: print("  azure:", s, file=sys.stderr))
     print("## azure-nd-a100-v4\n")
     print(yaml.safe_dump({"nccl": tuning_to_dict(tuned)}, sort_keys=False))
     table1 = error_table(cases, tuned)
