@@ -1,0 +1,101 @@
+"""A parallel layout: how a model is split over GPUs and how one iteration is batched.
+
+``gpus = tp * pp * cp * dp``; EP splits the experts inside ``dp * cp`` (Megatron's expert
+parallelism over the data-parallel ranks).  Batches are in sequences; ``global_batch`` is
+split into ``dp`` shards of ``micro_batch``-sized micro-batches, ``num_microbatches`` per
+iteration (gradient accumulation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .model import ModelConfig
+
+SCHEDULES = ("1f1b", "gpipe", "interleaved")
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallelism and batching of one training run."""
+
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1                      #: virtual stages per pipeline rank (interleaved 1F1B)
+    global_batch: int = 1             #: sequences per iteration
+    micro_batch: int = 1              #: sequences per micro-batch
+    seq_len: int = 2048
+    sequence_parallel: bool = False
+    recompute: str = "none"           #: none | selective | full
+    schedule: str = "1f1b"            #: gpipe | 1f1b | interleaved (vpp > 1 implies interleaved)
+    zero: int = 0                     #: DeepSpeed ZeRO stage 0-3
+    distributed_optimizer: bool = False  #: Megatron's (= ZeRO-1 style sharding, fp32 grads)
+    precision: str = "bf16"
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def num_microbatches(self) -> int:
+        """Micro-batches per data-parallel rank per iteration."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def interleaved(self) -> bool:
+        return self.vpp > 1 or self.schedule == "interleaved"
+
+    def check(self, model: ModelConfig) -> None:
+        """Raise :class:`InputError` naming the first rule the layout breaks for ``model``."""
+        for name in ("gpus", "tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch", "seq_len"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"--{name.replace('_', '-')} must be a positive integer, got {v!r}")
+        if self.recompute not in RECOMPUTE:
+            raise InputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.schedule not in SCHEDULES:
+            raise InputError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.precision not in PRECISIONS:
+            raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError(f"--zero must be 0, 1, 2 or 3, got {self.zero!r}")
+        if self.zero and self.distributed_optimizer:
+            raise InputError("choose --zero or --distributed-optimizer, not both")
+        mp = self.tp * self.pp * self.cp
+        if self.gpus % mp:
+            raise InputError(f"{self.gpus} GPUs are not divisible by TP x PP x CP = {self.tp} x {self.pp} x "
+                             f"{self.cp} = {mp}")
+        if model.heads % self.tp:
+            raise InputError(f"TP {self.tp} does not divide the {model.heads} attention heads of {model.name}")
+        if model.kv % self.tp and self.tp % model.kv:
+            raise InputError(f"TP {self.tp} and the {model.kv} KV heads of {model.name} do not divide each other")
+        stages = self.pp * self.vpp
+        if model.layers % stages:
+            raise InputError(f"PP x VPP = {stages} does not divide the {model.layers} layers of {model.name}")
+        if self.vpp > 1 and self.schedule == "gpipe":
+            raise InputError("virtual stages (--vpp) need the interleaved 1F1B schedule")
+        if self.seq_len % self.cp:
+            raise InputError(f"CP {self.cp} does not divide the sequence length {self.seq_len}")
+        if self.sequence_parallel and self.seq_len % (self.tp * self.cp):
+            raise InputError(f"sequence parallelism needs TP x CP = {self.tp * self.cp} to divide the "
+                             f"sequence length {self.seq_len}")
+        per_rank = self.global_batch % (self.dp * self.micro_batch)
+        if per_rank:
+            raise InputError(f"the global batch {self.global_batch} is not a multiple of DP x micro-batch = "
+                             f"{self.dp} x {self.micro_batch}")
+        if self.ep > 1:
+            if not model.moe:
+                raise InputError(f"--ep {self.ep} needs a mixture-of-experts model; {model.name} is dense")
+            if model.experts % self.ep:
+                raise InputError(f"EP {self.ep} does not divide the {model.experts} experts of {model.name}")
+            if (self.dp * self.cp) % self.ep:
+                raise InputError(f"EP {self.ep} must divide DP x CP = {self.dp * self.cp}")
+        if self.interleaved and self.pp > 1 and self.num_microbatches % self.pp:
+            raise InputError(f"interleaved 1F1B needs the micro-batches per rank ({self.num_microbatches}) "
+                             f"to be a multiple of PP {self.pp}")

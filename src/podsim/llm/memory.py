@@ -1,0 +1,179 @@
+"""Memory per GPU of a training layout: weights, gradients, optimizer states, activations.
+
+**Weights, gradients, optimizer** (mixed precision with Adam), bytes per parameter:
+
+================================  =======  =========  ===========
+setting                           weights  gradients  optimizer
+================================  =======  =========  ===========
+Megatron (bf16/fp16/fp8)          2        4 (fp32)   12 (fp32 master, m, v)
+Megatron distributed optimizer    2        4          12 / DP
+DeepSpeed ZeRO-1 / 2 / 3          2(/DP)   2(/DP)     12 / DP
+fp32                              4        4          8
+================================  =======  =========  ===========
+
+(ZeRO-2 shards gradients, ZeRO-3 also weights.)  A GPU holds its pipeline stage's layers
+divided by TP (routed experts by EP too); the first stage also holds the input embedding and
+the last stage the output layer.
+
+**Activations** follow Korthikanti et al. (2022), bytes per layer per micro-batch of ``b``
+sequences of ``s`` tokens (``h`` hidden, ``a`` heads, ``t`` TP):
+
+* no recompute: ``s b h (10 + 24/t + 5 a s / (h t))``; with sequence parallelism the 10 is
+  divided by ``t`` too: ``s b h (34/t + 5 a s / (h t))``;
+* selective recompute drops the ``5 a s / (h t)`` attention-score term;
+* full recompute keeps only each layer's input: ``2 s b h`` (``/ t`` with SP).
+
+The 24 (parallel part) is generalised as ``(4 + 4 kv/a) + 4 f/h`` for GELU MLPs of width ``f``
+and ``6 f/h`` for SwiGLU (``kv`` KV heads), which is 24 for GPT's ``f = 4h``.  MoE layers keep
+the MLP term ``top_k + shared`` times.  CP divides ``s``.  A pipeline stage stores the
+activations of its in-flight micro-batches: ``pp - stage`` with 1F1B, all ``m`` with GPipe;
+interleaving multiplies the first stage's by ``1 + (p - 1) / (p v)``.  The first stage also
+keeps the embedding dropout output (``s b h`` per micro-batch, ``/t`` with SP) and the last
+stage the output layer's input and fp32 logits (``4 s b h + 4 s b V / t``).
+
+Units: bytes (reported in GiB = 2^30 B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .layout import Layout
+from .model import ModelConfig
+
+GIB = float(1 << 30)
+
+
+@dataclass
+class StageMemory:
+    """Bytes one GPU of a pipeline stage holds at its peak."""
+
+    stage: int
+    weights: float
+    gradients: float
+    optimizer: float
+    activations_layers: float   #: the transformer layers' activations (Korthikanti)
+    activations_other: float    #: embedding dropout, output layer input, logits
+
+    @property
+    def activations(self) -> float:
+        return self.activations_layers + self.activations_other
+
+    @property
+    def states(self) -> float:
+        """Weights + gradients + optimizer states."""
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return self.states + self.activations
+
+    def as_gib(self) -> dict[str, float]:
+        return {"stage": self.stage, "weights_gib": self.weights / GIB, "gradients_gib": self.gradients / GIB,
+                "optimizer_gib": self.optimizer / GIB, "activations_gib": self.activations / GIB,
+                "total_gib": self.total / GIB}
+
+
+def bytes_per_param(layout: Layout) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter of this GPU's shard."""
+    d = layout.dp * layout.cp  # gradients are reduced and optimizer states sharded over DP x CP
+    if layout.precision == "fp32":
+        w, g, o = 4.0, 4.0, 8.0
+    else:
+        w, g, o = 2.0, 4.0, 12.0
+    if layout.distributed_optimizer:
+        return w, g, o / d
+    if layout.zero:
+        g = 2.0 if layout.precision != "fp32" else g
+        return (w / d if layout.zero >= 3 else w), (g / d if layout.zero >= 2 else g), o / d
+    return w, g, o
+
+
+def stage_layers(model: ModelConfig, layout: Layout, stage: int) -> list[int]:
+    """The layers pipeline rank ``stage`` holds (all its virtual stages)."""
+    per_chunk = model.layers // (layout.pp * layout.vpp)
+    out = []
+    for v in range(layout.vpp):
+        first = (v * layout.pp + stage) * per_chunk
+        out.extend(range(first, first + per_chunk))
+    return out
+
+
+def stage_params(model: ModelConfig, layout: Layout, stage: int, matrices_only: bool = False) -> float:
+    """Parameters one GPU of pipeline rank ``stage`` holds (TP- and EP-sharded).
+
+    ``matrices_only`` counts only the transformer layers' weight matrices (no embeddings,
+    biases or norms), as Korthikanti et al.'s Figure 1 does (``12 L h^2`` for GPT)."""
+    t, e = layout.tp, layout.ep
+    if matrices_only:
+        return sum(model.layer_matrix_params(i) for i in stage_layers(model, layout, stage)) / t
+    p = 0.0
+    for i in stage_layers(model, layout, stage):
+        if model.is_moe_layer(i):
+            dense = model.attention_params() + model.norm_params() + model.hidden * model.experts
+            dense += model.shared_experts * model.mlp_params(model.expert_ffn)
+            p += dense / t + model.experts * model.mlp_params(model.expert_ffn) / (t * e)
+        else:
+            p += model.layer_params(i) / t
+    if stage == 0:
+        p += model.embedding_params() / t
+    if stage == layout.pp - 1:
+        out = model.output_params()
+        if model.tied_embeddings and layout.pp > 1:
+            out += model.vocab * model.hidden  # the last stage keeps its own copy of the tied embedding
+        p += out / t
+    return p
+
+
+def layer_activation_bytes(model: ModelConfig, layout: Layout, layer: int) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti)."""
+    s = layout.seq_len / layout.cp
+    b, h, a, t = layout.micro_batch, model.hidden, model.heads, layout.tp
+    sbh = s * b * h
+    sp = layout.sequence_parallel
+    if layout.recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    mlp = (6.0 if model.activation == "swiglu" else 4.0) * model.expert_ffn / h if model.is_moe_layer(layer) \
+        else (6.0 if model.activation == "swiglu" else 4.0) * model.ffn / h
+    if model.is_moe_layer(layer):
+        mlp *= model.top_k + model.shared_experts
+    parallel = 4 + 4 * model.kv / a + mlp
+    coef = (10 + parallel) / t if sp else 10 + parallel / t
+    if layout.recompute == "none":
+        coef += 5 * a * s / (h * t)
+    return sbh * coef
+
+
+def inflight(layout: Layout, stage: int) -> int:
+    """Micro-batches whose activations pipeline rank ``stage`` holds at once."""
+    m = layout.num_microbatches
+    if layout.pp == 1:
+        return 1
+    if layout.schedule == "gpipe":
+        return m
+    return min(layout.pp - stage, m)
+
+
+def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
+    """Peak memory of one GPU of pipeline rank ``stage``."""
+    params = stage_params(model, layout, stage)
+    wb, gb, ob = bytes_per_param(layout)
+    layers = stage_layers(model, layout, stage)
+    n = inflight(layout, stage)
+    act = sum(layer_activation_bytes(model, layout, i) for i in layers) * n
+    if layout.interleaved and layout.pp > 1 and stage == 0:
+        act *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+    s = layout.seq_len / layout.cp
+    sbh = s * layout.micro_batch * model.hidden
+    t = layout.tp
+    other = 0.0
+    if stage == 0:
+        other += n * sbh / (t if layout.sequence_parallel else 1)
+    if stage == layout.pp - 1:
+        other += 4 * sbh / (t if layout.sequence_parallel else 1) + 4 * s * layout.micro_batch * model.vocab / t
+    return StageMemory(stage, params * wb, params * gb, params * ob, act, other)
+
+
+def memory(model: ModelConfig, layout: Layout) -> list[StageMemory]:
+    """Every pipeline stage's peak memory per GPU."""
+    return [stage_memory(model, layout, s) for s in range(layout.pp)]

@@ -1,0 +1,244 @@
+"""Transformer model shapes: the zoo, HuggingFace ``config.json`` files, parameter counts.
+
+A :class:`ModelConfig` is the shape of a decoder-only transformer: layers, hidden size,
+attention heads (with grouped-query KV heads), MLP width and activation (GELU: two matrices;
+SwiGLU: three), vocabulary, and optionally mixture-of-experts (routed experts of their own
+width, top-k, shared experts, dense layers first).  Counts are plain integers (parameters).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ..errors import InputError, unknown_key_error
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    ffn: int                       #: dense MLP width
+    vocab: int
+    seq_len: int = 2048            #: default / maximum sequence length
+    kv_heads: int | None = None    #: grouped-query attention; None = heads
+    head_dim: int | None = None    #: None = hidden / heads
+    activation: str = "gelu"       #: gelu (2 matrices) | swiglu (3 matrices)
+    bias: bool = True              #: linear biases (GPT) or none (LLaMA)
+    learned_positions: bool = True  #: a learned position embedding (GPT) or rotary (LLaMA)
+    tied_embeddings: bool = True   #: output layer shares the input embedding
+    experts: int = 0               #: routed experts per MoE layer (0 = dense model)
+    top_k: int = 0                 #: routed experts per token
+    moe_ffn: int | None = None     #: routed expert width (None = ffn)
+    shared_experts: int = 0        #: always-active experts per MoE layer
+    dense_layers: int = 0          #: leading layers that stay dense in an MoE model
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        for f in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"model {self.name!r}: {f} must be a positive integer, got {v!r}")
+        if self.activation not in ("gelu", "swiglu"):
+            raise InputError(f"model {self.name!r}: activation must be gelu or swiglu, got {self.activation!r}")
+        kv = self.kv
+        if self.heads % kv:
+            raise InputError(f"model {self.name!r}: {self.heads} attention heads are not a multiple of "
+                             f"{kv} KV heads")
+        if self.experts and not 1 <= self.top_k <= self.experts:
+            raise InputError(f"model {self.name!r}: top_k must be 1..{self.experts}, got {self.top_k}")
+
+    @property
+    def kv(self) -> int:
+        """KV heads."""
+        return self.kv_heads or self.heads
+
+    @property
+    def dhead(self) -> int:
+        """Head dimension."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def expert_ffn(self) -> int:
+        return self.moe_ffn or self.ffn
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices per MLP (2 for GELU, 3 for SwiGLU)."""
+        return 3 if self.activation == "swiglu" else 2
+
+    # -- parameter counts ---------------------------------------------------------------------
+
+    def attention_params(self) -> int:
+        """Q, K, V and output projections of one layer (with biases if the model has them)."""
+        h, d = self.hidden, self.dhead
+        q, kv = self.heads * d, self.kv * d
+        w = h * q + 2 * h * kv + q * h
+        b = (q + 2 * kv + h) if self.bias else 0
+        return w + b
+
+    def mlp_params(self, width: int | None = None) -> int:
+        """One dense MLP of ``width`` (default ``ffn``)."""
+        f = width or self.ffn
+        w = self.mlp_matrices * self.hidden * f
+        b = ((self.mlp_matrices - 1) * f + self.hidden) if self.bias else 0
+        return w + b
+
+    def norm_params(self) -> int:
+        """The two norms of a layer (weight and, for GPT's LayerNorm, bias)."""
+        return 2 * self.hidden * (2 if self.bias else 1)
+
+    def is_moe_layer(self, i: int) -> bool:
+        return self.moe and i >= self.dense_layers
+
+    def layer_params(self, i: int) -> int:
+        """All parameters of layer ``i`` (0-based)."""
+        p = self.attention_params() + self.norm_params()
+        if self.is_moe_layer(i):
+            p += (self.experts + self.shared_experts) * self.mlp_params(self.expert_ffn)
+            p += self.hidden * self.experts  # router
+        else:
+            p += self.mlp_params()
+        return p
+
+    def layer_matrix_params(self, i: int) -> int:
+        """Only the weight matrices of layer ``i`` (every expert counted; no biases, norms)."""
+        h, d = self.hidden, self.dhead
+        att = 2 * h * self.heads * d + 2 * h * self.kv * d
+        if self.is_moe_layer(i):
+            return att + (self.experts + self.shared_experts) * self.mlp_matrices * h * self.expert_ffn
+        return att + self.mlp_matrices * h * self.ffn
+
+    def embedding_params(self) -> int:
+        """Input embedding (+ learned positions)."""
+        return self.vocab * self.hidden + (self.seq_len * self.hidden if self.learned_positions else 0)
+
+    def output_params(self) -> int:
+        """Final norm and (if untied) the output projection."""
+        norm = self.hidden * (2 if self.bias else 1)
+        return norm + (0 if self.tied_embeddings else self.vocab * self.hidden)
+
+    def total_params(self) -> int:
+        """Every parameter of the model."""
+        return (self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers))
+                + self.output_params())
+
+    def active_params(self) -> int:
+        """Parameters a token passes through (routed experts counted ``top_k`` times)."""
+        total = self.embedding_params() + self.output_params()
+        for i in range(self.layers):
+            p = self.attention_params() + self.norm_params()
+            if self.is_moe_layer(i):
+                p += (self.top_k + self.shared_experts) * self.mlp_params(self.expert_ffn) + self.hidden * self.experts
+            else:
+                p += self.mlp_params()
+            total += p
+        return total
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+# -- the zoo ----------------------------------------------------------------------------------
+
+_FIELDS = {f.name for f in fields(ModelConfig)}
+
+
+def zoo() -> dict[str, ModelConfig]:
+    """The shipped models (``llm/models.yaml``), by name."""
+    text = (resources.files("podsim.llm") / "models.yaml").read_text()
+    out = {}
+    for name, spec in yaml.safe_load(text).items():
+        out[name] = ModelConfig(name=name, **spec)
+    return out
+
+
+def get_model(name: str) -> ModelConfig:
+    """A zoo model by name.
+
+    Raises:
+        InputError: for an unknown name, suggesting the closest.
+    """
+    models = zoo()
+    if name not in models:
+        raise unknown_key_error(name, models, None, what="model")
+    return models[name]
+
+
+# -- HuggingFace config.json ------------------------------------------------------------------
+
+_REQUIRED_HF = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+
+
+def from_hf_config(path: str | Path) -> ModelConfig:
+    """A model from a HuggingFace-style ``config.json`` (LLaMA, Mistral/Mixtral, Qwen, GPT-2/NeoX,
+    DeepSeek-V3 style MoE keys).
+
+    Raises:
+        InputError: naming the file and the missing key or bad value.
+    """
+    src = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", src) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", src, f"line {e.lineno}") from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", src)
+    for key in _REQUIRED_HF:
+        if key not in data:
+            alt = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head"}.get(key)
+            if alt and alt in data:
+                data[key] = data[alt]
+            else:
+                raise InputError(f"missing key {key!r}", src, key)
+    h = data["hidden_size"]
+    act = str(data.get("hidden_act", data.get("activation_function", "gelu"))).lower()
+    swiglu = act in ("silu", "swish", "swiglu")
+    ffn = data.get("intermediate_size", data.get("n_inner") or 4 * h)
+    experts = int(data.get("num_local_experts", data.get("n_routed_experts", data.get("num_experts", 0))) or 0)
+    llama_like = swiglu
+    try:
+        return ModelConfig(
+            name=str(data.get("_name_or_path") or Path(path).parent.name or Path(path).stem),
+            layers=int(data["num_hidden_layers"]), hidden=int(h), heads=int(data["num_attention_heads"]),
+            ffn=int(ffn), vocab=int(data["vocab_size"]),
+            seq_len=int(data.get("max_position_embeddings", data.get("n_positions", 2048))),
+            kv_heads=int(data["num_key_value_heads"]) if data.get("num_key_value_heads") else None,
+            head_dim=int(data["head_dim"]) if data.get("head_dim") else None,
+            activation="swiglu" if swiglu else "gelu",
+            bias=bool(data.get("attention_bias", not llama_like)),
+            learned_positions=not llama_like and "rope_theta" not in data,
+            tied_embeddings=bool(data.get("tie_word_embeddings", not llama_like)),
+            experts=experts,
+            top_k=int(data.get("num_experts_per_tok", 0) or 0),
+            moe_ffn=int(data["moe_intermediate_size"]) if data.get("moe_intermediate_size") else None,
+            shared_experts=int(data.get("n_shared_experts", 0) or 0),
+            dense_layers=int(data.get("first_k_dense_replace", 0) or 0),
+            description=f"from {Path(path).name}",
+        )
+    except InputError as e:
+        raise e.with_source(src) from None
+    except (TypeError, ValueError) as e:
+        raise InputError(f"bad value: {e}", src) from None
+
+
+def with_overrides(model: ModelConfig, **kw: object) -> ModelConfig:
+    """A copy with some fields changed (e.g. ``seq_len``)."""
+    bad = [k for k in kw if k not in _FIELDS]
+    if bad:
+        raise unknown_key_error(bad[0], _FIELDS, None, what="model field")
+    return replace(model, **kw)  # type: ignore[arg-type]
