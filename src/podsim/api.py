@@ -88,7 +88,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
              comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
              *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
              record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-             rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical") -> Result:
+             rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical",
+             gpus: int | None = None) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
     Args:
@@ -100,6 +101,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
             cluster, collectives are NCCL-like (see docs/calibration.md).
         backend: with ``cluster``, ``analytical`` (no contention) or ``flow`` (max-min fair
             sharing of every link).
+        gpus: with ``cluster`` and a SimAI ``.txt`` workload, how many GPUs run it (default: the
+            file's ``all_gpus``).
         remote_memory: ASTRA-sim remote memory JSON, if the workload has memory ops.
         comm_groups: ASTRA-sim comm-group JSON ``{id: [ranks]}``.
         num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
@@ -115,7 +118,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
 
     if cluster is not None:
         return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
-                                    record_timeline, progress)
+                                    record_timeline, progress, gpus)
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
@@ -168,7 +171,7 @@ def _load_workload(workload: PathLike | Workload, n: int,
 def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
                          backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
                          use_symmetry: bool, record_timeline: bool,
-                         progress: Callable[[int, int, int], None] | None) -> Result:
+                         progress: Callable[[int, int, int], None] | None, gpus: int | None = None) -> Result:
     from .engine.cluster import simulate_cluster
     from .formats.chakra import discover_ranks
     from .hardware.cluster import build_fabric, load_cluster
@@ -176,6 +179,10 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
+    if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
+        from .formats.simai import simai_to_workload
+
+        workload = simai_to_workload(workload, gpus)
     if isinstance(workload, Workload):
         n = workload.num_ranks
     else:

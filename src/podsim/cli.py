@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", help="simulate a Chakra workload on an ASTRA-sim style system and network",
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--workload-configuration", required=True, metavar="PREFIX",
-                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank")
+                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank (or, with --cluster, a "
+                        "SimAI/AICB workload .txt)")
     s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
     s.add_argument("--network-configuration", metavar="FILE", help="ASTRA-sim analytical network YAML")
     s.add_argument("--cluster", metavar="PRESET_OR_YAML",
@@ -68,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "ASTRA-sim network; rank r runs on GPU r")
     s.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
                    help="with --cluster: analytical (no contention) or flow (max-min fair links)")
+    s.add_argument("--gpus", type=int, default=None, metavar="N",
+                   help="with --cluster and a SimAI .txt workload: GPUs to run it on (default: its all_gpus)")
     s.add_argument("--remote-memory-configuration", metavar="FILE", help="ASTRA-sim remote memory JSON")
     s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
                    help="communicator groups JSON {id: [ranks]} ('empty' for none)")
@@ -148,7 +151,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
                        args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
                        record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"),
-                       cluster=args.cluster, backend=args.backend)
+                       cluster=args.cluster, backend=args.backend, gpus=args.gpus)
     finally:
         _clear_progress(progress)
     if args.comm_scale != 1.0:

@@ -302,7 +302,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         b = RankBuckets(queue)
         sysl = ClusterRankSystem(r, n, colls, msg)
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,  # type: ignore[arg-type]
-                            None, record_timeline, True)
+                            None, record_timeline, True, per_stream=True)
         runner.replay_all = compute.replay_only
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)

@@ -25,7 +25,7 @@ class RankRunner:
     def __init__(self, rank: int, workload: Workload, program: Program, system: RankSystem,
                  buckets: RankBuckets, compute_ns: Callable[[Program, int], int],
                  remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
-                 record: bool = False, use_ctrl_deps: bool = True) -> None:
+                 record: bool = False, use_ctrl_deps: bool = True, per_stream: bool = False) -> None:
         self.rank = rank
         self.w = workload
         self.p = program
@@ -48,7 +48,6 @@ class RankRunner:
             self.child_ptr[i + 1] = len(flat)
         self.children = flat
         self.free: list[int] = sorted(i for i in range(n) if self.pending_deps[i] == 0)
-        self.in_flight = [0, 0, 0]
         self.ongoing = 0
         self.done = 0
         self.finished = False
@@ -72,6 +71,11 @@ class RankRunner:
                 return CPU
             return GPU_COMP if k == OpKind.COMPUTE else GPU_COMM
         self.resource = [resource(i) for i in range(n)]
+        # ASTRA-sim has one slot of each kind per rank; with per_stream, each of the program's
+        # streams has its own slots (a trace's or generator's separate CUDA streams)
+        streams = program.stream.tolist() if per_stream else [0] * n
+        self.slot = [r + 3 * st if r != NONE else NONE for r, st in zip(self.resource, streams)]
+        self.in_flight = [0] * (3 * (max(streams, default=0) + 1))
         self.kinds = kinds.tolist()
         self.replay_all = False
 
@@ -80,7 +84,7 @@ class RankRunner:
         self.call()
 
     def _available(self, i: int) -> bool:
-        r = self.resource[i]
+        r = self.slot[i]
         if r == NONE:
             return True
         return self.in_flight[r] == 0
@@ -94,7 +98,7 @@ class RankRunner:
     def issue(self, i: int) -> None:
         self.free.remove(i)
         self.ongoing += 1
-        r = self.resource[i]
+        r = self.slot[i]
         if r != NONE:
             self.in_flight[r] += 1
         now = self.buckets.queue.now
@@ -159,7 +163,7 @@ class RankRunner:
     # -- completion ------------------------------------------------------------------------
     def _finish(self, i: int) -> None:
         self.ongoing -= 1
-        r = self.resource[i]
+        r = self.slot[i]
         if r != NONE:
             self.in_flight[r] -= 1
         self.ends[i] = self.buckets.queue.now
