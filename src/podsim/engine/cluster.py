@@ -104,6 +104,8 @@ class ClusterCollectives:
         self.log: list[tuple[str, str, str, int, int, int, tuple[int, ...]]] = []
         self.calls = 0
         self.rounds_skipped = 0  #: identical rounds fast-forwarded (ran alone, nothing could interfere)
+        self.simulated: set[int] | None = None  #: the ranks simulated, when only representatives are
+        self._joins: dict[tuple[int, ...], int] = {}
 
     def issue(self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...],
               done: Callable[[int], None], name: str) -> None:
@@ -122,9 +124,20 @@ class ClusterCollectives:
                                   f"{ranks[0]}..{ranks[-1]}, where others issued {_NAMES[p.kind]} of {p.size} B")
         p.callbacks.append(done)
         p.names.append(name)
-        if len(p.callbacks) == (1 if self.mirror else len(ranks)):
+        if len(p.callbacks) == self._expected(ranks):
             del self._pending[key]
             self._start(p, ranks)
+
+    def _expected(self, ranks: tuple[int, ...]) -> int:
+        """How many simulated ranks of ``ranks`` must issue a call before it starts."""
+        if self.mirror:
+            return 1
+        if self.simulated is None:
+            return len(ranks)
+        n = self._joins.get(ranks)
+        if n is None:
+            n = self._joins[ranks] = sum(1 for r in ranks if r in self.simulated)
+        return n
 
     def pending(self) -> list[tuple[tuple[int, ...], int, int]]:
         """Collectives some ranks issued and others did not: (ranks, call number, joined)."""
@@ -285,7 +298,11 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     if workload.num_ranks != n:
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the cluster has {n} GPUs")
     queue = EventQueue()
-    mirror, why = equivalent_ranks(workload, None) if use_symmetry else (False, "disabled")
+    reps = workload.representatives if use_symmetry else None
+    if reps is not None:
+        mirror, why = False, "the workload's generator names equivalent ranks (one per pipeline stage)"
+    else:
+        mirror, why = equivalent_ranks(workload, None) if use_symmetry else (False, "disabled")
     colls_timer = Timer(fabric, tuning, "analytical")
     net = None
     if backend == "flow":
@@ -297,6 +314,9 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward)
     colls.model = colls_timer
     ranks = [0] if mirror else list(range(n))
+    if reps is not None:
+        ranks = sorted({int(r) for r in reps})
+        colls.simulated = set(ranks)
     runners = []
     for r in ranks:
         b = RankBuckets(queue)
@@ -306,7 +326,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         runner.replay_all = compute.replay_only
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)
-    results, timelines = _collect(runners, n, mirror, record_timeline)
+    results, timelines = _collect(runners, n, mirror, record_timeline, reps)
     if record_timeline:
         _add_collective_slices(timelines, colls, mirror)
     links, counters = _link_report(fabric, net, queue.now, max_link_tracks)

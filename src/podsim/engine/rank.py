@@ -58,19 +58,13 @@ class RankRunner:
         self.starts = [0] * n
         self.ends = [0] * n
         kinds = program.kind
-        is_cpu = program.is_cpu
         # ASTRA-sim's HardwareResource: CPU ops share one CPU slot; GPU compute ops one compute
         # slot; every other GPU node (collectives, sends, memory loads/stores, and metadata or
         # invalid nodes, which hold it only for the instant they take) one communication slot;
         # receives take none.
-        def resource(i: int) -> int:
-            k = kinds[i]
-            if k == OpKind.RECV:
-                return NONE
-            if is_cpu[i]:
-                return CPU
-            return GPU_COMP if k == OpKind.COMPUTE else GPU_COMM
-        self.resource = [resource(i) for i in range(n)]
+        recv, comp = int(OpKind.RECV), int(OpKind.COMPUTE)
+        self.resource = [NONE if k == recv else CPU if c else GPU_COMP if k == comp else GPU_COMM
+                         for k, c in zip(kinds.tolist(), program.is_cpu.tolist())]
         # ASTRA-sim has one slot of each kind per rank; with per_stream, each of the program's
         # streams has its own slots (a trace's or generator's separate CUDA streams)
         streams = program.stream.tolist() if per_stream else [0] * n
@@ -118,10 +112,10 @@ class RankRunner:
         elif kind == OpKind.COLLECTIVE:
             self._collective(i)
         elif kind == OpKind.SEND:
-            self.sys.msg.send(self.rank, int(p.peer[i]), int(p.size_bytes[i]), int(p.tag[i]),
+            self.sys.msg.send(self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]),
                               lambda: self.call(i))
         elif kind == OpKind.RECV:
-            self.sys.msg.recv(self.rank, int(p.peer[i]), int(p.size_bytes[i]), int(p.tag[i]),
+            self.sys.msg.recv(self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]),
                               lambda: self.call(i))
         elif kind in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
             if self.remote_mem is None:

@@ -208,7 +208,8 @@ def run_ranks(queue: EventQueue, runners: list[RankRunner], msg: object, workloa
         raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
 
 
-def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
+             reps: object = None) -> tuple[list[RankResult], dict[int, list[Slice]]]:
     per: dict[int, RankResult] = {}
     tl: dict[int, list[Slice]] = {}
     for rr in runners:
@@ -246,11 +247,14 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool) -> t
                 slices.append(Slice(f"{label}: {kind.replace('_', '-')} ({algo})", track, a, b, "chunk",
                                     {"bytes": size, "algorithm": algo}))
         tl[rr.rank] = slices
-    if mirror:
-        base = per[0]
-        out = [RankResult(r, base.finish_ns, base.compute_ns, base.comm_ns, base.exposed_comm_ns, base.cpu_ns,
-                          base.mem_ns, base.overlap_ns) for r in range(n)]
-        timelines = {r: tl[0] for r in range(n)} if record else {}
+    if mirror or reps is not None:
+        of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
+        out = []
+        for r in range(n):
+            base = per[of[r]]
+            out.append(RankResult(r, base.finish_ns, base.compute_ns, base.comm_ns, base.exposed_comm_ns,
+                                  base.cpu_ns, base.mem_ns, base.overlap_ns))
+        timelines = {r: tl[of[r]] for r in range(n)} if record else {}
         return out, timelines
     return [per[r] for r in range(n)], (tl if record else {})
 

@@ -37,6 +37,9 @@ class Layout:
     zero: int = 0                     #: DeepSpeed ZeRO stage 0-3
     distributed_optimizer: bool = False  #: Megatron's (= ZeRO-1 style sharding, fp32 grads)
     precision: str = "bf16"
+    #: reduce gradients while the backward runs (Megatron-core's --overlap-grad-reduce); off,
+    #: they are reduced after the whole backward (Megatron-LM of 2021)
+    overlap_grad_reduce: bool = True
 
     @property
     def dp(self) -> int:

@@ -56,6 +56,14 @@ class Program:
     extras: dict[int, dict[str, object]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what a reader changed or dropped, for reports
     ctrl_deps_order: bool = True  # control dependencies order ops (False: they are only caller links)
+    #: ``peer`` holds rank offsets (peer = own rank + peer), so ranks at different positions of a
+    #: regular layout can share one program
+    relative_peers: bool = False
+
+    def peer_of(self, i: int, rank: int) -> int:
+        """The absolute peer rank of send/recv op ``i`` run by ``rank``."""
+        p = int(self.columns["peer"][i])
+        return rank + p if self.relative_peers else p
 
     def __len__(self) -> int:
         return len(self.names)
@@ -91,7 +99,8 @@ class Program:
             h.update(np.ascontiguousarray(self.columns[key]).tobytes())
         for arr in (self.data_ptr, self.data_idx, self.ctrl_ptr, self.ctrl_idx):
             h.update(np.ascontiguousarray(arr).tobytes())
-        h.update(repr((self.streams, self.group_keys, sorted(self.extras.items(), key=lambda kv: kv[0]))).encode())
+        h.update(repr((self.streams, self.group_keys, sorted(self.extras.items(), key=lambda kv: kv[0]),
+                       self.relative_peers)).encode())
         if include_ids:
             h.update("\0".join(self.names).encode())
         return h.hexdigest()

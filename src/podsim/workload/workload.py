@@ -36,6 +36,9 @@ class Workload:
     rank_program: np.ndarray
     groups: list[Group] = field(default_factory=list)
     name: str = "workload"
+    #: optional: for each rank, the rank whose behaviour it provably shares (a generator that
+    #: knows its layout is regular says so); engines may simulate only the representatives
+    representatives: np.ndarray | None = None
     _index: dict[tuple[str, int], int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

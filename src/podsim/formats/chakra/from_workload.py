@@ -62,7 +62,7 @@ def program_to_nodes(program: Program, rank: int) -> list[Node]:
             if program.priority[i]:
                 nd.set_attr("comm_priority", int(program.priority[i]), "int32")
         elif kind in (OpKind.SEND, OpKind.RECV):
-            peer = int(program.peer[i])
+            peer = program.peer_of(i, rank)
             src, dst = (rank, peer) if kind == OpKind.SEND else (peer, rank)
             nd.set_attr("comm_src", src, "int32")
             nd.set_attr("comm_dst", dst, "int32")

@@ -1,0 +1,77 @@
+"""Compute-op time from FLOPs and bytes with size-dependent efficiency (a calibrated roofline).
+
+Three kinds of kernels:
+
+* **GEMM** ``(m x k) @ (k x n)``, ``count`` of them (batched): its time is the larger of
+  ``2 m n k / (peak x eff)`` and its memory traffic over HBM bandwidth, plus a launch overhead.
+  ``eff = gemm_max x s(m) s(n) s(k)`` with ``s(d) = d / (d + gemm_knee)``: large GEMMs reach
+  ``gemm_max`` of peak; a small dimension (a 128-wide head, a short sequence) costs
+  efficiency, as tile quantisation and poor occupancy do on real GPUs.
+* **memory-bound** kernels (norms, activations, dropout, softmax, optimizer): bytes over
+  ``memory_max x`` HBM bandwidth, plus the launch overhead.
+* **flash attention**: its FLOPs at ``flash_max x s(seq) s(head_dim)`` of peak.
+
+The efficiency parameters are data (``hardware/gpus.yaml``, key ``efficiency``) fitted once per
+GPU type; a GPU without its own inherits A100's fit.  Units: FLOPs, bytes, ns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware.gpu import GpuSpec, gpu_specs
+
+#: A100 fit (docs/compute.md); the defaults for every GPU without its own
+DEFAULT_EFFICIENCY = {"gemm_max": 0.82, "gemm_knee": 48.0, "memory_max": 0.80, "flash_max": 0.55,
+                      "launch_ns": 3000.0}
+
+
+@dataclass(frozen=True)
+class ComputeModel:
+    """Times compute kernels on one GPU in one precision."""
+
+    gpu: GpuSpec
+    dtype: str = "bf16"
+    gemm_max: float = DEFAULT_EFFICIENCY["gemm_max"]
+    gemm_knee: float = DEFAULT_EFFICIENCY["gemm_knee"]
+    memory_max: float = DEFAULT_EFFICIENCY["memory_max"]
+    flash_max: float = DEFAULT_EFFICIENCY["flash_max"]
+    launch_ns: float = DEFAULT_EFFICIENCY["launch_ns"]
+
+    @classmethod
+    def for_gpu(cls, gpu: GpuSpec, dtype: str = "bf16", **override: float) -> "ComputeModel":
+        """The model with ``gpu``'s fitted efficiency (A100's if it has none)."""
+        eff = dict(DEFAULT_EFFICIENCY)
+        eff.update(gpu.efficiency or gpu_specs()["a100-80gb"].efficiency)
+        eff.update(override)
+        return cls(gpu, dtype, **eff)
+
+    @property
+    def elem_bytes(self) -> float:
+        return {"fp32": 4.0, "tf32": 4.0, "fp8": 1.0}.get(self.dtype, 2.0)
+
+    def _s(self, d: float) -> float:
+        return d / (d + self.gemm_knee)
+
+    def gemm_ns(self, m: float, n: float, k: float, count: float = 1.0) -> float:
+        """``count`` GEMMs of ``(m x k) @ (k x n)``."""
+        if m <= 0 or n <= 0 or k <= 0 or count <= 0:
+            return 0.0
+        flops = 2.0 * m * n * k * count
+        eff = self.gemm_max * self._s(m) * self._s(n) * self._s(k)
+        t_flops = flops / (self.gpu.peak(self.dtype) * eff)
+        t_mem = (m * k + k * n + m * n) * count * self.elem_bytes / (self.gpu.hbm_bandwidth * self.memory_max)
+        return max(t_flops, t_mem) + self.launch_ns
+
+    def memory_ns(self, nbytes: float, kernels: int = 1) -> float:
+        """Memory-bound kernels moving ``nbytes`` in total."""
+        if nbytes <= 0:
+            return 0.0
+        return nbytes / (self.gpu.hbm_bandwidth * self.memory_max) + kernels * self.launch_ns
+
+    def flash_ns(self, flops: float, seq: float, head_dim: float) -> float:
+        """A flash-attention kernel of ``flops``."""
+        if flops <= 0:
+            return 0.0
+        eff = self.flash_max * self._s(seq) * self._s(head_dim)
+        return flops / (self.gpu.peak(self.dtype) * eff) + self.launch_ns

@@ -1,0 +1,239 @@
+"""Turn (model, layout, GPU) into a :class:`~podsim.workload.Workload`: one training iteration.
+
+Ranks are numbered as Megatron does: TP fastest, then CP, then DP, then PP, so
+``rank = tp + TP (cp + CP (dp + DP pp))``.  Every rank of a pipeline stage runs the same
+program (peers are relative offsets), and all ranks of a stage are equivalent: the workload
+names the stage's TP-, CP- and DP-rank-0 GPU as their representative.
+
+A stage's program follows its pipeline schedule (:mod:`podsim.llm.schedule`).  Each pass
+receives its input from the neighbouring stage (point-to-point, its own stream), runs its
+layers (compute and blocking TP / CP / EP collectives, :mod:`podsim.llm.ops`), and sends its
+output on.  Gradients are reduced over the data-parallel group in buckets as the last
+micro-batch's backward produces them, on a separate stream, overlapping the rest of the
+backward; then the optimizer steps (and, with a sharded optimizer, gathers the weights).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..compute.model import ComputeModel
+from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from .layout import Layout
+from .memory import stage_layers, stage_params
+from .model import ModelConfig
+from .ops import LayerCosts, Step
+from .schedule import schedule
+
+BUCKET_PARAMS = 40_000_000  #: Megatron's default gradient bucket (elements)
+
+
+def rank_of(layout: Layout, tp: int, cp: int, dp: int, pp: int) -> int:
+    """Global rank of a (TP, CP, DP, PP) position."""
+    return tp + layout.tp * (cp + layout.cp * (dp + layout.dp * pp))
+
+
+def build_groups(layout: Layout) -> list[Group]:
+    """TP, CP, DP, PP and EP groups of a layout."""
+    t, c, d, p = layout.tp, layout.cp, layout.dp, layout.pp
+    groups: list[Group] = []
+    for pp in range(p):
+        for dp in range(d):
+            for cp in range(c):
+                groups.append(Group("tp", tuple(rank_of(layout, i, cp, dp, pp) for i in range(t))))
+        for tp in range(t):
+            for dp in range(d):
+                if c > 1:
+                    groups.append(Group("cp", tuple(rank_of(layout, tp, i, dp, pp) for i in range(c))))
+            for cp in range(c):
+                groups.append(Group("dp", tuple(rank_of(layout, tp, cp, i, pp) for i in range(d))))
+                if layout.ep > 1:
+                    for e0 in range(0, d, layout.ep):
+                        groups.append(Group("ep", tuple(rank_of(layout, tp, cp, e0 + i, pp)
+                                                        for i in range(layout.ep))))
+    if p > 1:
+        for tp in range(t):
+            for cp in range(c):
+                for dp in range(d):
+                    groups.append(Group("pp", tuple(rank_of(layout, tp, cp, dp, s) for s in range(p))))
+    return groups
+
+
+class _StageProgram:
+    """Builds one pipeline stage's program."""
+
+    def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int) -> None:
+        self.m, self.lay, self.costs, self.s = model, layout, costs, stage
+        self.b = ProgramBuilder(f"stage{stage}")
+        self.prev: int | None = None
+        self.stride = layout.tp * layout.cp * layout.dp
+        self.nodes = 0
+        self.pending_dp: list[int] = []
+        self.bucket = 0.0
+        self.act_bytes = costs.act_bytes // (layout.tp if layout.sequence_parallel else 1)
+
+    def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
+        self.nodes += 1
+        return self.b.add(kind, name, data_deps=deps, node_id=self.nodes, **kw)
+
+    def chain(self, kind: OpKind, name: str, extra: list[int] | None = None, **kw: object) -> int:
+        deps = ([self.prev] if self.prev is not None else []) + (extra or [])
+        self.prev = self._add(kind, name, deps, **kw)
+        return self.prev
+
+    def step(self, st: Step, label: str) -> None:
+        if st.collective is None:
+            if st.ns > 0:
+                self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))),
+                           flops=st.flops)
+        else:
+            self.chain(OpKind.COLLECTIVE, f"{label} {st.name}", collective=int(st.collective),
+                       size_bytes=st.nbytes, group=st.group, stream=st.group)
+
+    def _tag(self, mb: int, vstage: int, forward: bool) -> int:
+        return (mb * self.lay.pp * self.lay.vpp + vstage) * 2 + (0 if forward else 1)
+
+    def _peer(self, vstage: int) -> int:
+        """Rank offset of the pipeline rank that runs virtual stage ``vstage``."""
+        return (vstage % self.lay.pp - self.s) * self.stride
+
+    def recv(self, mb: int, vstage: int, src_vstage: int, forward: bool) -> int:
+        return self._add(OpKind.RECV, f"recv {'activation' if forward else 'gradient'} mb{mb}",
+                         [self.prev] if self.prev is not None else [], peer=self._peer(src_vstage),
+                         size_bytes=self.act_bytes, tag=self._tag(mb, vstage, forward), stream="pp")
+
+    def send(self, mb: int, dst_vstage: int, forward: bool) -> None:
+        self._add(OpKind.SEND, f"send {'activation' if forward else 'gradient'} mb{mb}",
+                  [self.prev] if self.prev is not None else [], peer=self._peer(dst_vstage),
+                  size_bytes=self.act_bytes, tag=self._tag(mb, dst_vstage, forward), stream="pp")
+
+    def dp_grads(self, params: float, force: bool = False) -> None:
+        """Reduce accumulated gradients once a bucket is full (or ``force``)."""
+        lay = self.lay
+        if lay.dp * lay.cp == 1:
+            return
+        self.bucket += params
+        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp)
+        if self.bucket <= 0 or (self.bucket < limit and not force):
+            return
+        sharded = lay.distributed_optimizer or lay.zero >= 1
+        kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
+        nbytes = int(self.bucket * 4)  # fp32 gradients
+        op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
+                       [self.prev] if self.prev is not None else [], collective=int(kind), size_bytes=nbytes,
+                       group="dp", stream="dp")
+        self.pending_dp.append(op)
+        self.bucket = 0.0
+
+    def build(self) -> ProgramBuilder:
+        m, lay, costs, s = self.m, self.lay, self.costs, self.s
+        p, v = lay.pp, lay.vpp
+        per_chunk = m.layers // (p * v)
+        last_v = p * v - 1
+        mbs = lay.num_microbatches
+        zero3 = lay.zero >= 3 and lay.dp > 1
+        for forward, mb, chunk in schedule(lay.schedule, p, s, mbs, v):
+            g = chunk * p + s
+            layers = range(g * per_chunk, (g + 1) * per_chunk)
+            label = f"{'F' if forward else 'B'} mb{mb}"
+            if forward:
+                if g > 0:
+                    r = self.recv(mb, g, g - 1, True)
+                    self.chain(OpKind.NOOP, f"{label} input", [r])
+                else:
+                    self.step(costs.embedding(False), label)
+                for i in layers:
+                    if zero3:
+                        self._gather_params(i, label)
+                    for st in costs.forward(m.is_moe_layer(i)):
+                        self.step(st, f"{label} L{i}")
+                if g == last_v:
+                    self.step(costs.output(False), label)
+                else:
+                    self.send(mb, g + 1, True)
+            else:
+                if g < last_v:
+                    r = self.recv(mb, g, g + 1, False)
+                    self.chain(OpKind.NOOP, f"{label} grad input", [r])
+                else:
+                    self.step(costs.output(True), label)
+                last_mb = mb == mbs - 1
+                for i in reversed(layers):
+                    if zero3:
+                        self._gather_params(i, label)
+                    if lay.recompute == "full":
+                        for st in costs.forward(m.is_moe_layer(i)):
+                            self.step(st, f"{label} L{i} recompute")
+                    for st in costs.backward(m.is_moe_layer(i)):
+                        self.step(st, f"{label} L{i}")
+                    if zero3:
+                        self._scatter_grads(i, label)
+                    elif last_mb and lay.overlap_grad_reduce:
+                        self.dp_grads(self._layer_params(i))
+                    elif last_mb:
+                        self.bucket += self._layer_params(i)  # reduced after the backward
+                if g == 0:
+                    self.step(costs.embedding(True), label)
+                else:
+                    self.send(mb, g - 1, False)
+        self._finish()
+        return self.b
+
+    def _layer_params(self, i: int) -> float:
+        lay, m = self.lay, self.m
+        if m.is_moe_layer(i):
+            dense = m.attention_params() + m.norm_params() + m.hidden * m.experts
+            return dense / lay.tp + m.experts * m.mlp_params(m.expert_ffn) / (lay.tp * lay.ep)
+        return m.layer_params(i) / lay.tp
+
+    def _gather_params(self, i: int, label: str) -> None:
+        nbytes = int(self._layer_params(i) * 2)
+        self.chain(OpKind.COLLECTIVE, f"{label} L{i} zero-3 param all-gather",
+                   collective=int(CollectiveKind.ALL_GATHER), size_bytes=nbytes, group="dp", stream="dp")
+
+    def _scatter_grads(self, i: int, label: str) -> None:
+        nbytes = int(self._layer_params(i) * 2)
+        op = self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 grad reduce-scatter",
+                       [self.prev] if self.prev is not None else [],
+                       collective=int(CollectiveKind.REDUCE_SCATTER), size_bytes=nbytes, group="dp", stream="dp")
+        self.pending_dp.append(op)
+
+    def _finish(self) -> None:
+        lay, m = self.lay, self.m
+        params = stage_params(m, lay, self.s)
+        rest = params - sum(self._layer_params(i) for i in stage_layers(m, lay, self.s))
+        if lay.zero < 3:
+            self.dp_grads(rest, force=True)  # embeddings / output layer, and what is left
+        shard = params / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params
+        self.chain(OpKind.COMPUTE, "optimizer step", self.pending_dp,
+                   duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard).ns))))
+        if (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1:
+            self.chain(OpKind.COLLECTIVE, "dp param all-gather", collective=int(CollectiveKind.ALL_GATHER),
+                       size_bytes=int(params * 2), group="dp", stream="dp")
+
+
+def generate(model: ModelConfig, layout: Layout, cm: ComputeModel, flash_attention: bool = True,
+             costs: LayerCosts | None = None) -> Workload:
+    """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
+    ``costs``, which gives every layer pass's steps).
+
+    Raises:
+        InputError: when the layout does not fit the model (see :meth:`Layout.check`).
+    """
+    layout.check(model)
+    costs = costs or LayerCosts(model, layout, cm, flash_attention)
+    programs = []
+    for s in range(layout.pp):
+        prog = _StageProgram(model, layout, costs, s).build().build()
+        prog.relative_peers = True
+        programs.append(prog)
+    n = layout.gpus
+    stride = layout.tp * layout.cp * layout.dp
+    stage_of = np.arange(n) // stride
+    reps = stage_of * stride
+    w = Workload(programs, stage_of.astype(np.int32), build_groups(layout),
+                 f"{model.name} tp{layout.tp} pp{layout.pp} dp{layout.dp}")
+    w.representatives = reps
+    return w
