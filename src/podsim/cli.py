@@ -28,6 +28,16 @@ EPILOG_EXAMPLE = """examples:
   podsim example --list"""
 
 
+EPILOG_LLM = """examples:
+  podsim llm --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 16 --global-batch 1536 \\
+      --recompute selective --sequence-parallel --distributed-optimizer
+  podsim llm --model llama3-70b --gpu h100-80gb --gpus 512 --tp 8 --pp 4 --vpp 5 \\
+      --global-batch 512 --seq-len 8192 --json run.json --trace run.trace.json
+  podsim llm --model-config config.json --gpu h100 --gpus 64 --tp 8 --global-batch 64
+
+DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula in docs/llm.md
+(forward + backward, no recomputation); times in s, memory in GiB."""
+
 EPILOG_COLLECTIVE = """examples:
   podsim collective all_reduce --cluster dgx-a100-superpod --gpus 16 -b 1K -e 4G
   podsim collective all_gather --cluster my_cluster.yaml --gpus 64 --backend flow --json ag.json
@@ -108,6 +118,38 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="OUT", help="write the rows as JSON")
     c.add_argument("--list-clusters", action="store_true", help="list the shipped cluster presets")
     c.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    lm = sub.add_parser("llm", help="simulate one training iteration of an LLM under a parallel layout",
+                        epilog=EPILOG_LLM, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = lm.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="NAME", help="a zoo model (podsim llm --list-models is not needed: see docs/llm.md)")
+    src.add_argument("--model-config", metavar="FILE", help="a HuggingFace-style config.json")
+    lm.add_argument("--gpu", default="a100-80gb", metavar="NAME", help="v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200")
+    lm.add_argument("--gpus", type=int, required=True, metavar="N")
+    lm.add_argument("--tp", type=int, default=1, metavar="T")
+    lm.add_argument("--pp", type=int, default=1, metavar="P")
+    lm.add_argument("--vpp", type=int, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
+    lm.add_argument("--ep", type=int, default=1, metavar="E")
+    lm.add_argument("--cp", type=int, default=1, metavar="C")
+    lm.add_argument("--global-batch", type=int, required=True, metavar="B", help="sequences per iteration")
+    lm.add_argument("--micro-batch", type=int, default=1, metavar="M")
+    lm.add_argument("--seq-len", type=int, default=None, metavar="S", help="default: the model's")
+    lm.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
+    lm.add_argument("--sequence-parallel", action="store_true")
+    lm.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"])
+    opt = lm.add_mutually_exclusive_group()
+    opt.add_argument("--distributed-optimizer", action="store_true")
+    opt.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
+    lm.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8", "fp32"])
+    lm.add_argument("--no-flash-attention", action="store_true", help="unfused attention (Megatron of 2021)")
+    lm.add_argument("--no-overlap-grad-reduce", action="store_true", help="reduce gradients after the backward")
+    lm.add_argument("--cluster", metavar="PRESET_OR_YAML", help="default: the preset for the GPU")
+    lm.add_argument("--gpus-per-node", type=int, metavar="K")
+    lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
+    lm.add_argument("--backend", default="analytical", choices=["analytical", "flow"])
+    lm.add_argument("--json", metavar="OUT")
+    lm.add_argument("--trace", metavar="OUT")
+    lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
                        epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
@@ -245,6 +287,54 @@ def _run_collective(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_llm(args: argparse.Namespace) -> int:
+    import json
+
+    from .fileio import atomic_write_text
+    from .llm import from_hf_config, get_model
+    from .llm.layout import Layout
+    from .llm.run import simulate_training
+    from .report import write_trace
+    from .units import parse_bandwidth
+
+    model = get_model(args.model) if args.model else from_hf_config(args.model_config)
+    lay = Layout(args.gpus, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, vpp=args.vpp,
+                 global_batch=args.global_batch, micro_batch=args.micro_batch,
+                 seq_len=args.seq_len or model.seq_len, sequence_parallel=args.sequence_parallel,
+                 recompute=args.recompute, schedule="interleaved" if args.vpp > 1 else args.schedule,
+                 zero=args.zero, distributed_optimizer=args.distributed_optimizer, precision=args.precision,
+                 overlap_grad_reduce=not args.no_overlap_grad_reduce)
+    nic = parse_bandwidth(args.nic_bandwidth, where="--nic-bandwidth") if args.nic_bandwidth else None
+    r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
+                          flash_attention=not args.no_flash_attention, record_timeline=True)
+    d = r.to_dict()
+    b = d["breakdown"]
+    print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")
+    print(f"  layout     TP {lay.tp} x PP {lay.pp} x DP {lay.dp}" + (f" x CP {lay.cp}" if lay.cp > 1 else "")
+          + (f", EP {lay.ep}" if lay.ep > 1 else "") + (f", VPP {lay.vpp}" if lay.vpp > 1 else "")
+          + f"; batch {lay.global_batch} x {lay.seq_len} tokens, micro-batch {lay.micro_batch} "
+          f"({lay.num_microbatches} per pipeline); recompute {lay.recompute}"
+          + (", SP" if lay.sequence_parallel else ""))
+    rows = [("iteration time", f"{d['iteration_time_s']:.4f} s"),
+            ("model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:.1f}"),
+            ("MFU", f"{100 * d['mfu']:.1f} %"),
+            ("tokens per second", f"{d['tokens_per_s']:,.0f}"),
+            ("memory peak per GPU", f"{d['memory_peak_gib']:.2f} GiB of {r.gpu.memory_gib:g}"),
+            ("  compute", f"{b['compute_s']:.4f} s"), ("  exposed communication", f"{b['exposed_comm_s']:.4f} s"),
+            ("  pipeline bubble", f"{b['bubble_s']:.4f} s"), ("  other", f"{b['other_s']:.4f} s")]
+    for k, v in rows:
+        print(f"  {k:<24} {v:>20}")
+    for note in d["notes"]:
+        print(f"  warning: {note}" if "does not fit" in note else f"  note: {note}")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(d, indent=1) + "\n")
+        print(f"  wrote {args.json}")
+    if args.trace:
+        write_trace(r.result, args.trace, max_ranks=64)
+        print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
+    return 0
+
+
 def _run_fabric(args: argparse.Namespace) -> int:
     from .formats.simai import write_topology
     from .hardware.cluster import build_fabric, load_cluster
@@ -300,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_collective(args)
         if args.command == "fabric":
             return _run_fabric(args)
+        if args.command == "llm":
+            return _run_llm(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

@@ -1,0 +1,190 @@
+"""Simulate one training iteration of an LLM layout on a cluster (``podsim llm``).
+
+Result fields (``TrainingResult.to_dict``; times in s, FLOP/s in 10^12, memory in GiB):
+``iteration_time_s``; ``model_tflops_per_gpu`` (model FLOPs, :mod:`podsim.llm.flops`, over
+time and GPUs); ``hardware_tflops_per_gpu`` (counting recomputation); ``mfu`` (model FLOP/s
+over the GPU's dense peak); ``tokens_per_s``; ``memory_peak_gib`` (worst pipeline stage) and
+per-stage memory; ``breakdown``: ``compute_s`` (GPU compute busy), ``exposed_comm_s``
+(collectives not hidden under compute), ``bubble_s`` (waiting for the neighbouring pipeline
+stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..compute.model import ComputeModel
+from ..engine.cluster import simulate_cluster
+from ..hardware.cluster import ClusterSpec, build_fabric, cluster_from_dict, load_cluster
+from ..hardware.gpu import GpuSpec, get_gpu
+from ..report.result import Result
+from .flops import iteration_flops
+from .generate import generate
+from .layout import Layout
+from .memory import GIB, memory
+from .model import ModelConfig
+
+_PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
+                   "h200": "dgx-h100", "b200": "dgx-h100"}
+
+
+@dataclass
+class TrainingResult:
+    """What one simulated iteration says."""
+
+    model: ModelConfig
+    layout: Layout
+    gpu: GpuSpec
+    cluster: str
+    backend: str
+    result: Result
+    model_flops: float
+    hardware_flops: float
+    breakdown: dict[str, float] = field(default_factory=dict)
+    memory: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def iteration_time_s(self) -> float:
+        return self.result.finish_ns / 1e9
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        return self.model_flops / self.iteration_time_s / self.layout.gpus / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        return self.hardware_flops / self.iteration_time_s / self.layout.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.model_tflops_per_gpu * 1000 / self.gpu.peak(self.layout.precision)
+
+    @property
+    def memory_peak_gib(self) -> float:
+        return max(s.total for s in self.memory) / GIB
+
+    def to_dict(self) -> dict:
+        lay = self.layout
+        return {
+            "model": self.model.name, "gpu": self.gpu.name, "cluster": self.cluster, "backend": self.backend,
+            "layout": {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
+                       "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
+                       "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
+                       "sequence_parallel": lay.sequence_parallel, "recompute": lay.recompute,
+                       "schedule": lay.schedule, "zero": lay.zero,
+                       "distributed_optimizer": lay.distributed_optimizer, "precision": lay.precision},
+            "iteration_time_s": round(self.iteration_time_s, 9),
+            "tokens_per_s": round(lay.global_batch * lay.seq_len / self.iteration_time_s, 3),
+            "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 3),
+            "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 3),
+            "mfu": round(self.mfu, 5),
+            "memory_peak_gib": round(self.memory_peak_gib, 4),
+            "memory_fits": self.memory_peak_gib <= self.gpu.memory_gib,
+            "memory_per_stage": [{k: round(v, 4) if isinstance(v, float) else v for k, v in s.as_gib().items()}
+                                 for s in self.memory],
+            "breakdown": {k: round(v, 9) for k, v in self.breakdown.items()},
+            "simulation": {k: v for k, v in self.result.info.items() if k not in ("podsim_version",)},
+            "notes": self.notes + list(self.result.notes),
+        }
+
+
+def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: float | None,
+                    cluster: str | ClusterSpec | None) -> ClusterSpec:
+    """The cluster to run on: ``cluster`` if given, else the preset that matches the GPU; with
+    ``gpus_per_node`` / ``nic_bandwidth`` (bytes per ns) overriding it."""
+    if isinstance(cluster, ClusterSpec):
+        spec = cluster
+    else:
+        spec = load_cluster(cluster or _PRESET_FOR_GPU.get(gpu.key, "dgx-a100-superpod"))
+    if gpus_per_node is None and nic_bandwidth is None:
+        return spec
+    inter = dict(spec.inter)
+    if nic_bandwidth is not None:
+        inter["nic_bandwidth"] = f"{nic_bandwidth} GB/s"
+    for k in ("nic_latency", "switch_latency", "latency", "hop_latency"):
+        if k in inter:
+            inter[k] = f"{inter[k]} ns"
+    for k in ("uplink_bandwidth", "bandwidth"):
+        if k in inter:
+            inter[k] = f"{inter[k]} GB/s"
+    intra = {k: (f"{v} GB/s" if "bandwidth" in k else f"{v} ns" if k == "latency" else v) for k, v in spec.intra.items()}
+    doc = {"name": spec.name + "-custom", "gpu": spec.gpu, "gpus_per_node": gpus_per_node or spec.gpus_per_node,
+           "intra_node": intra, "inter_node": inter}
+    custom = cluster_from_dict(doc, spec.source)
+    return ClusterSpec(custom.name, custom.gpu, custom.gpus_per_node, custom.intra, custom.inter, spec.nccl,
+                       spec.description, None, spec.source)
+
+
+def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
+                      cluster: str | ClusterSpec | None = None, backend: str = "analytical",
+                      gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
+                      flash_attention: bool = True, record_timeline: bool = True,
+                      compute: ComputeModel | None = None) -> TrainingResult:
+    """Simulate one iteration.
+
+    Raises:
+        InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
+    """
+    spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    layout.check(model)
+    cm = compute or ComputeModel.for_gpu(spec_gpu, layout.precision)
+    spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
+    fabric = build_fabric(spec, layout.gpus)
+    w = generate(model, layout, cm, flash_attention)
+    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline)
+    mf, hf = iteration_flops(model, layout)
+    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
+                         memory=memory(model, layout))
+    out.breakdown = breakdown(res)
+    if out.memory_peak_gib > spec_gpu.memory_gib:
+        worst = max(out.memory, key=lambda s: s.total)
+        out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
+                         f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB")
+    return out
+
+
+def _union(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        elif b > a:
+            out.append((a, b))
+    return out
+
+
+def _length(iv: list[tuple[int, int]]) -> int:
+    return sum(b - a for a, b in iv)
+
+
+def _minus(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """Length of ``a`` not covered by ``b`` (both sorted, disjoint unions)."""
+    inter = 0
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            inter += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return _length(a) - inter
+
+
+def breakdown(res: Result) -> dict[str, float]:
+    """Compute, exposed collectives, pipeline waits and the rest, on the rank finishing last."""
+    last = max(res.ranks, key=lambda r: r.finish_ns)
+    slices = res.timelines.get(last.rank, [])
+    comp = _union([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
+    coll = _union([(s.start_ns, s.end_ns) for s in slices
+                   if s.category == "comm" and " recv " not in f" {s.name} " and " send " not in f" {s.name} "])
+    recv = _union([(s.start_ns, s.end_ns) for s in slices if s.category == "comm" and s.name.startswith("recv")])
+    total = last.finish_ns
+    c = _length(comp)
+    exposed = _minus(coll, comp)
+    busy = _union(comp + coll)
+    bubble = _minus(recv, busy)
+    other = max(0, total - c - exposed - bubble)
+    return {"compute_s": c / 1e9, "exposed_comm_s": exposed / 1e9, "bubble_s": bubble / 1e9, "other_s": other / 1e9}
