@@ -151,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--trace", metavar="OUT")
     lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
+    va = sub.add_parser("validate", help="compare predictions with every published measurement podsim can run",
+                        epilog="examples:\n  podsim validate\n  podsim validate --only megatron_sc21_t1 --json v.json",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    va.add_argument("--data", default=None, metavar="DIR",
+                    help="the reference data folder (default: $PODSIM_REFERENCE_DATA or ../shared/data)")
+    va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
+    va.add_argument("--json", metavar="OUT")
+    va.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
     f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
                        epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
                               "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
@@ -335,6 +344,30 @@ def _run_llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_validate(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from .fileio import atomic_write_text
+    from .validation import format_checks, run_validation
+
+    data = args.data or os.environ.get("PODSIM_REFERENCE_DATA") or os.path.join("..", "shared", "data")
+
+    def progress(row: str) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r  {row:<60}")
+            sys.stderr.flush()
+
+    checks, skipped = run_validation(data, args.only, progress)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 64 + "\r")
+    print(format_checks(checks, skipped))
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"rows": [dict(c.__dict__, error=c.error) for c in checks],
+                                                 "skipped": skipped}, indent=1) + "\n")
+    return 0
+
+
 def _run_fabric(args: argparse.Namespace) -> int:
     from .formats.simai import write_topology
     from .hardware.cluster import build_fabric, load_cluster
@@ -392,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_fabric(args)
         if args.command == "llm":
             return _run_llm(args)
+        if args.command == "validate":
+            return _run_validate(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

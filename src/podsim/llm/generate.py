@@ -120,7 +120,7 @@ class _StageProgram:
             return
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
-        nbytes = int(self.bucket * 4)  # fp32 gradients
+        nbytes = int(self.bucket * lay.grad_reduce_bytes)
         op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
                        [self.prev] if self.prev is not None else [], collective=int(kind), size_bytes=nbytes,
                        group="dp", stream="dp")

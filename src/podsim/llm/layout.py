@@ -40,6 +40,9 @@ class Layout:
     #: reduce gradients while the backward runs (Megatron-core's --overlap-grad-reduce); off,
     #: they are reduced after the whole backward (Megatron-LM of 2021)
     overlap_grad_reduce: bool = True
+    #: bytes per gradient element in the data-parallel reduction (4: fp32, Megatron's default
+    #: for bf16; 2: reduced in the training precision)
+    grad_reduce_bytes: int = 4
 
     @property
     def dp(self) -> int:
