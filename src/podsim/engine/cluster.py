@@ -105,6 +105,10 @@ class ClusterCollectives:
         self.calls = 0
         self.rounds_skipped = 0  #: identical rounds fast-forwarded (ran alone, nothing could interfere)
         self.simulated: set[int] | None = None  #: the ranks simulated, when only representatives are
+        #: flow backend: time collectives inside one server in closed form (their NVLink traffic
+        #: is then not shared with other flows, e.g. PXN relays)
+        self.intra_closed_form = False
+        self._servers: dict[tuple[int, ...], bool] = {}
         self._joins: dict[tuple[int, ...], int] = {}
 
     def issue(self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...],
@@ -139,6 +143,13 @@ class ClusterCollectives:
             n = self._joins[ranks] = sum(1 for r in ranks if r in self.simulated)
         return n
 
+    def _one_server(self, ranks: tuple[int, ...]) -> bool:
+        hit = self._servers.get(ranks)
+        if hit is None:
+            g = self.fabric.gpus_per_node
+            hit = self._servers[ranks] = len({r // g for r in ranks}) == 1
+        return hit
+
     def pending(self) -> list[tuple[tuple[int, ...], int, int]]:
         """Collectives some ranks issued and others did not: (ranks, call number, joined)."""
         return [(r, s, len(p.callbacks)) for (r, s), p in self._pending.items()]
@@ -164,7 +175,7 @@ class ClusterCollectives:
             self.log.append((p.names[0], sched.algorithm, sched.protocol, start, self.queue.now, p.size, ranks))
             for cb in p.callbacks:
                 cb(0)
-        if self.backend == "analytical" or not sched.steps:
+        if self.backend == "analytical" or not sched.steps or (self.intra_closed_form and self._one_server(ranks)):
             self.queue.schedule(start + t_ns, lambda _a: finish())
         else:
             _FlowRun(self, sched, finish).begin()
@@ -286,12 +297,17 @@ class ClusterRankSystem:
 def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, backend: str = "flow",
                      compute: ComputeModel | None = None, use_symmetry: bool = True,
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-                     max_link_tracks: int = 256, fast_forward: bool = True) -> Result:
+                     max_link_tracks: int = 256, fast_forward: bool = True,
+                     intra_server_closed_form: bool = False) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
     start any before its step's remaining identical rounds would end, skip simulating them
-    (exact; their bytes and busy time are credited to the links)."""
+    (exact; their bytes and busy time are credited to the links).
+
+    ``intra_server_closed_form``: with the flow backend, time collectives whose GPUs share one
+    server in closed form instead of as flows (much faster for tensor parallelism; their NVLink
+    traffic then does not contend with other flows)."""
     t0 = time.perf_counter()
     compute = compute or ComputeModel()
     n = fabric.num_gpus
@@ -312,6 +328,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward)
+    colls.intra_closed_form = intra_server_closed_form
     colls.model = colls_timer
     ranks = [0] if mirror else list(range(n))
     if reps is not None:

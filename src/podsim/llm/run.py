@@ -132,7 +132,9 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
     w = generate(model, layout, cm, flash_attention)
-    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline)
+    # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
+    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
+                           intra_server_closed_form=True)
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
                          memory=memory(model, layout))
