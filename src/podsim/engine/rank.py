@@ -17,6 +17,7 @@ from .buckets import RankBuckets
 from .system import RankSystem
 
 CPU, GPU_COMP, GPU_COMM, NONE = 0, 1, 2, 3
+_COMPUTE, _COLLECTIVE, _NOOP = int(OpKind.COMPUTE), int(OpKind.COLLECTIVE), int(OpKind.NOOP)
 
 
 class RankRunner:
@@ -71,6 +72,9 @@ class RankRunner:
         self.slot = [r + 3 * st if r != NONE else NONE for r, st in zip(self.resource, streams)]
         self.in_flight = [0] * (3 * (max(streams, default=0) + 1))
         self.kinds = kinds.tolist()
+        self._replay = program.replay_only.tolist()
+        self._cpu = program.is_cpu.tolist()
+        self._coll_cache: dict[int, tuple] = {}
         self.replay_all = False
 
     # -- issue loop ------------------------------------------------------------------------
@@ -99,17 +103,17 @@ class RankRunner:
         self.starts[i] = now
         kind = self.kinds[i]
         p = self.p
-        if kind == OpKind.COMPUTE or ((self.replay_all or p.replay_only[i]) and kind != OpKind.NOOP):
+        if kind == _COMPUTE or ((self.replay_all or self._replay[i]) and kind != _NOOP):
             ns = self.compute_ns(p, i)
             if ns < 0:  # a roofline op with no tensor size: skipped as invalid
                 self._finish(i)
                 return
-            if p.is_cpu[i]:
+            if self._cpu[i]:
                 self.cpu_ops_ns += ns
             else:
                 self.gpu_ops_ns += ns
             self.buckets.register(ns, lambda: self.call(i))
-        elif kind == OpKind.COLLECTIVE:
+        elif kind == _COLLECTIVE:
             self._collective(i)
         elif kind == OpKind.SEND:
             self.sys.msg.send(self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]),
@@ -126,13 +130,22 @@ class RankRunner:
             self._finish(i)
 
     def _collective(self, i: int) -> None:
+        call = self._coll_cache.get(i)
+        if call is None:
+            call = self._coll_cache[i] = self._collective_call(i)
+        if call[0] is None:  # a replayed broadcast
+            self.buckets.register(call[1], lambda: self.call(i))
+            return
+        kind, size, involved, group, key, prio, nid, name = call
+        self.sys.generate(kind, size, involved, group, key, prio, lambda _ns: self.call(i), nid, name)
+
+    def _collective_call(self, i: int) -> tuple:
+        """What op ``i`` asks of the system layer (computed once per op)."""
         p = self.p
         kind = CollectiveKind(int(p.collective[i]))
         size = int(p.size_bytes[i])
         if kind == CollectiveKind.BROADCAST:
-            ns = int(p.duration_ns[i]) or 1
-            self.buckets.register(ns, lambda: self.call(i))
-            return
+            return (None, int(p.duration_ns[i]) or 1)
         if kind not in (CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
                         CollectiveKind.ALL_TO_ALL):
             raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
@@ -151,8 +164,8 @@ class RankRunner:
                 group = tuple(grp.ranks)
         extra = p.extras.get(i, {})
         involved = extra.get("involved_dim")
-        self.sys.generate(kind, size, involved, group, key, int(p.priority[i]),
-                          lambda _ns: self.call(i), int(p.node_id[i]), p.names[i] or f"node {int(p.node_id[i])}")
+        return (kind, size, involved, group, key, int(p.priority[i]), int(p.node_id[i]),
+                p.names[i] or f"node {int(p.node_id[i])}")
 
     # -- completion ------------------------------------------------------------------------
     def _finish(self, i: int) -> None:

@@ -114,7 +114,7 @@ class ProgramBuilder:
 
     def __init__(self, name: str = "program") -> None:
         self.name = name
-        self._cols: dict[str, list] = {k: [] for k in COLUMNS}
+        self._rows: list[dict[str, object]] = []
         self._names: list[str] = []
         self._data: list[Sequence[int]] = []
         self._ctrl: list[Sequence[int]] = []
@@ -144,18 +144,15 @@ class ProgramBuilder:
             group: str | None = None, extra: dict[str, object] | None = None, **values: object) -> int:
         """Add one op; ``values`` are column values (see ``COLUMNS``).  Returns its index."""
         idx = len(self._names)
-        row = {k: default for k, (_, default) in COLUMNS.items()}
-        row["kind"] = int(kind)
-        for key, val in values.items():
+        for key in values:
             if key not in COLUMNS:
                 raise KeyError(f"unknown op column {key!r}")
-            row[key] = val
+        values["kind"] = int(kind)
         if stream is not None:
-            row["stream"] = self.stream_index(stream)
+            values["stream"] = self.stream_index(stream)
         if group is not None:
-            row["group"] = self.group_index(group)
-        for key, val in row.items():
-            self._cols[key].append(val)
+            values["group"] = self.group_index(group)
+        self._rows.append(values)
         self._names.append(name)
         self._data.append(tuple(data_deps))
         self._ctrl.append(tuple(ctrl_deps))
@@ -165,8 +162,18 @@ class ProgramBuilder:
 
     def build(self) -> Program:
         """Freeze into arrays."""
-        cols = {k: np.asarray(v, dtype=COLUMNS[k][0]) if v else np.zeros(0, dtype=COLUMNS[k][0])
-                for k, v in self._cols.items()}
+        n = len(self._rows)
+        cols = {k: np.full(n, default, dtype=dt) for k, (dt, default) in COLUMNS.items()}
+        by_key: dict[str, tuple[list[int], list[object]]] = {}
+        for i, row in enumerate(self._rows):
+            for k, v in row.items():
+                entry = by_key.get(k)
+                if entry is None:
+                    entry = by_key[k] = ([], [])
+                entry[0].append(i)
+                entry[1].append(v)
+        for k, (idx, vals) in by_key.items():
+            cols[k][np.asarray(idx, dtype=np.int64)] = np.asarray(vals, dtype=COLUMNS[k][0])
         data_ptr, data_idx = _csr(self._data)
         ctrl_ptr, ctrl_idx = _csr(self._ctrl)
         return Program(self.name, cols, data_ptr, data_idx, ctrl_ptr, ctrl_idx, list(self._names),
