@@ -18,6 +18,7 @@ from .system import RankSystem
 
 CPU, GPU_COMP, GPU_COMM, NONE = 0, 1, 2, 3
 _COMPUTE, _COLLECTIVE, _NOOP = int(OpKind.COMPUTE), int(OpKind.COLLECTIVE), int(OpKind.NOOP)
+_KIND_OF: dict[int, CollectiveKind] = {}
 
 
 class RankRunner:
@@ -74,7 +75,12 @@ class RankRunner:
         self.kinds = kinds.tolist()
         self._replay = program.replay_only.tolist()
         self._cpu = program.is_cpu.tolist()
-        self._coll_cache: dict[int, tuple] = {}
+        self._coll_kind = program.collective.tolist()
+        self._coll_group = program.group.tolist()
+        self._size = program.size_bytes.tolist()
+        self._prio = program.priority.tolist()
+        self._nid = program.node_id.tolist()
+        self._group_cache: dict[int, tuple] = {}
         self.replay_all = False
 
     # -- issue loop ------------------------------------------------------------------------
@@ -130,9 +136,7 @@ class RankRunner:
             self._finish(i)
 
     def _collective(self, i: int) -> None:
-        call = self._coll_cache.get(i)
-        if call is None:
-            call = self._coll_cache[i] = self._collective_call(i)
+        call = self._collective_call(i)
         if call[0] is None:  # a replayed broadcast
             self.buckets.register(call[1], lambda: self.call(i))
             return
@@ -140,10 +144,12 @@ class RankRunner:
         self.sys.generate(kind, size, involved, group, key, prio, lambda _ns: self.call(i), nid, name)
 
     def _collective_call(self, i: int) -> tuple:
-        """What op ``i`` asks of the system layer (computed once per op)."""
+        """What op ``i`` asks of the system layer."""
         p = self.p
-        kind = CollectiveKind(int(p.collective[i]))
-        size = int(p.size_bytes[i])
+        code = self._coll_kind[i]
+        kind = _KIND_OF.get(code)
+        if kind is None:
+            kind = _KIND_OF[code] = CollectiveKind(code)
         if kind == CollectiveKind.BROADCAST:
             return (None, int(p.duration_ns[i]) or 1)
         if kind not in (CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
@@ -151,21 +157,24 @@ class RankRunner:
             raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
                              "supported (ASTRA-sim supports ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
                              "ALL_TO_ALL and replays BROADCAST)", where="comm_type")
-        g = int(p.group[i])
+        g = self._coll_group[i]
         group = None
         key = None
         if g != NO_VALUE:
-            key = p.group_keys[g]
-            grp = self.w.group_of(key, self.rank)
-            if grp is None:
-                raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
-                                 "not found in the comm-group configuration", where="pg_name")
-            if len(grp.ranks) != self.sys.total_npus:
-                group = tuple(grp.ranks)
-        extra = p.extras.get(i, {})
-        involved = extra.get("involved_dim")
-        return (kind, size, involved, group, key, int(p.priority[i]), int(p.node_id[i]),
-                p.names[i] or f"node {int(p.node_id[i])}")
+            hit = self._group_cache.get(g)
+            if hit is None:
+                key = p.group_keys[g]
+                grp = self.w.group_of(key, self.rank)
+                if grp is None:
+                    raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
+                                     "not found in the comm-group configuration", where="pg_name")
+                hit = self._group_cache[g] = (key, tuple(grp.ranks) if len(grp.ranks) != self.sys.total_npus
+                                              else None)
+            key, group = hit
+        extra = p.extras.get(i)
+        involved = extra.get("involved_dim") if extra else None
+        return (kind, self._size[i], involved, group, key, self._prio[i], self._nid[i],
+                p.names[i] or f"node {self._nid[i]}")
 
     # -- completion ------------------------------------------------------------------------
     def _finish(self, i: int) -> None:
