@@ -40,7 +40,7 @@ def test_korthikanti_figure1_exact(refdata) -> None:
         lay = Layout(int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]), vpp=int(r["vpp"]),
                      global_batch=int(r["global_batch"]), micro_batch=int(r["micro_batch"]),
                      seq_len=int(r["seq_len"]), sequence_parallel=r["seq_par"] == "yes",
-                     recompute="selective" if r["recompute"] == "selective" else "none")
+                     recompute="selective" if r["recompute"] == "selective" else "none", flash_attention=False)
         lay.check(m)
         if r["metric"] == "params_grads_optimizer_GiB":
             got = sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
@@ -58,7 +58,7 @@ def test_korthikanti_figure7(refdata) -> None:
     for r in cases:
         m = gpt(r)
         p = int(r["pp"])
-        base = Layout(8 * p, tp=8, pp=p, global_batch=p, seq_len=2048)
+        base = Layout(8 * p, tp=8, pp=p, global_batch=p, seq_len=2048, flash_attention=False)
         pct = 100 * stage_memory(m, replace(base, **variants[r["recompute"]]), 0).activations_layers \
             / stage_memory(m, base, 0).activations_layers
         assert pct == pytest.approx(float(r["value"]), abs=0.15), r["row_id"]

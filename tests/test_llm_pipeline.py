@@ -98,3 +98,20 @@ def test_groups_and_representatives() -> None:
     assert rank_of(lay, 1, 0, 3, 2) == 1 + 2 * (3 + 8 * 2)
     w = generate(get_model("gpt3-1.3b"), lay, ComputeModel.for_gpu(get_gpu("a100-80gb")))
     assert len(w.programs) == 4 and sorted(set(w.representatives.tolist())) == [0, 16, 32, 48]
+
+
+def test_uneven_pipeline_split() -> None:
+    # Llama 3 405B: 126 layers on 16 pipeline ranks, 7 on the first and last, 8 on the others
+    m = get_model("llama3-405b")
+    lay = Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=7, last_stage_layers=7)
+    lay.check(m)
+    assert lay.stage_layer_counts(m) == [7] + [8] * 14 + [7]
+    assert list(lay.chunk_layers(m, 0)) == list(range(7))
+    assert list(lay.chunk_layers(m, 1)) == list(range(7, 15))
+    assert list(lay.chunk_layers(m, 15)) == list(range(119, 126))
+    from podsim.errors import InputError
+    with pytest.raises(InputError, match="does not divide the 126 layers"):
+        Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192).check(m)
+    with pytest.raises(InputError, match="does not leave the other 14 pipeline ranks an equal share"):
+        Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=6,
+               last_stage_layers=7).check(m)

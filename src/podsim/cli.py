@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--tp", type=int, default=1, metavar="T")
     lm.add_argument("--pp", type=int, default=1, metavar="P")
     lm.add_argument("--vpp", type=int, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
+    lm.add_argument("--first-stage-layers", type=int, default=None, metavar="L",
+                    help="uneven pipeline split: layers on the first pipeline rank")
+    lm.add_argument("--last-stage-layers", type=int, default=None, metavar="L",
+                    help="uneven pipeline split: layers on the last pipeline rank")
     lm.add_argument("--ep", type=int, default=1, metavar="E")
     lm.add_argument("--cp", type=int, default=1, metavar="C")
     lm.add_argument("--global-batch", type=int, required=True, metavar="B", help="sequences per iteration")
@@ -312,10 +316,12 @@ def _run_llm(args: argparse.Namespace) -> int:
                  seq_len=args.seq_len or model.seq_len, sequence_parallel=args.sequence_parallel,
                  recompute=args.recompute, schedule="interleaved" if args.vpp > 1 else args.schedule,
                  zero=args.zero, distributed_optimizer=args.distributed_optimizer, precision=args.precision,
-                 overlap_grad_reduce=not args.no_overlap_grad_reduce)
+                 overlap_grad_reduce=not args.no_overlap_grad_reduce,
+                 first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
+                 flash_attention=not args.no_flash_attention)
     nic = parse_bandwidth(args.nic_bandwidth, where="--nic-bandwidth") if args.nic_bandwidth else None
     r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
-                          flash_attention=not args.no_flash_attention, record_timeline=True)
+                          record_timeline=True)
     d = r.to_dict()
     b = d["breakdown"]
     print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")

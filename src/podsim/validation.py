@@ -55,9 +55,8 @@ def _throughput(r: dict) -> float:
     zero3 = "ZeRO-3" in r["row_id"]
     lay = Layout(int(r["gpus"]), tp=int(r["tp"] or 1), pp=int(r["pp"] or 1), global_batch=int(r["global_batch"]),
                  micro_batch=int(r["micro_batch"] or 1), seq_len=int(r["seq_len"] or 2048), recompute="full",
-                 precision="fp16", overlap_grad_reduce=False, zero=3 if zero3 else 0)
-    res = simulate_training(m, lay, "a100-80gb", "dgx-a100-superpod", "analytical", flash_attention=False,
-                            record_timeline=False)
+                 precision="fp16", overlap_grad_reduce=False, zero=3 if zero3 else 0, flash_attention=False)
+    res = simulate_training(m, lay, "a100-80gb", "dgx-a100-superpod", "analytical", record_timeline=False)
     return res.hardware_tflops_per_gpu
 
 
@@ -68,7 +67,7 @@ def _memory(r: dict) -> float:
     m = _gpt(r)
     if r["metric"] == "activation_memory_pct_of_baseline":
         p = int(r["pp"])
-        base = Layout(8 * p, tp=int(r["tp"]), pp=p, global_batch=p, seq_len=int(r["seq_len"]))
+        base = Layout(8 * p, tp=int(r["tp"]), pp=p, global_batch=p, seq_len=int(r["seq_len"]), flash_attention=False)
         variant = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
                    "seqsel": {"sequence_parallel": True, "recompute": "selective"},
                    "full": {"recompute": "full"}}[r["recompute"]]
@@ -77,7 +76,7 @@ def _memory(r: dict) -> float:
     lay = Layout(int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]), vpp=int(r["vpp"] or 1),
                  global_batch=int(r["global_batch"]), micro_batch=int(r["micro_batch"] or 1),
                  seq_len=int(r["seq_len"]), sequence_parallel=r["seq_par"] == "yes",
-                 recompute="selective" if r["recompute"] == "selective" else "none")
+                 recompute="selective" if r["recompute"] == "selective" else "none", flash_attention=False)
     if r["metric"] == "params_grads_optimizer_GiB":
         return sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
     return stage_memory(m, lay, 0).activations_layers / GIB

@@ -130,13 +130,12 @@ class _StageProgram:
     def build(self) -> ProgramBuilder:
         m, lay, costs, s = self.m, self.lay, self.costs, self.s
         p, v = lay.pp, lay.vpp
-        per_chunk = m.layers // (p * v)
         last_v = p * v - 1
         mbs = lay.num_microbatches
         zero3 = lay.zero >= 3 and lay.dp > 1
         for forward, mb, chunk in schedule(lay.schedule, p, s, mbs, v):
             g = chunk * p + s
-            layers = range(g * per_chunk, (g + 1) * per_chunk)
+            layers = lay.chunk_layers(m, s, chunk)
             label = f"{'F' if forward else 'B'} mb{mb}"
             if forward:
                 if g > 0:
@@ -214,7 +213,7 @@ class _StageProgram:
                        size_bytes=int(params * 2), group="dp", stream="dp")
 
 
-def generate(model: ModelConfig, layout: Layout, cm: ComputeModel, flash_attention: bool = True,
+def generate(model: ModelConfig, layout: Layout, cm: ComputeModel, flash_attention: bool | None = None,
              costs: LayerCosts | None = None) -> Workload:
     """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
     ``costs``, which gives every layer pass's steps).
@@ -223,7 +222,8 @@ def generate(model: ModelConfig, layout: Layout, cm: ComputeModel, flash_attenti
         InputError: when the layout does not fit the model (see :meth:`Layout.check`).
     """
     layout.check(model)
-    costs = costs or LayerCosts(model, layout, cm, flash_attention)
+    flash = layout.flash_attention if flash_attention is None else flash_attention
+    costs = costs or LayerCosts(model, layout, cm, flash)
     programs = []
     for s in range(layout.pp):
         prog = _StageProgram(model, layout, costs, s).build().build()

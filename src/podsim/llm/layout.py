@@ -43,6 +43,12 @@ class Layout:
     #: bytes per gradient element in the data-parallel reduction (4: fp32, Megatron's default
     #: for bf16; 2: reduced in the training precision)
     grad_reduce_bytes: int = 4
+    #: fused (flash) attention: no s x s scores are stored or materialised
+    flash_attention: bool = True
+    #: uneven pipeline split (Megatron's --decoder-first/last-pipeline-num-layers): layers on the
+    #: first / last pipeline rank; the others share the rest evenly
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
 
     @property
     def dp(self) -> int:
@@ -56,6 +62,35 @@ class Layout:
     @property
     def interleaved(self) -> bool:
         return self.vpp > 1 or self.schedule == "interleaved"
+
+    def chunk_layers(self, model: ModelConfig, stage: int, chunk: int = 0) -> range:
+        """The layers of virtual chunk ``chunk`` of pipeline rank ``stage``."""
+        if self.first_stage_layers is None and self.last_stage_layers is None:
+            per = model.layers // (self.pp * self.vpp)
+            first = (chunk * self.pp + stage) * per
+            return range(first, first + per)
+        counts = self.stage_layer_counts(model)
+        start = sum(counts[:stage])
+        return range(start, start + counts[stage])
+
+    def stage_layer_counts(self, model: ModelConfig) -> list[int]:
+        """Layers per pipeline rank (uneven when first/last are given)."""
+        p = self.pp
+        first = self.first_stage_layers
+        last = self.last_stage_layers
+        if first is None and last is None:
+            return [model.layers // p] * p
+        if p == 1:
+            return [model.layers]
+        inner = p - (first is not None) - (last is not None)
+        rest = model.layers - (first or 0) - (last or 0)
+        each = rest // inner if inner else 0
+        counts = [each] * p
+        if first is not None:
+            counts[0] = first
+        if last is not None:
+            counts[-1] = last
+        return counts
 
     def check(self, model: ModelConfig) -> None:
         """Raise :class:`InputError` naming the first rule the layout breaks for ``model``."""
@@ -82,8 +117,21 @@ class Layout:
         if model.kv % self.tp and self.tp % model.kv:
             raise InputError(f"TP {self.tp} and the {model.kv} KV heads of {model.name} do not divide each other")
         stages = self.pp * self.vpp
-        if model.layers % stages:
-            raise InputError(f"PP x VPP = {stages} does not divide the {model.layers} layers of {model.name}")
+        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
+        if uneven:
+            if self.vpp > 1:
+                raise InputError("an uneven pipeline split (--first-stage-layers / --last-stage-layers) cannot be "
+                                 "combined with virtual stages")
+            counts = self.stage_layer_counts(model)
+            inner = self.pp - (self.first_stage_layers is not None) - (self.last_stage_layers is not None)
+            rest = model.layers - (self.first_stage_layers or 0) - (self.last_stage_layers or 0)
+            if self.pp < 2 or min(counts) < 1 or (inner and rest % inner) or (not inner and rest):
+                raise InputError(f"the uneven split (first {self.first_stage_layers}, last "
+                                 f"{self.last_stage_layers}) does not leave the other {inner} pipeline ranks an "
+                                 f"equal share of the {model.layers} layers of {model.name}")
+        elif model.layers % stages:
+            raise InputError(f"PP x VPP = {stages} does not divide the {model.layers} layers of {model.name} "
+                             "(give --first-stage-layers / --last-stage-layers for an uneven split)")
         if self.vpp > 1 and self.schedule == "gpipe":
             raise InputError("virtual stages (--vpp) need the interleaved 1F1B schedule")
         if self.seq_len % self.cp:

@@ -20,7 +20,8 @@ sequences of ``s`` tokens (``h`` hidden, ``a`` heads, ``t`` TP):
 
 * no recompute: ``s b h (10 + 24/t + 5 a s / (h t))``; with sequence parallelism the 10 is
   divided by ``t`` too: ``s b h (34/t + 5 a s / (h t))``;
-* selective recompute drops the ``5 a s / (h t)`` attention-score term;
+* selective recompute drops the ``5 a s / (h t)`` attention-score term, and so does fused
+  (flash) attention, which never stores the scores;
 * full recompute keeps only each layer's input: ``2 s b h`` (``/ t`` with SP).
 
 The 24 (parallel part) is generalised as ``(4 + 4 kv/a) + 4 f/h`` for GELU MLPs of width ``f``
@@ -91,11 +92,9 @@ def bytes_per_param(layout: Layout) -> tuple[float, float, float]:
 
 def stage_layers(model: ModelConfig, layout: Layout, stage: int) -> list[int]:
     """The layers pipeline rank ``stage`` holds (all its virtual stages)."""
-    per_chunk = model.layers // (layout.pp * layout.vpp)
-    out = []
+    out: list[int] = []
     for v in range(layout.vpp):
-        first = (v * layout.pp + stage) * per_chunk
-        out.extend(range(first, first + per_chunk))
+        out.extend(layout.chunk_layers(model, stage, v))
     return out
 
 
@@ -139,7 +138,7 @@ def layer_activation_bytes(model: ModelConfig, layout: Layout, layer: int) -> fl
         mlp *= model.top_k + model.shared_experts
     parallel = 4 + 4 * model.kv / a + mlp
     coef = (10 + parallel) / t if sp else 10 + parallel / t
-    if layout.recompute == "none":
+    if layout.recompute == "none" and not layout.flash_attention:
         coef += 5 * a * s / (h * t)
     return sbh * coef
 

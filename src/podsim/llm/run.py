@@ -11,7 +11,7 @@ stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel
 from ..engine.cluster import simulate_cluster
@@ -119,7 +119,7 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
 def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
                       cluster: str | ClusterSpec | None = None, backend: str = "analytical",
                       gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
-                      flash_attention: bool = True, record_timeline: bool = True,
+                      flash_attention: bool | None = None, record_timeline: bool = True,
                       compute: ComputeModel | None = None) -> TrainingResult:
     """Simulate one iteration.
 
@@ -127,11 +127,13 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
     """
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    if flash_attention is not None and flash_attention != layout.flash_attention:
+        layout = replace(layout, flash_attention=flash_attention)
     layout.check(model)
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.precision)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
-    w = generate(model, layout, cm, flash_attention)
+    w = generate(model, layout, cm)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
                            intra_server_closed_form=True)
