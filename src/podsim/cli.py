@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--gpus-per-node", type=int, metavar="K")
     lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
     lm.add_argument("--backend", default="analytical", choices=["analytical", "flow"])
+    lm.add_argument("--kernel-table", metavar="CSV|measured",
+                    help="time kernels by interpolating a measured kernel table (podsim kernels measure); "
+                         "'measured' = the table podsim ships for --gpu (h100-80gb)")
     lm.add_argument("--json", metavar="OUT")
     lm.add_argument("--trace", metavar="OUT")
     lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -163,6 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
     va.add_argument("--json", metavar="OUT")
     va.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    k = sub.add_parser("kernels", help="measure kernel times on a real GPU (PyTorch) into a kernel table",
+                       epilog="examples:\n  podsim kernels measure --out h100.csv            # on a CUDA machine\n"
+                              "  podsim kernels measure --out t.csv --dtype bf16 --dtype fp8\n"
+                              "  podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 64 --kernel-table h100.csv\n\n"
+                              "The table's columns are in docs/compute.md; podsim llm --kernel-table times every\n"
+                              "kernel by interpolating it.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    k.add_argument("action", choices=["measure"], help="measure: time GEMMs, attention, memory-bound kernels")
+    k.add_argument("--out", required=True, metavar="CSV", help="the kernel table to write")
+    k.add_argument("--dtype", action="append", choices=["bf16", "fp16", "fp8", "fp32"], metavar="DTYPE",
+                   help="precision to measure (repeatable; default bf16)")
+    k.add_argument("--quick", action="store_true", help="a few shapes only (to try the tool)")
+    k.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu only tests the tool")
+    k.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
                        epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
@@ -320,11 +338,16 @@ def _run_llm(args: argparse.Namespace) -> int:
                  first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
                  flash_attention=not args.no_flash_attention)
     nic = parse_bandwidth(args.nic_bandwidth, where="--nic-bandwidth") if args.nic_bandwidth else None
+    compute = None
+    if args.kernel_table:
+        from .compute.table import table_model
+        compute = table_model(args.kernel_table, args.gpu, lay.precision)
     r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
-                          record_timeline=True)
+                          record_timeline=True, compute=compute)
     d = r.to_dict()
     b = d["breakdown"]
     print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")
+    print(f"  compute    {r.compute_model}")
     print(f"  layout     TP {lay.tp} x PP {lay.pp} x DP {lay.dp}" + (f" x CP {lay.cp}" if lay.cp > 1 else "")
           + (f", EP {lay.ep}" if lay.ep > 1 else "") + (f", VPP {lay.vpp}" if lay.vpp > 1 else "")
           + f"; batch {lay.global_batch} x {lay.seq_len} tokens, micro-batch {lay.micro_batch} "
@@ -371,6 +394,17 @@ def _run_validate(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_text(args.json, json.dumps({"rows": [dict(c.__dict__, error=c.error) for c in checks],
                                                  "skipped": skipped}, indent=1) + "\n")
+    return 0
+
+
+def _run_kernels(args: argparse.Namespace) -> int:
+    from .compute.measure import measure
+
+    def say(what: str) -> None:
+        print(f"  measuring {what} ...", file=sys.stderr, flush=True)
+
+    n = measure(args.out, tuple(args.dtype or ["bf16"]), args.quick, args.device, say)
+    print(f"podsim kernels: wrote {n} rows to {args.out}")
     return 0
 
 
@@ -433,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_llm(args)
         if args.command == "validate":
             return _run_validate(args)
+        if args.command == "kernels":
+            return _run_kernels(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

@@ -18,12 +18,32 @@ GPU type; a GPU without its own inherits A100's fit.  Units: FLOPs, bytes, ns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..hardware.gpu import GpuSpec, gpu_specs
 
 #: A100 fit (docs/compute.md); the defaults for every GPU without its own
 DEFAULT_EFFICIENCY = {"gemm_max": 0.82, "gemm_knee": 48.0, "memory_max": 0.80, "flash_max": 0.55,
                       "launch_ns": 3000.0}
+
+
+class KernelTimer(Protocol):
+    """What times kernels: the roofline :class:`ComputeModel` or a measured
+    :class:`~podsim.compute.table.TableComputeModel`.  All methods return ns."""
+
+    gpu: GpuSpec
+    dtype: str
+
+    @property
+    def elem_bytes(self) -> float: ...
+
+    def gemm_ns(self, m: float, n: float, k: float, count: float = 1.0) -> float: ...
+
+    def memory_ns(self, nbytes: float, kernels: int = 1) -> float: ...
+
+    def attention_ns(self, bh: float, sq: float, skv: float, d: float, backward: bool = False) -> float: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,11 @@ class ComputeModel:
     def elem_bytes(self) -> float:
         return {"fp32": 4.0, "tf32": 4.0, "fp8": 1.0}.get(self.dtype, 2.0)
 
+    def describe(self) -> str:
+        """One line for reports: the model and its parameters."""
+        return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, "
+                f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, launch {self.launch_ns:g} ns")
+
     def _s(self, d: float) -> float:
         return d / (d + self.gemm_knee)
 
@@ -68,6 +93,12 @@ class ComputeModel:
         if nbytes <= 0:
             return 0.0
         return nbytes / (self.gpu.hbm_bandwidth * self.memory_max) + kernels * self.launch_ns
+
+    def attention_ns(self, bh: float, sq: float, skv: float, d: float, backward: bool = False) -> float:
+        """Causal fused attention over ``bh`` (sequences x heads) of ``sq`` queries and ``skv``
+        keys of size ``d``; the backward pass alone (2.5x the forward's FLOPs) when ``backward``."""
+        flops = 4.0 * bh * sq * skv * d * 0.5 * (2.5 if backward else 1.0)
+        return self.flash_ns(flops, sq, d)
 
     def flash_ns(self, flops: float, seq: float, head_dim: float) -> float:
         """A flash-attention kernel of ``flops``."""

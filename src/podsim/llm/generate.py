@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..compute.model import ComputeModel
+from ..compute.model import KernelTimer
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from .layout import Layout
 from .memory import stage_layers, stage_params
@@ -213,7 +213,7 @@ class _StageProgram:
                        size_bytes=int(params * 2), group="dp", stream="dp")
 
 
-def generate(model: ModelConfig, layout: Layout, cm: ComputeModel, flash_attention: bool | None = None,
+def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attention: bool | None = None,
              costs: LayerCosts | None = None) -> Workload:
     """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
     ``costs``, which gives every layer pass's steps).

@@ -35,6 +35,7 @@ class ModelConfig:
     bias: bool = True              #: linear biases (GPT) or none (LLaMA)
     learned_positions: bool = True  #: a learned position embedding (GPT) or rotary (LLaMA)
     tied_embeddings: bool = True   #: output layer shares the input embedding
+    dropout: float = 0.1           #: hidden dropout (GPT / Megatron 0.1; LLaMA-style models 0)
     experts: int = 0               #: routed experts per MoE layer (0 = dense model)
     top_k: int = 0                 #: routed experts per token
     moe_ffn: int | None = None     #: routed expert width (None = ffn)
@@ -223,6 +224,8 @@ def from_hf_config(path: str | Path) -> ModelConfig:
             bias=bool(data.get("attention_bias", not llama_like)),
             learned_positions=not llama_like and "rope_theta" not in data,
             tied_embeddings=bool(data.get("tie_word_embeddings", not llama_like)),
+            dropout=float(next((data[k] for k in ("hidden_dropout", "resid_pdrop", "hidden_dropout_prob")
+                                if data.get(k) is not None), 0.0 if llama_like else 0.1)),
             experts=experts,
             top_k=int(data.get("num_experts_per_tok", 0) or 0),
             moe_ffn=int(data["moe_intermediate_size"]) if data.get("moe_intermediate_size") else None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compute.model import ComputeModel
+from ..compute.model import KernelTimer
 from ..workload import CollectiveKind
 from .layout import Layout
 from .model import ModelConfig
@@ -39,13 +39,16 @@ class Step:
 class LayerCosts:
     """Per-pass steps of every layer kind of a model under a layout, cached."""
 
-    def __init__(self, model: ModelConfig, layout: Layout, cm: ComputeModel, flash: bool = True) -> None:
+    def __init__(self, model: ModelConfig, layout: Layout, cm: KernelTimer, flash: bool = True) -> None:
         self.m = model
         self.lay = layout
         self.cm = cm
         self.flash = flash
         self.tokens = layout.micro_batch * layout.seq_len // layout.cp   # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
+        #: passes over the block's b s h activations outside GEMMs: norm 2, residual add 3,
+        #: dropout 2 more (Megatron's fused bias-dropout-add also writes the mask)
+        self.block_passes = 7 if model.dropout > 0 else 5
         self._cache: dict[tuple[bool, str], list[Step]] = {}
 
     # -- kernel groups ------------------------------------------------------------------------
@@ -67,18 +70,18 @@ class LayerCosts:
         b = lay.micro_batch
         core_flops = 4 * b * heads * sq * skv * d * 0.5
         if self.flash:
-            ns += (2.5 if backward else 1.0) * cm.flash_ns(core_flops, sq, d)
+            ns += cm.attention_ns(b * heads, sq, skv, d, backward)
             flops += (2.5 if backward else 1.0) * core_flops
         else:
             count = b * heads
             ns += mult * (cm.gemm_ns(sq, skv, d, count) + cm.gemm_ns(sq, d, skv, count))
             ns += mult * cm.memory_ns(count * sq * skv * 6, 3)  # softmax, mask, dropout
             flops += mult * 2 * core_flops
-        # norm, dropout, residual
+        # norm (read, write), residual add (2 reads, a write), dropout (2 more passes)
         elems = T * h / (t if lay.sequence_parallel else 1)
-        ns += mult * cm.memory_ns(elems * cm.elem_bytes * 7, 3)
+        ns += mult * cm.memory_ns(elems * cm.elem_bytes * self.block_passes, 3)
         if backward and lay.recompute == "selective":
-            ns += cm.flash_ns(core_flops, sq, d) if self.flash else \
+            ns += cm.attention_ns(b * heads, sq, skv, d) if self.flash else \
                 cm.gemm_ns(sq, skv, d, b * heads) + cm.gemm_ns(sq, d, skv, b * heads)
         return ns, flops
 
@@ -107,7 +110,7 @@ class LayerCosts:
             flops += mult * 2 * T * (up * f * h + h * f)
             act_elems = T * f
         elems = T * h / (t if lay.sequence_parallel else 1)
-        ns += mult * cm.memory_ns((act_elems * (up + 1) + elems * 7) * cm.elem_bytes, 4)
+        ns += mult * cm.memory_ns((act_elems * (up + 1) + elems * self.block_passes) * cm.elem_bytes, 4)
         return ns, flops
 
     # -- passes -------------------------------------------------------------------------------

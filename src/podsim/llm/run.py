@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..compute.model import ComputeModel
+from ..compute.model import ComputeModel, KernelTimer
 from ..engine.cluster import simulate_cluster
 from ..hardware.cluster import ClusterSpec, build_fabric, cluster_from_dict, load_cluster
 from ..hardware.gpu import GpuSpec, get_gpu
@@ -43,6 +43,7 @@ class TrainingResult:
     breakdown: dict[str, float] = field(default_factory=dict)
     memory: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    compute_model: str = ""
 
     @property
     def iteration_time_s(self) -> float:
@@ -68,6 +69,7 @@ class TrainingResult:
         lay = self.layout
         return {
             "model": self.model.name, "gpu": self.gpu.name, "cluster": self.cluster, "backend": self.backend,
+            "compute_model": self.compute_model,
             "layout": {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
                        "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
                        "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
@@ -120,7 +122,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                       cluster: str | ClusterSpec | None = None, backend: str = "analytical",
                       gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
                       flash_attention: bool | None = None, record_timeline: bool = True,
-                      compute: ComputeModel | None = None) -> TrainingResult:
+                      compute: KernelTimer | None = None) -> TrainingResult:
     """Simulate one iteration.
 
     Raises:
@@ -141,6 +143,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
                          memory=memory(model, layout))
     out.breakdown = breakdown(res)
+    out.compute_model = cm.describe()
     if out.memory_peak_gib > spec_gpu.memory_gib:
         worst = max(out.memory, key=lambda s: s.total)
         out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
