@@ -115,3 +115,25 @@ def test_uneven_pipeline_split() -> None:
     with pytest.raises(InputError, match="does not leave the other 14 pipeline ranks an equal share"):
         Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=6,
                last_stage_layers=7).check(m)
+
+
+@pytest.mark.parametrize("name,lay,backend", [
+    ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, global_batch=32, sequence_parallel=True, recompute="selective"), "flow"),
+    ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, vpp=2, global_batch=32), "analytical"),
+    ("mixtral-8x7b", dict(gpus=32, tp=2, pp=2, ep=4, global_batch=16, seq_len=2048, recompute="full"), "flow"),
+])
+def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # fusing compute with closed-form TP / EP collectives must not change a single ns
+    import podsim.llm.run as run
+    m = get_model(name)
+    layout = Layout(**lay)
+    fused = run.simulate_training(m, layout, "h100-80gb", None, backend)
+    monkeypatch.setattr(run, "_folder", lambda *a: None)
+    plain = run.simulate_training(m, layout, "h100-80gb", None, backend)
+    assert fused.result.finish_ns == plain.result.finish_ns
+    assert fused.breakdown == pytest.approx(plain.breakdown, abs=1e-9)
+    assert fused.result.ranks[0].compute_ns == plain.result.ranks[0].compute_ns
+    n_fused = sum(len(p) for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb")),
+                                               fold=lambda *a: 1000).programs)
+    n_plain = sum(len(p) for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb"))).programs)
+    assert n_fused < n_plain / 3

@@ -274,6 +274,17 @@ class _FlowRun:
         return out
 
 
+def closed_form_ns(fabric: Fabric, tuning: NcclTuning, ranks: tuple[int, ...], kind: CollectiveKind,
+                   size: int) -> int:
+    """The time (ns) :class:`ClusterCollectives` gives a collective it times in closed form
+    (the analytical backend, or one server's GPUs with ``intra_server_closed_form``)."""
+    if kind not in _NAMES:
+        raise SimulationError(f"collective {kind.name} is not supported on a cluster")
+    comm = communicator(fabric, list(ranks))
+    _sched, t = select(comm, _NAMES[kind], size, tuning, Timer(fabric, tuning, "analytical"))  # type: ignore[arg-type]
+    return int(t.time_ns)
+
+
 class ClusterRankSystem:
     """What a :class:`RankRunner` needs from its system layer, on a cluster."""
 

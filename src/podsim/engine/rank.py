@@ -82,6 +82,10 @@ class RankRunner:
         self._nid = program.node_id.tolist()
         self._group_cache: dict[int, tuple] = {}
         self.replay_all = False
+        # fused ops (a generator's compute + closed-form collectives): their collective parts
+        # are communication, not GPU compute
+        self._comm_part = {i: sum(s[1] for s in e["segments"] if s[3] != "compute")  # type: ignore[union-attr]
+                           for i, e in program.extras.items() if "segments" in e}
 
     # -- issue loop ------------------------------------------------------------------------
     def fire(self) -> None:
@@ -117,7 +121,7 @@ class RankRunner:
             if self._cpu[i]:
                 self.cpu_ops_ns += ns
             else:
-                self.gpu_ops_ns += ns
+                self.gpu_ops_ns += ns - self._comm_part.get(i, 0) if self._comm_part else ns
             self.buckets.register(ns, lambda: self.call(i))
         elif kind == _COLLECTIVE:
             self._collective(i)

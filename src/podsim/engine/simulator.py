@@ -105,6 +105,15 @@ def _category(p: Program, i: int) -> tuple[str, str]:
     return "other", "other"
 
 
+def _categories(p: Program) -> list[tuple[str, str]]:
+    """(track, category) of every op, as :func:`_category` gives them."""
+    kinds, cpu = p.kind.tolist(), p.is_cpu.tolist()
+    table = {int(OpKind.COMPUTE): ("compute", "compute"), int(OpKind.COLLECTIVE): ("comm", "comm"),
+             int(OpKind.SEND): ("comm", "comm"), int(OpKind.RECV): ("comm", "comm"),
+             int(OpKind.MEM_LOAD): ("mem", "mem"), int(OpKind.MEM_STORE): ("mem", "mem")}
+    return [("cpu", "cpu") if c else table.get(k, ("other", "other")) for k, c in zip(kinds, cpu)]
+
+
 def _union(intervals: list[tuple[int, int]]) -> int:
     total = 0
     end = -1
@@ -218,22 +227,39 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
         comp: list[tuple[int, int]] = []
         mem: list[tuple[int, int]] = []
         slices: list[Slice] = []
-        for i in range(len(p)):
-            a, b = rr.starts[i], rr.ends[i]
-            res = rr.resource[i]
-            k = int(p.kind[i])
-            if k in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
+        kinds = p.kind.tolist()
+        extras = p.extras
+        cats = _categories(p) if record else None
+        nids = p.node_id.tolist() if record else None
+        sizes = p.size_bytes.tolist() if record else None
+        mem_kinds = (int(OpKind.MEM_LOAD), int(OpKind.MEM_STORE))
+        comm_kinds = (int(OpKind.COLLECTIVE), int(OpKind.SEND), int(OpKind.RECV))
+        compute_kind, noop = int(OpKind.COMPUTE), int(OpKind.NOOP)
+        starts, ends, resource, names = rr.starts, rr.ends, rr.resource, p.names
+        for i, k in enumerate(kinds):
+            a, b = starts[i], ends[i]
+            segs = extras[i].get("segments") if i in extras else None
+            if segs:  # a fused op: its parts, compute and closed-form collectives
+                for off, dur, sname, cat in segs:  # type: ignore[union-attr]
+                    (comp if cat == "compute" else comm).append((a + off, a + off + dur))
+                    if record:
+                        slices.append(Slice(sname, "compute" if cat == "compute" else "comm", a + off,
+                                            a + off + dur, "compute" if cat == "compute" else "comm",
+                                            {} if cat == "compute" else {"group": cat}))
+                continue
+            res = resource[i]
+            if k in mem_kinds:
                 mem.append((a, b))
-            elif k in (OpKind.COLLECTIVE, OpKind.SEND, OpKind.RECV) and res != CPU:
+            elif k in comm_kinds and res != CPU:
                 comm.append((a, b))
-            elif k == OpKind.COMPUTE and res != CPU:
+            elif k == compute_kind and res != CPU:
                 comp.append((a, b))
-            if record and int(p.kind[i]) != OpKind.NOOP:
-                stream, cat = _category(p, i)
-                name = p.names[i] or f"node {int(p.node_id[i])}"
-                args: dict[str, object] = {"node_id": int(p.node_id[i])}
-                if int(p.size_bytes[i]):
-                    args["bytes"] = int(p.size_bytes[i])
+            if record and k != noop:
+                stream, cat = cats[i]  # type: ignore[index]
+                name = names[i] or f"node {nids[i]}"  # type: ignore[index]
+                args: dict[str, object] = {"node_id": nids[i]}  # type: ignore[index]
+                if sizes[i]:  # type: ignore[index]
+                    args["bytes"] = sizes[i]  # type: ignore[index]
                 slices.append(Slice(name, stream, a, b, cat, args))
         comm_ns = _union(comm)
         overlap = _union(comp) + comm_ns - _union(comp + comm)

@@ -16,6 +16,7 @@ backward; then the optimizer steps (and, with a sharded optimizer, gathers the w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,6 +29,10 @@ from .ops import LayerCosts, Step
 from .schedule import schedule
 
 BUCKET_PARAMS = 40_000_000  #: Megatron's default gradient bucket (elements)
+
+#: Decides which blocking collectives are folded into fused ops: ``fold(kind, bytes, group)``
+#: returns the collective's closed-form time (ns), or None to keep it a collective op.
+Folder = Callable[[CollectiveKind, int, str], "int | None"]
 
 
 def rank_of(layout: Layout, tp: int, cp: int, dp: int, pp: int) -> int:
@@ -64,8 +69,13 @@ def build_groups(layout: Layout) -> list[Group]:
 class _StageProgram:
     """Builds one pipeline stage's program."""
 
-    def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int) -> None:
+    def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int,
+                 fold: Folder | None = None) -> None:
         self.m, self.lay, self.costs, self.s = model, layout, costs, stage
+        self.fold = fold
+        self.fused: list[tuple[int, int, str, str]] = []   # pending (offset, ns, name, category)
+        self.fused_ns = 0
+        self.fused_flops = 0.0
         self.b = ProgramBuilder(f"stage{stage}")
         self.prev: int | None = None
         self.stride = layout.tp * layout.cp * layout.dp
@@ -78,7 +88,20 @@ class _StageProgram:
         self.nodes += 1
         return self.b.add(kind, name, data_deps=deps, node_id=self.nodes, **kw)
 
+    def _flush(self) -> None:
+        """Emit the pending fused steps as one compute op (its parts kept as ``segments``)."""
+        if not self.fused:
+            return
+        segs, total, flops = tuple(self.fused), self.fused_ns, self.fused_flops
+        self.fused, self.fused_ns, self.fused_flops = [], 0, 0.0
+        name = segs[0][2] if len(segs) == 1 else f"{segs[0][2]} .. {segs[-1][2]}"
+        extra = {"segments": segs} if len(segs) > 1 or segs[0][3] != "compute" else None
+        self.nodes += 1
+        self.prev = self.b.add(OpKind.COMPUTE, name, data_deps=[self.prev] if self.prev is not None else [],
+                               node_id=self.nodes, duration_ns=total, flops=flops, extra=extra)
+
     def chain(self, kind: OpKind, name: str, extra: list[int] | None = None, **kw: object) -> int:
+        self._flush()
         deps = ([self.prev] if self.prev is not None else []) + (extra or [])
         self.prev = self._add(kind, name, deps, **kw)
         return self.prev
@@ -86,9 +109,20 @@ class _StageProgram:
     def step(self, st: Step, label: str) -> None:
         if st.collective is None:
             if st.ns > 0:
+                if self.fold is not None:
+                    d = max(1, int(math.ceil(st.ns)))
+                    self.fused.append((self.fused_ns, d, f"{label} {st.name}", "compute"))
+                    self.fused_ns += d
+                    self.fused_flops += st.flops
+                    return
                 self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))),
                            flops=st.flops)
         else:
+            t = self.fold(st.collective, st.nbytes, st.group) if self.fold is not None else None
+            if t is not None:
+                self.fused.append((self.fused_ns, t, f"{label} {st.name}", st.group))
+                self.fused_ns += t
+                return
             self.chain(OpKind.COLLECTIVE, f"{label} {st.name}", collective=int(st.collective),
                        size_bytes=st.nbytes, group=st.group, stream=st.group)
 
@@ -100,11 +134,13 @@ class _StageProgram:
         return (vstage % self.lay.pp - self.s) * self.stride
 
     def recv(self, mb: int, vstage: int, src_vstage: int, forward: bool) -> int:
+        self._flush()
         return self._add(OpKind.RECV, f"recv {'activation' if forward else 'gradient'} mb{mb}",
                          [self.prev] if self.prev is not None else [], peer=self._peer(src_vstage),
                          size_bytes=self.act_bytes, tag=self._tag(mb, vstage, forward), stream="pp")
 
     def send(self, mb: int, dst_vstage: int, forward: bool) -> None:
+        self._flush()
         self._add(OpKind.SEND, f"send {'activation' if forward else 'gradient'} mb{mb}",
                   [self.prev] if self.prev is not None else [], peer=self._peer(dst_vstage),
                   size_bytes=self.act_bytes, tag=self._tag(mb, dst_vstage, forward), stream="pp")
@@ -121,6 +157,7 @@ class _StageProgram:
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
         nbytes = int(self.bucket * lay.grad_reduce_bytes)
+        self._flush()
         op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
                        [self.prev] if self.prev is not None else [], collective=int(kind), size_bytes=nbytes,
                        group="dp", stream="dp")
@@ -193,6 +230,7 @@ class _StageProgram:
                    collective=int(CollectiveKind.ALL_GATHER), size_bytes=nbytes, group="dp", stream="dp")
 
     def _scatter_grads(self, i: int, label: str) -> None:
+        self._flush()
         nbytes = int(self._layer_params(i) * 2)
         op = self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 grad reduce-scatter",
                        [self.prev] if self.prev is not None else [],
@@ -200,6 +238,7 @@ class _StageProgram:
         self.pending_dp.append(op)
 
     def _finish(self) -> None:
+        self._flush()
         lay, m = self.lay, self.m
         params = stage_params(m, lay, self.s)
         rest = params - sum(self._layer_params(i) for i in stage_layers(m, lay, self.s))
@@ -214,9 +253,14 @@ class _StageProgram:
 
 
 def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attention: bool | None = None,
-             costs: LayerCosts | None = None) -> Workload:
+             costs: LayerCosts | None = None, fold: Folder | None = None) -> Workload:
     """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
     ``costs``, which gives every layer pass's steps).
+
+    ``fold``: fuse each run of compute steps and blocking collectives whose time ``fold``
+    knows in closed form (tensor parallelism inside a server) into one compute op whose
+    ``extras["segments"]`` keep the parts: the same timeline, an order of magnitude fewer
+    ops to simulate.
 
     Raises:
         InputError: when the layout does not fit the model (see :meth:`Layout.check`).
@@ -226,7 +270,7 @@ def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attentio
     costs = costs or LayerCosts(model, layout, cm, flash)
     programs = []
     for s in range(layout.pp):
-        prog = _StageProgram(model, layout, costs, s).build().build()
+        prog = _StageProgram(model, layout, costs, s, fold).build().build()
         prog.relative_peers = True
         programs.append(prog)
     n = layout.gpus

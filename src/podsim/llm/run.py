@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel, KernelTimer
-from ..engine.cluster import simulate_cluster
+from ..engine.cluster import closed_form_ns, simulate_cluster
 from ..hardware.cluster import ClusterSpec, build_fabric, cluster_from_dict, load_cluster
 from ..hardware.gpu import GpuSpec, get_gpu
+from ..network.fabric import Fabric
+from ..workload import CollectiveKind
 from ..report.result import Result
 from .flops import iteration_flops
 from .generate import generate
@@ -135,7 +137,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.precision)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
-    w = generate(model, layout, cm)
+    w = generate(model, layout, cm, fold=_folder(layout, fabric, spec, backend))
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
                            intra_server_closed_form=True)
@@ -149,6 +151,30 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
         out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
                          f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB")
     return out
+
+
+def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]
+    """What generate() may fuse: blocking collectives the engine would time in closed form
+    anyway -- every one with the analytical backend; with the flow backend those of groups
+    inside one server (TP; CP and EP when they fit in a server too).  Exact: the fused ops give
+    the same timeline as separate ones."""
+    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp}
+    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep}
+    g = fabric.gpus_per_node
+    cache: dict[tuple, int | None] = {}
+
+    def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        key = (kind, nbytes, group)
+        if key not in cache:
+            if group not in stride:
+                cache[key] = None
+                return None
+            ranks = tuple(i * stride[group] for i in range(size[group]))
+            one_server = len({r // g for r in ranks}) == 1
+            cache[key] = closed_form_ns(fabric, spec.nccl, ranks, kind, nbytes) \
+                if backend == "analytical" or one_server else None
+        return cache[key]
+    return fold
 
 
 def _union(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
