@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--gpus-per-node", type=int, metavar="K")
     lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
     lm.add_argument("--backend", default="analytical", choices=["analytical", "flow"])
+    lm.add_argument("--granularity", default="bulk", choices=["bulk", "round"],
+                    help="flow backend: a collective step's rounds as one set of flows (bulk, default) or every "
+                         "round simulated (round: slower, exact under contention)")
     lm.add_argument("--kernel-table", metavar="CSV|measured",
                     help="time kernels by interpolating a measured kernel table (podsim kernels measure); "
                          "'measured' = the table podsim ships for --gpu (h100-80gb)")
@@ -343,7 +346,7 @@ def _run_llm(args: argparse.Namespace) -> int:
         from .compute.table import table_model
         compute = table_model(args.kernel_table, args.gpu, lay.precision)
     r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
-                          record_timeline=True, compute=compute)
+                          record_timeline=True, compute=compute, granularity=args.granularity)
     d = r.to_dict()
     b = d["breakdown"]
     print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")

@@ -124,8 +124,12 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                       cluster: str | ClusterSpec | None = None, backend: str = "analytical",
                       gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
                       flash_attention: bool | None = None, record_timeline: bool = True,
-                      compute: KernelTimer | None = None) -> TrainingResult:
+                      compute: KernelTimer | None = None, granularity: str = "bulk") -> TrainingResult:
     """Simulate one iteration.
+
+    ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
+    identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
+    ``round`` simulates every round.
 
     Raises:
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
@@ -140,7 +144,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     w = generate(model, layout, cm, fold=_folder(layout, fabric, spec, backend))
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
-                           intra_server_closed_form=True)
+                           intra_server_closed_form=True, granularity=granularity)
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
                          memory=memory(model, layout))
