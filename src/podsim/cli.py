@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "'measured' = the table podsim ships for --gpu (h100-80gb)")
     lm.add_argument("--json", metavar="OUT")
     lm.add_argument("--trace", metavar="OUT")
+    lm.add_argument("--simai", metavar="OUT.txt", help="also write pipeline stage 0 as a SimAI/AICB workload file")
+    lm.add_argument("--chakra", metavar="PREFIX",
+                    help="also write Chakra ET files PREFIX.<rank>.et and PREFIX.comm_groups.json (ASTRA-sim inputs)")
     lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     va = sub.add_parser("validate", help="compare predictions with every published measurement podsim can run",
@@ -373,6 +376,16 @@ def _run_llm(args: argparse.Namespace) -> int:
     if args.trace:
         write_trace(r.result, args.trace, max_ranks=64)
         print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
+    if args.simai or args.chakra:
+        from .compute.model import ComputeModel
+        from .llm.export import chakra_workload, write_chakra, write_simai
+        cm = compute or ComputeModel.for_gpu(r.gpu, lay.precision)
+        if args.simai:
+            write_simai(model, lay, cm, args.simai)
+            print(f"  wrote {args.simai} (SimAI workload, pipeline stage 0)")
+        if args.chakra:
+            paths, cg = write_chakra(chakra_workload(model, lay, cm), args.chakra)
+            print(f"  wrote {len(paths)} Chakra ET files {args.chakra}.<rank>.et and {cg}")
     return 0
 
 
