@@ -180,8 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
                               "The table's columns are in docs/compute.md; podsim llm --kernel-table times every\n"
                               "kernel by interpolating it.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    k.add_argument("action", choices=["measure"], help="measure: time GEMMs, attention, memory-bound kernels")
-    k.add_argument("--out", required=True, metavar="CSV", help="the kernel table to write")
+    k.add_argument("action", choices=["measure", "fit"],
+                   help="measure: time GEMMs, attention, memory-bound kernels into --out; "
+                        "fit: fit the roofline model's efficiencies to --table")
+    k.add_argument("--out", metavar="CSV", help="the kernel table to write (measure)")
+    k.add_argument("--table", metavar="CSV|measured", help="the kernel table to fit (fit)")
+    k.add_argument("--gpu", default="h100-80gb", metavar="NAME", help="the GPU the table was measured on (fit)")
     k.add_argument("--dtype", action="append", choices=["bf16", "fp16", "fp8", "fp32"], metavar="DTYPE",
                    help="precision to measure (repeatable; default bf16)")
     k.add_argument("--quick", action="store_true", help="a few shapes only (to try the tool)")
@@ -415,7 +419,23 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 def _run_kernels(args: argparse.Namespace) -> int:
     from .compute.measure import measure
+    from .errors import InputError
 
+    if args.action == "fit":
+        from .compute.fit import fit_to_table
+        from .compute.table import table_model
+        if not args.table:
+            raise InputError("podsim kernels fit needs --table CSV (or 'measured')")
+        dtype = (args.dtype or ["bf16"])[0]
+        tm = table_model(args.table, args.gpu, dtype)
+        params, errs = fit_to_table(tm.rows, tm.gpu, dtype)
+        print(f"podsim kernels fit: {tm.describe()} on {tm.gpu.name}")
+        print("  efficiency: {" + ", ".join(f"{k}: {v:g}" for k, v in params.items()) + "}")
+        for fam, e in errs.items():
+            print(f"  {fam:<10} mean |time error| {100 * e:.1f}% (weighted by sqrt(time))")
+        return 0
+    if not args.out:
+        raise InputError("podsim kernels measure needs --out CSV")
     def say(what: str) -> None:
         print(f"  measuring {what} ...", file=sys.stderr, flush=True)
 

@@ -42,22 +42,46 @@ class Check:
 def _gpt(r: dict):  # type: ignore[no-untyped-def]
     from .llm.model import ModelConfig
 
+    if not r["hidden"]:  # Table 2 names only the size: GPT-3 175B and Megatron's 530B shapes
+        from .llm.model import get_model, with_overrides
+        name = {"174.6": "gpt3-175b", "529.6": "megatron-gpt-530b"}.get(r["params_B"])
+        if name is None:
+            raise InputError(f"row {r['row_id']}: no shape for a {r['params_B']}B model")
+        return with_overrides(get_model(name), vocab=51200)
     h = int(r["hidden"])
     return ModelConfig(r["model"], int(r["layers"]), h, int(r["heads"]), int(r["ffn_hidden"] or 4 * h),
                        int(r["vocab"] or 51200), int(r["seq_len"] or 2048))
 
 
-def _throughput(r: dict) -> float:
+def throughput_layout(r: dict):  # type: ignore[no-untyped-def]
+    """The layout of a Megatron SC'21 throughput row as podsim simulates it.
+
+    Megatron-LM of 2021: fp16 with gradients all-reduced in fp16 after the backward (no
+    overlap), unfused attention, full activation recomputation.  Table 1 gives no micro-batch
+    size: pipelined rows use 1 (the paper's setting for its pipeline experiments), rows without
+    pipelining 4 (no bubble to trade against, so larger micro-batches, as the paper's tuning
+    section recommends, up to what memory allows)."""
     from .llm.layout import Layout
+
+    pp = int(r["pp"] or 1)
+    mb = int(r["micro_batch"]) if r["micro_batch"] else (4 if pp == 1 else 1)
+    return Layout(int(r["gpus"]), tp=int(r["tp"] or 1), pp=pp, global_batch=int(r["global_batch"]),
+                  micro_batch=mb, seq_len=int(r["seq_len"] or 2048), recompute="full", precision="fp16",
+                  overlap_grad_reduce=False, zero=3 if "ZeRO-3" in r["row_id"] else 0, flash_attention=False,
+                  grad_reduce_bytes=2)
+
+
+def throughput(r: dict, compute=None) -> float:  # type: ignore[no-untyped-def]
+    """Predicted per-GPU TFLOP/s (hardware FLOPs, recomputation included, as the paper counts)."""
     from .llm.run import simulate_training
 
-    m = _gpt(r)
-    zero3 = "ZeRO-3" in r["row_id"]
-    lay = Layout(int(r["gpus"]), tp=int(r["tp"] or 1), pp=int(r["pp"] or 1), global_batch=int(r["global_batch"]),
-                 micro_batch=int(r["micro_batch"] or 1), seq_len=int(r["seq_len"] or 2048), recompute="full",
-                 precision="fp16", overlap_grad_reduce=False, zero=3 if zero3 else 0, flash_attention=False)
-    res = simulate_training(m, lay, "a100-80gb", "dgx-a100-superpod", "analytical", record_timeline=False)
+    res = simulate_training(_gpt(r), throughput_layout(r), "a100-80gb", "dgx-a100-superpod", "analytical",
+                            record_timeline=False, compute=compute)
     return res.hardware_tflops_per_gpu
+
+
+def _throughput(r: dict) -> float:
+    return throughput(r)
 
 
 def _memory(r: dict) -> float:
@@ -138,8 +162,10 @@ def format_checks(checks: list[Check], skipped: int) -> str:
         errs = [abs(c.error) for c in checks]
         lines.append(f"\n{len(checks)} rows compared ({skipped} skipped): mean |error| {100 * sum(errs) / len(errs):.2f}%, "
                      f"max {100 * max(errs):.2f}%")
-        for prefix, label in (("megatron_sc21_t1", "Megatron Table 1"), ("megatron_sc21_t2", "Megatron Table 2"),
-                              ("korthikanti", "Korthikanti memory")):
+        for prefix, label in (("megatron_sc21_t1", "Megatron Table 1"),
+                              ("megatron_sc21_t2_PTD", "Megatron Table 2, PTD-P"),
+                              ("megatron_sc21_t2_ZeRO", "Megatron Table 2, ZeRO-3 (DeepSpeed; see docs/compute.md)"),
+                              ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth")):
             sub = [abs(c.error) for c in checks if c.row_id.startswith(prefix)]
             if sub:
                 lines.append(f"  {label}: mean {100 * sum(sub) / len(sub):.2f}%, max {100 * max(sub):.2f}% "

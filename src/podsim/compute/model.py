@@ -9,7 +9,8 @@ Three kinds of kernels:
   efficiency, as tile quantisation and poor occupancy do on real GPUs.
 * **memory-bound** kernels (norms, activations, dropout, softmax, optimizer): bytes over
   ``memory_max x`` HBM bandwidth, plus the launch overhead.
-* **flash attention**: its FLOPs at ``flash_max x s(seq) s(head_dim)`` of peak.
+* **flash attention**: its FLOPs at ``flash_max x f(seq) f(head_dim)`` of peak, with
+  ``f(d) = d / (d + flash_knee)``.
 
 The efficiency parameters are data (``hardware/gpus.yaml``, key ``efficiency``) fitted once per
 GPU type; a GPU without its own inherits A100's fit.  Units: FLOPs, bytes, ns.
@@ -23,8 +24,8 @@ from typing import Protocol
 from ..hardware.gpu import GpuSpec, gpu_specs
 
 #: A100 fit (docs/compute.md); the defaults for every GPU without its own
-DEFAULT_EFFICIENCY = {"gemm_max": 0.82, "gemm_knee": 48.0, "memory_max": 0.80, "flash_max": 0.55,
-                      "launch_ns": 3000.0}
+DEFAULT_EFFICIENCY = {"gemm_max": 0.84, "gemm_knee": 150.0, "memory_max": 0.80, "flash_max": 0.55,
+                      "flash_knee": 48.0, "launch_ns": 200.0}
 
 
 class KernelTimer(Protocol):
@@ -56,6 +57,7 @@ class ComputeModel:
     gemm_knee: float = DEFAULT_EFFICIENCY["gemm_knee"]
     memory_max: float = DEFAULT_EFFICIENCY["memory_max"]
     flash_max: float = DEFAULT_EFFICIENCY["flash_max"]
+    flash_knee: float = DEFAULT_EFFICIENCY["flash_knee"]
     launch_ns: float = DEFAULT_EFFICIENCY["launch_ns"]
 
     @classmethod
@@ -73,7 +75,8 @@ class ComputeModel:
     def describe(self) -> str:
         """One line for reports: the model and its parameters."""
         return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, "
-                f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, launch {self.launch_ns:g} ns")
+                f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, flash_knee {self.flash_knee:g}, "
+                f"launch {self.launch_ns:g} ns")
 
     def _s(self, d: float) -> float:
         return d / (d + self.gemm_knee)
@@ -104,5 +107,5 @@ class ComputeModel:
         """A flash-attention kernel of ``flops``."""
         if flops <= 0:
             return 0.0
-        eff = self.flash_max * self._s(seq) * self._s(head_dim)
+        eff = self.flash_max * seq / (seq + self.flash_knee) * head_dim / (head_dim + self.flash_knee)
         return flops / (self.gpu.peak(self.dtype) * eff) + self.launch_ns

@@ -47,9 +47,11 @@ def gpu_specs() -> dict[str, GpuSpec]:
     data = yaml.safe_load((resources.files("podsim.hardware") / "gpus.yaml").read_text())
     out = {}
     for key, d in data.items():
+        eff = d.get("efficiency") or {}
+        if isinstance(eff, str):  # the name of another GPU whose fit this one shares
+            eff = data[eff].get("efficiency") or {}
         out[key] = GpuSpec(key, d["name"], float(d["memory_gib"]), parse_bandwidth(d["hbm_bandwidth"]),
-                           parse_bandwidth(d["nvlink_bandwidth"]), dict(d["peak_tflops"]),
-                           dict(d.get("efficiency") or {}))
+                           parse_bandwidth(d["nvlink_bandwidth"]), dict(d["peak_tflops"]), dict(eff))
     return out
 
 

@@ -75,14 +75,17 @@ class LayerCosts:
         else:
             count = b * heads
             ns += mult * (cm.gemm_ns(sq, skv, d, count) + cm.gemm_ns(sq, d, skv, count))
-            ns += mult * cm.memory_ns(count * sq * skv * 6, 3)  # softmax, mask, dropout
+            # fused scale-mask-softmax (read, write: 4 B an element), dropout (read, write, a
+            # 1-byte mask: 5 B); backward: dropout (5 B) and softmax (6 B) gradients
+            ns += cm.memory_ns(count * sq * skv * (11 if backward else 9), 3)
             flops += mult * 2 * core_flops
         # norm (read, write), residual add (2 reads, a write), dropout (2 more passes)
         elems = T * h / (t if lay.sequence_parallel else 1)
         ns += mult * cm.memory_ns(elems * cm.elem_bytes * self.block_passes, 3)
         if backward and lay.recompute == "selective":
             ns += cm.attention_ns(b * heads, sq, skv, d) if self.flash else \
-                cm.gemm_ns(sq, skv, d, b * heads) + cm.gemm_ns(sq, d, skv, b * heads)
+                cm.gemm_ns(sq, skv, d, b * heads) + cm.gemm_ns(sq, d, skv, b * heads) + \
+                cm.memory_ns(b * heads * sq * skv * 9, 3)
         return ns, flops
 
     def _mlp(self, moe: bool, backward: bool) -> tuple[float, float]:
