@@ -34,6 +34,10 @@ EPILOG_LLM = """examples:
   podsim llm --model llama3-70b --gpu h100-80gb --gpus 512 --tp 8 --pp 4 --vpp 5 \\
       --global-batch 512 --seq-len 8192 --json run.json --trace run.trace.json
   podsim llm --model-config config.json --gpu h100 --gpus 64 --tp 8 --global-batch 64
+  podsim llm --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \
+      --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --backend flow
+  podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 32 --kernel-table measured
+  podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
 
 DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula in docs/llm.md
 (forward + backward, no recomputation); times in s, memory in GiB."""
