@@ -142,3 +142,20 @@ def test_hf_config(tmp_path) -> None:
     p.write_text("{")
     with pytest.raises(InputError, match="not valid JSON"):
         from_hf_config(p)
+
+
+def test_temporary_buffers() -> None:
+    from podsim.llm import get_model
+    m = get_model("gpt3-175b")
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    lay = Layout(64, tp=t, pp=8, global_batch=64, seq_len=s, recompute="full", flash_attention=False)
+    # the layer being recomputed holds Korthikanti's full-activation set: s b h (10 + 24/t + 5 a s / (h t))
+    want = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert stage_memory(m, lay, 1).buffers == pytest.approx(want)
+    # no recomputation: nothing temporary beyond the kept activations
+    assert stage_memory(m, replace(lay, recompute="none"), 1).buffers == 0
+    # ZeRO-3 (DP 8): two layers' gathered bf16 weights; CP 2: the whole sequence's K and V of a layer
+    z = Layout(64, tp=8, global_batch=64, seq_len=s, zero=3)
+    assert stage_memory(m, z, 0).buffers == pytest.approx(2 * 2 * m.layer_params(0) / 8)
+    c = Layout(16, tp=8, cp=2, global_batch=8, seq_len=4096)
+    assert stage_memory(m, c, 0).buffers == pytest.approx(2 * 1 * 4096 * (96 / 8) * 128 * 2)

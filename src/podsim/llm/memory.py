@@ -37,7 +37,7 @@ Units: bytes (reported in GiB = 2^30 B).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .layout import Layout
 from .model import ModelConfig
@@ -55,6 +55,7 @@ class StageMemory:
     optimizer: float
     activations_layers: float   #: the transformer layers' activations (Korthikanti)
     activations_other: float    #: embedding dropout, output layer input, logits
+    buffers: float = 0.0        #: temporary: a recomputed layer, gathered K/V or ZeRO-3 weights
 
     @property
     def activations(self) -> float:
@@ -67,12 +68,12 @@ class StageMemory:
 
     @property
     def total(self) -> float:
-        return self.states + self.activations
+        return self.states + self.activations + self.buffers
 
     def as_gib(self) -> dict[str, float]:
         return {"stage": self.stage, "weights_gib": self.weights / GIB, "gradients_gib": self.gradients / GIB,
                 "optimizer_gib": self.optimizer / GIB, "activations_gib": self.activations / GIB,
-                "total_gib": self.total / GIB}
+                "buffers_gib": self.buffers / GIB, "total_gib": self.total / GIB}
 
 
 def bytes_per_param(layout: Layout) -> tuple[float, float, float]:
@@ -170,7 +171,17 @@ def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
         other += n * sbh / (t if layout.sequence_parallel else 1)
     if stage == layout.pp - 1:
         other += 4 * sbh / (t if layout.sequence_parallel else 1) + 4 * s * layout.micro_batch * model.vocab / t
-    return StageMemory(stage, params * wb, params * gb, params * ob, act, other)
+    # temporary buffers at the peak: the layer being recomputed holds its full activations;
+    # context parallelism gathers the whole sequence's K and V of a layer; ZeRO-3 holds the
+    # gathered weights of the current and the prefetched layer
+    buffers = 0.0
+    if layers and layout.recompute == "full":
+        buffers += layer_activation_bytes(model, replace(layout, recompute="none"), layers[0])
+    if layout.cp > 1:
+        buffers += 2 * layout.micro_batch * layout.seq_len * max(model.kv / t, 1) * model.dhead * 2
+    if layout.zero >= 3 and layers:
+        buffers += 2 * 2 * max(model.layer_params(i) for i in layers) / t
+    return StageMemory(stage, params * wb, params * gb, params * ob, act, other, buffers)
 
 
 def memory(model: ModelConfig, layout: Layout) -> list[StageMemory]:

@@ -87,7 +87,7 @@ class TrainingResult:
             "memory_fits": self.memory_peak_gib <= self.gpu.memory_gib,
             "memory_per_stage": [{k: round(v, 4) if isinstance(v, float) else v for k, v in s.as_gib().items()}
                                  for s in self.memory],
-            "breakdown": {k: round(v, 9) for k, v in self.breakdown.items()},
+            "breakdown": {k: None if v is None else round(v, 9) for k, v in self.breakdown.items()},
             "simulation": {k: v for k, v in self.result.info.items() if k not in ("podsim_version",)},
             "notes": self.notes + list(self.result.notes),
         }
@@ -214,6 +214,9 @@ def breakdown(res: Result) -> dict[str, float]:
     """Compute, exposed collectives, pipeline waits and the rest, on the rank finishing last."""
     last = max(res.ranks, key=lambda r: r.finish_ns)
     slices = res.timelines.get(last.rank, [])
+    if not slices:  # simulated without a timeline: only the compute total is known
+        return {"compute_s": last.compute_ns / 1e9, "exposed_comm_s": None, "bubble_s": None,  # type: ignore[dict-item]
+                "other_s": None}
     comp = _union([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
     coll = _union([(s.start_ns, s.end_ns) for s in slices
                    if s.category == "comm" and " recv " not in f" {s.name} " and " send " not in f" {s.name} "])
