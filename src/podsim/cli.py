@@ -356,8 +356,10 @@ def _run_llm(args: argparse.Namespace) -> int:
     if args.kernel_table:
         from .compute.table import table_model
         compute = table_model(args.kernel_table, args.gpu, lay.precision)
+    progress = _progress()
     r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
-                          record_timeline=True, compute=compute, granularity=args.granularity)
+                          record_timeline=True, compute=compute, granularity=args.granularity, progress=progress)
+    _clear_progress(progress)
     d = r.to_dict()
     b = d["breakdown"]
     print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")

@@ -238,10 +238,13 @@ class _FlowRun:
         t = self.o.tuning
         hop = int(math.ceil(sum(n * t.hop_ns(cls, self.key, self.sched.protocol) for cls, n in st.hops.items())))
         q = self.o.queue
-        if self.o.bulk:  # the step's rounds ran as one: add their latencies, go on
+        if self.o.bulk:  # the step's rounds ran as one: add the other rounds' latencies, go on
+            net = self.o.net
+            assert net is not None
+            wire = max((net.path_latency(p) for p in self.paths), default=0)
             self.step += 1
             self.round = 0
-            q.schedule(q.now + hop * st.repeat, lambda _a: self._round())
+            q.schedule(q.now + hop * st.repeat + wire * (st.repeat - 1), lambda _a: self._round())
             return
         self.round += 1
         left = st.repeat - self.round
@@ -331,9 +334,9 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
 
     ``granularity``: ``round`` (default) simulates every round of a collective's schedule as
     flows; ``bulk`` runs each step's identical rounds as one round of flows carrying all their
-    bytes, followed by their summed latency: exact for a collective running alone, an
-    approximation under contention (no per-round barrier), and far fewer flows -- for
-    iteration-scale runs with thousands of GPUs."""
+    bytes, followed by the other rounds' latencies: exact for a collective running alone (to
+    a few ns of rounding), an approximation under contention (no per-round barrier), and far
+    fewer flows -- for iteration-scale runs with thousands of GPUs."""
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()

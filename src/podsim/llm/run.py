@@ -11,6 +11,7 @@ stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel, KernelTimer
@@ -124,12 +125,14 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                       cluster: str | ClusterSpec | None = None, backend: str = "analytical",
                       gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
                       flash_attention: bool | None = None, record_timeline: bool = True,
-                      compute: KernelTimer | None = None, granularity: str = "bulk") -> TrainingResult:
+                      compute: KernelTimer | None = None, granularity: str = "bulk",
+                      progress: Callable[[int, int, int], None] | None = None) -> TrainingResult:
     """Simulate one iteration.
 
     ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
     identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
-    ``round`` simulates every round.
+    ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
+    about once a second of wall time.
 
     Raises:
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
@@ -144,7 +147,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     w = generate(model, layout, cm, fold=_folder(layout, fabric, spec, backend))
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
-                           intra_server_closed_form=True, granularity=granularity)
+                           intra_server_closed_form=True, granularity=granularity, progress=progress)
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
                          memory=memory(model, layout))

@@ -125,6 +125,13 @@ class FlowNetwork:
         g = self.fabric.gpus
         self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
 
+    def path_latency(self, path: tuple[int, ...]) -> int:
+        """The summed link latency of a route (ns), as a flow on it pays once."""
+        lat = self._lat_cache.get(path)
+        if lat is None:
+            lat = self._lat_cache[path] = int(math.ceil(float(sum(self.fabric.link_lat[list(path)])) - 1e-9)) if path else 0
+        return lat
+
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
                     max_rate: float = math.inf) -> tuple[int, ...]:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
@@ -133,9 +140,7 @@ class FlowNetwork:
         now = clock.now
         self.flows_started += 1
         path = self.router.route(src, dst, label, self._count) if src != dst else ()
-        lat = self._lat_cache.get(path)
-        if lat is None:
-            lat = self._lat_cache[path] = int(math.ceil(float(sum(self.fabric.link_lat[list(path)])) - 1e-9)) if path else 0
+        lat = self.path_latency(path)
         if size <= 0 or not path:
             if on_done is not None:
                 clock.schedule(now + lat, _call, on_done)
