@@ -36,9 +36,12 @@ def test_compute_model_shape() -> None:
     assert 2 * 8192 * 8192 * 128 / thin / 312e3 < 0.75 * cm.gemm_max
     # memory-bound: 1 GB at 2039 GB/s x memory_max
     assert cm.memory_ns(1e9) == pytest.approx(1e9 / (2039 * cm.memory_max) + cm.launch_ns)
-    # H100 is faster on the same GEMM by about its peak ratio
-    h = ComputeModel.for_gpu(get_gpu("h100-80gb"))
+    # with the same efficiencies, the H100 is faster on a big GEMM by its peak ratio
+    a = {k: getattr(cm, k) for k in ("gemm_max", "gemm_knee", "memory_max", "flash_max", "flash_knee", "launch_ns")}
+    h = ComputeModel.for_gpu(get_gpu("h100-80gb"), **a)
     assert big / h.gemm_ns(8192, 8192, 8192) == pytest.approx(989.4 / 312, rel=0.02)
+    # the H100's own fit (its measured kernels), shared by the H200
+    assert ComputeModel.for_gpu(get_gpu("h200")).gemm_max == ComputeModel.for_gpu(get_gpu("h100-80gb")).gemm_max != cm.gemm_max
 
 
 def test_cli_llm(tmp_path, capsys) -> None:

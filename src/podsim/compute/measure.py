@@ -2,8 +2,9 @@
 
 ``podsim kernels measure --out h100.csv`` times, in the chosen precisions:
 
-* **gemm**: ``(m x k) @ (k x n)`` over a log-spaced grid of sizes (and batched products,
-  ``batch`` > 1, of the shapes unfused attention uses);
+* **gemm**: ``(m x k) @ (k x n)`` over a log-spaced grid of sizes, in random order, as a
+  linear layer runs it (the weight stored ``n x k``), and batched products (``batch`` > 1) of
+  the shapes unfused attention uses;
 * **attention_fwd / attention_bwd**: fused scaled-dot-product attention, causal, with the
   backend PyTorch picks (cuDNN's flash attention on Hopper, as Transformer Engine uses), for
   sequence lengths, head counts and head sizes of LLMs (``m`` = ``n`` = sequence length,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import math
+import random
 import statistics
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -102,23 +104,21 @@ def _dtype(torch: Any, name: str) -> Any:
 def measure_gemm(torch: Any, device: str, dtype: str, dims: tuple[int, ...], batched: bool = True) -> Iterator[tuple]:
     """Rows of single GEMMs over ``dims``^3 (too-large products skipped) and batched ones."""
     dt = _dtype(torch, dtype)
-    for m in dims:
-        for n in dims:
-            for k in dims:
-                if 2.0 * m * n * k > MAX_GEMM_FLOPS:
-                    continue
-                if dtype == "fp8":
-                    a = torch.randn(m, k, device=device).to(dt)
-                    b = torch.randn(n, k, device=device).to(dt).t()
-                    one = torch.ones((), device=device)
-                    fn = (lambda a=a, b=b, one=one:
-                          torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
-                else:
-                    a = torch.randn(m, k, device=device, dtype=dt)
-                    b = torch.randn(k, n, device=device, dtype=dt)
-                    fn = lambda a=a, b=b: torch.mm(a, b)  # noqa: E731
-                yield ("gemm", dtype, m, n, k, 1, _timer(torch, device, fn), "")
-                del a, b
+    shapes = [(m, n, k) for m in dims for n in dims for k in dims if 2.0 * m * n * k <= MAX_GEMM_FLOPS]
+    random.Random(0).shuffle(shapes)  # no drift of clock or temperature along the grid
+    for m, n, k in shapes:
+        if dtype == "fp8":
+            a = torch.randn(m, k, device=device).to(dt)
+            b = torch.randn(n, k, device=device).to(dt).t()
+            one = torch.ones((), device=device)
+            fn = (lambda a=a, b=b, one=one:
+                  torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+        else:  # activations times a transposed weight, as a linear layer's forward
+            a = torch.randn(m, k, device=device, dtype=dt)
+            b = torch.randn(n, k, device=device, dtype=dt)
+            fn = lambda a=a, b=b: torch.nn.functional.linear(a, b)  # noqa: E731
+        yield ("gemm", dtype, m, n, k, 1, _timer(torch, device, fn), "")
+        del a, b
     if dtype == "fp8" or not batched:
         return
     # batched products of unfused attention: scores (s x d)(d x s) and context (s x s)(s x d)
