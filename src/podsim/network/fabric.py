@@ -62,6 +62,9 @@ class Fabric:
     #: extra facts a builder records (e.g. {"nvswitches": [...], "rails": 8}); read-only by
     #: convention
     meta: dict = field(default_factory=dict, compare=False)
+    #: tables derived from the fabric and costly to build (the routers' forwarding distances),
+    #: computed once and shared by every router of this fabric; not part of its identity
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def num_nodes(self) -> int:

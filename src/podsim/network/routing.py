@@ -58,24 +58,33 @@ class Router:
         self.fabric = fabric
         self.seed = int(fabric.meta.get("ecmp_seed", 0) if seed is None else seed)
         self.adaptive = bool(fabric.meta.get("routing") == "adaptive") if adaptive is None else adaptive
-        n = fabric.num_nodes
-        src = fabric.link_src
-        dst = fabric.link_dst
-        fwd = fabric.forwards
-        self._weight = np.maximum(np.rint(fabric.link_lat), 1).astype(np.int64)
-        w = self._weight.tolist()
-        self._out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (link, dst, weight)
-        self._in: list[list[tuple[int, int]]] = [[] for _ in range(n)]        # (source node, weight)
-        for link, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
-            self._out[a].append((link, b, w[link]))
-            self._in[b].append((a, w[link]))
-        self._fwd_ids = np.flatnonzero(fwd)
-        self._fwd_index = np.full(n, -1, dtype=np.int64)
-        self._fwd_index[self._fwd_ids] = np.arange(len(self._fwd_ids))
-        self._dist = self._forwarding_distances()
+        tables = fabric.derived.get("router_tables")
+        if tables is None:
+            tables = fabric.derived["router_tables"] = self._tables(fabric)
+        self._weight, self._out, self._in, self._fwd_ids, self._fwd_index = tables
+        dist = fabric.derived.get("forwarding_distances")
+        if dist is None:
+            dist = fabric.derived["forwarding_distances"] = self._forwarding_distances()
+        self._dist = dist
         self._to_cache: dict[int, np.ndarray] = {}
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self._next_cache: dict[tuple[int, int], list[tuple[int, int]]] = {}
+
+    @staticmethod
+    def _tables(fabric: Fabric) -> tuple:
+        """Link weights, adjacency lists and the forwarding nodes' index (read-only, shared)."""
+        n = fabric.num_nodes
+        weight = np.maximum(np.rint(fabric.link_lat), 1).astype(np.int64)
+        w = weight.tolist()
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (link, dst, weight)
+        into: list[list[tuple[int, int]]] = [[] for _ in range(n)]      # (source node, weight)
+        for link, (a, b) in enumerate(zip(fabric.link_src.tolist(), fabric.link_dst.tolist())):
+            out[a].append((link, b, w[link]))
+            into[b].append((a, w[link]))
+        fwd_ids = np.flatnonzero(fabric.forwards)
+        fwd_index = np.full(n, -1, dtype=np.int64)
+        fwd_index[fwd_ids] = np.arange(len(fwd_ids))
+        return weight, out, into, fwd_ids, fwd_index
 
     def _forwarding_distances(self) -> np.ndarray:
         """Least-latency distances between forwarding nodes, through forwarding nodes only."""
