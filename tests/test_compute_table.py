@@ -154,3 +154,15 @@ def test_fit_recovers_a_known_roofline(tmp_path: Path) -> None:
     assert all(e < 0.02 for e in errs.values()), errs
     fitted = ComputeModel(H100, "bf16", **params)
     assert fitted.gemm_ns(8192, 8192, 8192) == pytest.approx(truth.gemm_ns(8192, 8192, 8192), rel=0.02)
+
+
+def test_fp8_runs_only_gemms_in_fp8() -> None:
+    # Transformer Engine's fp8 recipe: GEMMs in fp8, attention, activations and communication in bf16
+    bf, f8 = ComputeModel.for_gpu(H100, "bf16"), ComputeModel.for_gpu(H100, "fp8")
+    assert f8.attention_ns(32, 4096, 4096, 128) == bf.attention_ns(32, 4096, 4096, 128)
+    assert f8.elem_bytes == 2 and f8.memory_ns(1e9) == bf.memory_ns(1e9)
+    assert bf.gemm_ns(8192, 8192, 8192) / f8.gemm_ns(8192, 8192, 8192) == pytest.approx(2.0, rel=0.01)
+    t8 = table_model("measured", "h100-80gb", "fp8")
+    tb = table_model("measured", "h100-80gb", "bf16")
+    assert t8.attention_ns(32, 4096, 4096, 128) == tb.attention_ns(32, 4096, 4096, 128)
+    assert 1.4 < tb.gemm_ns(8192, 8192, 8192) / t8.gemm_ns(8192, 8192, 8192) < 2.0

@@ -70,7 +70,19 @@ class ComputeModel:
 
     @property
     def elem_bytes(self) -> float:
-        return {"fp32": 4.0, "tf32": 4.0, "fp8": 1.0}.get(self.dtype, 2.0)
+        """Bytes per activation element: fp8 training (Transformer Engine style) keeps
+        activations, attention and communication in bf16 and runs only the GEMMs in fp8."""
+        return {"fp32": 4.0, "tf32": 4.0}.get(self.dtype, 2.0)
+
+    @property
+    def gemm_bytes(self) -> float:
+        """Bytes per GEMM operand element."""
+        return 1.0 if self.dtype == "fp8" else self.elem_bytes
+
+    @property
+    def attention_dtype(self) -> str:
+        """Fused attention runs in bf16 under fp8 training."""
+        return "bf16" if self.dtype == "fp8" else self.dtype
 
     def describe(self) -> str:
         """One line for reports: the model and its parameters."""
@@ -88,7 +100,7 @@ class ComputeModel:
         flops = 2.0 * m * n * k * count
         eff = self.gemm_max * self._s(m) * self._s(n) * self._s(k)
         t_flops = flops / (self.gpu.peak(self.dtype) * eff)
-        t_mem = (m * k + k * n + m * n) * count * self.elem_bytes / (self.gpu.hbm_bandwidth * self.memory_max)
+        t_mem = (m * k + k * n + m * n) * count * self.gemm_bytes / (self.gpu.hbm_bandwidth * self.memory_max)
         return max(t_flops, t_mem) + self.launch_ns
 
     def memory_ns(self, nbytes: float, kernels: int = 1) -> float:
@@ -108,4 +120,4 @@ class ComputeModel:
         if flops <= 0:
             return 0.0
         eff = self.flash_max * seq / (seq + self.flash_knee) * head_dim / (head_dim + self.flash_knee)
-        return flops / (self.gpu.peak(self.dtype) * eff) + self.launch_ns
+        return flops / (self.gpu.peak(self.attention_dtype) * eff) + self.launch_ns

@@ -177,13 +177,15 @@ class TableComputeModel:
             raise InputError(f"{where}: no gemm rows for {self.dtype} (it has {', '.join(have) or 'none'})")
         self._gemm = _GridRate(gemm)
         self._attn = {}
+        # fp8 training keeps attention and the memory-bound kernels in bf16
+        side = [r for r in self.rows if r.dtype == ("bf16" if self.dtype == "fp8" else self.dtype)]
         for kind in ("attention_fwd", "attention_bwd"):
             pts = {(r.batch, r.m, r.k): self._attn_flops(r.batch, r.m, r.n, r.k, kind == "attention_bwd")
-                   / (r.time_us * 1e3) for r in mine if r.kernel == kind}
+                   / (r.time_us * 1e3) for r in side if r.kernel == kind}
             if pts:
                 self._attn[kind] = _GridRate(pts)
         mem: dict[int, list[float]] = {}
-        for r in mine:
+        for r in side:
             if r.kernel == "memory":
                 mem.setdefault(r.m, []).append(r.time_us * 1e3)
         if not mem:
@@ -200,7 +202,8 @@ class TableComputeModel:
 
     @property
     def elem_bytes(self) -> float:
-        return {"fp32": 4.0, "tf32": 4.0, "fp8": 1.0}.get(self.dtype, 2.0)
+        """Bytes per activation element (bf16 under fp8 training; see ComputeModel)."""
+        return {"fp32": 4.0, "tf32": 4.0}.get(self.dtype, 2.0)
 
     def describe(self) -> str:
         """One line for reports."""
