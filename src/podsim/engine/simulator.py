@@ -92,21 +92,9 @@ def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
     return True, "all ranks run the same program on a symmetric topology"
 
 
-def _category(p: Program, i: int) -> tuple[str, str]:
-    k = int(p.kind[i])
-    if p.is_cpu[i]:
-        return "cpu", "cpu"
-    if k == OpKind.COMPUTE:
-        return "compute", "compute"
-    if k in (OpKind.COLLECTIVE, OpKind.SEND, OpKind.RECV):
-        return "comm", "comm"
-    if k in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
-        return "mem", "mem"
-    return "other", "other"
-
-
 def _categories(p: Program) -> list[tuple[str, str]]:
-    """(track, category) of every op, as :func:`_category` gives them."""
+    """(track, category) of every op: cpu, compute, comm (collectives and point-to-point),
+    mem, or other."""
     kinds, cpu = p.kind.tolist(), p.is_cpu.tolist()
     table = {int(OpKind.COMPUTE): ("compute", "compute"), int(OpKind.COLLECTIVE): ("comm", "comm"),
              int(OpKind.SEND): ("comm", "comm"), int(OpKind.RECV): ("comm", "comm"),
