@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import yaml
 
@@ -137,3 +138,31 @@ def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, mo
                                                fold=lambda *a: 1000).programs)
     n_plain = sum(len(p) for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb"))).programs)
     assert n_fused < n_plain / 3
+
+
+def test_ring_attention_exchange_runs_under_the_core() -> None:
+    # CP: the K/V exchange overlaps the attention core; a pass takes max(core, exchange), not
+    # their sum -- in fused ops and in separate ones alike
+    m = get_model("llama3-8b")
+    lay = Layout(16, tp=2, cp=2, global_batch=4, seq_len=8192)
+    cm = ComputeModel.for_gpu(get_gpu("h100-80gb"))
+    costs = LayerCosts(m, lay, cm)
+    core = int(np.ceil(costs._attention_parts(False)[2]))
+
+    def total(cp_ns: int) -> int:
+        w = generate(m, lay, cm, fold=lambda kind, nbytes, group: cp_ns if group == "cp" else 1000)
+        p = w.programs[0]
+        return int(p.duration_ns[p.kind == 0].sum())
+
+    short, long_ = total(1), total(core + 100_000)
+    # forward: an exchange 0.1 ms longer than the core adds 0.1 ms a pass, not the exchange's
+    # length; backward: the core (2.5x the forward's work) still hides it
+    assert long_ - short == m.layers * lay.num_microbatches * 100_000
+    w = generate(m, lay, cm)
+    p = w.programs[0]
+    names = p.names
+    ex = next(i for i, n in enumerate(names) if "kv all-gather" in n)
+    core_i = next(i for i, n in enumerate(names) if n.endswith("attention core") and i > ex)
+    assert list(p.data_deps(ex)) == list(p.data_deps(core_i))   # both start after the projections
+    after = core_i + 1
+    assert set(p.data_deps(after)) >= {core_i, ex}                 # the next op waits for both

@@ -15,7 +15,8 @@
 * **launch**: the GPU time between back-to-back tiny kernels.
 
 Times are the median over repetitions of CUDA-event timings of a CUDA graph holding enough
-calls (>= 10 ms) to hide the timer's resolution: GPU time, free of Python's launch overhead.  torch is imported here only; it is an optional dependency.
+calls (>= 10 ms) to hide the timer's resolution: GPU time, free of Python's launch overhead.
+torch is imported here only; it is an optional dependency.
 """
 
 from __future__ import annotations

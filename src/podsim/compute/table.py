@@ -238,8 +238,8 @@ class TableComputeModel:
         flops = self._attn_flops(bh, sq, skv, d, backward)
         grid = self._attn.get("attention_bwd" if backward else "attention_fwd")
         if grid is None:
-            raise InputError(f"{self.source or 'the kernel table'}: no {'attention_bwd' if backward else 'attention_fwd'} "
-                             f"rows for {self.dtype}")
+            kind = "attention_bwd" if backward else "attention_fwd"
+            raise InputError(f"{self.source or 'the kernel table'}: no {kind} rows for {self.dtype}")
         return flops / grid(bh, math.sqrt(sq * skv), d)
 
 

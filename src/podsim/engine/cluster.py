@@ -32,7 +32,7 @@ from ..report.result import Counter, LinkUse, Result, Slice
 from ..workload import CollectiveKind, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
-from .messaging import Messaging
+from .messaging import Messaging, Rendezvous
 from .rank import RankRunner
 from .simulator import ComputeModel, _collect, equivalent_ranks, run_ranks
 
@@ -321,7 +321,8 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
                      compute: ComputeModel | None = None, use_symmetry: bool = True,
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
                      max_link_tracks: int = 256, fast_forward: bool = True,
-                     intra_server_closed_form: bool = False, granularity: str = "round") -> Result:
+                     intra_server_closed_form: bool = False, granularity: str = "round",
+                     rendezvous: bool = False) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
@@ -336,7 +337,11 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     flows; ``bulk`` runs each step's identical rounds as one round of flows carrying all their
     bytes, followed by the other rounds' latencies: exact for a collective running alone (to
     a few ns of rounding), an approximation under contention (no per-round barrier), and far
-    fewer flows -- for iteration-scale runs with thousands of GPUs."""
+    fewer flows -- for iteration-scale runs with thousands of GPUs.
+
+    ``rendezvous``: a point-to-point message starts only once its receiver has posted the
+    receive (an 8 KiB handshake first, as ASTRA-sim's rendezvous protocol and NCCL's
+    send/recv of large messages do), so a send holds its stream until the peer is ready."""
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()
@@ -358,6 +363,8 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         msg: Messaging = FlowMessaging(queue, net)
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
+    if rendezvous:
+        msg = Rendezvous(msg)  # type: ignore[arg-type, assignment]
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward, granularity == "bulk")
     colls.intra_closed_form = intra_server_closed_form
     colls.model = colls_timer

@@ -76,8 +76,13 @@ class _StageProgram:
         self.fused: list[tuple[int, int, str, str]] = []   # pending (offset, ns, name, category)
         self.fused_ns = 0
         self.fused_flops = 0.0
+        self.beside: int | None = None                      # an overlapped collective op to join
+        self.beside_fused: tuple[int, str, str] | None = None   # the same, fused: (ns, name, group)
         self.b = ProgramBuilder(f"stage{stage}")
-        self.prev: int | None = None
+        #: what the next op waits for: the last op, plus a receive or an overlapped collective
+        #: that must also be done (a join without a no-op, whose instant completion would not
+        #: wake its successor under ASTRA-sim's issue rules)
+        self.prev: list[int] = []
         self.stride = layout.tp * layout.cp * layout.dp
         self.nodes = 0
         self.pending_dp: list[int] = []
@@ -97,31 +102,48 @@ class _StageProgram:
         name = segs[0][2] if len(segs) == 1 else f"{segs[0][2]} .. {segs[-1][2]}"
         extra = {"segments": segs} if len(segs) > 1 or segs[0][3] != "compute" else None
         self.nodes += 1
-        self.prev = self.b.add(OpKind.COMPUTE, name, data_deps=[self.prev] if self.prev is not None else [],
-                               node_id=self.nodes, duration_ns=total, flops=flops, extra=extra)
+        self.prev = [self.b.add(OpKind.COMPUTE, name, data_deps=self.prev,
+                               node_id=self.nodes, duration_ns=total, flops=flops, extra=extra)]
 
     def chain(self, kind: OpKind, name: str, extra: list[int] | None = None, **kw: object) -> int:
         self._flush()
-        deps = ([self.prev] if self.prev is not None else []) + (extra or [])
-        self.prev = self._add(kind, name, deps, **kw)
-        return self.prev
+        op = self._add(kind, name, self.prev + (extra or []), **kw)
+        self.prev = [op]
+        return op
 
     def step(self, st: Step, label: str) -> None:
         if st.collective is None:
             if st.ns > 0:
-                if self.fold is not None:
+                if self.fold is not None and self.beside is None:
                     d = max(1, int(math.ceil(st.ns)))
                     self.fused.append((self.fused_ns, d, f"{label} {st.name}", "compute"))
+                    if self.beside_fused is not None:  # the overlapped collective, from the same start
+                        t, name, group = self.beside_fused
+                        self.fused.append((self.fused_ns, t, name, group))
+                        d = max(d, t)
+                        self.beside_fused = None
                     self.fused_ns += d
                     self.fused_flops += st.flops
                     return
                 self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))),
                            flops=st.flops)
+                if self.beside is not None:  # the next op waits for the collective alongside too
+                    self.prev.append(self.beside)
+                    self.beside = None
         else:
             t = self.fold(st.collective, st.nbytes, st.group) if self.fold is not None else None
             if t is not None:
+                if st.overlap:
+                    self.beside_fused = (t, f"{label} {st.name}", st.group)
+                    return
                 self.fused.append((self.fused_ns, t, f"{label} {st.name}", st.group))
                 self.fused_ns += t
+                return
+            if st.overlap:
+                self._flush()
+                self.beside = self._add(OpKind.COLLECTIVE, f"{label} {st.name}", list(self.prev),
+                                        collective=int(st.collective), size_bytes=st.nbytes, group=st.group,
+                                        stream=st.group)
                 return
             self.chain(OpKind.COLLECTIVE, f"{label} {st.name}", collective=int(st.collective),
                        size_bytes=st.nbytes, group=st.group, stream=st.group)
@@ -136,13 +158,13 @@ class _StageProgram:
     def recv(self, mb: int, vstage: int, src_vstage: int, forward: bool) -> int:
         self._flush()
         return self._add(OpKind.RECV, f"recv {'activation' if forward else 'gradient'} mb{mb}",
-                         [self.prev] if self.prev is not None else [], peer=self._peer(src_vstage),
+                         list(self.prev), peer=self._peer(src_vstage),
                          size_bytes=self.act_bytes, tag=self._tag(mb, vstage, forward), stream="pp")
 
     def send(self, mb: int, dst_vstage: int, forward: bool) -> None:
         self._flush()
         self._add(OpKind.SEND, f"send {'activation' if forward else 'gradient'} mb{mb}",
-                  [self.prev] if self.prev is not None else [], peer=self._peer(dst_vstage),
+                  list(self.prev), peer=self._peer(dst_vstage),
                   size_bytes=self.act_bytes, tag=self._tag(mb, dst_vstage, forward), stream="pp")
 
     def dp_grads(self, params: float, force: bool = False) -> None:
@@ -159,7 +181,7 @@ class _StageProgram:
         nbytes = int(self.bucket * lay.grad_reduce_bytes)
         self._flush()
         op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
-                       [self.prev] if self.prev is not None else [], collective=int(kind), size_bytes=nbytes,
+                       list(self.prev), collective=int(kind), size_bytes=nbytes,
                        group="dp", stream="dp")
         self.pending_dp.append(op)
         self.bucket = 0.0
@@ -177,7 +199,7 @@ class _StageProgram:
             if forward:
                 if g > 0:
                     r = self.recv(mb, g, g - 1, True)
-                    self.chain(OpKind.NOOP, f"{label} input", [r])
+                    self.prev = self.prev + [r]
                 else:
                     self.step(costs.embedding(False), label)
                 for i in layers:
@@ -192,7 +214,7 @@ class _StageProgram:
             else:
                 if g < last_v:
                     r = self.recv(mb, g, g + 1, False)
-                    self.chain(OpKind.NOOP, f"{label} grad input", [r])
+                    self.prev = self.prev + [r]
                 else:
                     self.step(costs.output(True), label)
                 last_mb = mb == mbs - 1
@@ -233,8 +255,8 @@ class _StageProgram:
         self._flush()
         nbytes = int(self._layer_params(i) * 2)
         op = self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 grad reduce-scatter",
-                       [self.prev] if self.prev is not None else [],
-                       collective=int(CollectiveKind.REDUCE_SCATTER), size_bytes=nbytes, group="dp", stream="dp")
+                       list(self.prev), collective=int(CollectiveKind.REDUCE_SCATTER), size_bytes=nbytes,
+                       group="dp", stream="dp")
         self.pending_dp.append(op)
 
     def _finish(self) -> None:

@@ -8,7 +8,10 @@ parallelism) on TP rank of ``t``: each pass of a layer is a short list of steps,
   [all-gather (SP)] MLP (MoE: all-to-all, experts, all-to-all) [all-reduce | reduce-scatter];
 * backward: the same in reverse with two GEMMs (input and weight gradient) per forward GEMM;
 * full recompute re-runs the forward (with its collectives) before the backward; selective
-  recompute re-runs the attention core inside the backward.
+  recompute re-runs the attention core inside the backward;
+* context parallelism (ring attention): the K/V exchange with the other CP ranks (an
+  all-gather forward, a reduce-scatter of their gradients backward, the same bytes as the
+  ring's point-to-point steps) runs alongside the attention core (``Step.overlap``).
 
 Collective sizes follow nccl-tests conventions (the whole tensor: ``b s h`` elements).
 FLOPs are what the kernels execute (causal attention does half of ``s^2``).
@@ -34,6 +37,9 @@ class Step:
     collective: CollectiveKind | None = None
     nbytes: int = 0
     group: str = ""
+    #: a collective that runs alongside the next (compute) step, which does not wait for it;
+    #: the step after that waits for both (ring attention's KV exchange under the core)
+    overlap: bool = False
 
 
 class LayerCosts:
@@ -55,12 +61,18 @@ class LayerCosts:
 
     def _attention(self, backward: bool) -> tuple[float, float]:
         """(ns, flops) of LN + QKV + core + output projection + dropout/residual."""
+        a_ns, a_fl, c_ns, c_fl = self._attention_parts(backward)
+        return a_ns + c_ns, a_fl + c_fl
+
+    def _attention_parts(self, backward: bool) -> tuple[float, float, float, float]:
+        """(ns, flops) of the attention block without its core, then of the core (with
+        selective recomputation's re-run)."""
         m, lay, cm = self.m, self.lay, self.cm
         t, T, h, d = lay.tp, self.tokens, m.hidden, m.dhead
         heads = m.heads / t
         kv = max(m.kv / t, 1.0)
         mult = 2.0 if backward else 1.0
-        ns = flops = 0.0
+        ns = flops = core_ns = core_flops_done = 0.0
         # QKV and output projections
         for (rows, n, k) in ((T, (heads + 2 * kv) * d, h), (T, h, heads * d)):
             ns += mult * cm.gemm_ns(rows, n, k)
@@ -70,23 +82,23 @@ class LayerCosts:
         b = lay.micro_batch
         core_flops = 4 * b * heads * sq * skv * d * 0.5
         if self.flash:
-            ns += cm.attention_ns(b * heads, sq, skv, d, backward)
-            flops += (2.5 if backward else 1.0) * core_flops
+            core_ns += cm.attention_ns(b * heads, sq, skv, d, backward)
+            core_flops_done += (2.5 if backward else 1.0) * core_flops
         else:
             count = b * heads
-            ns += mult * (cm.gemm_ns(sq, skv, d, count) + cm.gemm_ns(sq, d, skv, count))
+            core_ns += mult * (cm.gemm_ns(sq, skv, d, count) + cm.gemm_ns(sq, d, skv, count))
             # fused scale-mask-softmax (read, write: 4 B an element), dropout (read, write, a
             # 1-byte mask: 5 B); backward: dropout (5 B) and softmax (6 B) gradients
-            ns += cm.memory_ns(count * sq * skv * (11 if backward else 9), 3)
-            flops += mult * 2 * core_flops
+            core_ns += cm.memory_ns(count * sq * skv * (11 if backward else 9), 3)
+            core_flops_done += mult * 2 * core_flops
         # norm (read, write), residual add (2 reads, a write), dropout (2 more passes)
         elems = T * h / (t if lay.sequence_parallel else 1)
         ns += mult * cm.memory_ns(elems * cm.elem_bytes * self.block_passes, 3)
         if backward and lay.recompute == "selective":
-            ns += cm.attention_ns(b * heads, sq, skv, d) if self.flash else \
+            core_ns += cm.attention_ns(b * heads, sq, skv, d) if self.flash else \
                 cm.gemm_ns(sq, skv, d, b * heads) + cm.gemm_ns(sq, d, skv, b * heads) + \
                 cm.memory_ns(b * heads * sq * skv * 9, 3)
-        return ns, flops
+        return ns, flops, core_ns, core_flops_done
 
     def _mlp(self, moe: bool, backward: bool) -> tuple[float, float]:
         m, lay, cm = self.m, self.lay, self.cm
@@ -146,14 +158,23 @@ class LayerCosts:
         kv_bytes = int(2 * self.tokens * max(m.kv / lay.tp, 1) * m.dhead * self.cm.elem_bytes * lay.cp)
         kind = CollectiveKind.REDUCE_SCATTER if backward else CollectiveKind.ALL_GATHER
         return [Step(f"{name} kv {'reduce-scatter' if backward else 'all-gather'}", collective=kind,
-                     nbytes=kv_bytes, group="cp")]
+                     nbytes=kv_bytes, group="cp", overlap=True)]
+
+    def _attention_steps(self, backward: bool) -> list[Step]:
+        """The attention block; with CP, ring attention: the KV exchange runs under the core."""
+        if self.lay.cp == 1:
+            a_ns, a_fl = self._attention(backward)
+            return [Step("attention grad" if backward else "attention", a_ns, a_fl)]
+        a_ns, a_fl, c_ns, c_fl = self._attention_parts(backward)
+        g = " grad" if backward else ""
+        return [Step(f"attention{g} projections", a_ns, a_fl)] + self._cp(f"attn{g}", backward) + \
+            [Step(f"attention{g} core", c_ns, c_fl)]
 
     def forward(self, moe: bool) -> list[Step]:
         key = (moe, "fwd")
         if key not in self._cache:
-            a_ns, a_fl = self._attention(False)
             m_ns, m_fl = self._mlp(moe, False)
-            steps = self._tp("attn", False) + self._cp("attn", False) + [Step("attention", a_ns, a_fl)]
+            steps = self._tp("attn", False) + self._attention_steps(False)
             steps += self._tp("attn", True) + self._tp("mlp", False)
             if moe:
                 steps += self._ep("dispatch") + [Step("experts", m_ns, m_fl)] + self._ep("combine")
@@ -166,7 +187,6 @@ class LayerCosts:
     def backward(self, moe: bool) -> list[Step]:
         key = (moe, "bwd")
         if key not in self._cache:
-            a_ns, a_fl = self._attention(True)
             m_ns, m_fl = self._mlp(moe, True)
             steps = self._tp("mlp grad", False)
             if moe:
@@ -174,7 +194,7 @@ class LayerCosts:
             else:
                 steps += [Step("mlp grad", m_ns, m_fl)]
             steps += self._tp("mlp grad", True) + self._tp("attn grad", False)
-            steps += [Step("attention grad", a_ns, a_fl)] + self._cp("attn grad", True) + self._tp("attn grad", True)
+            steps += self._attention_steps(True) + self._tp("attn grad", True)
             self._cache[key] = steps
         return self._cache[key]
 

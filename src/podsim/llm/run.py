@@ -126,13 +126,16 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                       gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
                       flash_attention: bool | None = None, record_timeline: bool = True,
                       compute: KernelTimer | None = None, granularity: str = "bulk",
-                      progress: Callable[[int, int, int], None] | None = None) -> TrainingResult:
+                      progress: Callable[[int, int, int], None] | None = None,
+                      rendezvous: bool = True) -> TrainingResult:
     """Simulate one iteration.
 
     ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
     identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
     ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
-    about once a second of wall time.
+    about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
+    stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
+    point-to-point), holding the sender's pipeline stream meanwhile.
 
     Raises:
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
@@ -147,7 +150,8 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     w = generate(model, layout, cm, fold=_folder(layout, fabric, spec, backend))
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
-                           intra_server_closed_form=True, granularity=granularity, progress=progress)
+                           intra_server_closed_form=True, granularity=granularity, progress=progress,
+                           rendezvous=rendezvous)
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
                          memory=memory(model, layout))
