@@ -341,7 +341,8 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
 
     ``rendezvous``: a point-to-point message starts only once its receiver has posted the
     receive (an 8 KiB handshake first, as ASTRA-sim's rendezvous protocol and NCCL's
-    send/recv of large messages do), so a send holds its stream until the peer is ready."""
+    send/recv of large messages do), so a send holds its stream until the peer is ready; with
+    the flow backend the handshakes are timed in closed form, not as flows."""
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()
@@ -364,7 +365,8 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
     if rendezvous:
-        msg = Rendezvous(msg)  # type: ignore[arg-type, assignment]
+        control = Messaging(queue, FabricDelay(fabric, colls_timer)) if net is not None else None  # type: ignore[arg-type]
+        msg = Rendezvous(msg, control)  # type: ignore[arg-type, assignment]
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward, granularity == "bulk")
     colls.intra_closed_form = intra_server_closed_form
     colls.model = colls_timer

@@ -136,8 +136,11 @@ class Rendezvous:
     sends an 8 KiB handshake to the sender; when it arrives, the receiver posts the real
     receive and the sender (whose handshake receive was posted at its send) sends the data."""
 
-    def __init__(self, inner: Messaging | MirrorMessaging) -> None:
+    def __init__(self, inner: Messaging | MirrorMessaging, control: Messaging | None = None) -> None:
         self.inner = inner
+        #: where handshakes travel (default: with the data); a cluster run's flow backend
+        #: sends them through a closed-form messaging layer, too small to load a link
+        self.control = control or inner
         self.queue = inner.queue
 
     @property
@@ -153,12 +156,12 @@ class Rendezvous:
         self.inner.on_delivery = fn
 
     def send(self, src: int, dst: int, size: int, tag: int, on_sent: Handler) -> None:
-        self.inner.recv(src, dst, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
-                        lambda: self.inner.send(src, dst, size, tag, on_sent))
+        self.control.recv(src, dst, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
+                          lambda: self.inner.send(src, dst, size, tag, on_sent))
 
     def recv(self, dst: int, src: int, size: int, tag: int, on_recv: Handler) -> None:
-        self.inner.send(dst, src, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
-                        lambda: self.inner.recv(dst, src, size, tag, on_recv))
+        self.control.send(dst, src, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
+                          lambda: self.inner.recv(dst, src, size, tag, on_recv))
 
     def pending(self) -> list[tuple[int, int, int, int, str]]:
-        return self.inner.pending()
+        return self.inner.pending() + (self.control.pending() if self.control is not self.inner else [])
