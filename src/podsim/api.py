@@ -183,6 +183,10 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         from .formats.simai import simai_to_workload
 
         workload = simai_to_workload(workload, gpus)
+    elif not isinstance(workload, Workload) and (Path(workload) / "trace.csv").is_file():
+        from .formats.triosim import read_triosim, triosim_to_workload
+
+        workload = triosim_to_workload(read_triosim(workload))
     if isinstance(workload, Workload):
         n = workload.num_ranks
     else:
@@ -199,7 +203,7 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     except InputError as e:
         raise e.with_source(label) from None
     result.info["podsim_version"] = __version__
-    result.info["title"] = f"{Path(label).name} on {n} GPUs of {spec.name} ({backend})"
+    result.info["title"] = f"{Path(label).name} on {n} GPU{'s' if n != 1 else ''} of {spec.name} ({backend})"
     result.info["workload"] = label
     result.info["cluster"] = spec.description or spec.name
     return result

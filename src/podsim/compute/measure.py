@@ -186,7 +186,6 @@ def measure_memory(torch: Any, device: str, dtype: str, quick: bool) -> Iterator
         for note, passes, fn in kernels:
             with torch.no_grad():
                 yield ("memory", dtype, elems * es * passes, 1, 1, 1, _timer(torch, device, fn), note)
-        del x, y, out, x2
 
 
 #: transformer layers timed whole (TP shards as one GPU of a TP group runs them):
@@ -246,7 +245,6 @@ def measure_layers(torch: Any, device: str, dtype: str, quick: bool) -> Iterator
             note = f"{label} heads={a} kv={kv} dhead={d} act={act}"
             yield ("layer_fwd", dtype, s, h, f, b, tf, note)
             yield ("layer_bwd", dtype, s, h, f, b, max(tfb - tf, 0.0), note)
-            del wqkv, wo, w1, w2, x, grad
 
 
 def measure_launch(torch: Any, device: str) -> Iterator[tuple]:
