@@ -34,7 +34,7 @@ EPILOG_LLM = """examples:
   podsim llm --model llama3-70b --gpu h100-80gb --gpus 512 --tp 8 --pp 4 --vpp 5 \\
       --global-batch 512 --seq-len 8192 --json run.json --trace run.trace.json
   podsim llm --model-config config.json --gpu h100 --gpus 64 --tp 8 --global-batch 64
-  podsim llm --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \
+  podsim llm --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \\
       --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --backend flow
   podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 32 --kernel-table measured
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("kernels", help="measure kernel times on a real GPU (PyTorch) into a kernel table",
                        epilog="examples:\n  podsim kernels measure --out h100.csv            # on a CUDA machine\n"
                               "  podsim kernels measure --out t.csv --dtype bf16 --dtype fp8\n"
+                              "  podsim kernels fit --table h100.csv --gpu h100   # the roofline's efficiencies\n"
                               "  podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 64 --kernel-table h100.csv\n\n"
                               "The table's columns are in docs/compute.md; podsim llm --kernel-table times every\n"
                               "kernel by interpolating it.",
