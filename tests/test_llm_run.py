@@ -79,3 +79,13 @@ def test_validate_memory_and_nccl_rows(refdata, capsys) -> None:
     rc = main(["validate", "--data", str(refdata), "--only", "nccl_h100"])
     out = capsys.readouterr().out
     assert "nccl_h100_nvls_busbw" in out and "max 0.9" in out
+
+
+def test_cli_llm_list_and_missing_arguments(capsys) -> None:
+    assert main(["llm", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "llama3-405b" in out and "405.9 B params" in out and "h100-80gb" in out and "989.4 TFLOP/s" in out
+    assert main(["llm", "--model", "gpt3-1.3b", "--global-batch", "8"]) == 2
+    assert "--gpus is required" in capsys.readouterr().err
+    assert main(["llm", "--gpus", "8", "--global-batch", "8"]) == 2
+    assert "give --model NAME (see --list) or --model-config FILE" in capsys.readouterr().err

@@ -125,11 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     lm = sub.add_parser("llm", help="simulate one training iteration of an LLM under a parallel layout",
                         epilog=EPILOG_LLM, formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = lm.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="NAME", help="a zoo model (podsim llm --list-models is not needed: see docs/llm.md)")
+    src = lm.add_mutually_exclusive_group()
+    src.add_argument("--model", metavar="NAME", help="a zoo model (--list shows them)")
     src.add_argument("--model-config", metavar="FILE", help="a HuggingFace-style config.json")
+    src.add_argument("--list", action="store_true", help="list the zoo's models and the GPUs, then exit")
     lm.add_argument("--gpu", default="a100-80gb", metavar="NAME", help="v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200")
-    lm.add_argument("--gpus", type=int, required=True, metavar="N")
+    lm.add_argument("--gpus", type=int, metavar="N", help="GPUs in the job (required)")
     lm.add_argument("--tp", type=int, default=1, metavar="T")
     lm.add_argument("--pp", type=int, default=1, metavar="P")
     lm.add_argument("--vpp", type=int, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
@@ -139,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="uneven pipeline split: layers on the last pipeline rank")
     lm.add_argument("--ep", type=int, default=1, metavar="E")
     lm.add_argument("--cp", type=int, default=1, metavar="C")
-    lm.add_argument("--global-batch", type=int, required=True, metavar="B", help="sequences per iteration")
+    lm.add_argument("--global-batch", type=int, metavar="B", help="sequences per iteration (required)")
     lm.add_argument("--micro-batch", type=int, default=1, metavar="M")
     lm.add_argument("--seq-len", type=int, default=None, metavar="S", help="default: the model's")
     lm.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
@@ -336,6 +337,7 @@ def _run_collective(args: argparse.Namespace) -> int:
 def _run_llm(args: argparse.Namespace) -> int:
     import json
 
+    from .errors import InputError
     from .fileio import atomic_write_text
     from .llm import from_hf_config, get_model
     from .llm.layout import Layout
@@ -343,6 +345,23 @@ def _run_llm(args: argparse.Namespace) -> int:
     from .report import write_trace
     from .units import parse_bandwidth
 
+    if args.list:
+        from .hardware.gpu import gpu_specs
+        from .llm.model import zoo
+        print("models (--model):")
+        for name, m in zoo().items():
+            kind = f"MoE {m.experts}x, top-{m.top_k}" if m.experts else "dense"
+            print(f"  {name:<20} {m.total_params() / 1e9:>8.1f} B params  {m.layers:>3} layers  hidden {m.hidden:>5}  "
+                  f"{kind}")
+        print("GPUs (--gpu):")
+        for key, g in gpu_specs().items():
+            print(f"  {key:<20} {g.name:<22} {g.memory_gib:>6g} GiB  bf16 {g.peak_tflops.get('bf16', 0):>7g} TFLOP/s")
+        return 0
+    if not (args.model or args.model_config):
+        raise InputError("give --model NAME (see --list) or --model-config FILE")
+    for flag, value in (("--gpus", args.gpus), ("--global-batch", args.global_batch)):
+        if value is None:
+            raise InputError(f"{flag} is required")
     model = get_model(args.model) if args.model else from_hf_config(args.model_config)
     lay = Layout(args.gpus, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, vpp=args.vpp,
                  global_batch=args.global_batch, micro_batch=args.micro_batch,
