@@ -160,6 +160,10 @@ def _load_workload(workload: PathLike | Workload, n: int,
     groups = None
     if comm_groups is not None:
         groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
+    if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
+        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
+        if is_text_workload(workload):
+            workload = read_text_workload(workload, n)
     if isinstance(workload, Workload):
         if groups:
             workload = Workload(workload.programs, workload.rank_program,
@@ -180,9 +184,16 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
     if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
+        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
         from .formats.simai import simai_to_workload
 
-        workload = simai_to_workload(workload, gpus)
+        if is_text_workload(workload):
+            if gpus is None:
+                raise InputError("an ASTRA-sim 1.0 text workload does not say how many GPUs run it: give --gpus",
+                                 str(workload))
+            workload = read_text_workload(workload, gpus)
+        else:
+            workload = simai_to_workload(workload, gpus)
     elif not isinstance(workload, Workload) and (Path(workload) / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload
 
