@@ -73,9 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("simulate", help="simulate a Chakra workload on an ASTRA-sim style system and network",
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--workload-configuration", required=True, metavar="PREFIX",
-                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank (or, with --cluster, a "
-                        "SimAI/AICB workload .txt)")
+    s.add_argument("--workload-configuration", metavar="PREFIX",
+                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank; or an ASTRA-sim 1.0 text "
+                        "workload (.txt); with --cluster also a SimAI/AICB .txt or a TrioSim trace directory")
+    s.add_argument("--triosim", metavar="DIR",
+                   help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
+                        "GPUs of --cluster (default dgx-h100)")
+    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp"],
+                   help="with --triosim: dp (one all-reduce after the backward) or ddp (bucketed, "
+                        "overlapped; default)")
+    s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
+                   help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
     s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
     s.add_argument("--network-configuration", metavar="FILE", help="ASTRA-sim analytical network YAML")
     s.add_argument("--cluster", metavar="PRESET_OR_YAML",
@@ -229,6 +237,16 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if groups is not None and "empty" in groups:
         groups = None
     workload = args.workload_configuration
+    if args.triosim:
+        from .formats.triosim import read_triosim
+        from .parallelize import data_parallel, from_triosim
+        if workload:
+            raise InputError("give --workload-configuration or --triosim, not both")
+        workload = data_parallel(from_triosim(read_triosim(args.triosim)), args.gpus or 1, args.parallel,
+                                 int(args.bucket_mb * 2**20))
+        args.cluster = args.cluster or "dgx-h100"
+    elif not workload:
+        raise InputError("missing --workload-configuration (or --triosim DIR)")
     if args.cluster is None:
         for flag, val in (("--system-configuration", args.system_configuration),
                           ("--network-configuration", args.network_configuration)):
@@ -541,6 +559,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("podsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: stop quietly
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

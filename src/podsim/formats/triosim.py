@@ -47,16 +47,24 @@ class TriosimOp:
 
 @dataclass(frozen=True)
 class TriosimTensor:
-    """One tensor: its element count, bytes per element and role (input, weight, output...)."""
+    """One tensor: its element count, bytes per element, role in its last row (input, weight,
+    output...) and every role any row gives it."""
 
     tensor_id: int
     elements: int
     elem_bytes: int
     role: str
+    roles: frozenset[str] = frozenset()
 
     @property
     def bytes(self) -> int:
         return self.elements * self.elem_bytes
+
+    @property
+    def is_parameter(self) -> bool:
+        """A weight or bias (some row names it so; later rows may call it an input).  TrioSim
+        labels an optional bias ``bias=None`` from the op schema even when it is present."""
+        return self.elements > 0 and any(r == "weight" or r.startswith("bias") for r in self.roles)
 
 
 @dataclass
@@ -66,6 +74,10 @@ class TriosimTrace:
     source: str
     ops: list[TriosimOp]
     tensors: dict[int, TriosimTensor] = field(default_factory=dict)
+
+    def parameter_bytes(self, op: TriosimOp) -> int:
+        """Bytes of the parameters ``op`` reads (its weights and biases)."""
+        return sum(self.tensors[t].bytes for t in op.inputs if t in self.tensors and self.tensors[t].is_parameter)
 
     def kernel_us(self, stage: str | None = None) -> int:
         """Summed kernel time (``cudatimenooverlap``, us), of one stage or all."""
@@ -137,9 +149,11 @@ def read_triosim(directory: str | Path) -> TriosimTrace:
     for i, r in enumerate(_rows(npath, TENSOR_COLUMNS), start=2):
         where = f"row {i}"
         tid = _int(r["TensorID"], f"{where}, column TensorID", nsrc)
+        role = (r["TensorType"] or "").strip()
+        seen = tensors[tid].roles if tid in tensors else frozenset()
         tensors[tid] = TriosimTensor(tid, _int(r["TensorNumElement"], f"{where}, column TensorNumElement", nsrc),
                                      _int(r["TensorEachByte"], f"{where}, column TensorEachByte", nsrc),
-                                     (r["TensorType"] or "").strip())
+                                     role, seen | {role})
     return TriosimTrace(str(d), ops, tensors)
 
 

@@ -1,0 +1,6 @@
+"""From a one-GPU trace to a multi-GPU workload (issue #5, in progress): data parallelism so far."""
+
+from .data_parallel import DDP_BUCKET_BYTES, data_parallel
+from .trace import OneGpuStep, StepOp, from_triosim
+
+__all__ = ["DDP_BUCKET_BYTES", "OneGpuStep", "StepOp", "data_parallel", "from_triosim"]

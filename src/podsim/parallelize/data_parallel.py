@@ -1,0 +1,70 @@
+"""Data parallelism from a one-GPU step: every GPU runs the step on its share of the batch and
+the gradients are all-reduced.
+
+* ``dp`` (TrioSim's standard data parallel): one all-reduce of every gradient after the
+  backward pass; the optimizer waits for it.
+* ``ddp`` (PyTorch DistributedDataParallel): gradients are gathered into buckets of
+  ``bucket_bytes`` in the order the backward pass makes them ready; a full bucket's all-reduce
+  starts at once on its own stream, overlapping the rest of the backward; the optimizer waits
+  for the last one.
+
+The step's op times are the one-GPU times (the trace's batch per GPU); batch-size
+extrapolation comes first if the per-GPU batch differs.  Gradient bytes are the parameters'
+bytes as traced (fp32 for an fp32 trace).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from .trace import OneGpuStep
+
+DDP_BUCKET_BYTES = 25 * 2**20   #: PyTorch DDP's default bucket_cap_mb
+
+
+def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: int = DDP_BUCKET_BYTES) -> Workload:
+    """The ``gpus``-GPU data-parallel workload of ``step`` (every GPU runs the same program).
+
+    Raises:
+        InputError: for fewer than 1 GPU, an unknown mode or a bucket of no bytes.
+    """
+    if gpus < 1:
+        raise InputError(f"GPUs must be at least 1, got {gpus}")
+    if mode not in ("dp", "ddp"):
+        raise InputError(f"data-parallel mode must be 'dp' or 'ddp', not {mode!r}")
+    if bucket_bytes <= 0:
+        raise InputError(f"the DDP bucket must hold some bytes, got {bucket_bytes}")
+    b = ProgramBuilder(f"{mode} x{gpus}")
+    prev: list[int] = []
+    reduces: list[int] = []
+    bucket = 0
+    nid = 0
+
+    def all_reduce(nbytes: int, after: list[int]) -> None:
+        nonlocal nid
+        nid += 1
+        reduces.append(b.add(OpKind.COLLECTIVE, f"{mode} gradient all-reduce ({nbytes:,} B)", data_deps=after,
+                             node_id=nid, collective=int(CollectiveKind.ALL_REDUCE), size_bytes=nbytes,
+                             group="dp", stream="dp"))
+
+    optimizer_started = False
+    for op in step.ops:
+        if op.stage == "optimizer" and not optimizer_started:
+            optimizer_started = True
+            if gpus > 1 and bucket:
+                all_reduce(bucket, prev)
+                bucket = 0
+            prev = prev + reduces
+        nid += 1
+        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=prev, node_id=nid, duration_ns=max(op.ns, 1),
+                      extra={"stage": op.stage})]
+        if gpus > 1 and op.grad_bytes:
+            bucket += op.grad_bytes
+            if mode == "ddp" and bucket >= bucket_bytes:
+                all_reduce(bucket, prev)
+                bucket = 0
+    if gpus > 1 and bucket:
+        all_reduce(bucket, prev)
+    prog = b.build()
+    prog.notes.extend(step.notes)
+    return Workload([prog], [0] * gpus, [Group("dp", tuple(range(gpus)))], f"{step.source} ({mode}, {gpus} GPUs)")

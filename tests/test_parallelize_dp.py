@@ -1,0 +1,71 @@
+"""Data parallelism from a one-GPU trace (TrioSim's VGG13 / ResNet-50 on an H100)."""
+
+from __future__ import annotations
+
+import pytest
+
+from podsim.cli import main
+from podsim.engine.cluster import simulate_cluster
+from podsim.errors import InputError
+from podsim.formats.triosim import read_triosim
+from podsim.hardware.cluster import build_fabric, load_cluster
+from podsim.parallelize import OneGpuStep, StepOp, data_parallel, from_triosim
+
+pytestmark = pytest.mark.conformance
+
+# torchvision's parameter counts (weights and biases), fp32 gradients
+PARAMS = {"vgg13": 133_047_848, "resnet50": 25_557_032}
+
+
+def _run(step, gpus, mode, bucket=25 << 20, cluster="dgx-h100"):  # type: ignore[no-untyped-def]
+    spec = load_cluster(cluster)
+    return simulate_cluster(data_parallel(step, gpus, mode, bucket), build_fabric(spec, gpus), spec.nccl,
+                            "analytical", record_timeline=False).ranks[0]
+
+
+@pytest.mark.parametrize("model", ["vgg13", "resnet50"])
+def test_gradients_are_the_models_parameters(refdata, model) -> None:  # type: ignore[no-untyped-def]
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / model))
+    assert step.gradient_bytes == 4 * PARAMS[model] and not step.notes
+    # autograd makes the classifier's gradients ready first
+    first = next(o for o in step.ops if o.grad_bytes)
+    assert "AddmmBackward" in first.name
+
+
+def test_ddp_iteration_is_one_gpu_time_plus_exposed_communication(refdata) -> None:  # type: ignore[no-untyped-def]
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    one = _run(step, 1, "ddp").finish_ns
+    assert one == step.total_ns == 94_038_000
+    for gpus in (2, 4):
+        exposed = []
+        for mode, bucket in (("dp", 1), ("ddp", 100 << 20), ("ddp", 25 << 20), ("ddp", 4 << 20)):
+            r = _run(step, gpus, mode, bucket)
+            assert r.finish_ns >= one
+            assert r.finish_ns == one + r.exposed_comm_ns
+            exposed.append(r.exposed_comm_ns)
+        # more overlap (smaller buckets, starting earlier in the backward) hides more of it
+        assert exposed == sorted(exposed, reverse=True) and exposed[0] > 3 * exposed[-1] > 0
+
+
+def test_ddp_on_ranks_in_different_servers_costs_more(refdata) -> None:  # type: ignore[no-untyped-def]
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "resnet50"))
+    inside = _run(step, 8, "dp")
+    across = _run(step, 16, "dp")
+    assert across.exposed_comm_ns > inside.exposed_comm_ns
+
+
+def test_small_step_and_errors(capsys) -> None:  # type: ignore[no-untyped-def]
+    step = OneGpuStep("toy", [StepOp("fwd", 1000, "forward"), StepOp("bwd2", 1000, "backward", grad_bytes=8 << 20),
+                              StepOp("bwd1", 1000, "backward", grad_bytes=8 << 20), StepOp("adam", 500, "optimizer")])
+    p = data_parallel(step, 4, "ddp", 8 << 20).programs[0]
+    colls = [i for i in range(len(p)) if p.kind[i] == 1]
+    assert [int(p.size_bytes[i]) for i in colls] == [8 << 20, 8 << 20]
+    adam = p.names.index("adam")
+    assert set(colls) <= set(p.data_deps(adam).tolist())      # the optimizer waits for every bucket
+    assert data_parallel(step, 1, "ddp").programs[0].kind.tolist().count(1) == 0
+    with pytest.raises(InputError, match="'dp' or 'ddp'"):
+        data_parallel(step, 2, "zero")
+    with pytest.raises(InputError, match="at least 1"):
+        data_parallel(step, 0, "dp")
+    assert main(["simulate", "--triosim", "/nonexistent", "--gpus", "2"]) == 2
+    assert "no such file" in capsys.readouterr().err
