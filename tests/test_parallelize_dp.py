@@ -69,3 +69,19 @@ def test_small_step_and_errors(capsys) -> None:  # type: ignore[no-untyped-def]
         data_parallel(step, 0, "dp")
     assert main(["simulate", "--triosim", "/nonexistent", "--gpus", "2"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_batch_extrapolation_scales_activation_work_only(refdata, capsys) -> None:  # type: ignore[no-untyped-def]
+    from podsim.parallelize import extrapolate
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    big = extrapolate(step, 128, 256)
+    # forward 28,105 us and backward 62,365 us double; the optimizer's 3,568 us and the
+    # gradients do not (TrioSim would scale them too)
+    assert big.total_ns == (2 * (28_105 + 62_365) + 3_568) * 1000
+    assert big.gradient_bytes == step.gradient_bytes
+    assert _run(big, 1, "ddp").finish_ns == big.total_ns
+    with pytest.raises(InputError, match="at least 1"):
+        extrapolate(step, 0, 4)
+    d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
+    assert main(["simulate", "--triosim", d, "--batch-size", "128"]) == 2
+    assert "give both --batch-size" in capsys.readouterr().err

@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "overlapped; default)")
     s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
+    s.add_argument("--batch-size", type=int, default=None, metavar="B",
+                   help="with --triosim: the batch the trace was taken at")
+    s.add_argument("--batch-size-sim", type=int, default=None, metavar="B",
+                   help="with --triosim: the batch per GPU to simulate (forward and backward times scale "
+                        "with it; the optimizer and gradient sizes do not)")
     s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
     s.add_argument("--network-configuration", metavar="FILE", help="ASTRA-sim analytical network YAML")
     s.add_argument("--cluster", metavar="PRESET_OR_YAML",
@@ -239,11 +244,15 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     if args.triosim:
         from .formats.triosim import read_triosim
-        from .parallelize import data_parallel, from_triosim
+        from .parallelize import data_parallel, extrapolate, from_triosim
         if workload:
             raise InputError("give --workload-configuration or --triosim, not both")
-        workload = data_parallel(from_triosim(read_triosim(args.triosim)), args.gpus or 1, args.parallel,
-                                 int(args.bucket_mb * 2**20))
+        step = from_triosim(read_triosim(args.triosim))
+        if (args.batch_size is None) != (args.batch_size_sim is None):
+            raise InputError("give both --batch-size (traced) and --batch-size-sim (simulated), or neither")
+        if args.batch_size is not None:
+            step = extrapolate(step, args.batch_size, args.batch_size_sim)
+        workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
         args.cluster = args.cluster or "dgx-h100"
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR)")

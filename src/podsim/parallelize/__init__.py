@@ -1,6 +1,8 @@
-"""From a one-GPU trace to a multi-GPU workload (issue #5, in progress): data parallelism so far."""
+"""From a one-GPU trace to a multi-GPU workload (issue #5, in progress): data parallelism and batch
+extrapolation so far."""
 
+from .batch import extrapolate
 from .data_parallel import DDP_BUCKET_BYTES, data_parallel
 from .trace import OneGpuStep, StepOp, from_triosim
 
-__all__ = ["DDP_BUCKET_BYTES", "OneGpuStep", "StepOp", "data_parallel", "from_triosim"]
+__all__ = ["DDP_BUCKET_BYTES", "OneGpuStep", "StepOp", "data_parallel", "extrapolate", "from_triosim"]
