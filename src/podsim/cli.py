@@ -79,9 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--triosim", metavar="DIR",
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
-    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp"],
-                   help="with --triosim: dp (one all-reduce after the backward) or ddp (bucketed, "
-                        "overlapped; default)")
+    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp"],
+                   help="with --triosim: dp (one all-reduce after the backward), ddp (bucketed, "
+                        "overlapped; default) or tp (split convolutions / linear layers, all-reduce outputs)")
     s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
     s.add_argument("--batch-size", type=int, default=None, metavar="B",
@@ -244,7 +244,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     if args.triosim:
         from .formats.triosim import read_triosim
-        from .parallelize import data_parallel, extrapolate, from_triosim
+        from .parallelize import data_parallel, extrapolate, from_triosim, tensor_parallel
         if workload:
             raise InputError("give --workload-configuration or --triosim, not both")
         step = from_triosim(read_triosim(args.triosim))
@@ -252,7 +252,10 @@ def _run_simulate(args: argparse.Namespace) -> int:
             raise InputError("give both --batch-size (traced) and --batch-size-sim (simulated), or neither")
         if args.batch_size is not None:
             step = extrapolate(step, args.batch_size, args.batch_size_sim)
-        workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
+        if args.parallel == "tp":
+            workload = tensor_parallel(step, args.gpus or 1)
+        else:
+            workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
         args.cluster = args.cluster or "dgx-h100"
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR)")

@@ -22,8 +22,8 @@ _GRAD_OPS = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "BatchNormBac
 @dataclass(frozen=True)
 class StepOp:
     """One op of the step: ``ns`` of GPU time; ``grad_bytes`` of parameter gradients ready when
-    it ends (backward ops); ``param_bytes`` it reads (forward ops); ``tp_split``: tensor
-    parallelism can split it."""
+    it ends (backward ops); ``param_bytes`` it reads (forward ops); ``output_bytes`` it writes;
+    ``tp_split``: tensor parallelism can split it."""
 
     name: str
     ns: int
@@ -31,6 +31,7 @@ class StepOp:
     grad_bytes: int = 0
     param_bytes: int = 0
     tp_split: bool = False
+    output_bytes: int = 0
 
 
 @dataclass
@@ -69,6 +70,10 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
         grads[last_bwd] = sum(fwd_params)
         notes.append(f"{len(fwd_params)} parametrized forward ops but {len(grad_idx)} weight-gradient backward ops: "
                      "all gradients are taken as ready at the end of the backward pass")
-    ops = [StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split)
-           for o, g, p in zip(trace.ops, grads, params)]
+    def out_bytes(o) -> int:  # type: ignore[no-untyped-def]
+        known = [trace.tensors[t].bytes for t in o.outputs if t in trace.tensors]
+        return sum(known) if known else 4 * sum(o.output_sizes)   # fp32 when tensor.csv lacks them
+
+    ops = [StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split,
+                  out_bytes(o)) for o, g, p in zip(trace.ops, grads, params)]
     return OneGpuStep(trace.source, ops, notes)

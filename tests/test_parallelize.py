@@ -1,4 +1,4 @@
-"""Data parallelism from a one-GPU trace (TrioSim's VGG13 / ResNet-50 on an H100)."""
+"""Data and tensor parallelism and batch extrapolation from a one-GPU trace (TrioSim's VGG13 / ResNet-50 on an H100)."""
 
 from __future__ import annotations
 
@@ -85,3 +85,23 @@ def test_batch_extrapolation_scales_activation_work_only(refdata, capsys) -> Non
     d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
     assert main(["simulate", "--triosim", d, "--batch-size", "128"]) == 2
     assert "give both --batch-size" in capsys.readouterr().err
+
+
+def test_tensor_parallel_splits_flagged_ops(refdata) -> None:  # type: ignore[no-untyped-def]
+    from podsim.parallelize import tensor_parallel
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    # the reference notes: 26 flagged ops (10 convolutions, 3 linear layers and their backward)
+    # totalling 68.09 ms of the 94.038 ms
+    import csv
+    with open(refdata / "triosim" / "trace2-h100-bs128" / "vgg13" / "trace.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["tpflag"] == "1"]
+    flagged_ns = 1000 * sum(int(r["Operator_cudatimenooverlap"]) for r in rows)
+    assert len(rows) == 26 and flagged_ns == pytest.approx(68.09e6, abs=0.01e6)
+    assert [o.name for o in step.ops if o.tp_split] == [r["OperatorName"] for r in rows]
+    spec = load_cluster("dgx-h100")
+    for gpus in (1, 2, 4):
+        w = tensor_parallel(step, gpus)
+        r = simulate_cluster(w, build_fabric(spec, gpus), spec.nccl, "analytical", record_timeline=False).ranks[0]
+        assert r.compute_ns == pytest.approx(94_038_000 - flagged_ns * (1 - 1 / gpus), abs=26)
+        assert int((w.programs[0].kind == 1).sum()) == (26 if gpus > 1 else 0)
+        assert r.finish_ns == r.compute_ns + r.exposed_comm_ns   # every all-reduce blocks
