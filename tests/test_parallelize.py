@@ -1,4 +1,5 @@
-"""Data and tensor parallelism and batch extrapolation from a one-GPU trace (TrioSim's VGG13 / ResNet-50 on an H100)."""
+"""Data and tensor parallelism and batch extrapolation from a one-GPU trace (TrioSim's VGG13 /
+ResNet-50 on an H100)."""
 
 from __future__ import annotations
 
