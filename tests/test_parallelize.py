@@ -84,8 +84,8 @@ def test_batch_extrapolation_scales_activation_work_only(refdata, capsys) -> Non
     with pytest.raises(InputError, match="at least 1"):
         extrapolate(step, 0, 4)
     d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
-    assert main(["simulate", "--triosim", d, "--batch-size", "128"]) == 2
-    assert "give both --batch-size" in capsys.readouterr().err
+    assert main(["simulate", "--triosim", d, "--batch-size-sim", "128"]) == 2
+    assert "--batch-size-sim needs --batch-size" in capsys.readouterr().err
 
 
 def test_tensor_parallel_splits_flagged_ops(refdata) -> None:  # type: ignore[no-untyped-def]
@@ -106,3 +106,47 @@ def test_tensor_parallel_splits_flagged_ops(refdata) -> None:  # type: ignore[no
         assert r.compute_ns == pytest.approx(94_038_000 - flagged_ns * (1 - 1 / gpus), abs=26)
         assert int((w.programs[0].kind == 1).sum()) == (26 if gpus > 1 else 0)
         assert r.finish_ns == r.compute_ns + r.exposed_comm_ns   # every all-reduce blocks
+
+
+def test_pipeline_parallel_hand_derived() -> None:
+    from podsim.parallelize import partition, pipeline_parallel
+    ms = 1_000_000
+    ops = [StepOp(f"f{i}", 4 * ms, "forward", param_bytes=100, output_bytes=1) for i in range(4)]
+    ops += [StepOp(f"b{i}", 8 * ms, "backward") for i in range(4)]
+    ops += [StepOp("adam", 1 * ms, "optimizer")]
+    step = OneGpuStep("toy", ops)
+    f, b = partition(step, 2)
+    assert [[o.name for o in x] for x in f] == [["f0", "f1"], ["f2", "f3"]]
+    assert [[o.name for o in x] for x in b] == [["b2", "b3"], ["b0", "b1"]]   # autograd's mirror
+    spec = load_cluster("dgx-h100")
+    for kind in ("gpipe", "1f1b"):
+        w = pipeline_parallel(step, 2, 4, kind)
+        r = simulate_cluster(w, build_fabric(spec, 2), spec.nccl, "analytical", record_timeline=False)
+        # per micro-batch a stage's forward is 2 ms and backward 4 ms; (M + P - 1) slots of
+        # each, then half the optimizer (half the parameters): 5 x 2 + 5 x 4 + 0.5 = 30.5 ms
+        # plus a few microseconds of 1-byte transfers
+        assert max(x.finish_ns for x in r.ranks) == pytest.approx(30.5 * ms, rel=2e-3)
+    with pytest.raises(InputError, match="at least 5 forward ops"):
+        pipeline_parallel(step, 5, 2)
+    with pytest.raises(InputError, match="'gpipe' or '1f1b'"):
+        pipeline_parallel(step, 2, 2, "zero-bubble")
+
+
+def test_pipeline_parallel_vgg13(refdata, capsys) -> None:  # type: ignore[no-untyped-def]
+    from podsim.parallelize import pipeline_parallel
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    spec = load_cluster("dgx-h100")
+    times = []
+    for m in (1, 8, 32):
+        w = pipeline_parallel(step, 4, m)
+        r = simulate_cluster(w, build_fabric(spec, 4), spec.nccl, "analytical", record_timeline=False)
+        times.append(max(x.finish_ns for x in r.ranks))
+    # one micro-batch: no overlap between stages, slower than one GPU (activations move);
+    # more micro-batches fill the pipeline
+    assert times[0] > step.total_ns and times[0] > times[1] > times[2] > step.total_ns / 4
+    d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
+    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--micro-batch-size", "16"]) == 2
+    assert "needs the batch" in capsys.readouterr().err
+    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--batch-size", "128",
+                 "--micro-batch-size", "48"]) == 2
+    assert "does not divide the batch 128" in capsys.readouterr().err

@@ -79,9 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--triosim", metavar="DIR",
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
-    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp"],
+    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp", "pp"],
                    help="with --triosim: dp (one all-reduce after the backward), ddp (bucketed, "
-                        "overlapped; default) or tp (split convolutions / linear layers, all-reduce outputs)")
+                        "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
+                        "or pp (one pipeline stage per GPU)")
+    s.add_argument("--micro-batch-size", type=int, default=None, metavar="M",
+                   help="with --parallel pp: micro-batch size (micro-batches = batch / M; default: one "
+                        "micro-batch per stage)")
+    s.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "gpipe"],
+                   help="with --parallel pp (default 1f1b)")
     s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
     s.add_argument("--batch-size", type=int, default=None, metavar="B",
@@ -244,16 +250,27 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     if args.triosim:
         from .formats.triosim import read_triosim
-        from .parallelize import data_parallel, extrapolate, from_triosim, tensor_parallel
+        from .parallelize import data_parallel, extrapolate, from_triosim, pipeline_parallel, tensor_parallel
         if workload:
             raise InputError("give --workload-configuration or --triosim, not both")
         step = from_triosim(read_triosim(args.triosim))
-        if (args.batch_size is None) != (args.batch_size_sim is None):
-            raise InputError("give both --batch-size (traced) and --batch-size-sim (simulated), or neither")
-        if args.batch_size is not None:
+        if args.batch_size_sim is not None:
+            if args.batch_size is None:
+                raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
             step = extrapolate(step, args.batch_size, args.batch_size_sim)
         if args.parallel == "tp":
             workload = tensor_parallel(step, args.gpus or 1)
+        elif args.parallel == "pp":
+            stages = args.gpus or 1
+            micro = stages
+            if args.micro_batch_size is not None:
+                batch = args.batch_size_sim or args.batch_size
+                if batch is None:
+                    raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
+                if args.micro_batch_size < 1 or batch % args.micro_batch_size:
+                    raise InputError(f"--micro-batch-size {args.micro_batch_size} does not divide the batch {batch}")
+                micro = batch // args.micro_batch_size
+            workload = pipeline_parallel(step, stages, micro, args.pipeline_schedule)
         else:
             workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
         args.cluster = args.cluster or "dgx-h100"

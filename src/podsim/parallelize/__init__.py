@@ -1,10 +1,11 @@
-"""From a one-GPU trace to a multi-GPU workload (issue #5, in progress): data and tensor parallelism,
-batch extrapolation so far."""
+"""From a one-GPU trace to a multi-GPU workload (issue #5, in progress): data, tensor and pipeline
+parallelism and batch extrapolation so far."""
 
 from .batch import extrapolate
 from .data_parallel import DDP_BUCKET_BYTES, data_parallel
+from .pipeline_parallel import partition, pipeline_parallel
 from .tensor_parallel import tensor_parallel
 from .trace import OneGpuStep, StepOp, from_triosim
 
 __all__ = ["DDP_BUCKET_BYTES", "OneGpuStep", "StepOp", "data_parallel", "extrapolate", "from_triosim",
-           "tensor_parallel"]
+           "partition", "pipeline_parallel", "tensor_parallel"]

@@ -1,0 +1,145 @@
+"""Pipeline parallelism from a one-GPU step: the model cut into stages of balanced time, the
+batch into micro-batches, run with GPipe or 1F1B.
+
+* **Partition**: forward ops stay in order and are cut into P runs that minimize the largest
+  run's time.  When the backward has as many ops as the forward (autograd mirrors it op for op,
+  as in VGG), op k of the backward belongs with forward op n-1-k and the runs balance forward +
+  backward time; otherwise the runs balance forward time and each backward op goes to the stage
+  whose share of the forward it mirrors, by cumulative backward time counted from the end.
+* **Micro-batches**: each op of a pass takes ``1/M`` of its traced time (the traced batch is
+  split into M micro-batches; work per sample is taken as constant, as in batch
+  extrapolation).
+* **Transfers**: a stage sends its last forward op's output (1/M of it) to the next stage, and
+  the same bytes of gradient back.
+* **Optimizer**: each stage steps its own parameters: the traced optimizer time times the
+  stage's share of the parameter bytes.
+
+One GPU per stage (rank = stage).  Each pass is one op whose parts (the original ops) are kept
+for the timeline.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import InputError
+from ..llm.schedule import schedule
+from ..workload import OpKind, ProgramBuilder, Workload
+from .trace import OneGpuStep, StepOp
+
+
+def _balanced_cuts(times: list[int], stages: int) -> list[int]:
+    """Cut points 0 = c0 < c1 < ... < cP = n of ``times`` into ``stages`` non-empty runs
+    minimizing the largest run's sum (dynamic programming)."""
+    n = len(times)
+    pre = [0]
+    for t in times:
+        pre.append(pre[-1] + t)
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]
+    arg = [[0] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0
+    for k in range(1, stages + 1):
+        for i in range(k, n - (stages - k) + 1):
+            for j in range(k - 1, i):
+                v = max(best[k - 1][j], pre[i] - pre[j])
+                if v < best[k][i]:
+                    best[k][i], arg[k][i] = v, j
+    cuts = [n]
+    for k in range(stages, 0, -1):
+        cuts.append(arg[k][cuts[-1]])
+    return cuts[::-1]
+
+
+def partition(step: OneGpuStep, stages: int) -> tuple[list[list[StepOp]], list[list[StepOp]]]:
+    """(forward ops, backward ops) of each stage."""
+    fwd = [o for o in step.ops if o.stage == "forward"]
+    bwd = [o for o in step.ops if o.stage == "backward"]
+    if len(fwd) < stages:
+        raise InputError(f"{stages} pipeline stages need at least {stages} forward ops; the trace has {len(fwd)}")
+    n = len(fwd)
+    if len(bwd) == n:
+        # autograd's backward mirrors the forward op for op: balance forward + backward
+        cuts = _balanced_cuts([fwd[i].ns + bwd[n - 1 - i].ns for i in range(n)], stages)
+        f_parts = [fwd[a:b] for a, b in zip(cuts, cuts[1:])]
+        b_parts = [bwd[n - b:n - a] for a, b in zip(cuts, cuts[1:])]
+        return f_parts, b_parts
+    total = sum(o.ns for o in fwd) or 1
+    cuts = _balanced_cuts([o.ns for o in fwd], stages)
+    f_parts = [fwd[a:b] for a, b in zip(cuts, cuts[1:])]
+    edges = [sum(o.ns for o in fwd[:c]) / total for c in cuts]
+    b_total = sum(o.ns for o in bwd) or 1
+    b_parts = [[] for _ in range(stages)]
+    done = 0
+    for o in bwd:
+        from_end = 1.0 - (done + o.ns / 2) / b_total   # the forward position this op mirrors
+        st = max(k for k in range(stages) if edges[k] <= from_end or k == 0)
+        b_parts[st].append(o)
+        done += o.ns
+    return f_parts, b_parts
+
+
+def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b") -> Workload:
+    """The ``stages``-GPU pipeline-parallel workload of ``step`` with ``micro_batches``.
+
+    Raises:
+        InputError: for fewer stages or micro-batches than 1, more stages than forward ops, or
+            an unknown schedule.
+    """
+    if stages < 1 or micro_batches < 1:
+        raise InputError(f"stages and micro-batches must be at least 1, got {stages} and {micro_batches}")
+    if kind not in ("gpipe", "1f1b"):
+        raise InputError(f"pipeline schedule must be 'gpipe' or '1f1b', not {kind!r}")
+    f_parts, b_parts = partition(step, stages)
+    opt = [o for o in step.ops if o.stage == "optimizer"]
+    params = [sum(o.param_bytes for o in part) for part in f_parts]
+    all_params = sum(params) or 1
+    m = micro_batches
+    programs = []
+    for s in range(stages):
+        b = ProgramBuilder(f"stage{s}")
+        prev: list[int] = []
+        nid = 0
+
+        def add(k: OpKind, name: str, deps: list[int], **kw: object) -> int:
+            nonlocal nid
+            nid += 1
+            return b.add(k, name, data_deps=deps, node_id=nid, **kw)
+
+        def fused(label: str, ops: list[StepOp], deps: list[int], scale: float) -> list[int]:
+            segs, t = [], 0
+            for o in ops:
+                d = max(1, math.ceil(o.ns * scale))
+                segs.append((t, d, o.name, "compute"))
+                t += d
+            if not segs:
+                return deps
+            return [add(OpKind.COMPUTE, label, deps, duration_ns=t, extra={"segments": tuple(segs)})]
+
+        last_fwd = f_parts[s][-1] if f_parts[s] else None
+        up = max(1, (f_parts[s - 1][-1].output_bytes if s > 0 and f_parts[s - 1] else 0) // m)
+        down = max(1, (last_fwd.output_bytes if last_fwd else 0) // m)
+        for forward, mb, _chunk in schedule(kind, stages, s, m):
+            tag = mb * 2 + (0 if forward else 1)
+            if forward:
+                if s > 0:
+                    prev = prev + [add(OpKind.RECV, f"recv activation mb{mb}", list(prev), peer=s - 1,
+                                       size_bytes=up, tag=tag * stages + s, stream="pp")]
+                prev = fused(f"F mb{mb}", f_parts[s], prev, 1 / m)
+                if s < stages - 1:
+                    add(OpKind.SEND, f"send activation mb{mb}", list(prev), peer=s + 1, size_bytes=down,
+                        tag=tag * stages + s + 1, stream="pp")
+            else:
+                if s < stages - 1:
+                    prev = prev + [add(OpKind.RECV, f"recv gradient mb{mb}", list(prev), peer=s + 1,
+                                       size_bytes=down, tag=tag * stages + s, stream="pp")]
+                prev = fused(f"B mb{mb}", b_parts[s], prev, 1 / m)
+                if s > 0:
+                    add(OpKind.SEND, f"send gradient mb{mb}", list(prev), peer=s - 1, size_bytes=up,
+                        tag=tag * stages + s - 1, stream="pp")
+        share = params[s] / all_params
+        if opt and share > 0:
+            fused("optimizer step", opt, prev, share)
+        programs.append(b.build())
+    w = Workload(programs, list(range(stages)), [], f"{step.source} (pp {stages}, {m} micro-batches, {kind})")
+    return w
