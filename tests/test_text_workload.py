@@ -83,3 +83,19 @@ def test_hybrid_dimensions(tmp_path: Path) -> None:
     q = read_text_workload(_file(tmp_path, "HYBRID_MODEL_DATA", fwd_comm="ALLGATHER"), 8).programs[0]
     assert {int(q.dims_mask[i]) for i in range(len(q)) if q.kind[i] == int(OpKind.COLLECTIVE)
             and " wg " in q.names[i]} == {1}
+
+
+def test_convert_to_chakra_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.cli import main
+    src = tmp_path / "whole_us.txt"   # compute times in whole us survive Chakra's us exactly
+    src.write_text("DATA\n2\nconv1 -1 3000 NONE 0 2000 NONE 0 1000 ALLREDUCE 1048576 10\n"
+                   "fc -1 5000 NONE 0 4000 NONE 0 3000 ALLREDUCE 4194304 10\n")
+    ex = write_example("allreduce", tmp_path / "ex")
+    direct = simulate(str(src), ex["system"], ex["network"])
+    assert main(["convert", str(src), "--to", "chakra", str(tmp_path / "et" / "dp")]) == 2
+    assert "give --gpus" in capsys.readouterr().err
+    assert main(["convert", str(src), "--gpus", "8", "--to", "chakra", str(tmp_path / "et" / "dp")]) == 0
+    assert "8 Chakra ET files" in capsys.readouterr().out
+    assert not (tmp_path / "et" / "dp.comm_groups.json").exists()   # no groups: no file
+    back = simulate(str(tmp_path / "et" / "dp"), ex["system"], ex["network"])
+    assert [r.finish_ns for r in back.ranks] == [r.finish_ns for r in direct.ranks]

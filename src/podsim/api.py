@@ -151,6 +151,35 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     return result
 
 
+def load_workload(path: PathLike, gpus: int | None = None) -> Workload:
+    """Read a workload in any format podsim knows, by what ``path`` is:
+
+    * a directory with ``trace.csv``: a TrioSim trace (one GPU);
+    * a ``.txt`` file: an ASTRA-sim 1.0 text workload (on ``gpus`` NPUs, required) or a
+      SimAI/AICB workload (on ``gpus``, default its ``all_gpus``);
+    * otherwise a Chakra ET prefix (``<path>.<rank>.et``; ``gpus`` default: the files found).
+
+    Raises:
+        InputError: for a missing ``gpus`` where the format does not say, or a bad file.
+    """
+    from .formats.chakra import discover_ranks, read_workload
+
+    p = Path(path)
+    if (p / "trace.csv").is_file():
+        from .formats.triosim import read_triosim, triosim_to_workload
+        return triosim_to_workload(read_triosim(p))
+    if str(path).endswith(".txt"):
+        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
+        from .formats.simai import simai_to_workload
+        if is_text_workload(path):
+            if gpus is None:
+                raise InputError("an ASTRA-sim 1.0 text workload does not say how many GPUs run it: give --gpus",
+                                 str(path))
+            return read_text_workload(path, gpus)
+        return simai_to_workload(path, gpus)
+    return read_workload(path, gpus or discover_ranks(path))
+
+
 def _load_workload(workload: PathLike | Workload, n: int,
                    comm_groups: PathLike | dict[str, tuple[int, ...]] | None) -> tuple[Workload, str]:
     """The workload (read from Chakra files if a prefix) with the comm groups applied, and its
@@ -183,21 +212,9 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
-    if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
-        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
-        from .formats.simai import simai_to_workload
-
-        if is_text_workload(workload):
-            if gpus is None:
-                raise InputError("an ASTRA-sim 1.0 text workload does not say how many GPUs run it: give --gpus",
-                                 str(workload))
-            workload = read_text_workload(workload, gpus)
-        else:
-            workload = simai_to_workload(workload, gpus)
-    elif not isinstance(workload, Workload) and (Path(workload) / "trace.csv").is_file():
-        from .formats.triosim import read_triosim, triosim_to_workload
-
-        workload = triosim_to_workload(read_triosim(workload))
+    if not isinstance(workload, Workload) and (str(workload).endswith(".txt") or
+                                               (Path(workload) / "trace.csv").is_file()):
+        workload = load_workload(workload, gpus)
     if isinstance(workload, Workload):
         n = workload.num_ranks
     else:

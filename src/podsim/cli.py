@@ -217,6 +217,20 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu only tests the tool")
     k.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
+    cv = sub.add_parser("convert", help="convert a workload (TrioSim, ASTRA-sim 1.0 text, SimAI, Chakra) to Chakra ET",
+                        epilog="examples:\n  podsim convert sample_trace/vgg13 --to chakra et/vgg13\n"
+                               "  podsim convert Resnet50_DataParallel.txt --gpus 16 --to chakra et/resnet\n"
+                               "  podsim convert gpt13b.txt --to chakra et/gpt13b        # SimAI, its all_gpus\n\n"
+                               "Writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the workload\n"
+                               "has communicator groups); run them with podsim simulate or ASTRA-sim.",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    cv.add_argument("input", help="a TrioSim trace directory, a .txt workload or a Chakra prefix")
+    cv.add_argument("--to", required=True, choices=["chakra"], help="the output format")
+    cv.add_argument("output", metavar="OUT", help="the output prefix")
+    cv.add_argument("--gpus", type=int, default=None, metavar="N",
+                    help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)")
+    cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
     f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
                        epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
                               "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
@@ -455,13 +469,14 @@ def _run_llm(args: argparse.Namespace) -> int:
         print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
     if args.simai or args.chakra:
         from .compute.model import ComputeModel
-        from .llm.export import chakra_workload, write_chakra, write_simai
+        from .formats.chakra import write_workload_with_groups
+        from .llm.export import chakra_workload, write_simai
         cm = compute or ComputeModel.for_gpu(r.gpu, lay.precision)
         if args.simai:
             write_simai(model, lay, cm, args.simai)
             print(f"  wrote {args.simai} (SimAI workload, pipeline stage 0)")
         if args.chakra:
-            paths, cg = write_chakra(chakra_workload(model, lay, cm), args.chakra)
+            paths, cg = write_workload_with_groups(chakra_workload(model, lay, cm), args.chakra)
             print(f"  wrote {len(paths)} Chakra ET files {args.chakra}.<rank>.et and {cg}")
     return 0
 
@@ -514,6 +529,17 @@ def _run_kernels(args: argparse.Namespace) -> int:
 
     n = measure(args.out, tuple(args.dtype or ["bf16"]), args.quick, args.device, say)
     print(f"podsim kernels: wrote {n} rows to {args.out}")
+    return 0
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from .api import load_workload
+    from .formats.chakra import write_workload_with_groups
+
+    w = load_workload(args.input, args.gpus)
+    paths, groups = write_workload_with_groups(w, args.output)
+    print(f"podsim convert: {w.name}: {len(paths)} Chakra ET file{'s' if len(paths) != 1 else ''} "
+          f"{args.output}.<rank>.et" + (f" and {groups}" if groups else ""))
     return 0
 
 
@@ -578,6 +604,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_validate(args)
         if args.command == "kernels":
             return _run_kernels(args)
+        if args.command == "convert":
+            return _run_convert(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

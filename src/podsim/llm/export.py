@@ -13,21 +13,20 @@ input-gradient compute of a first ``optimizer`` row, so it runs last.  SimAI has
 schedule and no context-parallel group: pipeline traffic is the header's ``pp_comm`` (SimAI does
 not simulate it) and CP > 1 is refused.
 
-**Chakra** (``write_chakra``): ``<prefix>.<rank>.et`` for every rank plus an ASTRA-sim
-comm-group JSON (``<prefix>.comm_groups.json``); each collective's ``pg_name`` names its group's
-id there.  Ops are not fused (every TP collective stays a node).
+**Chakra** (``chakra_workload``, then :func:`podsim.formats.chakra.write_workload_with_groups`):
+``<prefix>.<rank>.et`` for every rank plus an ASTRA-sim comm-group JSON
+(``<prefix>.comm_groups.json``); each collective's ``pg_name`` names its group's id there.  Ops
+are not fused (every TP collective stays a node).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from ..compute.model import KernelTimer
 from ..errors import InputError
 from ..fileio import atomic_write_text
-from ..workload import CollectiveKind, OpKind, Workload
+from ..workload import CollectiveKind, Workload
 from .generate import generate
 from .layout import Layout
 from .memory import stage_params
@@ -113,35 +112,6 @@ def write_simai(model: ModelConfig, layout: Layout, cm: KernelTimer, path: str |
                 stage: int = 0) -> None:
     """Write :func:`simai_text` to ``path`` (atomically)."""
     atomic_write_text(path, simai_text(model, layout, cm, stage))
-
-
-def write_chakra(workload: Workload, prefix: str | os.PathLike[str]) -> tuple[list[str], str]:
-    """Chakra ET files for every rank and the comm-group JSON; returns (ET paths, JSON path)."""
-    from ..formats.chakra.etfile import write_trace
-    from ..formats.chakra.from_workload import program_to_nodes
-    from ..formats.chakra.schema import GlobalMetadata
-    from ..formats.chakra.to_workload import rank_file
-
-    ids: dict[tuple[str, tuple[int, ...]], str] = {}
-    for g in workload.groups:
-        ids.setdefault((g.name, tuple(g.ranks)), str(len(ids) + 1))  # ASTRA-sim reserves 0
-    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for r in range(workload.num_ranks):
-        prog = workload.program_of(r)
-        nodes = program_to_nodes(prog, r)
-        for i, nd in enumerate(nodes):
-            g = int(prog.group[i])
-            if int(prog.kind[i]) == OpKind.COLLECTIVE and g >= 0:
-                grp = workload.group_of(prog.group_keys[g], r)
-                if grp is not None:
-                    nd.set_attr("pg_name", ids[(grp.name, tuple(grp.ranks))], "string")
-        path = rank_file(prefix, r)
-        write_trace(path, nodes, GlobalMetadata(version="0.0.4"))
-        paths.append(path)
-    cg = f"{prefix}.comm_groups.json"
-    atomic_write_text(cg, json.dumps({v: list(k[1]) for k, v in ids.items()}) + "\n")
-    return paths, cg
 
 
 def chakra_workload(model: ModelConfig, layout: Layout, cm: KernelTimer) -> Workload:

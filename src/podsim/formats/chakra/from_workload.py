@@ -82,3 +82,37 @@ def write_workload(workload: Workload, prefix: str | os.PathLike[str], compress:
         write_trace(path, program_to_nodes(workload.program_of(r), r), GlobalMetadata(version="0.0.4"), compress)
         paths.append(path)
     return paths
+
+
+def write_workload_with_groups(workload: Workload, prefix: str | os.PathLike[str]) -> tuple[list[str], str | None]:
+    """Write ``<prefix>.<rank>.et`` for every rank and, when the workload has communicator
+    groups, ``<prefix>.comm_groups.json`` (ASTRA-sim's ``{id: [ranks]}``, ids from 1: 0 is
+    reserved for all ranks) with every collective's ``pg_name`` set to its group's id.
+    Returns (ET paths, JSON path or None)."""
+    import json
+    from pathlib import Path
+
+    from ...fileio import atomic_write_text
+
+    ids: dict[tuple[str, tuple[int, ...]], str] = {}
+    for g in workload.groups:
+        ids.setdefault((g.name, tuple(g.ranks)), str(len(ids) + 1))
+    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for r in range(workload.num_ranks):
+        prog = workload.program_of(r)
+        nodes = program_to_nodes(prog, r)
+        for i, nd in enumerate(nodes):
+            g = int(prog.group[i])
+            if int(prog.kind[i]) == OpKind.COLLECTIVE and g >= 0:
+                grp = workload.group_of(prog.group_keys[g], r)
+                if grp is not None:
+                    nd.set_attr("pg_name", ids[(grp.name, tuple(grp.ranks))], "string")
+        path = rank_file(prefix, r)
+        write_trace(path, nodes, GlobalMetadata(version="0.0.4"))
+        paths.append(path)
+    if not ids:
+        return paths, None
+    cg = f"{prefix}.comm_groups.json"
+    atomic_write_text(cg, json.dumps({v: list(k[1]) for k, v in ids.items()}) + "\n")
+    return paths, cg
