@@ -89,7 +89,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
              *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
              record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
              rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical",
-             gpus: int | None = None) -> Result:
+             gpus: int | None = None, execution_trace: PathLike | None = None, whole_trace: bool = False) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
     Args:
@@ -101,8 +101,10 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
             cluster, collectives are NCCL-like (see docs/calibration.md).
         backend: with ``cluster``, ``analytical`` (no contention) or ``flow`` (max-min fair
             sharing of every link).
-        gpus: with ``cluster`` and a SimAI ``.txt`` workload, how many GPUs run it (default: the
-            file's ``all_gpus``).
+        gpus: with ``cluster``, how many GPUs run a workload file that does not say (SimAI:
+            default its ``all_gpus``; ASTRA-sim 1.0 text: required; PyTorch trace: default 1).
+        execution_trace, whole_trace: for a PyTorch (Kineto) trace: its execution trace, and
+            whether to take the whole trace when no ``ProfilerStep`` marks a step.
         remote_memory: ASTRA-sim remote memory JSON, if the workload has memory ops.
         comm_groups: ASTRA-sim comm-group JSON ``{id: [ranks]}``.
         num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
@@ -118,7 +120,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
 
     if cluster is not None:
         return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
-                                    record_timeline, progress, gpus)
+                                    record_timeline, progress, gpus, execution_trace, whole_trace)
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
@@ -151,9 +153,13 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     return result
 
 
-def load_workload(path: PathLike, gpus: int | None = None) -> Workload:
+def load_workload(path: PathLike, gpus: int | None = None, execution_trace: PathLike | None = None,
+                  whole_trace: bool = False) -> Workload:
     """Read a workload in any format podsim knows, by what ``path`` is:
 
+    * a ``.json`` file: a PyTorch profiler (Kineto) trace, linked with ``execution_trace`` if
+      given; its ``ProfilerStep`` (or, with ``whole_trace``, everything) on ``gpus`` ranks
+      (default 1), all running the same step;
     * a directory with ``trace.csv``: a TrioSim trace (one GPU);
     * a ``.txt`` file: an ASTRA-sim 1.0 text workload (on ``gpus`` NPUs, required) or a
       SimAI/AICB workload (on ``gpus``, default its ``all_gpus``);
@@ -165,6 +171,9 @@ def load_workload(path: PathLike, gpus: int | None = None) -> Workload:
     from .formats.chakra import discover_ranks, read_workload
 
     p = Path(path)
+    if str(path).endswith(".json") and p.is_file():
+        from .formats.pytorch_trace import pytorch_to_workload
+        return pytorch_to_workload(p, execution_trace, whole_trace, gpus or 1)
     if (p / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload
         return triosim_to_workload(read_triosim(p))
@@ -204,7 +213,8 @@ def _load_workload(workload: PathLike | Workload, n: int,
 def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
                          backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
                          use_symmetry: bool, record_timeline: bool,
-                         progress: Callable[[int, int, int], None] | None, gpus: int | None = None) -> Result:
+                         progress: Callable[[int, int, int], None] | None, gpus: int | None = None,
+                         execution_trace: PathLike | None = None, whole_trace: bool = False) -> Result:
     from .engine.cluster import simulate_cluster
     from .formats.chakra import discover_ranks
     from .hardware.cluster import build_fabric, load_cluster
@@ -212,9 +222,9 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
-    if not isinstance(workload, Workload) and (str(workload).endswith(".txt") or
+    if not isinstance(workload, Workload) and (str(workload).endswith((".txt", ".json")) or
                                                (Path(workload) / "trace.csv").is_file()):
-        workload = load_workload(workload, gpus)
+        workload = load_workload(workload, gpus, execution_trace, whole_trace)
     if isinstance(workload, Workload):
         n = workload.num_ranks
     else:

@@ -75,7 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--workload-configuration", metavar="PREFIX",
                    help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank; or an ASTRA-sim 1.0 text "
-                        "workload (.txt); with --cluster also a SimAI/AICB .txt or a TrioSim trace directory")
+                        "workload (.txt); with --cluster also a SimAI/AICB .txt, a TrioSim trace directory or a "
+                        "PyTorch profiler (Kineto) .json")
+    s.add_argument("--execution-trace", metavar="ET.json",
+                   help="with a PyTorch profiler (Kineto) trace as the workload: its execution trace, linked "
+                        "by record-function id (names, collective sizes)")
+    s.add_argument("--whole-trace", action="store_true",
+                   help="with a Kineto trace that has no ProfilerStep annotation: simulate all of it")
     s.add_argument("--triosim", metavar="DIR",
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
@@ -301,7 +307,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
                        args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
                        record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"),
-                       cluster=args.cluster, backend=args.backend, gpus=args.gpus)
+                       cluster=args.cluster, backend=args.backend, gpus=args.gpus,
+                       execution_trace=args.execution_trace, whole_trace=args.whole_trace)
     finally:
         _clear_progress(progress)
     if args.comm_scale != 1.0:

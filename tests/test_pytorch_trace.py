@@ -1,0 +1,109 @@
+"""PyTorch profiler (Kineto) traces with execution traces: linking, one-GPU replay, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from podsim.api import load_workload, simulate
+from podsim.errors import InputError
+from podsim.formats.pytorch_trace import (
+    pytorch_to_workload,
+    read_execution_trace,
+    read_kineto,
+)
+
+
+def _capture(folder: Path, seed: int, steps: bool = True) -> tuple[Path, Path]:
+    """Profile one training step of a small CNN on the CPU: Kineto + execution trace."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import (
+        ExecutionTraceObserver,
+        ProfilerActivity,
+        profile,
+        schedule,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(16 * 30 * 30, 10))
+    opt = torch.optim.Adam(m.parameters())
+    x, y = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
+    kineto, et = folder / "kineto.json", folder / "et.json"
+    obs = ExecutionTraceObserver().register_callback(str(et))
+    kw = dict(schedule=schedule(wait=0, warmup=1, active=1),
+              on_trace_ready=lambda p: p.export_chrome_trace(str(kineto))) if steps else {}
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, execution_trace_observer=obs, **kw) as p:
+        for _ in range(2):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+            if steps:
+                p.step()
+    if not steps:
+        p.export_chrome_trace(str(kineto))
+    return kineto, et
+
+
+def test_cpu_capture_replays_the_profiled_step(tmp_path: Path) -> None:
+    kineto, et = _capture(tmp_path / "a", 0)
+    step = next(a for a in read_kineto(kineto).annotations if a.name.startswith("ProfilerStep#"))
+    res = simulate(str(kineto), cluster="dgx-h100", execution_trace=str(et))
+    # the host's top-level ops back to back, gaps included: the measured step time
+    assert res.ranks[0].finish_ns == pytest.approx(step.dur * 1000, rel=1e-3)
+    names = load_workload(kineto, execution_trace=et).programs[0].names
+    assert "aten::conv2d" in names and "autograd::engine::evaluate_function: ConvolutionBackward0" in names
+    assert "aten::addcdiv_" in names   # Adam's update
+    assert read_execution_trace(et).schema.endswith("chakra.0.0.4")
+
+
+def test_mismatched_and_unannotated_traces(tmp_path: Path) -> None:
+    k1, _e1 = _capture(tmp_path / "a", 0)
+    _k2, e2 = _capture(tmp_path / "b", 1)
+    # a second process-local session: record-function ids restart, so an ET from another run
+    # may still overlap; a foreign ET with other ids must be refused
+    et = json.loads(e2.read_text())
+    for n in et["nodes"]:
+        for a in n["attrs"]:
+            if a["name"] == "rf_id":
+                a["value"] += 10_000_000
+    bad = tmp_path / "foreign_et.json"
+    bad.write_text(json.dumps(et))
+    with pytest.raises(InputError, match="come from different runs"):
+        pytorch_to_workload(k1, bad)
+    k3, _e3 = _capture(tmp_path / "c", 0, steps=False)
+    with pytest.raises(InputError, match="no ProfilerStep annotation.*--whole-trace"):
+        pytorch_to_workload(k3)
+    assert pytorch_to_workload(k3, whole_trace=True).programs[0].names
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    p = tmp_path / "et.json"
+    p.write_text(json.dumps({"schema": "9.9.9", "nodes": []}))
+    with pytest.raises(InputError, match="unknown execution-trace schema '9.9.9'; podsim reads 1.0.1"):
+        read_execution_trace(p)
+    q = tmp_path / "k.json"
+    q.write_text(json.dumps({"nodes": []}))
+    with pytest.raises(InputError, match="no traceEvents"):
+        read_kineto(q)
+    with pytest.raises(InputError, match="no such Kineto trace file"):
+        read_kineto(tmp_path / "none.json")
+
+
+@pytest.mark.conformance
+def test_triosim_raw_vgg13(refdata) -> None:  # type: ignore[no-untyped-def]
+    raw = refdata / "triosim" / "raw-pytorch-h100-vgg13"
+    kineto = raw / "profiler" / "profiler_vgg13-iter41.json"
+    et = raw / "graph" / "graph_vgg13-iter41.json"
+    assert read_execution_trace(et).schema == "1.0.1"
+    with pytest.raises(InputError, match="no ProfilerStep annotation"):
+        pytorch_to_workload(kineto, et)
+    w = pytorch_to_workload(kineto, et, whole_trace=True)
+    assert any("no record-function ids" in n for n in w.programs[0].notes)
+    events = json.loads(kineto.read_text())["traceEvents"]
+    gpu_us = sum(e["dur"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert gpu_us == pytest.approx(346_370, abs=1)       # one stream: the GPU's busy time
+    res = simulate(str(kineto), cluster="dgx-h100", whole_trace=True)
+    assert gpu_us * 1000 <= res.ranks[0].finish_ns <= 1.01 * gpu_us * 1000
