@@ -53,20 +53,21 @@ def test_model_parallel_blocks_on_forward_collectives(tmp_path: Path) -> None:
     assert with_comm > no_comm
 
 
-def test_bad_text_workloads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text,message", [
+    ("DATA\n2\nconv1 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n", "declares 2 layers and has 1 layer lines"),
+    ("DATA\n1\nconv1 -1 1 NONE 0 1 NONE 0 1 BROADCAST 8 1\n", "comm type 'BROADCAST' is not one of NONE"),
+    ("HYBRID_DLRM 2\n1\nconv1 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n", "policy 'HYBRID_DLRM' is not supported"),
+    ("DATA\n1\nconv1 -1 x NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n", "forward compute must be an integer, got 'x'"),
+])
+def test_bad_text_workloads(tmp_path: Path, text: str, message: str) -> None:
     p = tmp_path / "bad.txt"
-    p.write_text("DATA\n2\nconv1 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n")
-    with pytest.raises(InputError, match="declares 2 layers and has 1 layer lines"):
+    p.write_text(text)
+    with pytest.raises(InputError, match=message):
         read_text_workload(p, 8)
-    p.write_text("DATA\n1\nconv1 -1 1 NONE 0 1 NONE 0 1 BROADCAST 8 1\n")
-    with pytest.raises(InputError, match="comm type 'BROADCAST' is not one of NONE"):
-        read_text_workload(p, 8)
-    p.write_text("HYBRID_DLRM 2\n1\nconv1 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n")
-    with pytest.raises(InputError, match="policy 'HYBRID_DLRM' is not supported"):
-        read_text_workload(p, 8)
-    p.write_text("DATA\n1\nconv1 -1 x NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n")
-    with pytest.raises(InputError, match="forward compute must be an integer, got 'x'"):
-        read_text_workload(p, 8)
+
+
+def test_text_workload_on_a_cluster_needs_gpus(tmp_path: Path) -> None:
+    p = tmp_path / "dp.txt"
     # on a cluster the file does not say how many GPUs run it
     p.write_text("DATA\n1\nconv1 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n")
     with pytest.raises(InputError, match="give --gpus"):

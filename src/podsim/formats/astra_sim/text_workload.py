@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...workload import ALL_DIMS, CollectiveKind, OpKind, ProgramBuilder, Workload
+from ..simai.workload import parse_count
 
 POLICIES = ("DATA", "MICRO", "MODEL", "DISTRIBUTED_INFERENCE", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 _KINDS = {"ALLREDUCE": CollectiveKind.ALL_REDUCE, "ALLGATHER": CollectiveKind.ALL_GATHER,
@@ -44,16 +45,6 @@ def is_text_workload(path: str | Path) -> bool:
     except OSError:
         return False
     return bool(first) and first[0] in POLICIES
-
-
-def _int(tok: str, src: str, where: str, what: str) -> int:
-    try:
-        v = int(tok)
-    except ValueError:
-        raise InputError(f"{what} must be an integer, got {tok!r}", src, where) from None
-    if v < 0:
-        raise InputError(f"{what} must not be negative, got {v}", src, where)
-    return v
 
 
 def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
@@ -77,7 +68,7 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
         raise InputError(f"policy {policy!r} is not supported here{hint}; expected one of {', '.join(POLICIES)}",
                          src, "line 1")
     count_line, count_toks = lines[1]
-    count = _int(count_toks[0], src, f"line {count_line}", "the layer count")
+    count = parse_count(count_toks[0], src, f"line {count_line}", "the layer count")
     body = lines[2:]
     if len(body) != count:
         raise InputError(f"the file declares {count} layers and has {len(body)} layer lines", src,
@@ -95,7 +86,7 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
         for col in (3, 6, 9):
             if f[col] != "NONE" and f[col] not in _KINDS:
                 raise InputError(f"comm type {f[col]!r} is not one of NONE, {', '.join(_KINDS)}", src, where)
-        nums = [_int(f[c], src, where, name) for c, name in ((2, "forward compute"), (4, "forward size"),
+        nums = [parse_count(f[c], src, where, name) for c, name in ((2, "forward compute"), (4, "forward size"),
                                                              (5, "input-gradient compute"), (7, "input-gradient size"),
                                                              (8, "weight-gradient compute"), (10, "weight-gradient size"))]
         layers.append((f[0], nums, f[3], f[6], f[9]))

@@ -66,7 +66,8 @@ class SimaiLayer:
     update_ns: int
 
 
-def _int(tok: str, src: str, where: str, what: str) -> int:
+def parse_count(tok: str, src: str, where: str, what: str) -> int:
+    """A non-negative integer field of a text workload line (ns, bytes or a count)."""
     try:
         v = int(tok)
     except ValueError:
@@ -103,16 +104,16 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
     while i < len(toks):
         key = toks[i].rstrip(":")
         if key in ("checkpoints", "checkpoint_initiates"):
-            n = _int(toks[i + 1], src, "line 1", key) if i + 1 < len(toks) else 0
+            n = parse_count(toks[i + 1], src, "line 1", key) if i + 1 < len(toks) else 0
             i += 2 + n
             continue
         if key in keys and i + 1 < len(toks):
-            setattr(hdr, keys[key], _int(toks[i + 1], src, "line 1", key))
+            setattr(hdr, keys[key], parse_count(toks[i + 1], src, "line 1", key))
             i += 2
             continue
         i += 1
     count_line, count_text = body[1]
-    count = _int(count_text.strip().split()[0], src, f"line {count_line}", "the layer count")
+    count = parse_count(count_text.strip().split()[0], src, f"line {count_line}", "the layer count")
     layers_lines = body[2:]
     if len(layers_lines) != count:
         raise InputError(f"the file declares {count} layers and has {len(layers_lines)} layer lines",
@@ -127,10 +128,10 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
             raise InputError(f"expected 12 fields (name dep fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes "
                              f"wg_ns wg_comm wg_bytes update_ns), got {len(f)}", src, where)
         layers.append(SimaiLayer(
-            f[0], _int(f[2], src, where, "forward compute time"), f[3], _int(f[4], src, where, "forward size"),
-            _int(f[5], src, where, "input-gradient compute time"), f[6], _int(f[7], src, where, "input-gradient size"),
-            _int(f[8], src, where, "weight-gradient compute time"), f[9], _int(f[10], src, where, "weight-gradient size"),
-            _int(f[11], src, where, "update time")))
+            f[0], parse_count(f[2], src, where, "forward compute time"), f[3], parse_count(f[4], src, where, "forward size"),
+            parse_count(f[5], src, where, "input-gradient compute time"), f[6], parse_count(f[7], src, where, "input-gradient size"),
+            parse_count(f[8], src, where, "weight-gradient compute time"), f[9], parse_count(f[10], src, where, "weight-gradient size"),
+            parse_count(f[11], src, where, "update time")))
     return hdr, layers
 
 
