@@ -223,6 +223,24 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu only tests the tool")
     k.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
+    tr = sub.add_parser("trace", help="profile one training step of a PyTorch model (profiler + execution trace)",
+                        epilog="examples:\n  podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50\n"
+                               "  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn\n"
+                               "  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2\n"
+                               "  podsim simulate --workload-configuration t/cnn/kineto.json \\\n"
+                               "      --execution-trace t/cnn/et.json --cluster dgx-h100\n\n"
+                               "module:callable names a function f(batch_size) returning (model, inputs, targets)\n"
+                               "(cross-entropy loss) or (model, inputs, targets, loss_fn).  Needs torch.",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    tr.add_argument("--model", required=True, metavar="MODEL", help="torchvision:NAME, hf:CONFIG.json or module:callable")
+    tr.add_argument("--batch-size", type=int, required=True, metavar="B")
+    tr.add_argument("--steps", type=int, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
+    tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
+    tr.add_argument("--seq-len", type=int, default=128, metavar="S", help="hf models: tokens per sequence")
+    tr.add_argument("--out", required=True, metavar="DIR")
+    tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
     cv = sub.add_parser("convert", help="convert a workload (TrioSim, ASTRA-sim 1.0 text, SimAI, Chakra) to Chakra ET",
                         epilog="examples:\n  podsim convert sample_trace/vgg13 --to chakra et/vgg13\n"
                                "  podsim convert Resnet50_DataParallel.txt --gpus 16 --to chakra et/resnet\n"
@@ -539,6 +557,31 @@ def _run_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_trace(args: argparse.Namespace) -> int:
+    import os
+
+    from .capture import capture
+
+    if os.getcwd() not in sys.path:  # module:callable from the working folder, as `python -m` finds it
+        sys.path.insert(0, os.getcwd())
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            bar = "#" * (20 * done // total)
+            sys.stderr.write(f"\r  step {done}/{total} [{bar:<20}]")
+            sys.stderr.flush()
+
+    c = capture(args.model, args.batch_size, args.out, args.steps, args.device, args.optimizer, args.seq_len,
+                progress)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    print(f"podsim trace: {c.model} on {c.device}, batch {args.batch_size}: profiled step {c.step_ms:.3f} ms")
+    print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
+    print(f"  simulate it: podsim simulate --workload-configuration {c.kineto} --execution-trace "
+          f"{c.execution_trace} --cluster dgx-h100")
+    return 0
+
+
 def _run_convert(args: argparse.Namespace) -> int:
     from .api import load_workload
     from .formats.chakra import write_workload_with_groups
@@ -613,6 +656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_kernels(args)
         if args.command == "convert":
             return _run_convert(args)
+        if args.command == "trace":
+            return _run_trace(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

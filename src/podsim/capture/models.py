@@ -1,0 +1,96 @@
+"""What ``podsim trace --model`` names: a torchvision model, a HuggingFace model built from a
+local config (no download), or the user's own ``module:callable``.
+
+Each resolves to a :class:`TrainingSetup`: the model, one batch of inputs and targets, and the
+loss.  torch (and torchvision / transformers for those kinds) are imported here only.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InputError
+
+
+@dataclass
+class TrainingSetup:
+    """A model with one batch: ``loss_fn(model, inputs, targets)`` returns the loss tensor."""
+
+    name: str
+    model: Any
+    inputs: Any
+    targets: Any
+    loss_fn: Callable[[Any, Any, Any], Any]
+
+
+def torch_module() -> Any:
+    """torch, or a clear error saying how to get it."""
+    try:
+        import torch
+    except ImportError:
+        raise InputError("capturing a trace needs PyTorch: pip install torch (pip install torch==2.13.0 takes the "
+                         "CPU build on this project's machines)") from None
+    return torch
+
+
+def _cross_entropy(model: Any, x: Any, y: Any) -> Any:
+    torch = torch_module()
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 224) -> TrainingSetup:
+    """The model ``spec`` names, with a random batch of ``batch_size``.
+
+    ``torchvision:NAME`` (images of ``image_size``, 1,000 classes); ``hf:CONFIG.json`` (a causal
+    LM built from the config, random tokens of ``seq_len``); ``module:callable`` with
+    ``callable(batch_size)`` returning ``(model, inputs, targets)`` (cross-entropy loss) or
+    ``(model, inputs, targets, loss_fn)``.
+
+    Raises:
+        InputError: for an unknown kind, a missing package, or a callable that is not found.
+    """
+    torch = torch_module()
+    if batch_size < 1:
+        raise InputError(f"the batch size must be at least 1, got {batch_size}", where="--batch-size")
+    kind, _, rest = spec.partition(":")
+    if not rest:
+        raise InputError(f"model {spec!r}: expected torchvision:NAME, hf:CONFIG.json or module:callable",
+                         where="--model")
+    if kind == "torchvision":
+        try:
+            tv = importlib.import_module("torchvision.models")
+        except ImportError:
+            raise InputError("torchvision models need torchvision: pip install torchvision", where="--model") from None
+        if not hasattr(tv, rest):
+            raise InputError(f"torchvision has no model {rest!r}", where="--model")
+        model = getattr(tv, rest)(weights=None)
+        x = torch.randn(batch_size, 3, image_size, image_size)
+        y = torch.randint(0, 1000, (batch_size,))
+        return TrainingSetup(spec, model, x, y, _cross_entropy)
+    if kind == "hf":
+        path = Path(rest)
+        if not path.is_file():
+            raise InputError("no such config file", rest, "--model")
+        try:
+            transformers = importlib.import_module("transformers")
+        except ImportError:
+            raise InputError("HuggingFace models need transformers: pip install transformers", where="--model") from None
+        config = transformers.AutoConfig.from_pretrained(str(path.parent if path.name == "config.json" else path))
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))
+        return TrainingSetup(spec, model, x, x, lambda m, a, b: m(input_ids=a, labels=b).loss)
+    try:
+        mod = importlib.import_module(kind)
+    except ImportError as e:
+        raise InputError(f"cannot import module {kind!r}: {e}", where="--model") from None
+    fn = getattr(mod, rest, None)
+    if not callable(fn):
+        raise InputError(f"module {kind!r} has no callable {rest!r}", where="--model")
+    got = fn(batch_size)
+    if not isinstance(got, tuple) or len(got) not in (3, 4):
+        raise InputError(f"{spec}({batch_size}) must return (model, inputs, targets[, loss_fn])", where="--model")
+    loss = got[3] if len(got) == 4 else _cross_entropy
+    return TrainingSetup(spec, got[0], got[1], got[2], loss)
