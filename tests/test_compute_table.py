@@ -11,7 +11,12 @@ import pytest
 from podsim.cli import main
 from podsim.compute.measure import write_rows
 from podsim.compute.model import ComputeModel
-from podsim.compute.table import TableComputeModel, read_table, shipped_table, table_model
+from podsim.compute.table import (
+    TableComputeModel,
+    read_table,
+    shipped_table,
+    table_model,
+)
 from podsim.errors import InputError
 from podsim.hardware.gpu import get_gpu
 from podsim.llm import get_model
@@ -132,8 +137,9 @@ def test_cli_kernel_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_measure_on_cpu_writes_a_readable_table(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from podsim.compute import measure as meas
     import torch
+
+    from podsim.compute import measure as meas
     rows = list(meas.measure_gemm(torch, "cpu", "fp32", (16, 32), batched=False))
     rows += list(meas.measure_memory(torch, "cpu", "fp32", True))
     p = _table(tmp_path, rows)

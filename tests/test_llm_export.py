@@ -11,10 +11,10 @@ from podsim.api import simulate
 from podsim.cli import main
 from podsim.compute.model import ComputeModel
 from podsim.errors import InputError
+from podsim.formats.chakra import write_workload_with_groups
 from podsim.formats.simai import read_simai_workload
 from podsim.hardware.gpu import get_gpu
 from podsim.llm import get_model
-from podsim.formats.chakra import write_workload_with_groups
 from podsim.llm.export import chakra_workload, simai_text, write_simai
 from podsim.llm.layout import Layout
 from podsim.llm.run import simulate_training

@@ -17,7 +17,14 @@ import pytest
 from podsim.errors import InputError
 from podsim.llm import from_hf_config, get_model
 from podsim.llm.layout import Layout
-from podsim.llm.memory import GIB, bytes_per_param, inflight, memory, stage_memory, stage_params
+from podsim.llm.memory import (
+    GIB,
+    bytes_per_param,
+    inflight,
+    memory,
+    stage_memory,
+    stage_params,
+)
 from podsim.llm.model import ModelConfig
 
 

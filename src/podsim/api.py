@@ -171,14 +171,17 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     from .formats.chakra import discover_ranks, read_workload
 
     p = Path(path)
-    if str(path).endswith(".json") and p.is_file():
+    if str(path).endswith((".json", ".json.gz")) and p.is_file():
         from .formats.pytorch_trace import pytorch_to_workload
         return pytorch_to_workload(p, execution_trace, whole_trace, gpus or 1)
     if (p / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload
         return triosim_to_workload(read_triosim(p))
     if str(path).endswith(".txt"):
-        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
+        from .formats.astra_sim.text_workload import (
+            is_text_workload,
+            read_text_workload,
+        )
         from .formats.simai import simai_to_workload
         if is_text_workload(path):
             if gpus is None:
@@ -199,7 +202,10 @@ def _load_workload(workload: PathLike | Workload, n: int,
     if comm_groups is not None:
         groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
     if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
-        from .formats.astra_sim.text_workload import is_text_workload, read_text_workload
+        from .formats.astra_sim.text_workload import (
+            is_text_workload,
+            read_text_workload,
+        )
         if is_text_workload(workload):
             workload = read_text_workload(workload, n)
     if isinstance(workload, Workload):
@@ -222,7 +228,7 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
-    if not isinstance(workload, Workload) and (str(workload).endswith((".txt", ".json")) or
+    if not isinstance(workload, Workload) and (str(workload).endswith((".txt", ".json", ".json.gz")) or
                                                (Path(workload) / "trace.csv").is_file()):
         workload = load_workload(workload, gpus, execution_trace, whole_trace)
     if isinstance(workload, Workload):

@@ -288,7 +288,13 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     if args.triosim:
         from .formats.triosim import read_triosim
-        from .parallelize import data_parallel, extrapolate, from_triosim, pipeline_parallel, tensor_parallel
+        from .parallelize import (
+            data_parallel,
+            extrapolate,
+            from_triosim,
+            pipeline_parallel,
+            tensor_parallel,
+        )
         if workload:
             raise InputError("give --workload-configuration or --triosim, not both")
         step = from_triosim(read_triosim(args.triosim))

@@ -46,7 +46,12 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
             that cannot be built (see :func:`podsim.capture.models.resolve`).
     """
     torch = torch_module()
-    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
+    from torch.profiler import (
+        ExecutionTraceObserver,
+        ProfilerActivity,
+        profile,
+        schedule,
+    )
 
     if device not in ("cpu", "cuda"):
         raise InputError(f"device must be cpu or cuda, not {device!r}", where="--device")

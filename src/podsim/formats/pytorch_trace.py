@@ -90,9 +90,17 @@ def _load_json(path: str | Path, what: str) -> dict:
     if not p.is_file():
         raise InputError(f"no such {what} file", str(p))
     try:
-        data = json.loads(p.read_text())
+        if p.suffix == ".gz":
+            import gzip
+            with gzip.open(p, "rt") as f:
+                text = f.read()
+        else:
+            text = p.read_text()
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", str(p), f"line {e.lineno}") from None
+    except (OSError, EOFError) as e:
+        raise InputError(f"cannot read: {e}", str(p)) from None
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", str(p))
     return data
@@ -266,3 +274,37 @@ def _collective_kind(name: str) -> CollectiveKind | None:
         return None
     base = name[len("c10d::"):].rstrip("_")
     return _COLLECTIVES.get(base)
+
+
+def gpu_time_by_stage(kineto: str | Path, whole_trace: bool = False) -> dict[str, float]:
+    """GPU busy time (us) of the profiled step by stage: ``forward``, ``backward`` (launched from
+    inside an ``autograd::engine`` op) and ``optimizer`` (launched inside an
+    ``Optimizer.step`` range).
+
+    Raises:
+        InputError: as :func:`pytorch_to_workload` for a trace without a step annotation.
+    """
+    k = read_kineto(kineto)
+    steps = [a for a in k.annotations + k.host_ops if a.name.startswith("ProfilerStep#")]
+    if steps:
+        step = max(steps, key=lambda a: a.ts)
+        lo, hi = step.ts, step.ts + step.dur
+    elif whole_trace:
+        lo, hi = -math.inf, math.inf
+    else:
+        raise InputError("no ProfilerStep annotation (or pass whole_trace)", k.source)
+    opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
+    autograd = [o for o in k.host_ops if o.name.startswith("autograd::engine") and lo <= o.ts < hi]
+    out = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    for g in k.gpu:
+        launch = k.launches.get(g.correlation) if g.correlation is not None else None
+        if launch is None or not lo <= launch[0] < hi:
+            continue
+        ts, tid = launch
+        if any(a.ts <= ts < a.ts + a.dur for a in opt):
+            out["optimizer"] += g.dur
+        elif any(o.tid == tid and o.ts <= ts < o.ts + o.dur for o in autograd):
+            out["backward"] += g.dur
+        else:
+            out["forward"] += g.dur
+    return out

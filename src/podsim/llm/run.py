@@ -16,11 +16,16 @@ from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel, KernelTimer
 from ..engine.cluster import closed_form_ns, simulate_cluster
-from ..hardware.cluster import ClusterSpec, build_fabric, cluster_from_dict, load_cluster
+from ..hardware.cluster import (
+    ClusterSpec,
+    build_fabric,
+    cluster_from_dict,
+    load_cluster,
+)
 from ..hardware.gpu import GpuSpec, get_gpu
 from ..network.fabric import Fabric
-from ..workload import CollectiveKind
 from ..report.result import Result
+from ..workload import CollectiveKind
 from .flops import iteration_flops
 from .generate import generate
 from .layout import Layout
