@@ -150,3 +150,27 @@ def test_pipeline_parallel_vgg13(refdata, capsys) -> None:  # type: ignore[no-un
     assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--batch-size", "128",
                  "--micro-batch-size", "48"]) == 2
     assert "does not divide the batch 128" in capsys.readouterr().err
+
+
+def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-untyped-def]
+    # podsim's own capture (data/captures): AccumulateGrad ops make each parameter's gradient
+    # ready; together they are ResNet-50's parameters
+    from pathlib import Path
+
+    from podsim.parallelize import from_pytorch
+    d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
+    step = from_pytorch(d / "kineto.json.gz", d / "et.json.gz")
+    assert step.gradient_bytes == 4 * PARAMS["resnet50"]
+    one = _run(step, 1, "ddp").finish_ns
+    assert one == step.total_ns
+    for gpus in (2, 4):
+        exposed = []
+        for mode, bucket in (("dp", 1), ("ddp", 25 << 20), ("ddp", 1 << 20)):
+            r = _run(step, gpus, mode, bucket)
+            assert r.finish_ns == one + r.exposed_comm_ns >= one
+            exposed.append(r.exposed_comm_ns)
+        assert exposed == sorted(exposed, reverse=True) and exposed[0] > exposed[-1]
+    assert main(["simulate", "--pytorch", str(d), "--gpus", "4", "--parallel", "pp"]) == 2
+    assert "needs the operator flags of a TrioSim trace" in capsys.readouterr().err
+    assert main(["simulate", "--pytorch", str(d.parent), "--gpus", "2"]) == 2
+    assert "no kineto.json" in capsys.readouterr().err

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--triosim", metavar="DIR",
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
+    s.add_argument("--pytorch", metavar="DIR",
+                   help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) to run data parallel on --gpus "
+                        "GPUs of --cluster (default dgx-h100); --parallel dp or ddp")
     s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp", "pp"],
                    help="with --triosim: dp (one all-reduce after the backward), ddp (bucketed, "
                         "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
@@ -286,18 +289,25 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if groups is not None and "empty" in groups:
         groups = None
     workload = args.workload_configuration
-    if args.triosim:
+    if args.triosim or args.pytorch:
         from .formats.triosim import read_triosim
         from .parallelize import (
             data_parallel,
             extrapolate,
+            from_pytorch,
             from_triosim,
             pipeline_parallel,
             tensor_parallel,
         )
-        if workload:
-            raise InputError("give --workload-configuration or --triosim, not both")
-        step = from_triosim(read_triosim(args.triosim))
+        if sum(bool(x) for x in (workload, args.triosim, args.pytorch)) > 1:
+            raise InputError("give one of --workload-configuration, --triosim and --pytorch")
+        if args.triosim:
+            step = from_triosim(read_triosim(args.triosim))
+        else:
+            if args.parallel in ("tp", "pp"):
+                raise InputError(f"--parallel {args.parallel} needs the operator flags of a TrioSim trace "
+                                 "(--triosim); PyTorch traces take dp or ddp for now")
+            step = from_pytorch(*_pytorch_files(args.pytorch), whole_trace=args.whole_trace)
         if args.batch_size_sim is not None:
             if args.batch_size is None:
                 raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
@@ -319,7 +329,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
         args.cluster = args.cluster or "dgx-h100"
     elif not workload:
-        raise InputError("missing --workload-configuration (or --triosim DIR)")
+        raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     if args.cluster is None:
         for flag, val in (("--system-configuration", args.system_configuration),
                           ("--network-configuration", args.network_configuration)):
@@ -340,6 +350,23 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.compute_scale != 1.0:
         res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     return _emit(res, args)
+
+
+def _pytorch_files(folder: str) -> tuple[str, str | None]:
+    """The Kineto trace and execution trace of a ``podsim trace`` folder."""
+    import os
+
+    from .errors import InputError
+
+    def find(stem: str) -> str | None:
+        for name in (f"{stem}.json", f"{stem}.json.gz"):
+            if os.path.isfile(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        return None
+    kineto = find("kineto")
+    if kineto is None:
+        raise InputError("no kineto.json or kineto.json.gz here (a podsim trace folder)", folder)
+    return kineto, find("et")
 
 
 def _progress():  # type: ignore[no-untyped-def]

@@ -167,7 +167,28 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     return ExecutionTrace(str(path), schema, out)
 
 
-def _top_level(ops: list[HostOp]) -> list[HostOp]:
+def step_window(k: KinetoTrace, whole_trace: bool = False) -> tuple[float, float, HostOp | None]:
+    """(start, end, annotation) of the profiled step (us): the last ``ProfilerStep#N``, or with
+    ``whole_trace`` the span of every event.
+
+    Raises:
+        InputError: without a step annotation (unless ``whole_trace``) or any event.
+    """
+    steps = [a for a in k.annotations + k.host_ops if a.name.startswith("ProfilerStep#")]
+    if steps:
+        step = max(steps, key=lambda a: a.ts)
+        return step.ts, step.ts + step.dur, step
+    if not whole_trace:
+        raise InputError("no ProfilerStep annotation: capture with torch.profiler.profile(schedule=...) and call "
+                         "prof.step() after each step, so the profiled step is marked (or simulate the whole "
+                         "trace: --whole-trace)", k.source)
+    spans = [(o.ts, o.ts + o.dur) for o in k.host_ops] + [(g.ts, g.ts + g.dur) for g in k.gpu]
+    if not spans:
+        raise InputError("no host ops or GPU events", k.source)
+    return min(a for a, _ in spans), max(b for _, b in spans), None
+
+
+def top_level_ops(ops: list[HostOp]) -> list[HostOp]:
     """Host ops not nested in another host op of the same thread."""
     out = []
     ends: dict[int, float] = {}
@@ -189,26 +210,13 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
             match), or when the step has no host ops.
     """
     k = read_kineto(kineto)
-    steps = [a for a in k.annotations + k.host_ops if a.name.startswith("ProfilerStep#")]
-    if steps:
-        step = max(steps, key=lambda a: a.ts)
-        lo, hi = step.ts, step.ts + step.dur
-    elif whole_trace:
-        spans = [(o.ts, o.ts + o.dur) for o in k.host_ops] + [(g.ts, g.ts + g.dur) for g in k.gpu]
-        if not spans:
-            raise InputError("no host ops or GPU events", k.source)
-        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
-        step = None
-    else:
-        raise InputError("no ProfilerStep annotation: capture with torch.profiler.profile(schedule=...) and call "
-                         "prof.step() after each step, so the profiled step is marked (or simulate the whole trace: --whole-trace)",
-                         k.source)
+    lo, hi, step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
     if not host:
         raise InputError("the profiled step has no host ops", k.source)
     main_tid = step.tid if step is not None else max({o.tid for o in host}, key=lambda t: sum(
         o.dur for o in host if o.tid == t))
-    top = [o for o in _top_level(host) if o.tid == main_tid]
+    top = [o for o in top_level_ops(host) if o.tid == main_tid]
     et_nodes: dict[int, EtNode] = {}
     notes = []
     if et is not None:
@@ -285,14 +293,7 @@ def gpu_time_by_stage(kineto: str | Path, whole_trace: bool = False) -> dict[str
         InputError: as :func:`pytorch_to_workload` for a trace without a step annotation.
     """
     k = read_kineto(kineto)
-    steps = [a for a in k.annotations + k.host_ops if a.name.startswith("ProfilerStep#")]
-    if steps:
-        step = max(steps, key=lambda a: a.ts)
-        lo, hi = step.ts, step.ts + step.dur
-    elif whole_trace:
-        lo, hi = -math.inf, math.inf
-    else:
-        raise InputError("no ProfilerStep annotation (or pass whole_trace)", k.source)
+    lo, hi, _step = step_window(k, whole_trace)
     opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
     autograd = [o for o in k.host_ops if o.name.startswith("autograd::engine") and lo <= o.ts < hi]
     out = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}

@@ -1,7 +1,8 @@
 """A one-GPU training step as parallelization needs it: ops in order with their time, stage and
 the parameter gradients each backward op makes ready.
 
-Built from any importer's output (today: TrioSim's processed traces).  Which backward op
+Built from TrioSim's processed traces (:func:`from_triosim`) or a PyTorch profiler trace with
+its execution trace (:func:`from_pytorch`).  Which backward op
 finishes which parameters' gradients: parametrized forward ops (those reading weights) are
 matched in reverse order with the backward ops of the same kinds (``ConvolutionBackward``,
 ``AddmmBackward``, ``MmBackward``, ``*BatchNormBackward``, ``EmbeddingBackward``, ...), as
@@ -12,6 +13,7 @@ backward pass (and a note says so).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..formats.triosim import TriosimTrace
 
@@ -77,3 +79,69 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
     ops = [StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split,
                   out_bytes(o)) for o, g, p in zip(trace.ops, grads, params)]
     return OneGpuStep(trace.source, ops, notes)
+
+
+def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
+                 whole_trace: bool = False) -> OneGpuStep:
+    """The step of a PyTorch profiler trace: its top-level host ops (every thread: autograd
+    runs the backward on its own) in time order, each lasting the GPU time of the kernels it
+    launched (its host time on a CPU-only trace), staged forward / backward (inside an
+    ``autograd::engine`` op) / optimizer (inside ``Optimizer.step``).  With the execution
+    trace, each ``AccumulateGrad`` makes its parameter's gradient (its input bytes) ready.
+
+    Raises:
+        InputError: as :func:`podsim.formats.pytorch_trace.pytorch_to_workload`.
+    """
+    from ..formats.pytorch_trace import (
+        read_execution_trace,
+        read_kineto,
+        step_window,
+        top_level_ops,
+    )
+
+    k = read_kineto(kineto)
+    lo, hi, _step = step_window(k, whole_trace)
+    host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
+    top = sorted(top_level_ops(host), key=lambda o: o.ts)
+    opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
+
+    def owner(ts: float, tid: int) -> int | None:
+        for i in range(len(top) - 1, -1, -1):
+            o = top[i]
+            if o.tid == tid and o.ts <= ts < o.ts + o.dur:
+                return i
+            if o.ts + 3600e6 < ts:  # far before: stop scanning
+                break
+        return None
+
+    gpu_ns = [0.0] * len(top)
+    for g in k.gpu:
+        launch = k.launches.get(g.correlation) if g.correlation is not None else None
+        if launch is not None and lo <= launch[0] < hi:
+            i = owner(*launch)
+            if i is not None:
+                gpu_ns[i] += g.dur * 1000
+    grads = [0] * len(top)
+    notes = []
+    if execution_trace is not None:
+        nodes = read_execution_trace(execution_trace).by_rf_id()
+        for o in host:
+            if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes:
+                i = owner(o.ts, o.tid)
+                if i is not None:
+                    grads[i] += nodes[o.rf_id].tensor_bytes_in
+    else:
+        notes.append("no execution trace: gradient sizes unknown, so no data-parallel reduction is sized")
+    use_gpu = any(gpu_ns)
+    ops = []
+    for i, o in enumerate(top):
+        if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
+            stage = "optimizer"
+        elif o.name.startswith("autograd::engine"):
+            stage = "backward"
+        else:
+            stage = "forward"
+        ns = round(gpu_ns[i]) if use_gpu else round(o.dur * 1000)
+        if ns > 0 or grads[i]:
+            ops.append(StepOp(o.name, max(ns, 1), stage, grads[i]))
+    return OneGpuStep(str(kineto), ops, notes)
