@@ -174,3 +174,11 @@ def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-un
     assert "needs the operator flags of a TrioSim trace" in capsys.readouterr().err
     assert main(["simulate", "--pytorch", str(d.parent), "--gpus", "2"]) == 2
     assert "no kineto.json" in capsys.readouterr().err
+
+
+def test_cli_reports_one_gpu_against_simulated(refdata, capsys) -> None:  # type: ignore[no-untyped-def]
+    d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
+    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "dp"]) == 0
+    out = capsys.readouterr().out
+    assert "one GPU (the trace): 94.038 ms = forward 28.105 + backward 62.365 + optimizer 3.568 ms" in out
+    assert "simulated on 4 GPUs (dp)" in out

@@ -289,6 +289,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if groups is not None and "empty" in groups:
         groups = None
     workload = args.workload_configuration
+    parallel_step = None
     if args.triosim or args.pytorch:
         from .formats.triosim import read_triosim
         from .parallelize import (
@@ -328,6 +329,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         else:
             workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
         args.cluster = args.cluster or "dgx-h100"
+        parallel_step = step
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     if args.cluster is None:
@@ -345,6 +347,13 @@ def _run_simulate(args: argparse.Namespace) -> int:
                        execution_trace=args.execution_trace, whole_trace=args.whole_trace)
     finally:
         _clear_progress(progress)
+    if parallel_step is not None:
+        st = parallel_step.stage_ns()
+        one = parallel_step.total_ns
+        fin = max(r.finish_ns for r in res.ranks)
+        res.notes.append(f"one GPU (the trace): {one / 1e6:.3f} ms = forward {st['forward'] / 1e6:.3f} + backward "
+                         f"{st['backward'] / 1e6:.3f} + optimizer {st['optimizer'] / 1e6:.3f} ms; simulated on "
+                         f"{res.num_ranks} GPUs ({args.parallel}): {fin / 1e6:.3f} ms ({100 * (fin / one - 1):+.2f}%)")
     if args.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:

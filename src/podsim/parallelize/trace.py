@@ -52,6 +52,13 @@ class OneGpuStep:
     def gradient_bytes(self) -> int:
         return sum(o.grad_bytes for o in self.ops)
 
+    def stage_ns(self) -> dict[str, int]:
+        """Time per stage (forward, backward, optimizer), ns."""
+        out = {"forward": 0, "backward": 0, "optimizer": 0}
+        for o in self.ops:
+            out[o.stage] = out.get(o.stage, 0) + o.ns
+        return out
+
 
 def _is_grad_op(name: str) -> bool:
     return any(k in name for k in _GRAD_OPS)
