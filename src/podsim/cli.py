@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"podsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("simulate", help="simulate a Chakra workload on an ASTRA-sim style system and network",
+    s = sub.add_parser("simulate", help="simulate a workload (Chakra, SimAI, TrioSim, PyTorch trace, ASTRA-sim 1.0 "
+                       "text) on an ASTRA-sim network or a cluster",
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--workload-configuration", metavar="PREFIX",
                    help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank; or an ASTRA-sim 1.0 text "
