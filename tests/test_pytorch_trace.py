@@ -125,8 +125,8 @@ def test_h100_captures_replay_their_step() -> None:
 def test_h100_resnet50_capture_matches_triosim(refdata) -> None:  # type: ignore[no-untyped-def]
     import csv
 
-    from podsim.formats.pytorch_trace import gpu_time_by_stage
-    ours = gpu_time_by_stage(CAPTURES / "h100-resnet50-bs128" / "kineto.json.gz")
+    from podsim.parallelize import from_pytorch
+    ours = {k: v / 1000 for k, v in from_pytorch(CAPTURES / "h100-resnet50-bs128" / "kineto.json.gz").stage_ns().items()}
     with open(refdata / "triosim" / "trace2-h100-bs128" / "resnet50" / "trace.csv", newline="") as f:
         theirs: dict[str, float] = {}
         for r in csv.DictReader(f):

@@ -192,6 +192,12 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     return read_workload(path, gpus or discover_ranks(path))
 
 
+def _not_chakra(path: PathLike) -> bool:
+    """Whether ``path`` names a workload file or folder :func:`load_workload` reads other than
+    a Chakra prefix."""
+    return str(path).endswith((".txt", ".json", ".json.gz")) or (Path(path) / "trace.csv").is_file()
+
+
 def _load_workload(workload: PathLike | Workload, n: int,
                    comm_groups: PathLike | dict[str, tuple[int, ...]] | None) -> tuple[Workload, str]:
     """The workload (read from Chakra files if a prefix) with the comm groups applied, and its
@@ -201,13 +207,8 @@ def _load_workload(workload: PathLike | Workload, n: int,
     groups = None
     if comm_groups is not None:
         groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
-    if not isinstance(workload, Workload) and str(workload).endswith(".txt"):
-        from .formats.astra_sim.text_workload import (
-            is_text_workload,
-            read_text_workload,
-        )
-        if is_text_workload(workload):
-            workload = read_text_workload(workload, n)
+    if not isinstance(workload, Workload) and _not_chakra(workload):
+        workload = load_workload(workload, n)
     if isinstance(workload, Workload):
         if groups:
             workload = Workload(workload.programs, workload.rank_program,
@@ -228,8 +229,7 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
-    if not isinstance(workload, Workload) and (str(workload).endswith((".txt", ".json", ".json.gz")) or
-                                               (Path(workload) / "trace.csv").is_file()):
+    if not isinstance(workload, Workload) and _not_chakra(workload):
         workload = load_workload(workload, gpus, execution_trace, whole_trace)
     if isinstance(workload, Workload):
         n = workload.num_ranks

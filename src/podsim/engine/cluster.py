@@ -84,6 +84,32 @@ class _Pending:
     names: list[str] = field(default_factory=list)
 
 
+class CollectivePlanner:
+    """Chooses a collective's schedule (NCCL's selector) and its closed-form time, cached per
+    (ranks, kind, size)."""
+
+    def __init__(self, fabric: Fabric, tuning: NcclTuning, timer: Timer | None = None) -> None:
+        self.fabric = fabric
+        self.tuning = tuning
+        self.timer = timer or Timer(fabric, tuning, "analytical")
+        self._comms: dict[tuple[int, ...], object] = {}
+        self._plans: dict[tuple[tuple[int, ...], CollectiveKind, int], tuple[Schedule, int]] = {}
+
+    def plan(self, ranks: tuple[int, ...], kind: CollectiveKind, size: int) -> tuple[Schedule, int]:
+        """The chosen schedule and its closed-form time (ns)."""
+        key = (ranks, kind, size)
+        hit = self._plans.get(key)
+        if hit is None:
+            if kind not in _NAMES:
+                raise SimulationError(f"collective {kind.name} is not supported on a cluster")
+            comm = self._comms.get(ranks)
+            if comm is None:
+                comm = self._comms[ranks] = communicator(self.fabric, list(ranks))
+            sched, t = select(comm, _NAMES[kind], size, self.tuning, self.timer)  # type: ignore[arg-type]
+            hit = self._plans[key] = (sched, int(t.time_ns))
+        return hit
+
+
 class ClusterCollectives:
     """Rendezvous of collective calls and their execution on the fabric."""
 
@@ -98,12 +124,10 @@ class ClusterCollectives:
         self.tuning = tuning
         self.backend = backend
         self.mirror = mirror
-        self.model = Timer(fabric, tuning, "analytical")
+        self.planner = CollectivePlanner(fabric, tuning)
         self.net = net
         self._seq: dict[tuple[int, tuple[int, ...]], int] = {}
         self._pending: dict[tuple[tuple[int, ...], int], _Pending] = {}
-        self._plans: dict[tuple[tuple[int, ...], CollectiveKind, int], tuple[Schedule, int]] = {}
-        self._comms: dict[tuple[int, ...], object] = {}
         self.log: list[tuple[str, str, str, int, int, int, tuple[int, ...]]] = []
         self.calls = 0
         self.rounds_skipped = 0  #: identical rounds fast-forwarded (ran alone, nothing could interfere)
@@ -157,21 +181,9 @@ class ClusterCollectives:
         """Collectives some ranks issued and others did not: (ranks, call number, joined)."""
         return [(r, s, len(p.callbacks)) for (r, s), p in self._pending.items()]
 
-    def plan(self, ranks: tuple[int, ...], kind: CollectiveKind, size: int) -> tuple[Schedule, int]:
-        """The chosen schedule and its closed-form time (ns), cached per call shape."""
-        key = (ranks, kind, size)
-        hit = self._plans.get(key)
-        if hit is None:
-            comm = self._comms.get(ranks)
-            if comm is None:
-                comm = self._comms[ranks] = communicator(self.fabric, list(ranks))
-            sched, t = select(comm, _NAMES[kind], size, self.tuning, self.model)  # type: ignore[arg-type]
-            hit = self._plans[key] = (sched, t.time_ns)
-        return hit
-
     def _start(self, p: _Pending, ranks: tuple[int, ...]) -> None:
         self.calls += 1
-        sched, t_ns = self.plan(ranks, p.kind, p.size)
+        sched, t_ns = self.planner.plan(ranks, p.kind, p.size)
         start = self.queue.now
 
         def finish() -> None:
@@ -286,17 +298,6 @@ class _FlowRun:
         return out
 
 
-def closed_form_ns(fabric: Fabric, tuning: NcclTuning, ranks: tuple[int, ...], kind: CollectiveKind,
-                   size: int) -> int:
-    """The time (ns) :class:`ClusterCollectives` gives a collective it times in closed form
-    (the analytical backend, or one server's GPUs with ``intra_server_closed_form``)."""
-    if kind not in _NAMES:
-        raise SimulationError(f"collective {kind.name} is not supported on a cluster")
-    comm = communicator(fabric, list(ranks))
-    _sched, t = select(comm, _NAMES[kind], size, tuning, Timer(fabric, tuning, "analytical"))  # type: ignore[arg-type]
-    return int(t.time_ns)
-
-
 class ClusterRankSystem:
     """What a :class:`RankRunner` needs from its system layer, on a cluster."""
 
@@ -369,7 +370,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         msg = Rendezvous(msg, control)  # type: ignore[arg-type, assignment]
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward, granularity == "bulk")
     colls.intra_closed_form = intra_server_closed_form
-    colls.model = colls_timer
+    colls.planner = CollectivePlanner(fabric, tuning, colls_timer)
     ranks = [0] if mirror else list(range(n))
     if reps is not None:
         ranks = sorted({int(r) for r in reps})

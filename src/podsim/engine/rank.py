@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import InputError
-from ..workload import NO_VALUE, CollectiveKind, OpKind, Program, Workload
+from ..workload import NO_VALUE, SEGMENTS, CollectiveKind, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .system import RankSystem
 
@@ -84,8 +84,8 @@ class RankRunner:
         self.replay_all = False
         # fused ops (a generator's compute + closed-form collectives): their collective parts
         # are communication, not GPU compute
-        self._comm_part = {i: sum(s[1] for s in e["segments"] if s[3] != "compute")  # type: ignore[union-attr]
-                           for i, e in program.extras.items() if "segments" in e}
+        self._comm_part = {i: sum(s[1] for s in e[SEGMENTS] if s[3] != "compute")  # type: ignore[union-attr]
+                           for i, e in program.extras.items() if SEGMENTS in e}
 
     # -- issue loop ------------------------------------------------------------------------
     def fire(self) -> None:

@@ -21,7 +21,7 @@ from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
 from ..report.result import Flow, RankResult, Result, Slice
 from ..report.summary import rank_ranges
-from ..workload import NO_VALUE, OpKind, Program, Workload
+from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
@@ -226,7 +226,7 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
         starts, ends, resource, names = rr.starts, rr.ends, rr.resource, p.names
         for i, k in enumerate(kinds):
             a, b = starts[i], ends[i]
-            segs = extras[i].get("segments") if i in extras else None
+            segs = extras[i].get(SEGMENTS) if i in extras else None
             if segs:  # a fused op: its parts, compute and closed-form collectives
                 for off, dur, sname, cat in segs:  # type: ignore[union-attr]
                     (comp if cat == "compute" else comm).append((a + off, a + off + dur))

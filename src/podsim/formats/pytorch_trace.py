@@ -283,29 +283,3 @@ def _collective_kind(name: str) -> CollectiveKind | None:
     base = name[len("c10d::"):].rstrip("_")
     return _COLLECTIVES.get(base)
 
-
-def gpu_time_by_stage(kineto: str | Path, whole_trace: bool = False) -> dict[str, float]:
-    """GPU busy time (us) of the profiled step by stage: ``forward``, ``backward`` (launched from
-    inside an ``autograd::engine`` op) and ``optimizer`` (launched inside an
-    ``Optimizer.step`` range).
-
-    Raises:
-        InputError: as :func:`pytorch_to_workload` for a trace without a step annotation.
-    """
-    k = read_kineto(kineto)
-    lo, hi, _step = step_window(k, whole_trace)
-    opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
-    autograd = [o for o in k.host_ops if o.name.startswith("autograd::engine") and lo <= o.ts < hi]
-    out = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
-    for g in k.gpu:
-        launch = k.launches.get(g.correlation) if g.correlation is not None else None
-        if launch is None or not lo <= launch[0] < hi:
-            continue
-        ts, tid = launch
-        if any(a.ts <= ts < a.ts + a.dur for a in opt):
-            out["optimizer"] += g.dur
-        elif any(o.tid == tid and o.ts <= ts < o.ts + o.dur for o in autograd):
-            out["backward"] += g.dur
-        else:
-            out["forward"] += g.dur
-    return out

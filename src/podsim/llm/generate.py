@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..compute.model import KernelTimer
-from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from .layout import Layout
 from .memory import stage_layers, stage_params
 from .model import ModelConfig
@@ -100,7 +100,7 @@ class _StageProgram:
         segs, total, flops = tuple(self.fused), self.fused_ns, self.fused_flops
         self.fused, self.fused_ns, self.fused_flops = [], 0, 0.0
         name = segs[0][2] if len(segs) == 1 else f"{segs[0][2]} .. {segs[-1][2]}"
-        extra = {"segments": segs} if len(segs) > 1 or segs[0][3] != "compute" else None
+        extra = {SEGMENTS: segs} if len(segs) > 1 or segs[0][3] != "compute" else None
         self.nodes += 1
         self.prev = [self.b.add(OpKind.COMPUTE, name, data_deps=self.prev,
                                node_id=self.nodes, duration_ns=total, flops=flops, extra=extra)]
@@ -281,7 +281,7 @@ def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attentio
 
     ``fold``: fuse each run of compute steps and blocking collectives whose time ``fold``
     knows in closed form (tensor parallelism inside a server) into one compute op whose
-    ``extras["segments"]`` keep the parts: the same timeline, an order of magnitude fewer
+    ``extras[SEGMENTS]`` keep the parts: the same timeline, an order of magnitude fewer
     ops to simulate.
 
     Raises:

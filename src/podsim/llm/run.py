@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel, KernelTimer
-from ..engine.cluster import closed_form_ns, simulate_cluster
+from ..engine.cluster import CollectivePlanner, simulate_cluster
 from ..hardware.cluster import (
     ClusterSpec,
     build_fabric,
@@ -177,19 +177,15 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp}
     size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep}
     g = fabric.gpus_per_node
-    cache: dict[tuple, int | None] = {}
+    planner = CollectivePlanner(fabric, spec.nccl)
 
     def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        key = (kind, nbytes, group)
-        if key not in cache:
-            if group not in stride:
-                cache[key] = None
-                return None
-            ranks = tuple(i * stride[group] for i in range(size[group]))
-            one_server = len({r // g for r in ranks}) == 1
-            cache[key] = closed_form_ns(fabric, spec.nccl, ranks, kind, nbytes) \
-                if backend == "analytical" or one_server else None
-        return cache[key]
+        if group not in stride:
+            return None
+        ranks = tuple(i * stride[group] for i in range(size[group]))
+        if backend != "analytical" and len({r // g for r in ranks}) > 1:
+            return None
+        return planner.plan(ranks, kind, nbytes)[1]
     return fold
 
 

@@ -24,7 +24,7 @@ import math
 
 from ..errors import InputError
 from ..llm.schedule import schedule
-from ..workload import OpKind, ProgramBuilder, Workload
+from ..workload import SEGMENTS, OpKind, ProgramBuilder, Workload
 from .trace import OneGpuStep, StepOp
 
 
@@ -114,7 +114,7 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
                 t += d
             if not segs:
                 return deps
-            return [add(OpKind.COMPUTE, label, deps, duration_ns=t, extra={"segments": tuple(segs)})]
+            return [add(OpKind.COMPUTE, label, deps, duration_ns=t, extra={SEGMENTS: tuple(segs)})]
 
         last_fwd = f_parts[s][-1] if f_parts[s] else None
         up = max(1, (f_parts[s - 1][-1].output_bytes if s > 0 and f_parts[s - 1] else 0) // m)

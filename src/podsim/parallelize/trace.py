@@ -12,6 +12,7 @@ backward pass (and a note says so).
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,14 +113,20 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     top = sorted(top_level_ops(host), key=lambda o: o.ts)
     opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
 
+    by_tid: dict[int, tuple[list[float], list[int]]] = {}   # tid -> (starts, op indices), in order
+    for i, o in enumerate(top):
+        starts, idx = by_tid.setdefault(o.tid, ([], []))
+        starts.append(o.ts)
+        idx.append(i)
+
     def owner(ts: float, tid: int) -> int | None:
-        for i in range(len(top) - 1, -1, -1):
-            o = top[i]
-            if o.tid == tid and o.ts <= ts < o.ts + o.dur:
-                return i
-            if o.ts + 3600e6 < ts:  # far before: stop scanning
-                break
-        return None
+        """The top-level op of thread ``tid`` running at ``ts`` (they do not overlap)."""
+        starts, idx = by_tid.get(tid, ((), ()))
+        j = bisect.bisect_right(starts, ts) - 1
+        if j < 0:
+            return None
+        o = top[idx[j]]
+        return idx[j] if ts < o.ts + o.dur else None
 
     gpu_ns = [0.0] * len(top)
     for g in k.gpu:

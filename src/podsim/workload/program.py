@@ -8,7 +8,14 @@ control dependencies likewise with ``ctrl_ptr`` / ``ctrl_idx``.
 
 Units: ``duration_ns`` in integer nanoseconds, ``size_bytes`` in integer bytes, ``flops`` in
 floating-point operations.
+
+A **fused op** is a COMPUTE op whose ``extras[i]["segments"]`` lists its parts as
+``(offset_ns, duration_ns, name, category)`` from the op's start; ``category`` is
+``"compute"`` or the group of a collective timed in closed form.  The engine runs the op for
+its ``duration_ns`` and reports the parts (timeline slices, compute and communication time).
+Generators fuse runs of ops whose times do not depend on the rest of the simulation.
 """
+
 
 from __future__ import annotations
 
@@ -19,6 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ops import ALL_DIMS, NO_VALUE, OpKind
+
+#: the extras key of a fused op's parts (see the module docstring)
+SEGMENTS = "segments"
 
 # Columns of a program, their dtype and their default.
 COLUMNS: dict[str, tuple[type, int | float | bool]] = {
