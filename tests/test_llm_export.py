@@ -15,7 +15,8 @@ from podsim.formats.chakra import write_workload_with_groups
 from podsim.formats.simai import read_simai_workload
 from podsim.hardware.gpu import get_gpu
 from podsim.llm import get_model
-from podsim.llm.export import chakra_workload, simai_text, write_simai
+from podsim.llm.export import simai_text, write_simai
+from podsim.llm.generate import generate
 from podsim.llm.layout import Layout
 from podsim.llm.run import simulate_training
 
@@ -70,7 +71,7 @@ def test_simai_round_trip_matches_podsim(tmp_path: Path) -> None:
 def test_chakra_export_replays(tmp_path: Path) -> None:
     m = get_model("gpt3-1.3b")
     lay = Layout(16, tp=2, pp=2, global_batch=8)
-    w = chakra_workload(m, lay, CM)
+    w = generate(m, lay, CM)
     paths, cg = write_workload_with_groups(w, tmp_path / "et" / "llm")
     assert len(paths) == 16
     import json

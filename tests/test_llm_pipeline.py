@@ -14,7 +14,7 @@ from podsim.llm.generate import build_groups, generate, rank_of
 from podsim.llm.layout import Layout
 from podsim.llm.model import ModelConfig
 from podsim.llm.ops import LayerCosts, Step
-from podsim.llm.schedule import interleaved, one_f_one_b, schedule
+from podsim.workload.pipeline_schedules import interleaved, one_f_one_b, schedule
 
 
 def test_1f1b_order() -> None:

@@ -292,45 +292,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     workload = args.workload_configuration
     parallel_step = None
     if args.triosim or args.pytorch:
-        from .formats.triosim import read_triosim
-        from .parallelize import (
-            data_parallel,
-            extrapolate,
-            from_pytorch,
-            from_triosim,
-            pipeline_parallel,
-            tensor_parallel,
-        )
-        if sum(bool(x) for x in (workload, args.triosim, args.pytorch)) > 1:
+        from .parallelize import load_step, parallelize
+        if workload:
             raise InputError("give one of --workload-configuration, --triosim and --pytorch")
-        if args.triosim:
-            step = from_triosim(read_triosim(args.triosim))
-        else:
-            if args.parallel in ("tp", "pp"):
-                raise InputError(f"--parallel {args.parallel} needs the operator flags of a TrioSim trace "
-                                 "(--triosim); PyTorch traces take dp or ddp for now")
-            step = from_pytorch(*_pytorch_files(args.pytorch), whole_trace=args.whole_trace)
-        if args.batch_size_sim is not None:
-            if args.batch_size is None:
-                raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
-            step = extrapolate(step, args.batch_size, args.batch_size_sim)
-        if args.parallel == "tp":
-            workload = tensor_parallel(step, args.gpus or 1)
-        elif args.parallel == "pp":
-            stages = args.gpus or 1
-            micro = stages
-            if args.micro_batch_size is not None:
-                batch = args.batch_size_sim or args.batch_size
-                if batch is None:
-                    raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
-                if args.micro_batch_size < 1 or batch % args.micro_batch_size:
-                    raise InputError(f"--micro-batch-size {args.micro_batch_size} does not divide the batch {batch}")
-                micro = batch // args.micro_batch_size
-            workload = pipeline_parallel(step, stages, micro, args.pipeline_schedule)
-        else:
-            workload = data_parallel(step, args.gpus or 1, args.parallel, int(args.bucket_mb * 2**20))
+        parallel_step = load_step(args.triosim, args.pytorch, args.whole_trace, args.batch_size, args.batch_size_sim)
+        workload = parallelize(parallel_step, args.parallel, args.gpus or 1,
+                               batch=args.batch_size_sim or args.batch_size, micro_batch=args.micro_batch_size,
+                               bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule)
         args.cluster = args.cluster or "dgx-h100"
-        parallel_step = step
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     if args.cluster is None:
@@ -349,34 +318,13 @@ def _run_simulate(args: argparse.Namespace) -> int:
     finally:
         _clear_progress(progress)
     if parallel_step is not None:
-        st = parallel_step.stage_ns()
-        one = parallel_step.total_ns
-        fin = max(r.finish_ns for r in res.ranks)
-        res.notes.append(f"one GPU (the trace): {one / 1e6:.3f} ms = forward {st['forward'] / 1e6:.3f} + backward "
-                         f"{st['backward'] / 1e6:.3f} + optimizer {st['optimizer'] / 1e6:.3f} ms; simulated on "
-                         f"{res.num_ranks} GPUs ({args.parallel}): {fin / 1e6:.3f} ms ({100 * (fin / one - 1):+.2f}%)")
+        from .parallelize import summary
+        res.notes.append(summary(parallel_step, args.parallel, res.num_ranks, max(r.finish_ns for r in res.ranks)))
     if args.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:
         res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     return _emit(res, args)
-
-
-def _pytorch_files(folder: str) -> tuple[str, str | None]:
-    """The Kineto trace and execution trace of a ``podsim trace`` folder."""
-    import os
-
-    from .errors import InputError
-
-    def find(stem: str) -> str | None:
-        for name in (f"{stem}.json", f"{stem}.json.gz"):
-            if os.path.isfile(os.path.join(folder, name)):
-                return os.path.join(folder, name)
-        return None
-    kineto = find("kineto")
-    if kineto is None:
-        raise InputError("no kineto.json or kineto.json.gz here (a podsim trace folder)", folder)
-    return kineto, find("et")
 
 
 def _progress():  # type: ignore[no-untyped-def]
@@ -538,13 +486,14 @@ def _run_llm(args: argparse.Namespace) -> int:
     if args.simai or args.chakra:
         from .compute.model import ComputeModel
         from .formats.chakra import write_workload_with_groups
-        from .llm.export import chakra_workload, write_simai
+        from .llm.export import write_simai
+        from .llm.generate import generate
         cm = compute or ComputeModel.for_gpu(r.gpu, lay.precision)
         if args.simai:
             write_simai(model, lay, cm, args.simai)
             print(f"  wrote {args.simai} (SimAI workload, pipeline stage 0)")
         if args.chakra:
-            paths, cg = write_workload_with_groups(chakra_workload(model, lay, cm), args.chakra)
+            paths, cg = write_workload_with_groups(generate(model, lay, cm), args.chakra)
             print(f"  wrote {len(paths)} Chakra ET files {args.chakra}.<rank>.et and {cg}")
     return 0
 

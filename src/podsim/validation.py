@@ -80,10 +80,6 @@ def throughput(r: dict, compute=None) -> float:  # type: ignore[no-untyped-def]
     return res.hardware_tflops_per_gpu
 
 
-def _throughput(r: dict) -> float:
-    return throughput(r)
-
-
 def _memory(r: dict) -> float:
     from .llm.layout import Layout
     from .llm.memory import GIB, bytes_per_param, stage_memory, stage_params
@@ -120,7 +116,7 @@ def _busbw(r: dict) -> float:
 
 def _handler(r: dict) -> Callable[[dict], float] | None:
     if r["metric"] == "tflops_per_gpu" and r["row_id"].startswith("megatron_sc21_t"):
-        return _throughput
+        return throughput
     if r["row_id"].startswith("korthikanti_fig"):
         return _memory
     if r["row_id"] in _NCCL:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
+from ..optional import require
 
 
 @dataclass
@@ -28,12 +29,7 @@ class TrainingSetup:
 
 def torch_module() -> Any:
     """torch, or a clear error saying how to get it."""
-    try:
-        import torch
-    except ImportError:
-        raise InputError("capturing a trace needs PyTorch: pip install torch (pip install torch==2.13.0 takes the "
-                         "CPU build on this project's machines)") from None
-    return torch
+    return require("torch", "capturing a trace")
 
 
 def _cross_entropy(model: Any, x: Any, y: Any) -> Any:
@@ -60,10 +56,7 @@ def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 22
         raise InputError(f"model {spec!r}: expected torchvision:NAME, hf:CONFIG.json or module:callable",
                          where="--model")
     if kind == "torchvision":
-        try:
-            tv = importlib.import_module("torchvision.models")
-        except ImportError:
-            raise InputError("torchvision models need torchvision: pip install torchvision", where="--model") from None
+        tv = require("torchvision.models", "torchvision models", "--model")
         if not hasattr(tv, rest):
             raise InputError(f"torchvision has no model {rest!r}", where="--model")
         model = getattr(tv, rest)(weights=None)
@@ -74,10 +67,7 @@ def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 22
         path = Path(rest)
         if not path.is_file():
             raise InputError("no such config file", rest, "--model")
-        try:
-            transformers = importlib.import_module("transformers")
-        except ImportError:
-            raise InputError("HuggingFace models need transformers: pip install transformers", where="--model") from None
+        transformers = require("transformers", "HuggingFace models", "--model")
         config = transformers.AutoConfig.from_pretrained(str(path.parent if path.name == "config.json" else path))
         model = transformers.AutoModelForCausalLM.from_config(config)
         x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))

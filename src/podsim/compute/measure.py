@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import InputError
+from ..optional import require
 
 #: the columns of a kernel table (see table.py for their meaning)
 COLUMNS = ("kernel", "dtype", "m", "n", "k", "batch", "time_us", "note")
@@ -39,11 +40,7 @@ MAX_GEMM_FLOPS = 6e12          # skip larger products (each would take > ~8 ms o
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise InputError("measuring kernels needs PyTorch: pip install torch (a CUDA build on the GPU machine)") from e
-    return torch
+    return require("torch", "measuring kernels")
 
 
 def _timer(torch: Any, device: str, fn: Callable[[], Any], min_ms: float = 10.0, reps: int = 3) -> float:

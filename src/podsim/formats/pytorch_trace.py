@@ -106,6 +106,23 @@ def _load_json(path: str | Path, what: str) -> dict:
     return data
 
 
+def trace_folder_files(folder: str | Path) -> tuple[Path, Path | None]:
+    """The Kineto trace and execution trace of a ``podsim trace`` folder (``kineto.json`` or
+    ``.json.gz``; ``et.json`` or ``.json.gz`` if present).
+
+    Raises:
+        InputError: when the folder has no Kineto trace.
+    """
+    d = Path(folder)
+
+    def find(stem: str) -> Path | None:
+        return next((d / n for n in (f"{stem}.json", f"{stem}.json.gz") if (d / n).is_file()), None)
+    kineto = find("kineto")
+    if kineto is None:
+        raise InputError("no kineto.json or kineto.json.gz here (a podsim trace folder)", str(d))
+    return kineto, find("et")
+
+
 def read_kineto(path: str | Path) -> KinetoTrace:
     """Read a Kineto chrome trace.
 

@@ -13,7 +13,8 @@ input-gradient compute of a first ``optimizer`` row, so it runs last.  SimAI has
 schedule and no context-parallel group: pipeline traffic is the header's ``pp_comm`` (SimAI does
 not simulate it) and CP > 1 is refused.
 
-**Chakra** (``chakra_workload``, then :func:`podsim.formats.chakra.write_workload_with_groups`):
+**Chakra**: :func:`podsim.formats.chakra.write_workload_with_groups` of the unfused workload
+(:func:`~podsim.llm.generate.generate` without ``fold``):
 ``<prefix>.<rank>.et`` for every rank plus an ASTRA-sim comm-group JSON
 (``<prefix>.comm_groups.json``); each collective's ``pg_name`` names its group's id there.  Ops
 are not fused (every TP collective stays a node).
@@ -26,8 +27,7 @@ import os
 from ..compute.model import KernelTimer
 from ..errors import InputError
 from ..fileio import atomic_write_text
-from ..workload import CollectiveKind, Workload
-from .generate import generate
+from ..workload import CollectiveKind
 from .layout import Layout
 from .memory import stage_params
 from .model import ModelConfig
@@ -113,7 +113,3 @@ def write_simai(model: ModelConfig, layout: Layout, cm: KernelTimer, path: str |
     """Write :func:`simai_text` to ``path`` (atomically)."""
     atomic_write_text(path, simai_text(model, layout, cm, stage))
 
-
-def chakra_workload(model: ModelConfig, layout: Layout, cm: KernelTimer) -> Workload:
-    """The unfused workload to export (every collective a node)."""
-    return generate(model, layout, cm)

@@ -5,7 +5,7 @@ Ranks are numbered as Megatron does: TP fastest, then CP, then DP, then PP, so
 program (peers are relative offsets), and all ranks of a stage are equivalent: the workload
 names the stage's TP-, CP- and DP-rank-0 GPU as their representative.
 
-A stage's program follows its pipeline schedule (:mod:`podsim.llm.schedule`).  Each pass
+A stage's program follows its pipeline schedule (:mod:`podsim.workload.pipeline_schedules`).  Each pass
 receives its input from the neighbouring stage (point-to-point, its own stream), runs its
 layers (compute and blocking TP / CP / EP collectives, :mod:`podsim.llm.ops`), and sends its
 output on.  Gradients are reduced over the data-parallel group in buckets as the last
@@ -22,11 +22,11 @@ import numpy as np
 
 from ..compute.model import KernelTimer
 from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from ..workload.pipeline_schedules import schedule
 from .layout import Layout
 from .memory import stage_layers, stage_params
 from .model import ModelConfig
 from .ops import LayerCosts, Step
-from .schedule import schedule
 
 BUCKET_PARAMS = 40_000_000  #: Megatron's default gradient bucket (elements)
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..llm.schedule import schedule
 from ..workload import SEGMENTS, OpKind, ProgramBuilder, Workload
+from ..workload.pipeline_schedules import schedule
 from .trace import OneGpuStep, StepOp
 
 

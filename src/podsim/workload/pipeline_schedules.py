@@ -1,4 +1,5 @@
-"""Pipeline schedules: the order of forward and backward passes on each pipeline rank.
+"""Pipeline schedules: the order of forward and backward passes on each pipeline rank (shared
+by the generators that build pipelined workloads: llm/, parallelize/).
 
 Each entry is ``(is_forward, micro_batch, chunk)``; ``chunk`` is the virtual stage (0 unless
 interleaved).  With ``p`` ranks, ``m`` micro-batches and ``v`` chunks per rank:

@@ -1,0 +1,80 @@
+"""One entry point: a one-GPU trace (TrioSim folder or ``podsim trace`` folder) to the workload
+of a parallel mode, with batch extrapolation and micro-batching resolved and checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..workload import Workload
+from .batch import extrapolate
+from .data_parallel import DDP_BUCKET_BYTES, data_parallel
+from .pipeline_parallel import pipeline_parallel
+from .tensor_parallel import tensor_parallel
+from .trace import OneGpuStep, from_pytorch, from_triosim
+
+MODES = ("dp", "ddp", "tp", "pp")
+
+
+def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = None,
+              whole_trace: bool = False, traced_batch: int | None = None,
+              simulated_batch: int | None = None) -> OneGpuStep:
+    """The one-GPU step of a TrioSim trace folder or a ``podsim trace`` folder (exactly one),
+    extrapolated from ``traced_batch`` to ``simulated_batch`` when that is given.
+
+    Raises:
+        InputError: for neither folder or both, an unreadable folder, or a simulated batch
+            without the traced one.
+    """
+    if (triosim is None) == (pytorch is None):
+        raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
+    if triosim is not None:
+        from ..formats.triosim import read_triosim
+        step = from_triosim(read_triosim(triosim))
+    else:
+        from ..formats.pytorch_trace import trace_folder_files
+        kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
+        step = from_pytorch(kineto, et, whole_trace)
+    if simulated_batch is not None:
+        if traced_batch is None:
+            raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
+        step = extrapolate(step, traced_batch, simulated_batch)
+    return step
+
+
+def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None = None,
+                micro_batch: int | None = None, bucket_bytes: int = DDP_BUCKET_BYTES,
+                pipeline_schedule: str = "1f1b") -> Workload:
+    """The ``gpus``-GPU workload of ``step`` (of ``batch`` samples) in ``mode`` (dp, ddp, tp or
+    pp); for pp, ``micro_batch`` splits the batch (default: one micro-batch per stage).
+
+    Raises:
+        InputError: for an unknown mode, tp / pp on a step without TrioSim's operator flags, or
+            a micro-batch without the batch or not dividing it.
+    """
+    if mode not in MODES:
+        raise InputError(f"parallel mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode in ("tp", "pp") and not any(o.tp_split or o.param_bytes for o in step.ops):
+        raise InputError(f"--parallel {mode} needs the operator flags of a TrioSim trace (--triosim); "
+                         "PyTorch traces take dp or ddp for now")
+    if mode == "tp":
+        return tensor_parallel(step, gpus)
+    if mode == "pp":
+        micro = gpus
+        if micro_batch is not None:
+            if batch is None:
+                raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
+            if micro_batch < 1 or batch % micro_batch:
+                raise InputError(f"--micro-batch-size {micro_batch} does not divide the batch {batch}")
+            micro = batch // micro_batch
+        return pipeline_parallel(step, gpus, micro, pipeline_schedule)
+    return data_parallel(step, gpus, mode, bucket_bytes)
+
+
+def summary(step: OneGpuStep, mode: str, gpus: int, simulated_ns: int) -> str:
+    """One line: the one-GPU trace by stage against the simulated time."""
+    st = step.stage_ns()
+    one = step.total_ns
+    return (f"one GPU (the trace): {one / 1e6:.3f} ms = forward {st['forward'] / 1e6:.3f} + backward "
+            f"{st['backward'] / 1e6:.3f} + optimizer {st['optimizer'] / 1e6:.3f} ms; simulated on {gpus} GPUs "
+            f"({mode}): {simulated_ns / 1e6:.3f} ms ({100 * (simulated_ns / one - 1):+.2f}%)")
