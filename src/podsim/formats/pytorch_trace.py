@@ -18,6 +18,7 @@ names.  Units: ns.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
@@ -273,12 +274,12 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
         prev = [idx]
     # GPU events on their streams, each after the host op before the one that launched it
     launch_of: dict[int, int] = {}
+    top_starts = [o.ts for o in top]
     for g in k.gpu:
         if g.correlation is None or g.correlation not in k.launches:
             continue
         ts, _tid = k.launches[g.correlation]
-        j = max((i for i, o in enumerate(top) if o.ts <= ts), default=0)
-        launch_of[id(g)] = j
+        launch_of[id(g)] = max(bisect.bisect_right(top_starts, ts) - 1, 0)
     last_on: dict[int, int] = {}
     for g in sorted((g for g in k.gpu if lo <= g.ts < hi or id(g) in launch_of), key=lambda g: g.ts):
         nid += 1
