@@ -170,8 +170,6 @@ def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-un
             assert r.finish_ns == one + r.exposed_comm_ns >= one
             exposed.append(r.exposed_comm_ns)
         assert exposed == sorted(exposed, reverse=True) and exposed[0] > exposed[-1]
-    assert main(["simulate", "--pytorch", str(d), "--gpus", "4", "--parallel", "pp"]) == 2
-    assert "needs the operator flags of a TrioSim trace" in capsys.readouterr().err
     assert main(["simulate", "--pytorch", str(d.parent), "--gpus", "2"]) == 2
     assert "no kineto.json" in capsys.readouterr().err
 
@@ -182,3 +180,30 @@ def test_cli_reports_one_gpu_against_simulated(refdata, capsys) -> None:  # type
     out = capsys.readouterr().out
     assert "one GPU (the trace): 94.038 ms = forward 28.105 + backward 62.365 + optimizer 3.568 ms" in out
     assert "simulated on 4 GPUs (dp)" in out
+
+
+def test_pytorch_capture_knows_parameters_and_split_ops_as_triosim(refdata) -> None:  # type: ignore[no-untyped-def]
+    # the execution trace says which ops read parameters: ResNet-50's 25,557,032 fp32 values
+    # (torchvision's count), read by 107 layers (53 convolutions, 53 batch norms, 1 linear);
+    # tensor parallelism splits the convolutions, the linear layer and their weight-gradient ops:
+    # 108 ops, as TrioSim flags in its own H100 trace of the same model and batch, whose forward
+    # ops write the same bytes
+    from pathlib import Path
+
+    from podsim.parallelize import from_pytorch, load_step
+    d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
+    step = from_pytorch(d / "kineto.json.gz", d / "et.json.gz")
+    trio = load_step(triosim=refdata / "triosim" / "trace2-h100-bs128" / "resnet50")
+    assert sum(o.param_bytes for o in step.ops) == 4 * PARAMS["resnet50"]
+    layers = {o.layer for o in step.ops}
+    assert len(layers - {"(optimizer)"}) == 107
+    assert sum(1 for x in layers if x.endswith("conv2d")) == 53 and sum(1 for x in layers if x.endswith("linear")) == 1
+    for s in (step, trio):
+        assert sum(o.tp_split for o in s.ops) == 108
+    split_fwd = [sum(o.output_bytes for o in s.ops if o.tp_split and o.stage == "forward") for s in (step, trio)]
+    assert split_fwd[0] == split_fwd[1]
+    # the split ops' GPU time agrees within 3% (two runs on two H100s)
+    split_ns = [sum(o.ns for o in s.ops if o.tp_split) for s in (step, trio)]
+    assert split_ns[0] == pytest.approx(split_ns[1], rel=0.03)
+    # every backward op belongs to a forward layer
+    assert all(o.layer in layers - {"(optimizer)"} for o in step.ops if o.stage == "backward")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -86,11 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--triosim", metavar="DIR",
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
-    s.add_argument("--pytorch", metavar="DIR",
-                   help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) to run data parallel on --gpus "
-                        "GPUs of --cluster (default dgx-h100); --parallel dp or ddp")
+    s.add_argument("--pytorch", "--capture", metavar="DIR", dest="pytorch",
+                   help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) to run in parallel on --gpus "
+                        "GPUs of --cluster (default dgx-h100)")
+    s.add_argument("--layers", metavar="FILE.csv",
+                   help="with --triosim / --pytorch: write the per-layer breakdown (forward, backward, optimizer, "
+                        "comm, exposed comm; ns) of rank 0 as CSV")
     s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp", "pp"],
-                   help="with --triosim: dp (one all-reduce after the backward), ddp (bucketed, "
+                   help="with --triosim / --pytorch: dp (one all-reduce after the backward), ddp (bucketed, "
                         "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
                         "or pp (one pipeline stage per GPU)")
     s.add_argument("--micro-batch-size", type=int, default=None, metavar="M",
@@ -291,6 +295,12 @@ def _run_simulate(args: argparse.Namespace) -> int:
         groups = None
     workload = args.workload_configuration
     parallel_step = None
+    if args.trace and os.path.isdir(args.trace):
+        raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
+                         f"podsim trace folder give --pytorch {args.trace}", where="--trace")
+    if args.layers and not (args.triosim or args.pytorch):
+        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize: --triosim DIR or --pytorch DIR",
+                         where="--layers")
     if args.triosim or args.pytorch:
         from .parallelize import load_step, parallelize
         if workload:
@@ -312,19 +322,38 @@ def _run_simulate(args: argparse.Namespace) -> int:
         res = simulate(workload, args.system_configuration, args.network_configuration,
                        args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace), progress=progress, rendezvous=rv in ("1", "true"),
+                       record_timeline=bool(args.trace) or parallel_step is not None, progress=progress,
+                       rendezvous=rv in ("1", "true"),
                        cluster=args.cluster, backend=args.backend, gpus=args.gpus,
                        execution_trace=args.execution_trace, whole_trace=args.whole_trace)
     finally:
         _clear_progress(progress)
+    layers = None
     if parallel_step is not None:
         from .parallelize import summary
+        from .report.layers import layer_breakdown
         res.notes.append(summary(parallel_step, args.parallel, res.num_ranks, max(r.finish_ns for r in res.ranks)))
+        if args.parallel != "pp":   # a pipeline stage's passes are fused ops; its layers are not separate slices
+            layers = layer_breakdown(res, 0)
+            res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
+                                   "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
+                                   "exposed_comm_ns": r.exposed_comm_ns} for r in layers]
+        elif args.layers:
+            raise InputError("per-layer breakdowns are for dp, ddp and tp (a pipeline stage runs its layers as "
+                             "one pass per micro-batch)", where="--layers")
     if args.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:
         res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
-    return _emit(res, args)
+    code = _emit(res, args)
+    if layers is not None:
+        from .report.layers import format_layers, write_layers_csv
+        print(f"\n  per layer, rank 0 ({len(layers)} layers; the 15 longest by compute + exposed comm):")
+        print(format_layers(layers))
+        if args.layers:
+            write_layers_csv(layers, args.layers)
+            print(f"  wrote {args.layers}")
+    return code
 
 
 def _progress():  # type: ignore[no-untyped-def]

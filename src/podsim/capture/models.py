@@ -7,7 +7,9 @@ loss.  torch (and torchvision / transformers for those kinds) are imported here 
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +32,42 @@ class TrainingSetup:
 def torch_module() -> Any:
     """torch, or a clear error saying how to get it."""
     return require("torch", "capturing a trace")
+
+
+@functools.lru_cache(maxsize=1)
+def _torchvision_op_stubs() -> Any:
+    """Declare torchvision's two custom ops that its import registers fake kernels for.
+
+    torchvision's wheels on PyPI for Linux are CUDA builds whose compiled ops cannot load beside
+    a CPU-only torch; ``import torchvision`` then fails with "operator torchvision::nms does not
+    exist" although its model definitions are plain Python.  Declaring the ops' schemas (no
+    kernels: calling them raises) lets the import finish.  The library handle is cached because
+    torch drops the declarations when it is garbage-collected.
+    """
+    torch = torch_module()
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    for op in ("nms", "qnms"):
+        if not hasattr(torch.ops.torchvision, op):
+            lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    return lib
+
+
+def torchvision_models() -> Any:
+    """``torchvision.models``, also beside a CPU-only torch whose build torchvision's compiled
+    ops do not match (see :func:`_torchvision_op_stubs`).
+
+    Raises:
+        InputError: torchvision is not installed.
+    """
+    try:
+        return require("torchvision.models", "torchvision models", "--model")
+    except RuntimeError as e:
+        if "torchvision::" not in str(e):
+            raise
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]
+    _torchvision_op_stubs()
+    return require("torchvision.models", "torchvision models", "--model")
 
 
 def _cross_entropy(model: Any, x: Any, y: Any) -> Any:
@@ -56,7 +94,7 @@ def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 22
         raise InputError(f"model {spec!r}: expected torchvision:NAME, hf:CONFIG.json or module:callable",
                          where="--model")
     if kind == "torchvision":
-        tv = require("torchvision.models", "torchvision models", "--model")
+        tv = torchvision_models()
         if not hasattr(tv, rest):
             raise InputError(f"torchvision has no model {rest!r}", where="--model")
         model = getattr(tv, rest)(weights=None)

@@ -248,6 +248,9 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
                 args: dict[str, object] = {"node_id": nids[i]}  # type: ignore[index]
                 if sizes[i]:  # type: ignore[index]
                     args["bytes"] = sizes[i]  # type: ignore[index]
+                if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
+                    args.update((k, v) for k, v in extras[i].items()
+                                if isinstance(v, (str, int, float, bool)) and k != SEGMENTS)
                 slices.append(Slice(name, stream, a, b, cat, args))
         comm_ns = _union(comm)
         overlap = _union(comp) + comm_ns - _union(comp + comm)

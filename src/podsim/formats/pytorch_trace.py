@@ -70,10 +70,20 @@ class KinetoTrace:
 
 @dataclass
 class EtNode:
+    """An execution-trace node: its tensors as ``(storage id, bytes)`` pairs."""
+
     node_id: int
     name: str
     rf_id: int | None
     tensor_bytes_in: int
+    parent: int | None = None
+    seq_id: int | None = None
+    inputs: tuple[tuple[int, int], ...] = ()
+    outputs: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def tensor_bytes_out(self) -> int:
+        return sum(b for _, b in self.outputs)
 
 
 @dataclass
@@ -84,6 +94,23 @@ class ExecutionTrace:
 
     def by_rf_id(self) -> dict[int, EtNode]:
         return {n.rf_id: n for n in self.nodes if n.rf_id is not None}
+
+    def children(self) -> dict[int, list[EtNode]]:
+        """Node id -> the nodes whose parent it is."""
+        out: dict[int, list[EtNode]] = {}
+        for n in self.nodes:
+            if n.parent is not None:
+                out.setdefault(n.parent, []).append(n)
+        return out
+
+    def subtree(self, node: EtNode, children: dict[int, list[EtNode]]) -> list[EtNode]:
+        """``node`` and every node below it."""
+        out, todo = [], [node]
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            todo.extend(children.get(n.node_id, ()))
+        return out
 
 
 def _load_json(path: str | Path, what: str) -> dict:
@@ -171,18 +198,32 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     out = []
     for n in nodes:
         if schema == "1.0.1":
-            rf = n.get("rf_id")
-            values = n.get("inputs") or []
+            attrs = n
+            values, outs, parent = n.get("inputs") or [], n.get("outputs") or [], n.get("parent")
         else:
             attrs = {a.get("name"): a.get("value") for a in n.get("attrs") or []}
-            rf = attrs.get("rf_id")
             values = (n.get("inputs") or {}).get("values") or []
-        nbytes = 0
-        for v in values:  # a tensor: [id, storage, offset, numel, itemsize, device]
-            if isinstance(v, list) and len(v) == 6 and isinstance(v[3], int) and isinstance(v[4], int):
-                nbytes += v[3] * v[4]
-        out.append(EtNode(int(n.get("id", 0)), str(n.get("name", "")), int(rf) if rf is not None else None, nbytes))
+            outs = (n.get("outputs") or {}).get("values") or []
+            parent = n.get("ctrl_deps")
+        rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
+        tensors = _tensors(values)
+        out.append(EtNode(int(n.get("id", 0)), str(n.get("name", "")), int(rf) if rf is not None else None,
+                          sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
+                          int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
+                          tuple(_tensors(outs))))
     return ExecutionTrace(str(path), schema, out)
+
+
+def _tensors(values: list) -> list[tuple[int, int]]:
+    """``(storage id, bytes)`` of the tensors among ET values; a tensor is ``[id, storage, offset,
+    numel, itemsize, device]``, lists of tensors are nested lists of those."""
+    out = []
+    for v in values:
+        if isinstance(v, list) and len(v) == 6 and all(isinstance(x, int) for x in v[:5]):
+            out.append((v[1], v[3] * v[4]))
+        elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+            out.extend(_tensors(v))
+    return out
 
 
 def step_window(k: KinetoTrace, whole_trace: bool = False) -> tuple[float, float, HostOp | None]:

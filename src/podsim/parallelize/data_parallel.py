@@ -40,12 +40,21 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
     bucket = 0
     nid = 0
 
+    bucket_layers: list[str] = []
+
     def all_reduce(nbytes: int, after: list[int]) -> None:
         nonlocal nid
         nid += 1
+        if mode == "dp":
+            label = "dp all-reduce (all gradients)"
+        else:
+            span = (f" ({bucket_layers[0]})" if len(bucket_layers) == 1 else
+                    f" ({bucket_layers[0]} .. {bucket_layers[-1]})" if bucket_layers else "")
+            label = f"ddp bucket {len(reduces)}{span}"
+        bucket_layers.clear()
         reduces.append(b.add(OpKind.COLLECTIVE, f"{mode} gradient all-reduce ({nbytes:,} B)", data_deps=after,
                              node_id=nid, collective=int(CollectiveKind.ALL_REDUCE), size_bytes=nbytes,
-                             group="dp", stream="dp"))
+                             group="dp", stream="dp", extra={"layer": label, "stage": "backward"}))
 
     optimizer_started = False
     for op in step.ops:
@@ -57,9 +66,11 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
             prev = prev + reduces
         nid += 1
         prev = [b.add(OpKind.COMPUTE, op.name, data_deps=prev, node_id=nid, duration_ns=max(op.ns, 1),
-                      extra={"stage": op.stage})]
+                      extra={"stage": op.stage, "layer": op.layer})]
         if gpus > 1 and op.grad_bytes:
             bucket += op.grad_bytes
+            if op.layer and op.layer not in bucket_layers:
+                bucket_layers.append(op.layer)
             if mode == "ddp" and bucket >= bucket_bytes:
                 all_reduce(bucket, prev)
                 bucket = 0

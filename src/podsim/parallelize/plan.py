@@ -49,14 +49,14 @@ def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None
     pp); for pp, ``micro_batch`` splits the batch (default: one micro-batch per stage).
 
     Raises:
-        InputError: for an unknown mode, tp / pp on a step without TrioSim's operator flags, or
-            a micro-batch without the batch or not dividing it.
+        InputError: for an unknown mode, tp / pp on a step that does not say which ops read
+            parameters, or a micro-batch without the batch or not dividing it.
     """
     if mode not in MODES:
         raise InputError(f"parallel mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode in ("tp", "pp") and not any(o.tp_split or o.param_bytes for o in step.ops):
-        raise InputError(f"--parallel {mode} needs the operator flags of a TrioSim trace (--triosim); "
-                         "PyTorch traces take dp or ddp for now")
+        raise InputError(f"--parallel {mode} needs to know which ops read parameters: a TrioSim trace, or a "
+                         "PyTorch trace with its execution trace (et.json, which podsim trace writes)")
     if mode == "tp":
         return tensor_parallel(step, gpus)
     if mode == "pp":

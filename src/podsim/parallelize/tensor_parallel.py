@@ -29,12 +29,12 @@ def tensor_parallel(step: OneGpuStep, gpus: int) -> Workload:
         nid += 1
         ns = max(1, round(op.ns / gpus)) if op.tp_split else max(op.ns, 1)
         prev = [b.add(OpKind.COMPUTE, op.name, data_deps=prev, node_id=nid, duration_ns=ns,
-                      extra={"stage": op.stage})]
+                      extra={"stage": op.stage, "layer": op.layer})]
         if op.tp_split and gpus > 1 and op.output_bytes > 0:
             nid += 1
             prev = [b.add(OpKind.COLLECTIVE, f"{op.name} output all-reduce", data_deps=prev, node_id=nid,
                           collective=int(CollectiveKind.ALL_REDUCE), size_bytes=op.output_bytes, group="tp",
-                          stream="tp")]
+                          stream="tp", extra={"stage": op.stage, "layer": op.layer})]
     prog = b.build()
     prog.notes.extend(step.notes)
     return Workload([prog], [0] * gpus, [Group("tp", tuple(range(gpus)))], f"{step.source} (tp, {gpus} GPUs)")

@@ -2,22 +2,37 @@
 the parameter gradients each backward op makes ready.
 
 Built from TrioSim's processed traces (:func:`from_triosim`) or a PyTorch profiler trace with
-its execution trace (:func:`from_pytorch`).  Which backward op
-finishes which parameters' gradients: parametrized forward ops (those reading weights) are
-matched in reverse order with the backward ops of the same kinds (``ConvolutionBackward``,
-``AddmmBackward``, ``MmBackward``, ``*BatchNormBackward``, ``EmbeddingBackward``, ...), as
-autograd runs them; when the counts do not match, every gradient is ready at the end of the
-backward pass (and a note says so).
+its execution trace (:func:`from_pytorch`).
+
+TrioSim traces: which backward op finishes which parameters' gradients: parametrized forward
+ops (those reading weights) are matched in reverse order with the backward ops of the same kinds
+(``ConvolutionBackward``, ``AddmmBackward``, ``MmBackward``, ``*BatchNormBackward``,
+``EmbeddingBackward``, ...), as autograd runs them; when the counts do not match, every gradient
+is ready at the end of the backward pass (and a note says so).
+
+PyTorch traces: the execution trace says it exactly.  Parameters are the storages that both the
+forward pass and the optimizer read; a backward op belongs to the forward op whose autograd
+sequence number (ET ``seq_id``) it carries; ``AccumulateGrad`` makes its gradient ready.
+
+Layers (:attr:`StepOp.layer`): each forward op that reads parameters starts one (named after
+its position and op, ``"L3 conv2d"``); parameter-free forward ops join the layer before them;
+backward ops join their forward op's layer; optimizer ops join the layer whose parameters they
+update, or ``"(optimizer)"`` for ops over many layers' parameters at once (``_foreach_*``).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..formats.triosim import TriosimTrace
 
+#: forward ops tensor parallelism splits (when they read parameters), as TrioSim's tpflag
+_TP_SPLIT = ("conv1d", "conv2d", "conv3d", "convolution", "linear", "addmm", "mm", "matmul", "embedding")
+#: their weight-gradient backward ops
+_TP_SPLIT_BWD = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "EmbeddingBackward", "LinearBackward")
+OPTIMIZER_LAYER = "(optimizer)"
 _GRAD_OPS = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "BatchNormBackward", "EmbeddingBackward",
              "LinearBackward", "LayerNormBackward", "BmmBackward")
 
@@ -35,6 +50,7 @@ class StepOp:
     param_bytes: int = 0
     tp_split: bool = False
     output_bytes: int = 0
+    layer: str = ""           #: the layer it belongs to (see :func:`label_layers`)
 
 
 @dataclass
@@ -86,7 +102,57 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
 
     ops = [StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split,
                   out_bytes(o)) for o, g, p in zip(trace.ops, grads, params)]
-    return OneGpuStep(trace.source, ops, notes)
+    # backward ops: a weight-gradient op belongs with the forward op it was matched with; the ops
+    # autograd runs before it (activation backward, e.g. ReLU) belong to the same layer
+    fwd_of: dict[int, int] = {}
+    if len(grad_idx) == len(fwd_params):
+        fwd_param_idx = [i for i, p in enumerate(params) if p > 0]
+        pending: list[int] = []
+        for i, o in enumerate(ops):
+            if o.stage != "backward":
+                continue
+            pending.append(i)
+            if i in set(grad_idx):
+                f = fwd_param_idx[len(fwd_param_idx) - 1 - grad_idx.index(i)]
+                for j in pending:
+                    fwd_of[j] = f
+                pending = []
+    return OneGpuStep(trace.source, label_layers(ops, fwd_of, {}), notes)
+
+
+def _short(name: str) -> str:
+    """``aten::conv2d`` -> ``conv2d``; ``autograd::engine::evaluate_function: AddmmBackward0`` -> ``AddmmBackward0``."""
+    return name.rsplit(": ", 1)[-1].rsplit("::", 1)[-1]
+
+
+def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_layer: dict[int, str]) -> list[StepOp]:
+    """``ops`` with their layer set: forward ops by the parametrized op they follow, backward ops
+    by ``fwd_of`` (op index -> forward op index; unmapped ones join the backward op before them),
+    optimizer ops by ``opt_layer`` (op index -> layer) or :data:`OPTIMIZER_LAYER`."""
+    layers: list[str] = [""] * len(ops)
+    current = ""
+    n_layers = 0
+    for i, o in enumerate(ops):
+        if o.stage == "forward":
+            if o.param_bytes > 0 or not current:
+                current = f"L{n_layers} {_short(o.name)}"
+                n_layers += 1 if o.param_bytes > 0 else 0
+                if o.param_bytes == 0:
+                    current = ""   # parameter-free ops before the first layer join it (below)
+            layers[i] = current
+    first = next((x for x in layers if x), "")
+    for i, o in enumerate(ops):
+        if o.stage == "forward" and not layers[i]:
+            layers[i] = first
+    prev = first
+    for i, o in enumerate(ops):
+        if o.stage == "backward":
+            f = fwd_of.get(i)
+            layers[i] = layers[f] if f is not None and layers[f] else prev
+            prev = layers[i]
+        elif o.stage == "optimizer":
+            layers[i] = opt_layer.get(i, OPTIMIZER_LAYER)
+    return [replace(o, layer=layer) for o, layer in zip(ops, layers)]
 
 
 def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
@@ -135,27 +201,85 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             i = owner(*launch)
             if i is not None:
                 gpu_ns[i] += g.dur * 1000
-    grads = [0] * len(top)
+    stages = []
+    for o in top:
+        if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
+            stages.append("optimizer")
+        elif o.name.startswith("autograd::engine"):
+            stages.append("backward")
+        else:
+            stages.append("forward")
+    n = len(top)
+    grads, params, outputs, inputs_act = [0] * n, [0] * n, [0] * n, [0] * n
+    fwd_of: dict[int, int] = {}
+    opt_layer_of: dict[int, int] = {}   # optimizer op -> the forward op whose parameters it updates
     notes = []
     if execution_trace is not None:
-        nodes = read_execution_trace(execution_trace).by_rf_id()
+        et = read_execution_trace(execution_trace)
+        nodes, children = et.by_rf_id(), et.children()
+        subtree = [et.subtree(nodes[o.rf_id], children) if o.rf_id in nodes else [] for o in top]
+        # parameters: storages that both the forward pass and the optimizer read and that no
+        # forward or backward op creates (storage ids of freed activations get reused; a view
+        # of a parameter, as aten::t, writes the storage it reads)
+        fwd_reads = {sid for i in range(n) if stages[i] == "forward" for x in subtree[i] for sid, _ in x.inputs}
+        written = {sid for i in range(n) if stages[i] != "optimizer" for x in subtree[i]
+                   for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}}
+        opt_reads = {sid for o in host if o.rf_id in nodes and any(a.ts <= o.ts < a.ts + a.dur for a in opt)
+                     for sid, _ in nodes[o.rf_id].inputs}
+        param_storages = (fwd_reads & opt_reads) - written
+        seen: set[int] = set()
+        owner_of_param: dict[int, int] = {}
+        seq_owner: dict[int, int] = {}
+        for i in range(n):
+            if stages[i] != "forward" or not subtree[i]:
+                continue
+            head = subtree[i][0]
+            outputs[i] = head.tensor_bytes_out
+            for x in subtree[i]:
+                if x.seq_id is not None:
+                    seq_owner.setdefault(x.seq_id, i)
+                for sid, nbytes in x.inputs:
+                    if sid in param_storages and sid not in seen:
+                        seen.add(sid)
+                        params[i] += nbytes
+                        owner_of_param[sid] = i
+            inputs_act[i] = next((b for sid, b in head.inputs if sid not in param_storages), 0)
+        for i in range(n):
+            if stages[i] == "backward":
+                f = next((seq_owner[x.seq_id] for x in subtree[i] if x.seq_id in seq_owner), None)
+                if f is not None:
+                    fwd_of[i] = f
+            elif stages[i] == "optimizer":
+                owners = {owner_of_param[sid] for x in subtree[i] for sid, _ in x.inputs if sid in owner_of_param}
+                if len(owners) == 1:
+                    opt_layer_of[i] = owners.pop()
         for o in host:
             if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes:
                 i = owner(o.ts, o.tid)
                 if i is not None:
                     grads[i] += nodes[o.rf_id].tensor_bytes_in
     else:
-        notes.append("no execution trace: gradient sizes unknown, so no data-parallel reduction is sized")
+        notes.append("no execution trace: gradient and parameter sizes unknown, so no data-parallel reduction is "
+                     "sized and no op is split by tensor parallelism")
     use_gpu = any(gpu_ns)
+    keep = [i for i in range(n) if (round(gpu_ns[i]) if use_gpu else round(top[i].dur * 1000)) > 0
+            or grads[i] or params[i]]
+    new_index = {i: j for j, i in enumerate(keep)}
     ops = []
-    for i, o in enumerate(top):
-        if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
-            stage = "optimizer"
-        elif o.name.startswith("autograd::engine"):
-            stage = "backward"
-        else:
-            stage = "forward"
+    for i in keep:
+        o = top[i]
         ns = round(gpu_ns[i]) if use_gpu else round(o.dur * 1000)
-        if ns > 0 or grads[i]:
-            ops.append(StepOp(o.name, max(ns, 1), stage, grads[i]))
-    return OneGpuStep(str(kineto), ops, notes)
+        split = False
+        out = outputs[i]
+        if stages[i] == "forward":
+            split = params[i] > 0 and _short(o.name) in _TP_SPLIT
+        elif stages[i] == "backward" and i in fwd_of and any(k in o.name for k in _TP_SPLIT_BWD):
+            f = fwd_of[i]
+            split = params[f] > 0 and _short(top[f].name) in _TP_SPLIT
+            out = inputs_act[f]   # the gradient of the forward op's input
+        ops.append(StepOp(o.name, max(ns, 1), stages[i], grads[i], params[i], split, out))
+    fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
+    layers = label_layers(ops, fwd_map, {})
+    opt_map = {new_index[i]: layers[new_index[f]].layer for i, f in opt_layer_of.items()
+               if i in new_index and f in new_index}
+    return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)
