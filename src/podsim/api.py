@@ -120,7 +120,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
 
     if cluster is not None:
         return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
-                                    record_timeline, progress, gpus, execution_trace, whole_trace)
+                                    record_timeline, progress, gpus, execution_trace, whole_trace, remote_memory)
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
@@ -221,7 +221,8 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
                          backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
                          use_symmetry: bool, record_timeline: bool,
                          progress: Callable[[int, int, int], None] | None, gpus: int | None = None,
-                         execution_trace: PathLike | None = None, whole_trace: bool = False) -> Result:
+                         execution_trace: PathLike | None = None, whole_trace: bool = False,
+                         remote_memory: PathLike | RemoteMemoryConfig | None = None) -> Result:
     from .engine.cluster import simulate_cluster
     from .formats.chakra import discover_ranks
     from .hardware.cluster import build_fabric, load_cluster
@@ -242,8 +243,14 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
         compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
                                sys_cfg.replay_only)
+    rm = None
+    if remote_memory is not None:
+        rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
+        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
+                                rm_cfg.num_nodes)
     try:
-        result = simulate_cluster(wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress)
+        result = simulate_cluster(wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress,
+                                  remote_memory=rm)
     except InputError as e:
         raise e.with_source(label) from None
     result.info["podsim_version"] = __version__

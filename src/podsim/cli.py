@@ -90,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pytorch", "--capture", metavar="DIR", dest="pytorch",
                    help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) to run in parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
+    s.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
+                   help="with --triosim / --pytorch: memory per GPU in GiB (default: the cluster's GPU; TrioSim's "
+                        "-capacity C is 2^C bytes)")
+    s.add_argument("--remote-bandwidth", type=float, default=None, metavar="GBPS",
+                   help="with --triosim / --pytorch: offload activations that do not fit to remote memory of this "
+                        "bandwidth per GPU in GB/s (TrioSim's -bandwidth); without it a step that does not fit is "
+                        "an error")
     s.add_argument("--layers", metavar="FILE.csv",
                    help="with --triosim / --pytorch: write the per-layer breakdown (forward, backward, optimizer, "
                         "comm, exposed comm; ns) of rank 0 as CSV")
@@ -295,6 +302,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         groups = None
     workload = args.workload_configuration
     parallel_step = None
+    memory_note = None
+    remote = args.remote_memory_configuration
     if args.trace and os.path.isdir(args.trace):
         raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
                          f"podsim trace folder give --pytorch {args.trace}", where="--trace")
@@ -306,10 +315,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
         if workload:
             raise InputError("give one of --workload-configuration, --triosim and --pytorch")
         parallel_step = load_step(args.triosim, args.pytorch, args.whole_trace, args.batch_size, args.batch_size_sim)
+        args.cluster = args.cluster or "dgx-h100"
+        parallel_step, memory_note, remote = _fit_memory(parallel_step, args)
         workload = parallelize(parallel_step, args.parallel, args.gpus or 1,
                                batch=args.batch_size_sim or args.batch_size, micro_batch=args.micro_batch_size,
                                bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule)
-        args.cluster = args.cluster or "dgx-h100"
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     if args.cluster is None:
@@ -320,7 +330,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     progress = _progress()
     try:
         res = simulate(workload, args.system_configuration, args.network_configuration,
-                       args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
+                       remote, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
                        record_timeline=bool(args.trace) or parallel_step is not None, progress=progress,
                        rendezvous=rv in ("1", "true"),
@@ -333,6 +343,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         from .parallelize import summary
         from .report.layers import layer_breakdown
         res.notes.append(summary(parallel_step, args.parallel, res.num_ranks, max(r.finish_ns for r in res.ranks)))
+        res.notes.append(memory_note)
         if args.parallel != "pp":   # a pipeline stage's passes are fused ops; its layers are not separate slices
             layers = layer_breakdown(res, 0)
             res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
@@ -354,6 +365,42 @@ def _run_simulate(args: argparse.Namespace) -> int:
             write_layers_csv(layers, args.layers)
             print(f"  wrote {args.layers}")
     return code
+
+
+def _fit_memory(step, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(step with offloads marked, a note on memory per GPU, remote memory config or None)."""
+    from .errors import InputError
+    from .formats.astra_sim.remote_memory import RemoteMemoryConfig
+    from .hardware.cluster import load_cluster
+    from .hardware.gpu import get_gpu
+    from .parallelize import fit_memory
+
+    if args.gpu_memory is not None:
+        if args.gpu_memory <= 0:
+            raise InputError(f"expected a positive number of GiB, got {args.gpu_memory:g}", where="--gpu-memory")
+        capacity, source = int(args.gpu_memory * 2**30), "--gpu-memory"
+    else:
+        gpu = load_cluster(args.cluster).gpu
+        if not gpu:
+            raise InputError(f"the cluster {args.cluster} names no GPU type: give --gpu-memory GIB", where="--cluster")
+        capacity, source = int(get_gpu(gpu).memory_bytes), gpu
+    if args.remote_bandwidth is not None and args.remote_bandwidth <= 0:
+        raise InputError(f"expected a positive bandwidth in GB/s, got {args.remote_bandwidth:g}",
+                         where="--remote-bandwidth")
+    gpus = args.gpus or 1
+    micro = gpus
+    if args.parallel == "pp" and args.micro_batch_size and (args.batch_size_sim or args.batch_size):
+        micro = max(1, (args.batch_size_sim or args.batch_size) // args.micro_batch_size)
+    step, fp = fit_memory(step, args.parallel, gpus, capacity, offload=args.remote_bandwidth is not None,
+                          micro_batches=micro, pipeline_schedule=args.pipeline_schedule)
+    offloaded = sum(o.offload_bytes for o in step.ops)
+    note = f"memory per GPU: {fp.describe()} of {capacity / 2**30:.2f} GiB ({source})"
+    remote = args.remote_memory_configuration
+    if offloaded:
+        note += f"; {offloaded / 2**30:.2f} GiB of activations offloaded at {args.remote_bandwidth:g} GB/s"
+        remote = RemoteMemoryConfig("PER_NODE_MEMORY_EXPANSION", 0.0, args.remote_bandwidth, None, 1,
+                                    "--remote-bandwidth")
+    return step, note, remote
 
 
 def _progress():  # type: ignore[no-untyped-def]

@@ -26,6 +26,7 @@ from ..collectives.nccl import NcclTuning, Timer, communicator, select
 from ..collectives.nccl.schedule import Schedule
 from ..collectives.nccl.timing import link_capacity
 from ..errors import SimulationError
+from ..hardware.remote_memory import RemoteMemory
 from ..network.fabric import Fabric
 from ..network.flow import FlowNetwork
 from ..report.result import Counter, LinkUse, Result, Slice
@@ -34,7 +35,13 @@ from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging, Rendezvous
 from .rank import RankRunner
-from .simulator import ComputeModel, _collect, equivalent_ranks, run_ranks
+from .simulator import (
+    ComputeModel,
+    RemoteMemoryParams,
+    _collect,
+    equivalent_ranks,
+    run_ranks,
+)
 
 _NAMES = {CollectiveKind.ALL_REDUCE: "all_reduce", CollectiveKind.ALL_GATHER: "all_gather",
           CollectiveKind.REDUCE_SCATTER: "reduce_scatter", CollectiveKind.ALL_TO_ALL: "all_to_all"}
@@ -323,7 +330,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
                      max_link_tracks: int = 256, fast_forward: bool = True,
                      intra_server_closed_form: bool = False, granularity: str = "round",
-                     rendezvous: bool = False) -> Result:
+                     rendezvous: bool = False, remote_memory: RemoteMemoryParams | None = None) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
@@ -343,7 +350,10 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     ``rendezvous``: a point-to-point message starts only once its receiver has posted the
     receive (an 8 KiB handshake first, as ASTRA-sim's rendezvous protocol and NCCL's
     send/recv of large messages do), so a send holds its stream until the peer is ready; with
-    the flow backend the handshakes are timed in closed form, not as flows."""
+    the flow backend the handshakes are timed in closed form, not as flows.
+
+    ``remote_memory``: the model that times memory load / store ops (host or pooled memory;
+    :class:`podsim.hardware.remote_memory.RemoteMemory`), for workloads that have them."""
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()
@@ -356,7 +366,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     if reps is not None:
         mirror, why = False, "the workload's generator names equivalent ranks (one per pipeline stage)"
     else:
-        mirror, why = equivalent_ranks(workload, None) if use_symmetry else (False, "disabled")
+        mirror, why = equivalent_ranks(workload, remote_memory) if use_symmetry else (False, "disabled")
     colls_timer = Timer(fabric, tuning, "analytical")
     net = None
     if backend == "flow":
@@ -376,11 +386,17 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         ranks = sorted({int(r) for r in reps})
         colls.simulated = set(ranks)
     runners = []
+    buckets: dict[int, RankBuckets] = {}
+    remote = None
+    if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
+        remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
+                              remote_memory.npus_per_node, remote_memory.num_nodes,
+                              lambda rank, delay, fn: buckets[rank].register(delay, fn))
     for r in ranks:
-        b = RankBuckets(queue)
+        b = buckets[r] = RankBuckets(queue)
         sysl = ClusterRankSystem(r, n, colls, msg)
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,  # type: ignore[arg-type]
-                            None, record_timeline, True, per_stream=True)
+                            remote.issue if remote else None, record_timeline, True, per_stream=True)
         runner.replay_all = compute.replay_only
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)

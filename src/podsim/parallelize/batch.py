@@ -1,9 +1,9 @@
 """Batch-size extrapolation of a one-GPU step.
 
 A step traced at batch ``traced`` is scaled to batch ``target``: forward and backward ops'
-times scale linearly with the batch (their work is per sample, as TrioSim assumes); the
-optimizer's ops and every parameter and gradient size do not (TrioSim scales those too, a
-simplification podsim does not copy).  Linear scaling ignores the lower efficiency of
+times and the activations they write scale linearly with the batch (their work is per sample,
+as TrioSim assumes); the optimizer's ops and every parameter and gradient size do not (TrioSim
+scales those too, a simplification podsim does not copy).  Linear scaling ignores the lower efficiency of
 kernels on small batches: extrapolate down by large factors with care.
 """
 
@@ -26,7 +26,8 @@ def extrapolate(step: OneGpuStep, traced: int, target: int) -> OneGpuStep:
     if traced == target:
         return step
     ratio = target / traced
-    ops = [op if op.stage == "optimizer" else replace(op, ns=max(1, round(op.ns * ratio))) for op in step.ops]
-    notes = step.notes + [f"batch {traced} traced, {target} simulated: forward and backward times scaled by "
-                          f"{ratio:g}, the optimizer and parameter sizes not"]
-    return OneGpuStep(step.source, ops, notes)
+    ops = [op if op.stage == "optimizer" else
+           replace(op, ns=max(1, round(op.ns * ratio)), output_bytes=round(op.output_bytes * ratio)) for op in step.ops]
+    notes = step.notes + [f"batch {traced} traced, {target} simulated: forward and backward times and activations "
+                          f"scaled by {ratio:g}, the optimizer and parameter sizes not"]
+    return replace(step, ops=ops, notes=notes)

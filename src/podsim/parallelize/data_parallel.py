@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from .memory import Offload
 from .trace import OneGpuStep
 
 DDP_BUCKET_BYTES = 25 * 2**20   #: PyTorch DDP's default bucket_cap_mb
@@ -57,6 +58,7 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
                              group="dp", stream="dp", extra={"layer": label, "stage": "backward"}))
 
     optimizer_started = False
+    offload = Offload(step)
     for op in step.ops:
         if op.stage == "optimizer" and not optimizer_started:
             optimizer_started = True
@@ -65,8 +67,12 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
                 bucket = 0
             prev = prev + reduces
         nid += 1
-        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=prev, node_id=nid, duration_ns=max(op.ns, 1),
+        deps, nid = offload.before_backward(b, op, prev, nid)
+        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=deps, node_id=nid, duration_ns=max(op.ns, 1),
                       extra={"stage": op.stage, "layer": op.layer})]
+        if op.offload_bytes:
+            nid += 1
+            offload.store(b, op, prev[0], nid)
         if gpus > 1 and op.grad_bytes:
             bucket += op.grad_bytes
             if op.layer and op.layer not in bucket_layers:

@@ -9,7 +9,8 @@ from ..errors import InputError
 from ..workload import Workload
 from .batch import extrapolate
 from .data_parallel import DDP_BUCKET_BYTES, data_parallel
-from .pipeline_parallel import pipeline_parallel
+from .memory import GIB, Footprint, footprint, plan_offload
+from .pipeline_parallel import partition, pipeline_parallel
 from .tensor_parallel import tensor_parallel
 from .trace import OneGpuStep, from_pytorch, from_triosim
 
@@ -30,11 +31,20 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
     if triosim is not None:
         from ..formats.triosim import read_triosim
-        step = from_triosim(read_triosim(triosim))
+        step = from_triosim(read_triosim(triosim))   # TrioSim's traces step Adam
     else:
         from ..formats.pytorch_trace import trace_folder_files
         kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
         step = from_pytorch(kineto, et, whole_trace)
+        info = Path(pytorch) / "capture.json"  # type: ignore[arg-type]
+        if info.is_file():
+            import json
+            try:
+                optimizer = json.loads(info.read_text()).get("optimizer")
+            except (OSError, ValueError):
+                optimizer = None
+            if optimizer == "sgd":   # podsim trace's SGD has no momentum
+                step.optimizer_states = 0
     if simulated_batch is not None:
         if traced_batch is None:
             raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
@@ -69,6 +79,37 @@ def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None
             micro = batch // micro_batch
         return pipeline_parallel(step, gpus, micro, pipeline_schedule)
     return data_parallel(step, gpus, mode, bucket_bytes)
+
+
+def fit_memory(step: OneGpuStep, mode: str, gpus: int, capacity_bytes: int, *, offload: bool = False,
+               micro_batches: int = 1, pipeline_schedule: str = "1f1b") -> tuple[OneGpuStep, Footprint]:
+    """Check that ``step`` in ``mode`` fits in ``capacity_bytes`` per GPU; with ``offload``,
+    mark the activations that do not fit to live in remote memory (dp, ddp, tp).  Returns the
+    step (offloads marked) and the footprint of the fullest GPU.
+
+    Raises:
+        InputError: when it does not fit and cannot be offloaded, naming what takes the memory.
+    """
+    if mode == "pp":
+        f_parts, _ = partition(step, gpus)
+        fps = [footprint(step, "pp", gpus, micro_batches=micro_batches, stage_ops=part,
+                         in_flight=micro_batches if pipeline_schedule == "gpipe" else min(gpus - s, micro_batches))
+               for s, part in enumerate(f_parts)]
+        s, fp = max(enumerate(fps), key=lambda x: x[1].total)
+        if fp.total > capacity_bytes:
+            raise InputError(f"pipeline stage {s} needs {fp.describe()} per GPU, more than its "
+                             f"{capacity_bytes / GIB:.2f} GiB: use more stages, smaller micro-batches, 1f1b, or a GPU "
+                             "with more memory (--gpu-memory); offloading is for dp, ddp and tp")
+        return step, fp
+    fp = footprint(step, mode, gpus)
+    if fp.total <= capacity_bytes:
+        return step, fp
+    if not offload:
+        raise InputError(f"the step needs {fp.describe()} per GPU, more than its {capacity_bytes / GIB:.2f} GiB: give "
+                         "--remote-bandwidth GB/s to offload activations to host or pooled memory (TrioSim's "
+                         "-bandwidth), or use tensor / pipeline parallelism, a smaller --batch-size-sim, or a GPU "
+                         "with more memory (--gpu-memory)")
+    return plan_offload(step, fp, capacity_bytes), fp
 
 
 def summary(step: OneGpuStep, mode: str, gpus: int, simulated_ns: int) -> str:

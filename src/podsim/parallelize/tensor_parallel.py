@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from .memory import Offload
 from .trace import OneGpuStep
 
 
@@ -25,11 +26,16 @@ def tensor_parallel(step: OneGpuStep, gpus: int) -> Workload:
     b = ProgramBuilder(f"tp x{gpus}")
     prev: list[int] = []
     nid = 0
+    offload = Offload(step)
     for op in step.ops:
         nid += 1
         ns = max(1, round(op.ns / gpus)) if op.tp_split else max(op.ns, 1)
-        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=prev, node_id=nid, duration_ns=ns,
+        deps, nid = offload.before_backward(b, op, prev, nid)
+        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=deps, node_id=nid, duration_ns=ns,
                       extra={"stage": op.stage, "layer": op.layer})]
+        if op.offload_bytes:
+            nid += 1
+            offload.store(b, op, prev[0], nid)
         if op.tp_split and gpus > 1 and op.output_bytes > 0:
             nid += 1
             prev = [b.add(OpKind.COLLECTIVE, f"{op.name} output all-reduce", data_deps=prev, node_id=nid,

@@ -51,6 +51,7 @@ class StepOp:
     tp_split: bool = False
     output_bytes: int = 0
     layer: str = ""           #: the layer it belongs to (see :func:`label_layers`)
+    offload_bytes: int = 0    #: of its output kept in remote memory until the backward (:mod:`.memory`)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class OneGpuStep:
     source: str
     ops: list[StepOp]
     notes: list[str] = field(default_factory=list)
+    optimizer_states: int = 2   #: optimizer state per parameter, in parameter sizes (Adam: 2; plain SGD: 0)
 
     @property
     def total_ns(self) -> int:
