@@ -37,6 +37,18 @@ def not_a_setup(batch_size):
 '''
 
 
+def test_ci_runs_the_capture_tests() -> None:
+    # .ci/run sets PODSIM_REQUIRE_TORCH: there, the capture tests must not skip for want of torch
+    import importlib.util
+    import os
+    if os.environ.get("PODSIM_REQUIRE_TORCH") != "1":
+        pytest.skip("PODSIM_REQUIRE_TORCH is not set (only CI requires torch and torchvision)")
+    for mod in ("torch", "torchvision"):
+        assert importlib.util.find_spec(mod) is not None, f"CI needs {mod}: pip install torch==2.13.0 torchvision==0.28.0"
+    from podsim.capture.models import torchvision_models
+    assert hasattr(torchvision_models(), "resnet50")
+
+
 @pytest.fixture
 def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     pytest.importorskip("torch")
@@ -75,3 +87,36 @@ def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixtu
         argv = ["trace", "--batch-size", "2", "--out", str(tmp_path / "x")] + extra
         assert main(argv) == 2, extra
         assert message in capsys.readouterr().err, extra
+
+
+def test_torchvision_resnet50_capture_and_ddp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the issue's "done means": podsim trace + podsim simulate on a torchvision ResNet-50 on the CPU
+    pytest.importorskip("torch")
+    from podsim.capture.models import torchvision_models
+    try:
+        torchvision_models()
+    except Exception as e:  # noqa: BLE001 - the message says what is missing
+        pytest.skip(f"torchvision: {e}")
+    out = tmp_path / "r50"
+    assert main(["trace", "--model", "torchvision:resnet50", "--batch-size", "2", "--steps", "1",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    from podsim.parallelize import load_step
+    step = load_step(pytorch=out)
+    # every parameter of torchvision's ResNet-50 (25,557,032 fp32 values) is read by a layer and
+    # reduced as a gradient
+    assert step.gradient_bytes == sum(o.param_bytes for o in step.ops) == 4 * 25_557_032
+    assert sum(o.tp_split for o in step.ops) == 108
+    one = step.total_ns
+    finish = {}
+    for gpus, mode in ((2, "ddp"), (4, "ddp"), (4, "tp")):
+        layers = tmp_path / f"{mode}{gpus}.csv"
+        assert main(["simulate", "--pytorch", str(out), "--gpus", str(gpus), "--parallel", mode,
+                     "--layers", str(layers)]) == 0
+        text = capsys.readouterr().out
+        assert "per layer, rank 0" in text and layers.is_file()
+        finish[(gpus, mode)] = float(text.split("simulated on")[1].split("):")[1].split("ms")[0])
+    # data parallel: at least the one-GPU time; tensor parallel on 4 GPUs splits the
+    # convolutions, the CPU step's bulk
+    assert finish[(2, "ddp")] >= one / 1e6 - 1e-3 and finish[(4, "ddp")] >= one / 1e6 - 1e-3
+    assert finish[(4, "tp")] < finish[(4, "ddp")]

@@ -161,6 +161,8 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
       given; its ``ProfilerStep`` (or, with ``whole_trace``, everything) on ``gpus`` ranks
       (default 1), all running the same step;
     * a directory with ``trace.csv``: a TrioSim trace (one GPU);
+    * a directory with ``kineto.json`` or ``kineto.<rank>.json``: a ``podsim trace`` folder, every
+      rank of it;
     * a ``.txt`` file: an ASTRA-sim 1.0 text workload (on ``gpus`` NPUs, required) or a
       SimAI/AICB workload (on ``gpus``, default its ``all_gpus``);
     * otherwise a Chakra ET prefix (``<path>.<rank>.et``; ``gpus`` default: the files found).
@@ -177,6 +179,13 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     if (p / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload
         return triosim_to_workload(read_triosim(p))
+    if _is_capture(p):
+        from .formats.pytorch_trace import capture_to_workload
+        w = capture_to_workload(p)
+        if gpus is not None and gpus != w.num_ranks:
+            raise InputError(f"the capture has {w.num_ranks} ranks, not {gpus}: simulate it on its own ranks, or "
+                             "scale its rank 0 with --pytorch DIR --gpus N --parallel ...", str(path))
+        return w
     if str(path).endswith(".txt"):
         from .formats.astra_sim.text_workload import (
             is_text_workload,
@@ -192,10 +201,15 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     return read_workload(path, gpus or discover_ranks(path))
 
 
+def _is_capture(p: Path) -> bool:
+    return p.is_dir() and (any(p.glob("kineto.json*")) or any(p.glob("kineto.[0-9]*.json*")))
+
+
 def _not_chakra(path: PathLike) -> bool:
     """Whether ``path`` names a workload file or folder :func:`load_workload` reads other than
     a Chakra prefix."""
-    return str(path).endswith((".txt", ".json", ".json.gz")) or (Path(path) / "trace.csv").is_file()
+    p = Path(path)
+    return str(path).endswith((".txt", ".json", ".json.gz")) or (p / "trace.csv").is_file() or _is_capture(p)
 
 
 def _load_workload(workload: PathLike | Workload, n: int,

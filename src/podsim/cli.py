@@ -252,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--steps", type=int, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
     tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
+    tr.add_argument("--nproc", type=int, default=1, metavar="N",
+                    help="distributed capture: N processes of DistributedDataParallel (gloo on the CPU, NCCL on "
+                         "GPUs), each writing kineto.<rank>.json and et.<rank>.json with the collectives")
+    tr.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
+                    help="with --nproc: DDP's bucket_cap_mb (default 25)")
     tr.add_argument("--seq-len", type=int, default=128, metavar="S", help="hf models: tokens per sequence")
     tr.add_argument("--out", required=True, metavar="DIR")
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -640,13 +645,18 @@ def _run_trace(args: argparse.Namespace) -> int:
             sys.stderr.flush()
 
     c = capture(args.model, args.batch_size, args.out, args.steps, args.device, args.optimizer, args.seq_len,
-                progress)
+                progress, args.nproc, args.bucket_mb)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 40 + "\r")
-    print(f"podsim trace: {c.model} on {c.device}, batch {args.batch_size}: profiled step {c.step_ms:.3f} ms")
-    print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
-    print(f"  simulate it: podsim simulate --workload-configuration {c.kineto} --execution-trace "
-          f"{c.execution_trace} --cluster dgx-h100")
+    procs = f" x {c.nproc} processes (DDP)" if c.nproc > 1 else ""
+    print(f"podsim trace: {c.model} on {c.device}{procs}, batch {args.batch_size}: profiled step {c.step_ms:.3f} ms")
+    if c.nproc > 1:
+        print(f"  wrote {c.folder}/kineto.<rank>.json, et.<rank>.json, {c.workload_prefix}.<rank>.et, capture.json "
+              f"for ranks 0-{c.nproc - 1}")
+    else:
+        print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
+    print(f"  replay it:   podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
+    print(f"  scale it:    podsim simulate --pytorch {c.folder} --gpus 4 --parallel ddp|tp|pp")
     return 0
 
 

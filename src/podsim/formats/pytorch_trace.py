@@ -12,8 +12,12 @@ of the same step, read into a one-rank workload.
 The workload: the profiled step's top-level host ops in order on the host (each lasting until
 the next one starts, so the host's gaps are kept), and every GPU event on its stream, in order,
 each able to start once the host op that launched it has begun.  ``c10d::`` collectives become
-collective ops of their ET input bytes over all ranks.  Names are the original op and kernel
-names.  Units: ns.
+collective ops of their ET input bytes over all ranks: issued when their op runs (on a
+``comm`` stream; with NCCL, in place of the kernel the op launched, on its stream).  Where the
+host sat idle until a collective ended (gloo's worker threads record when: ``gloo:*`` ranges,
+record-function id + 1) the next host op waits for that collective instead of replaying the
+idle time, so a faster or slower network moves it.  Names are the original op and kernel names.
+Units: ns.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+from ..workload import CollectiveKind, OpKind, Program, ProgramBuilder, Workload
 
 ET_SCHEMAS = ("1.0.1", "1.0.2-chakra.0.0.4", "1.0.3-chakra.0.0.4", "1.0.4-chakra.0.0.4", "1.1.0-chakra.0.0.4",
               "1.1.1-chakra.0.0.4")
@@ -135,20 +139,13 @@ def _load_json(path: str | Path, what: str) -> dict:
 
 
 def trace_folder_files(folder: str | Path) -> tuple[Path, Path | None]:
-    """The Kineto trace and execution trace of a ``podsim trace`` folder (``kineto.json`` or
-    ``.json.gz``; ``et.json`` or ``.json.gz`` if present).
+    """The Kineto trace and execution trace of a ``podsim trace`` folder: ``kineto.json`` and
+    ``et.json`` (or ``.json.gz``), or rank 0's of a distributed capture.
 
     Raises:
         InputError: when the folder has no Kineto trace.
     """
-    d = Path(folder)
-
-    def find(stem: str) -> Path | None:
-        return next((d / n for n in (f"{stem}.json", f"{stem}.json.gz") if (d / n).is_file()), None)
-    kineto = find("kineto")
-    if kineto is None:
-        raise InputError("no kineto.json or kineto.json.gz here (a podsim trace folder)", str(d))
-    return kineto, find("et")
+    return capture_files(folder)[0]
 
 
 def read_kineto(path: str | Path) -> KinetoTrace:
@@ -260,14 +257,95 @@ def top_level_ops(ops: list[HostOp]) -> list[HostOp]:
 
 
 def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_trace: bool = False,
-                        ranks: int = 1) -> Workload:
-    """The profiled step of a Kineto trace (and its ET) as a workload on ``ranks`` ranks.
+                        ranks: int = 1, comm: str = "simulate") -> Workload:
+    """The profiled step of a Kineto trace (and its ET) as a workload on ``ranks`` ranks, all
+    running the same step.
 
     Raises:
         InputError: when the trace has no ``ProfilerStep`` annotation (unless ``whole_trace``),
             when the ET and the Kineto trace come from different runs (few record-function ids
             match), or when the step has no host ops.
     """
+    prog, label = _rank_program(kineto, et, whole_trace, comm)
+    return Workload([prog], [0] * ranks, [], label)
+
+
+def capture_to_workload(folder: str | Path, comm: str = "simulate") -> Workload:
+    """Every rank of a ``podsim trace`` folder: ``kineto.json`` (+ ``et.json``) for one process,
+    ``kineto.<r>.json`` (+ ``et.<r>.json``) for each rank of a distributed capture.  ``comm``:
+    ``simulate`` times the traced collectives on the cluster; ``measured`` replays each for the
+    time its backend (gloo) spent on it, to check the capture against its own step time.
+
+    Raises:
+        InputError: for a folder without traces, missing ranks, or a bad trace.
+    """
+    files = capture_files(folder)
+    progs = [_rank_program(k, e, False, comm)[0] for k, e in files]
+    return Workload(progs, list(range(len(progs))), [], f"{Path(folder).name} ({len(progs)} "
+                                                           f"rank{'s' if len(progs) > 1 else ''})")
+
+
+def capture_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
+    """(Kineto trace, execution trace or None) of each rank of a ``podsim trace`` folder, in
+    rank order (``.json`` or ``.json.gz``).
+
+    Raises:
+        InputError: for a folder without a Kineto trace, or ranks missing between 0 and the last.
+    """
+    d = Path(folder)
+
+    def find(stem: str) -> Path | None:
+        return next((d / n for n in (f"{stem}.json", f"{stem}.json.gz") if (d / n).is_file()), None)
+    one = find("kineto")
+    if one is not None:
+        return [(one, find("et"))]
+    ranks = sorted(int(m.name.split(".")[1]) for m in d.glob("kineto.*.json*") if m.name.split(".")[1].isdigit())
+    if not ranks:
+        raise InputError("no kineto.json or kineto.<rank>.json here (a podsim trace folder)", str(d))
+    if ranks != list(range(len(ranks))):
+        missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+        raise InputError(f"the Kineto traces of ranks {missing} are missing (kineto.<rank>.json)", str(d))
+    return [(find(f"kineto.{r}"), find(f"et.{r}")) for r in ranks]  # type: ignore[misc]
+
+
+@dataclass
+class _Collective:
+    op: HostOp
+    kind: CollectiveKind
+    size: int
+    end: float | None      #: when its backend finished it (us), if the trace says
+    backend_ops: list[HostOp] = field(default_factory=list)
+
+
+def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], lo: float, hi: float) -> list[_Collective]:
+    """The step's c10d collectives (any thread, any depth) with their ET sizes and, for gloo,
+    the worker-thread ranges that ran them (record-function id + 1, else in order)."""
+    backend = sorted((a for a in k.annotations if lo <= a.ts < hi and a.name.startswith(("gloo:", "nccl:"))),
+                     key=lambda a: a.ts)
+    by_rf = {a.rf_id: a for a in backend if a.rf_id is not None}
+    out = []
+    unmatched = list(backend)
+    for o in sorted(host, key=lambda o: o.ts):
+        kind = _collective_kind(o.name)
+        if kind is None or o.rf_id not in nodes:
+            continue
+        b = by_rf.get(o.rf_id + 1) if o.rf_id is not None else None
+        if b is None:
+            b = next((a for a in unmatched if a.ts >= o.ts), None)
+        if b is not None and b in unmatched:
+            unmatched.remove(b)
+        out.append(_Collective(o, kind, max(nodes[o.rf_id].tensor_bytes_in, 1), b.ts + b.dur if b else None,
+                               [b] if b else []))
+    return out
+
+
+def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str) -> tuple[Program, str]:
+    """One rank's program: host ops in order on the host, each until the next begins (the
+    host's gaps are kept) except where the next one waited for a collective; GPU events on
+    their streams; c10d collectives issued when their op runs, the first host op after a
+    collective's end that found the host idle waiting for it."""
+    if comm not in ("simulate", "measured"):
+        raise InputError(f"comm must be 'simulate' or 'measured', not {comm!r}")
     k = read_kineto(kineto)
     lo, hi, step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
@@ -290,32 +368,66 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
                 raise InputError(f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in "
                                  f"the execution trace {et}: the two files come from different runs; capture both in "
                                  "one profiler session (execution_trace_observer=...)", k.source)
+    colls = _collectives(k, host, et_nodes, lo, hi)
+    top_starts = [o.ts for o in top]
+    # which host op waited for which collective: the first to start after the collective ended,
+    # when the op before it had already finished (the host sat idle, blocked in a wait)
+    waits_for: dict[int, list[int]] = {}
+    for c_i, c in enumerate(colls):
+        if c.end is None:
+            continue
+        j = bisect.bisect_left(top_starts, c.end)
+        if 0 < j < len(top) and top[j - 1].ts + top[j - 1].dur <= c.end:
+            waits_for.setdefault(j, []).append(c_i)
     b = ProgramBuilder(Path(kineto).stem)
     nid = 0
     host_idx: list[int] = []
-    starts = [o.ts for o in top] + [hi]
+    starts = top_starts + [hi]
     prev: list[int] = []
     if top and top[0].ts > lo:  # the host's time from the step's start to its first op
         nid += 1
         prev = [b.add(OpKind.COMPUTE, "host (before the first op)", node_id=nid, is_cpu=True, stream="host",
                       duration_ns=max(1, round((top[0].ts - lo) * 1000)))]
+    # NCCL: the collective is the kernel its op launched; it runs on the kernel's stream
+    nccl_of: dict[int, int] = {}    # id(GPU event) -> collective
+    for g in k.gpu:
+        if g.name.lower().startswith("nccl") and g.correlation in k.launches:
+            ts, tid = k.launches[g.correlation]
+            c_i = next((c_i for c_i, c in enumerate(colls) if c.op.tid == tid and c.op.ts <= ts <= c.op.ts + c.op.dur),
+                       None)
+            if c_i is not None:
+                nccl_of[id(g)] = c_i
+    on_gpu = set(nccl_of.values())
+    coll_idx: dict[int, int] = {}
+    issued_in = {c_i: max(bisect.bisect_right(top_starts, c.op.ts) - 1, 0) for c_i, c in enumerate(colls)
+                 if c_i not in on_gpu}
+    pending = sorted(issued_in, key=lambda c_i: colls[c_i].op.ts)
     for i, o in enumerate(top):
+        for c_i in [c for c in pending if issued_in[c] == i]:   # collectives issued while op i runs
+            c = colls[c_i]
+            nid += 1
+            deps = [host_idx[i - 1]] if i > 0 else []
+            if comm == "measured" and c.end is not None:
+                tid = c.backend_ops[0].tid if c.backend_ops else 0
+                coll_idx[c_i] = b.add(OpKind.COMPUTE, f"{c.op.name} ({c.size:,} B, measured)", data_deps=deps,
+                                      node_id=nid, duration_ns=max(1, round((c.end - c.op.ts) * 1000)),
+                                      stream=f"backend thread {tid}")
+            else:
+                coll_idx[c_i] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
+                                      collective=int(c.kind), size_bytes=c.size, stream="comm")
         nid += 1
-        name = o.name
-        coll = _collective_kind(name)
-        if coll is not None and o.rf_id in et_nodes:
-            size = et_nodes[o.rf_id].tensor_bytes_in
-            idx = b.add(OpKind.COLLECTIVE, name, data_deps=prev, node_id=nid, collective=int(coll),
-                        size_bytes=max(size, 1), stream="comm")
-        else:
-            ns = max(1, round((starts[i + 1] - o.ts) * 1000))
-            idx = b.add(OpKind.COMPUTE, name, data_deps=prev, node_id=nid, duration_ns=ns, is_cpu=True,
-                        stream="host")
+        deps = prev + [coll_idx[c] for c in waits_for.get(i, ()) if c in coll_idx]
+        waited = i + 1 in waits_for
+        end = o.ts + o.dur if waited else starts[i + 1]
+        coll = _collective_kind(o.name) if o.rf_id in et_nodes else None
+        if coll is not None:   # a collective at the top level: issued above, the op itself is host time
+            end = o.ts + o.dur
+        ns = max(1, round((end - o.ts) * 1000))
+        idx = b.add(OpKind.COMPUTE, o.name, data_deps=deps, node_id=nid, duration_ns=ns, is_cpu=True, stream="host")
         host_idx.append(idx)
         prev = [idx]
     # GPU events on their streams, each after the host op before the one that launched it
     launch_of: dict[int, int] = {}
-    top_starts = [o.ts for o in top]
     for g in k.gpu:
         if g.correlation is None or g.correlation not in k.launches:
             continue
@@ -328,12 +440,19 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
         j = launch_of.get(id(g))
         if j is not None and j > 0:
             deps.append(host_idx[j - 1])
+        c_i = nccl_of.get(id(g))
+        if c_i is not None and comm == "simulate":
+            c = colls[c_i]
+            last_on[g.stream] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
+                                      collective=int(c.kind), size_bytes=c.size, stream=f"cuda stream {g.stream}",
+                                      extra={"kernel": g.name})
+            continue
         last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, node_id=nid,
                                   duration_ns=max(1, round(g.dur * 1000)), stream=f"cuda stream {g.stream}")
     prog = b.build()
     prog.notes.extend(notes)
-    return Workload([prog], [0] * ranks, [], f"{Path(kineto).name}" + (" (whole trace)" if step is None else
-                                                                         f" ({step.name})"))
+    label = f"{Path(kineto).name}" + (" (whole trace)" if step is None else f" ({step.name})")
+    return prog, label
 
 
 def _collective_kind(name: str) -> CollectiveKind | None:

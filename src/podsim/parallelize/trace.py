@@ -207,8 +207,8 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     for o in top:
         if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
             stages.append("optimizer")
-        elif o.name.startswith("autograd::engine"):
-            stages.append("backward")
+        elif o.name.startswith(("autograd::engine", "torch.distributed.", "c10d::")):
+            stages.append("backward")   # DDP's bucket copies and collectives belong to the backward
         else:
             stages.append("forward")
     n = len(top)

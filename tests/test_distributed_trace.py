@@ -1,0 +1,150 @@
+"""Distributed PyTorch traces: c10d collectives as collectives, host waits on them, NCCL
+kernels, and a real 2-process DDP capture over gloo on the CPU (podsim trace --nproc)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from podsim.api import load_workload, simulate
+from podsim.cli import main
+from podsim.formats.pytorch_trace import capture_to_workload
+from podsim.workload import CollectiveKind, OpKind
+
+MIB = 1 << 20
+
+
+def _cpu_op(name: str, ts: float, dur: float, rf: int, tid: int = 1) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": {"Record function id": rf, "External id": rf}}
+
+
+def _et_node(i: int, name: str, rf: int, inputs: list) -> dict:
+    return {"id": i, "name": name, "ctrl_deps": 1, "inputs": {"values": inputs, "shapes": [], "types": []},
+            "outputs": {"values": [], "shapes": [], "types": []},
+            "attrs": [{"name": "rf_id", "type": "uint64", "value": rf}, {"name": "seq_id", "type": "int64", "value": -1}]}
+
+
+def _write_rank(folder: Path, rank: int, nccl: bool = False) -> None:
+    """One rank of a hand-made DDP step (times in us): matmul 0-100, an all-reduce of 1 MiB
+    issued at 100, an add 110-200, the host idle until the collective ends (gloo: at 640), the
+    bucket copy 650-700, the optimizer 700-1000."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000,
+           "args": {}},
+          _cpu_op("aten::mm", 0, 100, 1), _cpu_op("c10d::allreduce_", 100, 10, 2), _cpu_op("aten::add", 110, 90, 4),
+          _cpu_op("torch.distributed.ddp.reducer::copy_bucket_to_grad", 650, 50, 5),
+          _cpu_op("aten::add_", 700, 300, 6),
+          {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Adam.step", "pid": 1, "tid": 1, "ts": 700,
+           "dur": 300, "args": {}}]
+    if nccl:
+        ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 105, "dur": 3,
+                "args": {"correlation": 77}},
+               {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 20,
+                "ts": 120, "dur": 500, "args": {"correlation": 77, "stream": 20}}]
+    else:
+        ev.append({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 9, "ts": 110,
+                   "dur": 530, "args": {"Record function id": 3}})
+    (folder / f"kineto.{rank}.json").write_text(json.dumps({"traceEvents": ev}))
+    nodes = [_et_node(2, "aten::mm", 1, []), _et_node(3, "c10d::allreduce_", 2, [[[7, 8, 0, MIB // 4, 4, "cpu"]]]),
+             _et_node(4, "aten::add", 4, []), _et_node(5, "torch.distributed.ddp.reducer::copy_bucket_to_grad", 5, []),
+             _et_node(6, "aten::add_", 6, [])]
+    (folder / f"et.{rank}.json").write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": nodes}))
+
+
+def test_host_waits_for_the_collective_not_for_the_traced_idle_time(tmp_path: Path) -> None:
+    for r in (0, 1):
+        _write_rank(tmp_path, r)
+    w = capture_to_workload(tmp_path)
+    p = w.programs[0]
+    colls = [i for i in range(len(p)) if p.kind[i] == int(OpKind.COLLECTIVE)]
+    assert w.num_ranks == 2 and len(colls) == 1
+    assert int(p.collective[colls[0]]) == int(CollectiveKind.ALL_REDUCE) and int(p.size_bytes[colls[0]]) == MIB
+    # gloo's worker took 530 us; on the same time the replay is the measured step less the 10 us
+    # between the end of the all-reduce and the host waking up
+    measured = simulate(capture_to_workload(tmp_path, "measured"), cluster="dgx-h100")
+    assert measured.finish_ns == 990_000
+    # on two NVLink GPUs a 1 MiB all-reduce (tens of us) ends while the add runs: the host no
+    # longer waits, the 450 us of idle time go (100 mm + 10 + 90 add + 50 copy + 300 optimizer)
+    res = simulate(str(tmp_path), cluster="dgx-h100")
+    assert res.finish_ns == 550_000
+    # a slow network brings the wait back: on 1 Gb/s Ethernet between two servers the copy
+    # starts when the all-reduce (issued when the matmul ends, at 100 us) ends
+    (tmp_path / "slow.yaml").write_text("name: slow\ngpu: H100-SXM5-80GB\ngpus_per_node: 1\nintra_node:\n"
+                                        "  kind: nvswitch\n  bandwidth: 300 GB/s\ninter_node:\n  kind: fat_tree\n"
+                                        "  nic_bandwidth: 1 Gbps\n")
+    slow = simulate(str(tmp_path), cluster=str(tmp_path / "slow.yaml"), record_timeline=True)
+    ar = next(s for s in slow.timelines[0] if s.name == "c10d::allreduce_" and s.category == "comm")
+    assert ar.start_ns == 100_000 and ar.end_ns - ar.start_ns > 8_000_000   # 1 MiB at 125 MB/s: 8.4 ms
+    assert slow.finish_ns == ar.end_ns + 50_000 + 300_000
+
+
+def test_nccl_kernels_become_the_collectives(tmp_path: Path) -> None:
+    for r in (0, 1):
+        _write_rank(tmp_path, r, nccl=True)
+    p = capture_to_workload(tmp_path).programs[0]
+    colls = [i for i in range(len(p)) if p.kind[i] == int(OpKind.COLLECTIVE)]
+    assert len(colls) == 1 and int(p.size_bytes[colls[0]]) == MIB
+    assert p.streams[int(p.stream[colls[0]])] == "cuda stream 20"
+    assert "ncclDevKernel_AllReduce_Sum_f32_RING_LL" not in p.names
+    # measured: the kernel itself, for its traced 500 us
+    pm = capture_to_workload(tmp_path, "measured").programs[0]
+    k = pm.names.index("ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    assert int(pm.duration_ns[k]) == 500_000
+
+
+def test_missing_rank(tmp_path: Path) -> None:
+    _write_rank(tmp_path, 0)
+    _write_rank(tmp_path, 2)
+    with pytest.raises(Exception, match=r"ranks \[1\] are missing"):
+        load_workload(tmp_path)
+
+
+MLP = '''
+import torch
+
+def mlp(batch_size):
+    m = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()) for _ in range(3)],
+                            torch.nn.Linear(256, 10))
+    return m, torch.randn(batch_size, 256), torch.randint(0, 10, (batch_size,))
+'''
+MLP_PARAMS = 3 * (256 * 256 + 256) + 256 * 10 + 10
+
+
+def test_two_process_ddp_capture_over_gloo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "ddp_models.py").write_text(MLP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("ddp_models", None)
+    out = tmp_path / "ddp"
+    assert main(["trace", "--model", "ddp_models:mlp", "--batch-size", "16", "--steps", "2", "--nproc", "2",
+                 "--bucket-mb", "0.25", "--out", str(out)]) == 0
+    assert "x 2 processes (DDP)" in capsys.readouterr().out
+    info = json.loads((out / "capture.json").read_text())
+    assert info["nproc"] == 2 and len(info["step_ms_per_rank"]) == 2
+    for name in ("kineto.0.json", "kineto.1.json", "et.0.json", "et.1.json", "workload.0.et", "workload.1.et"):
+        assert (out / name).is_file(), name
+    w = capture_to_workload(out)
+    sizes = []
+    for p in w.programs:
+        colls = [i for i in range(len(p)) if p.kind[i] == int(OpKind.COLLECTIVE)]
+        sizes.append([int(p.size_bytes[i]) for i in colls])
+    # DDP's buckets hold every parameter once, in fp32; both ranks reduce the same buckets
+    assert sum(sizes[0]) == 4 * MLP_PARAMS and sizes[0] == sizes[1] and len(sizes[0]) > 1
+    # replayed with each all-reduce for the time gloo took, each rank's step is its measured one
+    measured = simulate(capture_to_workload(out, "measured"), cluster="dgx-h100")
+    for r, ms in enumerate(info["step_ms_per_rank"]):
+        assert measured.ranks[r].finish_ns == pytest.approx(ms * 1e6, rel=0.05)
+    # simulated on NVLink, the collectives can only shorten the step
+    res = simulate(str(out), cluster="dgx-h100")
+    assert res.ranks[0].finish_ns <= measured.ranks[0].finish_ns * 1.001
+    # the Chakra files it wrote hold the same collectives
+    chakra = load_workload(str(out / "workload"))
+    assert chakra.num_ranks == 2
+    # rank 0 scaled to 4 GPUs: the same gradient bytes, reduced in 25 MiB buckets (one)
+    assert main(["simulate", "--pytorch", str(out), "--gpus", "4", "--parallel", "ddp"]) == 0
+    text = capsys.readouterr().out
+    assert "ddp bucket 0" in text
