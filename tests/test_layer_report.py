@@ -97,3 +97,18 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
     assert "dp, ddp and tp" in capsys.readouterr().err
     assert main(["simulate", "--triosim", d, "--gpus", "2", "--trace", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_timeline_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("matplotlib")
+    from podsim.report.plot import plot_timeline
+    res = _simulate(tensor_parallel(_toy(), 2), 2)
+    out = tmp_path / "t.png"
+    assert plot_timeline(res, out, max_ranks=1) == 1
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res.timelines.clear()
+    with pytest.raises(InputError, match="no timeline"):
+        plot_timeline(res, tmp_path / "u.png")
+    assert not (tmp_path / "u.png").exists()
+    assert main(["example", "--plot", str(tmp_path / "ex.png")]) == 0
+    assert (tmp_path / "ex.png").read_bytes()[:4] == b"\x89PNG"

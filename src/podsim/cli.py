@@ -59,6 +59,9 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
     p.add_argument("--trace-ranks", type=int, default=256, metavar="N",
                    help="ranks to include in the trace (default 256)")
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])")
+    p.add_argument("--plot-ranks", type=int, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
     p.add_argument("--no-symmetry", action="store_true",
                    help="simulate every rank even when ranks are provably equivalent")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -337,7 +340,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         res = simulate(workload, args.system_configuration, args.network_configuration,
                        remote, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace) or parallel_step is not None, progress=progress,
+                       record_timeline=bool(args.trace or args.plot) or parallel_step is not None,
+                       progress=progress,
                        rendezvous=rv in ("1", "true"),
                        cluster=args.cluster, backend=args.backend, gpus=args.gpus,
                        execution_trace=args.execution_trace, whole_trace=args.whole_trace)
@@ -437,6 +441,10 @@ def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
         shown = write_trace(res, args.trace, max_ranks=args.trace_ranks)
         more = f", the first {shown} of {res.num_ranks} ranks (--trace-ranks)" if shown < res.num_ranks else ""
         print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
+    if args.plot:
+        from .report.plot import plot_timeline
+        drawn = plot_timeline(res, args.plot, max_ranks=args.plot_ranks)
+        print(f"  wrote {args.plot} (the timeline of {drawn} rank{'s' if drawn > 1 else ''})")
     return 0
 
 
@@ -700,10 +708,10 @@ def _run_example(args: argparse.Namespace) -> int:
         if args.name in CLUSTER_EXAMPLES:
             preset, backend = CLUSTER_EXAMPLES[args.name]
             res = simulate(paths["workload"], cluster=preset, backend=backend,
-                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
+                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot))
         else:
             res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
-                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace))
+                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot))
         res.info["workload"] = f"built-in example '{args.name}': {EXAMPLES[args.name]}"
         return _emit(res, args)
 
