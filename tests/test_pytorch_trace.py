@@ -73,6 +73,9 @@ def test_mismatched_and_unannotated_traces(tmp_path: Path) -> None:
     bad.write_text(json.dumps(et))
     with pytest.raises(InputError, match="come from different runs"):
         pytorch_to_workload(k1, bad)
+    from podsim.parallelize import from_pytorch
+    with pytest.raises(InputError, match="come from different runs"):
+        from_pytorch(k1, bad)
     k3, _e3 = _capture(tmp_path / "c", 0, steps=False)
     with pytest.raises(InputError, match="no ProfilerStep annotation.*--whole-trace"):
         pytorch_to_workload(k3)

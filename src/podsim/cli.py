@@ -18,6 +18,12 @@ EPILOG_SIMULATE = """examples:
   podsim simulate --workload-configuration=w/llm --system-configuration=s.json \\
       --network-configuration=n.yml --remote-memory-configuration=m.json \\
       --json out/result.json --trace out/trace.json
+  podsim simulate --triosim sample_trace/vgg13 --batch-size 128 --batch-size-sim 256 --gpus 4 \
+      --parallel ddp --layers layers.csv --plot timeline.png   # TrioSim's flags, a one-GPU trace
+  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel tp --trace tp.json
+  podsim simulate --workload-configuration traces/ddp2 --cluster dgx-h100   # every rank of a capture
+  podsim simulate --triosim vgg13 --batch-size 128 --batch-size-sim 1024 --gpus 4 \
+      --remote-bandwidth 64          # offload what does not fit in the GPU's memory at 64 GB/s
 
 ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
 --num-queues-per-dim, --comm-scale, --injection-scale).  Times are integer ns."""
@@ -245,8 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog="examples:\n  podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50\n"
                                "  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn\n"
                                "  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2\n"
-                               "  podsim simulate --workload-configuration t/cnn/kineto.json \\\n"
-                               "      --execution-trace t/cnn/et.json --cluster dgx-h100\n\n"
+                               "  podsim trace --model torchvision:resnet18 --batch-size 16 --nproc 2 --out t/ddp2   # DDP, gloo\n"
+                               "  podsim simulate --workload-configuration t/cnn --cluster dgx-h100   # replay\n"
+                               "  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel ddp   # scale out\n\n"
                                "module:callable names a function f(batch_size) returning (model, inputs, targets)\n"
                                "(cross-entropy loss) or (model, inputs, targets, loss_fn).  Needs torch.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -339,6 +339,25 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
     return out
 
 
+def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tuple[dict[int, EtNode], list[str]]:
+    """The ET's nodes by record-function id, checked against the step's host ops, and notes.
+
+    Raises:
+        InputError: when fewer than half the host ops' ids are in the ET (another run's ET).
+    """
+    nodes = et.by_rf_id()
+    with_rf = [o for o in host if o.rf_id is not None]
+    if not with_rf:
+        return nodes, ["the Kineto trace carries no record-function ids (an older PyTorch): the execution trace "
+                       "is not linked"]
+    matched = sum(1 for o in with_rf if o.rf_id in nodes)
+    if matched < 0.5 * len(with_rf):
+        raise InputError(f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in the "
+                         f"execution trace {et.source}: the two files come from different runs; capture both in one "
+                         "profiler session (execution_trace_observer=...)", k.source)
+    return nodes, []
+
+
 def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str) -> tuple[Program, str]:
     """One rank's program: host ops in order on the host, each until the next begins (the
     host's gaps are kept) except where the next one waited for a collective; GPU events on
@@ -354,20 +373,7 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
     main_tid = step.tid if step is not None else max({o.tid for o in host}, key=lambda t: sum(
         o.dur for o in host if o.tid == t))
     top = [o for o in top_level_ops(host) if o.tid == main_tid]
-    et_nodes: dict[int, EtNode] = {}
-    notes = []
-    if et is not None:
-        et_nodes = read_execution_trace(et).by_rf_id()
-        with_rf = [o for o in host if o.rf_id is not None]
-        if not with_rf:
-            notes.append("the Kineto trace carries no record-function ids (an older PyTorch): the execution trace "
-                         "is not linked")
-        else:
-            matched = sum(1 for o in with_rf if o.rf_id in et_nodes)
-            if matched < 0.5 * len(with_rf):
-                raise InputError(f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in "
-                                 f"the execution trace {et}: the two files come from different runs; capture both in "
-                                 "one profiler session (execution_trace_observer=...)", k.source)
+    et_nodes, notes = (linked_nodes(k, host, read_execution_trace(et)) if et is not None else ({}, []))
     colls = _collectives(k, host, et_nodes, lo, hi)
     top_starts = [o.ts for o in top]
     # which host op waited for which collective: the first to start after the collective ended,

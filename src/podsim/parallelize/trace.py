@@ -169,6 +169,7 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         InputError: as :func:`podsim.formats.pytorch_trace.pytorch_to_workload`.
     """
     from ..formats.pytorch_trace import (
+        linked_nodes,
         read_execution_trace,
         read_kineto,
         step_window,
@@ -218,7 +219,9 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     notes = []
     if execution_trace is not None:
         et = read_execution_trace(execution_trace)
-        nodes, children = et.by_rf_id(), et.children()
+        nodes, link_notes = linked_nodes(k, host, et)
+        notes.extend(link_notes)
+        children = et.children()
         subtree = [et.subtree(nodes[o.rf_id], children) if o.rf_id in nodes else [] for o in top]
         # parameters: storages that both the forward pass and the optimizer read and that no
         # forward or backward op creates (storage ids of freed activations get reused; a view
