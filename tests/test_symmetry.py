@@ -60,3 +60,26 @@ def test_unsupported_pairing_is_an_input_error():
     b.add(OpKind.COLLECTIVE, "a2a", collective=int(CK.ALL_TO_ALL), size_bytes=4096, node_id=1)
     with pytest.raises(InputError, match="halvingDoubling does not implement all-to-all"):
         simulate(Workload([b.build()], [0] * 8), topo(("Ring", 8, 50, 500)), params("halvingDoubling"))
+
+
+def test_a_group_of_every_rank_is_the_world() -> None:
+    # data parallelism names its group "dp"; when it holds every rank, the ranks stay equivalent
+    # and a cluster run simulates one, with the same result as simulating all
+    from podsim.engine.cluster import simulate_cluster
+    from podsim.hardware.cluster import build_fabric, load_cluster
+    from podsim.workload import Group
+
+    b = ProgramBuilder("dp")
+    c = b.add(OpKind.COMPUTE, "c", duration_ns=5000, node_id=1)
+    b.add(OpKind.COLLECTIVE, "ar", collective=int(CK.ALL_REDUCE), size_bytes=1 << 24, node_id=2, data_deps=[c],
+          group="dp")
+    prog = b.build()
+    whole = Workload([prog], [0] * 16, [Group("dp", tuple(range(16)))])
+    assert equivalent_ranks(whole, None)[0]
+    halves = Workload([prog], [0] * 16, [Group("dp", tuple(range(8))), Group("dp", tuple(range(8, 16)))])
+    assert equivalent_ranks(halves, None) == (False, "collectives on communicator groups")
+    spec = load_cluster("dgx-a100-superpod")
+    fabric = build_fabric(spec, 16)
+    once = simulate_cluster(whole, fabric, spec.nccl, "analytical", record_timeline=False)
+    every = simulate_cluster(whole, fabric, spec.nccl, "analytical", use_symmetry=False, record_timeline=False)
+    assert once.info["equivalent_ranks"] and [r.finish_ns for r in once.ranks] == [r.finish_ns for r in every.ranks]

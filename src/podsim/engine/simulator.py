@@ -85,7 +85,11 @@ def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
     if OpKind.SEND in kinds or OpKind.RECV in kinds:
         return False, "point-to-point sends and receives"
     if (p.group != NO_VALUE).any():
-        return False, "collectives on communicator groups"
+        used = {p.group_keys[int(g)] for g in p.group[p.group != NO_VALUE]}
+        world = {g.name for g in workload.groups if len(set(g.ranks)) == workload.num_ranks}
+        partial = {g.name for g in workload.groups if len(set(g.ranks)) != workload.num_ranks}
+        if not used <= world or used & partial:
+            return False, "collectives on communicator groups"
     if (OpKind.MEM_LOAD in kinds or OpKind.MEM_STORE in kinds) and remote is not None and \
             remote.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
         return False, "shared remote memory"
