@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..workload import CollectiveKind, OpKind, Program, ProgramBuilder, Workload
+from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
 
 ET_SCHEMAS = ("1.0.1", "1.0.2-chakra.0.0.4", "1.0.3-chakra.0.0.4", "1.0.4-chakra.0.0.4", "1.1.0-chakra.0.0.4",
               "1.1.1-chakra.0.0.4")
@@ -70,6 +70,8 @@ class KinetoTrace:
     annotations: list[HostOp]
     launches: dict[int, tuple[float, int]]     #: correlation -> (ts, tid) of the runtime call
     gpu: list[GpuEvent]
+    #: ``record_param_comms`` ops (the NCCL path's) with their process group: (op, group name, ranks)
+    comms: list[tuple[HostOp, str, tuple[int, ...]]] = field(default_factory=list)
 
 
 @dataclass
@@ -159,6 +161,7 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     if not isinstance(events, list):
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) chrome trace", str(path))
     host, notes, gpu = [], [], []
+    comms: list[tuple[HostOp, str, tuple[int, ...]]] = []
     launches: dict[int, tuple[float, int]] = {}
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X":
@@ -169,13 +172,18 @@ def read_kineto(path: str | Path) -> KinetoTrace:
             op = HostOp(str(e.get("name", "")), float(e.get("ts", 0)), float(e.get("dur", 0)), int(e.get("tid", 0)),
                         args.get("Record function id"), args.get("External id"))
             (host if cat == "cpu_op" else notes).append(op)
+            if op.name == "record_param_comms" and "Process Group Name" in args:
+                ranks = args.get("Process Group Ranks") or []
+                if isinstance(ranks, str):   # some PyTorch versions write the list as a string
+                    ranks = [int(x) for x in ranks.strip("[]").replace(" ", "").split(",") if x]
+                comms.append((op, str(args["Process Group Name"]), tuple(int(r) for r in ranks)))
         elif cat in ("cuda_runtime", "cuda_driver"):
             if "correlation" in args:
                 launches[int(args["correlation"])] = (float(e.get("ts", 0)), int(e.get("tid", 0)))
         elif cat in GPU_CATS:
             gpu.append(GpuEvent(str(e.get("name", "")), float(e.get("ts", 0)), float(e.get("dur", 0)),
                                 int(args.get("stream", e.get("tid", 0)) or 0), args.get("correlation")))
-    return KinetoTrace(str(path), host, notes, launches, gpu)
+    return KinetoTrace(str(path), host, notes, launches, gpu, comms)
 
 
 def read_execution_trace(path: str | Path) -> ExecutionTrace:
@@ -266,7 +274,10 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
             when the ET and the Kineto trace come from different runs (few record-function ids
             match), or when the step has no host ops.
     """
-    prog, label = _rank_program(kineto, et, whole_trace, comm)
+    prog, label, groups = _rank_program(kineto, et, whole_trace, comm)
+    if groups:
+        raise InputError(f"the trace's collectives run on process groups ({', '.join(sorted(g for g, _ in groups))}): "
+                         "simulate every rank's trace together (a podsim trace folder)", str(kineto))
     return Workload([prog], [0] * ranks, [], label)
 
 
@@ -280,9 +291,17 @@ def capture_to_workload(folder: str | Path, comm: str = "simulate") -> Workload:
         InputError: for a folder without traces, missing ranks, or a bad trace.
     """
     files = capture_files(folder)
-    progs = [_rank_program(k, e, False, comm)[0] for k, e in files]
-    return Workload(progs, list(range(len(progs))), [], f"{Path(folder).name} ({len(progs)} "
-                                                           f"rank{'s' if len(progs) > 1 else ''})")
+    progs, groups = [], set()
+    for k, e in files:
+        prog, _label, g = _rank_program(k, e, False, comm)
+        progs.append(prog)
+        groups |= g
+    n = len(progs)
+    for name, ranks in groups:
+        if any(r >= n for r in ranks):
+            raise InputError(f"process group {name} has ranks {list(ranks)} but the capture has {n} ranks", str(folder))
+    return Workload(progs, list(range(n)), [Group(f"pg {name}", ranks) for name, ranks in sorted(groups)],
+                    f"{Path(folder).name} ({n} rank{'s' if n > 1 else ''})")
 
 
 def capture_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
@@ -315,6 +334,7 @@ class _Collective:
     size: int
     end: float | None      #: when its backend finished it (us), if the trace says
     backend_ops: list[HostOp] = field(default_factory=list)
+    group: tuple[str, tuple[int, ...]] | None = None   #: its process group (NCCL traces say)
 
 
 def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], lo: float, hi: float) -> list[_Collective]:
@@ -334,8 +354,10 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
             b = next((a for a in unmatched if a.ts >= o.ts), None)
         if b is not None and b in unmatched:
             unmatched.remove(b)
+        group = next(((name, ranks) for c, name, ranks in k.comms
+                      if c.tid == o.tid and o.ts <= c.ts <= o.ts + o.dur and ranks), None)
         out.append(_Collective(o, kind, max(nodes[o.rf_id].tensor_bytes_in, 1), b.ts + b.dur if b else None,
-                               [b] if b else []))
+                               [b] if b else [], group))
     return out
 
 
@@ -358,7 +380,8 @@ def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tupl
     return nodes, []
 
 
-def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str) -> tuple[Program, str]:
+def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
+                  ) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
     """One rank's program: host ops in order on the host, each until the next begins (the
     host's gaps are kept) except where the next one waited for a collective; GPU events on
     their streams; c10d collectives issued when their op runs, the first host op after a
@@ -414,20 +437,24 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
             nid += 1
             deps = [host_idx[i - 1]] if i > 0 else []
             if comm == "measured" and c.end is not None:
-                tid = c.backend_ops[0].tid if c.backend_ops else 0
+                # from the start of the op that issued it to its traced end (queueing behind other
+                # buckets included), on a track of its own
                 coll_idx[c_i] = b.add(OpKind.COMPUTE, f"{c.op.name} ({c.size:,} B, measured)", data_deps=deps,
-                                      node_id=nid, duration_ns=max(1, round((c.end - c.op.ts) * 1000)),
-                                      stream=f"backend thread {tid}")
+                                      node_id=nid, duration_ns=max(1, round((c.end - o.ts) * 1000)),
+                                      stream=f"collective {c_i} (measured)")
             else:
                 coll_idx[c_i] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
-                                      collective=int(c.kind), size_bytes=c.size, stream="comm")
+                                      collective=int(c.kind), size_bytes=c.size, stream="comm",
+                                      group=f"pg {c.group[0]}" if c.group else None)
         nid += 1
         deps = prev + [coll_idx[c] for c in waits_for.get(i, ()) if c in coll_idx]
-        waited = i + 1 in waits_for
-        end = o.ts + o.dur if waited else starts[i + 1]
-        coll = _collective_kind(o.name) if o.rf_id in et_nodes else None
-        if coll is not None:   # a collective at the top level: issued above, the op itself is host time
-            end = o.ts + o.dur
+        if i in waits_for:   # the host resumes some time after the collective it waited for ends
+            wake = o.ts - max(colls[c].end or 0.0 for c in waits_for[i])
+            if wake > 0:
+                deps = [b.add(OpKind.COMPUTE, "host (resumes after the wait)", data_deps=deps, node_id=nid,
+                              duration_ns=max(1, round(wake * 1000)), is_cpu=True, stream="host")]
+                nid += 1
+        end = o.ts + o.dur if i + 1 in waits_for else starts[i + 1]
         ns = max(1, round((end - o.ts) * 1000))
         idx = b.add(OpKind.COMPUTE, o.name, data_deps=deps, node_id=nid, duration_ns=ns, is_cpu=True, stream="host")
         host_idx.append(idx)
@@ -451,14 +478,14 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
             c = colls[c_i]
             last_on[g.stream] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
                                       collective=int(c.kind), size_bytes=c.size, stream=f"cuda stream {g.stream}",
-                                      extra={"kernel": g.name})
+                                      group=f"pg {c.group[0]}" if c.group else None, extra={"kernel": g.name})
             continue
         last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, node_id=nid,
                                   duration_ns=max(1, round(g.dur * 1000)), stream=f"cuda stream {g.stream}")
     prog = b.build()
     prog.notes.extend(notes)
     label = f"{Path(kineto).name}" + (" (whole trace)" if step is None else f" ({step.name})")
-    return prog, label
+    return prog, label, {c.group for c in colls if c.group}
 
 
 def _collective_kind(name: str) -> CollectiveKind | None:
