@@ -138,3 +138,33 @@ def test_h100_resnet50_capture_matches_triosim(refdata) -> None:  # type: ignore
     for stage in ("forward", "backward", "optimizer"):
         assert ours[stage] == pytest.approx(theirs[stage], rel=0.02), stage
     assert sum(ours.values()) == pytest.approx(sum(theirs.values()), rel=0.005)
+
+
+@pytest.mark.conformance
+def test_chakra_host_execution_trace(refdata, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Chakra's sample host ET (schema 1.0.2-chakra.0.0.4): two NCCL ranks all-gathering one
+    # float ten times.  Alone (no Kineto trace) it is its collectives: all-gathers of the
+    # gathered 2 x 4 B, as nccl-tests counts an all-gather's size
+    import tarfile
+
+    from podsim.formats.pytorch_trace import execution_trace_to_workload
+    from podsim.workload import CollectiveKind, OpKind
+    et = tmp_path / "1.0.2-chakra.0.0.4.json"
+    with tarfile.open(refdata / "chakra" / "1.0.2-chakra.0.0.4.tgz") as t:
+        member = t.extractfile("1.0.2-chakra.0.0.4.json")
+        assert member is not None
+        et.write_bytes(member.read())
+    tr = read_execution_trace(et)
+    assert tr.schema == "1.0.2-chakra.0.0.4"
+    p = execution_trace_to_workload(et).programs[0]
+    colls = [i for i in range(len(p)) if p.kind[i] == int(OpKind.COLLECTIVE)]
+    assert len(colls) == 10
+    assert all(int(p.collective[i]) == int(CollectiveKind.ALL_GATHER) and int(p.size_bytes[i]) == 8 for i in colls)
+    res = simulate(str(et), cluster="dgx-h100")
+    assert res.num_ranks == 2 and res.finish_ns > 0
+    # a trace without collectives says what else to give
+    (tmp_path / "plain.json").write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+        {"id": 1, "name": "aten::mm", "ctrl_deps": 0, "inputs": {"values": []}, "outputs": {"values": []},
+         "attrs": [{"name": "rf_id", "value": 1}]}]}))
+    with pytest.raises(InputError, match="no c10d collectives"):
+        load_workload(tmp_path / "plain.json")

@@ -159,7 +159,8 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
 
     * a ``.json`` file: a PyTorch profiler (Kineto) trace, linked with ``execution_trace`` if
       given; its ``ProfilerStep`` (or, with ``whole_trace``, everything) on ``gpus`` ranks
-      (default 1), all running the same step;
+      (default 1), all running the same step; or an execution trace alone: its collectives
+      on ``gpus`` ranks (default 2);
     * a directory with ``trace.csv``: a TrioSim trace (one GPU);
     * a directory with ``kineto.json`` or ``kineto.<rank>.json``: a ``podsim trace`` folder, every
       rank of it;
@@ -174,7 +175,13 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
 
     p = Path(path)
     if str(path).endswith((".json", ".json.gz")) and p.is_file():
-        from .formats.pytorch_trace import pytorch_to_workload
+        from .formats.pytorch_trace import (
+            execution_trace_to_workload,
+            is_execution_trace,
+            pytorch_to_workload,
+        )
+        if is_execution_trace(p):
+            return execution_trace_to_workload(p, gpus or 2)
         return pytorch_to_workload(p, execution_trace, whole_trace, gpus or 1)
     if (p / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload

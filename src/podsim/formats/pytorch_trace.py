@@ -86,6 +86,14 @@ class EtNode:
     seq_id: int | None = None
     inputs: tuple[tuple[int, int], ...] = ()
     outputs: tuple[tuple[int, int], ...] = ()
+    arg_bytes: tuple[int, ...] = ()   #: tensor bytes of each input argument (tensor lists summed)
+
+    def collective_bytes(self, kind: CollectiveKind) -> int:
+        """The size of the collective this c10d op runs, as nccl-tests counts it: the gathered
+        output of an all-gather (its first argument), the input of a reduce-scatter or
+        all-to-all (its second), the tensor of an all-reduce or broadcast (its first)."""
+        k = 1 if kind in (CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_TO_ALL) else 0
+        return self.arg_bytes[k] if len(self.arg_bytes) > k and self.arg_bytes[k] else self.tensor_bytes_in
 
     @property
     def tensor_bytes_out(self) -> int:
@@ -215,7 +223,7 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
         out.append(EtNode(int(n.get("id", 0)), str(n.get("name", "")), int(rf) if rf is not None else None,
                           sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
                           int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
-                          tuple(_tensors(outs))))
+                          tuple(_tensors(outs)), tuple(sum(b for _, b in _tensors([v])) for v in values)))
     return ExecutionTrace(str(path), schema, out)
 
 
@@ -279,6 +287,45 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
         raise InputError(f"the trace's collectives run on process groups ({', '.join(sorted(g for g, _ in groups))}): "
                          "simulate every rank's trace together (a podsim trace folder)", str(kineto))
     return Workload([prog], [0] * ranks, [], label)
+
+
+def execution_trace_to_workload(et: str | Path, ranks: int = 2) -> Workload:
+    """The collectives of an execution trace alone (no Kineto trace, so no times): its
+    ``c10d::`` ops in order on ``ranks`` ranks, each of its nccl-tests size, for what the
+    communication costs by itself.  (Chakra's converter makes the same of an unlinked ET: every
+    compute node 0 us.)
+
+    Raises:
+        InputError: for a bad execution trace or one without collectives.
+    """
+    tr = read_execution_trace(et)
+    b = ProgramBuilder(Path(et).stem)
+    prev: list[int] = []
+    for n in sorted(tr.nodes, key=lambda n: n.node_id):
+        kind = _collective_kind(n.name)
+        if kind is None:
+            continue
+        prev = [b.add(OpKind.COLLECTIVE, n.name, data_deps=prev, node_id=n.node_id, collective=int(kind),
+                      size_bytes=max(n.collective_bytes(kind), 1), stream="comm")]
+    if not prev:
+        raise InputError("no c10d collectives in this execution trace, and no Kineto trace to time its ops: give "
+                         "the profiler's trace as the workload and this file as --execution-trace", str(et))
+    prog = b.build()
+    prog.notes.append("an execution trace alone: its collectives only (no Kineto trace, so compute has no time)")
+    return Workload([prog], [0] * ranks, [], f"{Path(et).name} (collectives)")
+
+
+def is_execution_trace(path: str | Path) -> bool:
+    """Whether a JSON file is an execution trace (``schema`` and ``nodes``), not a Kineto trace;
+    reads only its start."""
+    p = Path(path)
+    opener = __import__("gzip").open if p.suffix == ".gz" else open
+    try:
+        with opener(p, "rt") as f:
+            head = f.read(4096)
+    except (OSError, EOFError):
+        return False
+    return '"schema"' in head and '"traceEvents"' not in head
 
 
 def capture_to_workload(folder: str | Path, comm: str = "simulate") -> Workload:
@@ -356,7 +403,7 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
             unmatched.remove(b)
         group = next(((name, ranks) for c, name, ranks in k.comms
                       if c.tid == o.tid and o.ts <= c.ts <= o.ts + o.dur and ranks), None)
-        out.append(_Collective(o, kind, max(nodes[o.rf_id].tensor_bytes_in, 1), b.ts + b.dur if b else None,
+        out.append(_Collective(o, kind, max(nodes[o.rf_id].collective_bytes(kind), 1), b.ts + b.dur if b else None,
                                [b] if b else [], group))
     return out
 
