@@ -120,3 +120,30 @@ def test_torchvision_resnet50_capture_and_ddp(tmp_path: Path, capsys: pytest.Cap
     # convolutions, the CPU step's bulk
     assert finish[(2, "ddp")] >= one / 1e6 - 1e-3 and finish[(4, "ddp")] >= one / 1e6 - 1e-3
     assert finish[(4, "tp")] < finish[(4, "ddp")]
+
+
+def test_huggingface_config_capture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a 2-layer GPT-2 built from a local config (no download); its tied LM head reads the token
+    # embedding, so every parameter is counted once
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    cfg = tmp_path / "gpt2" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "vocab_size": 500,
+                               "n_positions": 64, "bos_token_id": 0, "eos_token_id": 0}))
+    out = tmp_path / "cap"
+    assert main(["trace", "--model", f"hf:{cfg}", "--batch-size", "2", "--seq-len", "32", "--steps", "1",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    from podsim.capture.models import resolve
+    from podsim.parallelize import load_step
+    model = resolve(f"hf:{cfg}", 2).model
+    params = 4 * sum(p.numel() for p in model.parameters())
+    step = load_step(pytorch=out)
+    assert step.gradient_bytes == sum(o.param_bytes for o in step.ops) == params
+    # tensor parallelism splits two blocks of 4 projections (attention qkv and out, MLP up and
+    # down) and the token and position embeddings
+    assert sum(1 for o in step.ops if o.tp_split and o.stage == "forward") == 2 * 4 + 2
+    info = json.loads((out / "capture.json").read_text())
+    res = simulate(str(out), cluster="dgx-h100")
+    assert res.ranks[0].finish_ns == pytest.approx(info["step_ms"] * 1e6, rel=0.05)

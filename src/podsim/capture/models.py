@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,19 @@ def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 22
     ``(model, inputs, targets, loss_fn)``.
 
     Raises:
-        InputError: for an unknown kind, a missing package, or a callable that is not found.
+        InputError: for an unknown kind, a missing package, a callable that is not found, or
+            any error while building the model (its type and message; ``--debug`` shows where).
     """
+    try:
+        return _resolve(spec, batch_size, seq_len, image_size)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's or a library's code: say what failed, cleanly
+        raise InputError(f"building {spec} failed: {type(e).__name__}: {e}", where="--model") from e
+
+
+def _resolve(spec: str, batch_size: int, seq_len: int, image_size: int) -> TrainingSetup:
+    """:func:`resolve` without the error wrapping."""
     torch = torch_module()
     if batch_size < 1:
         raise InputError(f"the batch size must be at least 1, got {batch_size}", where="--batch-size")
@@ -106,6 +118,8 @@ def resolve(spec: str, batch_size: int, seq_len: int = 128, image_size: int = 22
         if not path.is_file():
             raise InputError("no such config file", rest, "--model")
         transformers = require("transformers", "HuggingFace models", "--model")
+        if importlib.util.find_spec("torchvision") is not None:
+            torchvision_models()   # transformers imports torchvision when it is installed
         config = transformers.AutoConfig.from_pretrained(str(path.parent if path.name == "config.json" else path))
         model = transformers.AutoModelForCausalLM.from_config(config)
         x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))

@@ -89,8 +89,12 @@ def _profile(rank: int, nproc: int, model: str, batch_size: int, folder: str, st
             warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
             for i in range(total):
                 opt.zero_grad(set_to_none=True)
-                loss = setup.loss_fn(net, x, y)
-                loss.backward()
+                try:
+                    loss = setup.loss_fn(net, x, y)
+                    loss.backward()
+                except Exception as e:  # noqa: BLE001 - the model's code: say what failed, cleanly
+                    raise InputError(f"a training step of {model} failed: {type(e).__name__}: {e}",
+                                     where="--model") from e
                 opt.step()
                 if device == "cuda":
                     torch.cuda.synchronize()
