@@ -34,6 +34,13 @@ def tiny_gpt(batch_size):
 
 def not_a_setup(batch_size):
     return 3
+
+def broken(batch_size):
+    raise ValueError("no such layer")
+
+def fails_in_forward(batch_size):
+    m = torch.nn.Linear(4, 2)
+    return m, torch.randn(batch_size, 5), torch.randint(0, 2, (batch_size,))
 '''
 
 
@@ -79,6 +86,9 @@ def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixtu
              (["--model", f"{models}:missing"], "has no callable 'missing'"),
              (["--model", f"{models}:not_a_setup"], "must return (model, inputs, targets[, loss_fn])"),
              (["--model", f"{models}:small_cnn", "--batch-size", "0"], "at least 1"),
+             (["--model", f"{models}:broken"], "building capture_models:broken failed: ValueError: no such layer"),
+             (["--model", f"{models}:fails_in_forward"], "a training step of capture_models:fails_in_forward failed"),
+             (["--model", f"{models}:small_cnn", "--nproc", "0"], "at least one process"),
              (["--model", "hf:/nonexistent/config.json"], "no such config file")]
     import torch
     if not torch.cuda.is_available():
@@ -87,6 +97,7 @@ def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixtu
         argv = ["trace", "--batch-size", "2", "--out", str(tmp_path / "x")] + extra
         assert main(argv) == 2, extra
         assert message in capsys.readouterr().err, extra
+        assert not list((tmp_path / "x").glob("*.tmp")), extra   # no half-written traces
 
 
 def test_torchvision_resnet50_capture_and_ddp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -107,6 +107,10 @@ def _profile(rank: int, nproc: int, model: str, batch_size: int, folder: str, st
         observer.unregister_callback()
         tmp_et.replace(out / ename)
         tmp_kineto.replace(out / kname)
+    except BaseException:
+        for tmp in (Path(folder) / f"{n}.tmp" for n in _trace_names(rank, nproc)):
+            tmp.unlink(missing_ok=True)   # no half-written traces left behind
+        raise
     finally:
         if nproc > 1:
             import torch.distributed as dist
