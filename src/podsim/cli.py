@@ -271,14 +271,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", required=True, metavar="DIR")
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
-    cv = sub.add_parser("convert", help="convert a workload (TrioSim, ASTRA-sim 1.0 text, SimAI, Chakra) to Chakra ET",
+    cv = sub.add_parser("convert", help="convert a workload (TrioSim, PyTorch traces, ASTRA-sim 1.0 text, SimAI, "
+                        "Chakra) to Chakra ET",
                         epilog="examples:\n  podsim convert sample_trace/vgg13 --to chakra et/vgg13\n"
                                "  podsim convert Resnet50_DataParallel.txt --gpus 16 --to chakra et/resnet\n"
                                "  podsim convert gpt13b.txt --to chakra et/gpt13b        # SimAI, its all_gpus\n\n"
                                "Writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the workload\n"
                                "has communicator groups); run them with podsim simulate or ASTRA-sim.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    cv.add_argument("input", help="a TrioSim trace directory, a .txt workload or a Chakra prefix")
+    cv.add_argument("input", help="a TrioSim trace directory, a podsim trace folder (every rank), a PyTorch Kineto "
+                                  "or execution trace (.json), a .txt workload or a Chakra prefix")
     cv.add_argument("--to", required=True, choices=["chakra"], help="the output format")
     cv.add_argument("output", metavar="OUT", help="the output prefix")
     cv.add_argument("--gpus", type=int, default=None, metavar="N",
