@@ -475,11 +475,12 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
                 nccl_of[id(g)] = c_i
     on_gpu = set(nccl_of.values())
     coll_idx: dict[int, int] = {}
-    issued_in = {c_i: max(bisect.bisect_right(top_starts, c.op.ts) - 1, 0) for c_i, c in enumerate(colls)
-                 if c_i not in on_gpu}
-    pending = sorted(issued_in, key=lambda c_i: colls[c_i].op.ts)
+    issued_in: dict[int, list[int]] = {}   # top-level op -> the collectives issued while it runs
+    for c_i, c in sorted(enumerate(colls), key=lambda x: x[1].op.ts):
+        if c_i not in on_gpu:
+            issued_in.setdefault(max(bisect.bisect_right(top_starts, c.op.ts) - 1, 0), []).append(c_i)
     for i, o in enumerate(top):
-        for c_i in [c for c in pending if issued_in[c] == i]:   # collectives issued while op i runs
+        for c_i in issued_in.get(i, ()):
             c = colls[c_i]
             nid += 1
             deps = [host_idx[i - 1]] if i > 0 else []

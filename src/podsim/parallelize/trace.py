@@ -109,15 +109,15 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
     fwd_of: dict[int, int] = {}
     if len(grad_idx) == len(fwd_params):
         fwd_param_idx = [i for i, p in enumerate(params) if p > 0]
+        matched = {g: fwd_param_idx[len(fwd_param_idx) - 1 - k] for k, g in enumerate(grad_idx)}
         pending: list[int] = []
         for i, o in enumerate(ops):
             if o.stage != "backward":
                 continue
             pending.append(i)
-            if i in set(grad_idx):
-                f = fwd_param_idx[len(fwd_param_idx) - 1 - grad_idx.index(i)]
+            if i in matched:
                 for j in pending:
-                    fwd_of[j] = f
+                    fwd_of[j] = matched[i]
                 pending = []
     return OneGpuStep(trace.source, label_layers(ops, fwd_of, {}), notes)
 
@@ -127,33 +127,32 @@ def _short(name: str) -> str:
     return name.rsplit(": ", 1)[-1].rsplit("::", 1)[-1]
 
 
-def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_layer: dict[int, str]) -> list[StepOp]:
-    """``ops`` with their layer set: forward ops by the parametrized op they follow, backward ops
-    by ``fwd_of`` (op index -> forward op index; unmapped ones join the backward op before them),
-    optimizer ops by ``opt_layer`` (op index -> layer) or :data:`OPTIMIZER_LAYER`."""
+def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_of: dict[int, int]) -> list[StepOp]:
+    """``ops`` with their layer set: forward ops by the parametrized op they follow (those before
+    the first join it), backward ops by ``fwd_of`` (op index -> forward op index; unmapped ones
+    join the backward op before them), optimizer ops by ``opt_of`` (op index -> the forward op
+    whose parameters it updates) or :data:`OPTIMIZER_LAYER`."""
     layers: list[str] = [""] * len(ops)
     current = ""
     n_layers = 0
     for i, o in enumerate(ops):
         if o.stage == "forward":
-            if o.param_bytes > 0 or not current:
+            if o.param_bytes > 0:
                 current = f"L{n_layers} {_short(o.name)}"
-                n_layers += 1 if o.param_bytes > 0 else 0
-                if o.param_bytes == 0:
-                    current = ""   # parameter-free ops before the first layer join it (below)
+                n_layers += 1
             layers[i] = current
     first = next((x for x in layers if x), "")
-    for i, o in enumerate(ops):
-        if o.stage == "forward" and not layers[i]:
-            layers[i] = first
     prev = first
     for i, o in enumerate(ops):
-        if o.stage == "backward":
+        if o.stage == "forward":
+            layers[i] = layers[i] or first
+        elif o.stage == "backward":
             f = fwd_of.get(i)
             layers[i] = layers[f] if f is not None and layers[f] else prev
             prev = layers[i]
         elif o.stage == "optimizer":
-            layers[i] = opt_layer.get(i, OPTIMIZER_LAYER)
+            f = opt_of.get(i)
+            layers[i] = layers[f] if f is not None and layers[f] else OPTIMIZER_LAYER
     return [replace(o, layer=layer) for o, layer in zip(ops, layers)]
 
 
@@ -284,7 +283,5 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             out = inputs_act[f]   # the gradient of the forward op's input
         ops.append(StepOp(o.name, max(ns, 1), stages[i], grads[i], params[i], split, out))
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
-    layers = label_layers(ops, fwd_map, {})
-    opt_map = {new_index[i]: layers[new_index[f]].layer for i, f in opt_layer_of.items()
-               if i in new_index and f in new_index}
+    opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
     return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)
