@@ -93,8 +93,9 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
     assert sum(int(r["forward_ns"]) for r in rows) == 28_105_000
     assert sum(int(r["backward_ns"]) for r in rows) == 62_365_000
     assert sum(int(r["optimizer_ns"]) for r in rows) == 3_568_000
-    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--layers", str(out)]) == 2
-    assert "dp, ddp and tp" in capsys.readouterr().err
+    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--layers", str(out)]) == 0
+    capsys.readouterr()
+    assert "pp stages 0-1 transfers" in [r["layer"] for r in csv.DictReader(out.open())]
     assert main(["simulate", "--triosim", d, "--gpus", "2", "--trace", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
 
@@ -112,3 +113,20 @@ def test_timeline_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def
     assert not (tmp_path / "u.png").exists()
     assert main(["example", "--plot", str(tmp_path / "ex.png")]) == 0
     assert (tmp_path / "ex.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_pipeline_layers_over_all_stages(refdata) -> None:  # type: ignore[no-untyped-def]
+    # every op runs on exactly one stage, once per micro-batch for 1/M of its time (rounded up
+    # to the ns): over all ranks, the layers' forward and backward add up to the trace's
+    from podsim.formats.triosim import read_triosim
+    from podsim.parallelize import from_triosim, pipeline_parallel
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    m = 8
+    res = _simulate(pipeline_parallel(step, 4, m), 4)
+    rows = [r for rank in range(4) for r in layer_breakdown(res, rank)]
+    n_fwd = sum(1 for o in step.ops if o.stage == "forward")
+    n_bwd = sum(1 for o in step.ops if o.stage == "backward")
+    assert 28_105_000 <= sum(r.forward_ns for r in rows) <= 28_105_000 + m * n_fwd
+    assert 62_365_000 <= sum(r.backward_ns for r in rows) <= 62_365_000 + m * n_bwd
+    # the inner stages send and receive on both sides
+    assert {r.layer for r in layer_breakdown(res, 1)} >= {"pp stages 0-1 transfers", "pp stages 1-2 transfers"}

@@ -362,14 +362,10 @@ def _run_simulate(args: argparse.Namespace) -> int:
         from .report.layers import layer_breakdown
         res.notes.append(summary(parallel_step, args.parallel, res.num_ranks, max(r.finish_ns for r in res.ranks)))
         res.notes.append(memory_note)
-        if args.parallel != "pp":   # a pipeline stage's passes are fused ops; its layers are not separate slices
-            layers = layer_breakdown(res, 0)
-            res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
-                                   "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
-                                   "exposed_comm_ns": r.exposed_comm_ns} for r in layers]
-        elif args.layers:
-            raise InputError("per-layer breakdowns are for dp, ddp and tp (a pipeline stage runs its layers as "
-                             "one pass per micro-batch)", where="--layers")
+        layers = layer_breakdown(res, 0)
+        res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
+                               "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
+                               "exposed_comm_ns": r.exposed_comm_ns} for r in layers]
     if args.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:

@@ -232,12 +232,15 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
             a, b = starts[i], ends[i]
             segs = extras[i].get(SEGMENTS) if i in extras else None
             if segs:  # a fused op: its parts, compute and closed-form collectives
-                for off, dur, sname, cat in segs:  # type: ignore[union-attr]
+                for seg in segs:  # type: ignore[union-attr]
+                    off, dur, sname, cat = seg[:4]
                     (comp if cat == "compute" else comm).append((a + off, a + off + dur))
                     if record:
+                        sargs: dict[str, object] = {} if cat == "compute" else {"group": cat}
+                        if len(seg) > 4:
+                            sargs.update(seg[4])
                         slices.append(Slice(sname, "compute" if cat == "compute" else "comm", a + off,
-                                            a + off + dur, "compute" if cat == "compute" else "comm",
-                                            {} if cat == "compute" else {"group": cat}))
+                                            a + off + dur, "compute" if cat == "compute" else "comm", sargs))
                 continue
             res = resource[i]
             if k in mem_kinds:

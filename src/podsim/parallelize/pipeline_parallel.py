@@ -110,7 +110,7 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
             segs, t = [], 0
             for o in ops:
                 d = max(1, math.ceil(o.ns * scale))
-                segs.append((t, d, o.name, "compute"))
+                segs.append((t, d, o.name, "compute", {"stage": o.stage, "layer": o.layer}))
                 t += d
             if not segs:
                 return deps
@@ -119,24 +119,27 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
         last_fwd = f_parts[s][-1] if f_parts[s] else None
         up = max(1, (f_parts[s - 1][-1].output_bytes if s > 0 and f_parts[s - 1] else 0) // m)
         down = max(1, (last_fwd.output_bytes if last_fwd else 0) // m)
+        # transfers are rows of the per-layer report of their own: the stage boundary they cross
+        edge_in = {"layer": f"pp stages {s - 1}-{s} transfers"}
+        edge_out = {"layer": f"pp stages {s}-{s + 1} transfers"}
         for forward, mb, _chunk in schedule(kind, stages, s, m):
             tag = mb * 2 + (0 if forward else 1)
             if forward:
                 if s > 0:
                     prev = prev + [add(OpKind.RECV, f"recv activation mb{mb}", list(prev), peer=s - 1,
-                                       size_bytes=up, tag=tag * stages + s, stream="pp")]
+                                       size_bytes=up, tag=tag * stages + s, stream="pp", extra=edge_in)]
                 prev = fused(f"F mb{mb}", f_parts[s], prev, 1 / m)
                 if s < stages - 1:
                     add(OpKind.SEND, f"send activation mb{mb}", list(prev), peer=s + 1, size_bytes=down,
-                        tag=tag * stages + s + 1, stream="pp")
+                        tag=tag * stages + s + 1, stream="pp", extra=edge_out)
             else:
                 if s < stages - 1:
                     prev = prev + [add(OpKind.RECV, f"recv gradient mb{mb}", list(prev), peer=s + 1,
-                                       size_bytes=down, tag=tag * stages + s, stream="pp")]
+                                       size_bytes=down, tag=tag * stages + s, stream="pp", extra=edge_out)]
                 prev = fused(f"B mb{mb}", b_parts[s], prev, 1 / m)
                 if s > 0:
                     add(OpKind.SEND, f"send gradient mb{mb}", list(prev), peer=s - 1, size_bytes=up,
-                        tag=tag * stages + s - 1, stream="pp")
+                        tag=tag * stages + s - 1, stream="pp", extra=edge_in)
         share = params[s] / all_params
         if opt and share > 0:
             fused("optimizer step", opt, prev, share)

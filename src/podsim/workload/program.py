@@ -10,7 +10,8 @@ Units: ``duration_ns`` in integer nanoseconds, ``size_bytes`` in integer bytes, 
 floating-point operations.
 
 A **fused op** is a COMPUTE op whose ``extras[i]["segments"]`` lists its parts as
-``(offset_ns, duration_ns, name, category)`` from the op's start; ``category`` is
+``(offset_ns, duration_ns, name, category)`` from the op's start, optionally followed by a dict
+of what else to report of the part (its ``stage``, ``layer``, ...); ``category`` is
 ``"compute"`` or the group of a collective timed in closed form.  The engine runs the op for
 its ``duration_ns`` and reports the parts (timeline slices, compute and communication time).
 Generators fuse runs of ops whose times do not depend on the rest of the simulation.
