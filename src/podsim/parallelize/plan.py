@@ -36,6 +36,7 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         from ..formats.pytorch_trace import trace_folder_files
         kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
         step = from_pytorch(kineto, et, whole_trace)
+        step.source = str(pytorch)   # the capture folder names the run
         info = Path(pytorch) / "capture.json"  # type: ignore[arg-type]
         if info.is_file():
             import json

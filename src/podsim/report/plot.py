@@ -45,10 +45,13 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
 
     ranks = sorted(result.timelines)[:max_ranks]
     lanes: list[tuple[int, str]] = []
-    for r in ranks:
+    for r in ranks:   # per rank: the compute stream first, the others as they first appear
+        streams: list[str] = []
         for s in result.timelines[r]:
-            if (r, s.stream) not in lanes:
-                lanes.append((r, s.stream))
+            if s.stream not in streams:
+                streams.append(s.stream)
+        streams.sort(key=lambda st: 0 if st in ("compute", "main", "host") else 1)
+        lanes.extend((r, st) for st in streams)
     end_ms = max((s.end_ns for r in ranks for s in result.timelines[r]), default=1) / 1e6 or 1.0
     fig, ax = plt.subplots(figsize=(14, 0.45 * len(lanes) + 1.6), dpi=110)
     used: set[str] = set()
