@@ -170,6 +170,14 @@ def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-un
             assert r.finish_ns == one + r.exposed_comm_ns >= one
             exposed.append(r.exposed_comm_ns)
         assert exposed == sorted(exposed, reverse=True) and exposed[0] > exposed[-1]
+    # the capture says its batch (128): extrapolation needs only the target, a wrong traced batch is refused
+    from podsim.parallelize import load_step
+    twice = load_step(pytorch=d, simulated_batch=256)
+    assert twice.batch == 256
+    assert sum(o.ns for o in twice.ops if o.stage == "forward") == pytest.approx(
+        2 * step.stage_ns()["forward"], abs=sum(1 for o in step.ops if o.stage == "forward"))
+    assert main(["simulate", "--pytorch", str(d), "--gpus", "2", "--batch-size", "64"]) == 2
+    assert "taken at batch 128 (capture.json), not 64" in capsys.readouterr().err
     assert main(["simulate", "--pytorch", str(d.parent), "--gpus", "2"]) == 2
     assert "no kineto.json" in capsys.readouterr().err
 

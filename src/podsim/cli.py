@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
     s.add_argument("--batch-size", type=int, default=None, metavar="B",
-                   help="with --triosim: the batch the trace was taken at")
+                   help="with --triosim: the batch the trace was taken at (a --pytorch capture says it in "
+                        "capture.json)")
     s.add_argument("--batch-size-sim", type=int, default=None, metavar="B",
                    help="with --triosim: the batch per GPU to simulate (forward and backward times scale "
                         "with it; the optimizer and gradient sizes do not)")
@@ -335,7 +336,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         args.cluster = args.cluster or "dgx-h100"
         parallel_step, memory_note, remote = _fit_memory(parallel_step, args)
         workload = parallelize(parallel_step, args.parallel, args.gpus or 1,
-                               batch=args.batch_size_sim or args.batch_size, micro_batch=args.micro_batch_size,
+                               batch=parallel_step.batch, micro_batch=args.micro_batch_size,
                                bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule)
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
@@ -403,8 +404,8 @@ def _fit_memory(step, args: argparse.Namespace):  # type: ignore[no-untyped-def]
                          where="--remote-bandwidth")
     gpus = args.gpus or 1
     micro = gpus
-    if args.parallel == "pp" and args.micro_batch_size and (args.batch_size_sim or args.batch_size):
-        micro = max(1, (args.batch_size_sim or args.batch_size) // args.micro_batch_size)
+    if args.parallel == "pp" and args.micro_batch_size and step.batch:
+        micro = max(1, step.batch // args.micro_batch_size)
     step, fp = fit_memory(step, args.parallel, gpus, capacity, offload=args.remote_bandwidth is not None,
                           micro_batches=micro, pipeline_schedule=args.pipeline_schedule)
     offloaded = sum(o.offload_bytes for o in step.ops)

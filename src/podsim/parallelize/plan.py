@@ -21,11 +21,13 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
               whole_trace: bool = False, traced_batch: int | None = None,
               simulated_batch: int | None = None) -> OneGpuStep:
     """The one-GPU step of a TrioSim trace folder or a ``podsim trace`` folder (exactly one),
-    extrapolated from ``traced_batch`` to ``simulated_batch`` when that is given.
+    extrapolated from ``traced_batch`` to ``simulated_batch`` when that is given.  A ``podsim
+    trace`` folder says its batch (``capture.json``): ``traced_batch`` may be left out, and
+    must agree when given.
 
     Raises:
-        InputError: for neither folder or both, an unreadable folder, or a simulated batch
-            without the traced one.
+        InputError: for neither folder or both, an unreadable folder, a traced batch that is not
+            the capture's, or a simulated batch without the traced one.
     """
     if (triosim is None) == (pytorch is None):
         raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
@@ -37,20 +39,42 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
         step = from_pytorch(kineto, et, whole_trace)
         step.source = str(pytorch)   # the capture folder names the run
-        info = Path(pytorch) / "capture.json"  # type: ignore[arg-type]
-        if info.is_file():
-            import json
-            try:
-                optimizer = json.loads(info.read_text()).get("optimizer")
-            except (OSError, ValueError):
-                optimizer = None
-            if optimizer == "sgd":   # podsim trace's SGD has no momentum
-                step.optimizer_states = 0
+        info = _capture_info(Path(pytorch))  # type: ignore[arg-type]
+        if info.get("optimizer") == "sgd":   # podsim trace's SGD has no momentum
+            step.optimizer_states = 0
+        captured = info.get("batch_size")
+        if isinstance(captured, int):
+            if traced_batch is not None and traced_batch != captured:
+                raise InputError(f"the capture was taken at batch {captured} (capture.json), not {traced_batch}",
+                                 str(pytorch), "--batch-size")
+            traced_batch = captured
+    step.batch = traced_batch
     if simulated_batch is not None:
         if traced_batch is None:
             raise InputError("--batch-size-sim needs --batch-size, the batch the trace was taken at")
         step = extrapolate(step, traced_batch, simulated_batch)
+        step.batch = simulated_batch
     return step
+
+
+def _capture_info(folder: Path) -> dict:
+    """``capture.json`` of a ``podsim trace`` folder, or {} when it has none (a trace from
+    elsewhere).
+
+    Raises:
+        InputError: for a capture.json that is not a JSON object.
+    """
+    import json
+    p = folder / "capture.json"
+    if not p.is_file():
+        return {}
+    try:
+        info = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read: {e}", str(p)) from None
+    if not isinstance(info, dict):
+        raise InputError("expected a JSON object", str(p))
+    return info
 
 
 def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None = None,

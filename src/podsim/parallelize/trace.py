@@ -62,6 +62,7 @@ class OneGpuStep:
     ops: list[StepOp]
     notes: list[str] = field(default_factory=list)
     optimizer_states: int = 2   #: optimizer state per parameter, in parameter sizes (Adam: 2; plain SGD: 0)
+    batch: int | None = None    #: samples per GPU the step processes, when known
 
     @property
     def total_ns(self) -> int:
