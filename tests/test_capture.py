@@ -89,6 +89,7 @@ def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixtu
              (["--model", f"{models}:broken"], "building capture_models:broken failed: ValueError: no such layer"),
              (["--model", f"{models}:fails_in_forward"], "a training step of capture_models:fails_in_forward failed"),
              (["--model", f"{models}:small_cnn", "--nproc", "0"], "at least one process"),
+             (["--model", f"{models}:missing", "--nproc", "2"], "has no callable 'missing'"),   # from a child
              (["--model", "hf:/nonexistent/config.json"], "no such config file")]
     import torch
     if not torch.cuda.is_available():

@@ -160,7 +160,6 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
                          f"{torch.cuda.device_count()} visible", where="--nproc")
     if bucket_mb <= 0:
         raise InputError(f"the DDP bucket must hold some bytes, got {bucket_mb:g} MiB", where="--bucket-mb")
-    resolve(model, batch_size, seq_len)   # a bad model fails here, with its message, not in a child
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     args = (model, batch_size, str(folder), steps, device, optimizer, seq_len, bucket_mb,
@@ -173,7 +172,12 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
             mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
         except mp.ProcessRaisedException as e:
             last = str(e).strip().splitlines()[-1]
+            prefix = "podsim.errors.InputError: "
+            if last.startswith(prefix):   # the child's own clear error, as it would be in one process
+                raise InputError(last[len(prefix):]) from None
             raise InputError(f"a capture process failed: {last}", where="--nproc") from None
+        except mp.ProcessExitedException as e:
+            raise InputError(f"a capture process died: {e}", where="--nproc") from None
     if progress is not None:
         progress(steps + 1, steps + 1)
     from ..formats.chakra import write_workload_with_groups
