@@ -131,6 +131,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
+    """Profile in this process, or in ``nproc`` spawned ones (errors as :class:`InputError`)."""
+    if nproc == 1:
+        _profile(0, 1, *args)
+        return
+    import torch.multiprocessing as mp
+    try:
+        mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
+    except mp.ProcessRaisedException as e:
+        last = str(e).strip().splitlines()[-1]
+        prefix = "podsim.errors.InputError: "
+        if last.startswith(prefix):   # the child's own clear error, as it would be in one process
+            raise InputError(last[len(prefix):]) from None
+        raise InputError(f"a capture process failed: {last}", where="--nproc") from None
+    except mp.ProcessExitedException as e:
+        raise InputError(f"a capture process died: {e}", where="--nproc") from None
+
+
 def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device: str = "cpu",
             optimizer: str = "adam", seq_len: int = 128, progress: Callable[[int, int], None] | None = None,
             nproc: int = 1, bucket_mb: float = 25.0) -> Capture:
@@ -161,23 +179,16 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
     if bucket_mb <= 0:
         raise InputError(f"the DDP bucket must hold some bytes, got {bucket_mb:g} MiB", where="--bucket-mb")
     folder = Path(out)
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     args = (model, batch_size, str(folder), steps, device, optimizer, seq_len, bucket_mb,
             progress is not None and sys.stderr.isatty())
-    if nproc == 1:
-        _profile(0, 1, *args)
-    else:
-        import torch.multiprocessing as mp
-        try:
-            mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
-        except mp.ProcessRaisedException as e:
-            last = str(e).strip().splitlines()[-1]
-            prefix = "podsim.errors.InputError: "
-            if last.startswith(prefix):   # the child's own clear error, as it would be in one process
-                raise InputError(last[len(prefix):]) from None
-            raise InputError(f"a capture process failed: {last}", where="--nproc") from None
-        except mp.ProcessExitedException as e:
-            raise InputError(f"a capture process died: {e}", where="--nproc") from None
+    try:
+        _run_processes(nproc, args)
+    except BaseException:
+        if created and not any(folder.iterdir()):
+            folder.rmdir()   # a failed capture leaves no empty folder behind
+        raise
     if progress is not None:
         progress(steps + 1, steps + 1)
     from ..formats.chakra import write_workload_with_groups
