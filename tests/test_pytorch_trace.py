@@ -104,7 +104,17 @@ def test_triosim_raw_vgg13(refdata) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match="no ProfilerStep annotation"):
         pytorch_to_workload(kineto, et)
     w = pytorch_to_workload(kineto, et, whole_trace=True)
-    assert any("no record-function ids" in n for n in w.programs[0].notes)
+    assert any("linked to the execution trace by the order of each op name" in n for n in w.programs[0].notes)
+    # linked by op order (its PyTorch wrote no record-function ids), the execution trace says
+    # which ops read parameters: VGG13's 133,047,848 fp32 values (torchvision's count), and the
+    # 26 ops TrioSim flags for tensor parallelism; at batch 128 the forward ops write what
+    # TrioSim's processed batch-128 trace says they write (to a few bytes of rounding)
+    from podsim.parallelize import footprint, load_step
+    raw = load_step(pytorch=kineto, execution_trace=et, whole_trace=True, traced_batch=512, simulated_batch=128)
+    trio = load_step(triosim=refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
+    assert raw.gradient_bytes == sum(o.param_bytes for o in raw.ops) == 4 * 133_047_848
+    assert sum(o.tp_split for o in raw.ops) == sum(o.tp_split for o in trio.ops) == 26
+    assert footprint(raw, "ddp", 4).activations == pytest.approx(footprint(trio, "ddp", 4).activations, abs=64)
     events = json.loads(kineto.read_text())["traceEvents"]
     gpu_us = sum(e["dur"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     assert gpu_us == pytest.approx(346_370, abs=1)       # one stream: the GPU's busy time

@@ -97,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a TrioSim trace directory (trace.csv, tensor.csv) to run data parallel on --gpus "
                         "GPUs of --cluster (default dgx-h100)")
     s.add_argument("--pytorch", "--capture", metavar="DIR", dest="pytorch",
-                   help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) to run in parallel on --gpus "
-                        "GPUs of --cluster (default dgx-h100)")
+                   help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) -- or a Kineto trace file with "
+                        "--execution-trace -- to run in parallel on --gpus GPUs of --cluster (default dgx-h100)")
     s.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
                    help="with --triosim / --pytorch: memory per GPU in GiB (default: the cluster's GPU; TrioSim's "
                         "-capacity C is 2^C bytes)")
@@ -332,7 +332,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         from .parallelize import load_step, parallelize
         if workload:
             raise InputError("give one of --workload-configuration, --triosim and --pytorch")
-        parallel_step = load_step(args.triosim, args.pytorch, args.whole_trace, args.batch_size, args.batch_size_sim)
+        parallel_step = load_step(args.triosim, args.pytorch, args.whole_trace, args.batch_size, args.batch_size_sim,
+                                  args.execution_trace)
         args.cluster = args.cluster or "dgx-h100"
         parallel_step, memory_note, remote = _fit_memory(parallel_step, args)
         workload = parallelize(parallel_step, args.parallel, args.gpus or 1,

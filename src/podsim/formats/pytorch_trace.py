@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
@@ -408,6 +408,37 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
     return out
 
 
+def read_linked(kineto: str | Path, et: str | Path | None) -> tuple[KinetoTrace, ExecutionTrace | None, list[str]]:
+    """Read a Kineto trace and its execution trace.  Older PyTorch (schema 1.0.1 era) wrote no
+    record-function ids into Kineto: then, when every op name occurs as often in both files,
+    the n-th Kineto op of a name takes the record-function id of the ET's n-th node of that name
+    (both files list ops in the order they started), and a note says so.
+
+    Raises:
+        InputError: as :func:`read_kineto` and :func:`read_execution_trace`.
+    """
+    k = read_kineto(kineto)
+    if et is None:
+        return k, None, []
+    tr = read_execution_trace(et)
+    if any(o.rf_id is not None for o in k.host_ops):
+        return k, tr, []
+    ops_by_name: dict[str, list[HostOp]] = {}
+    for o in sorted(k.host_ops, key=lambda o: o.ts):
+        ops_by_name.setdefault(o.name, []).append(o)
+    nodes_by_name: dict[str, list[EtNode]] = {}
+    for n in sorted(tr.nodes, key=lambda n: n.node_id):
+        if n.rf_id is not None and n.name in ops_by_name:
+            nodes_by_name.setdefault(n.name, []).append(n)
+    if not ops_by_name or any(len(v) != len(nodes_by_name.get(name, ())) for name, v in ops_by_name.items()):
+        return k, tr, []
+    rf = {id(o): n.rf_id for name, ops in ops_by_name.items() for o, n in zip(ops, nodes_by_name[name])}
+    host = [replace(o, rf_id=rf[id(o)]) for o in k.host_ops]
+    return (replace(k, host_ops=host), tr,
+            ["the Kineto trace carries no record-function ids (an older PyTorch): linked to the execution trace by "
+             "the order of each op name"])
+
+
 def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tuple[dict[int, EtNode], list[str]]:
     """The ET's nodes by record-function id, checked against the step's host ops, and notes.
 
@@ -417,8 +448,8 @@ def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tupl
     nodes = et.by_rf_id()
     with_rf = [o for o in host if o.rf_id is not None]
     if not with_rf:
-        return nodes, ["the Kineto trace carries no record-function ids (an older PyTorch): the execution trace "
-                       "is not linked"]
+        return nodes, ["the Kineto trace carries no record-function ids and its ops do not pair with the execution "
+                       "trace's by name and order: the execution trace is not linked"]
     matched = sum(1 for o in with_rf if o.rf_id in nodes)
     if matched < 0.5 * len(with_rf):
         raise InputError(f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in the "
@@ -435,7 +466,7 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
     collective's end that found the host idle waiting for it."""
     if comm not in ("simulate", "measured"):
         raise InputError(f"comm must be 'simulate' or 'measured', not {comm!r}")
-    k = read_kineto(kineto)
+    k, tr, notes = read_linked(kineto, et)
     lo, hi, step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
     if not host:
@@ -443,7 +474,10 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
     main_tid = step.tid if step is not None else max({o.tid for o in host}, key=lambda t: sum(
         o.dur for o in host if o.tid == t))
     top = [o for o in top_level_ops(host) if o.tid == main_tid]
-    et_nodes, notes = (linked_nodes(k, host, read_execution_trace(et)) if et is not None else ({}, []))
+    et_nodes: dict[int, EtNode] = {}
+    if tr is not None:
+        et_nodes, link_notes = linked_nodes(k, host, tr)
+        notes += link_notes
     colls = _collectives(k, host, et_nodes, lo, hi)
     top_starts = [o.ts for o in top]
     # which host op waited for which collective: the first to start after the collective ended,

@@ -19,11 +19,12 @@ MODES = ("dp", "ddp", "tp", "pp")
 
 def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = None,
               whole_trace: bool = False, traced_batch: int | None = None,
-              simulated_batch: int | None = None) -> OneGpuStep:
+              simulated_batch: int | None = None, execution_trace: str | Path | None = None) -> OneGpuStep:
     """The one-GPU step of a TrioSim trace folder or a ``podsim trace`` folder (exactly one),
     extrapolated from ``traced_batch`` to ``simulated_batch`` when that is given.  A ``podsim
     trace`` folder says its batch (``capture.json``): ``traced_batch`` may be left out, and
-    must agree when given.
+    must agree when given.  ``pytorch`` may also be a Kineto trace file, with its
+    ``execution_trace`` (a capture made elsewhere).
 
     Raises:
         InputError: for neither folder or both, an unreadable folder, a traced batch that is not
@@ -36,10 +37,13 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         step = from_triosim(read_triosim(triosim))   # TrioSim's traces step Adam
     else:
         from ..formats.pytorch_trace import trace_folder_files
-        kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
+        if Path(pytorch).is_file():  # type: ignore[arg-type]
+            kineto, et = Path(pytorch), (Path(execution_trace) if execution_trace else None)  # type: ignore[arg-type]
+        else:
+            kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
         step = from_pytorch(kineto, et, whole_trace)
         step.source = str(pytorch)   # the capture folder names the run
-        info = _capture_info(Path(pytorch))  # type: ignore[arg-type]
+        info = _capture_info(kineto.parent)
         if info.get("optimizer") == "sgd":   # podsim trace's SGD has no momentum
             step.optimizer_states = 0
         captured = info.get("batch_size")

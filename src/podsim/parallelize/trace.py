@@ -170,13 +170,12 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     """
     from ..formats.pytorch_trace import (
         linked_nodes,
-        read_execution_trace,
-        read_kineto,
+        read_linked,
         step_window,
         top_level_ops,
     )
 
-    k = read_kineto(kineto)
+    k, et, notes = read_linked(kineto, execution_trace)
     lo, hi, _step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
     top = sorted(top_level_ops(host), key=lambda o: o.ts)
@@ -216,9 +215,8 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     grads, params, outputs, inputs_act = [0] * n, [0] * n, [0] * n, [0] * n
     fwd_of: dict[int, int] = {}
     opt_layer_of: dict[int, int] = {}   # optimizer op -> the forward op whose parameters it updates
-    notes = []
-    if execution_trace is not None:
-        et = read_execution_trace(execution_trace)
+    notes = list(notes)
+    if et is not None:
         nodes, link_notes = linked_nodes(k, host, et)
         notes.extend(link_notes)
         children = et.children()
