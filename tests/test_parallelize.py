@@ -11,6 +11,7 @@ from podsim.errors import InputError
 from podsim.formats.triosim import read_triosim
 from podsim.hardware.cluster import build_fabric, load_cluster
 from podsim.parallelize import OneGpuStep, StepOp, data_parallel, from_triosim
+from podsim.workload import OpKind
 
 pytestmark = pytest.mark.conformance
 
@@ -215,3 +216,29 @@ def test_pytorch_capture_knows_parameters_and_split_ops_as_triosim(refdata) -> N
     assert split_ns[0] == pytest.approx(split_ns[1], rel=0.03)
     # every backward op belongs to a forward layer
     assert all(o.layer in layers - {"(optimizer)"} for o in step.ops if o.stage == "backward")
+
+
+def test_pipelines_in_data_parallel(refdata) -> None:  # type: ignore[no-untyped-def]
+    # 2 pipelines of 4 stages on one DGX H100: each stage's replicas all-reduce its gradients
+    # (the stage's parameter bytes) before its optimizer; the pipelines themselves run as one
+    from podsim.parallelize import partition, pipeline_parallel
+    step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
+    one = pipeline_parallel(step, 4, 8)
+    two = pipeline_parallel(step, 4, 8, replicas=2)
+    assert two.num_ranks == 8 and [g.ranks for g in two.groups] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    f_parts, _ = partition(step, 4)
+    for s, part in enumerate(f_parts):
+        p = two.programs[s]
+        ar = [i for i in range(len(p)) if p.kind[i] == int(OpKind.COLLECTIVE)]
+        want = sum(o.param_bytes for o in part)
+        assert [int(p.size_bytes[i]) for i in ar] == ([want] if want else [])
+    spec = load_cluster("dgx-h100")
+    t1 = simulate_cluster(one, build_fabric(spec, 4), spec.nccl, "analytical", record_timeline=False)
+    t2 = simulate_cluster(two, build_fabric(spec, 8), spec.nccl, "analytical", record_timeline=False)
+    assert t2.finish_ns > t1.finish_ns   # the all-reduces come on top
+    assert [r.finish_ns for r in t2.ranks[0::2]] == [r.finish_ns for r in t2.ranks[1::2]]   # replicas alike
+    with pytest.raises(InputError, match="must divide"):
+        from podsim.parallelize import parallelize
+        parallelize(step, "pp", 6, pp_replicas=4)
+    with pytest.raises(InputError, match="is for --parallel pp"):
+        parallelize(step, "ddp", 4, pp_replicas=2)

@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "micro-batch per stage)")
     s.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "gpipe"],
                    help="with --parallel pp (default 1f1b)")
+    s.add_argument("--dp", type=int, default=1, metavar="D",
+                   help="with --parallel pp: D data-parallel pipelines of --gpus / D stages each, gradients "
+                        "all-reduced per stage (default 1)")
     s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
     s.add_argument("--batch-size", type=int, default=None, metavar="B",
@@ -338,7 +341,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         parallel_step, memory_note, remote = _fit_memory(parallel_step, args)
         workload = parallelize(parallel_step, args.parallel, args.gpus or 1,
                                batch=parallel_step.batch, micro_batch=args.micro_batch_size,
-                               bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule)
+                               bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule,
+                               pp_replicas=args.dp)
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     if args.cluster is None:
@@ -362,7 +366,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if parallel_step is not None:
         from .parallelize import summary
         from .report.layers import layer_breakdown
-        res.notes.append(summary(parallel_step, args.parallel, res.num_ranks, max(r.finish_ns for r in res.ranks)))
+        mode = f"pp x dp {args.dp}" if args.parallel == "pp" and args.dp > 1 else args.parallel
+        res.notes.append(summary(parallel_step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
         res.notes.append(memory_note)
         layers = layer_breakdown(res, 0)
         res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
@@ -404,11 +409,11 @@ def _fit_memory(step, args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise InputError(f"expected a positive bandwidth in GB/s, got {args.remote_bandwidth:g}",
                          where="--remote-bandwidth")
     gpus = args.gpus or 1
-    micro = gpus
+    micro = gpus // max(args.dp, 1)
     if args.parallel == "pp" and args.micro_batch_size and step.batch:
         micro = max(1, step.batch // args.micro_batch_size)
     step, fp = fit_memory(step, args.parallel, gpus, capacity, offload=args.remote_bandwidth is not None,
-                          micro_batches=micro, pipeline_schedule=args.pipeline_schedule)
+                          micro_batches=micro, pipeline_schedule=args.pipeline_schedule, pp_replicas=args.dp)
     offloaded = sum(o.offload_bytes for o in step.ops)
     note = f"memory per GPU: {fp.describe()} of {capacity / 2**30:.2f} GiB ({source})"
     remote = args.remote_memory_configuration

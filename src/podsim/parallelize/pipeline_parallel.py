@@ -14,16 +14,20 @@ batch into micro-batches, run with GPipe or 1F1B.
 * **Optimizer**: each stage steps its own parameters: the traced optimizer time times the
   stage's share of the parameter bytes.
 
-One GPU per stage (rank = stage).  Each pass is one op whose parts (the original ops) are kept
-for the timeline.
+One GPU per stage and replica: with ``replicas`` > 1 (data parallelism across pipelines), rank
+``s * replicas + d`` runs stage ``s`` of replica ``d``; each stage's replicas all-reduce its
+gradients after the last backward pass, and its optimizer waits for that.  Each pass is one op
+whose parts (the original ops) are kept for the timeline.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import InputError
-from ..workload import SEGMENTS, OpKind, ProgramBuilder, Workload
+from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from ..workload.pipeline_schedules import schedule
 from .trace import OneGpuStep, StepOp
 
@@ -79,15 +83,18 @@ def partition(step: OneGpuStep, stages: int) -> tuple[list[list[StepOp]], list[l
     return f_parts, b_parts
 
 
-def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b") -> Workload:
-    """The ``stages``-GPU pipeline-parallel workload of ``step`` with ``micro_batches``.
+def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b",
+                      replicas: int = 1) -> Workload:
+    """The pipeline-parallel workload of ``step`` on ``stages`` x ``replicas`` GPUs with
+    ``micro_batches`` per pipeline (each replica's batch is the step's).
 
     Raises:
-        InputError: for fewer stages or micro-batches than 1, more stages than forward ops, or
-            an unknown schedule.
+        InputError: for fewer stages, micro-batches or replicas than 1, more stages than forward
+            ops, or an unknown schedule.
     """
-    if stages < 1 or micro_batches < 1:
-        raise InputError(f"stages and micro-batches must be at least 1, got {stages} and {micro_batches}")
+    if stages < 1 or micro_batches < 1 or replicas < 1:
+        raise InputError(f"stages, micro-batches and replicas must be at least 1, got {stages}, {micro_batches} "
+                         f"and {replicas}")
     if kind not in ("gpipe", "1f1b"):
         raise InputError(f"pipeline schedule must be 'gpipe' or '1f1b', not {kind!r}")
     f_parts, b_parts = partition(step, stages)
@@ -126,23 +133,35 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
             tag = mb * 2 + (0 if forward else 1)
             if forward:
                 if s > 0:
-                    prev = prev + [add(OpKind.RECV, f"recv activation mb{mb}", list(prev), peer=s - 1,
+                    prev = prev + [add(OpKind.RECV, f"recv activation mb{mb}", list(prev), peer=-replicas,
                                        size_bytes=up, tag=tag * stages + s, stream="pp", extra=edge_in)]
                 prev = fused(f"F mb{mb}", f_parts[s], prev, 1 / m)
                 if s < stages - 1:
-                    add(OpKind.SEND, f"send activation mb{mb}", list(prev), peer=s + 1, size_bytes=down,
+                    add(OpKind.SEND, f"send activation mb{mb}", list(prev), peer=replicas, size_bytes=down,
                         tag=tag * stages + s + 1, stream="pp", extra=edge_out)
             else:
                 if s < stages - 1:
-                    prev = prev + [add(OpKind.RECV, f"recv gradient mb{mb}", list(prev), peer=s + 1,
+                    prev = prev + [add(OpKind.RECV, f"recv gradient mb{mb}", list(prev), peer=replicas,
                                        size_bytes=down, tag=tag * stages + s, stream="pp", extra=edge_out)]
                 prev = fused(f"B mb{mb}", b_parts[s], prev, 1 / m)
                 if s > 0:
-                    add(OpKind.SEND, f"send gradient mb{mb}", list(prev), peer=s - 1, size_bytes=up,
+                    add(OpKind.SEND, f"send gradient mb{mb}", list(prev), peer=-replicas, size_bytes=up,
                         tag=tag * stages + s - 1, stream="pp", extra=edge_in)
+        if replicas > 1 and params[s] > 0:
+            prev = [add(OpKind.COLLECTIVE, f"stage {s} gradient all-reduce ({params[s]:,} B)", prev,
+                        collective=int(CollectiveKind.ALL_REDUCE), size_bytes=params[s], group="dp", stream="dp",
+                        extra={"layer": f"dp all-reduce (stage {s})", "stage": "backward"})]
         share = params[s] / all_params
         if opt and share > 0:
             fused("optimizer step", opt, prev, share)
-        programs.append(b.build())
-    w = Workload(programs, list(range(stages)), [], f"{step.source} (pp {stages}, {m} micro-batches, {kind})")
+        prog = b.build()
+        prog.relative_peers = True   # peers are the stage before and after, in the same replica
+        programs.append(prog)
+    n = stages * replicas
+    stage_of = np.arange(n) // replicas
+    groups = [Group("dp", tuple(range(st * replicas, (st + 1) * replicas))) for st in range(stages)] \
+        if replicas > 1 else []
+    dp = f", dp {replicas}" if replicas > 1 else ""
+    w = Workload(programs, stage_of, groups, f"{step.source} (pp {stages}{dp}, {m} micro-batches, {kind})")
+    w.representatives = stage_of * replicas   # a stage's replicas run alike
     return w

@@ -83,9 +83,10 @@ def _capture_info(folder: Path) -> dict:
 
 def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None = None,
                 micro_batch: int | None = None, bucket_bytes: int = DDP_BUCKET_BYTES,
-                pipeline_schedule: str = "1f1b") -> Workload:
+                pipeline_schedule: str = "1f1b", pp_replicas: int = 1) -> Workload:
     """The ``gpus``-GPU workload of ``step`` (of ``batch`` samples) in ``mode`` (dp, ddp, tp or
-    pp); for pp, ``micro_batch`` splits the batch (default: one micro-batch per stage).
+    pp); for pp, ``micro_batch`` splits the batch (default: one micro-batch per stage) and
+    ``pp_replicas`` pipelines of ``gpus / pp_replicas`` stages run data parallel.
 
     Raises:
         InputError: for an unknown mode, tp / pp on a step that does not say which ops read
@@ -98,20 +99,27 @@ def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None
                          "PyTorch trace with its execution trace (et.json, which podsim trace writes)")
     if mode == "tp":
         return tensor_parallel(step, gpus)
+    if pp_replicas != 1 and mode != "pp":
+        raise InputError(f"--dp {pp_replicas} is for --parallel pp (data parallelism across pipelines); dp and ddp "
+                         "are data parallel on every GPU already")
     if mode == "pp":
-        micro = gpus
+        if pp_replicas < 1 or gpus % pp_replicas:
+            raise InputError(f"--dp {pp_replicas} must divide the {gpus} GPUs into pipelines of equal stages")
+        stages = gpus // pp_replicas
+        micro = stages
         if micro_batch is not None:
             if batch is None:
                 raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
             if micro_batch < 1 or batch % micro_batch:
                 raise InputError(f"--micro-batch-size {micro_batch} does not divide the batch {batch}")
             micro = batch // micro_batch
-        return pipeline_parallel(step, gpus, micro, pipeline_schedule)
+        return pipeline_parallel(step, stages, micro, pipeline_schedule, pp_replicas)
     return data_parallel(step, gpus, mode, bucket_bytes)
 
 
 def fit_memory(step: OneGpuStep, mode: str, gpus: int, capacity_bytes: int, *, offload: bool = False,
-               micro_batches: int = 1, pipeline_schedule: str = "1f1b") -> tuple[OneGpuStep, Footprint]:
+               micro_batches: int = 1, pipeline_schedule: str = "1f1b", pp_replicas: int = 1
+               ) -> tuple[OneGpuStep, Footprint]:
     """Check that ``step`` in ``mode`` fits in ``capacity_bytes`` per GPU; with ``offload``,
     mark the activations that do not fit to live in remote memory (dp, ddp, tp).  Returns the
     step (offloads marked) and the footprint of the fullest GPU.
@@ -120,9 +128,10 @@ def fit_memory(step: OneGpuStep, mode: str, gpus: int, capacity_bytes: int, *, o
         InputError: when it does not fit and cannot be offloaded, naming what takes the memory.
     """
     if mode == "pp":
-        f_parts, _ = partition(step, gpus)
-        fps = [footprint(step, "pp", gpus, micro_batches=micro_batches, stage_ops=part,
-                         in_flight=micro_batches if pipeline_schedule == "gpipe" else min(gpus - s, micro_batches))
+        stages = max(gpus // max(pp_replicas, 1), 1)
+        f_parts, _ = partition(step, stages)
+        fps = [footprint(step, "pp", stages, micro_batches=micro_batches, stage_ops=part,
+                         in_flight=micro_batches if pipeline_schedule == "gpipe" else min(stages - s, micro_batches))
                for s, part in enumerate(f_parts)]
         s, fp = max(enumerate(fps), key=lambda x: x[1].total)
         if fp.total > capacity_bytes:
