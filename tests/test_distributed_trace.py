@@ -109,9 +109,13 @@ def test_nccl_process_groups(tmp_path: Path) -> None:
     res = simulate(w, cluster="dgx-h100", record_timeline=True)
     chunks = [s for s in res.timelines[3] if s.category == "chunk"]
     assert chunks and all(s.args["ranks"] == 2 for s in chunks)
-    # one rank's trace alone cannot say what its group's other ranks do
+    # one rank's trace alone cannot say what its group's other ranks do, unless the group is all
+    # the ranks it is simulated on (NCCL names the default group too)
     with pytest.raises(Exception, match="process groups"):
         load_workload(tmp_path / "kineto.0.json", execution_trace=tmp_path / "et.0.json")
+    w2 = load_workload(tmp_path / "kineto.0.json", 2, execution_trace=tmp_path / "et.0.json")
+    assert [(g.name, g.ranks) for g in w2.groups] == [("pg 1", (0, 1))]
+    assert simulate(w2, cluster="dgx-h100").num_ranks == 2
 
 
 def test_missing_rank(tmp_path: Path) -> None:

@@ -107,14 +107,19 @@ def test_triosim_raw_vgg13(refdata) -> None:  # type: ignore[no-untyped-def]
     assert any("linked to the execution trace by the order of each op name" in n for n in w.programs[0].notes)
     # linked by op order (its PyTorch wrote no record-function ids), the execution trace says
     # which ops read parameters: VGG13's 133,047,848 fp32 values (torchvision's count), and the
-    # 26 ops TrioSim flags for tensor parallelism; at batch 128 the forward ops write what
-    # TrioSim's processed batch-128 trace says they write (to a few bytes of rounding)
+    # 26 ops TrioSim flags for tensor parallelism; at batch 128 those write what TrioSim's
+    # processed batch-128 trace says they write; in-place ReLUs make no new activations (TrioSim
+    # counts their outputs again)
     from podsim.parallelize import footprint, load_step
     raw = load_step(pytorch=kineto, execution_trace=et, whole_trace=True, traced_batch=512, simulated_batch=128)
     trio = load_step(triosim=refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
     assert raw.gradient_bytes == sum(o.param_bytes for o in raw.ops) == 4 * 133_047_848
     assert sum(o.tp_split for o in raw.ops) == sum(o.tp_split for o in trio.ops) == 26
-    assert footprint(raw, "ddp", 4).activations == pytest.approx(footprint(trio, "ddp", 4).activations, abs=64)
+    split = [[o.output_bytes for o in st.ops if o.tp_split and o.stage == "forward"] for st in (raw, trio)]
+    assert split[0] == split[1] and sum(split[0]) == 6_273_093_632
+    in_place = sum(o.output_bytes for o in trio.ops if o.stage == "forward" and o.name == "aten::relu_")
+    assert footprint(raw, "ddp", 4).activations == pytest.approx(footprint(trio, "ddp", 4).activations - in_place,
+                                                                 rel=0.01)
     events = json.loads(kineto.read_text())["traceEvents"]
     gpu_us = sum(e["dur"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     assert gpu_us == pytest.approx(346_370, abs=1)       # one stream: the GPU's busy time
@@ -178,3 +183,37 @@ def test_chakra_host_execution_trace(refdata, tmp_path: Path) -> None:  # type: 
          "attrs": [{"name": "rf_id", "value": 1}]}]}))
     with pytest.raises(InputError, match="no c10d collectives"):
         load_workload(tmp_path / "plain.json")
+
+
+def test_hand_written_update_without_optimizer(tmp_path: Path) -> None:
+    # a step with no torch.optim: the update after the backward is the optimizer stage, and the
+    # parameters are what both the forward and that update read
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
+
+    from podsim.parallelize import from_pytorch, parallelize
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    x, y = torch.randn(8, 32), torch.randint(0, 4, (8,))
+    kineto, et = tmp_path / "k.json", tmp_path / "et.json"
+    obs = ExecutionTraceObserver().register_callback(str(et))
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, execution_trace_observer=obs,
+                 schedule=schedule(wait=0, warmup=1, active=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(kineto))) as p:
+        for _ in range(2):
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            with torch.no_grad():
+                for w in m.parameters():
+                    w.sub_(0.1 * w.grad)
+                    w.grad = None
+            p.step()
+    step = from_pytorch(kineto, et)
+    params = 4 * sum(w.numel() for w in m.parameters())
+    assert step.gradient_bytes == params
+    assert any(o.stage == "optimizer" for o in step.ops)
+    assert all(o.stage != "forward" or "sub_" not in o.name for o in step.ops)
+    assert sum(o.param_bytes for o in step.ops) == params
+    # without the execution trace there are no gradient sizes to reduce: a clear error
+    bare = from_pytorch(kineto)
+    with pytest.raises(InputError, match="needs the gradients' sizes"):
+        parallelize(bare, "ddp", 2)
+    assert {o.layer for o in bare.ops} == {"(all)", "(optimizer)"}   # nothing is known to read parameters

@@ -34,10 +34,19 @@ from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, W
 ET_SCHEMAS = ("1.0.1", "1.0.2-chakra.0.0.4", "1.0.3-chakra.0.0.4", "1.0.4-chakra.0.0.4", "1.1.0-chakra.0.0.4",
               "1.1.1-chakra.0.0.4")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-_COLLECTIVES = {"allreduce": CollectiveKind.ALL_REDUCE, "all_reduce": CollectiveKind.ALL_REDUCE,
-                "allgather": CollectiveKind.ALL_GATHER, "_allgather_base": CollectiveKind.ALL_GATHER,
-                "reduce_scatter": CollectiveKind.REDUCE_SCATTER, "_reduce_scatter_base": CollectiveKind.REDUCE_SCATTER,
-                "alltoall": CollectiveKind.ALL_TO_ALL, "broadcast": CollectiveKind.BROADCAST}
+#: c10d ops (``c10d::NAME_``) and functional collectives (``_c10d_functional::NAME``, DTensor and
+#: torch.compile) by their collective
+_COLLECTIVES = {
+    **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"),
+                    CollectiveKind.ALL_REDUCE),
+    **dict.fromkeys(("allgather", "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
+                     "all_gather_into_tensor", "all_gather_into_tensor_coalesced"), CollectiveKind.ALL_GATHER),
+    **dict.fromkeys(("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+                     "reduce_scatter_tensor_coalesced"), CollectiveKind.REDUCE_SCATTER),
+    **dict.fromkeys(("alltoall", "alltoall_base", "all_to_all_single"), CollectiveKind.ALL_TO_ALL),
+    "broadcast": CollectiveKind.BROADCAST,
+}
+_COLLECTIVE_PREFIXES = ("c10d::", "_c10d_functional::")
 
 
 @dataclass(frozen=True)
@@ -232,7 +241,7 @@ def _tensors(values: list) -> list[tuple[int, int]]:
     numel, itemsize, device]``, lists of tensors are nested lists of those."""
     out = []
     for v in values:
-        if isinstance(v, list) and len(v) == 6 and all(isinstance(x, int) for x in v[:5]):
+        if isinstance(v, list) and len(v) == 6 and all(isinstance(x, int) for x in v[:5]) and isinstance(v[5], str):
             out.append((v[1], v[3] * v[4]))
         elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
             out.extend(_tensors(v))
@@ -283,10 +292,13 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
             match), or when the step has no host ops.
     """
     prog, label, groups = _rank_program(kineto, et, whole_trace, comm)
-    if groups:
-        raise InputError(f"the trace's collectives run on process groups ({', '.join(sorted(g for g, _ in groups))}): "
-                         "simulate every rank's trace together (a podsim trace folder)", str(kineto))
-    return Workload([prog], [0] * ranks, [], label)
+    world = tuple(range(ranks))
+    sub = sorted(name for name, r in groups if tuple(sorted(r)) != world)
+    if sub:
+        raise InputError(f"the trace's collectives run on process groups of some of the {ranks} ranks "
+                         f"({', '.join(sub)}): simulate every rank's trace together (a podsim trace folder), or "
+                         "give the group's size as --gpus", str(kineto))
+    return Workload([prog], [0] * ranks, [Group(f"pg {name}", world) for name, _ in sorted(groups)], label)
 
 
 def execution_trace_to_workload(et: str | Path, ranks: int = 2) -> Workload:
@@ -385,24 +397,40 @@ class _Collective:
 
 
 def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], lo: float, hi: float) -> list[_Collective]:
-    """The step's c10d collectives (any thread, any depth) with their ET sizes and, for gloo,
-    the worker-thread ranges that ran them (record-function id + 1, else in order)."""
+    """The step's c10d collectives (any thread, any depth) with their ET sizes, their process
+    group (NCCL's ``record_param_comms`` inside the op says it) and, for gloo, the worker-thread
+    range that ran them (record-function id + 1; otherwise the first unclaimed one after)."""
     backend = sorted((a for a in k.annotations if lo <= a.ts < hi and a.name.startswith(("gloo:", "nccl:"))),
                      key=lambda a: a.ts)
     by_rf = {a.rf_id: a for a in backend if a.rf_id is not None}
+    comms: dict[int, tuple[list[float], list[tuple[str, tuple[int, ...]]]]] = {}   # tid -> (starts, groups)
+    for c, name, ranks in sorted(k.comms, key=lambda x: x[0].ts):
+        if ranks:
+            starts, groups = comms.setdefault(c.tid, ([], []))
+            starts.append(c.ts)
+            groups.append((name, ranks))
+    ops = [o for o in sorted(host, key=lambda o: o.ts) if _collective_kind(o.name) is not None and o.rf_id in nodes]
+    claimed = {id(by_rf[o.rf_id + 1]) for o in ops if o.rf_id is not None and o.rf_id + 1 in by_rf}
+    free = [a for a in backend if id(a) not in claimed]
+    free_starts = [a.ts for a in free]
+    taken: set[int] = set()
     out = []
-    unmatched = list(backend)
-    for o in sorted(host, key=lambda o: o.ts):
+    for o in ops:
         kind = _collective_kind(o.name)
-        if kind is None or o.rf_id not in nodes:
-            continue
+        assert kind is not None
         b = by_rf.get(o.rf_id + 1) if o.rf_id is not None else None
-        if b is None:
-            b = next((a for a in unmatched if a.ts >= o.ts), None)
-        if b is not None and b in unmatched:
-            unmatched.remove(b)
-        group = next(((name, ranks) for c, name, ranks in k.comms
-                      if c.tid == o.tid and o.ts <= c.ts <= o.ts + o.dur and ranks), None)
+        if b is None:   # the first unclaimed backend range at or after the op
+            j = bisect.bisect_left(free_starts, o.ts)
+            while j < len(free) and id(free[j]) in taken:
+                j += 1
+            if j < len(free):
+                b = free[j]
+                taken.add(id(b))
+        group = None
+        starts, groups = comms.get(o.tid, ([], []))
+        j = bisect.bisect_left(starts, o.ts)
+        if j < len(starts) and starts[j] <= o.ts + o.dur:
+            group = groups[j]
         out.append(_Collective(o, kind, max(nodes[o.rf_id].collective_bytes(kind), 1), b.ts + b.dur if b else None,
                                [b] if b else [], group))
     return out
@@ -479,12 +507,31 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
         et_nodes, link_notes = linked_nodes(k, host, tr)
         notes += link_notes
     colls = _collectives(k, host, et_nodes, lo, hi)
+    unknown = _unknown_collectives(host)
+    if unknown:
+        notes.append(f"not read as collectives (replayed as host time): {', '.join(unknown)}")
     top_starts = [o.ts for o in top]
+    # NCCL: the collective is the kernel its op launched; it runs on the kernel's stream
+    by_tid: dict[int, list[tuple[float, float, int]]] = {}   # tid -> (start, end, collective), by start
+    for c_i, c in enumerate(colls):
+        by_tid.setdefault(c.op.tid, []).append((c.op.ts, c.op.ts + c.op.dur, c_i))
+    for v in by_tid.values():
+        v.sort()
+    nccl_of: dict[int, int] = {}    # id(GPU event) -> collective
+    for g in k.gpu:
+        if g.name.lower().startswith("nccl") and g.correlation in k.launches:
+            ts, tid = k.launches[g.correlation]
+            spans = by_tid.get(tid, [])
+            j = bisect.bisect_right(spans, (ts, math.inf, 0)) - 1
+            if j >= 0 and spans[j][0] <= ts <= spans[j][1]:
+                nccl_of[id(g)] = spans[j][2]
+    on_gpu = set(nccl_of.values())
     # which host op waited for which collective: the first to start after the collective ended,
-    # when the op before it had already finished (the host sat idle, blocked in a wait)
+    # when the op before it had already finished (the host sat idle, blocked in a wait); NCCL
+    # collectives run on GPU streams, the host does not wait for them
     waits_for: dict[int, list[int]] = {}
     for c_i, c in enumerate(colls):
-        if c.end is None:
+        if c.end is None or c_i in on_gpu:
             continue
         j = bisect.bisect_left(top_starts, c.end)
         if 0 < j < len(top) and top[j - 1].ts + top[j - 1].dur <= c.end:
@@ -498,16 +545,6 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
         nid += 1
         prev = [b.add(OpKind.COMPUTE, "host (before the first op)", node_id=nid, is_cpu=True, stream="host",
                       duration_ns=max(1, round((top[0].ts - lo) * 1000)))]
-    # NCCL: the collective is the kernel its op launched; it runs on the kernel's stream
-    nccl_of: dict[int, int] = {}    # id(GPU event) -> collective
-    for g in k.gpu:
-        if g.name.lower().startswith("nccl") and g.correlation in k.launches:
-            ts, tid = k.launches[g.correlation]
-            c_i = next((c_i for c_i, c in enumerate(colls) if c.op.tid == tid and c.op.ts <= ts <= c.op.ts + c.op.dur),
-                       None)
-            if c_i is not None:
-                nccl_of[id(g)] = c_i
-    on_gpu = set(nccl_of.values())
     coll_idx: dict[int, int] = {}
     issued_in: dict[int, list[int]] = {}   # top-level op -> the collectives issued while it runs
     for c_i, c in sorted(enumerate(colls), key=lambda x: x[1].op.ts):
@@ -547,9 +584,12 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
         if g.correlation is None or g.correlation not in k.launches:
             continue
         ts, _tid = k.launches[g.correlation]
-        launch_of[id(g)] = max(bisect.bisect_right(top_starts, ts) - 1, 0)
+        if lo <= ts < hi:   # launched in this step (it may run after the step's host part ends)
+            launch_of[id(g)] = max(bisect.bisect_right(top_starts, ts) - 1, 0)
     last_on: dict[int, int] = {}
-    for g in sorted((g for g in k.gpu if lo <= g.ts < hi or id(g) in launch_of), key=lambda g: g.ts):
+    in_step = (g for g in k.gpu if id(g) in launch_of or
+               (lo <= g.ts < hi and (g.correlation is None or g.correlation not in k.launches)))
+    for g in sorted(in_step, key=lambda g: g.ts):
         nid += 1
         deps = [last_on[g.stream]] if g.stream in last_on else []
         j = launch_of.get(id(g))
@@ -571,8 +611,15 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
 
 
 def _collective_kind(name: str) -> CollectiveKind | None:
-    if not name.startswith("c10d::"):
-        return None
-    base = name[len("c10d::"):].rstrip("_")
-    return _COLLECTIVES.get(base)
+    for prefix in _COLLECTIVE_PREFIXES:
+        if name.startswith(prefix):
+            return _COLLECTIVES.get(name[len(prefix):].rstrip("_"))
+    return None
+
+
+def _unknown_collectives(host: list[HostOp]) -> list[str]:
+    """Names of c10d ops that move data but podsim does not read as collectives (a note)."""
+    skip = ("barrier", "wait", "monitored_barrier", "send", "recv", "recv_any_source")
+    return sorted({o.name for o in host if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is None
+                   and o.name.split("::", 1)[1].rstrip("_") not in skip})
 

@@ -26,6 +26,7 @@ import bisect
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..errors import InputError
 from ..formats.triosim import TriosimTrace
 
 #: forward ops tensor parallelism splits (when they read parameters), as TrioSim's tpflag
@@ -142,7 +143,7 @@ def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_of: dict[int, in
                 current = f"L{n_layers} {_short(o.name)}"
                 n_layers += 1
             layers[i] = current
-    first = next((x for x in layers if x), "")
+    first = next((x for x in layers if x), "(all)")   # "(all)": no op reads parameters
     prev = first
     for i, o in enumerate(ops):
         if o.stage == "forward":
@@ -178,7 +179,12 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     k, et, notes = read_linked(kineto, execution_trace)
     lo, hi, _step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
-    top = sorted(top_level_ops(host), key=lambda o: o.ts)
+    if not host:
+        raise InputError("the profiled step has no host ops", k.source)
+    # a distributed capture's own communication (c10d ops at the top level, e.g. DDP's buffer
+    # broadcast) is not compute of the step: the parallelization adds its own
+    top = sorted((o for o in top_level_ops(host) if not o.name.startswith(("c10d::", "_c10d_functional::"))),
+                 key=lambda o: o.ts)
     opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
 
     by_tid: dict[int, tuple[list[float], list[int]]] = {}   # tid -> (starts, op indices), in order
@@ -198,19 +204,26 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
 
     gpu_ns = [0.0] * len(top)
     for g in k.gpu:
+        if g.name.lower().startswith("nccl"):   # the capture's collectives: communication, not compute
+            continue
         launch = k.launches.get(g.correlation) if g.correlation is not None else None
         if launch is not None and lo <= launch[0] < hi:
             i = owner(*launch)
             if i is not None:
                 gpu_ns[i] += g.dur * 1000
+    # stages: backward ops are autograd's (and DDP's bucket copies); what runs inside an
+    # Optimizer.step range, or after the last backward op, is the optimizer's (a hand-written
+    # update, zero_grad at the end); the rest, before, is the forward pass
+    is_bwd = [o.name.startswith(("autograd::engine", "torch.distributed.")) for o in top]
+    last_bwd = max((i for i, b in enumerate(is_bwd) if b), default=len(top))
     stages = []
-    for o in top:
+    for i, o in enumerate(top):
         if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
             stages.append("optimizer")
-        elif o.name.startswith(("autograd::engine", "torch.distributed.", "c10d::")):
-            stages.append("backward")   # DDP's bucket copies and collectives belong to the backward
+        elif is_bwd[i]:
+            stages.append("backward")
         else:
-            stages.append("forward")
+            stages.append("optimizer" if i > last_bwd else "forward")
     n = len(top)
     grads, params, outputs, inputs_act = [0] * n, [0] * n, [0] * n, [0] * n
     fwd_of: dict[int, int] = {}
@@ -227,9 +240,13 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         fwd_reads = {sid for i in range(n) if stages[i] == "forward" for x in subtree[i] for sid, _ in x.inputs}
         written = {sid for i in range(n) if stages[i] != "optimizer" for x in subtree[i]
                    for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}}
-        opt_reads = {sid for o in host if o.rf_id in nodes and any(a.ts <= o.ts < a.ts + a.dur for a in opt)
-                     for sid, _ in nodes[o.rf_id].inputs}
-        param_storages = (fwd_reads & opt_reads) - written
+        opt_reads = {sid for i in range(n) if stages[i] == "optimizer" for x in subtree[i] for sid, _ in x.inputs}
+        if opt_reads:
+            param_storages = (fwd_reads & opt_reads) - written
+        else:   # no optimizer in the step: what the forward reads and nothing in the step made
+            param_storages = fwd_reads - written
+            notes.append("no optimizer in the profiled step: parameters taken as the tensors the forward pass reads "
+                         "that the step did not make (the input batch and buffers included)")
         seen: set[int] = set()
         owner_of_param: dict[int, int] = {}
         seq_owner: dict[int, int] = {}
@@ -237,10 +254,12 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             if stages[i] != "forward" or not subtree[i]:
                 continue
             head = subtree[i][0]
-            outputs[i] = head.tensor_bytes_out
+            # activations: outputs in storages the op made (not in-place results or views of its inputs)
+            read = {sid for sid, _ in head.inputs}
+            outputs[i] = sum(b for sid, b in dict(head.outputs).items() if sid not in read)
             for x in subtree[i]:
-                if x.seq_id is not None:
-                    seq_owner.setdefault(x.seq_id, i)
+                if x.seq_id is not None:   # the op that creates the autograd node takes the number last
+                    seq_owner[x.seq_id] = i
                 for sid, nbytes in x.inputs:
                     if sid in param_storages and sid not in seen:
                         seen.add(sid)
