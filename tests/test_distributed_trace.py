@@ -173,3 +173,20 @@ def test_two_process_ddp_capture_over_gloo(tmp_path: Path, monkeypatch: pytest.M
     assert main(["simulate", "--pytorch", str(out), "--gpus", "4", "--parallel", "ddp"]) == 0
     text = capsys.readouterr().out
     assert "ddp bucket 0" in text
+
+
+def test_a_reused_capture_folder_holds_one_capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "ddp_models.py").write_text(MLP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("ddp_models", None)
+    out = tmp_path / "cap"
+    base = ["trace", "--model", "ddp_models:mlp", "--batch-size", "4", "--steps", "1", "--out", str(out)]
+    assert main(base + ["--nproc", "2"]) == 0
+    (out / "kineto.3.json.tmp").write_text("{")   # a killed process's leftover is not a rank
+    assert capture_to_workload(out).num_ranks == 2
+    assert main(base) == 0
+    capsys.readouterr()
+    assert sorted(f.name for f in out.iterdir()) == ["capture.json", "et.json", "kineto.json", "workload.0.et"]
+    assert capture_to_workload(out).num_ranks == 1

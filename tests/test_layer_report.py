@@ -98,6 +98,10 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
     assert "pp stages 0-1 transfers" in [r["layer"] for r in csv.DictReader(out.open())]
     assert main(["simulate", "--triosim", d, "--gpus", "2", "--trace", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+    for bad, message in ((["--layers", str(tmp_path)], "give the CSV file"), (["--plot", str(tmp_path)], "is a folder"),
+                         (["--plot", str(tmp_path / "p.png"), "--plot-ranks", "0"], "at least 1 rank")):
+        assert main(["simulate", "--triosim", d, "--gpus", "2"] + bad) == 2, bad
+        assert message in capsys.readouterr().err, bad
 
 
 def test_timeline_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -128,5 +132,8 @@ def test_pipeline_layers_over_all_stages(refdata) -> None:  # type: ignore[no-un
     n_bwd = sum(1 for o in step.ops if o.stage == "backward")
     assert 28_105_000 <= sum(r.forward_ns for r in rows) <= 28_105_000 + m * n_fwd
     assert 62_365_000 <= sum(r.backward_ns for r in rows) <= 62_365_000 + m * n_bwd
+    # a stage sends and receives at once: its layers' exposed time is the rank's at most
+    for rank in range(4):
+        assert sum(r.exposed_comm_ns for r in layer_breakdown(res, rank)) <= res.ranks[rank].exposed_comm_ns
     # the inner stages send and receive on both sides
     assert {r.layer for r in layer_breakdown(res, 1)} >= {"pp stages 0-1 transfers", "pp stages 1-2 transfers"}

@@ -189,7 +189,12 @@ def test_hand_written_update_without_optimizer(tmp_path: Path) -> None:
     # a step with no torch.optim: the update after the backward is the optimizer stage, and the
     # parameters are what both the forward and that update read
     torch = pytest.importorskip("torch")
-    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
+    from torch.profiler import (
+        ExecutionTraceObserver,
+        ProfilerActivity,
+        profile,
+        schedule,
+    )
 
     from podsim.parallelize import from_pytorch, parallelize
     m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))

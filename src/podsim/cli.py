@@ -313,6 +313,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from .api import simulate
     from .errors import InputError
 
+    _check_outputs(args)
     rv = (args.rendezvous_protocol or "false").lower()
     if rv not in ("0", "1", "false", "true"):
         raise InputError(f"expected true or false, got {args.rendezvous_protocol!r}", where="--rendezvous-protocol")
@@ -325,9 +326,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     parallel_step = None
     memory_note = None
     remote = args.remote_memory_configuration
-    if args.trace and os.path.isdir(args.trace):
-        raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
-                         f"podsim trace folder give --pytorch {args.trace}", where="--trace")
+    if args.layers and os.path.isdir(args.layers):
+        raise InputError(f"{args.layers} is a folder; give the CSV file to write", where="--layers")
     if args.layers and not (args.triosim or args.pytorch):
         raise InputError("per-layer breakdowns need a one-GPU trace to parallelize: --triosim DIR or --pytorch DIR",
                          where="--layers")
@@ -440,6 +440,22 @@ def _clear_progress(progress) -> None:  # type: ignore[no-untyped-def]
     if progress is not None:
         sys.stderr.write("\r" + " " * 70 + "\r")
         sys.stderr.flush()
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse output options that cannot be written, before simulating."""
+    from .errors import InputError
+
+    if args.trace and os.path.isdir(args.trace):
+        raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
+                         f"podsim trace folder give --pytorch {args.trace}", where="--trace")
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and os.path.isdir(path):
+            raise InputError(f"{path} is a folder; give the file to write", where=flag)
+    if args.plot and args.plot_ranks < 1:
+        raise InputError(f"expected at least 1 rank to draw, got {args.plot_ranks}", where="--plot-ranks")
+    if args.trace_ranks < 1:
+        raise InputError(f"expected at least 1 rank to write, got {args.trace_ranks}", where="--trace-ranks")
 
 
 def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
@@ -709,6 +725,7 @@ def _run_example(args: argparse.Namespace) -> int:
     from .errors import InputError
     from .examples import CLUSTER_EXAMPLES, EXAMPLES, write_example
 
+    _check_outputs(args)
     if args.list:
         for k, v in EXAMPLES.items():
             print(f"  {k:<10} {v}")

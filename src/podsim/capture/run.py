@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -82,29 +83,34 @@ def _profile(rank: int, nproc: int, model: str, batch_size: int, folder: str, st
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         observer = ExecutionTraceObserver().register_callback(str(tmp_et))
         total = steps + 1
-        with warnings.catch_warnings(), profile(activities=activities, record_shapes=True,
-                                                execution_trace_observer=observer,
-                                                schedule=schedule(wait=0, warmup=steps, active=1),
-                                                on_trace_ready=lambda p: p.export_chrome_trace(str(tmp_kineto))) as prof:
-            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-            for i in range(total):
-                opt.zero_grad(set_to_none=True)
-                try:
-                    loss = setup.loss_fn(net, x, y)
-                    loss.backward()
-                except Exception as e:  # noqa: BLE001 - the model's code: say what failed, cleanly
-                    raise InputError(f"a training step of {model} failed: {type(e).__name__}: {e}",
-                                     where="--model") from e
-                opt.step()
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                prof.step()
-                if show_progress and rank == 0:
-                    bar = "#" * (20 * (i + 1) // total)
-                    sys.stderr.write(f"\r  step {i + 1}/{total} [{bar:<20}] on {nproc} process"
-                                     f"{'es' if nproc > 1 else ''}")
-                    sys.stderr.flush()
-        observer.unregister_callback()
+        try:
+            def export(p: Any) -> None:
+                p.export_chrome_trace(str(tmp_kineto))
+
+            with warnings.catch_warnings(), profile(activities=activities, record_shapes=True,
+                                                    execution_trace_observer=observer,
+                                                    schedule=schedule(wait=0, warmup=steps, active=1),
+                                                    on_trace_ready=export) as prof:
+                warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                for i in range(total):
+                    opt.zero_grad(set_to_none=True)
+                    try:
+                        loss = setup.loss_fn(net, x, y)
+                        loss.backward()
+                    except Exception as e:  # noqa: BLE001 - the model's code: say what failed, cleanly
+                        raise InputError(f"a training step of {model} failed: {type(e).__name__}: {e}",
+                                         where="--model") from e
+                    opt.step()
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    prof.step()
+                    if show_progress and rank == 0:
+                        bar = "#" * (20 * (i + 1) // total)
+                        sys.stderr.write(f"\r  step {i + 1}/{total} [{bar:<20}] on {nproc} process"
+                                         f"{'es' if nproc > 1 else ''}")
+                        sys.stderr.flush()
+        finally:
+            observer.unregister_callback()
         tmp_et.replace(out / ename)
         tmp_kineto.replace(out / kname)
     except BaseException:
@@ -129,6 +135,20 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_OURS = re.compile(r"^(kineto|et)(\.\d+)?\.json(\.gz|\.tmp)?$|^workload\.(\d+\.et|comm_groups\.json)$")
+
+
+def _remove_stale(folder: Path, nproc: int, wrote_groups: bool) -> None:
+    """Remove what an earlier capture into ``folder`` wrote and this one did not (the other
+    layout's traces, more ranks' files), so the folder holds one capture."""
+    mine = {n for r in range(nproc) for n in _trace_names(r, nproc)} | {f"workload.{r}.et" for r in range(nproc)}
+    if wrote_groups:
+        mine.add("workload.comm_groups.json")
+    for f in folder.iterdir():
+        if f.is_file() and _OURS.match(f.name) and f.name not in mine:
+            f.unlink()
 
 
 def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
@@ -201,7 +221,7 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
         steps_ms.append(round(step.dur / 1000, 6))
     w = capture_to_workload(folder)
     prefix = folder / "workload"
-    write_workload_with_groups(w, prefix)
+    _ets, groups_file = write_workload_with_groups(w, prefix)
     kname, ename = _trace_names(0, nproc)
     info = {"model": model, "batch_size": batch_size, "device": device, "optimizer": optimizer,
             "warmup_steps": steps, "nproc": nproc, "step_ms": steps_ms[0], "step_ms_per_rank": steps_ms,
@@ -212,4 +232,5 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
     if nproc > 1:
         info["ddp_bucket_mb"] = bucket_mb
     atomic_write_text(folder / "capture.json", json.dumps(info, indent=1) + "\n")
+    _remove_stale(folder, nproc, groups_file is not None)
     return Capture(folder, kineto, et, prefix, steps_ms[0], model, device, nproc)

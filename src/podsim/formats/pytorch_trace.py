@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -363,6 +364,9 @@ def capture_to_workload(folder: str | Path, comm: str = "simulate") -> Workload:
                     f"{Path(folder).name} ({n} rank{'s' if n > 1 else ''})")
 
 
+_RANK_KINETO = re.compile(r"^kineto\.(\d+)\.json(\.gz)?$")
+
+
 def capture_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
     """(Kineto trace, execution trace or None) of each rank of a ``podsim trace`` folder, in
     rank order (``.json`` or ``.json.gz``).
@@ -377,7 +381,7 @@ def capture_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
     one = find("kineto")
     if one is not None:
         return [(one, find("et"))]
-    ranks = sorted(int(m.name.split(".")[1]) for m in d.glob("kineto.*.json*") if m.name.split(".")[1].isdigit())
+    ranks = sorted(int(m.group(1)) for f in d.iterdir() if (m := _RANK_KINETO.match(f.name)))
     if not ranks:
         raise InputError("no kineto.json or kineto.<rank>.json here (a podsim trace folder)", str(d))
     if ranks != list(range(len(ranks))):

@@ -7,7 +7,9 @@ Per GPU (bytes):
   parallelism its stage's;
 * **gradients**: as many bytes as the weights (the trace's precision);
 * **optimizer**: ``optimizer_states`` x the weights (Adam keeps 2 moments, plain SGD none);
-* **activations**: the forward ops' outputs, kept for the backward (``StepOp.output_bytes``);
+* **activations**: the forward ops' outputs, kept for the backward (``StepOp.output_bytes``:
+  from a PyTorch capture only outputs in storages the op made; from a TrioSim trace every
+  output, in-place ones again, so an upper bound);
   in pipeline parallelism a stage's share per micro-batch times the micro-batches in flight
   (GPipe: all of them; 1F1B: stage s of P holds min(P - s, M)).
 

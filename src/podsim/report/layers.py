@@ -5,7 +5,9 @@ Read from one rank's timeline (``Result.timelines``): every slice whose op carri
 (the parallelized workloads of :mod:`podsim.parallelize` set it, with the ``stage``) counts for
 that layer.  ``comm_ns`` is how long the layer's collectives were in flight; ``exposed_comm_ns``
 the part of that time the rank's GPU computed nothing (the time communication adds to the
-step).  Units: ns.
+step); where a rank's transfers overlap (a pipeline stage sends and receives at once), each
+instant goes to the one that started first, so the layers' exposed times never add up to more
+than the rank's.  Units: ns.
 """
 
 from __future__ import annotations
@@ -51,15 +53,34 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _covered(a: int, b: int, merged: list[tuple[int, int]], starts: list[int]) -> int:
-    """How much of [a, b) the merged spans cover."""
-    total = 0
+def _clip(a: int, b: int, merged: list[tuple[int, int]], starts: list[int]) -> list[tuple[int, int]]:
+    """The parts of the merged spans inside [a, b)."""
+    out = []
     j = max(bisect.bisect_right(starts, a) - 1, 0)
     while j < len(merged) and merged[j][0] < b:
         lo, hi = max(a, merged[j][0]), min(b, merged[j][1])
-        total += max(0, hi - lo)
+        if hi > lo:
+            out.append((lo, hi))
         j += 1
-    return total
+    return out
+
+
+def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merged ``spans`` less merged ``holes`` (both sorted)."""
+    out = []
+    j = 0
+    for a, b in spans:
+        while j < len(holes) and holes[j][1] <= a:
+            j += 1
+        k, cur = j, a
+        while k < len(holes) and holes[k][0] < b:
+            if holes[k][0] > cur:
+                out.append((cur, holes[k][0]))
+            cur = max(cur, holes[k][1])
+            k += 1
+        if cur < b:
+            out.append((cur, b))
+    return out
 
 
 def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
@@ -73,7 +94,12 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
     if not slices:
         raise InputError(f"no timeline for rank {rank}: simulate with record_timeline=True")
     compute = _merged([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
-    starts = [a for a, _ in compute]
+    # the rank's exposed time: communication in flight while it computes nothing; each instant
+    # of it goes to the layer whose communication started first (concurrent transfers, as a
+    # pipeline stage's send and receive, are not counted twice)
+    exposed = _subtract(_merged([(s.start_ns, s.end_ns) for s in slices if s.category == "comm"]), compute)
+    ex_starts = [a for a, _ in exposed]
+    claimed: list[tuple[int, int]] = []
     rows: dict[str, LayerRow] = {}
     for s in sorted(slices, key=lambda s: s.start_ns):
         layer = s.args.get("layer")
@@ -83,7 +109,9 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
         dur = s.end_ns - s.start_ns
         if s.category == "comm":
             row.comm_ns += dur
-            row.exposed_comm_ns += dur - _covered(s.start_ns, s.end_ns, compute, starts)
+            mine = _subtract(_clip(s.start_ns, s.end_ns, exposed, ex_starts), claimed)
+            row.exposed_comm_ns += sum(b - a for a, b in mine)
+            claimed = _merged(claimed + mine)
         elif s.category == "compute":
             stage = s.args.get("stage", "forward")
             attr = f"{stage}_ns" if stage in ("forward", "backward", "optimizer") else "forward_ns"
