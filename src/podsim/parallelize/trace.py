@@ -23,6 +23,7 @@ update, or ``"(optimizer)"`` for ops over many layers' parameters at once (``_fo
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -247,6 +248,11 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             param_storages = fwd_reads - written
             notes.append("no optimizer in the profiled step: parameters taken as the tensors the forward pass reads "
                          "that the step did not make (the input batch and buffers included)")
+        # every parameter has a gradient: a candidate whose size no AccumulateGrad gradient has is
+        # a storage id the execution trace gave two tensors (it names storages by address)
+        accumulated = [nodes[o.rf_id].tensor_bytes_in for o in host
+                       if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes]
+        unclaimed = Counter(accumulated)
         seen: set[int] = set()
         owner_of_param: dict[int, int] = {}
         seq_owner: dict[int, int] = {}
@@ -263,9 +269,13 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
                 for sid, nbytes in x.inputs:
                     if sid in param_storages and sid not in seen:
                         seen.add(sid)
+                        if accumulated:
+                            if not unclaimed[nbytes]:
+                                continue
+                            unclaimed[nbytes] -= 1
                         params[i] += nbytes
                         owner_of_param[sid] = i
-            inputs_act[i] = next((b for sid, b in head.inputs if sid not in param_storages), 0)
+            inputs_act[i] = next((b for sid, b in head.inputs if sid not in owner_of_param), 0)
         for i in range(n):
             if stages[i] == "backward":
                 f = next((seq_owner[x.seq_id] for x in subtree[i] if x.seq_id in seq_owner), None)
