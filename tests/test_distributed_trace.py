@@ -183,7 +183,10 @@ def test_a_reused_capture_folder_holds_one_capture(tmp_path: Path, monkeypatch: 
     sys.modules.pop("ddp_models", None)
     out = tmp_path / "cap"
     base = ["trace", "--model", "ddp_models:mlp", "--batch-size", "4", "--steps", "1", "--out", str(out)]
-    assert main(base + ["--nproc", "2"]) == 0
+    assert main(base) == 0
+    assert main(base + ["--nproc", "2"]) == 0   # the single-process files go before the workload is built
+    assert sorted(f.name for f in out.glob("workload.*")) == ["workload.0.et", "workload.1.et"]
+    assert capture_to_workload(out).num_ranks == 2
     (out / "kineto.3.json.tmp").write_text("{")   # a killed process's leftover is not a rank
     assert capture_to_workload(out).num_ranks == 2
     assert main(base) == 0

@@ -242,3 +242,29 @@ def test_pipelines_in_data_parallel(refdata) -> None:  # type: ignore[no-untyped
         parallelize(step, "pp", 6, pp_replicas=4)
     with pytest.raises(InputError, match="is for --parallel pp"):
         parallelize(step, "ddp", 4, pp_replicas=2)
+    with pytest.raises(InputError, match="is for --parallel pp"):
+        parallelize(step, "tp", 4, pp_replicas=2)
+    # replicas that straddle servers (6 per stage, 8 GPUs per server) do not run alike: every
+    # rank is simulated, as when symmetry is off
+    six = pipeline_parallel(step, 4, 8, replicas=6)
+    fab = build_fabric(spec, 24)
+    a = simulate_cluster(six, fab, spec.nccl, "analytical", record_timeline=False)
+    b = simulate_cluster(six, fab, spec.nccl, "analytical", use_symmetry=False, record_timeline=False)
+    assert [r.finish_ns for r in a.ranks] == [r.finish_ns for r in b.ranks]
+
+
+def test_pipeline_stages_hand_over_their_activation() -> None:
+    # a stage ending on an in-place op (ReLU, a residual add) or a batch norm's step counter
+    # still hands the next stage the activation it computed, not a byte
+    from pathlib import Path
+
+    from podsim.parallelize import load_step, pipeline_parallel
+    d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
+    step = load_step(pytorch=d)
+    w = pipeline_parallel(step, 4, 4)
+    for s in range(3):
+        p = w.programs[s]
+        sends = {int(p.size_bytes[i]) for i in range(len(p)) if p.kind[i] == int(OpKind.SEND)
+                 and "activation" in p.names[i]}
+        # one micro-batch (32 images) of a ResNet-50 activation: at least 32 x 2048 x 7 x 7 fp32
+        assert len(sends) == 1 and sends.pop() >= 32 * 2048 * 7 * 7 * 4

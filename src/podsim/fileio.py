@@ -8,10 +8,19 @@ from pathlib import Path
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically; the parent folder is created if missing."""
+    """Write ``data`` to ``path`` atomically; the parent folder is created if missing.
+
+    Raises:
+        InputError: when the path cannot be written (a file where a folder should be, no
+            permission), naming it.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except (FileExistsError, NotADirectoryError, PermissionError) as e:
+        from .errors import InputError
+        raise InputError(f"cannot write here: {e.strerror or e}", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

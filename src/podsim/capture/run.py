@@ -140,12 +140,11 @@ def _free_port() -> int:
 _OURS = re.compile(r"^(kineto|et)(\.\d+)?\.json(\.gz|\.tmp)?$|^workload\.(\d+\.et|comm_groups\.json)$")
 
 
-def _remove_stale(folder: Path, nproc: int, wrote_groups: bool) -> None:
-    """Remove what an earlier capture into ``folder`` wrote and this one did not (the other
+def _remove_stale(folder: Path, nproc: int) -> None:
+    """Remove what an earlier capture into ``folder`` wrote and this one will not (the other
     layout's traces, more ranks' files), so the folder holds one capture."""
     mine = {n for r in range(nproc) for n in _trace_names(r, nproc)} | {f"workload.{r}.et" for r in range(nproc)}
-    if wrote_groups:
-        mine.add("workload.comm_groups.json")
+    mine.add("workload.comm_groups.json")   # rewritten or removed with the workload
     for f in folder.iterdir():
         if f.is_file() and _OURS.match(f.name) and f.name not in mine:
             f.unlink()
@@ -209,6 +208,7 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
         if created and not any(folder.iterdir()):
             folder.rmdir()   # a failed capture leaves no empty folder behind
         raise
+    _remove_stale(folder, nproc)   # an earlier capture's files, before they are read as this one's
     if progress is not None:
         progress(steps + 1, steps + 1)
     from ..formats.chakra import write_workload_with_groups
@@ -232,5 +232,6 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
     if nproc > 1:
         info["ddp_bucket_mb"] = bucket_mb
     atomic_write_text(folder / "capture.json", json.dumps(info, indent=1) + "\n")
-    _remove_stale(folder, nproc, groups_file is not None)
+    if groups_file is None:
+        (folder / "workload.comm_groups.json").unlink(missing_ok=True)
     return Capture(folder, kineto, et, prefix, steps_ms[0], model, device, nproc)

@@ -41,7 +41,8 @@ _COLLECTIVES = {
     **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"),
                     CollectiveKind.ALL_REDUCE),
     **dict.fromkeys(("allgather", "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
-                     "all_gather_into_tensor", "all_gather_into_tensor_coalesced"), CollectiveKind.ALL_GATHER),
+                     "all_gather_into_tensor", "all_gather_into_tensor_out", "all_gather_into_tensor_coalesced"),
+                    CollectiveKind.ALL_GATHER),
     **dict.fromkeys(("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
                      "reduce_scatter_tensor_coalesced"), CollectiveKind.REDUCE_SCATTER),
     **dict.fromkeys(("alltoall", "alltoall_base", "all_to_all_single"), CollectiveKind.ALL_TO_ALL),
@@ -623,7 +624,7 @@ def _collective_kind(name: str) -> CollectiveKind | None:
 
 def _unknown_collectives(host: list[HostOp]) -> list[str]:
     """Names of c10d ops that move data but podsim does not read as collectives (a note)."""
-    skip = ("barrier", "wait", "monitored_barrier", "send", "recv", "recv_any_source")
+    skip = ("barrier", "wait", "wait_tensor", "monitored_barrier", "send", "recv", "recv_any_source")
     return sorted({o.name for o in host if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is None
                    and o.name.split("::", 1)[1].rstrip("_") not in skip})
 

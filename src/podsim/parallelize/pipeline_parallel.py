@@ -83,6 +83,15 @@ def partition(step: OneGpuStep, stages: int) -> tuple[list[list[StepOp]], list[l
     return f_parts, b_parts
 
 
+def _boundary_bytes(part: list[StepOp]) -> int:
+    """What a stage hands the next: the tensor its last forward op returns (in place or not),
+    skipping the tiny results of buffer updates (a batch norm's step counter) when a real
+    activation (4 KiB or more) precedes them."""
+    sizes = [o.result_bytes for o in part if o.result_bytes > 0]
+    big = [b for b in sizes if b >= 4096]
+    return (big or sizes or [0])[-1]
+
+
 def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b",
                       replicas: int = 1) -> Workload:
     """The pipeline-parallel workload of ``step`` on ``stages`` x ``replicas`` GPUs with
@@ -123,9 +132,8 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
                 return deps
             return [add(OpKind.COMPUTE, label, deps, duration_ns=t, extra={SEGMENTS: tuple(segs)})]
 
-        last_fwd = f_parts[s][-1] if f_parts[s] else None
-        up = max(1, (f_parts[s - 1][-1].output_bytes if s > 0 and f_parts[s - 1] else 0) // m)
-        down = max(1, (last_fwd.output_bytes if last_fwd else 0) // m)
+        up = max(1, (_boundary_bytes(f_parts[s - 1]) if s > 0 else 0) // m)
+        down = max(1, _boundary_bytes(f_parts[s]) // m)
         # transfers are rows of the per-layer report of their own: the stage boundary they cross
         edge_in = {"layer": f"pp stages {s - 1}-{s} transfers"}
         edge_out = {"layer": f"pp stages {s}-{s + 1} transfers"}
@@ -162,6 +170,6 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
     groups = [Group("dp", tuple(range(st * replicas, (st + 1) * replicas))) for st in range(stages)] \
         if replicas > 1 else []
     dp = f", dp {replicas}" if replicas > 1 else ""
-    w = Workload(programs, stage_of, groups, f"{step.source} (pp {stages}{dp}, {m} micro-batches, {kind})")
-    w.representatives = stage_of * replicas   # a stage's replicas run alike
-    return w
+    # no representatives: a stage's replicas run alike only when the fabric places them alike
+    # (they may straddle servers), so every rank is simulated
+    return Workload(programs, stage_of, groups, f"{step.source} (pp {stages}{dp}, {m} micro-batches, {kind})")

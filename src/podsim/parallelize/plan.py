@@ -97,14 +97,14 @@ def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None
     if mode in ("tp", "pp") and not any(o.tp_split or o.param_bytes for o in step.ops):
         raise InputError(f"--parallel {mode} needs to know which ops read parameters: a TrioSim trace, or a "
                          "PyTorch trace with its execution trace (et.json, which podsim trace writes)")
+    if pp_replicas != 1 and mode != "pp":
+        raise InputError(f"--dp {pp_replicas} is for --parallel pp (data parallelism across pipelines), not "
+                         f"--parallel {mode}")
     if mode in ("dp", "ddp") and gpus > 1 and step.gradient_bytes == 0:
         raise InputError(f"--parallel {mode} needs the gradients' sizes, and this step has none: give the execution "
                          "trace (et.json, which podsim trace writes) with the Kineto trace")
     if mode == "tp":
         return tensor_parallel(step, gpus)
-    if pp_replicas != 1 and mode != "pp":
-        raise InputError(f"--dp {pp_replicas} is for --parallel pp (data parallelism across pipelines); dp and ddp "
-                         "are data parallel on every GPU already")
     if mode == "pp":
         if pp_replicas < 1 or gpus % pp_replicas:
             raise InputError(f"--dp {pp_replicas} must divide the {gpus} GPUs into pipelines of equal stages")

@@ -36,10 +36,10 @@ def tensor_parallel(step: OneGpuStep, gpus: int) -> Workload:
         if op.offload_bytes:
             nid += 1
             offload.store(b, op, prev[0], nid)
-        if op.tp_split and gpus > 1 and op.output_bytes > 0:
+        if op.tp_split and gpus > 1 and op.result_bytes > 0:
             nid += 1
             prev = [b.add(OpKind.COLLECTIVE, f"{op.name} output all-reduce", data_deps=prev, node_id=nid,
-                          collective=int(CollectiveKind.ALL_REDUCE), size_bytes=op.output_bytes, group="tp",
+                          collective=int(CollectiveKind.ALL_REDUCE), size_bytes=op.result_bytes, group="tp",
                           stream="tp", extra={"stage": op.stage, "layer": op.layer})]
     prog = b.build()
     prog.notes.extend(step.notes)

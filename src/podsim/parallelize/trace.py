@@ -42,8 +42,12 @@ _GRAD_OPS = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "BatchNormBac
 @dataclass(frozen=True)
 class StepOp:
     """One op of the step: ``ns`` of GPU time; ``grad_bytes`` of parameter gradients ready when
-    it ends (backward ops); ``param_bytes`` it reads (forward ops); ``output_bytes`` it writes;
-    ``tp_split``: tensor parallelism can split it."""
+    it ends (backward ops); ``param_bytes`` it reads (forward ops); ``output_bytes`` of new
+    activations it writes; ``tp_split``: tensor parallelism can split it."""
+
+    def __post_init__(self) -> None:
+        if self.result_bytes < 0:   # not given: all it writes is new
+            object.__setattr__(self, "result_bytes", self.output_bytes)
 
     name: str
     ns: int
@@ -53,6 +57,8 @@ class StepOp:
     tp_split: bool = False
     output_bytes: int = 0
     layer: str = ""           #: the layer it belongs to (see :func:`label_layers`)
+    #: bytes of the tensors it returns, in place or not (``output_bytes``: only new storages)
+    result_bytes: int = -1
     offload_bytes: int = 0    #: of its output kept in remote memory until the backward (:mod:`.memory`)
 
 
@@ -226,7 +232,7 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         else:
             stages.append("optimizer" if i > last_bwd else "forward")
     n = len(top)
-    grads, params, outputs, inputs_act = [0] * n, [0] * n, [0] * n, [0] * n
+    grads, params, outputs, inputs_act, results = [0] * n, [0] * n, [0] * n, [0] * n, [0] * n
     fwd_of: dict[int, int] = {}
     opt_layer_of: dict[int, int] = {}   # optimizer op -> the forward op whose parameters it updates
     notes = list(notes)
@@ -263,6 +269,7 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             # activations: outputs in storages the op made (not in-place results or views of its inputs)
             read = {sid for sid, _ in head.inputs}
             outputs[i] = sum(b for sid, b in dict(head.outputs).items() if sid not in read)
+            results[i] = head.tensor_bytes_out
             for x in subtree[i]:
                 if x.seq_id is not None:   # the op that creates the autograd node takes the number last
                     seq_owner[x.seq_id] = i
@@ -309,7 +316,8 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             f = fwd_of[i]
             split = params[f] > 0 and _short(top[f].name) in _TP_SPLIT
             out = inputs_act[f]   # the gradient of the forward op's input
-        ops.append(StepOp(o.name, max(ns, 1), stages[i], grads[i], params[i], split, out))
+        ops.append(StepOp(o.name, max(ns, 1), stages[i], grads[i], params[i], split, out,
+                          result_bytes=results[i] if stages[i] == "forward" else out))
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
     opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
     return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)

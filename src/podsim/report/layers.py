@@ -109,6 +109,7 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
         dur = s.end_ns - s.start_ns
         if s.category == "comm":
             row.comm_ns += dur
+            claimed = [c for c in claimed if c[1] > s.start_ns]   # later slices start later: the rest is past
             mine = _subtract(_clip(s.start_ns, s.end_ns, exposed, ex_starts), claimed)
             row.exposed_comm_ns += sum(b - a for a, b in mine)
             claimed = _merged(claimed + mine)
