@@ -25,3 +25,14 @@ def one_collective(n: int, kind: CollectiveKind, size: int) -> Workload:
     b = ProgramBuilder("coll")
     b.add(OpKind.COLLECTIVE, "c", collective=int(kind), size_bytes=size, node_id=1)
     return Workload([b.build()], [0] * n, name="coll")
+
+
+def importable_module(folder, monkeypatch, name: str, source: str) -> str:  # type: ignore[no-untyped-def]
+    """Write ``source`` as module ``name`` in ``folder`` and make it importable for this test
+    (a fresh import: any earlier one is forgotten).  Returns ``name``."""
+    import sys
+
+    (folder / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(folder))
+    sys.modules.pop(name, None)
+    return name

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import importable_module
 
 from podsim.api import simulate
 from podsim.cli import main
@@ -59,10 +59,7 @@ def test_ci_runs_the_capture_tests() -> None:
 @pytest.fixture
 def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     pytest.importorskip("torch")
-    (tmp_path / "capture_models.py").write_text(MODULE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("capture_models", None)
-    return "capture_models"
+    return importable_module(tmp_path, monkeypatch, "capture_models", MODULE)
 
 
 @pytest.mark.parametrize("fn", ["small_cnn", "tiny_gpt"])

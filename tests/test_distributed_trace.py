@@ -4,10 +4,10 @@ kernels, and a real 2-process DDP capture over gloo on the CPU (podsim trace --n
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import importable_module
 
 from podsim.api import load_workload, simulate
 from podsim.cli import main
@@ -136,14 +136,17 @@ def mlp(batch_size):
 MLP_PARAMS = 3 * (256 * 256 + 256) + 256 * 10 + 10
 
 
-def test_two_process_ddp_capture_over_gloo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def mlp_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An importable module with the MLP (torch needed)."""
     pytest.importorskip("torch")
-    (tmp_path / "ddp_models.py").write_text(MLP)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("ddp_models", None)
+    return importable_module(tmp_path, monkeypatch, "ddp_models", MLP) + ":mlp"
+
+
+def test_two_process_ddp_capture_over_gloo(tmp_path: Path, mlp_module: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ddp"
-    assert main(["trace", "--model", "ddp_models:mlp", "--batch-size", "16", "--steps", "2", "--nproc", "2",
+    assert main(["trace", "--model", mlp_module, "--batch-size", "16", "--steps", "2", "--nproc", "2",
                  "--bucket-mb", "0.25", "--out", str(out)]) == 0
     assert "x 2 processes (DDP)" in capsys.readouterr().out
     info = json.loads((out / "capture.json").read_text())
@@ -175,14 +178,10 @@ def test_two_process_ddp_capture_over_gloo(tmp_path: Path, monkeypatch: pytest.M
     assert "ddp bucket 0" in text
 
 
-def test_a_reused_capture_folder_holds_one_capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_reused_capture_folder_holds_one_capture(tmp_path: Path, mlp_module: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch")
-    (tmp_path / "ddp_models.py").write_text(MLP)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("ddp_models", None)
     out = tmp_path / "cap"
-    base = ["trace", "--model", "ddp_models:mlp", "--batch-size", "4", "--steps", "1", "--out", str(out)]
+    base = ["trace", "--model", mlp_module, "--batch-size", "4", "--steps", "1", "--out", str(out)]
     assert main(base) == 0
     assert main(base + ["--nproc", "2"]) == 0   # the single-process files go before the workload is built
     assert sorted(f.name for f in out.glob("workload.*")) == ["workload.0.et", "workload.1.et"]
