@@ -28,6 +28,14 @@ EPILOG_SIMULATE = """examples:
 ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
 --num-queues-per-dim, --comm-scale, --injection-scale).  Times are integer ns."""
 
+EPILOG_SERVE = """examples:
+  podsim serve -n 1 -d 2 -c 16 -w test_workload_8to2_6.667Hz_20s -p placement_intraop.json --chrome_trace
+  podsim serve --cluster dgx-a100-superpod -w w.csv -p placement.yaml --scheduler least-outstanding \\
+      --json out.json --cdf latency.png
+
+Model i of the workload goes to the i-th service of the placement (in order of first
+appearance).  Latencies in ms; SLO attainment counts dropped requests as misses."""
+
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
   podsim example layers --trace trace.json
@@ -299,6 +307,37 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--gpus", "-g", type=int, required=True, metavar="N", help="number of GPUs")
     f.add_argument("--simai", metavar="OUT", help="write the fabric as a SimAI topology file")
     f.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    sv = sub.add_parser("serve", help="simulate inference serving: requests, model placements, per-GPU queues "
+                        "(DLSIM's flags work)", epilog=EPILOG_SERVE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv.add_argument("-w", "--workload", required=True, help="a DLSIM workload CSV")
+    sv.add_argument("-p", "--placement", required=True, help="a placement (DLSIM's JSON, or YAML)")
+    sv.add_argument("--cluster", metavar="PRESET_OR_YAML",
+                    help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
+                         "placement uses)")
+    sv.add_argument("-n", "--num-nodes", "--num_nodes", dest="num_nodes", type=int, default=None,
+                    help="nodes (default 1, or what the placement uses with --cluster)")
+    sv.add_argument("-d", "--num-devices-per-node", "--num_devices_per_node", dest="gpus_per_node", type=int,
+                    default=None, help="GPUs per node (default 2)")
+    sv.add_argument("-c", "--memory-capacity", "--memory_capacity", dest="memory_gb", type=float, default=None,
+                    help="GPU memory in GB (default 16)")
+    sv.add_argument("--profile", default=None, metavar="FILE",
+                    help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)")
+    sv.add_argument("--scheduler", default="fifo", choices=["fifo", "rr", "least-outstanding"],
+                    help="replica choice: fifo (DLSIM: first stage idle soonest), rr, least-outstanding")
+    sv.add_argument("--dispatch-overhead", default="dlsim", metavar="dlsim|none|MS",
+                    help="added to a stage's start when its mesh is busy: dlsim (3 ms multi-stage, 4 ms single-"
+                         "stage), none, or a number of ms")
+    sv.add_argument("--drop-late", action="store_true",
+                    help="drop a request whose predicted finish misses its SLO (AlpaServe)")
+    sv.add_argument("--memory-check", default="error", choices=["error", "warn", "off"],
+                    help="placements whose weights exceed a GPU's memory: refuse (default), warn, or skip the check")
+    sv.add_argument("--name", default=None, help="run name (default: the workload's); names the Chrome trace")
+    sv.add_argument("--chrome-trace", "--chrome_trace", dest="chrome_trace", nargs="?", const="", default=None,
+                    metavar="OUT", help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json)")
+    sv.add_argument("--json", metavar="OUT", help="write the statistics and every request as JSON")
+    sv.add_argument("--cdf", metavar="OUT.png", help="plot the latency CDF (needs matplotlib)")
+    sv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -696,6 +735,72 @@ def _run_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    import json
+
+    from .errors import InputError
+    from .fileio import atomic_write_text
+    from .serving import load_profiles, read_placement, read_workload, simulate_serving
+    from .serving.placement import ServeCluster, check_placement
+    from .serving.stats import format_summary, summarize
+    from .serving.trace import plot_latency_cdf, write_serving_trace
+
+    for flag, path in (("--json", args.json), ("--cdf", args.cdf), ("--chrome-trace", args.chrome_trace)):
+        if path and os.path.isdir(path):
+            raise InputError(f"{path} is a folder; give the file to write", where=flag)
+    workload = read_workload(args.workload)
+    placement = read_placement(args.placement)
+    executables = load_profiles(args.profile)
+    nodes_used = 1 + max(n for e in placement.executors for st in e.stages for n, _ in st)
+    if args.cluster:
+        from .hardware.cluster import load_cluster
+        from .hardware.gpu import get_gpu
+        spec = load_cluster(args.cluster)
+        per_node = args.gpus_per_node or spec.gpus_per_node
+        mem = args.memory_gb * 1e9 if args.memory_gb else (get_gpu(spec.gpu).memory_bytes if spec.gpu else 16e9)
+        nodes = args.num_nodes or nodes_used
+    else:
+        nodes, per_node = args.num_nodes or 1, args.gpus_per_node or 2
+        mem = (args.memory_gb if args.memory_gb is not None else 16) * 1e9
+    for flag, v in (("--num-nodes", nodes), ("--num-devices-per-node", per_node), ("--memory-capacity", mem)):
+        if v <= 0:
+            raise InputError(f"must be positive, got {v:g}", where=flag)
+    cluster = ServeCluster(int(nodes), int(per_node), int(mem))
+    od = args.dispatch_overhead.strip().lower()
+    if od == "dlsim":
+        from .serving.simulator import DLSIM_OVERHEAD_NS
+        overhead = DLSIM_OVERHEAD_NS
+    elif od == "none":
+        overhead = (0, 0)
+    else:
+        try:
+            v = round(float(od) * 1e6)
+        except ValueError:
+            raise InputError(f"expected dlsim, none or a number of ms, got {args.dispatch_overhead!r}",
+                             where="--dispatch-overhead") from None
+        if v < 0:
+            raise InputError("must not be negative", where="--dispatch-overhead")
+        overhead = (v, v)
+    warnings = check_placement(placement, executables, cluster, args.memory_check)
+    result = simulate_serving(workload, placement, executables, cluster, scheduler=args.scheduler,
+                              overhead_ns=overhead, drop_late=args.drop_late)
+    result.notes[:0] = warnings
+    doc = summarize(result)
+    print(format_summary(doc))
+    name = args.name or workload.name
+    if args.chrome_trace is not None:
+        out = args.chrome_trace or os.path.join("chrome_trace", f"{name}.json")
+        write_serving_trace(result, out)
+        print(f"\n  wrote {out} (open it at https://ui.perfetto.dev)")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"name": name, **doc}, indent=1) + "\n")
+        print(f"  wrote {args.json}")
+    if args.cdf:
+        plot_latency_cdf(result, args.cdf)
+        print(f"  wrote {args.cdf}")
+    return 0
+
+
 def _run_convert(args: argparse.Namespace) -> int:
     from .api import load_workload
     from .formats.chakra import write_workload_with_groups
@@ -773,6 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_convert(args)
         if args.command == "trace":
             return _run_trace(args)
+        if args.command == "serve":
+            return _run_serve(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

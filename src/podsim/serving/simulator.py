@@ -1,0 +1,174 @@
+"""Discrete-event simulation of serving, DLSIM's model made configurable.
+
+Every GPU has a FIFO task queue; a GPU's *idle time* is when its last queued task ends (0 with
+an empty queue) and its *event time* when its head task ends.  The event loop repeatedly runs
+the entity with the earliest event time -- the GPUs in cluster order first, then the
+scheduler, ties to the first -- until nothing is left:
+
+* **scheduler** (at each request's arrival, in arrival order): model ``m`` is served by the
+  ``m``-th service of the placement; ``fifo`` (DLSIM) picks, among the service's replicas, the
+  one whose first-stage mesh is idle soonest, ``rr`` takes them in turn, ``least-outstanding``
+  the one with the fewest requests in flight (ties: the first in the placement).  With
+  ``drop_late``, a request whose predicted finish misses its SLO is dropped (AlpaServe).
+* **a stage receives a request at t**: mesh idle time ``mi`` = the latest idle time of its GPUs;
+  start = max(mi, t), plus the dispatch overhead when the mesh is busy (``mi`` > 0; DLSIM: 3 ms
+  for a multi-stage executable, 4 ms for a single-stage one); the task (start, start + stage
+  latency) is queued on every GPU of the mesh (intra-op stages occupy all their GPUs).
+* **a GPU's head task ends**: it is popped; once every GPU of the stage has popped it, the
+  request moves to the next stage at that time, or is done.
+
+So requests overlap across pipeline stages, and meshes shared by several models serialize
+them.  Times are integer ns.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from .placement import Placement, ServeCluster
+from .profiles import Executable
+from .workload import ServeWorkload
+
+SCHEDULERS = ("fifo", "rr", "least-outstanding")
+DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)   #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
+
+
+@dataclass
+class ServeResult:
+    """What a serving simulation produced (ns).  ``finish_ns[i]`` is None for a dropped request;
+    ``slices[g]`` are GPU g's tasks as (request, stage, start, end)."""
+
+    arrival_ns: list[int]
+    finish_ns: list[int | None]
+    model_ids: list[int]
+    executor_of: list[int]                     #: placement entry that served each request (-1: dropped)
+    slices: dict[int, list[tuple[int, int, int, int]]]
+    cluster: ServeCluster
+    placement: Placement
+    workload: ServeWorkload
+    scheduler: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def makespan_ns(self) -> int:
+        ends = [f for f in self.finish_ns if f is not None]
+        return max(ends + self.arrival_ns + [0])
+
+    def latencies_s(self, model: int | None = None) -> list[float]:
+        """Latencies (s) of the completed requests (of one model)."""
+        return [(f - a) / 1e9 for f, a, m in zip(self.finish_ns, self.arrival_ns, self.model_ids)
+                if f is not None and (model is None or m == model)]
+
+
+def simulate_serving(workload: ServeWorkload, placement: Placement, executables: dict[str, Executable],
+                     cluster: ServeCluster, *, scheduler: str = "fifo",
+                     overhead_ns: tuple[int, int] = DLSIM_OVERHEAD_NS, drop_late: bool = False) -> ServeResult:
+    """Serve ``workload`` on ``placement`` (checked beforehand with
+    :func:`podsim.serving.placement.check_placement`).
+
+    Raises:
+        InputError: for an unknown scheduler, or a workload with more models than the placement
+            has services.
+    """
+    if scheduler not in SCHEDULERS:
+        raise InputError(f"scheduler must be one of {', '.join(SCHEDULERS)}, not {scheduler!r}", where="--scheduler")
+    services = placement.services()
+    if workload.num_models > len(services):
+        raise InputError(f"the workload has {workload.num_models} models but the placement serves "
+                         f"{len(services)} ({', '.join(services)}): model i goes to the i-th service", placement.source)
+    replicas: list[list[int]] = [[k for k, e in enumerate(placement.executors) if e.service == s] for s in services]
+    exes = [executables[e.executable] for e in placement.executors]
+    meshes = [[tuple(cluster.gpu_index(n, d) for n, d in stage) for stage in e.stages] for e in placement.executors]
+    n_gpus = cluster.num_gpus
+    queues: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(n_gpus)]   # (req, stage, start, end)
+    slices: dict[int, list[tuple[int, int, int, int]]] = {g: [] for g in range(n_gpus)}
+    arrivals = workload.arrivals_ns()
+    n = len(arrivals)
+    finish: list[int | None] = [None] * n
+    executor_of = [-1] * n
+    pending: dict[tuple[int, int], int] = {}   # (request, stage) -> GPUs still running it
+    outstanding = [0] * len(placement.executors)
+    rr_next = [0] * len(services)
+    heap: list[tuple[float, int]] = []         # (event time, entity): GPUs 0..n-1, then the scheduler
+    next_req = 0
+
+    def idle(g: int) -> int:
+        return queues[g][-1][3] if queues[g] else 0
+
+    def mesh_idle(k: int, stage: int) -> int:
+        return max(idle(g) for g in meshes[k][stage])
+
+    def overhead(k: int) -> int:
+        return overhead_ns[1] if exes[k].num_stages > 1 else overhead_ns[0]
+
+    def receive(req: int, k: int, stage: int, t: int) -> None:
+        mi = mesh_idle(k, stage)
+        start = max(mi, t) + (overhead(k) if mi > 0 else 0)
+        end = start + exes[k].stage_latencies_ns[stage]
+        pending[(req, stage)] = len(meshes[k][stage])
+        for g in meshes[k][stage]:
+            if not queues[g]:
+                heapq.heappush(heap, (end, g))
+            queues[g].append((req, stage, start, end))
+
+    def predicted_finish(k: int, t: int) -> int:
+        for stage in range(exes[k].num_stages):
+            mi = mesh_idle(k, stage)
+            t = max(mi, t) + (overhead(k) if mi > 0 else 0) + exes[k].stage_latencies_ns[stage]
+        return t
+
+    def choose(req: int) -> int:
+        reps = replicas[workload.model_ids[req]]
+        if scheduler == "fifo":
+            return min(reps, key=lambda k: (mesh_idle(k, 0), reps.index(k)))
+        if scheduler == "rr":
+            m = workload.model_ids[req]
+            k = reps[rr_next[m] % len(reps)]
+            rr_next[m] += 1
+            return k
+        return min(reps, key=lambda k: (outstanding[k], reps.index(k)))
+
+    if n:
+        heapq.heappush(heap, (arrivals[0], n_gpus))
+    while heap:
+        t, ent = heapq.heappop(heap)
+        if ent == n_gpus:   # the scheduler: the next request arrives
+            req = next_req
+            next_req += 1
+            k = choose(req)
+            slo = workload.slos_s[workload.model_ids[req]]
+            if drop_late and math.isfinite(slo) and predicted_finish(k, int(t)) - arrivals[req] > slo * 1e9:
+                pass   # dropped: finish stays None
+            else:
+                executor_of[req] = k
+                outstanding[k] += 1
+                receive(req, k, 0, int(t))
+            if next_req < n:
+                heapq.heappush(heap, (arrivals[next_req], n_gpus))
+            continue
+        q = queues[ent]
+        if not q or q[0][3] != t:
+            continue   # stale entry
+        req, stage, start, end = q.popleft()
+        slices[ent].append((req, stage, start, end))
+        if q:
+            heapq.heappush(heap, (q[0][3], ent))
+        pending[(req, stage)] -= 1
+        if pending[(req, stage)] == 0:
+            del pending[(req, stage)]
+            k = executor_of[req]
+            if stage + 1 < exes[k].num_stages:
+                receive(req, k, stage + 1, end)
+            else:
+                finish[req] = end
+                outstanding[k] -= 1
+    notes = []
+    dropped = sum(1 for k in executor_of if k < 0)
+    if dropped:
+        notes.append(f"{dropped} of {n} requests dropped: their predicted finish missed the SLO")
+    return ServeResult(arrivals, finish, list(workload.model_ids), executor_of, slices, cluster, placement,
+                       workload, scheduler, notes)

@@ -1,0 +1,204 @@
+"""Request workloads for serving: DLSIM's workload CSV, and open-loop generators.
+
+DLSIM's file (no header): a metadata row ``model_num,rate,"[p0, p1, ...]",duration,"[slo0, ...]",name``
+then one ``model_id,arrival_s`` row per request, in time order.  podsim reads it without
+evaluating anything (the lists are JSON number lists) and writes it back byte for byte:
+numbers keep the text they were read with, and generated arrivals are written with Python's
+shortest round-trip float formatting, as DLSIM's ``csv`` writer does.
+
+Generators (seeded, reproducible): open-loop arrivals whose gaps follow an exponential
+(Poisson process) or a Gamma distribution of a given coefficient of variation (AlpaServe's
+``GammaProcess``: shape 1/cv^2, scale cv^2/rate), either one stream of ``rate`` with each
+request's model drawn by ``proportions`` (DLSIM), or one stream per model at its own rate.
+Times: arrivals in seconds in files, integer ns inside.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..fileio import atomic_write_text
+
+
+@dataclass
+class ServeWorkload:
+    """Requests (``model_ids[i]`` arriving at ``arrivals_s[i]``, in time order) and the
+    metadata DLSIM keeps: per-model proportions and SLOs (s), the nominal rate (req/s) and
+    duration (s), a name.  ``texts`` keeps the metadata fields as read, for writing back."""
+
+    model_ids: list[int]
+    arrivals_s: list[float]
+    num_models: int
+    rate: float
+    proportions: list[float]
+    duration_s: float
+    slos_s: list[float]
+    name: str
+    texts: dict[str, str] = field(default_factory=dict)
+    arrival_texts: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.model_ids)
+
+    def arrivals_ns(self) -> list[int]:
+        return [round(a * 1e9) for a in self.arrivals_s]
+
+
+def _number_list(text: str, what: str, source: str, row: int) -> list[float]:
+    try:
+        v = json.loads(text)
+    except json.JSONDecodeError:
+        v = None
+    if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise InputError(f"{what} must be a list of numbers like [0.8, 0.2], got {text!r}", source, f"row {row}")
+    return [float(x) for x in v]
+
+
+def _number(text: str, what: str, source: str, row: int, integer: bool = False) -> float:
+    try:
+        v = float(text)
+        if integer and (v != int(v) or v < 1):
+            raise ValueError
+    except ValueError:
+        kind = "a positive whole number" if integer else "a number"
+        raise InputError(f"{what} must be {kind}, got {text!r}", source, f"row {row}") from None
+    return v
+
+
+def _check_proportions(p: list[float], n: int, source: str, where: str) -> None:
+    if len(p) != n:
+        raise InputError(f"{n} models but {len(p)} proportions", source, where)
+    if any(x < 0 for x in p) or abs(sum(p) - 1.0) > 1e-6:
+        raise InputError(f"proportions must be non-negative and sum to 1, got {p} (sum {sum(p):g})", source, where)
+
+
+def read_workload(path: str | Path) -> ServeWorkload:
+    """Read a DLSIM workload CSV.
+
+    Raises:
+        InputError: for a malformed metadata row (naming the field), proportions that do not
+            sum to 1, a model id out of range, or rows out of time order.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such workload file", str(p))
+    rows = list(csv.reader(io.StringIO(p.read_text())))
+    if not rows:
+        raise InputError("empty workload file", str(p))
+    meta = rows[0]
+    if len(meta) != 6:
+        raise InputError("the metadata row must be model_num,rate,\"[proportions]\",duration,\"[SLOs]\",name; got "
+                         f"{len(meta)} fields", str(p), "row 1")
+    n = int(_number(meta[0], "model_num", str(p), 1, integer=True))
+    rate = _number(meta[1], "rate", str(p), 1)
+    props = _number_list(meta[2], "proportions", str(p), 1)
+    _check_proportions(props, n, str(p), "row 1")
+    duration = _number(meta[3], "duration", str(p), 1)
+    slos = _number_list(meta[4], "SLOs", str(p), 1)
+    if len(slos) != n:
+        raise InputError(f"{n} models but {len(slos)} SLOs", str(p), "row 1")
+    ids, arrivals, texts = [], [], []
+    last = -float("inf")
+    for i, r in enumerate(rows[1:], start=2):
+        if not r:
+            continue
+        if len(r) != 2:
+            raise InputError(f"expected model_id,arrival_s, got {len(r)} fields", str(p), f"row {i}")
+        mid = _number(r[0], "model_id", str(p), i)
+        if mid != int(mid) or not 0 <= mid < n:
+            raise InputError(f"model_id must be one of 0..{n - 1}, got {r[0]!r}", str(p), f"row {i}")
+        t = _number(r[1], "arrival_s", str(p), i)
+        if t < last:
+            raise InputError(f"arrival {r[1]} s is before the previous row's {last} s: rows must be in time order",
+                             str(p), f"row {i}")
+        last = t
+        ids.append(int(mid))
+        arrivals.append(t)
+        texts.append(r[1])
+    texts_meta = dict(zip(("model_num", "rate", "proportions", "duration", "slos", "name"), meta))
+    return ServeWorkload(ids, arrivals, n, rate, props, duration, slos, meta[5], texts_meta, texts)
+
+
+def write_workload(w: ServeWorkload, path: str | Path) -> None:
+    """Write ``w`` as a DLSIM workload CSV (atomically); a workload read from a file is written
+    back byte for byte."""
+    t = w.texts
+    meta = [t.get("model_num", str(w.num_models)), t.get("rate", _num(w.rate)),
+            t.get("proportions", _list(w.proportions)), t.get("duration", _num(w.duration_s)),
+            t.get("slos", _list(w.slos_s)), t.get("name", w.name)]
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\r\n")
+    out.writerow(meta)
+    times = w.arrival_texts if len(w.arrival_texts) == len(w) else [repr(float(a)) for a in w.arrivals_s]
+    for mid, a in zip(w.model_ids, times):
+        out.writerow([mid, a])
+    atomic_write_text(path, buf.getvalue())
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _list(xs: list[float]) -> str:
+    """As Python prints a list of floats (DLSIM's metadata): ``[0.8, 0.2]``."""
+    return "[" + ", ".join(repr(float(x)) for x in xs) + "]"
+
+
+def generate_workload(num_models: int, rate: float, duration_s: float, *, proportions: list[float] | None = None,
+                      rates: list[float] | None = None, cv: float = 1.0, slos_s: list[float] | None = None,
+                      seed: int = 0, name: str = "workload") -> ServeWorkload:
+    """Open-loop arrivals over ``duration_s`` seconds, seeded.
+
+    With ``proportions`` (default: equal): one stream of ``rate`` req/s starting at t = 0, each
+    request's model drawn by the proportions (DLSIM's generator).  With ``rates``: one stream
+    per model at its rate, merged (``rate`` is then their sum).  Gaps are exponential for
+    ``cv`` = 1 (Poisson) and Gamma(1/cv^2, cv^2/rate) otherwise.
+
+    Raises:
+        InputError: for non-positive rates, duration or cv, proportions that do not sum to 1, or
+            list lengths that do not match ``num_models``.
+    """
+    if num_models < 1:
+        raise InputError(f"at least one model is needed, got {num_models}")
+    if duration_s <= 0 or cv <= 0:
+        raise InputError(f"duration and cv must be positive, got {duration_s:g} s and {cv:g}")
+    slos = slos_s if slos_s is not None else [float("inf")] * num_models
+    if len(slos) != num_models:
+        raise InputError(f"{num_models} models but {len(slos)} SLOs")
+    rng = np.random.default_rng(seed)
+
+    def gaps(r: float, n: int) -> np.ndarray:
+        return rng.exponential(1.0 / r, n) if cv == 1.0 else rng.gamma(1.0 / cv**2, cv**2 / r, n)
+
+    def stream(r: float) -> list[float]:
+        out, t = [0.0], 0.0
+        while True:
+            for g in gaps(r, 1024):
+                t += float(g)
+                if t >= duration_s:
+                    return out
+                out.append(t)
+
+    if rates is not None:
+        if len(rates) != num_models or any(r <= 0 for r in rates):
+            raise InputError(f"rates must be {num_models} positive numbers, got {rates}")
+        pairs = sorted((t, m) for m, r in enumerate(rates) for t in stream(r))
+        props = [r / sum(rates) for r in rates]
+        total = float(sum(rates))
+        ids, arrivals = [m for _, m in pairs], [t for t, _ in pairs]
+    else:
+        if rate <= 0:
+            raise InputError(f"the rate must be positive, got {rate:g}")
+        props = proportions if proportions is not None else [1.0 / num_models] * num_models
+        _check_proportions(props, num_models, "<generate>", "proportions")
+        arrivals = stream(rate)
+        ids = [int(x) for x in rng.choice(num_models, size=len(arrivals), p=props)]
+        total = rate
+    return ServeWorkload(ids, arrivals, num_models, total, list(props), duration_s, list(slos), name)
