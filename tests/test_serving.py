@@ -232,3 +232,24 @@ def test_cli_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     cdf = tmp_path / "c.png"
     assert main(["serve", "-w", str(w), "-p", str(pl), "--cdf", str(cdf), "--scheduler", "rr"]) == 0
     assert cdf.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_serve_workload_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "skewed.csv"
+    assert main(["serve-workload", "generate", "--models", "2", "--rate", "6.667", "--proportions", "0.8,0.2",
+                 "--duration", "20", "--slos", "0.25", "--seed", "4", "-o", str(out)]) == 0
+    w = read_workload(out)
+    assert w.num_models == 2 and w.proportions == [0.8, 0.2] and w.slos_s == [0.25, 0.25] and w.name == "skewed.csv"
+    assert out.read_text().splitlines()[0] == '2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",skewed.csv'
+    again = tmp_path / "again.csv"
+    assert main(["serve-workload", "generate", "--models", "2", "--rate", "6.667", "--proportions", "0.8,0.2",
+                 "--duration", "20", "--slos", "0.25", "--seed", "4", "--name", "skewed.csv", "-o", str(again)]) == 0
+    assert again.read_bytes() == out.read_bytes()   # seeded: the same file
+    capsys.readouterr()
+    for argv, message in ((["--rate", "5", "--proportions", "0.5,0.6"], "sum to 1"),
+                          (["--rate", "5", "--rates", "1,2"], "one of them"),
+                          (["--rates", "1,x"], "comma-separated numbers")):
+        assert main(["serve-workload", "generate", "--models", "2", "--duration", "5", "-o",
+                     str(tmp_path / "x.csv")] + argv) == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert not (tmp_path / "x.csv").exists()

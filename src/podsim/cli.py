@@ -36,6 +36,13 @@ EPILOG_SERVE = """examples:
 Model i of the workload goes to the i-th service of the placement (in order of first
 appearance).  Latencies in ms; SLO attainment counts dropped requests as misses."""
 
+EPILOG_SERVE_WORKLOAD = """examples:
+  podsim serve-workload generate --models 2 --rate 6.667 --proportions 0.8,0.2 --duration 20 \\
+      --slos 0.25 -o skewed.csv                       # DLSIM's generator (Poisson)
+  podsim serve-workload generate --models 4 --rates 8,4,2,1 --cv 4 --duration 60 -o bursty.csv
+
+Arrivals start at t = 0 (DLSIM's convention); the file is DLSIM's workload CSV."""
+
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
   podsim example layers --trace trace.json
@@ -338,6 +345,24 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--json", metavar="OUT", help="write the statistics and every request as JSON")
     sv.add_argument("--cdf", metavar="OUT.png", help="plot the latency CDF (needs matplotlib)")
     sv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    sw = sub.add_parser("serve-workload", help="write serving workloads (DLSIM's CSV): open-loop Poisson or Gamma "
+                        "arrivals", epilog=EPILOG_SERVE_WORKLOAD, formatter_class=argparse.RawDescriptionHelpFormatter)
+    swsub = sw.add_subparsers(dest="action", metavar="ACTION")
+    gen = swsub.add_parser("generate", help="generate arrivals")
+    gen.add_argument("--models", type=int, required=True, metavar="N", help="number of models")
+    gen.add_argument("--rate", type=float, default=None, metavar="RPS",
+                     help="total requests per second (with --proportions; default equal shares)")
+    gen.add_argument("--proportions", default=None, metavar="P0,P1,...", help="each model's share of --rate")
+    gen.add_argument("--rates", default=None, metavar="R0,R1,...", help="each model's own rate (instead of --rate)")
+    gen.add_argument("--duration", type=float, required=True, metavar="S", help="seconds of arrivals")
+    gen.add_argument("--cv", type=float, default=1.0, help="coefficient of variation of the gaps (1: Poisson; "
+                     "other: Gamma)")
+    gen.add_argument("--slos", default=None, metavar="S0,S1,...", help="each model's SLO in seconds (or one for all)")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--name", default=None, help="the workload's name (default: the output file's)")
+    gen.add_argument("-o", "--out", required=True, metavar="FILE")
+    gen.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -801,6 +826,39 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _floats(text: str | None, flag: str) -> list[float] | None:
+    from .errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated numbers, got {text!r}", where=flag) from None
+
+
+def _run_serve_workload(args: argparse.Namespace) -> int:
+    from .errors import InputError
+    from .serving import generate_workload, write_workload
+
+    if args.action != "generate":
+        raise InputError("say what to do: podsim serve-workload generate ... (see --help)")
+    rates = _floats(args.rates, "--rates")
+    props = _floats(args.proportions, "--proportions")
+    slos = _floats(args.slos, "--slos")
+    if slos is not None and len(slos) == 1:
+        slos = slos * args.models
+    if (rates is None) == (args.rate is None):
+        raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
+    name = args.name or os.path.basename(args.out)
+    w = generate_workload(args.models, args.rate or 0.0, args.duration, proportions=props, rates=rates, cv=args.cv,
+                          slos_s=slos, seed=args.seed, name=name)
+    write_workload(w, args.out)
+    print(f"podsim serve-workload: {len(w)} requests of {args.models} model(s) over {args.duration:g} s "
+          f"({len(w) / args.duration:.3f} req/s) -> {args.out}")
+    return 0
+
+
 def _run_convert(args: argparse.Namespace) -> int:
     from .api import load_workload
     from .formats.chakra import write_workload_with_groups
@@ -880,6 +938,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_trace(args)
         if args.command == "serve":
             return _run_serve(args)
+        if args.command == "serve-workload":
+            return _run_serve_workload(args)
         return _run_example(args)
     except PodsimError as e:
         if getattr(args, "debug", False):

@@ -72,7 +72,7 @@ def _number(text: str, what: str, source: str, row: int, integer: bool = False) 
     return v
 
 
-def _check_proportions(p: list[float], n: int, source: str, where: str) -> None:
+def _check_proportions(p: list[float], n: int, source: str | None, where: str) -> None:
     if len(p) != n:
         raise InputError(f"{n} models but {len(p)} proportions", source, where)
     if any(x < 0 for x in p) or abs(sum(p) - 1.0) > 1e-6:
@@ -197,7 +197,7 @@ def generate_workload(num_models: int, rate: float, duration_s: float, *, propor
         if rate <= 0:
             raise InputError(f"the rate must be positive, got {rate:g}")
         props = proportions if proportions is not None else [1.0 / num_models] * num_models
-        _check_proportions(props, num_models, "<generate>", "proportions")
+        _check_proportions(props, num_models, None, "--proportions")
         arrivals = stream(rate)
         ids = [int(x) for x in rng.choice(num_models, size=len(arrivals), p=props)]
         total = rate
