@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from podsim.cli import main
+from podsim.errors import InputError
 from podsim.serving import (
     ServeWorkload,
     generate_workload,
@@ -253,3 +254,55 @@ def test_serve_workload_generate(tmp_path: Path, capsys: pytest.CaptureFixture[s
                      str(tmp_path / "x.csv")] + argv) == 2, argv
         assert message in capsys.readouterr().err, argv
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_closed_loop_clients_by_hand(tmp_path: Path) -> None:
+    from podsim.serving import ClosedLoop
+    pl = _placement(tmp_path, [("a", "Bert_2.6B_1_device", [[0]])])
+    # one client, no think time, 0.5 s: a request every 145.2 ms (the GPU is free each time: no
+    # overhead): at 0, 145.2, 290.4, 435.6; the next would be at 580.8, after the end
+    one = simulate_serving(ClosedLoop([1], 0.0, 0.5, [1.0]), pl, EXES, ServeCluster(1, 1, 16 * 10**9))
+    assert [a / MS for a in one.arrival_ns] == [0.0, 145.2, 290.4, 435.6]
+    assert _latencies_ms(one) == [145.2] * 4
+    # two clients: both at 0 (the second waits for the first, + 4 ms); then each resends as its
+    # request ends and always finds the other's queued: 298.4 ms = 145.2 + 4 + 145.2 + 4
+    two = simulate_serving(ClosedLoop([2], 0.0, 0.5, [1.0]), pl, EXES, ServeCluster(1, 1, 16 * 10**9))
+    assert [round(a / MS, 6) for a in two.arrival_ns] == [0.0, 0.0, 145.2, 294.4, 443.6]
+    assert _latencies_ms(two) == [145.2, 294.4, 298.4, 298.4, 298.4]
+    # the realized arrivals are a workload like any other
+    assert two.workload.model_ids == [0] * 5 and len(two.workload.arrivals_s) == 5
+    with pytest.raises(InputError, match="closed-loop clients"):
+        ClosedLoop([0], 0.0, 1.0, [1.0])
+
+
+def test_little_law_in_a_closed_loop(tmp_path: Path) -> None:
+    # 10 clients, 50 ms mean think time, on a 2-GPU intra-op mesh (98.5 ms + 4 ms per request when
+    # busy): throughput X = 1 / 102.5 ms, and N = X (R + Z) gives the mean latency R
+    from podsim.serving import ClosedLoop
+    pl = _placement(tmp_path, [("a", "Bert_2.6B_2_device_intra", [[0, 1]])])
+    r = simulate_serving(ClosedLoop([10], 0.05, 60.0, [1.0], seed=5), pl, EXES, CLUSTER)
+    doc = summarize(r)
+    assert doc["throughput_rps"] == pytest.approx(1 / 0.1025, rel=0.01)
+    assert doc["latency_mean_s"] == pytest.approx(10 / doc["throughput_rps"] - 0.05, rel=0.03)
+
+
+def test_request_trace_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.serving.workload import read_request_trace
+    f = tmp_path / "trace.csv"
+    f.write_text("user,arrival_s,model_id\nx,0.0,0\ny,0.05,1\nz,0.01,0\n")
+    w = read_request_trace(f)
+    assert w.model_ids == [0, 0, 1] and w.arrivals_s == [0.0, 0.01, 0.05] and w.num_models == 2
+    pl = tmp_path / "p.json"
+    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
+             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
+    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[1]]}])]))
+    out = tmp_path / "r.json"
+    assert main(["serve", "-w", str(f), "-p", str(pl), "--slos", "0.2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    # model 0: 145.2 ms, then 145.2 + 4 + 145.2 - 10 = 284.4 ms (over the 0.2 s SLO); model 1 alone
+    assert [round(r["latency_s"], 6) for r in doc["requests"]] == [0.1452, 0.2844, 0.1452]
+    assert doc["slo_attainment"] == pytest.approx(2 / 3)
+    (tmp_path / "bad.csv").write_text("arrival_s,who\n0.0,a\n")
+    capsys.readouterr()
+    assert main(["serve", "-w", str(tmp_path / "bad.csv"), "-p", str(pl)]) == 2
+    assert "needs model_id and arrival_s columns" in capsys.readouterr().err

@@ -32,6 +32,7 @@ EPILOG_SERVE = """examples:
   podsim serve -n 1 -d 2 -c 16 -w test_workload_8to2_6.667Hz_20s -p placement_intraop.json --chrome_trace
   podsim serve --cluster dgx-a100-superpod -w w.csv -p placement.yaml --scheduler least-outstanding \\
       --json out.json --cdf latency.png
+  podsim serve --closed-loop 8,2 --think-ms 50 --duration 60 --slos 0.25 -p placement_intraop.json
 
 Model i of the workload goes to the i-th service of the placement (in order of first
 appearance).  Latencies in ms; SLO attainment counts dropped requests as misses."""
@@ -317,7 +318,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="simulate inference serving: requests, model placements, per-GPU queues "
                         "(DLSIM's flags work)", epilog=EPILOG_SERVE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sv.add_argument("-w", "--workload", required=True, help="a DLSIM workload CSV")
+    sv.add_argument("-w", "--workload", help="a DLSIM workload CSV, or a request trace CSV with a header naming "
+                    "model_id and arrival_s columns (replayed as recorded)")
+    sv.add_argument("--closed-loop", metavar="C0,C1,...",
+                    help="instead of -w: closed-loop clients per model (each sends, waits, thinks, sends again)")
+    sv.add_argument("--think-ms", type=float, default=0.0, metavar="MS",
+                    help="with --closed-loop: mean think time between a response and the next request (default 0)")
+    sv.add_argument("--duration", type=float, default=None, metavar="S",
+                    help="with --closed-loop: seconds clients keep sending (required)")
+    sv.add_argument("--slos", default=None, metavar="S0,S1,...",
+                    help="SLOs in seconds per model (or one for all): for --closed-loop and request traces, or to "
+                         "override a workload's")
+    sv.add_argument("--seed", type=int, default=0, help="with --closed-loop: seed of the think times")
     sv.add_argument("-p", "--placement", required=True, help="a placement (DLSIM's JSON, or YAML)")
     sv.add_argument("--cluster", metavar="PRESET_OR_YAML",
                     help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
@@ -773,7 +785,31 @@ def _run_serve(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--cdf", args.cdf), ("--chrome-trace", args.chrome_trace)):
         if path and os.path.isdir(path):
             raise InputError(f"{path} is a folder; give the file to write", where=flag)
-    workload = read_workload(args.workload)
+    from .serving import ClosedLoop
+    from .serving.workload import read_request_trace
+
+    if (args.workload is None) == (args.closed_loop is None):
+        raise InputError("give a workload (-w FILE) or closed-loop clients (--closed-loop C0,C1,...), one of them",
+                         where="-w")
+    slos = _floats(args.slos, "--slos")
+    if args.closed_loop is not None:
+        clients = _floats(args.closed_loop, "--closed-loop") or []
+        if any(c != int(c) for c in clients):
+            raise InputError(f"expected whole numbers of clients, got {args.closed_loop!r}", where="--closed-loop")
+        if args.duration is None:
+            raise InputError("closed-loop clients need --duration S", where="--duration")
+        slo_list = (slos * len(clients) if slos and len(slos) == 1 else slos) or [float("inf")] * len(clients)
+        workload = ClosedLoop([int(c) for c in clients], args.think_ms / 1e3, args.duration, slo_list,
+                              args.name or "closed-loop", args.seed)
+    else:
+        with open(args.workload, "rb") as f:
+            head = f.readline().decode("utf-8", "replace")
+        workload = read_request_trace(args.workload) if "arrival" in head else read_workload(args.workload)
+        if slos:
+            slo_list = slos * workload.num_models if len(slos) == 1 else slos
+            if len(slo_list) != workload.num_models:
+                raise InputError(f"{workload.num_models} models but {len(slo_list)} SLOs", where="--slos")
+            workload.slos_s = slo_list
     placement = read_placement(args.placement)
     executables = load_profiles(args.profile)
     nodes_used = 1 + max(n for e in placement.executors for st in e.stages for n, _ in st)

@@ -5,7 +5,13 @@ queues with a scheduler, reporting latency, SLO attainment and utilization."""
 from .placement import MeshExecutorSpec, Placement, read_placement
 from .profiles import Executable, load_profiles
 from .simulator import ServeResult, simulate_serving
-from .workload import ServeWorkload, generate_workload, read_workload, write_workload
+from .workload import (
+           ClosedLoop,
+           ServeWorkload,
+           generate_workload,
+           read_workload,
+           write_workload,
+)
 
-__all__ = ["Executable", "MeshExecutorSpec", "Placement", "ServeResult", "ServeWorkload", "generate_workload",
+__all__ = ["ClosedLoop", "Executable", "MeshExecutorSpec", "Placement", "ServeResult", "ServeWorkload", "generate_workload",
            "load_profiles", "read_placement", "read_workload", "simulate_serving", "write_workload"]

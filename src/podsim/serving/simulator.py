@@ -5,6 +5,9 @@ an empty queue) and its *event time* when its head task ends.  The event loop re
 the entity with the earliest event time -- the GPUs in cluster order first, then the
 scheduler, ties to the first -- until nothing is left:
 
+* **arrivals**: open-loop ones as the workload lists them; a closed-loop client sends its first
+  request at 0 and each next one an exponential think time (seeded) after its previous one is
+  done or dropped, while the run lasts.
 * **scheduler** (at each request's arrival, in arrival order): model ``m`` is served by the
   ``m``-th service of the placement; ``fifo`` (DLSIM) picks, among the service's replicas, the
   one whose first-stage mesh is idle soonest, ``rr`` takes them in turn, ``least-outstanding``
@@ -28,10 +31,12 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import InputError
 from .placement import Placement, ServeCluster
 from .profiles import Executable
-from .workload import ServeWorkload
+from .workload import ClosedLoop, ServeWorkload
 
 SCHEDULERS = ("fifo", "rr", "least-outstanding")
 DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)   #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
@@ -64,11 +69,12 @@ class ServeResult:
                 if f is not None and (model is None or m == model)]
 
 
-def simulate_serving(workload: ServeWorkload, placement: Placement, executables: dict[str, Executable],
+def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement, executables: dict[str, Executable],
                      cluster: ServeCluster, *, scheduler: str = "fifo",
                      overhead_ns: tuple[int, int] = DLSIM_OVERHEAD_NS, drop_late: bool = False) -> ServeResult:
-    """Serve ``workload`` on ``placement`` (checked beforehand with
-    :func:`podsim.serving.placement.check_placement`).
+    """Serve ``workload`` (open-loop arrivals, or closed-loop clients) on ``placement``
+    (checked beforehand with :func:`podsim.serving.placement.check_placement`).  The result's
+    workload holds the arrivals that happened (a closed loop's are known only now).
 
     Raises:
         InputError: for an unknown scheduler, or a workload with more models than the placement
@@ -86,15 +92,28 @@ def simulate_serving(workload: ServeWorkload, placement: Placement, executables:
     n_gpus = cluster.num_gpus
     queues: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(n_gpus)]   # (req, stage, start, end)
     slices: dict[int, list[tuple[int, int, int, int]]] = {g: [] for g in range(n_gpus)}
-    arrivals = workload.arrivals_ns()
-    n = len(arrivals)
-    finish: list[int | None] = [None] * n
-    executor_of = [-1] * n
+    # arrivals: (time, order, model, client); open-loop ones all known, a closed-loop client's
+    # next one is added when its previous request is done
+    closed = isinstance(workload, ClosedLoop)
+    incoming: list[tuple[int, int, int, int]] = []
+    rng = None
+    if closed:
+        rng = np.random.default_rng(workload.seed)
+        clients = [m for m, c in enumerate(workload.clients) for _ in range(c)]
+        incoming = [(0, i, m, i) for i, m in enumerate(clients)]
+    else:
+        incoming = [(t, i, m, -1) for i, (t, m) in enumerate(zip(workload.arrivals_ns(), workload.model_ids))]
+    heapq.heapify(incoming)
+    order = len(incoming)
+    arrivals: list[int] = []
+    model_ids: list[int] = []
+    client_of: list[int] = []
+    finish: list[int | None] = []
+    executor_of: list[int] = []
     pending: dict[tuple[int, int], int] = {}   # (request, stage) -> GPUs still running it
     outstanding = [0] * len(placement.executors)
     rr_next = [0] * len(services)
     heap: list[tuple[float, int]] = []         # (event time, entity): GPUs 0..n-1, then the scheduler
-    next_req = 0
 
     def idle(g: int) -> int:
         return queues[g][-1][3] if queues[g] else 0
@@ -121,34 +140,56 @@ def simulate_serving(workload: ServeWorkload, placement: Placement, executables:
             t = max(mi, t) + (overhead(k) if mi > 0 else 0) + exes[k].stage_latencies_ns[stage]
         return t
 
+    def done(req: int, t: int) -> None:
+        """A closed-loop client's request is done (or dropped) at ``t``: it thinks, then sends
+        its next request, while the run lasts."""
+        nonlocal order
+        c = client_of[req]
+        if c < 0 or rng is None:
+            return
+        think = rng.exponential(workload.think_s) if workload.think_s > 0 else 0.0  # type: ignore[union-attr]
+        nxt = t + round(think * 1e9)
+        if nxt < workload.duration_s * 1e9:  # type: ignore[union-attr]
+            heapq.heappush(incoming, (nxt, order, model_ids[req], c))
+            order += 1
+            if incoming[0][1] == order - 1:
+                heapq.heappush(heap, (nxt, n_gpus))
+
     def choose(req: int) -> int:
-        reps = replicas[workload.model_ids[req]]
+        reps = replicas[model_ids[req]]
         if scheduler == "fifo":
             return min(reps, key=lambda k: (mesh_idle(k, 0), reps.index(k)))
         if scheduler == "rr":
-            m = workload.model_ids[req]
+            m = model_ids[req]
             k = reps[rr_next[m] % len(reps)]
             rr_next[m] += 1
             return k
         return min(reps, key=lambda k: (outstanding[k], reps.index(k)))
 
-    if n:
-        heapq.heappush(heap, (arrivals[0], n_gpus))
+    if incoming:
+        heapq.heappush(heap, (incoming[0][0], n_gpus))
     while heap:
         t, ent = heapq.heappop(heap)
         if ent == n_gpus:   # the scheduler: the next request arrives
-            req = next_req
-            next_req += 1
+            if not incoming or incoming[0][0] != t:
+                continue   # stale entry (an earlier arrival was added since)
+            _, _, m, c = heapq.heappop(incoming)
+            req = len(arrivals)
+            arrivals.append(int(t))
+            model_ids.append(m)
+            client_of.append(c)
+            finish.append(None)
+            executor_of.append(-1)
             k = choose(req)
-            slo = workload.slos_s[workload.model_ids[req]]
-            if drop_late and math.isfinite(slo) and predicted_finish(k, int(t)) - arrivals[req] > slo * 1e9:
-                pass   # dropped: finish stays None
+            slo = workload.slos_s[m]
+            if drop_late and math.isfinite(slo) and predicted_finish(k, int(t)) - int(t) > slo * 1e9:
+                done(req, int(t))   # dropped: finish stays None
             else:
                 executor_of[req] = k
                 outstanding[k] += 1
                 receive(req, k, 0, int(t))
-            if next_req < n:
-                heapq.heappush(heap, (arrivals[next_req], n_gpus))
+            if incoming:
+                heapq.heappush(heap, (incoming[0][0], n_gpus))
             continue
         q = queues[ent]
         if not q or q[0][3] != t:
@@ -166,9 +207,18 @@ def simulate_serving(workload: ServeWorkload, placement: Placement, executables:
             else:
                 finish[req] = end
                 outstanding[k] -= 1
+                done(req, end)
+    n = len(arrivals)
     notes = []
     dropped = sum(1 for k in executor_of if k < 0)
     if dropped:
         notes.append(f"{dropped} of {n} requests dropped: their predicted finish missed the SLO")
-    return ServeResult(arrivals, finish, list(workload.model_ids), executor_of, slices, cluster, placement,
-                       workload, scheduler, notes)
+    if closed:
+        wl = workload
+        workload = ServeWorkload(model_ids, [a / 1e9 for a in arrivals], wl.num_models,  # type: ignore[union-attr]
+                                 n / wl.duration_s, [c / max(sum(wl.clients), 1) for c in wl.clients],
+                                 wl.duration_s, list(wl.slos_s), wl.name)
+        notes.append(f"closed loop: {sum(wl.clients)} clients, {wl.think_s * 1e3:g} ms mean think time: "
+                     f"{n} requests in {wl.duration_s:g} s")
+    return ServeResult(arrivals, finish, model_ids, executor_of, slices, cluster, placement,
+                       workload, scheduler, notes)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ Generators (seeded, reproducible): open-loop arrivals whose gaps follow an expon
 (Poisson process) or a Gamma distribution of a given coefficient of variation (AlpaServe's
 ``GammaProcess``: shape 1/cv^2, scale cv^2/rate), either one stream of ``rate`` with each
 request's model drawn by ``proportions`` (DLSIM), or one stream per model at its own rate.
+Closed-loop clients (:class:`ClosedLoop`) send a request, wait for it, think, and send the next.
 Times: arrivals in seconds in files, integer ns inside.
 """
 
@@ -49,6 +50,35 @@ class ServeWorkload:
 
     def arrivals_ns(self) -> list[int]:
         return [round(a * 1e9) for a in self.arrivals_s]
+
+
+@dataclass
+class ClosedLoop:
+    """Closed-loop clients: ``clients[m]`` users of model ``m``, each sending a request, waiting
+    for it, thinking for an exponential time of mean ``think_s`` (0: none), and sending the
+    next, for ``duration_s`` seconds.  Arrivals depend on the service, so the simulation makes
+    them."""
+
+    clients: list[int]
+    think_s: float
+    duration_s: float
+    slos_s: list[float]
+    name: str = "closed-loop"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.clients or any(c < 0 for c in self.clients) or sum(self.clients) == 0:
+            raise InputError(f"closed-loop clients must be non-negative per model with some in all, got {self.clients}",
+                             where="--closed-loop")
+        if self.think_s < 0 or self.duration_s <= 0:
+            raise InputError(f"think time must be >= 0 and duration > 0, got {self.think_s:g} s and "
+                             f"{self.duration_s:g} s", where="--think-ms")
+        if len(self.slos_s) != len(self.clients):
+            raise InputError(f"{len(self.clients)} models but {len(self.slos_s)} SLOs", where="--slos")
+
+    @property
+    def num_models(self) -> int:
+        return len(self.clients)
 
 
 def _number_list(text: str, what: str, source: str, row: int) -> list[float]:
@@ -149,6 +179,39 @@ def _num(x: float) -> str:
 def _list(xs: list[float]) -> str:
     """As Python prints a list of floats (DLSIM's metadata): ``[0.8, 0.2]``."""
     return "[" + ", ".join(repr(float(x)) for x in xs) + "]"
+
+
+def read_request_trace(path: str | Path) -> ServeWorkload:
+    """A recorded request trace: a CSV with a header naming ``model_id`` (or ``model``) and
+    ``arrival_s`` (or ``timestamp_s``, ``time_s``) columns, other columns ignored; requests are
+    replayed at their recorded times, sorted (SLOs unknown: none, unless given).
+
+    Raises:
+        InputError: without those columns, or for a row whose model id or time is not a number.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such request trace", str(p))
+    reader = csv.DictReader(io.StringIO(p.read_text()))
+    cols = reader.fieldnames or []
+    mcol = next((c for c in ("model_id", "model") if c in cols), None)
+    tcol = next((c for c in ("arrival_s", "timestamp_s", "time_s") if c in cols), None)
+    if mcol is None or tcol is None:
+        raise InputError(f"a request trace needs model_id and arrival_s columns; the header has {cols}", str(p), "row 1")
+    rows = []
+    for i, r in enumerate(reader, start=2):
+        m = _number(r.get(mcol) or "", mcol, str(p), i)
+        if m != int(m) or m < 0:
+            raise InputError(f"{mcol} must be a whole number >= 0, got {r.get(mcol)!r}", str(p), f"row {i}")
+        rows.append((_number(r.get(tcol) or "", tcol, str(p), i), int(m)))
+    if not rows:
+        raise InputError("no requests", str(p))
+    rows.sort()
+    n = max(m for _, m in rows) + 1
+    counts = [sum(1 for _, m in rows if m == k) for k in range(n)]
+    duration = max(t for t, _ in rows) - min(t for t, _ in rows)
+    return ServeWorkload([m for _, m in rows], [t for t, _ in rows], n, len(rows) / duration if duration > 0 else 0.0,
+                         [c / len(rows) for c in counts], duration, [float("inf")] * n, p.name)
 
 
 def generate_workload(num_models: int, rate: float, duration_s: float, *, proportions: list[float] | None = None,
