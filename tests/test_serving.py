@@ -306,3 +306,32 @@ def test_request_trace_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     capsys.readouterr()
     assert main(["serve", "-w", str(tmp_path / "bad.csv"), "-p", str(pl)]) == 2
     assert "needs model_id and arrival_s columns" in capsys.readouterr().err
+
+
+def test_estimated_executables(tmp_path: Path) -> None:
+    # no measured profile: podsim's compute model times the forward pass (Llama 3 8B, H100, bf16,
+    # one request of 512 tokens)
+    prof = tmp_path / "est.yaml"
+    prof.write_text("models:\n  llama3-8b:\n    estimate: {model: llama3-8b, gpu: h100, batch: 1, seq_len: 512, "
+                    "dtype: bf16}\n    executables:\n      one: {stages: [[1, 1]]}\n      intra: {stages: [[1, 2]]}\n"
+                    "      inter: {stages: [[1, 1], [1, 1]]}\n")
+    ex = load_profiles(prof)
+    one, intra, inter = ex["one"], ex["intra"], ex["inter"]
+    # the roofline bound: 2 x 8.03e9 parameters x 512 tokens of FLOP at H100's 989.4 TFLOP/s = 8.3 ms
+    assert one.stage_latencies_ns[0] >= 2 * 8.03e9 * 512 / 989.4e12 * 1e9
+    # two pipeline stages split the work (each stage a half, within the embedding / output layer)
+    assert sum(inter.stage_latencies_ns) == pytest.approx(one.stage_latencies_ns[0], rel=0.05)
+    assert intra.stage_latencies_ns[0] < one.stage_latencies_ns[0]
+    # memory per GPU: Llama 3 8B's 8.03e9 bf16 weights (plus one layer's activations) on one GPU,
+    # half of them on each of two
+    assert one.weight_bytes_per_gpu(0) == pytest.approx(2 * 8.03e9, rel=0.02)
+    assert intra.weight_bytes_per_gpu(0) == pytest.approx(one.weight_bytes_per_gpu(0) / 2, rel=0.02)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models:\n  m:\n    estimate: {model: no-such-model, gpu: h100}\n    executables:\n"
+                   "      one: {stages: [[1, 1]]}\n")
+    with pytest.raises(InputError, match="estimate"):
+        load_profiles(bad)
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("models:\n  m:\n    executables:\n      one: {stages: [[1, 1]]}\n")
+    with pytest.raises(InputError, match="latencies_s must be 1 positive numbers"):
+        load_profiles(missing)

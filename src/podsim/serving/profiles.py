@@ -12,6 +12,16 @@ stage's latency for one request.  Profiles are YAML files::
         executables:
           Bert_2.6B_2_device_inter: {stages: [[1, 1], [1, 1]], latencies_s: [0.0730, 0.0734]}
 
+An executable without ``latencies_s`` is estimated with podsim's compute model
+(:mod:`podsim.serving.estimate`) when its model has an ``estimate:`` block::
+
+    models:
+      llama3-8b:
+        estimate: {model: llama3-8b, gpu: h100, batch: 1, seq_len: 512, dtype: bf16}   # or hf_config: PATH
+        executables:
+          llama3-8b_1_device: {stages: [[1, 1]]}
+          llama3-8b_2_device_intra: {stages: [[1, 2]]}
+
 podsim ships DLSIM's V100 numbers (``dlsim-v100``, the default).  Units: latencies in integer
 ns inside, seconds in files; memory in bytes.
 """
@@ -38,6 +48,8 @@ class Executable:
     stage_shapes: tuple[tuple[int, int], ...]
     stage_latencies_ns: tuple[int, ...]
     weight_bytes: int = 0          #: the model's weights, all stages together
+    #: bytes one GPU of each stage needs, when known (estimated executables: weights + activations)
+    stage_gpu_bytes: tuple[int, ...] = ()
 
     @property
     def num_stages(self) -> int:
@@ -48,9 +60,37 @@ class Executable:
         return nodes * per_node
 
     def weight_bytes_per_gpu(self, stage: int) -> int:
-        """Weights one GPU of ``stage`` holds: the stage's share (stages split the layers
-        evenly), split again over the stage's GPUs."""
+        """Memory one GPU of ``stage`` needs: as estimated, or the stage's share of the weights
+        (stages split the layers evenly) split again over the stage's GPUs."""
+        if self.stage_gpu_bytes:
+            return self.stage_gpu_bytes[stage]
         return self.weight_bytes // self.num_stages // self.gpus(stage)
+
+
+def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untyped-def]
+    """A function (name, stage shapes) -> Executable from an ``estimate:`` block:
+    ``{model: ZOO_NAME | hf_config: PATH, gpu: NAME, batch: 1, seq_len: N, dtype: fp16}``."""
+    from ..hardware.gpu import get_gpu
+    from ..llm.model import from_hf_config, get_model
+    from .estimate import estimate_executable
+
+    if not isinstance(spec, dict) or "gpu" not in spec or ("model" not in spec) == ("hf_config" not in spec):
+        raise InputError("expected {model: NAME or hf_config: PATH, gpu: NAME, batch: B, seq_len: S, dtype: D}",
+                         source, where)
+    try:
+        model = get_model(str(spec["model"])) if "model" in spec else from_hf_config(str(spec["hf_config"]))
+        gpu = get_gpu(str(spec["gpu"]))
+    except InputError as e:
+        raise InputError(e.message, source, where) from None
+    batch, seq = int(spec.get("batch", 1)), spec.get("seq_len")
+    dtype = str(spec.get("dtype", "fp16"))
+
+    def make(name: str, stages: list[tuple[int, int]]) -> Executable:
+        try:
+            return estimate_executable(name, model, gpu, stages, batch, int(seq) if seq else None, dtype)
+        except InputError as e:
+            raise InputError(e.message, source, f"{where} ({name})") from None
+    return make
 
 
 def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
@@ -79,6 +119,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
         if not isinstance(m, dict) or not isinstance(m.get("executables"), dict):
             raise InputError("expected 'executables: {NAME: {stages: ..., latencies_s: ...}}'", source, f"models.{model}")
         weights = int(float(m.get("parameters", 0)) * float(m.get("bytes_per_parameter", 2)))
+        est = _estimator(m.get("estimate"), source, f"models.{model}.estimate") if "estimate" in m else None
         for name, e in m["executables"].items():
             where = f"models.{model}.executables.{name}"
             if not isinstance(e, dict):
@@ -88,12 +129,15 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
                     isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) and x > 0 for x in s) for s in stages):
                 raise InputError(f"stages must be a list of [nodes, GPUs per node] pairs of positive integers, got "
                                  f"{stages!r}", source, where)
-            if not isinstance(lats, list) or len(lats) != len(stages) or not all(
-                    isinstance(x, (int, float)) and x > 0 for x in lats):
-                raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r}",
-                                 source, where)
             if name in out:
                 raise InputError(f"executable {name!r} is defined twice", source, where)
+            if lats is None and est is not None:   # no measurement: podsim's compute model
+                out[name] = est(str(name), [(int(a), int(b)) for a, b in stages])
+                continue
+            if not isinstance(lats, list) or len(lats) != len(stages) or not all(
+                    isinstance(x, (int, float)) and x > 0 for x in lats):
+                raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
+                                 "(or give the model an 'estimate:' block to have them estimated)", source, where)
             out[name] = Executable(name, str(model), tuple((int(a), int(b)) for a, b in stages),
                                    tuple(round(float(x) * 1e9) for x in lats), weights)
     return out
