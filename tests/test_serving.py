@@ -335,3 +335,27 @@ def test_estimated_executables(tmp_path: Path) -> None:
     missing.write_text("models:\n  m:\n    executables:\n      one: {stages: [[1, 1]]}\n")
     with pytest.raises(InputError, match="latencies_s must be 1 positive numbers"):
         load_profiles(missing)
+
+
+def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    w = tmp_path / "w"
+    write_workload(_workload([(0, 0.0), (1, 0.05)]), w)
+    pl = tmp_path / "p.json"
+    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
+             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
+    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[7]]}])]))
+    monkeypatch.chdir(tmp_path)
+    # DLSIM's flags: --name, -n/-d/-c with underscores, --chrome_trace into chrome_trace/<name>.json
+    assert main(["serve", "--name", "test_sim", "--num_nodes", "1", "--num_devices_per_node", "8",
+                 "--memory_capacity", "16", "-w", str(w), "-p", str(pl), "--chrome_trace"]) == 0
+    assert (tmp_path / "chrome_trace" / "test_sim.json").is_file()
+    # DLSIM's default cluster has 2 GPUs: GPU 7 does not exist; a DGX H100 node has 8 of 80 GB
+    assert main(["serve", "-w", str(w), "-p", str(pl)]) == 2
+    assert "names GPU 7 of node 0, but the cluster has 1 node(s) of 2 GPU(s)" in capsys.readouterr().err
+    assert main(["serve", "--cluster", "dgx-h100", "-w", str(w), "-p", str(pl), "--dispatch-overhead", "none"]) == 0
+    capsys.readouterr()
+    for bad, message in ((["--dispatch-overhead", "soon"], "dlsim, none or a number of ms"),
+                         (["--cluster", "dgx-h100", "-c", "0"], "must be positive")):
+        assert main(["serve", "-w", str(w), "-p", str(pl), "-d", "8"] + bad) == 2, bad
+        assert message in capsys.readouterr().err, bad

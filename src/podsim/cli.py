@@ -818,7 +818,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         from .hardware.gpu import get_gpu
         spec = load_cluster(args.cluster)
         per_node = args.gpus_per_node or spec.gpus_per_node
-        mem = args.memory_gb * 1e9 if args.memory_gb else (get_gpu(spec.gpu).memory_bytes if spec.gpu else 16e9)
+        mem = args.memory_gb * 1e9 if args.memory_gb is not None else \
+            (get_gpu(spec.gpu).memory_bytes if spec.gpu else 16e9)
         nodes = args.num_nodes or nodes_used
     else:
         nodes, per_node = args.num_nodes or 1, args.gpus_per_node or 2
