@@ -111,9 +111,11 @@ def test_slo_dropping_and_attainment(tmp_path: Path) -> None:
     assert doc["requests"][2]["finish_s"] is None
 
 
-def test_percentiles_are_nearest_rank() -> None:
+def test_percentiles_interpolate_as_numpy() -> None:
+    # numpy.quantile's default (DLSIM's statistics): rank q (n - 1), linearly between neighbours
     v = [float(i) for i in range(1, 144)]
-    assert percentile(v, 99) == 142.0 and percentile(v, 50) == 72.0 and math.isnan(percentile([], 50))
+    assert percentile(v, 99) == pytest.approx(1 + 0.99 * 142) and percentile(v, 50) == 72.0
+    assert percentile([2.0], 99) == 2.0 and math.isnan(percentile([], 50))
 
 
 @pytest.mark.conformance
@@ -249,7 +251,7 @@ def test_serve_workload_generate(tmp_path: Path, capsys: pytest.CaptureFixture[s
     capsys.readouterr()
     for argv, message in ((["--rate", "5", "--proportions", "0.5,0.6"], "sum to 1"),
                           (["--rate", "5", "--rates", "1,2"], "one of them"),
-                          (["--rates", "1,x"], "comma-separated numbers")):
+                          (["--rates", "1,x"], "comma-separated finite numbers")):
         assert main(["serve-workload", "generate", "--models", "2", "--duration", "5", "-o",
                      str(tmp_path / "x.csv")] + argv) == 2, argv
         assert message in capsys.readouterr().err, argv
@@ -355,7 +357,67 @@ def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pyt
     assert "names GPU 7 of node 0, but the cluster has 1 node(s) of 2 GPU(s)" in capsys.readouterr().err
     assert main(["serve", "--cluster", "dgx-h100", "-w", str(w), "-p", str(pl), "--dispatch-overhead", "none"]) == 0
     capsys.readouterr()
-    for bad, message in ((["--dispatch-overhead", "soon"], "dlsim, none or a number of ms"),
-                         (["--cluster", "dgx-h100", "-c", "0"], "must be positive")):
+    for bad, message in ((["--dispatch-overhead", "soon"], "dlsim, none or a finite number of ms"),
+                         (["--cluster", "dgx-h100", "-c", "0"], "must be a finite positive number"),
+                         (["-n", "0"], "--num-nodes: must be a finite positive number"),
+                         (["-c", "nan"], "must be a finite positive number"),
+                         (["--dispatch-overhead", "inf"], "finite number of ms")):
         assert main(["serve", "-w", str(w), "-p", str(pl), "-d", "8"] + bad) == 2, bad
         assert message in capsys.readouterr().err, bad
+
+
+def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.serving import ClosedLoop
+    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
+             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
+    pl = tmp_path / "p.json"
+    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[1]]}])]))
+    # non-finite, negative, undecodable or missing input: clean errors
+    cases = {
+        "inf_models": ('inf,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\n0,0.0\n', "model_num must be a positive whole"),
+        "nan_time": ('2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\n0,nan\n', "arrival_s must be a finite number"),
+        "neg_time": ('2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\n0,-1.0\n', "before 0"),
+        "nan_id": ('2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\nnan,0.0\n', "model_id must be a finite number"),
+    }
+    for key, (text, message) in cases.items():
+        f = tmp_path / key
+        f.write_text(text)
+        assert main(["serve", "-w", str(f), "-p", str(pl)]) == 2, key
+        assert message in capsys.readouterr().err, key
+    (tmp_path / "latin1").write_bytes(b"2,6.667,\"[0.8, 0.2]\",20,\"[0.25, 0.25]\",caf\xe9\n")
+    for argv, message in ((["-w", str(tmp_path / "latin1")], "not a UTF-8 text file"),
+                          (["-w", str(tmp_path / "nope")], "no such workload file"),
+                          (["--closed-loop", "inf,1", "--duration", "1"], "finite numbers"),
+                          (["--closed-loop", "1,1", "--duration", "inf"], "finite number > 0")):
+        assert main(["serve", "-p", str(pl)] + argv) == 2, argv
+        assert message in capsys.readouterr().err, argv
+    # a generated workload without SLOs (inf) reads back
+    g = tmp_path / "g.csv"
+    assert main(["serve-workload", "generate", "--models", "2", "--rate", "5", "--duration", "2", "-o", str(g)]) == 0
+    assert read_workload(g).slos_s == [math.inf, math.inf]
+    assert main(["serve", "-w", str(g), "-p", str(pl)]) == 0
+    for rate, duration, cv in (("5", "nan", "1"), ("nan", "2", "1"), ("5", "2", "inf")):
+        assert main(["serve-workload", "generate", "--models", "1", "--rate", rate, "--duration", duration,
+                     "--cv", cv, "-o", str(g)]) == 2, (rate, duration, cv)
+    capsys.readouterr()
+    # closed loop, no think time, every request dropped (the SLO is below the service time):
+    # the clients back off by the predicted latency instead of spinning at one instant
+    r = simulate_serving(ClosedLoop([1, 1], 0.0, 1.0, [0.1, 0.1]), read_placement(pl), EXES, CLUSTER, drop_late=True)
+    assert all(f is None for f in r.finish_ns) and 10 <= len(r.arrival_ns) <= 20
+    # an edited workload writes its new values; the line ends it was read with are kept
+    f = tmp_path / "lf.csv"
+    f.write_text('2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\n0,0.0\n1,0.5\n')
+    w = read_workload(f)
+    write_workload(w, tmp_path / "same.csv")
+    assert (tmp_path / "same.csv").read_bytes() == f.read_bytes()
+    w.slos_s = [0.5, 0.5]
+    w.arrivals_s[1] = 0.75
+    write_workload(w, tmp_path / "edited.csv")
+    assert (tmp_path / "edited.csv").read_text() == '2,6.667,"[0.8, 0.2]",20,"[0.5, 0.5]",x\n0,0.0\n1,0.75\n'
+    # DLSIM's command line names its inputs inside ./workload and ./placements
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "placements").mkdir()
+    (tmp_path / "workload" / "wl").write_text(f.read_text())
+    (tmp_path / "placements" / "pl.json").write_text(pl.read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--name", "t", "-n", "1", "-d", "2", "-c", "16", "-w", "wl", "-p", "pl.json"]) == 0

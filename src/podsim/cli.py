@@ -772,12 +772,20 @@ def _run_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dlsim_path(path: str, folder: str) -> str:
+    """``path``, or DLSIM's ``./workload/<path>`` / ``./placements/<path>`` where only that
+    exists (DLSIM's command line names its inputs so)."""
+    if not os.path.exists(path) and os.path.isfile(os.path.join(folder, path)):
+        return os.path.join(folder, path)
+    return path
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     import json
 
     from .errors import InputError
     from .fileio import atomic_write_text
-    from .serving import load_profiles, read_placement, read_workload, simulate_serving
+    from .serving import load_profiles, read_placement, simulate_serving
     from .serving.placement import ServeCluster, check_placement
     from .serving.stats import format_summary, summarize
     from .serving.trace import plot_latency_cdf, write_serving_trace
@@ -786,7 +794,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         if path and os.path.isdir(path):
             raise InputError(f"{path} is a folder; give the file to write", where=flag)
     from .serving import ClosedLoop
-    from .serving.workload import read_request_trace
+    from .serving.workload import read_any_workload
 
     if (args.workload is None) == (args.closed_loop is None):
         raise InputError("give a workload (-w FILE) or closed-loop clients (--closed-loop C0,C1,...), one of them",
@@ -794,7 +802,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     slos = _floats(args.slos, "--slos")
     if args.closed_loop is not None:
         clients = _floats(args.closed_loop, "--closed-loop") or []
-        if any(c != int(c) for c in clients):
+        if any(c != int(c) or c < 0 for c in clients):
             raise InputError(f"expected whole numbers of clients, got {args.closed_loop!r}", where="--closed-loop")
         if args.duration is None:
             raise InputError("closed-loop clients need --duration S", where="--duration")
@@ -802,31 +810,31 @@ def _run_serve(args: argparse.Namespace) -> int:
         workload = ClosedLoop([int(c) for c in clients], args.think_ms / 1e3, args.duration, slo_list,
                               args.name or "closed-loop", args.seed)
     else:
-        with open(args.workload, "rb") as f:
-            head = f.readline().decode("utf-8", "replace")
-        workload = read_request_trace(args.workload) if "arrival" in head else read_workload(args.workload)
+        workload = read_any_workload(_dlsim_path(args.workload, "workload"))
         if slos:
             slo_list = slos * workload.num_models if len(slos) == 1 else slos
             if len(slo_list) != workload.num_models:
                 raise InputError(f"{workload.num_models} models but {len(slo_list)} SLOs", where="--slos")
             workload.slos_s = slo_list
-    placement = read_placement(args.placement)
+    placement = read_placement(_dlsim_path(args.placement, "placements"))
     executables = load_profiles(args.profile)
     nodes_used = 1 + max(n for e in placement.executors for st in e.stages for n, _ in st)
     if args.cluster:
         from .hardware.cluster import load_cluster
         from .hardware.gpu import get_gpu
         spec = load_cluster(args.cluster)
-        per_node = args.gpus_per_node or spec.gpus_per_node
+        per_node = args.gpus_per_node if args.gpus_per_node is not None else spec.gpus_per_node
         mem = args.memory_gb * 1e9 if args.memory_gb is not None else \
             (get_gpu(spec.gpu).memory_bytes if spec.gpu else 16e9)
-        nodes = args.num_nodes or nodes_used
+        nodes = args.num_nodes if args.num_nodes is not None else nodes_used
     else:
-        nodes, per_node = args.num_nodes or 1, args.gpus_per_node or 2
+        nodes = args.num_nodes if args.num_nodes is not None else 1
+        per_node = args.gpus_per_node if args.gpus_per_node is not None else 2
         mem = (args.memory_gb if args.memory_gb is not None else 16) * 1e9
+    import math
     for flag, v in (("--num-nodes", nodes), ("--num-devices-per-node", per_node), ("--memory-capacity", mem)):
-        if v <= 0:
-            raise InputError(f"must be positive, got {v:g}", where=flag)
+        if not (math.isfinite(v) and v > 0):
+            raise InputError(f"must be a finite positive number, got {v:g}", where=flag)
     cluster = ServeCluster(int(nodes), int(per_node), int(mem))
     od = args.dispatch_overhead.strip().lower()
     if od == "dlsim":
@@ -836,12 +844,13 @@ def _run_serve(args: argparse.Namespace) -> int:
         overhead = (0, 0)
     else:
         try:
-            v = round(float(od) * 1e6)
+            ms = float(od)
         except ValueError:
-            raise InputError(f"expected dlsim, none or a number of ms, got {args.dispatch_overhead!r}",
-                             where="--dispatch-overhead") from None
-        if v < 0:
-            raise InputError("must not be negative", where="--dispatch-overhead")
+            ms = math.nan
+        if not (math.isfinite(ms) and ms >= 0):
+            raise InputError(f"expected dlsim, none or a finite number of ms >= 0, got {args.dispatch_overhead!r}",
+                             where="--dispatch-overhead")
+        v = round(ms * 1e6)
         overhead = (v, v)
     warnings = check_placement(placement, executables, cluster, args.memory_check)
     result = simulate_serving(workload, placement, executables, cluster, scheduler=args.scheduler,
@@ -849,7 +858,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     result.notes[:0] = warnings
     doc = summarize(result)
     print(format_summary(doc))
-    name = args.name or workload.name
+    name = args.name or workload.name or "serve"
     if args.chrome_trace is not None:
         out = args.chrome_trace or os.path.join("chrome_trace", f"{name}.json")
         write_serving_trace(result, out)
@@ -868,10 +877,14 @@ def _floats(text: str | None, flag: str) -> list[float] | None:
 
     if text is None:
         return None
+    import math
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise InputError(f"expected comma-separated numbers, got {text!r}", where=flag) from None
+        vals = []
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise InputError(f"expected comma-separated finite numbers, got {text!r}", where=flag)
+    return vals
 
 
 def _run_serve_workload(args: argparse.Namespace) -> int:

@@ -63,6 +63,10 @@ class Placement:
         return out
 
 
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def read_placement(path: str | Path) -> Placement:
     """Read a placement (JSON as DLSIM writes it, or YAML).
 
@@ -72,7 +76,10 @@ def read_placement(path: str | Path) -> Placement:
     p = Path(path)
     if not p.is_file():
         raise InputError("no such placement file", str(p))
-    text = p.read_text()
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", str(p)) from None
     try:
         data = yaml.safe_load(text) if p.suffix in (".yaml", ".yml") else json.loads(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
@@ -101,7 +108,7 @@ def read_placement(path: str | Path) -> Placement:
                                  str(p), w)
             pairs = []
             for n, ds in zip(nodes, devs):
-                if not isinstance(n, int) or not isinstance(ds, list) or not ds or not all(isinstance(d, int) for d in ds):
+                if not _is_int(n) or not isinstance(ds, list) or not ds or not all(_is_int(d) for d in ds):
                     raise InputError(f"node {n!r} with devices {ds!r}: expected an integer node id and a non-empty "
                                      "list of integer GPU ids", str(p), w)
                 pairs.extend((n, d) for d in ds)

@@ -28,6 +28,7 @@ ns inside, seconds in files; memory in bytes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -67,6 +68,25 @@ class Executable:
         return self.weight_bytes // self.num_stages // self.gpus(stage)
 
 
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _positive(x: object, source: str, where: str, zero_ok: bool = False) -> float:
+    """A finite positive number from YAML (``2.6e9`` may come as a string)."""
+    try:
+        v = float(x) if isinstance(x, (int, float, str)) and not isinstance(x, bool) else math.nan
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
+        raise InputError(f"expected a finite positive number, got {x!r}", source, where)
+    return v
+
+
 def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untyped-def]
     """A function (name, stage shapes) -> Executable from an ``estimate:`` block:
     ``{model: ZOO_NAME | hf_config: PATH, gpu: NAME, batch: 1, seq_len: N, dtype: fp16}``."""
@@ -82,12 +102,15 @@ def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untype
         gpu = get_gpu(str(spec["gpu"]))
     except InputError as e:
         raise InputError(e.message, source, where) from None
-    batch, seq = int(spec.get("batch", 1)), spec.get("seq_len")
+    batch, seq = spec.get("batch", 1), spec.get("seq_len")
+    for key, v in (("batch", batch), ("seq_len", seq)):
+        if v is not None and not (_is_int(v) and v > 0):
+            raise InputError(f"{key} must be a positive whole number, got {v!r}", source, f"{where}.{key}")
     dtype = str(spec.get("dtype", "fp16"))
 
     def make(name: str, stages: list[tuple[int, int]]) -> Executable:
         try:
-            return estimate_executable(name, model, gpu, stages, batch, int(seq) if seq else None, dtype)
+            return estimate_executable(name, model, gpu, stages, int(batch), int(seq) if seq else None, dtype)
         except InputError as e:
             raise InputError(e.message, source, f"{where} ({name})") from None
     return make
@@ -107,7 +130,10 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
         p = Path(path)
         if not p.is_file():
             raise InputError("no such profile file", str(p))
-        text, source = p.read_text(), str(p)
+        try:
+            text, source = p.read_bytes().decode("utf-8"), str(p)
+        except UnicodeDecodeError:
+            raise InputError("not a UTF-8 text file", str(p)) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -118,7 +144,8 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
     for model, m in data["models"].items():
         if not isinstance(m, dict) or not isinstance(m.get("executables"), dict):
             raise InputError("expected 'executables: {NAME: {stages: ..., latencies_s: ...}}'", source, f"models.{model}")
-        weights = int(float(m.get("parameters", 0)) * float(m.get("bytes_per_parameter", 2)))
+        weights = int(_positive(m.get("parameters", 0), source, f"models.{model}.parameters", zero_ok=True) *
+                      _positive(m.get("bytes_per_parameter", 2), source, f"models.{model}.bytes_per_parameter"))
         est = _estimator(m.get("estimate"), source, f"models.{model}.estimate") if "estimate" in m else None
         for name, e in m["executables"].items():
             where = f"models.{model}.executables.{name}"
@@ -126,7 +153,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
                 raise InputError("expected {stages: [[nodes, gpus], ...], latencies_s: [...]}", source, where)
             stages, lats = e.get("stages"), e.get("latencies_s")
             if not isinstance(stages, list) or not stages or not all(
-                    isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) and x > 0 for x in s) for s in stages):
+                    isinstance(s, list) and len(s) == 2 and all(_is_int(x) and x > 0 for x in s) for s in stages):
                 raise InputError(f"stages must be a list of [nodes, GPUs per node] pairs of positive integers, got "
                                  f"{stages!r}", source, where)
             if name in out:
@@ -135,7 +162,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
                 out[name] = est(str(name), [(int(a), int(b)) for a, b in stages])
                 continue
             if not isinstance(lats, list) or len(lats) != len(stages) or not all(
-                    isinstance(x, (int, float)) and x > 0 for x in lats):
+                    _is_number(x) and 0 < x < math.inf for x in lats):
                 raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
                                  "(or give the model an 'estimate:' block to have them estimated)", source, where)
             out[name] = Executable(name, str(model), tuple((int(a), int(b)) for a, b in stages),

@@ -135,20 +135,25 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
             queues[g].append((req, stage, start, end))
 
     def predicted_finish(k: int, t: int) -> int:
+        """When a request arriving now would finish, from the queues as they are: a stage's
+        overhead counts where its mesh is still busy when the request reaches it.  A heuristic:
+        requests of other executors sharing a mesh may still get ahead of it."""
         for stage in range(exes[k].num_stages):
             mi = mesh_idle(k, stage)
-            t = max(mi, t) + (overhead(k) if mi > 0 else 0) + exes[k].stage_latencies_ns[stage]
+            busy = mi > 0 if stage == 0 else mi > t
+            t = max(mi, t) + (overhead(k) if busy else 0) + exes[k].stage_latencies_ns[stage]
         return t
 
-    def done(req: int, t: int) -> None:
+    def done(req: int, t: int, backoff: int = 0) -> None:
         """A closed-loop client's request is done (or dropped) at ``t``: it thinks, then sends
-        its next request, while the run lasts."""
+        its next request, while the run lasts; after a drop it waits at least ``backoff`` (the
+        dropped request's predicted latency), so the clock moves on."""
         nonlocal order
         c = client_of[req]
         if c < 0 or rng is None:
             return
         think = rng.exponential(workload.think_s) if workload.think_s > 0 else 0.0  # type: ignore[union-attr]
-        nxt = t + round(think * 1e9)
+        nxt = t + max(round(think * 1e9), backoff)
         if nxt < workload.duration_s * 1e9:  # type: ignore[union-attr]
             heapq.heappush(incoming, (nxt, order, model_ids[req], c))
             order += 1
@@ -182,8 +187,9 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
             executor_of.append(-1)
             k = choose(req)
             slo = workload.slos_s[m]
-            if drop_late and math.isfinite(slo) and predicted_finish(k, int(t)) - int(t) > slo * 1e9:
-                done(req, int(t))   # dropped: finish stays None
+            predicted = predicted_finish(k, int(t)) if drop_late and math.isfinite(slo) else 0
+            if predicted and predicted - int(t) > slo * 1e9:
+                done(req, int(t), predicted - int(t))   # dropped: finish stays None
             else:
                 executor_of[req] = k
                 outstanding[k] += 1

@@ -13,7 +13,9 @@ JSON fields (``podsim serve --json``), times in seconds:
 * ``requests: [{id, model_id, arrival_s, finish_s, latency_s, executor}]`` (``finish_s`` and
   ``latency_s`` null for a dropped request; ``executor``: the placement entry that served it).
 
-Percentiles are nearest-rank on the sorted latencies (the p99 of 143 requests is the 142nd).
+Percentiles interpolate linearly between the nearest ranks, as numpy's ``quantile`` and DLSIM's
+statistics do (the p99 of 143 requests sits at rank 0.99 x 142 = 140.58 counting from 0: 58% of
+the way from the 141st value to the 142nd).
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from .simulator import ServeResult
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile ``q`` (0-100) of ascending values; NaN for none."""
+    """Percentile ``q`` (0-100) of ascending values, linearly interpolated between the two
+    nearest ranks (numpy's default quantile, which DLSIM's statistics use); NaN for none."""
     if not sorted_values:
         return math.nan
-    k = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[k - 1]
+    pos = q / 100 * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def latency_stats(latencies_s: list[float]) -> dict[str, float | None]:

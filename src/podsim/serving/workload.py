@@ -2,9 +2,10 @@
 
 DLSIM's file (no header): a metadata row ``model_num,rate,"[p0, p1, ...]",duration,"[slo0, ...]",name``
 then one ``model_id,arrival_s`` row per request, in time order.  podsim reads it without
-evaluating anything (the lists are JSON number lists) and writes it back byte for byte:
-numbers keep the text they were read with, and generated arrivals are written with Python's
-shortest round-trip float formatting, as DLSIM's ``csv`` writer does.
+evaluating anything (the lists are bracketed numbers; ``inf`` is allowed as an SLO) and writes
+it back byte for byte: fields keep the text they were read with while it still holds their
+value, and new numbers are written with Python's shortest round-trip float formatting, as
+DLSIM's ``csv`` writer does.
 
 Generators (seeded, reproducible): open-loop arrivals whose gaps follow an exponential
 (Poisson process) or a Gamma distribution of a given coefficient of variation (AlpaServe's
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,9 +71,10 @@ class ClosedLoop:
         if not self.clients or any(c < 0 for c in self.clients) or sum(self.clients) == 0:
             raise InputError(f"closed-loop clients must be non-negative per model with some in all, got {self.clients}",
                              where="--closed-loop")
-        if self.think_s < 0 or self.duration_s <= 0:
-            raise InputError(f"think time must be >= 0 and duration > 0, got {self.think_s:g} s and "
-                             f"{self.duration_s:g} s", where="--think-ms")
+        if not (math.isfinite(self.think_s) and self.think_s >= 0):
+            raise InputError(f"the think time must be a finite number >= 0, got {self.think_s:g} s", where="--think-ms")
+        if not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise InputError(f"the duration must be a finite number > 0, got {self.duration_s:g} s", where="--duration")
         if len(self.slos_s) != len(self.clients):
             raise InputError(f"{len(self.clients)} models but {len(self.slos_s)} SLOs", where="--slos")
 
@@ -81,25 +83,48 @@ class ClosedLoop:
         return len(self.clients)
 
 
-def _number_list(text: str, what: str, source: str, row: int) -> list[float]:
-    try:
-        v = json.loads(text)
-    except json.JSONDecodeError:
-        v = None
-    if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+def _number_list(text: str, what: str, source: str, row: int, allow_inf: bool = False) -> list[float]:
+    """``[0.8, 0.2]``: numbers in brackets (``inf`` allowed where ``allow_inf``); nothing is
+    evaluated."""
+    t = text.strip()
+    ok = t.startswith("[") and t.endswith("]")
+    vals: list[float] = []
+    if ok:
+        for part in t[1:-1].split(","):
+            part = part.strip()
+            try:
+                v = float(part)
+            except ValueError:
+                ok = False
+                break
+            if math.isnan(v) or (math.isinf(v) and not allow_inf) or (math.isinf(v) and v < 0):
+                ok = False
+                break
+            vals.append(v)
+    if not ok or not vals:
         raise InputError(f"{what} must be a list of numbers like [0.8, 0.2], got {text!r}", source, f"row {row}")
-    return [float(x) for x in v]
+    return vals
 
 
 def _number(text: str, what: str, source: str, row: int, integer: bool = False) -> float:
+    """A finite number (a positive whole one with ``integer``)."""
     try:
         v = float(text)
-        if integer and (v != int(v) or v < 1):
+        if not math.isfinite(v) or (integer and (v != int(v) or v < 1)):
             raise ValueError
     except ValueError:
-        kind = "a positive whole number" if integer else "a number"
+        kind = "a positive whole number" if integer else "a finite number"
         raise InputError(f"{what} must be {kind}, got {text!r}", source, f"row {row}") from None
     return v
+
+
+def _read_text(p: Path, what: str) -> str:
+    if not p.is_file():
+        raise InputError(f"no such {what}", str(p))
+    try:
+        return p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file (byte {e.start})", str(p)) from None
 
 
 def _check_proportions(p: list[float], n: int, source: str | None, where: str) -> None:
@@ -117,9 +142,8 @@ def read_workload(path: str | Path) -> ServeWorkload:
             sum to 1, a model id out of range, or rows out of time order.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("no such workload file", str(p))
-    rows = list(csv.reader(io.StringIO(p.read_text())))
+    text = _read_text(p, "workload file")
+    rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         raise InputError("empty workload file", str(p))
     meta = rows[0]
@@ -131,7 +155,7 @@ def read_workload(path: str | Path) -> ServeWorkload:
     props = _number_list(meta[2], "proportions", str(p), 1)
     _check_proportions(props, n, str(p), "row 1")
     duration = _number(meta[3], "duration", str(p), 1)
-    slos = _number_list(meta[4], "SLOs", str(p), 1)
+    slos = _number_list(meta[4], "SLOs", str(p), 1, allow_inf=True)
     if len(slos) != n:
         raise InputError(f"{n} models but {len(slos)} SLOs", str(p), "row 1")
     ids, arrivals, texts = [], [], []
@@ -145,6 +169,8 @@ def read_workload(path: str | Path) -> ServeWorkload:
         if mid != int(mid) or not 0 <= mid < n:
             raise InputError(f"model_id must be one of 0..{n - 1}, got {r[0]!r}", str(p), f"row {i}")
         t = _number(r[1], "arrival_s", str(p), i)
+        if t < 0:
+            raise InputError(f"arrival {r[1]} s is before 0", str(p), f"row {i}")
         if t < last:
             raise InputError(f"arrival {r[1]} s is before the previous row's {last} s: rows must be in time order",
                              str(p), f"row {i}")
@@ -153,23 +179,48 @@ def read_workload(path: str | Path) -> ServeWorkload:
         arrivals.append(t)
         texts.append(r[1])
     texts_meta = dict(zip(("model_num", "rate", "proportions", "duration", "slos", "name"), meta))
+    texts_meta["line_end"] = "\r\n" if "\r\n" in text else "\n"
     return ServeWorkload(ids, arrivals, n, rate, props, duration, slos, meta[5], texts_meta, texts)
 
 
 def write_workload(w: ServeWorkload, path: str | Path) -> None:
-    """Write ``w`` as a DLSIM workload CSV (atomically); a workload read from a file is written
-    back byte for byte."""
+    """Write ``w`` as a DLSIM workload CSV (atomically).  A workload read from a file is written
+    back byte for byte: each field keeps the text it was read with while that still reads as
+    the current value (the line ends too)."""
     t = w.texts
-    meta = [t.get("model_num", str(w.num_models)), t.get("rate", _num(w.rate)),
-            t.get("proportions", _list(w.proportions)), t.get("duration", _num(w.duration_s)),
-            t.get("slos", _list(w.slos_s)), t.get("name", w.name)]
+
+    def keep(key: str, now: str, same: bool) -> str:
+        return t[key] if key in t and same else now
+
+    def parses(key: str, value: object) -> bool:
+        try:
+            if key in ("proportions", "slos"):
+                return _number_list(t[key], key, "", 1, allow_inf=True) == list(value)  # type: ignore[call-overload]
+            return float(t[key]) == value
+        except (InputError, KeyError, ValueError):
+            return False
+
+    meta = [keep("model_num", str(w.num_models), parses("model_num", w.num_models)),
+            keep("rate", _num(w.rate), parses("rate", w.rate)),
+            keep("proportions", _list(w.proportions), parses("proportions", w.proportions)),
+            keep("duration", _num(w.duration_s), parses("duration", w.duration_s)),
+            keep("slos", _list(w.slos_s), parses("slos", w.slos_s)),
+            keep("name", w.name, t.get("name") == w.name)]
     buf = io.StringIO()
-    out = csv.writer(buf, lineterminator="\r\n")
+    out = csv.writer(buf, lineterminator=t.get("line_end", "\r\n"))
     out.writerow(meta)
-    times = w.arrival_texts if len(w.arrival_texts) == len(w) else [repr(float(a)) for a in w.arrivals_s]
-    for mid, a in zip(w.model_ids, times):
-        out.writerow([mid, a])
+    texts = w.arrival_texts if len(w.arrival_texts) == len(w) else []
+    for i, (mid, a) in enumerate(zip(w.model_ids, w.arrivals_s)):
+        at = texts[i] if texts and _same_float(texts[i], a) else repr(float(a))
+        out.writerow([mid, at])
     atomic_write_text(path, buf.getvalue())
+
+
+def _same_float(text: str, value: float) -> bool:
+    try:
+        return float(text) == value
+    except ValueError:
+        return False
 
 
 def _num(x: float) -> str:
@@ -178,7 +229,18 @@ def _num(x: float) -> str:
 
 def _list(xs: list[float]) -> str:
     """As Python prints a list of floats (DLSIM's metadata): ``[0.8, 0.2]``."""
-    return "[" + ", ".join(repr(float(x)) for x in xs) + "]"
+    return "[" + ", ".join(repr(float(x)) for x in xs) + "]"   # inf as Python prints it: inf
+
+
+def read_any_workload(path: str | Path) -> ServeWorkload:
+    """A DLSIM workload CSV, or a request trace: the trace when the first row is a header naming
+    a model or a time column, DLSIM's otherwise (each reader's errors say what is wrong)."""
+    p = Path(path)
+    first = next(csv.reader(io.StringIO(_read_text(p, "workload file"))), [])
+    names = {c.strip() for c in first}
+    if names & {"model_id", "model", "arrival_s", "timestamp_s", "time_s"}:   # a header: a trace
+        return read_request_trace(p)
+    return read_workload(p)
 
 
 def read_request_trace(path: str | Path) -> ServeWorkload:
@@ -190,9 +252,7 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
         InputError: without those columns, or for a row whose model id or time is not a number.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("no such request trace", str(p))
-    reader = csv.DictReader(io.StringIO(p.read_text()))
+    reader = csv.DictReader(io.StringIO(_read_text(p, "request trace")))
     cols = reader.fieldnames or []
     mcol = next((c for c in ("model_id", "model") if c in cols), None)
     tcol = next((c for c in ("arrival_s", "timestamp_s", "time_s") if c in cols), None)
@@ -203,10 +263,13 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
         m = _number(r.get(mcol) or "", mcol, str(p), i)
         if m != int(m) or m < 0:
             raise InputError(f"{mcol} must be a whole number >= 0, got {r.get(mcol)!r}", str(p), f"row {i}")
-        rows.append((_number(r.get(tcol) or "", tcol, str(p), i), int(m)))
+        t = _number(r.get(tcol) or "", tcol, str(p), i)
+        if t < 0:
+            raise InputError(f"{tcol} {t:g} s is before 0", str(p), f"row {i}")
+        rows.append((t, int(m)))
     if not rows:
         raise InputError("no requests", str(p))
-    rows.sort()
+    rows.sort(key=lambda x: x[0])   # by time; simultaneous requests keep their order
     n = max(m for _, m in rows) + 1
     counts = [sum(1 for _, m in rows if m == k) for k in range(n)]
     duration = max(t for t, _ in rows) - min(t for t, _ in rows)
@@ -230,8 +293,8 @@ def generate_workload(num_models: int, rate: float, duration_s: float, *, propor
     """
     if num_models < 1:
         raise InputError(f"at least one model is needed, got {num_models}")
-    if duration_s <= 0 or cv <= 0:
-        raise InputError(f"duration and cv must be positive, got {duration_s:g} s and {cv:g}")
+    if not (math.isfinite(duration_s) and duration_s > 0 and math.isfinite(cv) and cv > 0):
+        raise InputError(f"duration and cv must be finite positive numbers, got {duration_s:g} s and {cv:g}")
     slos = slos_s if slos_s is not None else [float("inf")] * num_models
     if len(slos) != num_models:
         raise InputError(f"{num_models} models but {len(slos)} SLOs")
@@ -250,15 +313,15 @@ def generate_workload(num_models: int, rate: float, duration_s: float, *, propor
                 out.append(t)
 
     if rates is not None:
-        if len(rates) != num_models or any(r <= 0 for r in rates):
+        if len(rates) != num_models or any(not (math.isfinite(r) and r > 0) for r in rates):
             raise InputError(f"rates must be {num_models} positive numbers, got {rates}")
         pairs = sorted((t, m) for m, r in enumerate(rates) for t in stream(r))
         props = [r / sum(rates) for r in rates]
         total = float(sum(rates))
         ids, arrivals = [m for _, m in pairs], [t for t, _ in pairs]
     else:
-        if rate <= 0:
-            raise InputError(f"the rate must be positive, got {rate:g}")
+        if not (math.isfinite(rate) and rate > 0):
+            raise InputError(f"the rate must be a finite positive number, got {rate:g}")
         props = proportions if proportions is not None else [1.0 / num_models] * num_models
         _check_proportions(props, num_models, None, "--proportions")
         arrivals = stream(rate)
