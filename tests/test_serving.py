@@ -421,3 +421,23 @@ def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
     (tmp_path / "placements" / "pl.json").write_text(pl.read_text())
     monkeypatch.chdir(tmp_path)
     assert main(["serve", "--name", "t", "-n", "1", "-d", "2", "-c", "16", "-w", "wl", "-p", "pl.json"]) == 0
+
+
+def test_measured_memory_per_stage(tmp_path: Path) -> None:
+    prof = tmp_path / "p.yaml"
+    prof.write_text("models:\n  M:\n    parameters: 1.0e9\n    executables:\n"
+                    "      M_1: {stages: [[1, 1]], latencies_s: [0.01], memory_gb_per_gpu: [17]}\n"
+                    "      M_2: {stages: [[1, 1], [1, 1]], latencies_s: [0.01, 0.01]}\n")
+    ex = load_profiles(prof)
+    assert ex["M_1"].weight_bytes_per_gpu(0) == 17 * 10**9       # as measured
+    assert ex["M_2"].weight_bytes_per_gpu(1) == 10**9            # 2 GB of fp16 weights over 2 stages
+    pl = tmp_path / "pl.json"
+    pl.write_text(json.dumps([{"service_name": "a", "model_name": "M", "executable_name": "M_1",
+                               "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}]))
+    with pytest.raises(InputError, match="holds 17.00 GB"):
+        check_placement(read_placement(pl), ex, CLUSTER)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models:\n  M:\n    executables:\n      M_1: {stages: [[1, 1]], latencies_s: [0.01], "
+                   "memory_gb_per_gpu: [1, 2]}\n")
+    with pytest.raises(InputError, match="memory_gb_per_gpu must be 1 numbers"):
+        load_profiles(bad)

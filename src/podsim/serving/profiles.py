@@ -11,8 +11,12 @@ stage's latency for one request.  Profiles are YAML files::
         bytes_per_parameter: 2
         executables:
           Bert_2.6B_2_device_inter: {stages: [[1, 1], [1, 1]], latencies_s: [0.0730, 0.0734]}
+          # optional: measured memory per GPU of each stage (weights + activations), GB
+          Bert_2.6B_1_device: {stages: [[1, 1]], latencies_s: [0.1452], memory_gb_per_gpu: [6.1]}
 
-An executable without ``latencies_s`` is estimated with podsim's compute model
+Without ``memory_gb_per_gpu`` a GPU of a stage is taken to hold the stage's share of the
+weights (``parameters`` x ``bytes_per_parameter``, stages split evenly, split again over the
+stage's GPUs).  An executable without ``latencies_s`` is estimated with podsim's compute model
 (:mod:`podsim.serving.estimate`) when its model has an ``estimate:`` block::
 
     models:
@@ -161,10 +165,15 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
             if lats is None and est is not None:   # no measurement: podsim's compute model
                 out[name] = est(str(name), [(int(a), int(b)) for a, b in stages])
                 continue
+            mem = e.get("memory_gb_per_gpu")
+            if mem is not None and (not isinstance(mem, list) or len(mem) != len(stages)):
+                raise InputError(f"memory_gb_per_gpu must be {len(stages)} numbers (one per stage), got {mem!r}",
+                                 source, where)
+            stage_bytes = tuple(int(_positive(x, source, f"{where}.memory_gb_per_gpu") * 1e9) for x in mem or [])
             if not isinstance(lats, list) or len(lats) != len(stages) or not all(
                     _is_number(x) and 0 < x < math.inf for x in lats):
                 raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
                                  "(or give the model an 'estimate:' block to have them estimated)", source, where)
             out[name] = Executable(name, str(model), tuple((int(a), int(b)) for a, b in stages),
-                                   tuple(round(float(x) * 1e9) for x in lats), weights)
+                                   tuple(round(float(x) * 1e9) for x in lats), weights, stage_bytes)
     return out
