@@ -46,6 +46,18 @@ def _placement(tmp_path: Path, entries: list[tuple[str, str, list[list[int]]]]) 
     return read_placement(p)
 
 
+#: one Bert-2.6B on GPU 0 of node 0, as a placement entry
+ENTRY = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
+         "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
+
+
+def _two_services(path: Path, second_gpu: int = 1) -> Path:
+    """A placement file: service a on GPU 0, service b on ``second_gpu`` (node 0)."""
+    path.write_text(json.dumps([ENTRY, dict(ENTRY, service_name="b",
+                                            mesh_group=[{"node_ids": [0], "devices": [[second_gpu]]}])]))
+    return path
+
+
 def _latencies_ms(r) -> list[float]:  # type: ignore[no-untyped-def]
     return [round((f - a) / MS, 6) for f, a in zip(r.finish_ns, r.arrival_ns)]
 
@@ -165,9 +177,8 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good_w = tmp_path / "w"
     write_workload(_workload([(0, 0.0), (1, 0.5)]), good_w)
     pl = tmp_path / "p.json"
-    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
-             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
-    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[1]]}])]))
+    entry = ENTRY
+    _two_services(pl)
     assert main(["serve", "-w", str(good_w), "-p", str(pl)]) == 0
     capsys.readouterr()
     bad_w = {
@@ -294,10 +305,7 @@ def test_request_trace_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     f.write_text("user,arrival_s,model_id\nx,0.0,0\ny,0.05,1\nz,0.01,0\n")
     w = read_request_trace(f)
     assert w.model_ids == [0, 0, 1] and w.arrivals_s == [0.0, 0.01, 0.05] and w.num_models == 2
-    pl = tmp_path / "p.json"
-    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
-             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
-    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[1]]}])]))
+    pl = _two_services(tmp_path / "p.json")
     out = tmp_path / "r.json"
     assert main(["serve", "-w", str(f), "-p", str(pl), "--slos", "0.2", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -344,9 +352,7 @@ def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pyt
     w = tmp_path / "w"
     write_workload(_workload([(0, 0.0), (1, 0.05)]), w)
     pl = tmp_path / "p.json"
-    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
-             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
-    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[7]]}])]))
+    _two_services(pl, second_gpu=7)
     monkeypatch.chdir(tmp_path)
     # DLSIM's flags: --name, -n/-d/-c with underscores, --chrome_trace into chrome_trace/<name>.json
     assert main(["serve", "--name", "test_sim", "--num_nodes", "1", "--num_devices_per_node", "8",
@@ -368,10 +374,7 @@ def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pyt
 
 def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from podsim.serving import ClosedLoop
-    entry = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
-             "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
-    pl = tmp_path / "p.json"
-    pl.write_text(json.dumps([entry, dict(entry, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[1]]}])]))
+    pl = _two_services(tmp_path / "p.json")
     # non-finite, negative, undecodable or missing input: clean errors
     cases = {
         "inf_models": ('inf,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",x\n0,0.0\n', "model_num must be a positive whole"),

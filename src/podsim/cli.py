@@ -786,9 +786,11 @@ def _run_serve(args: argparse.Namespace) -> int:
     from .errors import InputError
     from .fileio import atomic_write_text
     from .serving import load_profiles, read_placement, simulate_serving
-    from .serving.placement import ServeCluster, check_placement
+    from .serving.placement import check_placement, serve_cluster
+    from .serving.plot import plot_latency_cdf
+    from .serving.simulator import parse_overhead
     from .serving.stats import format_summary, summarize
-    from .serving.trace import plot_latency_cdf, write_serving_trace
+    from .serving.trace import write_serving_trace
 
     for flag, path in (("--json", args.json), ("--cdf", args.cdf), ("--chrome-trace", args.chrome_trace)):
         if path and os.path.isdir(path):
@@ -806,52 +808,17 @@ def _run_serve(args: argparse.Namespace) -> int:
             raise InputError(f"expected whole numbers of clients, got {args.closed_loop!r}", where="--closed-loop")
         if args.duration is None:
             raise InputError("closed-loop clients need --duration S", where="--duration")
-        slo_list = (slos * len(clients) if slos and len(slos) == 1 else slos) or [float("inf")] * len(clients)
-        workload = ClosedLoop([int(c) for c in clients], args.think_ms / 1e3, args.duration, slo_list,
+        workload = ClosedLoop([int(c) for c in clients], args.think_ms / 1e3, args.duration,
+                              _per_model(slos, len(clients), "--slos") or [float("inf")] * len(clients),
                               args.name or "closed-loop", args.seed)
     else:
         workload = read_any_workload(_dlsim_path(args.workload, "workload"))
         if slos:
-            slo_list = slos * workload.num_models if len(slos) == 1 else slos
-            if len(slo_list) != workload.num_models:
-                raise InputError(f"{workload.num_models} models but {len(slo_list)} SLOs", where="--slos")
-            workload.slos_s = slo_list
+            workload.slos_s = _per_model(slos, workload.num_models, "--slos")  # type: ignore[assignment]
     placement = read_placement(_dlsim_path(args.placement, "placements"))
     executables = load_profiles(args.profile)
-    nodes_used = 1 + max(n for e in placement.executors for st in e.stages for n, _ in st)
-    if args.cluster:
-        from .hardware.cluster import load_cluster
-        from .hardware.gpu import get_gpu
-        spec = load_cluster(args.cluster)
-        per_node = args.gpus_per_node if args.gpus_per_node is not None else spec.gpus_per_node
-        mem = args.memory_gb * 1e9 if args.memory_gb is not None else \
-            (get_gpu(spec.gpu).memory_bytes if spec.gpu else 16e9)
-        nodes = args.num_nodes if args.num_nodes is not None else nodes_used
-    else:
-        nodes = args.num_nodes if args.num_nodes is not None else 1
-        per_node = args.gpus_per_node if args.gpus_per_node is not None else 2
-        mem = (args.memory_gb if args.memory_gb is not None else 16) * 1e9
-    import math
-    for flag, v in (("--num-nodes", nodes), ("--num-devices-per-node", per_node), ("--memory-capacity", mem)):
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"must be a finite positive number, got {v:g}", where=flag)
-    cluster = ServeCluster(int(nodes), int(per_node), int(mem))
-    od = args.dispatch_overhead.strip().lower()
-    if od == "dlsim":
-        from .serving.simulator import DLSIM_OVERHEAD_NS
-        overhead = DLSIM_OVERHEAD_NS
-    elif od == "none":
-        overhead = (0, 0)
-    else:
-        try:
-            ms = float(od)
-        except ValueError:
-            ms = math.nan
-        if not (math.isfinite(ms) and ms >= 0):
-            raise InputError(f"expected dlsim, none or a finite number of ms >= 0, got {args.dispatch_overhead!r}",
-                             where="--dispatch-overhead")
-        v = round(ms * 1e6)
-        overhead = (v, v)
+    cluster = serve_cluster(placement, args.cluster, args.num_nodes, args.gpus_per_node, args.memory_gb)
+    overhead = parse_overhead(args.dispatch_overhead)
     warnings = check_placement(placement, executables, cluster, args.memory_check)
     result = simulate_serving(workload, placement, executables, cluster, scheduler=args.scheduler,
                               overhead_ns=overhead, drop_late=args.drop_late)
@@ -870,6 +837,17 @@ def _run_serve(args: argparse.Namespace) -> int:
         plot_latency_cdf(result, args.cdf)
         print(f"  wrote {args.cdf}")
     return 0
+
+
+def _per_model(values: list[float] | None, models: int, flag: str) -> list[float] | None:
+    """One value per model: a single value stands for all of them."""
+    from .errors import InputError
+
+    if values is None or len(values) == models:
+        return values
+    if len(values) == 1:
+        return values * models
+    raise InputError(f"{models} models but {len(values)} values", where=flag)
 
 
 def _floats(text: str | None, flag: str) -> list[float] | None:
@@ -895,9 +873,7 @@ def _run_serve_workload(args: argparse.Namespace) -> int:
         raise InputError("say what to do: podsim serve-workload generate ... (see --help)")
     rates = _floats(args.rates, "--rates")
     props = _floats(args.proportions, "--proportions")
-    slos = _floats(args.slos, "--slos")
-    if slos is not None and len(slos) == 1:
-        slos = slos * args.models
+    slos = _per_model(_floats(args.slos, "--slos"), args.models, "--slos")
     if (rates is None) == (args.rate is None):
         raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
     name = args.name or os.path.basename(args.out)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import SimulationError
 from ..hardware.remote_memory import RemoteMemory
+from ..intervals import union_length
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
 from ..report.result import Flow, RankResult, Result, Slice
@@ -104,17 +105,6 @@ def _categories(p: Program) -> list[tuple[str, str]]:
              int(OpKind.SEND): ("comm", "comm"), int(OpKind.RECV): ("comm", "comm"),
              int(OpKind.MEM_LOAD): ("mem", "mem"), int(OpKind.MEM_STORE): ("mem", "mem")}
     return [("cpu", "cpu") if c else table.get(k, ("other", "other")) for k, c in zip(kinds, cpu)]
-
-
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total = 0
-    end = -1
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
 
 
 def simulate(workload: Workload, topology: Topology, system: SystemParams,
@@ -259,10 +249,10 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
                     args.update((k, v) for k, v in extras[i].items()
                                 if isinstance(v, (str, int, float, bool)) and k != SEGMENTS)
                 slices.append(Slice(name, stream, a, b, cat, args))
-        comm_ns = _union(comm)
-        overlap = _union(comp) + comm_ns - _union(comp + comm)
+        comm_ns = union_length(comm)
+        overlap = union_length(comp) + comm_ns - union_length(comp + comm)
         rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, comm_ns, rr.finish_ns - rr.gpu_ops_ns,
-                          rr.cpu_ops_ns, _union(mem), overlap)
+                          rr.cpu_ops_ns, union_length(mem), overlap)
         per[rr.rank] = rres
         if record:
             nq = rr.sys.p.queues_per_dim

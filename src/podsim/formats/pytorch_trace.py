@@ -23,6 +23,7 @@ Units: ns.
 from __future__ import annotations
 
 import bisect
+import gzip
 import json
 import math
 import re
@@ -144,7 +145,6 @@ def _load_json(path: str | Path, what: str) -> dict:
         raise InputError(f"no such {what} file", str(p))
     try:
         if p.suffix == ".gz":
-            import gzip
             with gzip.open(p, "rt") as f:
                 text = f.read()
         else:
@@ -157,16 +157,6 @@ def _load_json(path: str | Path, what: str) -> dict:
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", str(p))
     return data
-
-
-def trace_folder_files(folder: str | Path) -> tuple[Path, Path | None]:
-    """The Kineto trace and execution trace of a ``podsim trace`` folder: ``kineto.json`` and
-    ``et.json`` (or ``.json.gz``), or rank 0's of a distributed capture.
-
-    Raises:
-        InputError: when the folder has no Kineto trace.
-    """
-    return capture_files(folder)[0]
 
 
 def read_kineto(path: str | Path) -> KinetoTrace:
@@ -333,7 +323,7 @@ def is_execution_trace(path: str | Path) -> bool:
     """Whether a JSON file is an execution trace (``schema`` and ``nodes``), not a Kineto trace;
     reads only its start."""
     p = Path(path)
-    opener = __import__("gzip").open if p.suffix == ".gz" else open
+    opener = gzip.open if p.suffix == ".gz" else open
     try:
         with opener(p, "rt") as f:
             head = f.read(4096)

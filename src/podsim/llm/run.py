@@ -23,6 +23,7 @@ from ..hardware.cluster import (
     load_cluster,
 )
 from ..hardware.gpu import GpuSpec, get_gpu
+from ..intervals import length, merged, subtract
 from ..network.fabric import Fabric
 from ..report.result import Result
 from ..workload import CollectiveKind
@@ -189,35 +190,6 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     return fold
 
 
-def _union(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        elif b > a:
-            out.append((a, b))
-    return out
-
-
-def _length(iv: list[tuple[int, int]]) -> int:
-    return sum(b - a for a, b in iv)
-
-
-def _minus(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
-    """Length of ``a`` not covered by ``b`` (both sorted, disjoint unions)."""
-    inter = 0
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            inter += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return _length(a) - inter
-
-
 def breakdown(res: Result) -> dict[str, float]:
     """Compute, exposed collectives, pipeline waits and the rest, on the rank finishing last."""
     last = max(res.ranks, key=lambda r: r.finish_ns)
@@ -225,14 +197,14 @@ def breakdown(res: Result) -> dict[str, float]:
     if not slices:  # simulated without a timeline: only the compute total is known
         return {"compute_s": last.compute_ns / 1e9, "exposed_comm_s": None, "bubble_s": None,  # type: ignore[dict-item]
                 "other_s": None}
-    comp = _union([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
-    coll = _union([(s.start_ns, s.end_ns) for s in slices
+    comp = merged([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
+    coll = merged([(s.start_ns, s.end_ns) for s in slices
                    if s.category == "comm" and " recv " not in f" {s.name} " and " send " not in f" {s.name} "])
-    recv = _union([(s.start_ns, s.end_ns) for s in slices if s.category == "comm" and s.name.startswith("recv")])
+    recv = merged([(s.start_ns, s.end_ns) for s in slices if s.category == "comm" and s.name.startswith("recv")])
     total = last.finish_ns
-    c = _length(comp)
-    exposed = _minus(coll, comp)
-    busy = _union(comp + coll)
-    bubble = _minus(recv, busy)
+    c = length(comp)
+    exposed = length(subtract(coll, comp))
+    busy = merged(comp + coll)
+    bubble = length(subtract(recv, busy))
     other = max(0, total - c - exposed - bubble)
     return {"compute_s": c / 1e9, "exposed_comm_s": exposed / 1e9, "bubble_s": bubble / 1e9, "other_s": other / 1e9}

@@ -36,11 +36,11 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         from ..formats.triosim import read_triosim
         step = from_triosim(read_triosim(triosim))   # TrioSim's traces step Adam
     else:
-        from ..formats.pytorch_trace import trace_folder_files
+        from ..formats.pytorch_trace import capture_files
         if Path(pytorch).is_file():  # type: ignore[arg-type]
             kineto, et = Path(pytorch), (Path(execution_trace) if execution_trace else None)  # type: ignore[arg-type]
         else:
-            kineto, et = trace_folder_files(pytorch)  # type: ignore[arg-type]
+            kineto, et = capture_files(pytorch)[0]  # type: ignore[arg-type]   # rank 0 of a distributed capture
         step = from_pytorch(kineto, et, whole_trace)
         step.source = str(pytorch)   # the capture folder names the run
         info = _capture_info(kineto.parent)

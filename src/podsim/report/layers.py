@@ -12,13 +12,13 @@ than the rank's.  Units: ns.
 
 from __future__ import annotations
 
-import bisect
 import csv
 import io
 from dataclasses import asdict, dataclass
 
 from ..errors import InputError
 from ..fileio import atomic_write_text
+from ..intervals import clip, merged, subtract
 from .result import Result, Slice
 
 
@@ -43,46 +43,6 @@ class LayerRow:
         return self.compute_ns + self.exposed_comm_ns
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
-def _clip(a: int, b: int, merged: list[tuple[int, int]], starts: list[int]) -> list[tuple[int, int]]:
-    """The parts of the merged spans inside [a, b)."""
-    out = []
-    j = max(bisect.bisect_right(starts, a) - 1, 0)
-    while j < len(merged) and merged[j][0] < b:
-        lo, hi = max(a, merged[j][0]), min(b, merged[j][1])
-        if hi > lo:
-            out.append((lo, hi))
-        j += 1
-    return out
-
-
-def _subtract(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Merged ``spans`` less merged ``holes`` (both sorted)."""
-    out = []
-    j = 0
-    for a, b in spans:
-        while j < len(holes) and holes[j][1] <= a:
-            j += 1
-        k, cur = j, a
-        while k < len(holes) and holes[k][0] < b:
-            if holes[k][0] > cur:
-                out.append((cur, holes[k][0]))
-            cur = max(cur, holes[k][1])
-            k += 1
-        if cur < b:
-            out.append((cur, b))
-    return out
-
-
 def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
     """The layers of ``rank``, in the order they first run.
 
@@ -93,11 +53,11 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
     slices: list[Slice] | None = result.timelines.get(rank)
     if not slices:
         raise InputError(f"no timeline for rank {rank}: simulate with record_timeline=True")
-    compute = _merged([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
+    compute = merged([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
     # the rank's exposed time: communication in flight while it computes nothing; each instant
     # of it goes to the layer whose communication started first (concurrent transfers, as a
     # pipeline stage's send and receive, are not counted twice)
-    exposed = _subtract(_merged([(s.start_ns, s.end_ns) for s in slices if s.category == "comm"]), compute)
+    exposed = subtract(merged([(s.start_ns, s.end_ns) for s in slices if s.category == "comm"]), compute)
     ex_starts = [a for a, _ in exposed]
     claimed: list[tuple[int, int]] = []
     rows: dict[str, LayerRow] = {}
@@ -110,9 +70,9 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
         if s.category == "comm":
             row.comm_ns += dur
             claimed = [c for c in claimed if c[1] > s.start_ns]   # later slices start later: the rest is past
-            mine = _subtract(_clip(s.start_ns, s.end_ns, exposed, ex_starts), claimed)
+            mine = subtract(clip(s.start_ns, s.end_ns, exposed, ex_starts), claimed)
             row.exposed_comm_ns += sum(b - a for a, b in mine)
-            claimed = _merged(claimed + mine)
+            claimed = merged(claimed + mine)
         elif s.category == "compute":
             stage = s.args.get("stage", "forward")
             attr = f"{stage}_ns" if stage in ("forward", "backward", "optimizer") else "forward_ns"

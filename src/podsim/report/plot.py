@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+from typing import Any
 
 from ..fileio import atomic_write_bytes
 from ..optional import require
@@ -18,6 +19,22 @@ COLOURS = {"forward": "#4C72B0", "backward": "#DD8452", "optimizer": "#55A868", 
 _LABELS = {"forward": "forward", "backward": "backward", "optimizer": "optimizer", "compute": "compute",
            "comm": "collective / transfer", "chunk": "collective algorithm", "mem": "remote memory",
            "cpu": "host", "other": "other"}
+
+
+def pyplot(purpose: str, flag: str) -> Any:
+    """matplotlib's pyplot on the file-only Agg backend, or a clear error naming ``flag``."""
+    require("matplotlib", purpose, flag).use("Agg")
+    return require("matplotlib.pyplot", purpose, flag)
+
+
+def save_png(fig: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``fig`` as a PNG, whole or not at all, and close it."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _colour_key(s: Slice) -> str:
@@ -38,9 +55,7 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
 
     if not result.timelines:
         raise InputError("no timeline recorded: simulate with record_timeline=True")
-    mpl = require("matplotlib", "plotting a timeline (--plot)", "--plot")
-    mpl.use("Agg")
-    plt = require("matplotlib.pyplot", "plotting a timeline (--plot)", "--plot")
+    plt = pyplot("plotting a timeline (--plot)", "--plot")
     from matplotlib.patches import Patch
 
     ranks = sorted(result.timelines)[:max_ranks]
@@ -83,8 +98,5 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
     fig.legend(handles=[Patch(color=COLOURS[k], label=_LABELS[k]) for k in order], loc="lower center",
                ncol=len(order), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.6 / fig.get_figheight(), 1, 1))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    save_png(fig, path)
     return len(ranks)

@@ -13,6 +13,7 @@ stage's GPUs), which must fit in the GPU's memory.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,31 @@ class ServeCluster:
 
     def gpu_index(self, node: int, gpu: int) -> int:
         return node * self.gpus_per_node + gpu
+
+
+def serve_cluster(placement: Placement | None = None, preset: str | None = None, nodes: int | None = None,
+                  gpus_per_node: int | None = None, memory_gb: float | None = None) -> ServeCluster:
+    """The GPUs to serve on: DLSIM's defaults (1 node of 2 GPUs of 16 GB), or a cluster preset
+    or YAML's GPUs per node and GPU memory with as many nodes as ``placement`` uses; each given
+    value overrides.
+
+    Raises:
+        InputError: for a count or memory that is not a finite positive number.
+    """
+    if preset is not None:
+        from ..hardware.cluster import load_cluster
+        from ..hardware.gpu import get_gpu
+        spec = load_cluster(preset)
+        used = 1 + max((n for e in placement.executors for st in e.stages for n, _ in st), default=0) \
+            if placement is not None else 1
+        defaults = (used, spec.gpus_per_node, get_gpu(spec.gpu).memory_bytes / 1e9 if spec.gpu else 16.0)
+    else:
+        defaults = (1, 2, 16.0)
+    values = [v if v is not None else d for v, d in zip((nodes, gpus_per_node, memory_gb), defaults)]
+    for flag, v in zip(("--num-nodes", "--num-devices-per-node", "--memory-capacity"), values):
+        if not (math.isfinite(v) and v > 0):
+            raise InputError(f"must be a finite positive number, got {v:g}", where=flag)
+    return ServeCluster(int(values[0]), int(values[1]), int(values[2] * 1e9))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,28 @@ SCHEDULERS = ("fifo", "rr", "least-outstanding")
 DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)   #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
 
 
+def parse_overhead(text: str) -> tuple[int, int]:
+    """``--dispatch-overhead``: ``dlsim`` (:data:`DLSIM_OVERHEAD_NS`), ``none``, or a number of
+    ms for every executable; returns (single-stage, multi-stage) ns.
+
+    Raises:
+        InputError: for anything else, or a negative or non-finite number.
+    """
+    t = text.strip().lower()
+    if t == "dlsim":
+        return DLSIM_OVERHEAD_NS
+    if t == "none":
+        return (0, 0)
+    try:
+        ms = float(t)
+    except ValueError:
+        ms = math.nan
+    if not (math.isfinite(ms) and ms >= 0):
+        raise InputError(f"expected dlsim, none or a finite number of ms >= 0, got {text!r}",
+                         where="--dispatch-overhead")
+    return (round(ms * 1e6),) * 2  # type: ignore[return-value]
+
+
 @dataclass
 class ServeResult:
     """What a serving simulation produced (ns).  ``finish_ns[i]`` is None for a dropped request;

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from ..intervals import union_length
 from .simulator import ServeResult
 
 
@@ -44,15 +45,6 @@ def latency_stats(latencies_s: list[float]) -> dict[str, float | None]:
     return {k: (None if math.isnan(v) else v) for k, v in vals.items()}
 
 
-def _union(spans: list[tuple[int, int]]) -> int:
-    total, end = 0, -1
-    for a, b in sorted(spans):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
-
-
 def summarize(r: ServeResult) -> dict[str, object]:
     """The JSON document of a serving run (fields in the module docstring)."""
     w = r.workload
@@ -72,7 +64,7 @@ def summarize(r: ServeResult) -> dict[str, object]:
                              "slo_attainment": sum(good[i] for i in idx) / len(idx) if idx else None}
     gpus = []
     for g, sl in sorted(r.slices.items()):
-        busy = _union([(a, b) for _, _, a, b in sl])
+        busy = union_length([(a, b) for _, _, a, b in sl])
         gpus.append({"node": g // r.cluster.gpus_per_node, "gpu": g % r.cluster.gpus_per_node,
                      "busy_s": busy / 1e9, "utilization": busy / span})
     return {
