@@ -469,25 +469,23 @@ def _fit_memory(step, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from .errors import InputError
     from .formats.astra_sim.remote_memory import RemoteMemoryConfig
     from .hardware.cluster import load_cluster
-    from .hardware.gpu import get_gpu
     from .parallelize import fit_memory
+    from .parallelize.plan import micro_batches
 
     if args.gpu_memory is not None:
         if args.gpu_memory <= 0:
             raise InputError(f"expected a positive number of GiB, got {args.gpu_memory:g}", where="--gpu-memory")
         capacity, source = int(args.gpu_memory * 2**30), "--gpu-memory"
     else:
-        gpu = load_cluster(args.cluster).gpu
-        if not gpu:
+        spec = load_cluster(args.cluster)
+        if spec.gpu_memory_bytes is None:
             raise InputError(f"the cluster {args.cluster} names no GPU type: give --gpu-memory GIB", where="--cluster")
-        capacity, source = int(get_gpu(gpu).memory_bytes), gpu
+        capacity, source = int(spec.gpu_memory_bytes), spec.gpu
     if args.remote_bandwidth is not None and args.remote_bandwidth <= 0:
         raise InputError(f"expected a positive bandwidth in GB/s, got {args.remote_bandwidth:g}",
                          where="--remote-bandwidth")
     gpus = args.gpus or 1
-    micro = gpus // max(args.dp, 1)
-    if args.parallel == "pp" and args.micro_batch_size and step.batch:
-        micro = max(1, step.batch // args.micro_batch_size)
+    micro = micro_batches(gpus // max(args.dp, 1), step.batch, args.micro_batch_size) if args.parallel == "pp" else 1
     step, fp = fit_memory(step, args.parallel, gpus, capacity, offload=args.remote_bandwidth is not None,
                           micro_batches=micro, pipeline_schedule=args.pipeline_schedule, pp_replicas=args.dp)
     offloaded = sum(o.offload_bytes for o in step.ops)

@@ -59,6 +59,12 @@ class ClusterSpec:
     source: str | None = None
     topology_file: str | None = None  #: a SimAI topology file that fixes the whole fabric
 
+    @property
+    def gpu_memory_bytes(self) -> float | None:
+        """Memory of one of its GPUs (bytes), or None when the cluster names no GPU type."""
+        from .gpu import get_gpu
+        return get_gpu(self.gpu).memory_bytes if self.gpu else None
+
 
 def preset_names() -> list[str]:
     """Names of the shipped presets."""

@@ -81,6 +81,21 @@ def _capture_info(folder: Path) -> dict:
     return info
 
 
+def micro_batches(stages: int, batch: int | None, micro_batch: int | None) -> int:
+    """Micro-batches per pipeline: ``batch / micro_batch``, or one per stage by default.
+
+    Raises:
+        InputError: for a micro-batch without the batch, or one that does not divide it.
+    """
+    if micro_batch is None:
+        return stages
+    if batch is None:
+        raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
+    if micro_batch < 1 or batch % micro_batch:
+        raise InputError(f"--micro-batch-size {micro_batch} does not divide the batch {batch}")
+    return batch // micro_batch
+
+
 def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None = None,
                 micro_batch: int | None = None, bucket_bytes: int = DDP_BUCKET_BYTES,
                 pipeline_schedule: str = "1f1b", pp_replicas: int = 1) -> Workload:
@@ -109,14 +124,8 @@ def parallelize(step: OneGpuStep, mode: str, gpus: int = 1, *, batch: int | None
         if pp_replicas < 1 or gpus % pp_replicas:
             raise InputError(f"--dp {pp_replicas} must divide the {gpus} GPUs into pipelines of equal stages")
         stages = gpus // pp_replicas
-        micro = stages
-        if micro_batch is not None:
-            if batch is None:
-                raise InputError("--micro-batch-size needs the batch: give --batch-size (and --batch-size-sim)")
-            if micro_batch < 1 or batch % micro_batch:
-                raise InputError(f"--micro-batch-size {micro_batch} does not divide the batch {batch}")
-            micro = batch // micro_batch
-        return pipeline_parallel(step, stages, micro, pipeline_schedule, pp_replicas)
+        return pipeline_parallel(step, stages, micro_batches(stages, batch, micro_batch), pipeline_schedule,
+                                 pp_replicas)
     return data_parallel(step, gpus, mode, bucket_bytes)
 
 

@@ -50,11 +50,11 @@ def serve_cluster(placement: Placement | None = None, preset: str | None = None,
     """
     if preset is not None:
         from ..hardware.cluster import load_cluster
-        from ..hardware.gpu import get_gpu
         spec = load_cluster(preset)
         used = 1 + max((n for e in placement.executors for st in e.stages for n, _ in st), default=0) \
             if placement is not None else 1
-        defaults = (used, spec.gpus_per_node, get_gpu(spec.gpu).memory_bytes / 1e9 if spec.gpu else 16.0)
+        mem = spec.gpu_memory_bytes
+        defaults = (used, spec.gpus_per_node, mem / 1e9 if mem is not None else 16.0)
     else:
         defaults = (1, 2, 16.0)
     values = [v if v is not None else d for v, d in zip((nodes, gpus_per_node, memory_gb), defaults)]
