@@ -218,88 +218,21 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
             i = owner(*launch)
             if i is not None:
                 gpu_ns[i] += g.dur * 1000
-    # stages: backward ops are autograd's (and DDP's bucket copies); what runs inside an
-    # Optimizer.step range, or after the last backward op, is the optimizer's (a hand-written
-    # update, zero_grad at the end); the rest, before, is the forward pass
-    is_bwd = [o.name.startswith(("autograd::engine", "torch.distributed.")) for o in top]
-    last_bwd = max((i for i, b in enumerate(is_bwd) if b), default=len(top))
-    stages = []
-    for i, o in enumerate(top):
-        if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
-            stages.append("optimizer")
-        elif is_bwd[i]:
-            stages.append("backward")
-        else:
-            stages.append("optimizer" if i > last_bwd else "forward")
+    stages = _stages(top, opt)
     n = len(top)
-    grads, params, outputs, inputs_act, results = [0] * n, [0] * n, [0] * n, [0] * n, [0] * n
-    fwd_of: dict[int, int] = {}
-    opt_layer_of: dict[int, int] = {}   # optimizer op -> the forward op whose parameters it updates
+    facts = _EtFacts.empty(n)
     notes = list(notes)
     if et is not None:
         nodes, link_notes = linked_nodes(k, host, et)
         notes.extend(link_notes)
-        children = et.children()
-        subtree = [et.subtree(nodes[o.rf_id], children) if o.rf_id in nodes else [] for o in top]
-        # parameters: storages that both the forward pass and the optimizer read and that no
-        # forward or backward op creates (storage ids of freed activations get reused; a view
-        # of a parameter, as aten::t, writes the storage it reads)
-        fwd_reads = {sid for i in range(n) if stages[i] == "forward" for x in subtree[i] for sid, _ in x.inputs}
-        written = {sid for i in range(n) if stages[i] != "optimizer" for x in subtree[i]
-                   for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}}
-        opt_reads = {sid for i in range(n) if stages[i] == "optimizer" for x in subtree[i] for sid, _ in x.inputs}
-        if opt_reads:
-            param_storages = (fwd_reads & opt_reads) - written
-        else:   # no optimizer in the step: what the forward reads and nothing in the step made
-            param_storages = fwd_reads - written
-            notes.append("no optimizer in the profiled step: parameters taken as the tensors the forward pass reads "
-                         "that the step did not make (the input batch and buffers included)")
-        # every parameter has a gradient: a candidate whose size no AccumulateGrad gradient has is
-        # a storage id the execution trace gave two tensors (it names storages by address)
-        accumulated = [nodes[o.rf_id].tensor_bytes_in for o in host
-                       if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes]
-        unclaimed = Counter(accumulated)
-        seen: set[int] = set()
-        owner_of_param: dict[int, int] = {}
-        seq_owner: dict[int, int] = {}
-        for i in range(n):
-            if stages[i] != "forward" or not subtree[i]:
-                continue
-            head = subtree[i][0]
-            # activations: outputs in storages the op made (not in-place results or views of its inputs)
-            read = {sid for sid, _ in head.inputs}
-            outputs[i] = sum(b for sid, b in dict(head.outputs).items() if sid not in read)
-            results[i] = head.tensor_bytes_out
-            for x in subtree[i]:
-                if x.seq_id is not None:   # the op that creates the autograd node takes the number last
-                    seq_owner[x.seq_id] = i
-                for sid, nbytes in x.inputs:
-                    if sid in param_storages and sid not in seen:
-                        seen.add(sid)
-                        if accumulated:
-                            if not unclaimed[nbytes]:
-                                continue
-                            unclaimed[nbytes] -= 1
-                        params[i] += nbytes
-                        owner_of_param[sid] = i
-            inputs_act[i] = next((b for sid, b in head.inputs if sid not in owner_of_param), 0)
-        for i in range(n):
-            if stages[i] == "backward":
-                f = next((seq_owner[x.seq_id] for x in subtree[i] if x.seq_id in seq_owner), None)
-                if f is not None:
-                    fwd_of[i] = f
-            elif stages[i] == "optimizer":
-                owners = {owner_of_param[sid] for x in subtree[i] for sid, _ in x.inputs if sid in owner_of_param}
-                if len(owners) == 1:
-                    opt_layer_of[i] = owners.pop()
-        for o in host:
-            if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes:
-                i = owner(o.ts, o.tid)
-                if i is not None:
-                    grads[i] += nodes[o.rf_id].tensor_bytes_in
+        facts = _EtFacts.read(top, stages, host, nodes, et, owner)
+        notes.extend(facts.notes)
     else:
         notes.append("no execution trace: gradient and parameter sizes unknown, so no data-parallel reduction is "
                      "sized and no op is split by tensor parallelism")
+    grads, params, outputs, inputs_act, results = facts.grads, facts.params, facts.outputs, facts.inputs_act, \
+        facts.results
+    fwd_of, opt_layer_of = facts.fwd_of, facts.opt_of
     use_gpu = any(gpu_ns)
     keep = [i for i in range(n) if (round(gpu_ns[i]) if use_gpu else round(top[i].dur * 1000)) > 0
             or grads[i] or params[i]]
@@ -321,3 +254,105 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
     opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
     return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)
+
+
+def _stages(top: list, opt: list) -> list[str]:  # type: ignore[type-arg]
+    """Each top-level op's stage: backward ops are autograd's (and DDP's bucket copies); what
+    runs inside an Optimizer.step range, or after the last backward op, is the optimizer's (a
+    hand-written update, zero_grad at the end); the rest, before, is the forward pass."""
+    is_bwd = [o.name.startswith(("autograd::engine", "torch.distributed.")) for o in top]
+    last_bwd = max((i for i, b in enumerate(is_bwd) if b), default=len(top))
+    out = []
+    for i, o in enumerate(top):
+        if any(a.ts <= o.ts < a.ts + a.dur for a in opt):
+            out.append("optimizer")
+        elif is_bwd[i]:
+            out.append("backward")
+        else:
+            out.append("optimizer" if i > last_bwd else "forward")
+    return out
+
+
+@dataclass
+class _EtFacts:
+    """What the execution trace says of each top-level op (by index): gradient bytes it makes
+    ready, parameter bytes it reads first, new activation bytes and all bytes it returns, its
+    input activation's bytes; the forward op of each backward op and of each optimizer op."""
+
+    grads: list[int]
+    params: list[int]
+    outputs: list[int]
+    inputs_act: list[int]
+    results: list[int]
+    fwd_of: dict[int, int] = field(default_factory=dict)
+    opt_of: dict[int, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n: int) -> _EtFacts:
+        return cls([0] * n, [0] * n, [0] * n, [0] * n, [0] * n)
+
+    @classmethod
+    def read(cls, top: list, stages: list[str], host: list, nodes: dict, et: object,  # type: ignore[type-arg]
+             owner: object) -> _EtFacts:
+        """Parameters are the storages that both the forward pass and the optimizer read and
+        that no forward or backward op creates (storage ids of freed activations get reused; a
+        view of a parameter, as aten::t, writes the storage it reads), each with a gradient of
+        its size (the trace names storages by address, so two tensors may share an id)."""
+        n = len(top)
+        f = cls.empty(n)
+        children = et.children()  # type: ignore[attr-defined]
+        subtree = [et.subtree(nodes[o.rf_id], children) if o.rf_id in nodes else [] for o in top]  # type: ignore[attr-defined]
+        fwd_reads = {sid for i in range(n) if stages[i] == "forward" for x in subtree[i] for sid, _ in x.inputs}
+        written = {sid for i in range(n) if stages[i] != "optimizer" for x in subtree[i]
+                   for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}}
+        opt_reads = {sid for i in range(n) if stages[i] == "optimizer" for x in subtree[i] for sid, _ in x.inputs}
+        if opt_reads:
+            param_storages = (fwd_reads & opt_reads) - written
+        else:   # no optimizer in the step: what the forward reads and nothing in the step made
+            param_storages = fwd_reads - written
+            f.notes.append("no optimizer in the profiled step: parameters taken as the tensors the forward pass "
+                           "reads that the step did not make (the input batch and buffers included)")
+        accumulated: list[int] = []
+        for o in host:   # AccumulateGrad makes its gradient (its input) ready in the op it runs under
+            if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes:
+                nbytes = nodes[o.rf_id].tensor_bytes_in
+                accumulated.append(nbytes)
+                i = owner(o.ts, o.tid)  # type: ignore[operator]
+                if i is not None:
+                    f.grads[i] += nbytes
+        unclaimed = Counter(accumulated)
+        seen: set[int] = set()
+        owner_of_param: dict[int, int] = {}
+        seq_owner: dict[int, int] = {}
+        for i in range(n):
+            if stages[i] != "forward" or not subtree[i]:
+                continue
+            head = subtree[i][0]
+            # activations: outputs in storages the op made (not in-place results or views of its inputs)
+            read = {sid for sid, _ in head.inputs}
+            f.outputs[i] = sum(b for sid, b in dict(head.outputs).items() if sid not in read)
+            f.results[i] = head.tensor_bytes_out
+            for x in subtree[i]:
+                if x.seq_id is not None:   # the op that creates the autograd node takes the number last
+                    seq_owner[x.seq_id] = i
+                for sid, nbytes in x.inputs:
+                    if sid in param_storages and sid not in seen:
+                        seen.add(sid)
+                        if accumulated:
+                            if not unclaimed[nbytes]:
+                                continue
+                            unclaimed[nbytes] -= 1
+                        f.params[i] += nbytes
+                        owner_of_param[sid] = i
+            f.inputs_act[i] = next((b for sid, b in head.inputs if sid not in owner_of_param), 0)
+        for i in range(n):
+            if stages[i] == "backward":
+                fw = next((seq_owner[x.seq_id] for x in subtree[i] if x.seq_id in seq_owner), None)
+                if fw is not None:
+                    f.fwd_of[i] = fw
+            elif stages[i] == "optimizer":
+                owners = {owner_of_param[sid] for x in subtree[i] for sid, _ in x.inputs if sid in owner_of_param}
+                if len(owners) == 1:
+                    f.opt_of[i] = owners.pop()
+        return f
