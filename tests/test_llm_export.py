@@ -29,19 +29,24 @@ def _finish(res) -> int:  # type: ignore[no-untyped-def]
 
 def test_simai_header_and_rows(tmp_path: Path) -> None:
     m = get_model("llama2-7b")
-    lay = Layout(64, tp=4, pp=2, global_batch=32, seq_len=4096, sequence_parallel=True, distributed_optimizer=True)
+    lay = Layout(64, tp=4, pp=2, global_batch=32, seq_len=4096, sequence_parallel=True, distributed_optimizer=True,
+                 tp_overlap="none")
     p = tmp_path / "w.txt"
     write_simai(m, lay, CM, p)
     hdr, layers = read_simai_workload(p)
     assert (hdr.tp, hdr.pp, hdr.vpp, hdr.ga, hdr.all_gpus) == (4, 2, 16, 4, 64)
     assert hdr.pp_comm == 1 * 4096 * 4096 * 2 // 4          # b s h bytes / TP (sequence parallel)
-    # optimizer row, then per micro-batch (stage 0: no output layer): the embedding and 16
-    # layers x 4 rows (SP: all-gather, attention + reduce-scatter, all-gather, MLP + reduce-scatter)
-    assert len(layers) == 1 + 4 * (1 + 16 * 4)
+    # optimizer row, then per micro-batch (stage 0: no output layer): the embedding (2 rows:
+    # lookup + reduce-scatter; gradient all-gather + dense gradient) and 16 layers x 7 rows: the
+    # backward's SP collectives per block are the incoming gradient's all-gather, the input
+    # re-gather for wgrad and dgrad's reduce-scatter (3 x 2 + the tail); the forward has 5:
+    # norm | all-gather, attention | reduce-scatter, norm | all-gather, MLP | reduce-scatter, add
+    assert len(layers) == 1 + 4 * (2 + 16 * 7)
     assert layers[0].name == "optimizer_0" and layers[0].wg_comm == "ALLGATHER"
     rows = [x for x in layers if x.name.startswith("mb0_layer0_")]
-    assert [r.fwd_comm for r in rows] == ["ALLGATHER", "REDUCESCATTER"] * 2
-    assert rows[0].fwd_ns == 0 and rows[1].fwd_ns > 0 and all(r.fwd_bytes == 4096 * 4096 * 2 for r in rows)
+    assert [r.fwd_comm for r in rows] == ["ALLGATHER", "REDUCESCATTER"] * 2 + ["NONE"] * 3
+    assert [r.ig_comm for r in rows][::-1] == ["ALLGATHER", "ALLGATHER", "REDUCESCATTER"] * 2 + ["NONE"]
+    assert all(r.fwd_ns > 0 for r in rows[:5]) and all(r.fwd_bytes == 4096 * 4096 * 2 for r in rows[:4])
     # each layer's DP reduce-scatter once, in micro-batch 0: layer params / TP x 4 B
     dp = [x for x in layers if x.wg_comm == "REDUCESCATTER"]
     assert len(dp) == 16 and all(x.wg_bytes == m.layer_params(0) // 4 * 4 for x in dp)
@@ -53,7 +58,7 @@ def test_simai_round_trip_matches_podsim(tmp_path: Path) -> None:
     # no data parallelism: SimAI's order (all forwards, then all backwards) and podsim's 1F1B
     # run the same kernels and TP collectives; only SimAI's 100 ns update delays differ
     m = get_model("llama2-7b")
-    lay = Layout(4, tp=4, global_batch=2, seq_len=4096, recompute="full")
+    lay = Layout(4, tp=4, global_batch=2, seq_len=4096, recompute="full", tp_overlap="none")
     p = tmp_path / "w.txt"
     write_simai(m, lay, CM, p)
     back = _finish(simulate(str(p), cluster="dgx-a100-superpod", backend="analytical"))
@@ -61,7 +66,7 @@ def test_simai_round_trip_matches_podsim(tmp_path: Path) -> None:
     delays = 100 * sum(1 for x in read_simai_workload(p)[1] for c in (x.fwd_comm, x.ig_comm) if c != "NONE")
     assert back == pytest.approx(own + delays, rel=1e-4)
     # with DP the optimizer waits for the reduced gradients in podsim, not in SimAI: SimAI is faster
-    lay = Layout(32, tp=4, global_batch=16, seq_len=4096, recompute="full")
+    lay = Layout(32, tp=4, global_batch=16, seq_len=4096, recompute="full", tp_overlap="none")
     write_simai(m, lay, CM, p)
     back = _finish(simulate(str(p), cluster="dgx-a100-superpod", backend="analytical"))
     own = simulate_training(m, lay, "a100-80gb", "dgx-a100-superpod", "analytical").result.finish_ns

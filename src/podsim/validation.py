@@ -68,7 +68,7 @@ def throughput_layout(r: dict):  # type: ignore[no-untyped-def]
     return Layout(int(r["gpus"]), tp=int(r["tp"] or 1), pp=pp, global_batch=int(r["global_batch"]),
                   micro_batch=mb, seq_len=int(r["seq_len"] or 2048), recompute="full", precision="fp16",
                   overlap_grad_reduce=False, zero=3 if "ZeRO-3" in r["row_id"] else 0, flash_attention=False,
-                  grad_reduce_bytes=2)
+                  grad_reduce_bytes=2, tp_overlap="none")
 
 
 def throughput(r: dict, compute=None) -> float:  # type: ignore[no-untyped-def]

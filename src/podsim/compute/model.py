@@ -18,7 +18,7 @@ GPU type; a GPU without its own inherits A100's fit.  Units: FLOPs, bytes, ns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..hardware.gpu import GpuSpec, gpu_specs
@@ -46,6 +46,8 @@ class KernelTimer(Protocol):
 
     def describe(self) -> str: ...
 
+    def with_dtype(self, dtype: str) -> "KernelTimer": ...
+
 
 @dataclass(frozen=True)
 class ComputeModel:
@@ -67,6 +69,10 @@ class ComputeModel:
         eff.update(gpu.efficiency or gpu_specs()["a100-80gb"].efficiency)
         eff.update(override)
         return cls(gpu, dtype, **eff)
+
+    def with_dtype(self, dtype: str) -> "ComputeModel":
+        """The same GPU and fit timing ``dtype`` (an fp8 step's bf16 GEMMs: the output layer)."""
+        return self if dtype == self.dtype else replace(self, dtype=dtype)
 
     @property
     def elem_bytes(self) -> float:

@@ -200,6 +200,10 @@ class TableComputeModel:
     def from_csv(cls, path: str | Path, gpu: GpuSpec, dtype: str = "bf16") -> "TableComputeModel":
         return cls(gpu, read_table(path), dtype, str(path))
 
+    def with_dtype(self, dtype: str) -> "TableComputeModel":
+        """The same table timing ``dtype`` (an fp8 step's bf16 GEMMs: the output layer)."""
+        return self if dtype == self.dtype else TableComputeModel(self.gpu, self.rows, dtype, self.source)
+
     @property
     def elem_bytes(self) -> float:
         """Bytes per activation element (bf16 under fp8 training; see ComputeModel)."""

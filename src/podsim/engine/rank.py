@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import InputError
+from ..intervals import length, merged
 from ..workload import NO_VALUE, SEGMENTS, CollectiveKind, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .system import RankSystem
@@ -83,9 +84,11 @@ class RankRunner:
         self._group_cache: dict[int, tuple] = {}
         self.replay_all = False
         # fused ops (a generator's compute + closed-form collectives): their collective parts
-        # are communication, not GPU compute
-        self._comm_part = {i: sum(s[1] for s in e[SEGMENTS] if s[3] != "compute")  # type: ignore[union-attr]
-                           for i, e in program.extras.items() if SEGMENTS in e}
+        # are communication, not GPU compute -- the op's time outside its compute segments
+        # (a collective that runs beside a kernel overlaps it)
+        self._comm_part = {i: int(program.duration_ns[i]) - length(merged(
+            [(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
+            for i, e in program.extras.items() if SEGMENTS in e}
 
     # -- issue loop ------------------------------------------------------------------------
     def fire(self) -> None:

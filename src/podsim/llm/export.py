@@ -90,7 +90,7 @@ def simai_text(model: ModelConfig, layout: Layout, cm: KernelTimer, stage: int =
     mbs = layout.num_microbatches
     for mb in range(mbs):
         if first:
-            lines += _rows(f"mb{mb}_embedding_layer", [costs.embedding(False)], [costs.embedding(True)], None)
+            lines += _rows(f"mb{mb}_embedding_layer", costs.embedding_steps(False), costs.embedding_steps(True), None)
         for i in layers:
             moe = model.is_moe_layer(i)
             bwd = (list(costs.forward(moe)) if layout.recompute == "full" else []) + list(costs.backward(moe))
@@ -99,7 +99,7 @@ def simai_text(model: ModelConfig, layout: Layout, cm: KernelTimer, stage: int =
                 dp = (dp_name, int(model.layer_params(i) / layout.tp * layout.grad_reduce_bytes))
             lines += _rows(f"mb{mb}_layer{i}", list(costs.forward(moe)), bwd, dp)
         if last:
-            lines += _rows(f"mb{mb}_final_column", [costs.output(False)], [costs.output(True)], None)
+            lines += _rows(f"mb{mb}_final_column", costs.output_steps(False), costs.output_steps(True), None)
     head = (f"HYBRID_TRANSFORMER_FWD_IN_BCKWD\tmodel_parallel_NPU_group: {layout.tp} ep: {layout.ep} "
             f"pp: {layout.pp} vpp: {len(layers)} ga: {mbs} all_gpus: {layout.gpus} checkpoints: 0 "
             f"checkpoint_initiates: 0")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class _StageProgram:
     """Builds one pipeline stage's program."""
 
     def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int,
-                 fold: Folder | None = None) -> None:
+                 fold: Folder | None = None, estimate: Folder | None = None) -> None:
         self.m, self.lay, self.costs, self.s = model, layout, costs, stage
         self.fold = fold
         self.fused: list[tuple[int, int, str, str]] = []   # pending (offset, ns, name, category)
@@ -88,6 +89,12 @@ class _StageProgram:
         self.pending_dp: list[int] = []
         self.bucket = 0.0
         self.act_bytes = costs.act_bytes // (layout.tp if layout.sequence_parallel else 1)
+        #: compute slows by this factor while data-parallel collectives run beside it (the
+        #: last micro-batch's backward: gradient reduce-scatters; the first forward: the
+        #: overlapped parameter all-gathers), see :meth:`_dp_interference`
+        self.slow = 1.0
+        self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
+        self.param_gathers: dict[int, int] = {}   # first layer of a bucket -> its all-gather op
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
         self.nodes += 1
@@ -113,6 +120,8 @@ class _StageProgram:
 
     def step(self, st: Step, label: str) -> None:
         if st.collective is None:
+            if st.ns > 0 and self.slow != 1.0:
+                st = replace(st, ns=st.ns * self.slow)
             if st.ns > 0:
                 if self.fold is not None and self.beside is None:
                     d = max(1, int(math.ceil(st.ns)))
@@ -192,23 +201,31 @@ class _StageProgram:
         last_v = p * v - 1
         mbs = lay.num_microbatches
         zero3 = lay.zero >= 3 and lay.dp > 1
+        if self._gathers_overlapped():
+            self._issue_param_gathers()
         for forward, mb, chunk in schedule(lay.schedule, p, s, mbs, v):
             g = chunk * p + s
             layers = lay.chunk_layers(m, s, chunk)
             label = f"{'F' if forward else 'B'} mb{mb}"
             if forward:
+                self.slow = self.slow_fwd if mb == 0 else 1.0
                 if g > 0:
                     r = self.recv(mb, g, g - 1, True)
                     self.prev = self.prev + [r]
                 else:
-                    self.step(costs.embedding(False), label)
+                    for st in costs.embedding_steps(False):
+                        self.step(st, label)
                 for i in layers:
                     if zero3:
                         self._gather_params(i, label)
+                    elif mb == 0 and i in self.param_gathers:  # the overlapped parameter all-gather
+                        self._flush()
+                        self.prev = self.prev + [self.param_gathers[i]]
                     for st in costs.forward(m.is_moe_layer(i)):
                         self.step(st, f"{label} L{i}")
                 if g == last_v:
-                    self.step(costs.output(False), label)
+                    for st in costs.output_steps(False):
+                        self.step(st, label)
                 else:
                     self.send(mb, g + 1, True)
             else:
@@ -216,8 +233,10 @@ class _StageProgram:
                     r = self.recv(mb, g, g + 1, False)
                     self.prev = self.prev + [r]
                 else:
-                    self.step(costs.output(True), label)
+                    for st in costs.output_steps(True):
+                        self.step(st, label)
                 last_mb = mb == mbs - 1
+                self.slow = self.slow_bwd if last_mb and lay.overlap_grad_reduce else 1.0
                 for i in reversed(layers):
                     if zero3:
                         self._gather_params(i, label)
@@ -233,9 +252,11 @@ class _StageProgram:
                     elif last_mb:
                         self.bucket += self._layer_params(i)  # reduced after the backward
                 if g == 0:
-                    self.step(costs.embedding(True), label)
+                    for st in costs.embedding_steps(True):
+                        self.step(st, label)
                 else:
                     self.send(mb, g - 1, False)
+        self.slow = 1.0
         self._finish()
         return self.b
 
@@ -267,15 +288,71 @@ class _StageProgram:
         if lay.zero < 3:
             self.dp_grads(rest, force=True)  # embeddings / output layer, and what is left
         shard = params / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params
+        local = params / (lay.dp * lay.cp) if lay.zero >= 3 else params
         self.chain(OpKind.COMPUTE, "optimizer step", self.pending_dp,
-                   duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard).ns))))
-        if (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1:
+                   duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard, local).ns))))
+        if self._sharded() and not self._gathers_overlapped():
             self.chain(OpKind.COLLECTIVE, "dp param all-gather", collective=int(CollectiveKind.ALL_GATHER),
                        size_bytes=int(params * 2), group="dp", stream="dp")
 
+    # -- the distributed optimizer's parameter all-gather and DP interference ----------------
+
+    def _sharded(self) -> bool:
+        lay = self.lay
+        return (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1
+
+    def _gathers_overlapped(self) -> bool:
+        return self._sharded() and self.lay.overlap_param_gather
+
+    def _issue_param_gathers(self) -> None:
+        """Megatron-Core's --overlap-param-gather: the previous step's updated weights are
+        all-gathered bucket by bucket (bf16, in forward order) on the DP stream as this
+        iteration starts; the first micro-batch's forward of a layer waits for its bucket."""
+        lay, m = self.lay, self.m
+        layers = list(stage_layers(m, lay, self.s))
+        params = stage_params(m, lay, self.s)
+        rest = params - sum(self._layer_params(i) for i in layers)
+        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp)
+        bucket, first = rest, layers[0] if layers else None
+        for n, i in enumerate(layers):
+            if first is None:
+                first = i
+            bucket += self._layer_params(i)
+            if bucket >= limit or n == len(layers) - 1:
+                op = self._add(OpKind.COLLECTIVE, f"dp param all-gather L{first}", [],
+                               collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(bucket * 2),
+                               group="dp", stream="dp")
+                self.param_gathers[first] = op
+                bucket, first = 0.0, None
+
+    def _dp_interference(self, estimate: Folder | None) -> tuple[float, float]:
+        """(backward, forward) compute slowdown factors while DP collectives run beside it:
+        ``1 + nccl_compute_slowdown x duty``, the duty being the collectives' closed-form time
+        over the compute they overlap (one micro-batch's backward for the gradient
+        reduce-scatters, its forward for the parameter all-gathers), at most 1."""
+        lay = self.lay
+        if estimate is None or lay.dp * lay.cp == 1 or lay.zero >= 3:
+            return 1.0, 1.0
+        a = self.costs.stack.nccl_compute_slowdown
+        params = stage_params(self.m, lay, self.s)
+        sharded = lay.distributed_optimizer or lay.zero >= 1
+        kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
+        layers = [i for c in range(lay.vpp) for i in lay.chunk_layers(self.m, self.s, c)]
+        fwd = sum(st.ns for i in layers for st in self.costs.forward(self.m.is_moe_layer(i)) if st.collective is None)
+        bwd = sum(st.ns for i in layers for st in self.costs.backward(self.m.is_moe_layer(i)) if st.collective is None)
+
+        def duty(k: CollectiveKind, nbytes: float, window: float) -> float:
+            t = estimate(k, int(nbytes), "dp")
+            return 0.0 if t is None or window <= 0 else min(1.0, t / window)
+
+        slow_bwd = 1 + a * duty(kind, params * lay.grad_reduce_bytes, bwd) if lay.overlap_grad_reduce else 1.0
+        slow_fwd = 1 + a * duty(CollectiveKind.ALL_GATHER, params * 2, fwd) if self._gathers_overlapped() else 1.0
+        return slow_bwd, slow_fwd
+
 
 def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attention: bool | None = None,
-             costs: LayerCosts | None = None, fold: Folder | None = None) -> Workload:
+             costs: LayerCosts | None = None, fold: Folder | None = None,
+             estimate: Folder | None = None) -> Workload:
     """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
     ``costs``, which gives every layer pass's steps).
 
@@ -289,10 +366,10 @@ def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attentio
     """
     layout.check(model)
     flash = layout.flash_attention if flash_attention is None else flash_attention
-    costs = costs or LayerCosts(model, layout, cm, flash)
+    costs = costs or LayerCosts(model, layout, cm, flash, comm_ns=estimate)
     programs = []
     for s in range(layout.pp):
-        prog = _StageProgram(model, layout, costs, s, fold).build().build()
+        prog = _StageProgram(model, layout, costs, s, fold, estimate).build().build()
         prog.relative_peers = True
         programs.append(prog)
     n = layout.gpus

@@ -16,6 +16,7 @@ from .model import ModelConfig
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+TP_OVERLAP = ("te", "async", "none")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,17 @@ class Layout:
     #: first / last pipeline rank; the others share the rest evenly
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
+    #: TP communication overlap: ``te`` (Transformer Engine's --tp-comm-overlap: every
+    #: sequence-parallel collective pipelined with its GEMM), ``async`` (Megatron-Core's
+    #: default: the backward's input re-gather and dgrad reduction run under dgrad / wgrad
+    #: GEMMs), ``none`` (Megatron-LM of 2021: every TP collective blocks)
+    tp_overlap: str = "te"
+    #: the distributed optimizer's parameter all-gather runs under the next forward
+    #: (Megatron-Core's --overlap-param-gather); off, it follows the optimizer step
+    overlap_param_gather: bool = True
+    #: a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion); off, the
+    #: vocabulary-parallel cross entropy runs in fp32 as separate kernels
+    loss_fusion: bool = False
 
     @property
     def dp(self) -> int:
@@ -104,6 +116,8 @@ class Layout:
             raise InputError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.precision not in PRECISIONS:
             raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.tp_overlap not in TP_OVERLAP:
+            raise InputError(f"--tp-overlap must be one of {', '.join(TP_OVERLAP)}, got {self.tp_overlap!r}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"--zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.zero and self.distributed_optimizer:

@@ -1,17 +1,28 @@
-"""The kernels of one transformer layer on one GPU, timed by a compute model.
+"""One transformer layer pass on one GPU as steps: timed kernels and the collectives between.
 
-For a micro-batch of ``b`` sequences of ``s`` tokens (``s / cp`` per GPU with context
-parallelism) on TP rank of ``t``: each pass of a layer is a short list of steps, compute
-(summed kernel times, ns) and collectives (kind, bytes, group), in Megatron's order:
+:mod:`podsim.llm.kernels` lists every kernel a Megatron-Core / Transformer Engine step launches;
+here each is timed by a compute model (:class:`~podsim.compute.model.KernelTimer`) and the
+list is cut into steps for the workload: compute (summed kernel times, ns) and collectives
+(kind, bytes, group), in Megatron's order:
 
 * forward: [all-gather (SP)] attention [all-reduce | reduce-scatter (SP)]
   [all-gather (SP)] MLP (MoE: all-to-all, experts, all-to-all) [all-reduce | reduce-scatter];
-* backward: the same in reverse with two GEMMs (input and weight gradient) per forward GEMM;
-* full recompute re-runs the forward (with its collectives) before the backward; selective
-  recompute re-runs the attention core inside the backward;
-* context parallelism (ring attention): the K/V exchange with the other CP ranks (an
-  all-gather forward, a reduce-scatter of their gradients backward, the same bytes as the
-  ring's point-to-point steps) runs alongside the attention core (``Step.overlap``).
+* backward: the same in reverse, each GEMM's dgrad and wgrad; with sequence parallelism each
+  column-parallel layer also re-gathers its input for wgrad and reduce-scatters dgrad;
+* full recompute re-runs the forward before the backward; selective recompute re-runs the
+  attention core inside the backward;
+* context parallelism (ring attention): the K/V exchange with the other CP ranks runs
+  alongside the attention core.
+
+**Overlap** (``Layout.tp_overlap``): a TP collective that a GEMM hides is a collective step
+marked ``overlap`` (it runs beside the next step, which does not wait for it) followed by that
+GEMM alone; the GEMM's time includes the interference of :class:`~podsim.llm.stack.Stack`
+(slower while both run, plus the unhidden chunk of Transformer Engine's pipelining) when the
+collective's closed-form time is known (``comm_ns``).  ``te`` overlaps every SP collective,
+``async`` only the backward's re-gather and dgrad reduction (Megatron's default), ``none``
+none.
+
+**Host overhead**: a compute step lasts at least its kernel launches x ``Stack.host_ns``.
 
 Collective sizes follow nccl-tests conventions (the whole tensor: ``b s h`` elements).
 FLOPs are what the kernels execute (causal attention does half of ``s^2``).
@@ -19,12 +30,26 @@ FLOPs are what the kernels execute (causal attention does half of ``s^2``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..compute.model import KernelTimer
 from ..workload import CollectiveKind
+from .kernels import (
+    Kernel,
+    attention_kernels,
+    embedding_kernels,
+    mlp_kernels,
+    moe_kernels,
+    optimizer_kernels,
+    output_kernels,
+)
 from .layout import Layout
 from .model import ModelConfig
+from .stack import Stack
+
+#: ``comm_ns(kind, bytes, group)``: a collective's closed-form time in ns, or None
+CommTimer = Callable[[CollectiveKind, int, str], "int | None"]
 
 
 @dataclass(frozen=True)
@@ -38,180 +63,294 @@ class Step:
     nbytes: int = 0
     group: str = ""
     #: a collective that runs alongside the next (compute) step, which does not wait for it;
-    #: the step after that waits for both (ring attention's KV exchange under the core)
+    #: the step after that waits for both
     overlap: bool = False
+    kernels: int = 0      #: kernel launches in a compute step
+
+
+@dataclass(frozen=True)
+class TimedKernel:
+    """A kernel with its time (``ns``: alone on the GPU; ``step_ns``: as it runs in the step,
+    with an overlapped collective's interference)."""
+
+    kernel: Kernel
+    ns: float
+    step_ns: float
+    collective: str = ""   #: the TP collective beside it, if any
 
 
 class LayerCosts:
-    """Per-pass steps of every layer kind of a model under a layout, cached."""
+    """Per-pass steps of every layer kind of a model under a layout, cached.
 
-    def __init__(self, model: ModelConfig, layout: Layout, cm: KernelTimer, flash: bool = True) -> None:
+    ``comm_ns`` times TP collectives in closed form (for the interference of overlapped
+    ones); ``stack`` the host overhead and interference parameters (the GPU's defaults)."""
+
+    def __init__(self, model: ModelConfig, layout: Layout, cm: KernelTimer, flash: bool = True,
+                 comm_ns: CommTimer | None = None, stack: Stack | None = None) -> None:
         self.m = model
         self.lay = layout
         self.cm = cm
         self.flash = flash
+        self.comm_ns = comm_ns
+        self.stack = stack or Stack.for_gpu(cm.gpu.key)
         self.tokens = layout.micro_batch * layout.seq_len // layout.cp   # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
-        #: passes over the block's b s h activations outside GEMMs: norm 2, residual add 3,
-        #: dropout 2 more (Megatron's fused bias-dropout-add also writes the mask)
-        self.block_passes = 7 if model.dropout > 0 else 5
-        self._cache: dict[tuple[bool, str], list[Step]] = {}
+        self._timers: dict[str, KernelTimer] = {cm.dtype: cm}
+        self._cache: dict[tuple, list[Step]] = {}
 
-    # -- kernel groups ------------------------------------------------------------------------
+    # -- timing -------------------------------------------------------------------------------
 
-    def _attention(self, backward: bool) -> tuple[float, float]:
-        """(ns, flops) of LN + QKV + core + output projection + dropout/residual."""
-        a_ns, a_fl, c_ns, c_fl = self._attention_parts(backward)
-        return a_ns + c_ns, a_fl + c_fl
+    def _timer(self, dtype: str) -> KernelTimer:
+        if dtype not in self._timers:
+            self._timers[dtype] = self.cm.with_dtype(dtype)
+        return self._timers[dtype]
 
-    def _attention_parts(self, backward: bool) -> tuple[float, float, float, float]:
-        """(ns, flops) of the attention block without its core, then of the core (with
-        selective recomputation's re-run)."""
-        m, lay, cm = self.m, self.lay, self.cm
-        t, T, h, d = lay.tp, self.tokens, m.hidden, m.dhead
-        heads = m.heads / t
-        kv = max(m.kv / t, 1.0)
-        mult = 2.0 if backward else 1.0
-        ns = flops = core_ns = core_flops_done = 0.0
-        # QKV and output projections
-        for (rows, n, k) in ((T, (heads + 2 * kv) * d, h), (T, h, heads * d)):
-            ns += mult * cm.gemm_ns(rows, n, k)
-            flops += mult * 2 * rows * n * k
-        # attention core, causal
-        sq, skv = lay.seq_len / lay.cp, float(lay.seq_len)
-        b = lay.micro_batch
-        core_flops = 4 * b * heads * sq * skv * d * 0.5
-        if self.flash:
-            core_ns += cm.attention_ns(b * heads, sq, skv, d, backward)
-            core_flops_done += (2.5 if backward else 1.0) * core_flops
-        else:
-            count = b * heads
-            core_ns += mult * (cm.gemm_ns(sq, skv, d, count) + cm.gemm_ns(sq, d, skv, count))
-            # fused scale-mask-softmax (read, write: 4 B an element), dropout (read, write, a
-            # 1-byte mask: 5 B); backward: dropout (5 B) and softmax (6 B) gradients
-            core_ns += cm.memory_ns(count * sq * skv * (11 if backward else 9), 3)
-            core_flops_done += mult * 2 * core_flops
-        # norm (read, write), residual add (2 reads, a write), dropout (2 more passes)
-        elems = T * h / (t if lay.sequence_parallel else 1)
-        ns += mult * cm.memory_ns(elems * cm.elem_bytes * self.block_passes, 3)
-        if backward and lay.recompute == "selective":
-            core_ns += cm.attention_ns(b * heads, sq, skv, d) if self.flash else \
-                cm.gemm_ns(sq, skv, d, b * heads) + cm.gemm_ns(sq, d, skv, b * heads) + \
-                cm.memory_ns(b * heads * sq * skv * 9, 3)
-        return ns, flops, core_ns, core_flops_done
+    def kernel_ns(self, k: Kernel) -> float:
+        """GPU time of ``k`` alone (all ``count`` launches), ns."""
+        if k.kind == "gemm":
+            return self._timer(k.dtype).gemm_ns(k.m, k.n, k.k, k.batch) * k.count
+        if k.kind == "attention":
+            return self.cm.attention_ns(k.batch, k.m, k.n, k.k, k.backward) * k.count
+        if k.kind == "attention_unfused":
+            cm = self.cm
+            one = cm.gemm_ns(k.m, k.n, k.k, k.batch) + cm.gemm_ns(k.m, k.k, k.n, k.batch)
+            return one * (2.0 if k.backward else 1.0)
+        if k.kind == "memory":
+            return self.cm.memory_ns(k.nbytes, k.count)
+        return 0.0
 
-    def _mlp(self, moe: bool, backward: bool) -> tuple[float, float]:
-        m, lay, cm = self.m, self.lay, self.cm
-        t, T, h = lay.tp, self.tokens, m.hidden
-        mult = 2.0 if backward else 1.0
-        up = m.mlp_matrices - 1
-        ns = flops = 0.0
-        if moe:
-            f = m.expert_ffn / t
-            routed = T * m.top_k
-            local = max(m.experts // lay.ep, 1)
-            rows = routed / local  # tokens per local expert (balanced routing)
-            ns += mult * cm.gemm_ns(T, m.experts, h)  # router
-            for _ in range(local):
-                ns += mult * (cm.gemm_ns(rows, up * f, h) + cm.gemm_ns(rows, h, f))
-            flops += mult * 2 * routed * (up * f * h + h * f)
-            if m.shared_experts:
-                ns += mult * m.shared_experts * (cm.gemm_ns(T, up * f, h) + cm.gemm_ns(T, h, f))
-                flops += mult * 2 * T * m.shared_experts * (up * f * h + h * f)
-            act_elems = (routed + T * m.shared_experts) * f
-        else:
-            f = m.ffn / t
-            ns += mult * (cm.gemm_ns(T, up * f, h) + cm.gemm_ns(T, h, f))
-            flops += mult * 2 * T * (up * f * h + h * f)
-            act_elems = T * f
-        elems = T * h / (t if lay.sequence_parallel else 1)
-        ns += mult * cm.memory_ns((act_elems * (up + 1) + elems * self.block_passes) * cm.elem_bytes, 4)
-        return ns, flops
+    def _launches(self, k: Kernel) -> int:
+        if k.kind == "comm":
+            return 0
+        if k.kind == "gemm" or k.kind == "attention":
+            return k.count
+        if k.kind == "attention_unfused":
+            return 6 if k.backward else 3
+        return k.count
+
+    # -- TP collectives -----------------------------------------------------------------------
+
+    def _tp_collective(self, k: Kernel) -> tuple[CollectiveKind, str] | None:
+        """The TP collective a GEMM's ``overlap`` tag stands for under this layout."""
+        lay = self.lay
+        if lay.tp == 1 or not k.overlap:
+            return None
+        if lay.sequence_parallel:
+            return (CollectiveKind.ALL_GATHER, "all-gather") if k.overlap == "ag" else \
+                (CollectiveKind.REDUCE_SCATTER, "reduce-scatter")
+        # without SP: a row-parallel output and a column-parallel dgrad are all-reduced
+        if k.overlap == "rs" and (not k.backward or k.name.endswith("wgrad")):
+            return CollectiveKind.ALL_REDUCE, "all-reduce"
+        return None
+
+    def _overlapped(self, k: Kernel) -> str:
+        """``te``/``nccl`` when the collective of ``k``'s tag runs under ``k``; else ''."""
+        mode = self.lay.tp_overlap
+        if mode == "te" and self.lay.sequence_parallel:
+            return "te"
+        bulk = k.backward and (k.name.endswith("wgrad") or (k.name.endswith("dgrad") and self._column(k)))
+        if mode in ("te", "async") and bulk:
+            return "nccl"
+        return ""
+
+    @staticmethod
+    def _column(k: Kernel) -> bool:
+        return k.name.startswith(("qkv", "fc1"))
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def steps(self, kernels: Sequence[Kernel], label: str = "") -> list[Step]:
+        """Cut a kernel list into compute and collective steps (see the module docstring)."""
+        out: list[Step] = []
+        run: list[Kernel] = []
+
+        def flush() -> None:
+            if run:
+                out.append(self._compute_step(label, run))
+                run.clear()
+
+        solo = False   # the kernel after an overlapped collective forms a step of its own
+        for k in kernels:
+            if k.kind == "comm":
+                coll = self._marker(k)
+                if coll is not None:
+                    flush()
+                    out.append(coll)
+                    solo = coll.overlap
+                continue
+            if solo:
+                run.append(k)
+                flush()
+                solo = False
+                continue
+            tp = self._tp_collective(k)
+            if tp is None:
+                run.append(k)
+                continue
+            kind, cname = tp
+            engine = self._overlapped(k)
+            coll = Step(f"{label}tp {cname}".strip(), collective=kind, nbytes=self.act_bytes, group="tp",
+                        overlap=bool(engine))
+            if engine:
+                flush()
+                out.append(coll)
+                out.append(self._compute_step(label, [k], kind, engine))
+            elif k.overlap == "ag":
+                flush()
+                out.append(coll)
+                run.append(k)
+            else:
+                run.append(k)
+                flush()
+                out.append(coll)
+        flush()
+        return out
+
+    def _marker(self, k: Kernel) -> Step | None:
+        """The collective a ``comm`` marker stands for (None when this layout has none)."""
+        lay = self.lay
+        nb = int(k.nbytes)
+        if k.name.startswith("tp "):
+            if lay.tp == 1:
+                return None
+            if lay.sequence_parallel:
+                kind = CollectiveKind.ALL_GATHER if "gather" in k.name else CollectiveKind.REDUCE_SCATTER
+                return Step(k.name, collective=kind, nbytes=self.act_bytes, group="tp")
+            if "reduce" in k.name:
+                return Step("tp all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes, group="tp")
+            return None
+        if k.name.startswith("ep "):
+            return None if lay.ep == 1 else Step(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
+        if k.name.startswith("cp "):
+            kind = CollectiveKind.REDUCE_SCATTER if k.backward else CollectiveKind.ALL_GATHER
+            return Step(f"{k.name} {'reduce-scatter' if k.backward else 'all-gather'}", collective=kind,
+                        nbytes=nb, group="cp", overlap=True)
+        return None
+
+    def _compute_step(self, label: str, ks: Sequence[Kernel], beside: CollectiveKind | None = None,
+                      engine: str = "") -> Step:
+        gpu = sum(self.kernel_ns(k) for k in ks)
+        if beside is not None and self.comm_ns is not None:
+            c = self.comm_ns(beside, self.act_bytes, "tp")
+            if c is not None:
+                gpu = self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
+        launches = sum(self._launches(k) for k in ks)
+        ns = max(gpu, launches * self.stack.host_ns)
+        name = ks[0].name if len(ks) == 1 else f"{ks[0].module} {ks[0].name} .. {ks[-1].name}"
+        return Step(f"{label}{name}".strip(), ns, sum(k.flops for k in ks), kernels=launches)
+
+    def timed(self, kernels: Sequence[Kernel]) -> list[TimedKernel]:
+        """Each kernel with its time alone and in its step (for ``podsim llm --kernels``)."""
+        out = []
+        for k in kernels:
+            if k.kind == "comm":
+                continue
+            ns = self.kernel_ns(k)
+            tp = self._tp_collective(k)
+            engine = self._overlapped(k) if tp else ""
+            step = ns
+            if engine and self.comm_ns is not None:
+                c = self.comm_ns(tp[0], self.act_bytes, "tp")  # type: ignore[index]
+                if c is not None:
+                    step = self.stack.overlapped_ns(ns, float(c), engine, self.lay.tp if engine == "te" else 1)
+            out.append(TimedKernel(k, ns, step, f"tp {tp[1]}" + (f" ({engine} overlap)" if engine else "")
+                                   if tp else ""))
+        return out
+
+    # -- kernel lists -------------------------------------------------------------------------
+
+    def layer_kernels(self, moe: bool, backward: bool) -> list[Kernel]:
+        """The kernels of one layer pass (attention block, then MLP; reversed for backward)."""
+        att = attention_kernels(self.m, self.lay, backward, self.flash)
+        mlp = moe_kernels(self.m, self.lay, backward) if moe else mlp_kernels(self.m, self.lay, backward)
+        return mlp + att if backward else att + mlp
 
     # -- passes -------------------------------------------------------------------------------
-
-    def _tp(self, name: str, after: bool) -> list[Step]:
-        """TP collectives around a block: SP gathers before and reduce-scatters after; without
-        SP, one all-reduce after."""
-        lay = self.lay
-        if lay.tp == 1:
-            return []
-        if lay.sequence_parallel:
-            kind = CollectiveKind.REDUCE_SCATTER if after else CollectiveKind.ALL_GATHER
-            return [Step(f"{name} {'reduce-scatter' if after else 'all-gather'}", collective=kind,
-                         nbytes=self.act_bytes, group="tp")]
-        if after:
-            return [Step(f"{name} all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes,
-                         group="tp")]
-        return []
-
-    def _ep(self, name: str) -> list[Step]:
-        if self.lay.ep == 1:
-            return []
-        nbytes = int(self.tokens * self.m.top_k * self.m.hidden * self.cm.elem_bytes)
-        return [Step(f"{name} all-to-all", collective=CollectiveKind.ALL_TO_ALL, nbytes=nbytes, group="ep")]
-
-    def _cp(self, name: str, backward: bool) -> list[Step]:
-        lay, m = self.lay, self.m
-        if lay.cp == 1:
-            return []
-        kv_bytes = int(2 * self.tokens * max(m.kv / lay.tp, 1) * m.dhead * self.cm.elem_bytes * lay.cp)
-        kind = CollectiveKind.REDUCE_SCATTER if backward else CollectiveKind.ALL_GATHER
-        return [Step(f"{name} kv {'reduce-scatter' if backward else 'all-gather'}", collective=kind,
-                     nbytes=kv_bytes, group="cp", overlap=True)]
-
-    def _attention_steps(self, backward: bool) -> list[Step]:
-        """The attention block; with CP, ring attention: the KV exchange runs under the core."""
-        if self.lay.cp == 1:
-            a_ns, a_fl = self._attention(backward)
-            return [Step("attention grad" if backward else "attention", a_ns, a_fl)]
-        a_ns, a_fl, c_ns, c_fl = self._attention_parts(backward)
-        g = " grad" if backward else ""
-        return [Step(f"attention{g} projections", a_ns, a_fl)] + self._cp(f"attn{g}", backward) + \
-            [Step(f"attention{g} core", c_ns, c_fl)]
 
     def forward(self, moe: bool) -> list[Step]:
         key = (moe, "fwd")
         if key not in self._cache:
-            m_ns, m_fl = self._mlp(moe, False)
-            steps = self._tp("attn", False) + self._attention_steps(False)
-            steps += self._tp("attn", True) + self._tp("mlp", False)
-            if moe:
-                steps += self._ep("dispatch") + [Step("experts", m_ns, m_fl)] + self._ep("combine")
-            else:
-                steps += [Step("mlp", m_ns, m_fl)]
-            steps += self._tp("mlp", True)
-            self._cache[key] = steps
+            self._cache[key] = self.steps(self.layer_kernels(moe, False))
         return self._cache[key]
 
     def backward(self, moe: bool) -> list[Step]:
         key = (moe, "bwd")
         if key not in self._cache:
-            m_ns, m_fl = self._mlp(moe, True)
-            steps = self._tp("mlp grad", False)
-            if moe:
-                steps += self._ep("combine grad") + [Step("experts grad", m_ns, m_fl)] + self._ep("dispatch grad")
-            else:
-                steps += [Step("mlp grad", m_ns, m_fl)]
-            steps += self._tp("mlp grad", True) + self._tp("attn grad", False)
-            steps += self._attention_steps(True) + self._tp("attn grad", True)
-            self._cache[key] = steps
+            self._cache[key] = self.steps(self.layer_kernels(moe, True))
         return self._cache[key]
 
     # -- the rest of the model ----------------------------------------------------------------
 
+    def embedding_steps(self, backward: bool) -> list[Step]:
+        """The input embedding; with TP, its vocabulary-parallel partial sums are all-reduced
+        (reduce-scattered with SP) and, backward, the gradient all-gathered (SP)."""
+        key = ("emb", backward)
+        if key not in self._cache:
+            ks = embedding_kernels(self.m, self.lay, backward)
+            steps = self.steps(ks, "")
+            lay = self.lay
+            if lay.tp > 1:
+                if lay.sequence_parallel:
+                    kind = CollectiveKind.ALL_GATHER if backward else CollectiveKind.REDUCE_SCATTER
+                else:
+                    kind = None if backward else CollectiveKind.ALL_REDUCE
+                if kind is not None:
+                    coll = Step(f"embedding tp {kind.name.lower().replace('_', '-')}", collective=kind,
+                                nbytes=self.act_bytes, group="tp")
+                    steps = [coll] + steps if backward else steps + [coll]
+            self._cache[key] = steps
+        return self._cache[key]
+
+    def output_steps(self, backward: bool) -> list[Step]:
+        """The final norm, output layer and loss; with TP (SP) the norm's output is gathered
+        first, the loss all-reduces its max and sums (three tiny all-reduces), and backward
+        the gradient into the final norm is reduce-scattered (all-reduced without SP)."""
+        key = ("out", backward)
+        if key not in self._cache:
+            ks = output_kernels(self.m, self.lay, backward, self.lay.loss_fusion)
+            lay = self.lay
+            steps: list[Step]
+            if lay.tp == 1:
+                steps = self.steps(ks)
+            elif not backward:
+                steps = [self._compute_step("", ks[:1])]
+                if lay.sequence_parallel:
+                    steps.append(Step("output tp all-gather", collective=CollectiveKind.ALL_GATHER,
+                                      nbytes=self.act_bytes, group="tp"))
+                steps += [self._compute_step("", ks[1:])]
+                small = int(self.tokens * 4)
+                steps += [Step(f"cross entropy tp all-reduce {w}", collective=CollectiveKind.ALL_REDUCE,
+                               nbytes=small, group="tp") for w in ("max", "sum", "target")]
+            else:
+                kind = CollectiveKind.REDUCE_SCATTER if lay.sequence_parallel else CollectiveKind.ALL_REDUCE
+                steps = [self._compute_step("", ks[:-1]),
+                         Step(f"output grad tp {'reduce-scatter' if lay.sequence_parallel else 'all-reduce'}",
+                              collective=kind, nbytes=self.act_bytes, group="tp"),
+                         self._compute_step("", ks[-1:])]
+            self._cache[key] = steps
+        return self._cache[key]
+
     def embedding(self, backward: bool) -> Step:
-        nbytes = self.tokens * self.m.hidden * self.cm.elem_bytes * (3 if backward else 2)
-        return Step("embedding grad" if backward else "embedding", self.cm.memory_ns(nbytes, 2))
+        """The embedding's compute as one step (its collectives left out)."""
+        return _merge("embedding grad" if backward else "embedding", self.embedding_steps(backward))
 
     def output(self, backward: bool) -> Step:
-        m, lay, cm = self.m, self.lay, self.cm
-        v = m.vocab / lay.tp
-        mult = 2.0 if backward else 1.0
-        ns = mult * cm.gemm_ns(self.tokens, v, m.hidden) + cm.memory_ns(self.tokens * v * 4 * 3, 3)
-        return Step("output grad" if backward else "output + loss", ns, mult * 2 * self.tokens * v * m.hidden)
+        """The output layer and loss's compute as one step (collectives left out)."""
+        return _merge("output grad" if backward else "output + loss", self.output_steps(backward))
 
-    def optimizer(self, params: float) -> Step:
-        """Adam over this GPU's shard of ``params`` (fp32 master, m, v read and written, the
-        gradient read, the bf16 weights written: 30 B per parameter)."""
-        return Step("optimizer step", self.cm.memory_ns(params * 30, 4))
+    def optimizer_kernels(self, params_local: float, shard: float) -> list[Kernel]:
+        """The per-iteration kernels of a GPU holding ``params_local`` parameters and updating
+        ``shard`` of them."""
+        return optimizer_kernels(params_local, shard, self.lay, float(self.lay.grad_reduce_bytes))
+
+    def optimizer(self, params: float, params_local: float | None = None) -> Step:
+        """The per-iteration work of a GPU updating ``params`` (its optimizer shard) and holding
+        ``params_local`` (default: the same): gradient-buffer zeroing and scaling, the gradient
+        norm, Adam, the bf16 copy of the weights (and fp8 weight casts)."""
+        ks = self.optimizer_kernels(params if params_local is None else params_local, params)
+        return self._compute_step("", ks)
+
+
+def _merge(name: str, steps: list[Step]) -> Step:
+    comp = [s for s in steps if s.collective is None]
+    return Step(name, sum(s.ns for s in comp), sum(s.flops for s in comp), kernels=sum(s.kernels for s in comp))

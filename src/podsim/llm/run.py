@@ -153,7 +153,8 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.precision)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
-    w = generate(model, layout, cm, fold=_folder(layout, fabric, spec, backend))
+    fold, estimate = _folder(layout, fabric, spec, backend)
+    w = generate(model, layout, cm, fold=fold, estimate=estimate)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
                            intra_server_closed_form=True, granularity=granularity, progress=progress,
@@ -171,23 +172,36 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
 
 
 def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]
-    """What generate() may fuse: blocking collectives the engine would time in closed form
-    anyway -- every one with the analytical backend; with the flow backend those of groups
-    inside one server (TP; CP and EP when they fit in a server too).  Exact: the fused ops give
-    the same timeline as separate ones."""
-    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp}
-    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep}
+    """(fold, estimate).  ``fold``: what generate() may fuse: blocking collectives the engine
+    would time in closed form anyway -- every one with the analytical backend; with the flow
+    backend those of groups inside one server (TP; CP and EP when they fit in a server too).
+    Exact: the fused ops give the same timeline as separate ones.  ``estimate``: the
+    closed-form time of a collective on any group (DP too), for the interference of overlapped
+    communication (an estimate under the flow backend, which times them itself)."""
+    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp * layout.cp}
+    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp}
     g = fabric.gpus_per_node
     planner = CollectivePlanner(fabric, spec.nccl)
 
-    def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        if group not in stride:
+    def ranks_of(group: str) -> tuple[int, ...] | None:
+        if group not in stride or size[group] < 2:
             return None
-        ranks = tuple(i * stride[group] for i in range(size[group]))
+        return tuple(i * stride[group] for i in range(size[group]))
+
+    def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        ranks = ranks_of(group)
+        if ranks is None or group == "dp":
+            return None
         if backend != "analytical" and len({r // g for r in ranks}) > 1:
             return None
         return planner.plan(ranks, kind, nbytes)[1]
-    return fold
+
+    def estimate(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        ranks = ranks_of(group)
+        if ranks is None or nbytes <= 0:
+            return None
+        return planner.plan(ranks, kind, nbytes)[1]
+    return fold, estimate
 
 
 def breakdown(res: Result) -> dict[str, float]:

@@ -1,0 +1,357 @@
+"""The kernels a Megatron-Core / Transformer Engine training step launches, as data.
+
+Every kernel of one transformer layer pass (and of the embedding, the output layer and loss,
+and the optimizer step) on one GPU, with the work that sets its time: a GEMM's ``m x n x k``,
+a fused attention's shape, or the bytes a memory-bound kernel reads and writes.  Nothing here
+is timed: :mod:`podsim.llm.ops` times the lists with a compute model, and ``podsim llm
+--kernels`` prints them.
+
+Shapes, for a micro-batch of ``b`` sequences of ``s`` tokens on one GPU of a TP group of ``t``
+(``T = b s / cp`` tokens; ``R = T / t`` rows in sequence-parallel regions, else ``T``), ``h``
+hidden, ``a`` heads and ``g`` KV heads of size ``d`` (``a / t`` and ``max(g / t, 1)`` per GPU),
+MLP width ``f`` (``/ t``), vocabulary ``V`` (``/ t``):
+
+forward
+    norm (reads ``R h``, writes the GEMM input) -- QKV GEMM ``(T, (a + 2g) d, h)`` (bias in the
+    epilogue) -- rotary embedding on q and k (models without learned positions) -- fused
+    attention -- [fp8: cast + transpose of its output] -- output projection ``(T, h, a d)`` --
+    bias-dropout-add (residual) -- norm -- FC1 ``(T, u f, h)`` (``u`` = 2 for SwiGLU) --
+    activation (GELU / SwiGLU, bias fused; fp8: the cast fused) -- FC2 ``(T, h, f)`` --
+    bias-dropout-add.
+backward
+    each GEMM's dgrad and wgrad (``(T, k, n)`` and ``(n, k, T)``; wgrad accumulates into the
+    fp32 ``main_grad``: Megatron's gradient-accumulation fusion), the activation's, norm's,
+    dropout's and rotary embedding's gradients, the residual gradient adds, fused attention
+    backward; fp8: a cast + transpose of each incoming gradient.
+fp8 (Transformer Engine's recipe)
+    the layer GEMMs run in fp8 (E4M3 forward, E5M2 gradients); norms and the activation write
+    fp8 directly (fused casts), the attention output and every gradient into a GEMM get a
+    cast-transpose kernel (read 2 B, write 2 x 1 B an element); weights are cast (and
+    transposed) once per iteration; attention, the output layer and the loss stay in bf16.
+embedding / output layer
+    vocabulary-parallel lookup (and position embedding add), its dense gradient
+    (``V / t x h``) accumulated into ``main_grad``; the output layer's GEMMs and Megatron's
+    vocabulary-parallel cross entropy in fp32 (``logits.float()``, max, subtract, exp, sum,
+    divide; backward: scale, cast back: 52 B per logit) unless fused (``loss_fusion``: 10 B).
+per iteration
+    zeroing the fp32 gradient buffer, scaling it by ``1 / DP``, the gradient norm, Adam on the
+    optimizer shard and the copy of updated weights to bf16 (46 B per shard parameter), fp8
+    weight casts.
+
+Units: FLOPs, bytes; ``elements`` are counted per GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .layout import Layout
+from .model import ModelConfig
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel launch (or ``count`` identical ones).
+
+    ``kind``: ``gemm`` (``m x k`` times ``k x n``, ``batch`` of them), ``attention`` (causal
+    fused attention: ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, ``k`` head size;
+    ``backward``), ``attention_unfused`` (scores GEMMs + softmax, Megatron 2021), ``memory``
+    (``nbytes`` read + written), or ``comm``: not a kernel but the place of a collective the
+    layer issues there (``name``: ``tp all-gather``, ``tp reduce-scatter``, ``ep all-to-all``,
+    ``cp kv exchange``; ``nbytes``).  ``dtype`` is the GEMM's input precision."""
+
+    name: str
+    module: str                  #: attention | mlp | norm | embedding | output | loss | optimizer | fp8 | moe
+    kind: str
+    m: float = 0.0
+    n: float = 0.0
+    k: float = 0.0
+    batch: float = 1.0
+    nbytes: float = 0.0
+    dtype: str = "bf16"
+    backward: bool = False
+    count: int = 1               #: identical launches (MoE experts)
+    #: the TP collective this GEMM can hide with sequence parallelism ("ag": an all-gather,
+    #: "rs": a reduce-scatter; see :func:`_linear`)
+    overlap: str = ""
+
+    @property
+    def flops(self) -> float:
+        """Floating-point operations of all ``count`` launches."""
+        if self.kind == "gemm":
+            return 2.0 * self.m * self.n * self.k * self.batch * self.count
+        if self.kind == "attention":
+            return 4.0 * self.batch * self.m * self.n * self.k * 0.5 * (2.5 if self.backward else 1.0) * self.count
+        if self.kind == "attention_unfused":
+            return 2.0 * 4.0 * self.batch * self.m * self.n * self.k * 0.5 * (2.0 if self.backward else 1.0)
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Per-GPU sizes of one micro-batch under a layout (elements)."""
+
+    tokens: float       #: T: tokens per GPU (b s / cp)
+    rows: float         #: R: rows in sequence-parallel regions (T / t with SP)
+    heads: float        #: a / t
+    kv: float           #: max(g / t, 1)
+    dhead: float
+    hidden: float
+    ffn: float          #: f / t (dense)
+    vocab: float        #: V / t
+    act_bytes: float    #: bytes per activation element (2; 4 in fp32)
+    gemm_dtype: str     #: the layer GEMMs' precision
+
+
+def shapes(model: ModelConfig, layout: Layout) -> Shapes:
+    """The per-GPU sizes of ``model`` under ``layout``."""
+    t = layout.tp
+    T = layout.micro_batch * layout.seq_len / layout.cp
+    return Shapes(T, T / t if layout.sequence_parallel else T, model.heads / t, max(model.kv / t, 1.0),
+                  float(model.dhead), float(model.hidden), model.ffn / t, model.vocab / t,
+                  4.0 if layout.precision == "fp32" else 2.0, layout.precision)
+
+
+def _gemm(name: str, module: str, m: float, n: float, k: float, dtype: str, backward: bool = False,
+          overlap: str = "", batch: float = 1.0, count: int = 1) -> Kernel:
+    return Kernel(name, module, "gemm", m, n, k, batch, dtype=dtype, backward=backward, overlap=overlap,
+                  count=count)
+
+
+def _mem(name: str, module: str, nbytes: float, backward: bool = False, count: int = 1) -> Kernel:
+    return Kernel(name, module, "memory", nbytes=nbytes, backward=backward, count=count)
+
+
+def _comm(name: str, nbytes: float, backward: bool = False) -> Kernel:
+    return Kernel(name, "comm", "comm", nbytes=nbytes, backward=backward)
+
+
+def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes, fp8: bool, backward: bool,
+            column: bool) -> list[Kernel]:
+    """A linear layer ``rows x k -> rows x n``: fprop, or dgrad + wgrad (with fp8, the incoming
+    gradient's cast + transpose first).
+
+    ``overlap`` marks the TP collective each GEMM hides with sequence parallelism: a
+    column-parallel layer (QKV, FC1) all-gathers its input before fprop ("ag"); in backward it
+    re-gathers that input for wgrad under dgrad ("ag") and reduce-scatters dgrad under wgrad
+    ("rs"); a row-parallel layer (projection, FC2) reduce-scatters its output after fprop
+    ("rs") and all-gathers the incoming gradient before dgrad ("ag")."""
+    dt = "fp8" if fp8 else sh.gemm_dtype
+    if not backward:
+        return [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
+    out = []
+    if fp8:
+        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2), True))
+    out.append(_gemm(f"{name} dgrad", module, rows, k, n, dt, True, overlap="ag"))
+    out.append(_gemm(f"{name} wgrad", module, n, k, rows, dt, True, overlap="rs" if column else ""))
+    return out
+
+
+def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash: bool = True) -> list[Kernel]:
+    """The attention block of one layer pass: norm, QKV, rotary, core, projection, residual."""
+    sh = shapes(model, layout)
+    fp8 = layout.precision == "fp8"
+    E, T, R, h, d = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.dhead
+    qkv_n = (sh.heads + 2 * sh.kv) * d
+    ctx = sh.heads * d
+    gin = 1.0 if fp8 else E          # bytes of a GEMM input element written by a fused cast
+    dropout = model.dropout > 0
+    b, sq, skv = layout.micro_batch, layout.seq_len / layout.cp, float(layout.seq_len)
+    bh = b * sh.heads
+    core: list[Kernel]
+    if flash:
+        core = [Kernel("flash attention " + ("bwd" if backward else "fwd"), "attention", "attention",
+                       sq, skv, d, bh, backward=backward)]
+        if backward and layout.recompute == "selective":
+            core.insert(0, Kernel("flash attention fwd (recompute)", "attention", "attention", sq, skv, d, bh))
+    else:
+        core = [Kernel("attention scores " + ("bwd" if backward else "fwd"), "attention", "attention_unfused",
+                       sq, skv, d, bh, backward=backward),
+                _mem("scale-mask-softmax-dropout " + ("bwd" if backward else "fwd"), "attention",
+                     bh * sq * skv * (11 if backward else 9), backward)]
+        if backward and layout.recompute == "selective":
+            core = [Kernel("attention scores fwd (recompute)", "attention", "attention_unfused", sq, skv, d, bh),
+                    _mem("scale-mask-softmax-dropout fwd (recompute)", "attention", bh * sq * skv * 9)] + core
+    if layout.cp > 1:  # ring attention: the K/V exchange with the other CP ranks runs under the core
+        kv_bytes = 2 * T * sh.kv * d * E * layout.cp
+        core = [_comm("cp kv exchange", kv_bytes, backward)] + core
+    rope = [] if model.learned_positions else \
+        [_mem("rotary embedding q, k" + (" bwd" if backward else ""), "attention",
+              T * (sh.heads + sh.kv) * d * E * 2, backward, count=2)]
+    if not backward:
+        ks = [_mem("norm fwd", "norm", R * h * (E + gin))]
+        ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, False, True)
+        ks += rope + core
+        if fp8:
+            ks.append(_mem("attention output cast-transpose", "fp8", T * ctx * (E + 2)))
+        ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, False, False)
+        ks.append(_mem("bias-dropout-add" if dropout else "residual add", "attention",
+                       R * h * E * 3 + (R * h if dropout else 0)))
+        return ks
+    ks = []
+    if dropout:
+        ks.append(_mem("dropout bwd", "attention", R * h * (2 * E + 1), True))
+    ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, True, False)
+    ks += core + rope
+    ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, True, True)
+    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
+    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
+    return ks
+
+
+def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
+    """The dense MLP block of one layer pass: norm, FC1, activation, FC2, residual."""
+    sh = shapes(model, layout)
+    fp8 = layout.precision == "fp8"
+    E, T, R, h, f = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.ffn
+    u = model.mlp_matrices - 1
+    gin = 1.0 if fp8 else E
+    dropout = model.dropout > 0
+    act = "swiglu" if u == 2 else "gelu"
+    if not backward:
+        ks = [_mem("norm fwd", "norm", R * h * (E + gin))]
+        ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, False, True)
+        ks.append(_mem(f"bias-{act}" if model.bias else act, "mlp", T * f * (u * E + gin)))
+        ks += _linear("fc2", "mlp", T, h, f, sh, fp8, False, False)
+        ks.append(_mem("bias-dropout-add" if dropout else "residual add", "mlp",
+                       R * h * E * 3 + (R * h if dropout else 0)))
+        return ks
+    ks = []
+    if dropout:
+        ks.append(_mem("dropout bwd", "mlp", R * h * (2 * E + 1), True))
+    ks += _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)
+    # reads the incoming gradient and the saved FC1 output, writes FC1's output gradient (fp8:
+    # with its transpose, the cast fused)
+    ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 if fp8 else E)), True))
+    ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, True, True)
+    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
+    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
+    return ks
+
+
+def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
+    """A mixture-of-experts MLP block: norm, router, token permutation, the local experts'
+    GEMMs (balanced routing), activation, un-permutation, shared experts, residual."""
+    sh = shapes(model, layout)
+    fp8 = layout.precision == "fp8"
+    E, T, R, h = sh.act_bytes, sh.tokens, sh.rows, sh.hidden
+    f = model.expert_ffn / layout.tp
+    u = model.mlp_matrices - 1
+    routed = T * model.top_k
+    local = max(model.experts // layout.ep, 1)
+    rows = routed / local
+    dt = "fp8" if fp8 else sh.gemm_dtype
+    ks: list[Kernel] = []
+    if not backward:
+        ks.append(_mem("norm fwd", "norm", R * h * 2 * E))
+        ks.append(_comm("tp all-gather", T * h * E))
+        ks.append(_gemm("router fprop", "moe", T, model.experts, h, sh.gemm_dtype))
+        ks.append(_mem("router softmax + top-k", "moe", T * model.experts * 4 * 3))
+        ks.append(_mem("token permute", "moe", routed * h * E * 2))
+        ks.append(_comm("ep all-to-all dispatch", routed * h * E))
+        ks.append(_gemm("expert fc1 fprop", "moe", rows, u * f, h, dt, count=local))
+        ks.append(_mem("expert activation", "moe", routed * f * (u + 1) * E))
+        ks.append(_gemm("expert fc2 fprop", "moe", rows, h, f, dt, count=local))
+        ks.append(_comm("ep all-to-all combine", routed * h * E))
+        ks.append(_mem("token unpermute + combine", "moe", routed * h * E * 2 + T * h * E))
+        if model.shared_experts:
+            ks.append(_gemm("shared expert fc1 fprop", "moe", T, u * f, h, dt, count=model.shared_experts))
+            ks.append(_mem("shared expert activation", "moe", T * f * (u + 1) * E, count=model.shared_experts))
+            ks.append(_gemm("shared expert fc2 fprop", "moe", T, h, f, dt, count=model.shared_experts))
+        ks.append(_comm("tp reduce-scatter", T * h * E))
+        ks.append(_mem("residual add", "moe", R * h * E * 3))
+        return ks
+    ks.append(_comm("tp all-gather", T * h * E, True))
+    ks.append(_mem("token unpermute bwd", "moe", routed * h * E * 2 + T * h * E, True))
+    ks.append(_comm("ep all-to-all combine grad", routed * h * E, True))
+    ks.append(_gemm("expert fc2 dgrad", "moe", rows, f, h, dt, True, count=local))
+    ks.append(_gemm("expert fc2 wgrad", "moe", f, h, rows, dt, True, count=local))
+    ks.append(_mem("expert activation bwd", "moe", routed * f * (2 * u + 1) * E, True))
+    ks.append(_gemm("expert fc1 dgrad", "moe", rows, h, u * f, dt, True, count=local))
+    ks.append(_gemm("expert fc1 wgrad", "moe", u * f, h, rows, dt, True, count=local))
+    if model.shared_experts:
+        n = model.shared_experts
+        ks += [_gemm("shared expert fc2 dgrad", "moe", T, f, h, dt, True, count=n),
+               _gemm("shared expert fc2 wgrad", "moe", f, h, T, dt, True, count=n),
+               _mem("shared expert activation bwd", "moe", T * f * (2 * u + 1) * E, True, count=n),
+               _gemm("shared expert fc1 dgrad", "moe", T, h, u * f, dt, True, count=n),
+               _gemm("shared expert fc1 wgrad", "moe", u * f, h, T, dt, True, count=n)]
+    ks.append(_comm("ep all-to-all dispatch grad", routed * h * E, True))
+    ks.append(_mem("token permute bwd", "moe", routed * h * E * 2, True))
+    ks.append(_gemm("router dgrad", "moe", T, h, model.experts, sh.gemm_dtype, True))
+    ks.append(_gemm("router wgrad", "moe", model.experts, h, T, sh.gemm_dtype, True))
+    ks.append(_comm("tp reduce-scatter", T * h * E, True))
+    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
+    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
+    return ks
+
+
+def embedding_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
+    """The input embedding: a vocabulary-parallel lookup (+ learned positions, dropout); its
+    gradient is dense over the GPU's ``V / t`` rows and is added into ``main_grad`` (fp32)."""
+    sh = shapes(model, layout)
+    E, T, R, h, V = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.vocab
+    if not backward:
+        ks = [_mem("embedding lookup", "embedding", T * h * E * 2)]
+        if model.learned_positions:
+            ks.append(_mem("position embedding add", "embedding", T * h * E * 3))
+        if model.dropout > 0:
+            ks.append(_mem("embedding dropout", "embedding", R * h * (2 * E + 1)))
+        return ks
+    ks = []
+    if model.dropout > 0:
+        ks.append(_mem("embedding dropout bwd", "embedding", R * h * (2 * E + 1), True))
+    ks += [_mem("embedding grad zero", "embedding", V * h * E, True),
+           _mem("embedding grad scatter-add", "embedding", T * h * (2 * E + 8), True),
+           _mem("embedding grad into main_grad", "embedding", V * h * (E + 8), True)]
+    if model.learned_positions:
+        ks.append(_mem("position embedding grad", "embedding", layout.seq_len * h * (E + 8) + T * h * E, True))
+    return ks
+
+
+def output_kernels(model: ModelConfig, layout: Layout, backward: bool, loss_fusion: bool = False) -> list[Kernel]:
+    """The final norm, the output layer (bf16 even under fp8) and the vocabulary-parallel cross
+    entropy (fp32 unless fused)."""
+    sh = shapes(model, layout)
+    E, T, R, h, V = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.vocab
+    dt = "bf16" if sh.gemm_dtype == "fp8" else sh.gemm_dtype
+    logits = T * V
+    if not backward:
+        ks = [_mem("final norm fwd", "norm", R * h * 2 * E),
+              _gemm("output layer fprop", "output", T, V, h, dt)]
+        if loss_fusion:
+            ks.append(_mem("fused cross entropy fwd", "loss", logits * E * 2))
+        else:
+            ks += [_mem("logits to fp32", "loss", logits * (E + 4)),
+                   _mem("cross entropy max", "loss", logits * 4),
+                   _mem("cross entropy subtract max", "loss", logits * 8),
+                   _mem("cross entropy exp", "loss", logits * 8),
+                   _mem("cross entropy sum", "loss", logits * 4),
+                   _mem("softmax divide", "loss", logits * 8)]
+        return ks
+    if loss_fusion:
+        ks = [_mem("fused cross entropy bwd", "loss", logits * E * 2, True)]
+    else:
+        ks = [_mem("cross entropy grad scale", "loss", logits * 8, True),
+              _mem("logits grad to bf16", "loss", logits * (4 + E), True)]
+    ks += [_gemm("output layer dgrad", "output", T, h, V, dt, True),
+           _gemm("output layer wgrad", "output", V, h, T, dt, True),
+           _mem("final norm bwd", "norm", R * h * E * 3, True)]
+    return ks
+
+
+def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_bytes: float = 4.0) -> list[Kernel]:
+    """Once per iteration on one GPU: zeroing its gradient buffer (``params_local`` elements of
+    ``grad_bytes``), scaling it by 1/DP before the reduction, the gradient norm and Adam on the
+    ``shard`` it updates (fp32 master, m, v), the updated weights cast to bf16 (46 B per shard
+    parameter in all); fp8: each weight cast and transposed (4 B per parameter)."""
+    ks = [_mem("zero gradient buffer", "optimizer", params_local * grad_bytes)]
+    if layout.dp * layout.cp > 1:
+        ks.append(_mem("scale gradients by 1/DP", "optimizer", params_local * grad_bytes * 2))
+    ks += [_mem("gradient norm", "optimizer", shard * 4),
+           _mem("clip gradients", "optimizer", shard * 8),
+           _mem("adam", "optimizer", shard * 28),
+           _mem("master weights to bf16", "optimizer", shard * 6)]
+    if layout.precision == "fp8":
+        ks.append(_mem("fp8 weight cast-transpose", "fp8", params_local * 4))
+    return ks

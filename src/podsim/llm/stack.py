@@ -1,0 +1,51 @@
+"""Software-stack and interference parameters of a training step (``llm/stack.yaml``).
+
+``host_ns``: CPU ns to launch one kernel; ``*_compute_slowdown``: the fraction a kernel slows
+while an overlapped collective runs beside it; ``*_comm_slowdown``: the fraction the collective
+slows.  ``te_*`` is Transformer Engine's TP communication overlap, ``nccl_*`` NCCL collectives
+on their own stream (data-parallel, pipeline, bulk TP overlap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from importlib import resources
+
+import yaml
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class Stack:
+    """How the software stack and overlapped communication cost time."""
+
+    host_ns: float = 6000.0
+    te_compute_slowdown: float = 0.10
+    te_comm_slowdown: float = 0.10
+    nccl_compute_slowdown: float = 0.20
+    nccl_comm_slowdown: float = 0.10
+
+    @classmethod
+    def for_gpu(cls, gpu_key: str, **override: float) -> "Stack":
+        """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own)."""
+        data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
+        values = dict(data.get("default") or {})
+        values.update(data.get(gpu_key) or {})
+        values.update(override)
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(values) - known)
+        if bad:
+            raise InputError(f"unknown stack parameter {bad[0]!r} (known: {', '.join(sorted(known))})",
+                             "podsim/llm/stack.yaml")
+        return cls(**{k: float(v) for k, v in values.items()})
+
+    def overlapped_ns(self, compute_ns: float, comm_ns: float, engine: str, chunks: int = 1) -> float:
+        """How long a kernel of ``compute_ns`` lasts when a collective of ``comm_ns`` runs
+        beside it (``engine``: ``te`` or ``nccl``): the longer of the two, slowed while both
+        run, plus the chunk of a pipelined (``chunks``) overlap that cannot hide."""
+        a = self.te_compute_slowdown if engine == "te" else self.nccl_compute_slowdown
+        b = self.te_comm_slowdown if engine == "te" else self.nccl_comm_slowdown
+        c = comm_ns * (1 + b)
+        both = min(compute_ns, c)
+        return max(compute_ns + a * both, c) + (both / chunks if chunks > 1 else 0.0)
