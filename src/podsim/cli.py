@@ -59,6 +59,10 @@ EPILOG_LLM = """examples:
   podsim llm --model-config config.json --gpu h100 --gpus 64 --tp 8 --global-batch 64
   podsim llm --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \\
       --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --backend flow
+  podsim llm --model llama3-405b --gpu h100 --gpus 8192 --tp 8 --pp 8 --vpp 8 \\
+      --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split \\
+      --global-batch 2048 --seq-len 8192 --sequence-parallel --distributed-optimizer --backend flow
+  podsim llm --model llama3-8b --gpu h100 --gpus 64 --fsdp --global-batch 64 --seq-len 8192
   podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 32 --kernel-table measured
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
 
@@ -203,10 +207,20 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--tp", type=int, default=1, metavar="T")
     lm.add_argument("--pp", type=int, default=1, metavar="P")
     lm.add_argument("--vpp", type=int, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
-    lm.add_argument("--first-stage-layers", type=int, default=None, metavar="L",
-                    help="uneven pipeline split: layers on the first pipeline rank")
-    lm.add_argument("--last-stage-layers", type=int, default=None, metavar="L",
-                    help="uneven pipeline split: layers on the last pipeline rank")
+    lm.add_argument("--first-stage-layers", "--decoder-first-pipeline-num-layers", type=int, default=None,
+                    metavar="L", help="uneven pipeline split: layers on the first pipeline rank (with --vpp V, "
+                                      "a multiple of V, split evenly over its virtual stages)")
+    lm.add_argument("--last-stage-layers", "--decoder-last-pipeline-num-layers", type=int, default=None,
+                    metavar="L", help="uneven pipeline split: layers on the last pipeline rank (likewise)")
+    lm.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                    help="count the embedding as one layer of the split: the first virtual stage gets one "
+                         "transformer layer fewer")
+    lm.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                    help="count the loss (output layer) as one layer of the split: the last virtual stage gets "
+                         "one transformer layer fewer")
+    lm.add_argument("--pipeline-layers", metavar="N,N,...",
+                    help="explicit split: layers per virtual stage, PP x VPP numbers (chunk 0 of ranks 0..PP-1, "
+                         "then chunk 1, ...)")
     lm.add_argument("--ep", type=int, default=1, metavar="E")
     lm.add_argument("--cp", type=int, default=1, metavar="C")
     lm.add_argument("--global-batch", type=int, metavar="B", help="sequences per iteration (required)")
@@ -218,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt = lm.add_mutually_exclusive_group()
     opt.add_argument("--distributed-optimizer", action="store_true")
     opt.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
+    opt.add_argument("--fsdp", dest="zero", action="store_const", const=3,
+                     help="fully sharded data parallelism (= --zero 3)")
     lm.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8", "fp32"])
     lm.add_argument("--no-flash-attention", action="store_true", help="unfused attention (Megatron of 2021)")
     lm.add_argument("--no-overlap-grad-reduce", action="store_true", help="reduce gradients after the backward")
@@ -602,6 +618,21 @@ def _run_collective(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pipeline_layers(text: str | None) -> tuple[int, ...] | None:
+    """``--pipeline-layers 7,8,8,...`` as a tuple of ints (checked further by Layout.check)."""
+    if text is None:
+        return None
+    from .errors import InputError
+    out = []
+    for part in text.replace(" ", "").split(","):
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise InputError(f"--pipeline-layers takes comma-separated layer counts, e.g. 1,2,2,1; got {part!r} "
+                             f"in {text!r}") from None
+    return tuple(out)
+
+
 def _run_llm(args: argparse.Namespace) -> int:
     import json
 
@@ -638,6 +669,9 @@ def _run_llm(args: argparse.Namespace) -> int:
                  zero=args.zero, distributed_optimizer=args.distributed_optimizer, precision=args.precision,
                  overlap_grad_reduce=not args.no_overlap_grad_reduce,
                  first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
+                 account_for_embedding=args.account_for_embedding_in_pipeline_split,
+                 account_for_loss=args.account_for_loss_in_pipeline_split,
+                 pipeline_layers=_pipeline_layers(args.pipeline_layers),
                  flash_attention=not args.no_flash_attention)
     nic = parse_bandwidth(args.nic_bandwidth, where="--nic-bandwidth") if args.nic_bandwidth else None
     compute = None

@@ -4,6 +4,27 @@
 parallelism over the data-parallel ranks).  Batches are in sequences; ``global_batch`` is
 split into ``dp`` shards of ``micro_batch``-sized micro-batches, ``num_microbatches`` per
 iteration (gradient accumulation).
+
+**Pipeline split.**  The transformer layers are cut into ``pp * vpp`` *virtual stages*, numbered
+in the order a micro-batch passes them: virtual stage ``g = chunk * pp + stage`` is chunk
+``chunk`` of pipeline rank ``stage``; each holds a contiguous run of layers, virtual stage 0
+also the input embedding and the last one (``pp * vpp - 1``, chunk ``vpp - 1`` of the last
+rank) the output layer and the loss.  Layers per virtual stage, as Megatron-Core sets them:
+
+* even (default): ``layers / (pp * vpp)`` each;
+* ``first_stage_layers`` / ``last_stage_layers`` (Megatron's ``--decoder-first/last-pipeline-
+  num-layers``): the layers of the whole first / last *pipeline rank*, split evenly over its
+  ``vpp`` chunks (so they must be multiples of ``vpp``); the other ranks share the rest
+  evenly, again ``vpp`` equal chunks each;
+* ``account_for_embedding`` / ``account_for_loss`` (``--account-for-embedding/loss-in-pipeline-
+  split``): the embedding / the loss counts as one layer, ``layers + e + l`` is divided evenly
+  over the ``pp * vpp`` virtual stages, and the first / last virtual stage builds one
+  transformer layer fewer (Llama 3.1 405B: 126 + 2 = 128 = 8 ranks x 8 chunks x 2 layers);
+* ``pipeline_layers``: an explicit count per virtual stage, in virtual-stage order (chunk 0 of
+  ranks ``0 .. pp-1``, then chunk 1, ...).  Counts are >= 0 and sum to the layers; only the
+  first and the last virtual stage may be empty (they still run the embedding / the loss).
+
+The three uneven forms exclude each other (as in Megatron-Core).
 """
 
 from __future__ import annotations
@@ -50,6 +71,12 @@ class Layout:
     #: first / last pipeline rank; the others share the rest evenly
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
+    #: Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-
+    #: split: the embedding / the loss counts as one layer of the first / last virtual stage
+    account_for_embedding: bool = False
+    account_for_loss: bool = False
+    #: explicit layers per virtual stage (pp * vpp counts, virtual-stage order)
+    pipeline_layers: tuple[int, ...] | None = None
     #: TP communication overlap: ``te`` (Transformer Engine's --tp-comm-overlap: every
     #: sequence-parallel collective pipelined with its GEMM), ``async`` (Megatron-Core's
     #: default: the backward's input re-gather and dgrad reduction run under dgrad / wgrad
@@ -75,34 +102,46 @@ class Layout:
     def interleaved(self) -> bool:
         return self.vpp > 1 or self.schedule == "interleaved"
 
+    def __post_init__(self) -> None:
+        if self.pipeline_layers is not None and not isinstance(self.pipeline_layers, tuple):
+            object.__setattr__(self, "pipeline_layers", tuple(self.pipeline_layers))
+
+    def virtual_stage_layer_counts(self, model: ModelConfig) -> list[int]:
+        """Transformer layers of every virtual stage, in virtual-stage order
+        (``g = chunk * pp + stage``).  Meaningful once :meth:`check` passes."""
+        p, v = self.pp, self.vpp
+        n = p * v
+        if self.pipeline_layers is not None:
+            return list(self.pipeline_layers)
+        first, last = self.first_stage_layers, self.last_stage_layers
+        if first is not None or last is not None:
+            if p == 1:
+                return [model.layers // v] * v
+            inner = p - (first is not None) - (last is not None)
+            rest = model.layers - (first or 0) - (last or 0)
+            per_rank = [rest // inner if inner else 0] * p
+            if first is not None:
+                per_rank[0] = first
+            if last is not None:
+                per_rank[-1] = last
+            return [per_rank[g % p] // v for g in range(n)]
+        e, lo = int(self.account_for_embedding), int(self.account_for_loss)
+        counts = [(model.layers + e + lo) // n] * n
+        counts[0] -= e
+        counts[-1] -= lo
+        return counts
+
     def chunk_layers(self, model: ModelConfig, stage: int, chunk: int = 0) -> range:
-        """The layers of virtual chunk ``chunk`` of pipeline rank ``stage``."""
-        if self.first_stage_layers is None and self.last_stage_layers is None:
-            per = model.layers // (self.pp * self.vpp)
-            first = (chunk * self.pp + stage) * per
-            return range(first, first + per)
-        counts = self.stage_layer_counts(model)
-        start = sum(counts[:stage])
-        return range(start, start + counts[stage])
+        """The global layer indices of virtual chunk ``chunk`` of pipeline rank ``stage``."""
+        counts = self.virtual_stage_layer_counts(model)
+        g = chunk * self.pp + stage
+        start = sum(counts[:g])
+        return range(start, start + counts[g])
 
     def stage_layer_counts(self, model: ModelConfig) -> list[int]:
-        """Layers per pipeline rank (uneven when first/last are given)."""
-        p = self.pp
-        first = self.first_stage_layers
-        last = self.last_stage_layers
-        if first is None and last is None:
-            return [model.layers // p] * p
-        if p == 1:
-            return [model.layers]
-        inner = p - (first is not None) - (last is not None)
-        rest = model.layers - (first or 0) - (last or 0)
-        each = rest // inner if inner else 0
-        counts = [each] * p
-        if first is not None:
-            counts[0] = first
-        if last is not None:
-            counts[-1] = last
-        return counts
+        """Layers per pipeline rank (all its virtual stages together)."""
+        counts = self.virtual_stage_layer_counts(model)
+        return [sum(counts[c * self.pp + s] for c in range(self.vpp)) for s in range(self.pp)]
 
     def check(self, model: ModelConfig) -> None:
         """Raise :class:`InputError` naming the first rule the layout breaks for ``model``."""
@@ -130,22 +169,7 @@ class Layout:
             raise InputError(f"TP {self.tp} does not divide the {model.heads} attention heads of {model.name}")
         if model.kv % self.tp and self.tp % model.kv:
             raise InputError(f"TP {self.tp} and the {model.kv} KV heads of {model.name} do not divide each other")
-        stages = self.pp * self.vpp
-        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
-        if uneven:
-            if self.vpp > 1:
-                raise InputError("an uneven pipeline split (--first-stage-layers / --last-stage-layers) cannot be "
-                                 "combined with virtual stages")
-            counts = self.stage_layer_counts(model)
-            inner = self.pp - (self.first_stage_layers is not None) - (self.last_stage_layers is not None)
-            rest = model.layers - (self.first_stage_layers or 0) - (self.last_stage_layers or 0)
-            if self.pp < 2 or min(counts) < 1 or (inner and rest % inner) or (not inner and rest):
-                raise InputError(f"the uneven split (first {self.first_stage_layers}, last "
-                                 f"{self.last_stage_layers}) does not leave the other {inner} pipeline ranks an "
-                                 f"equal share of the {model.layers} layers of {model.name}")
-        elif model.layers % stages:
-            raise InputError(f"PP x VPP = {stages} does not divide the {model.layers} layers of {model.name} "
-                             "(give --first-stage-layers / --last-stage-layers for an uneven split)")
+        self._check_split(model)
         if self.vpp > 1 and self.schedule == "gpipe":
             raise InputError("virtual stages (--vpp) need the interleaved 1F1B schedule")
         if self.seq_len % self.cp:
@@ -167,3 +191,84 @@ class Layout:
         if self.interleaved and self.pp > 1 and self.num_microbatches % self.pp:
             raise InputError(f"interleaved 1F1B needs the micro-batches per rank ({self.num_microbatches}) "
                              f"to be a multiple of PP {self.pp}")
+
+
+    def _check_split(self, model: ModelConfig) -> None:
+        """The pipeline split's rules (see the module docstring), one clear error each."""
+        L, p, v, name = model.layers, self.pp, self.vpp, model.name
+        n = p * v
+        given = [f for f, on in (("--pipeline-layers", self.pipeline_layers is not None),
+                                 ("--first-stage-layers / --last-stage-layers",
+                                  self.first_stage_layers is not None or self.last_stage_layers is not None),
+                                 ("--account-for-embedding/loss-in-pipeline-split",
+                                  self.account_for_embedding or self.account_for_loss)) if on]
+        if len(given) > 1:
+            raise InputError(f"choose one uneven pipeline split, not {' and '.join(given)}")
+        if self.pipeline_layers is not None:
+            counts = self.pipeline_layers
+            if len(counts) != n:
+                raise InputError(f"--pipeline-layers needs PP x VPP = {p} x {v} = {n} numbers (layers per virtual "
+                                 f"stage: chunk 0 of ranks 0..{p - 1}, then chunk 1, ...), got {len(counts)}")
+            for g, c in enumerate(counts):
+                if not isinstance(c, int) or isinstance(c, bool) or c < 0:
+                    raise InputError(f"--pipeline-layers: virtual stage {g} has {c!r} layers; expected an "
+                                     "integer >= 0")
+            if sum(counts) != L:
+                raise InputError(f"--pipeline-layers sums to {sum(counts)} layers; {name} has {L}")
+            empty = [g for g, c in enumerate(counts) if c == 0 and 0 < g < n - 1]
+            if empty:
+                raise InputError(f"--pipeline-layers: virtual stage {empty[0]} (rank {empty[0] % p}, chunk "
+                                 f"{empty[0] // p}) has no layers; only the first (embedding) and the last "
+                                 "(loss) virtual stage may be empty")
+            return
+        first, last = self.first_stage_layers, self.last_stage_layers
+        if first is not None or last is not None:
+            for flag, val in (("--first-stage-layers", first), ("--last-stage-layers", last)):
+                if val is None:
+                    continue
+                if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+                    raise InputError(f"{flag} must be a positive integer, got {val!r}")
+                if val % v:
+                    raise InputError(f"{flag} {val} must be a multiple of VPP {v}: Megatron splits the "
+                                     f"{'first' if 'first' in flag else 'last'} pipeline rank's layers evenly "
+                                     f"over its {v} virtual stages (for an uneven first / last virtual stage use "
+                                     "--account-for-embedding/loss-in-pipeline-split or --pipeline-layers)")
+            if p < 2:
+                raise InputError(f"{given[0]} needs PP >= 2, got PP {p}")
+            inner = p - (first is not None) - (last is not None)
+            rest = L - (first or 0) - (last or 0)
+            if (inner and (rest < inner or rest % inner)) or (not inner and rest):
+                want = f"a multiple of {inner}" if inner else "0"
+                raise InputError(f"the uneven split (first {first}, last {last}) does not leave the other {inner} "
+                                 f"pipeline ranks an equal share of the {L} layers of {name}: {rest} layers left, "
+                                 f"expected {want}")
+            if inner and (rest // inner) % v:
+                raise InputError(f"the uneven split (first {first}, last {last}) leaves {rest // inner} layers on "
+                                 f"each other pipeline rank, not a multiple of VPP {v}")
+            return
+        e, lo = int(self.account_for_embedding), int(self.account_for_loss)
+        if e or lo:
+            total = L + e + lo
+            what = " + ".join(["the embedding"] * e + ["the loss"] * lo)
+            if total % n:
+                raise InputError(f"with {what} counted as layers, PP x VPP = {n} does not divide the {total} "
+                                 f"(= {L} + {e + lo}) layers of {name}")
+            return
+        if L % n:
+            hints = []
+            for ee, ll in ((1, 1), (1, 0), (0, 1)):
+                if (L + ee + ll) % n == 0:
+                    flags = " ".join(f for f, on in (("--account-for-embedding-in-pipeline-split", ee),
+                                                     ("--account-for-loss-in-pipeline-split", ll)) if on)
+                    hints.append(f"{flags} ({L} + {ee + ll} = {L + ee + ll} layers, {(L + ee + ll) // n} per "
+                                 "virtual stage)")
+                    break
+            if p > 2:
+                for edge in range(v, L // p + 1, v):
+                    rest = L - 2 * edge
+                    if rest > 0 and rest % (p - 2) == 0 and (rest // (p - 2)) % v == 0:
+                        hints.append(f"--first-stage-layers {edge} --last-stage-layers {edge}")
+                        break
+            hints.append(f"--pipeline-layers with {n} numbers")
+            raise InputError(f"PP x VPP = {n} does not divide the {L} layers of {name} (give an uneven split: "
+                             + "; or ".join(hints) + ")")

@@ -11,9 +11,12 @@ DeepSpeed ZeRO-1 / 2 / 3          2(/DP)   2(/DP)     12 / DP
 fp32                              4        4          8
 ================================  =======  =========  ===========
 
-(ZeRO-2 shards gradients, ZeRO-3 also weights.)  A GPU holds its pipeline stage's layers
-divided by TP (routed experts by EP too); the first stage also holds the input embedding and
-the last stage the output layer.
+(ZeRO-2 shards gradients, ZeRO-3 also weights; all over DP x CP.)  A GPU holds the layers of
+all its virtual stages (:meth:`Layout.chunk_layers`, uneven splits included) divided by TP
+(routed experts by EP too); pipeline rank 0 also holds the input embedding (virtual stage 0)
+and the last rank the output layer (the last virtual stage).  ZeRO-3 / FSDP adds temporary
+buffers: the bf16 weights of the unit being computed and of the prefetched next one (a layer,
+or the embedding / output layer; the two largest the rank holds).
 
 **Activations** follow Korthikanti et al. (2022), bytes per layer per micro-batch of ``b``
 sequences of ``s`` tokens (``h`` hidden, ``a`` heads, ``t`` TP):
@@ -27,10 +30,14 @@ sequences of ``s`` tokens (``h`` hidden, ``a`` heads, ``t`` TP):
 The 24 (parallel part) is generalised as ``(4 + 4 kv/a) + 4 f/h`` for GELU MLPs of width ``f``
 and ``6 f/h`` for SwiGLU (``kv`` KV heads), which is 24 for GPT's ``f = 4h``.  MoE layers keep
 the MLP term ``top_k + shared`` times.  CP divides ``s``.  A pipeline stage stores the
-activations of its in-flight micro-batches: ``pp - stage`` with 1F1B, all ``m`` with GPipe;
-interleaving multiplies the first stage's by ``1 + (p - 1) / (p v)``.  The first stage also
-keeps the embedding dropout output (``s b h`` per micro-batch, ``/t`` with SP) and the last
-stage the output layer's input and fp32 logits (``4 s b h + 4 s b V / t``).
+activations of its in-flight passes, found by walking its pipeline schedule
+(:mod:`podsim.workload.pipeline_schedules`: a forward of a virtual stage adds that stage's
+layers' activations, its backward frees them; the peak is kept): ``pp - stage`` micro-batches
+with 1F1B, all ``m`` with GPipe, ``2 (p - s - 1) + (v - 1) p + 1`` chunk passes interleaved --
+for the first stage Korthikanti's ``1 + (p - 1) / (p v)`` times ``p`` micro-batches of its
+layers, and the right count when virtual stages hold different numbers of layers.  Every
+in-flight pass of virtual stage 0 also keeps the embedding dropout output (``s b h``, ``/t``
+with SP) and the last stage the output layer's input and fp32 logits (``4 s b h + 4 s b V / t``).
 
 Units: bytes (reported in GiB = 2^30 B).
 """
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..workload.pipeline_schedules import schedule
 from .layout import Layout
 from .model import ModelConfig
 
@@ -99,29 +107,44 @@ def stage_layers(model: ModelConfig, layout: Layout, stage: int) -> list[int]:
     return out
 
 
+def layer_params(model: ModelConfig, layout: Layout, i: int) -> float:
+    """Parameters of layer ``i`` on one GPU (TP-sharded; routed experts EP-sharded too)."""
+    t = layout.tp
+    if model.is_moe_layer(i):
+        dense = model.attention_params() + model.norm_params() + model.hidden * model.experts
+        dense += model.shared_experts * model.mlp_params(model.expert_ffn)
+        return dense / t + model.experts * model.mlp_params(model.expert_ffn) / (t * layout.ep)
+    return model.layer_params(i) / t
+
+
+def embedding_params(model: ModelConfig, layout: Layout) -> float:
+    """The input embedding on one GPU of pipeline rank 0 (TP-sharded)."""
+    return model.embedding_params() / layout.tp
+
+
+def output_params(model: ModelConfig, layout: Layout) -> float:
+    """The output layer on one GPU of the last pipeline rank (TP-sharded); with tied
+    embeddings and PP > 1 the last rank keeps its own copy of the embedding matrix."""
+    out = model.output_params()
+    if model.tied_embeddings and layout.pp > 1:
+        out += model.vocab * model.hidden
+    return out / layout.tp
+
+
 def stage_params(model: ModelConfig, layout: Layout, stage: int, matrices_only: bool = False) -> float:
     """Parameters one GPU of pipeline rank ``stage`` holds (TP- and EP-sharded).
 
     ``matrices_only`` counts only the transformer layers' weight matrices (no embeddings,
     biases or norms), as Korthikanti et al.'s Figure 1 does (``12 L h^2`` for GPT)."""
-    t, e = layout.tp, layout.ep
     if matrices_only:
-        return sum(model.layer_matrix_params(i) for i in stage_layers(model, layout, stage)) / t
+        return sum(model.layer_matrix_params(i) for i in stage_layers(model, layout, stage)) / layout.tp
     p = 0.0
     for i in stage_layers(model, layout, stage):
-        if model.is_moe_layer(i):
-            dense = model.attention_params() + model.norm_params() + model.hidden * model.experts
-            dense += model.shared_experts * model.mlp_params(model.expert_ffn)
-            p += dense / t + model.experts * model.mlp_params(model.expert_ffn) / (t * e)
-        else:
-            p += model.layer_params(i) / t
+        p += layer_params(model, layout, i)
     if stage == 0:
-        p += model.embedding_params() / t
+        p += embedding_params(model, layout)
     if stage == layout.pp - 1:
-        out = model.output_params()
-        if model.tied_embeddings and layout.pp > 1:
-            out += model.vocab * model.hidden  # the last stage keeps its own copy of the tied embedding
-        p += out / t
+        p += output_params(model, layout)
     return p
 
 
@@ -154,21 +177,40 @@ def inflight(layout: Layout, stage: int) -> int:
     return min(layout.pp - stage, m)
 
 
+def peak_activations(model: ModelConfig, layout: Layout, stage: int) -> tuple[float, float]:
+    """(transformer layers, embedding output) activation bytes pipeline rank ``stage`` holds at
+    its peak: its schedule walked pass by pass, each virtual stage's forward adding its own
+    layers' activations (and, on virtual stage 0, the embedding output) until its backward."""
+    p, v = layout.pp, layout.vpp
+    sp_t = layout.tp if layout.sequence_parallel else 1
+    emb = layout.seq_len / layout.cp * layout.micro_batch * model.hidden / sp_t
+    chunk_act = [sum(layer_activation_bytes(model, layout, i) for i in layout.chunk_layers(model, stage, c))
+                 for c in range(v)]
+    chunk_emb = [emb if c * p + stage == 0 else 0.0 for c in range(v)]
+    kind = "interleaved" if layout.interleaved and p > 1 else layout.schedule
+    live = [0] * v
+    best = (-1.0, 0.0, 0.0)
+    for forward, _mb, c in schedule(kind, p, stage, layout.num_microbatches, v if p > 1 else 1):
+        if not forward:
+            live[c] -= 1
+            continue
+        live[c] += 1
+        layers = sum(n * a for n, a in zip(live, chunk_act))
+        other = sum(n * a for n, a in zip(live, chunk_emb))
+        if layers + other > best[0]:
+            best = (layers + other, layers, other)
+    return best[1], best[2]
+
+
 def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
     """Peak memory of one GPU of pipeline rank ``stage``."""
     params = stage_params(model, layout, stage)
     wb, gb, ob = bytes_per_param(layout)
     layers = stage_layers(model, layout, stage)
-    n = inflight(layout, stage)
-    act = sum(layer_activation_bytes(model, layout, i) for i in layers) * n
-    if layout.interleaved and layout.pp > 1 and stage == 0:
-        act *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+    act, other = peak_activations(model, layout, stage)
     s = layout.seq_len / layout.cp
     sbh = s * layout.micro_batch * model.hidden
     t = layout.tp
-    other = 0.0
-    if stage == 0:
-        other += n * sbh / (t if layout.sequence_parallel else 1)
     if stage == layout.pp - 1:
         other += 4 * sbh / (t if layout.sequence_parallel else 1) + 4 * s * layout.micro_batch * model.vocab / t
     # temporary buffers at the peak: the layer being recomputed holds its full activations;
@@ -179,8 +221,14 @@ def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
         buffers += layer_activation_bytes(model, replace(layout, recompute="none"), layers[0])
     if layout.cp > 1:
         buffers += 2 * layout.micro_batch * layout.seq_len * max(model.kv / t, 1) * model.dhead * 2
-    if layout.zero >= 3 and layers:
-        buffers += 2 * 2 * max(model.layer_params(i) for i in layers) / t
+    if layout.zero >= 3 and layout.dp * layout.cp > 1:
+        units = [layer_params(model, layout, i) for i in layers]
+        if stage == 0:
+            units.append(embedding_params(model, layout))
+        if stage == layout.pp - 1:
+            units.append(output_params(model, layout))
+        units.sort(reverse=True)
+        buffers += 2 * sum(units[:2])  # gathered bf16 weights of the current and the prefetched unit
     return StageMemory(stage, params * wb, params * gb, params * ob, act, other, buffers)
 
 
