@@ -64,6 +64,8 @@ EPILOG_LLM = """examples:
       --global-batch 2048 --seq-len 8192 --sequence-parallel --distributed-optimizer --backend flow
   podsim llm --model llama3-8b --gpu h100 --gpus 64 --fsdp --global-batch 64 --seq-len 8192
   podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 32 --kernel-table measured
+  podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --sequence-parallel --global-batch 64 \
+      --precision fp8 --kernels          # where a step's time goes, kernel by kernel
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
 
 DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula in docs/llm.md
@@ -237,6 +239,17 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8", "fp32"])
     lm.add_argument("--no-flash-attention", action="store_true", help="unfused attention (Megatron of 2021)")
     lm.add_argument("--no-overlap-grad-reduce", action="store_true", help="reduce gradients after the backward")
+    lm.add_argument("--no-overlap-param-gather", action="store_true",
+                    help="the distributed optimizer's parameter all-gather follows the optimizer step instead of "
+                         "running under the next forward")
+    lm.add_argument("--tp-overlap", default="te", choices=["te", "async", "none"],
+                    help="TP communication overlap: te = Transformer Engine's --tp-comm-overlap (default; needs "
+                         "--sequence-parallel), async = Megatron-Core's default (backward only), none = blocking")
+    lm.add_argument("--loss-fusion", action="store_true",
+                    help="a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion)")
+    lm.add_argument("--kernels", action="store_true",
+                    help="print the per-kernel list of one layer, the embedding, the output layer and the optimizer "
+                         "with their times (also in --json under 'kernels')")
     lm.add_argument("--cluster", metavar="PRESET_OR_YAML", help="default: the preset for the GPU")
     lm.add_argument("--gpus-per-node", type=int, metavar="K")
     lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
@@ -255,11 +268,19 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     va = sub.add_parser("validate", help="compare predictions with every published measurement podsim can run",
-                        epilog="examples:\n  podsim validate\n  podsim validate --only megatron_sc21_t1 --json v.json",
+                        epilog="examples:\n  podsim validate\n  podsim validate --set reported --json v.json\n"
+                               "  podsim validate --only megatron_sc21_t1\n  podsim validate --rows my_runs.csv\n\n"
+                               "Rows ship with podsim: the FITTED set (what its parameters were fitted to) and the\n"
+                               "REPORTED set (published figures it was never fitted to); errors are shown per set,\n"
+                               "per GPU type and per source.  Columns of a rows file: docs/calibration.md.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    va.add_argument("--data", default=None, metavar="DIR",
-                    help="the reference data folder (default: $PODSIM_REFERENCE_DATA or ../shared/data)")
+    va.add_argument("--rows", default=None, metavar="CSV",
+                    help="your own rows (the columns of docs/calibration.md) instead of the shipped ones")
+    va.add_argument("--set", dest="sets", action="append", choices=("fitted", "reported"),
+                    help="only this set of the shipped rows (repeatable; default: both)")
     va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
+    va.add_argument("--backend", choices=("analytical", "flow"), default="analytical",
+                    help="network backend for the throughput rows (default: analytical)")
     va.add_argument("--json", metavar="OUT")
     va.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -672,7 +693,8 @@ def _run_llm(args: argparse.Namespace) -> int:
                  account_for_embedding=args.account_for_embedding_in_pipeline_split,
                  account_for_loss=args.account_for_loss_in_pipeline_split,
                  pipeline_layers=_pipeline_layers(args.pipeline_layers),
-                 flash_attention=not args.no_flash_attention)
+                 flash_attention=not args.no_flash_attention, tp_overlap=args.tp_overlap,
+                 overlap_param_gather=not args.no_overlap_param_gather, loss_fusion=args.loss_fusion)
     nic = parse_bandwidth(args.nic_bandwidth, where="--nic-bandwidth") if args.nic_bandwidth else None
     compute = None
     if args.kernel_table:
@@ -686,6 +708,8 @@ def _run_llm(args: argparse.Namespace) -> int:
     b = d["breakdown"]
     print(f"podsim llm: {model.name} on {lay.gpus} x {r.gpu.name} ({d['cluster']}, {args.backend})")
     print(f"  compute    {r.compute_model}")
+    cal = r.calibration
+    print(f"  calibration {cal['status']}: {cal['source']}")
     print(f"  layout     TP {lay.tp} x PP {lay.pp} x DP {lay.dp}" + (f" x CP {lay.cp}" if lay.cp > 1 else "")
           + (f", EP {lay.ep}" if lay.ep > 1 else "") + (f", VPP {lay.vpp}" if lay.vpp > 1 else "")
           + f"; batch {lay.global_batch} x {lay.seq_len} tokens, micro-batch {lay.micro_batch} "
@@ -702,6 +726,11 @@ def _run_llm(args: argparse.Namespace) -> int:
         print(f"  {k:<24} {v:>20}")
     for note in d["notes"]:
         print(f"  warning: {note}" if "does not fit" in note else f"  note: {note}")
+    if args.kernels:
+        from .llm.kernel_report import format_kernels
+        from .llm.stack import Stack
+        print()
+        print(format_kernels(r.kernels, Stack.for_gpu(r.gpu.key).host_ns))
     if args.json:
         atomic_write_text(args.json, json.dumps(d, indent=1) + "\n")
         print(f"  wrote {args.json}")
@@ -725,25 +754,23 @@ def _run_llm(args: argparse.Namespace) -> int:
 
 def _run_validate(args: argparse.Namespace) -> int:
     import json
-    import os
 
     from .fileio import atomic_write_text
     from .validation import format_checks, run_validation
-
-    data = args.data or os.environ.get("PODSIM_REFERENCE_DATA") or os.path.join("..", "shared", "data")
 
     def progress(row: str) -> None:
         if sys.stderr.isatty():
             sys.stderr.write(f"\r  {row:<60}")
             sys.stderr.flush()
 
-    checks, skipped = run_validation(data, args.only, progress)
+    sets = tuple(args.sets) if args.sets else ("fitted", "reported")
+    checks, skipped = run_validation(args.rows, args.only, progress, sets, args.backend)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 64 + "\r")
     print(format_checks(checks, skipped))
     if args.json:
-        atomic_write_text(args.json, json.dumps({"rows": [dict(c.__dict__, error=c.error) for c in checks],
-                                                 "skipped": skipped}, indent=1) + "\n")
+        atomic_write_text(args.json, json.dumps({"rows": [c.to_dict() for c in checks], "skipped": skipped},
+                                                indent=1) + "\n")
     return 0
 
 

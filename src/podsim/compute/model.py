@@ -61,6 +61,9 @@ class ComputeModel:
     flash_max: float = DEFAULT_EFFICIENCY["flash_max"]
     flash_knee: float = DEFAULT_EFFICIENCY["flash_knee"]
     launch_ns: float = DEFAULT_EFFICIENCY["launch_ns"]
+    #: fp8 GEMMs' own ``gemm_max`` / ``gemm_knee`` where they were fitted (None: the bf16 ones)
+    fp8_gemm_max: float | None = None
+    fp8_gemm_knee: float | None = None
 
     @classmethod
     def for_gpu(cls, gpu: GpuSpec, dtype: str = "bf16", **override: float) -> "ComputeModel":
@@ -92,19 +95,21 @@ class ComputeModel:
 
     def describe(self) -> str:
         """One line for reports: the model and its parameters."""
-        return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, "
+        fp8 = f"fp8 gemm_max {self.fp8_gemm_max:g}, fp8 gemm_knee {self.fp8_gemm_knee:g}, " \
+            if self.dtype == "fp8" and self.fp8_gemm_max is not None and self.fp8_gemm_knee is not None else ""
+        return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, {fp8}"
                 f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, flash_knee {self.flash_knee:g}, "
                 f"launch {self.launch_ns:g} ns")
-
-    def _s(self, d: float) -> float:
-        return d / (d + self.gemm_knee)
 
     def gemm_ns(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of ``(m x k) @ (k x n)``."""
         if m <= 0 or n <= 0 or k <= 0 or count <= 0:
             return 0.0
         flops = 2.0 * m * n * k * count
-        eff = self.gemm_max * self._s(m) * self._s(n) * self._s(k)
+        fp8 = self.dtype == "fp8" and self.fp8_gemm_max is not None
+        top = self.fp8_gemm_max if fp8 else self.gemm_max
+        knee = (self.fp8_gemm_knee or self.gemm_knee) if fp8 else self.gemm_knee
+        eff = top * (m / (m + knee)) * (n / (n + knee)) * (k / (k + knee))  # type: ignore[operator]
         t_flops = flops / (self.gpu.peak(self.dtype) * eff)
         t_mem = (m * k + k * n + m * n) * count * self.gemm_bytes / (self.gpu.hbm_bandwidth * self.memory_max)
         return max(t_flops, t_mem) + self.launch_ns

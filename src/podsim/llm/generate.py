@@ -9,8 +9,12 @@ A stage's program follows its pipeline schedule (:mod:`podsim.workload.pipeline_
 receives its input from the neighbouring stage (point-to-point, its own stream), runs its
 layers (compute and blocking TP / CP / EP collectives, :mod:`podsim.llm.ops`), and sends its
 output on.  Gradients are reduced over the data-parallel group in buckets as the last
-micro-batch's backward produces them, on a separate stream, overlapping the rest of the
-backward; then the optimizer steps (and, with a sharded optimizer, gathers the weights).
+micro-batch's backward produces them (every micro-batch's with ZeRO-2, which keeps only its
+gradient shard), on a separate stream, overlapping the rest of the backward; then the
+optimizer steps.  A sharded optimizer's updated weights are all-gathered bucket by bucket
+under the next forward (``Layout.overlap_param_gather``, as this iteration's first forward
+waits for the previous step's), or after the optimizer step.  Compute that overlaps these
+data-parallel collectives runs slower (:meth:`_StageProgram._dp_interference`).
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ class _StageProgram:
         self.slow = 1.0
         self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
         self.param_gathers: dict[int, int] = {}   # first layer of a bucket -> its all-gather op
+        self.z3_gathers: dict[int, int] = {}      # ZeRO-3: prefetched layer -> its all-gather op
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
         self.nodes += 1
@@ -215,9 +220,9 @@ class _StageProgram:
                 else:
                     for st in costs.embedding_steps(False):
                         self.step(st, label)
-                for i in layers:
+                for n, i in enumerate(layers):
                     if zero3:
-                        self._gather_params(i, label)
+                        self._gather_params(i, label, layers[n + 1] if n + 1 < len(layers) else None)
                     elif mb == 0 and i in self.param_gathers:  # the overlapped parameter all-gather
                         self._flush()
                         self.prev = self.prev + [self.param_gathers[i]]
@@ -236,10 +241,14 @@ class _StageProgram:
                     for st in costs.output_steps(True):
                         self.step(st, label)
                 last_mb = mb == mbs - 1
-                self.slow = self.slow_bwd if last_mb and lay.overlap_grad_reduce else 1.0
-                for i in reversed(layers):
+                # ZeRO-2 / FSDP without resharding keep only their gradient shard: every
+                # micro-batch's gradients are reduce-scattered as its backward produces them
+                reduce_now = (last_mb or lay.zero == 2) and lay.overlap_grad_reduce
+                self.slow = self.slow_bwd if reduce_now else 1.0
+                order = list(reversed(layers))
+                for n, i in enumerate(order):
                     if zero3:
-                        self._gather_params(i, label)
+                        self._gather_params(i, label, order[n + 1] if n + 1 < len(order) else None)
                     if lay.recompute == "full":
                         for st in costs.forward(m.is_moe_layer(i)):
                             self.step(st, f"{label} L{i} recompute")
@@ -247,7 +256,7 @@ class _StageProgram:
                         self.step(st, f"{label} L{i}")
                     if zero3:
                         self._scatter_grads(i, label)
-                    elif last_mb and lay.overlap_grad_reduce:
+                    elif reduce_now:
                         self.dp_grads(self._layer_params(i))
                     elif last_mb:
                         self.bucket += self._layer_params(i)  # reduced after the backward
@@ -267,10 +276,23 @@ class _StageProgram:
             return dense / lay.tp + m.experts * m.mlp_params(m.expert_ffn) / (lay.tp * lay.ep)
         return m.layer_params(i) / lay.tp
 
-    def _gather_params(self, i: int, label: str) -> None:
-        nbytes = int(self._layer_params(i) * 2)
-        self.chain(OpKind.COLLECTIVE, f"{label} L{i} zero-3 param all-gather",
-                   collective=int(CollectiveKind.ALL_GATHER), size_bytes=nbytes, group="dp", stream="dp")
+    def _gather_params(self, i: int, label: str, prefetch: int | None = None) -> None:
+        """ZeRO-3 / FSDP: layer ``i`` waits for its weights' all-gather (issued now if no
+        prefetch did), then the next layer's (``prefetch``) is issued on the DP stream to run
+        under layer ``i``'s compute, as FSDP's and DeepSpeed's prefetching do."""
+        op = self.z3_gathers.pop(i, None)
+        if op is None:
+            op = self._issue_gather(i, label)
+        self._flush()
+        self.prev = self.prev + [op]
+        if prefetch is not None and prefetch not in self.z3_gathers:
+            self.z3_gathers[prefetch] = self._issue_gather(prefetch, label)
+
+    def _issue_gather(self, i: int, label: str) -> int:
+        self._flush()
+        return self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 param all-gather", list(self.prev),
+                         collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(self._layer_params(i) * 2),
+                         group="dp", stream="dp")
 
     def _scatter_grads(self, i: int, label: str) -> None:
         self._flush()

@@ -32,7 +32,7 @@ embedding / output layer
     vocabulary-parallel lookup (and position embedding add), its dense gradient
     (``V / t x h``) accumulated into ``main_grad``; the output layer's GEMMs and Megatron's
     vocabulary-parallel cross entropy in fp32 (``logits.float()``, max, subtract, exp, sum,
-    divide; backward: scale, cast back: 52 B per logit) unless fused (``loss_fusion``: 10 B).
+    divide; backward: scale, cast back: 52 B per logit) unless fused (``loss_fusion``: 8 B).
 per iteration
     zeroing the fp32 gradient buffer, scaling it by ``1 / DP``, the gradient norm, Adam on the
     optimizer shard and the copy of updated weights to bf16 (46 B per shard parameter), fp8

@@ -22,7 +22,9 @@ collective's closed-form time is known (``comm_ns``).  ``te`` overlaps every SP 
 ``async`` only the backward's re-gather and dgrad reduction (Megatron's default), ``none``
 none.
 
-**Host overhead**: a compute step lasts at least its kernel launches x ``Stack.host_ns``.
+**Host overhead**: a layer pass (and the embedding, output and optimizer work) lasts at least
+its kernel launches x ``Stack.host_ns``: the CPU's time to issue them (PyTorch dispatch and the
+Python of Megatron-Core / Transformer Engine around each listed kernel).
 
 Collective sizes follow nccl-tests conventions (the whole tensor: ``b s h`` elements).
 FLOPs are what the kernels execute (causal attention does half of ``s^2``).
@@ -108,9 +110,9 @@ class LayerCosts:
     def kernel_ns(self, k: Kernel) -> float:
         """GPU time of ``k`` alone (all ``count`` launches), ns."""
         if k.kind == "gemm":
-            return self._timer(k.dtype).gemm_ns(k.m, k.n, k.k, k.batch) * k.count
+            return self._timer(k.dtype).gemm_ns(k.m, k.n, k.k, k.batch) * k.count / self.stack.gemm_efficiency
         if k.kind == "attention":
-            return self.cm.attention_ns(k.batch, k.m, k.n, k.k, k.backward) * k.count
+            return self.cm.attention_ns(k.batch, k.m, k.n, k.k, k.backward) * k.count / self.stack.attention_efficiency
         if k.kind == "attention_unfused":
             cm = self.cm
             one = cm.gemm_ns(k.m, k.n, k.k, k.batch) + cm.gemm_ns(k.m, k.k, k.n, k.batch)
@@ -204,7 +206,25 @@ class LayerCosts:
                 flush()
                 out.append(coll)
         flush()
-        return out
+        return self._host_bound(out, kernels)
+
+    def _host_bound(self, steps: list[Step], kernels: Sequence[Kernel]) -> list[Step]:
+        """A pass lasts at least its kernel launches x ``host_ns`` (the CPU issues kernels
+        ahead of the GPU while they are long, and the GPU waits for it when they are short):
+        the shortfall is added to the pass's last compute step."""
+        host = sum(self._launches(k) for k in kernels) * self.stack.host_ns
+        gpu = 0.0
+        for st in steps:
+            if st.collective is None:
+                gpu += st.ns
+            elif not st.overlap and self.comm_ns is not None:
+                gpu += float(self.comm_ns(st.collective, st.nbytes, st.group) or 0)
+        last = max((i for i, st in enumerate(steps) if st.collective is None), default=None)
+        if host <= gpu or last is None:
+            return steps
+        st = steps[last]
+        steps[last] = Step(st.name, st.ns + host - gpu, st.flops, kernels=st.kernels)
+        return steps
 
     def _marker(self, k: Kernel) -> Step | None:
         """The collective a ``comm`` marker stands for (None when this layout has none)."""
@@ -235,7 +255,7 @@ class LayerCosts:
             if c is not None:
                 gpu = self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
         launches = sum(self._launches(k) for k in ks)
-        ns = max(gpu, launches * self.stack.host_ns)
+        ns = gpu
         name = ks[0].name if len(ks) == 1 else f"{ks[0].module} {ks[0].name} .. {ks[-1].name}"
         return Step(f"{label}{name}".strip(), ns, sum(k.flops for k in ks), kernels=launches)
 
@@ -348,7 +368,8 @@ class LayerCosts:
         ``params_local`` (default: the same): gradient-buffer zeroing and scaling, the gradient
         norm, Adam, the bf16 copy of the weights (and fp8 weight casts)."""
         ks = self.optimizer_kernels(params if params_local is None else params_local, params)
-        return self._compute_step("", ks)
+        st = self._compute_step("", ks)
+        return Step(st.name, max(st.ns, len(ks) * self.stack.host_ns), st.flops, kernels=st.kernels)
 
 
 def _merge(name: str, steps: list[Step]) -> Step:

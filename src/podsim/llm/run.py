@@ -29,8 +29,11 @@ from ..report.result import Result
 from ..workload import CollectiveKind
 from .flops import iteration_flops
 from .generate import generate
+from .ops import LayerCosts
+from .stack import Stack
 from .layout import Layout
-from .memory import GIB, memory
+from .kernel_report import kernel_rows
+from .memory import GIB, memory, stage_params
 from .model import ModelConfig
 
 _PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
@@ -53,6 +56,13 @@ class TrainingResult:
     memory: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     compute_model: str = ""
+    #: how the GPU's kernel times were obtained: ``status`` measured (a kernel table) / fitted
+    #: (roofline parameters fitted to this GPU's measurements) / derived (a sibling's fit on this
+    #: GPU's datasheet), ``source``, ``derived_from``
+    calibration: dict = field(default_factory=dict)
+    #: per-kernel rows of one layer, the embedding, the output layer and the optimizer
+    #: (:mod:`podsim.llm.kernel_report`)
+    kernels: dict = field(default_factory=dict)
 
     @property
     def iteration_time_s(self) -> float:
@@ -78,7 +88,7 @@ class TrainingResult:
         lay = self.layout
         return {
             "model": self.model.name, "gpu": self.gpu.name, "cluster": self.cluster, "backend": self.backend,
-            "compute_model": self.compute_model,
+            "compute_model": self.compute_model, "calibration": self.calibration,
             "layout": {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
                        "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
                        "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
@@ -97,7 +107,26 @@ class TrainingResult:
             "breakdown": {k: None if v is None else round(v, 9) for k, v in self.breakdown.items()},
             "simulation": {k: v for k, v in self.result.info.items() if k not in ("podsim_version",)},
             "notes": self.notes + list(self.result.notes),
+            "kernels": self.kernels,
         }
+
+
+def calibration_of(gpu: GpuSpec, table: bool) -> dict:
+    """How ``gpu``'s kernel times are known (the ``calibration`` field of the JSON)."""
+    if table:
+        return {"status": "measured", "source": "kernel table", "derived_from": None}
+    fit = _FITS.get(gpu.key)
+    if fit is not None:
+        return {"status": "fitted", "source": fit, "derived_from": None}
+    own = getattr(gpu, "efficiency_from", None)
+    sib = own if own and own != gpu.key else "a100-80gb"
+    return {"status": "derived", "source": f"{sib}'s fit ({_FITS.get(sib, 'its own')}) on the {gpu.name}'s "
+            "datasheet peaks and HBM bandwidth", "derived_from": sib}
+
+
+#: GPUs whose roofline parameters were fitted to their own measurements (docs/compute.md)
+_FITS = {"a100-80gb": "Megatron-LM SC'21 Table 1 (A100 80GB)",
+         "h100-80gb": "podsim's H100 kernel table (src/podsim/compute/tables/h100-80gb.csv)"}
 
 
 def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: float | None,
@@ -133,7 +162,7 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                       flash_attention: bool | None = None, record_timeline: bool = True,
                       compute: KernelTimer | None = None, granularity: str = "bulk",
                       progress: Callable[[int, int, int], None] | None = None,
-                      rendezvous: bool = True) -> TrainingResult:
+                      rendezvous: bool = True, stack: Stack | None = None) -> TrainingResult:
     """Simulate one iteration.
 
     ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
@@ -141,7 +170,8 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
     about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
     stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
-    point-to-point), holding the sender's pipeline stream meanwhile.
+    point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
+overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
 
     Raises:
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
@@ -154,7 +184,8 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
     fold, estimate = _folder(layout, fabric, spec, backend)
-    w = generate(model, layout, cm, fold=fold, estimate=estimate)
+    costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
+    w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
                            intra_server_closed_form=True, granularity=granularity, progress=progress,
@@ -164,6 +195,11 @@ def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "
                          memory=memory(model, layout))
     out.breakdown = breakdown(res)
     out.compute_model = cm.describe()
+    out.calibration = calibration_of(spec_gpu, compute is not None and not isinstance(compute, ComputeModel))
+    params = stage_params(model, layout, 0)
+    sharded = layout.distributed_optimizer or layout.zero >= 1
+    out.kernels = kernel_rows(costs, params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
+                              params / (layout.dp * layout.cp) if sharded else params)
     if out.memory_peak_gib > spec_gpu.memory_gib:
         worst = max(out.memory, key=lambda s: s.total)
         out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "

@@ -1,6 +1,8 @@
 """Software-stack and interference parameters of a training step (``llm/stack.yaml``).
 
-``host_ns``: CPU ns to launch one kernel; ``*_compute_slowdown``: the fraction a kernel slows
+``host_ns``: CPU ns to launch one kernel; ``gemm_efficiency`` / ``attention_efficiency``: the
+throughput GEMMs and fused attention reach in a whole training step relative to the compute
+model's kernels; ``*_compute_slowdown``: the fraction a kernel slows
 while an overlapped collective runs beside it; ``*_comm_slowdown``: the fraction the collective
 slows.  ``te_*`` is Transformer Engine's TP communication overlap, ``nccl_*`` NCCL collectives
 on their own stream (data-parallel, pipeline, bulk TP overlap).
@@ -21,6 +23,11 @@ class Stack:
     """How the software stack and overlapped communication cost time."""
 
     host_ns: float = 6000.0
+    #: achieved GEMM / fused-attention throughput in a training step over the compute
+    #: model's (sustained clocks under a full step's power draw, the attention kernels of the
+    #: stack): kernel times are divided by it
+    gemm_efficiency: float = 1.0
+    attention_efficiency: float = 1.0
     te_compute_slowdown: float = 0.10
     te_comm_slowdown: float = 0.10
     nccl_compute_slowdown: float = 0.20
@@ -31,7 +38,10 @@ class Stack:
         """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own)."""
         data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
-        values.update(data.get(gpu_key) or {})
+        own = data.get(gpu_key) or {}
+        if isinstance(own, str):   # the name of the GPU whose parameters this one shares
+            own = data.get(own) or {}
+        values.update(own)
         values.update(override)
         known = {f.name for f in fields(cls)}
         bad = sorted(set(values) - known)

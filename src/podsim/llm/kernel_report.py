@@ -1,0 +1,83 @@
+"""Where a training step's GPU time goes, kernel by kernel (``podsim llm --kernels``).
+
+:func:`kernel_rows` lists, for one GPU, the kernels of one layer's forward and backward pass
+(the first layer of the kind the model has most of), of the embedding and the output layer
+with its loss, and of the once-per-iteration optimizer work, each with its shape, work and
+time.  Fields of a row (also in ``--json`` under ``kernels``):
+
+``name``, ``module``, ``kind`` (gemm / attention / memory), ``shape`` (GEMM ``m x n x k``,
+attention ``batch x q x kv x head``, memory: empty), ``dtype``; ``gflop`` (10^9 FLOPs) and
+``mbytes`` (10^6 B read + written); ``time_us``: the kernel alone on the GPU; ``step_us``: as
+it runs in the step, with the TP collective beside it (``collective``) when one is overlapped;
+``tflops`` and ``gbps``: achieved rates (10^12 FLOP/s, 10^9 B/s).
+"""
+
+from __future__ import annotations
+
+from .kernels import Kernel
+from .ops import LayerCosts
+
+SECTIONS = ("layer_forward", "layer_backward", "embedding_forward", "embedding_backward",
+            "output_forward", "output_backward", "optimizer")
+
+
+def _shape(k: Kernel) -> str:
+    if k.kind == "gemm":
+        return f"{k.m:g} x {k.n:g} x {k.k:g}" + (f" (x{k.count})" if k.count > 1 else "")
+    if k.kind.startswith("attention"):
+        return f"{k.batch:g} x {k.m:g} x {k.n:g} x {k.k:g}"
+    return ""
+
+
+def _rows(costs: LayerCosts, kernels: list[Kernel]) -> list[dict]:
+    out = []
+    for t in costs.timed(kernels):
+        k = t.kernel
+        out.append({"name": k.name, "module": k.module, "kind": k.kind, "shape": _shape(k), "dtype": k.dtype
+                    if k.kind == "gemm" else "", "gflop": round(k.flops / 1e9, 4),
+                    "mbytes": round(k.nbytes / 1e6, 4), "time_us": round(t.ns / 1e3, 3),
+                    "step_us": round(t.step_ns / 1e3, 3), "collective": t.collective,
+                    "tflops": round(k.flops / t.ns / 1e3, 1) if k.flops and t.ns else 0.0,
+                    "gbps": round(k.nbytes / t.ns, 1) if k.nbytes and t.ns else 0.0})
+    return out
+
+
+def kernel_rows(costs: LayerCosts, params_local: float, shard: float) -> dict[str, list[dict]]:
+    """Every section's kernel rows (see the module docstring) for a GPU holding
+    ``params_local`` parameters and updating ``shard`` of them."""
+    m = costs.m
+    moe = m.moe and m.layers - m.dense_layers >= m.dense_layers
+    from .kernels import embedding_kernels, output_kernels
+    lay = costs.lay
+    return {
+        "layer_forward": _rows(costs, costs.layer_kernels(moe, False)),
+        "layer_backward": _rows(costs, costs.layer_kernels(moe, True)),
+        "embedding_forward": _rows(costs, embedding_kernels(m, lay, False)),
+        "embedding_backward": _rows(costs, embedding_kernels(m, lay, True)),
+        "output_forward": _rows(costs, output_kernels(m, lay, False, lay.loss_fusion)),
+        "output_backward": _rows(costs, output_kernels(m, lay, True, lay.loss_fusion)),
+        "optimizer": _rows(costs, costs.optimizer_kernels(params_local, shard)),
+    }
+
+
+def format_kernels(rows: dict[str, list[dict]], host_ns: float) -> str:
+    """The kernel table as text: one block per section, times in us, with each kernel's share
+    of its section."""
+    lines = []
+    for sec in SECTIONS:
+        rs = rows.get(sec) or []
+        if not rs:
+            continue
+        total = sum(r["step_us"] for r in rs)
+        lines.append(f"\n{sec.replace('_', ' ')} (one GPU, one micro-batch{'' if sec != 'optimizer' else ', once per iteration'}): "
+                     f"{total:,.1f} us in {len(rs)} kernels")
+        lines.append(f"  {'kernel':<34} {'shape':<26} {'dtype':<5} {'GFLOP':>9} {'MB':>9} {'us':>9} "
+                     f"{'in step us':>10} {'share':>6} {'TFLOP/s':>8} {'GB/s':>7}  overlapped collective")
+        for r in rs:
+            share = 100 * r["step_us"] / total if total else 0.0
+            lines.append(f"  {r['name'][:34]:<34} {r['shape'][:26]:<26} {r['dtype']:<5} {r['gflop']:>9.2f} "
+                         f"{r['mbytes']:>9.2f} {r['time_us']:>9.1f} {r['step_us']:>10.1f} {share:>5.1f}% "
+                         f"{r['tflops']:>8.0f} {r['gbps']:>7.0f}  {r['collective']}")
+    lines.append(f"\n(a compute step lasts at least its kernel launches x {host_ns / 1e3:g} us of host time; "
+                 "'in step' includes an overlapped TP collective's interference)")
+    return "\n".join(lines).lstrip("\n")

@@ -1,0 +1,130 @@
+"""``podsim validate``: predict every published measurement podsim can run and compare.
+
+The rows ship with podsim (:mod:`podsim.validation.rows`): the ``fitted`` set (what the
+parameters were fitted to) and the ``reported`` set (never fitted to).  The report gives each
+row's error, then mean and max |error| per set, per GPU type within a set, and per source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .predict import handler
+from .rows import read_rows, shipped_rows
+
+
+@dataclass
+class Check:
+    """One compared row."""
+
+    row_id: str
+    config: str
+    metric: str
+    unit: str
+    measured: float
+    predicted: float
+    set: str = "fitted"
+    gpu: str = ""
+    source: str = ""
+
+    @property
+    def error(self) -> float:
+        """Relative error (predicted / measured - 1)."""
+        return self.predicted / self.measured - 1 if self.measured else 0.0
+
+    def to_dict(self) -> dict:
+        return {"row_id": self.row_id, "set": self.set, "gpu": self.gpu, "config": self.config,
+                "metric": self.metric, "unit": self.unit, "measured": self.measured,
+                "predicted": round(self.predicted, 6), "error_pct": round(100 * self.error, 3),
+                "source": self.source}
+
+
+def _config(r: dict) -> str:
+    parts = [r.get("model") or r.get("gpu") or ""]
+    if r.get("gpus"):
+        parts.append(f"{r['gpus']} x {r.get('gpu') or 'GPU'}")
+    if r.get("tp"):
+        lay = f"tp{r['tp']} pp{r.get('pp') or 1}"
+        for k in ("cp", "ep", "vpp"):
+            if r.get(k) and r[k] != "1":
+                lay += f" {k}{r[k]}"
+        parts.append(lay)
+    if r.get("precision") and r["metric"] != "hardware_tflops_per_gpu":
+        parts.append(r["precision"])
+    if r["row_id"].startswith("korthikanti_fig7"):
+        parts.append(r.get("recompute", ""))
+    return ", ".join(p for p in parts if p)
+
+
+def run_validation(rows: str | Path | None = None, only: str | None = None,
+                   progress: Callable[[str], None] | None = None, sets: tuple[str, ...] = ("fitted", "reported"),
+                   backend: str = "analytical") -> tuple[list[Check], int]:
+    """Predict every row podsim can run: the shipped ``sets``, or the rows of the CSV ``rows``
+    (set ``user``); ``only`` keeps row ids starting with it.  Returns the checks and the
+    number of rows skipped (no handler)."""
+    table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
+    checks, skipped = [], 0
+    for r in table:
+        if only and not r["row_id"].startswith(only):
+            continue
+        h = handler(r)
+        if h is None:
+            skipped += 1
+            continue
+        if progress is not None:
+            progress(r["row_id"])
+        predicted = h(r, backend) if h.__name__ == "throughput" else h(r)
+        checks.append(Check(r["row_id"], _config(r), r["metric"], r.get("unit", ""), float(r["value"]), predicted,
+                            r["set"], r.get("gpu", ""), r.get("source", "")))
+    return checks, skipped
+
+
+def _stats(errs: list[float]) -> str:
+    return f"mean {100 * sum(errs) / len(errs):.2f}%, max {100 * max(errs):.2f}% over {len(errs)} rows"
+
+
+_FAMILIES = (("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
+             ("megatron_sc21_t2_PTD", "Megatron SC'21 Table 2, PTD-P (A100)"),
+             ("megatron_sc21_t2_ZeRO", "Megatron SC'21 Table 2, ZeRO-3 (DeepSpeed 2021; see docs/compute.md)"),
+             ("mcore_h100", "Megatron-Core r0.8 weak scaling (H100)"), ("llama3_405b", "Llama 3 405B (H100)"),
+             ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth"))
+
+
+def format_checks(checks: list[Check], skipped: int) -> str:
+    """The table, one block per set, then mean and max |error| per set, per GPU, per source."""
+    lines = []
+    for s in ("fitted", "reported", "user"):
+        mine = [c for c in checks if c.set == s]
+        if not mine:
+            continue
+        title = {"fitted": "FITTED set (the parameters were fitted to these rows)",
+                 "reported": "REPORTED set (never fitted to: podsim's error on data it has not seen)",
+                 "user": "your rows"}[s]
+        lines.append(f"{title}\n{'row':<46} {'configuration':<44} {'measured':>10} {'predicted':>10} {'error':>8}")
+        for c in mine:
+            lines.append(f"{c.row_id[:46]:<46} {c.config[:44]:<44} {c.measured:>10.4g} {c.predicted:>10.4g} "
+                         f"{100 * c.error:>+7.1f}%")
+        lines.append("")
+    if not checks:
+        return f"no rows compared ({skipped} skipped)"
+    errs = [abs(c.error) for c in checks]
+    lines.append(f"{len(checks)} rows compared ({skipped} skipped): mean |error| {100 * sum(errs) / len(errs):.2f}%, "
+                 f"max {100 * max(errs):.2f}%")
+    for s in ("fitted", "reported", "user"):
+        mine = [c for c in checks if c.set == s]
+        if not mine:
+            continue
+        lines.append(f"  {s}: {_stats([abs(c.error) for c in mine])}")
+        perf = [c for c in mine if c.gpu and c.metric not in ("allreduce_busbw_GBps",)]
+        for gpu in sorted({c.gpu for c in perf}):
+            lines.append(f"    {gpu}: {_stats([abs(c.error) for c in perf if c.gpu == gpu])}")
+        for prefix, label in _FAMILIES:
+            sub = [abs(c.error) for c in mine if c.row_id.startswith(prefix)]
+            if sub:
+                lines.append(f"    {label}: {_stats(sub)}")
+    return "\n".join(lines)
+
+
+__all__ = ["Check", "format_checks", "run_validation", "read_rows", "shipped_rows"]

@@ -1,0 +1,174 @@
+"""Predict one published row (see :mod:`podsim.validation.rows`).
+
+* **training throughput** (``metric``: ``hardware_tflops_per_gpu``, ``model_tflops_per_gpu``,
+  ``tokens_per_s_per_gpu``, ``iteration_time_s`` / ``step_time_s``, ``mfu_pct``): the row's
+  model and layout simulated with ``podsim llm`` on the row's ``system`` (a cluster preset;
+  by default the preset of its GPU).  The ``framework`` column picks the software of the time:
+
+  - ``megatron-lm-2021`` / ``deepspeed-2021`` (Narayanan et al. SC'21): fp16, gradients
+    all-reduced in fp16 after the backward, unfused attention, full recomputation, every TP
+    collective blocking; micro-batch 1 for pipelined rows, 4 otherwise where not given;
+  - anything else (Megatron-Core, NeMo, Meta's 4D stack, torchtitan): the row's precision,
+    sequence parallelism with TP, the distributed optimizer (or the row's ZeRO / FSDP),
+    fused attention, Transformer Engine's TP overlap and Megatron-Core's DP overlap, the row's
+    recompute (where not given: the least recomputation that fits in the GPU's memory -- none,
+    selective, full), micro-batch 1 where not given; a layer count that PP x VPP does not
+    divide is split as Megatron-Core does with the embedding and the loss counted as layers.
+* **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
+* **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..errors import InputError
+
+THROUGHPUT = ("hardware_tflops_per_gpu", "model_tflops_per_gpu", "tokens_per_s_per_gpu", "iteration_time_s",
+              "step_time_s", "mfu_pct")
+_SYSTEM_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
+                   "h200": "dgx-h200", "b200": "dgx-b200", "gb200": "gb200-nvl72", "gb300": "gb300-nvl72",
+                   "b300": "dgx-b200"}
+
+
+def _int(r: dict, key: str, default: int | None = None) -> int:
+    v = r.get(key, "")
+    if v in ("", None):
+        if default is None:
+            raise InputError(f"row {r['row_id']}: {key} is needed", "podsim validate")
+        return default
+    return int(float(v))
+
+
+def model_of(r: dict):  # type: ignore[no-untyped-def]
+    """The row's transformer."""
+    from ..llm.model import ModelConfig
+
+    h = _int(r, "hidden")
+    act = r.get("activation") or "gelu"
+    swiglu = act == "swiglu"
+    old = r.get("framework", "").endswith("2021")
+    experts = _int(r, "experts", 0)
+    return ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"),
+                       _int(r, "ffn_hidden", 4 * h), _int(r, "vocab", 51200), _int(r, "seq_len", 2048),
+                       kv_heads=_int(r, "kv_heads", 0) or None, activation="swiglu" if swiglu else "gelu",
+                       bias=not swiglu, learned_positions=old, tied_embeddings=not swiglu and old,
+                       dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if experts else 0)
+
+
+def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
+    """The row's layout under its framework's defaults (see the module docstring)."""
+    from ..llm.layout import Layout
+
+    gpus, tp, pp = _int(r, "gpus"), _int(r, "tp", 1), _int(r, "pp", 1)
+    cp, ep, vpp = _int(r, "cp", 1), _int(r, "ep", 1), _int(r, "vpp", 1)
+    seq = _int(r, "seq_len", model.seq_len)
+    if r.get("framework", "").endswith("2021"):
+        mb = _int(r, "micro_batch", 4 if pp == 1 else 1)
+        return Layout(gpus, tp=tp, pp=pp, global_batch=_int(r, "global_batch"), micro_batch=mb, seq_len=seq,
+                      recompute="full", precision="fp16", overlap_grad_reduce=False,
+                      zero=3 if r.get("sharding") == "zero3" else 0, flash_attention=False, grad_reduce_bytes=2,
+                      tp_overlap="none")
+    sharding = r.get("sharding") or "distopt"
+    zero = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(sharding, 0)
+    rec = r.get("recompute") or "none"
+    rec = rec if rec in ("none", "selective", "full") else "selective"
+    sp = r.get("sequence_parallel", "")
+    kw: dict = {}
+    if model.layers % (pp * vpp):
+        if (model.layers + 2) % (pp * vpp) == 0:
+            kw = {"account_for_embedding": True, "account_for_loss": True}
+        elif (model.layers + 1) % (pp * vpp) == 0:
+            kw = {"account_for_loss": True}
+    prec = r.get("precision") or "bf16"
+    lay = Layout(gpus, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp, global_batch=_int(r, "global_batch"),
+                 micro_batch=_int(r, "micro_batch", 1), seq_len=seq,
+                 sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
+                 recompute=rec, precision="fp8" if prec.startswith("fp8") else prec,
+                 distributed_optimizer=zero == 0 and sharding != "none", zero=zero,
+                 schedule="interleaved" if vpp > 1 else "1f1b", **kw)
+    if not r.get("recompute"):
+        lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
+    return lay
+
+
+def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
+    """A row that does not say how activations were recomputed ran with the least that fits
+    in the GPU's memory: none, else selective, else full (what a practitioner does)."""
+    from ..hardware.gpu import get_gpu
+    from ..llm.memory import memory
+
+    cap = get_gpu(gpu).memory_bytes
+    for rec in ("none", "selective", "full"):
+        trial = replace(lay, recompute=rec)
+        if max(s.total for s in memory(model, trial)) <= cap:
+            return trial
+    return replace(lay, recompute="full")
+
+
+def throughput(r: dict, backend: str = "analytical", compute=None, stack=None):  # type: ignore[no-untyped-def]
+    """The row's metric, predicted (``stack``: the step parameters to use, default the GPU's)."""
+    from ..llm.run import simulate_training
+
+    model = model_of(r)
+    lay = layout_of(r, model)
+    gpu = r.get("gpu") or "h100-80gb"
+    system = r.get("system") or _SYSTEM_FOR_GPU.get(gpu)
+    res = simulate_training(model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack)
+    metric = r["metric"]
+    if metric == "hardware_tflops_per_gpu":
+        return res.hardware_tflops_per_gpu
+    if metric == "model_tflops_per_gpu":
+        return res.model_tflops_per_gpu
+    if metric == "tokens_per_s_per_gpu":
+        return lay.global_batch * lay.seq_len / res.iteration_time_s / lay.gpus
+    if metric in ("iteration_time_s", "step_time_s"):
+        return res.iteration_time_s
+    return 100 * res.mfu
+
+
+def memory(r: dict) -> float:
+    """Korthikanti et al.'s memory figures from podsim's memory model."""
+    from ..llm.layout import Layout
+    from ..llm.memory import GIB, bytes_per_param, stage_memory, stage_params
+    from ..llm.model import ModelConfig
+
+    h = _int(r, "hidden")
+    m = ModelConfig(r["model"], _int(r, "layers"), h, _int(r, "heads"), 4 * h, _int(r, "vocab", 51200),
+                    _int(r, "seq_len", 2048))
+    if r["metric"] == "activation_memory_pct_of_baseline":
+        p = _int(r, "pp")
+        base = Layout(8 * p, tp=_int(r, "tp"), pp=p, global_batch=p, seq_len=_int(r, "seq_len"), flash_attention=False)
+        variant = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
+                   "seqsel": {"sequence_parallel": True, "recompute": "selective"},
+                   "full": {"recompute": "full"}}[r["recompute"]]
+        return 100 * stage_memory(m, replace(base, **variant), 0).activations_layers \
+            / stage_memory(m, base, 0).activations_layers
+    lay = Layout(_int(r, "gpus"), tp=_int(r, "tp"), pp=_int(r, "pp"), vpp=_int(r, "vpp", 1),
+                 global_batch=_int(r, "global_batch"), micro_batch=_int(r, "micro_batch", 1),
+                 seq_len=_int(r, "seq_len"), sequence_parallel=r["sequence_parallel"] == "yes",
+                 recompute="selective" if r["recompute"] == "selective" else "none", flash_attention=False)
+    if r["metric"] == "params_grads_optimizer_GiB":
+        return sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
+    return stage_memory(m, lay, 0).activations_layers / GIB
+
+
+def busbw(r: dict) -> float:
+    """An 8-GPU all-reduce's bus bandwidth at 4 GiB (GB/s)."""
+    from ..collective_api import collective
+
+    algo = "ring" if "algorithm: ring" in r.get("notes", "") else None
+    t = collective("all_reduce", r["system"], _int(r, "gpus"), min_bytes="4G", max_bytes="4G", algorithm=algo)
+    return t.rows[0].busbw_gbps
+
+
+def handler(r: dict) -> Callable[..., float] | None:
+    """What predicts row ``r`` (None: a row podsim cannot run)."""
+    if r["metric"] in THROUGHPUT and r.get("hidden") and r.get("gpus"):
+        return throughput
+    if r["row_id"].startswith("korthikanti_fig"):
+        return memory
+    if r["metric"] == "allreduce_busbw_GBps" and r.get("system"):
+        return busbw
+    return None

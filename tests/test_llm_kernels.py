@@ -1,0 +1,151 @@
+"""The kernel list of a training step (llm/kernels.py), its timing into steps (llm/ops.py),
+overlap interference and host overhead (llm/stack.py), and `podsim llm --kernels`.
+Expectations are worked out by hand from the shapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from podsim.cli import main
+from podsim.compute.model import ComputeModel
+from podsim.hardware.gpu import get_gpu
+from podsim.llm.kernels import (
+    attention_kernels,
+    mlp_kernels,
+    optimizer_kernels,
+    output_kernels,
+)
+from podsim.llm.layout import Layout
+from podsim.llm.model import ModelConfig
+from podsim.llm.ops import LayerCosts
+from podsim.llm.stack import Stack
+from podsim.workload import CollectiveKind
+
+H100 = get_gpu("h100-80gb")
+# h 64, 4 heads of 16, ffn 256, vocab 1000, 16-token sequences
+GPT = ModelConfig("tiny-gpt", 2, 64, 4, 256, 1000, 16)
+LLAMA = ModelConfig("tiny-llama", 2, 64, 4, 224, 1000, 16, kv_heads=2, activation="swiglu", bias=False,
+                    learned_positions=False, tied_embeddings=False, dropout=0.0)
+
+
+def _gemms(ks):  # type: ignore[no-untyped-def]
+    return [(k.name, k.m, k.n, k.k, k.dtype) for k in ks if k.kind == "gemm"]
+
+
+def test_forward_gemm_shapes_and_flops() -> None:
+    lay = Layout(1, global_batch=2, micro_batch=2, seq_len=16)   # T = 32 tokens
+    att = attention_kernels(GPT, lay, False)
+    mlp = mlp_kernels(GPT, lay, False)
+    assert _gemms(att) == [("qkv fprop", 32, 192, 64, "bf16"), ("attention proj fprop", 32, 64, 64, "bf16")]
+    assert _gemms(mlp) == [("fc1 fprop", 32, 256, 64, "bf16"), ("fc2 fprop", 32, 64, 256, "bf16")]
+    # 2 T (4 h^2 + 2 h f) = 2 x 32 x (16384 + 32768)
+    assert sum(k.flops for k in att + mlp if k.kind == "gemm") == 2 * 32 * (4 * 64 * 64 + 2 * 64 * 256)
+    # SwiGLU with GQA: QKV is h x (a + 2g) d = 64 x 128; FC1 is h x 2f
+    llama = attention_kernels(LLAMA, lay, False) + mlp_kernels(LLAMA, lay, False)
+    assert [g[1:4] for g in _gemms(llama)] == [(32, 128, 64), (32, 64, 64), (32, 448, 64), (32, 64, 224)]
+    assert any(k.name.startswith("rotary") for k in llama) and not any(k.name.startswith("rotary") for k in att)
+
+
+def test_backward_runs_two_gemms_per_forward_gemm_and_tp_divides() -> None:
+    lay = Layout(4, tp=4, global_batch=1, seq_len=16, sequence_parallel=True)
+    fwd = attention_kernels(GPT, lay, False) + mlp_kernels(GPT, lay, False)
+    bwd = attention_kernels(GPT, lay, True) + mlp_kernels(GPT, lay, True)
+    gf = sum(k.flops for k in fwd if k.kind == "gemm")
+    gb = sum(k.flops for k in bwd if k.kind == "gemm")
+    assert gb == 2 * gf == 2 * 2 * 16 * (4 * 64 * 64 + 2 * 64 * 256) / 4
+    # flash attention: causal, 4 s^2 d per head halved; backward 2.5x
+    fa = [k for k in fwd + bwd if k.kind == "attention"]
+    assert [k.flops for k in fa] == [4 * 1 * 16 * 16 * 16 * 0.5, 2.5 * 4 * 1 * 16 * 16 * 16 * 0.5]
+    # norms read R = T / t = 4 rows of h under SP: read 2 B + write 2 B an element
+    norm = next(k for k in fwd if k.name == "norm fwd")
+    assert norm.nbytes == 4 * 64 * 4
+
+
+def test_fp8_runs_layer_gemms_in_fp8_and_adds_casts() -> None:
+    lay = Layout(1, global_batch=1, seq_len=16, precision="fp8")
+    fwd = attention_kernels(GPT, lay, False) + mlp_kernels(GPT, lay, False)
+    assert {g[4] for g in _gemms(fwd)} == {"fp8"}
+    cast = next(k for k in fwd if k.name == "attention output cast-transpose")
+    assert cast.nbytes == 16 * 64 * (2 + 2)            # read bf16, write fp8 and its transpose
+    # the output layer stays bf16
+    assert {g[4] for g in _gemms(output_kernels(GPT, lay, False))} == {"bf16"}
+
+
+def test_cross_entropy_bytes_per_logit() -> None:
+    lay = Layout(2, tp=2, global_batch=1, seq_len=16)   # 16 tokens x 500 vocabulary entries per GPU
+    logits = 16 * 500
+    loss = [k for b in (False, True) for k in output_kernels(GPT, lay, b) if k.module == "loss"]
+    # fp32: to fp32 6, max 4, subtract 8, exp 8, sum 4, divide 8; backward: scale 8, to bf16 6
+    assert sum(k.nbytes for k in loss) == 52 * logits
+    fused = [k for b in (False, True) for k in output_kernels(GPT, lay, b, loss_fusion=True) if k.module == "loss"]
+    assert sum(k.nbytes for k in fused) == 8 * logits
+
+
+def test_optimizer_bytes() -> None:
+    lay = Layout(8, global_batch=8, distributed_optimizer=True)
+    ks = optimizer_kernels(8e6, 1e6, lay)
+    # zero 4 B and scale 8 B per local parameter; norm 4 + clip 8 + Adam 28 + copy 6 per shard one
+    assert sum(k.nbytes for k in ks) == 8e6 * 12 + 1e6 * 46
+    assert sum(k.nbytes for k in optimizer_kernels(8e6, 1e6, Layout(1, global_batch=1))) == 8e6 * 4 + 1e6 * 46
+
+
+def test_overlapped_time_by_hand() -> None:
+    st = Stack(te_compute_slowdown=0.1, te_comm_slowdown=0.1, nccl_compute_slowdown=0.2, nccl_comm_slowdown=0.0)
+    # GEMM 100, collective 50 -> 55 with its slowdown; the GEMM slows by 10% of the 55 both run,
+    # and one of 4 pipelined chunks of the shorter one cannot hide: 105.5 + 13.75
+    assert st.overlapped_ns(100, 50, "te", 4) == pytest.approx(119.25)
+    # a collective longer than the kernel sets the time (the slowed kernel ends inside it)
+    assert st.overlapped_ns(100, 300, "nccl") == pytest.approx(300.0)
+    # a longer kernel: 300 plus 20% of the 100 both ran
+    assert st.overlapped_ns(300, 100, "nccl") == pytest.approx(320.0)
+
+
+def test_te_overlap_puts_tp_collectives_beside_their_gemms() -> None:
+    cm = ComputeModel.for_gpu(H100)
+    lay = Layout(8, tp=8, global_batch=1, seq_len=2048, sequence_parallel=True)
+    m = ModelConfig("m", 2, 4096, 32, 16384, 32000, 2048)
+    plain = LayerCosts(m, Layout(8, tp=8, global_batch=1, seq_len=2048, sequence_parallel=True, tp_overlap="none"),
+                       cm, stack=Stack(host_ns=0))
+    te = LayerCosts(m, lay, cm, comm_ns=lambda kind, nbytes, group: 50_000, stack=Stack(host_ns=0))
+    colls = [s for s in plain.forward(False) if s.collective is not None]
+    assert [s.collective for s in colls] == [CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER] * 2
+    assert not any(s.overlap for s in colls)
+    tcolls = [s for s in te.forward(False) if s.collective is not None]
+    assert len(tcolls) == 4 and all(s.overlap for s in tcolls)
+    # backward: 3 collectives per block (gradient all-gather, input re-gather, dgrad reduce-scatter)
+    assert sum(1 for s in te.backward(False) if s.collective is not None) == 6
+    # each overlapped GEMM's step is its time with the 50 us collective beside it
+    steps = te.forward(False)
+    i = next(i for i, s in enumerate(steps) if s.collective is not None)
+    gemm = steps[i + 1]
+    g = te.kernel_ns(next(k for k in te.layer_kernels(False, False) if k.name == "qkv fprop"))
+    assert gemm.ns == pytest.approx(te.stack.overlapped_ns(g, 50_000, "te", 8))
+
+
+def test_host_overhead_bounds_a_pass_of_short_kernels() -> None:
+    cm = ComputeModel.for_gpu(H100)
+    lay = Layout(1, global_batch=1, seq_len=16)
+    fast = LayerCosts(GPT, lay, cm, stack=Stack(host_ns=0))
+    slow = LayerCosts(GPT, lay, cm, stack=Stack(host_ns=1_000_000))   # 1 ms a launch
+    n = sum(1 for k in fast.layer_kernels(False, False) if k.kind != "comm")
+    assert sum(s.ns for s in fast.forward(False)) < n * 1_000_000
+    assert sum(s.ns for s in slow.forward(False)) == pytest.approx(n * 1_000_000)
+
+
+def test_cli_kernels_and_json_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["llm", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--sequence-parallel",
+                 "--global-batch", "4", "--seq-len", "2048", "--kernels", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "layer forward" in text and "qkv fprop" in text and "tp all-gather (te overlap)" in text
+    d = json.loads(out.read_text())
+    assert d["calibration"]["status"] == "fitted" and d["calibration"]["derived_from"] is None
+    fwd = d["kernels"]["layer_forward"]
+    qkv = next(r for r in fwd if r["name"] == "qkv fprop")
+    # 2048 tokens, (32 + 2 x 8) x 128 / 8 = 768 outputs, 4096 inputs
+    assert qkv["shape"] == "2048 x 768 x 4096" and qkv["gflop"] == pytest.approx(2 * 2048 * 768 * 4096 / 1e9, rel=1e-3)
+    assert qkv["step_us"] >= qkv["time_us"] > 0
+    assert {"layer_backward", "output_forward", "optimizer"} <= set(d["kernels"])
