@@ -23,6 +23,7 @@ from podsim.llm import get_model
 from podsim.llm.layout import Layout
 from podsim.llm.model import with_overrides
 from podsim.llm.ops import LayerCosts
+from podsim.llm.stack import Stack
 
 H100 = get_gpu("h100-80gb")
 
@@ -99,7 +100,7 @@ def _layer_predictions(cm) -> list[tuple[float, float]]:  # type: ignore[no-unty
         m = with_overrides(get_model(name), dropout=0.0, bias=False)
         assert m.hidden == r.n and m.ffn // tp == r.k
         lay = Layout(tp, tp=tp, global_batch=r.batch, micro_batch=r.batch, seq_len=r.m)
-        lc = LayerCosts(m, lay, cm, True)
+        lc = LayerCosts(m, lay, cm, True, stack=Stack(host_ns=0))   # the kernels alone, as measured
         steps = lc.forward(False) if r.kernel == "layer_fwd" else lc.backward(False)
         out.append((r.time_us, sum(s.ns for s in steps if s.collective is None) / 1e3))
     return out

@@ -229,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--micro-batch", type=int, default=1, metavar="M")
     lm.add_argument("--seq-len", type=int, default=None, metavar="S", help="default: the model's")
     lm.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
+    lm.add_argument("--recompute-modules", default="core_attn", metavar="M,M,...",
+                    help="selective recompute's modules: core_attn (default), act, mlp, layernorm")
+    lm.add_argument("--recompute-num-layers", type=int, default=None, metavar="N",
+                    help="full recompute of only the first N layers of each virtual stage (Megatron's block "
+                         "method)")
     lm.add_argument("--sequence-parallel", action="store_true")
     lm.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"])
     opt = lm.add_mutually_exclusive_group()
@@ -686,7 +691,9 @@ def _run_llm(args: argparse.Namespace) -> int:
     lay = Layout(args.gpus, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep, vpp=args.vpp,
                  global_batch=args.global_batch, micro_batch=args.micro_batch,
                  seq_len=args.seq_len or model.seq_len, sequence_parallel=args.sequence_parallel,
-                 recompute=args.recompute, schedule="interleaved" if args.vpp > 1 else args.schedule,
+                 recompute=args.recompute, recompute_layers=args.recompute_num_layers,
+                 recompute_modules=tuple(x.strip() for x in args.recompute_modules.split(",") if x.strip()),
+                 schedule="interleaved" if args.vpp > 1 else args.schedule,
                  zero=args.zero, distributed_optimizer=args.distributed_optimizer, precision=args.precision,
                  overlap_grad_reduce=not args.no_overlap_grad_reduce,
                  first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,

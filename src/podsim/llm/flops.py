@@ -9,7 +9,9 @@ Megatron's SC'21 paper count it, not halved for the causal mask); the output lay
 
 which for GPT shapes is Korthikanti's ``72 B s l h^2 (1 + s/(6h) + V/(12 l h))``.  Hardware
 FLOPs add what recomputation re-runs: one more forward with full recompute (Narayanan et al.'s
-``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``), the attention scores with selective recompute.
+``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``; only the recomputed layers with
+``recompute_layers``), with selective recompute the attention scores (``core_attn``) and FC1
+(``mlp``).
 """
 
 from __future__ import annotations
@@ -35,17 +37,27 @@ def iteration_flops(model: ModelConfig, layout: Layout) -> tuple[float, float]:
     s = layout.seq_len
     tokens = layout.global_batch * s
     mat = score = 0.0
+    per_layer = []
     for i in range(model.layers):
         a, b = _layer_fwd_per_token(model, i, s)
         mat += a
         score += b
+        per_layer.append(a + b)
     logits = 2.0 * model.hidden * model.vocab
     fwd = tokens * (mat + score + logits)
     model_flops = 3 * fwd
+    hw = model_flops
     if layout.recompute == "full":
-        hw = model_flops + tokens * (mat + score)
+        if layout.recompute_layers is None:
+            hw += tokens * (mat + score)
+        else:   # the first N layers of every virtual stage
+            hw += tokens * sum(per_layer[i] for st in range(layout.pp) for c in range(layout.vpp)
+                               for i in layout.chunk_layers(model, st, c)
+                               if layout.recomputed_layer(model, st, c, i))
     elif layout.recompute == "selective":
-        hw = model_flops + tokens * score
-    else:
-        hw = model_flops
+        if layout.recomputes("core_attn"):
+            hw += tokens * score
+        if layout.recomputes("mlp"):   # FC1 re-run (FC2's input is the re-run activation)
+            hw += tokens * sum(2 * model.hidden * (model.mlp_matrices - 1) * model.ffn
+                               for i in range(model.layers) if not model.is_moe_layer(i))
     return model_flops, hw

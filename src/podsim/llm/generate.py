@@ -249,7 +249,7 @@ class _StageProgram:
                 for n, i in enumerate(order):
                     if zero3:
                         self._gather_params(i, label, order[n + 1] if n + 1 < len(order) else None)
-                    if lay.recompute == "full":
+                    if lay.recomputed_layer(m, s, chunk, i):
                         for st in costs.forward(m.is_moe_layer(i)):
                             self.step(st, f"{label} L{i} recompute")
                     for st in costs.backward(m.is_moe_layer(i)):

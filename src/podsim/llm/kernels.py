@@ -162,14 +162,14 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
     if flash:
         core = [Kernel("flash attention " + ("bwd" if backward else "fwd"), "attention", "attention",
                        sq, skv, d, bh, backward=backward)]
-        if backward and layout.recompute == "selective":
+        if backward and layout.recomputes("core_attn"):
             core.insert(0, Kernel("flash attention fwd (recompute)", "attention", "attention", sq, skv, d, bh))
     else:
         core = [Kernel("attention scores " + ("bwd" if backward else "fwd"), "attention", "attention_unfused",
                        sq, skv, d, bh, backward=backward),
                 _mem("scale-mask-softmax-dropout " + ("bwd" if backward else "fwd"), "attention",
                      bh * sq * skv * (11 if backward else 9), backward)]
-        if backward and layout.recompute == "selective":
+        if backward and layout.recomputes("core_attn"):
             core = [Kernel("attention scores fwd (recompute)", "attention", "attention_unfused", sq, skv, d, bh),
                     _mem("scale-mask-softmax-dropout fwd (recompute)", "attention", bh * sq * skv * 9)] + core
     if layout.cp > 1:  # ring attention: the K/V exchange with the other CP ranks runs under the core
@@ -189,6 +189,8 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
                        R * h * E * 3 + (R * h if dropout else 0)))
         return ks
     ks = []
+    if layout.recomputes("layernorm"):
+        ks.append(_mem("norm fwd (recompute)", "norm", R * h * (E + gin), True))
     if dropout:
         ks.append(_mem("dropout bwd", "attention", R * h * (2 * E + 1), True))
     ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, True, False)
@@ -208,15 +210,23 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     gin = 1.0 if fp8 else E
     dropout = model.dropout > 0
     act = "swiglu" if u == 2 else "gelu"
+    act_name = f"bias-{act}" if model.bias else act
     if not backward:
         ks = [_mem("norm fwd", "norm", R * h * (E + gin))]
         ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, False, True)
-        ks.append(_mem(f"bias-{act}" if model.bias else act, "mlp", T * f * (u * E + gin)))
+        ks.append(_mem(act_name, "mlp", T * f * (u * E + gin)))
         ks += _linear("fc2", "mlp", T, h, f, sh, fp8, False, False)
         ks.append(_mem("bias-dropout-add" if dropout else "residual add", "mlp",
                        R * h * E * 3 + (R * h if dropout else 0)))
         return ks
     ks = []
+    if layout.recomputes("layernorm"):
+        ks.append(_mem("norm fwd (recompute)", "norm", R * h * (E + gin), True))
+    if layout.recomputes("mlp"):   # the MLP re-run from its input: FC1, activation, FC2's input
+        ks += [_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, "fp8" if fp8 else sh.gemm_dtype, True),
+               _mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True)]
+    elif layout.recomputes("act"):
+        ks.append(_mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True))
     if dropout:
         ks.append(_mem("dropout bwd", "mlp", R * h * (2 * E + 1), True))
     ks += _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)

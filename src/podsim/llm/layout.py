@@ -38,6 +38,7 @@ SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 TP_OVERLAP = ("te", "async", "none")
+RECOMPUTE_MODULES = ("core_attn", "act", "mlp", "layernorm")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,12 @@ class Layout:
     seq_len: int = 2048
     sequence_parallel: bool = False
     recompute: str = "none"           #: none | selective | full
+    #: selective recompute's modules (Megatron-Core's --recompute-modules): core_attn (the
+    #: attention core), act (the MLP activation), mlp (the whole MLP), layernorm (the norms)
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    #: full recompute of only the first N layers of each virtual stage (Megatron's
+    #: --recompute-method block --recompute-num-layers N); None: every layer
+    recompute_layers: int | None = None
     schedule: str = "1f1b"            #: gpipe | 1f1b | interleaved (vpp > 1 implies interleaved)
     zero: int = 0                     #: DeepSpeed ZeRO stage 0-3
     distributed_optimizer: bool = False  #: Megatron's (= ZeRO-1 style sharding, fp32 grads)
@@ -105,6 +112,21 @@ class Layout:
     def __post_init__(self) -> None:
         if self.pipeline_layers is not None and not isinstance(self.pipeline_layers, tuple):
             object.__setattr__(self, "pipeline_layers", tuple(self.pipeline_layers))
+        if not isinstance(self.recompute_modules, tuple):
+            object.__setattr__(self, "recompute_modules", tuple(self.recompute_modules))
+
+    def recomputes(self, module: str) -> bool:
+        """Whether selective recomputation re-runs ``module`` in the backward."""
+        return self.recompute == "selective" and module in self.recompute_modules
+
+    def recomputed_layer(self, model: ModelConfig, stage: int, chunk: int, layer: int) -> bool:
+        """Whether full recomputation re-runs ``layer`` (of ``stage``'s ``chunk``): every layer,
+        or the first ``recompute_layers`` of each virtual stage."""
+        if self.recompute != "full":
+            return False
+        if self.recompute_layers is None:
+            return True
+        return layer - self.chunk_layers(model, stage, chunk).start < self.recompute_layers
 
     def virtual_stage_layer_counts(self, model: ModelConfig) -> list[int]:
         """Transformer layers of every virtual stage, in virtual-stage order
@@ -151,6 +173,15 @@ class Layout:
                 raise InputError(f"--{name.replace('_', '-')} must be a positive integer, got {v!r}")
         if self.recompute not in RECOMPUTE:
             raise InputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        bad = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
+        if bad or not self.recompute_modules:
+            raise InputError(f"--recompute-modules must name some of {', '.join(RECOMPUTE_MODULES)}, got "
+                             f"{','.join(self.recompute_modules) or 'none'}")
+        if self.recompute_layers is not None:
+            if self.recompute != "full":
+                raise InputError("--recompute-num-layers needs --recompute full")
+            if not isinstance(self.recompute_layers, int) or self.recompute_layers < 0:
+                raise InputError(f"--recompute-num-layers must be a non-negative integer, got {self.recompute_layers!r}")
         if self.schedule not in SCHEDULES:
             raise InputError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.precision not in PRECISIONS:

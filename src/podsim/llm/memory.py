@@ -25,7 +25,11 @@ sequences of ``s`` tokens (``h`` hidden, ``a`` heads, ``t`` TP):
   divided by ``t`` too: ``s b h (34/t + 5 a s / (h t))``;
 * selective recompute drops the ``5 a s / (h t)`` attention-score term, and so does fused
   (flash) attention, which never stores the scores;
-* full recompute keeps only each layer's input: ``2 s b h`` (``/ t`` with SP).
+* full recompute keeps only each layer's input: ``2 s b h`` (``/ t`` with SP) -- with
+  ``recompute_layers = N`` only for the first N layers of each virtual stage;
+* selective recompute of more modules (``recompute_modules``): ``act`` drops the activation's
+  output (half the MLP term), ``mlp`` both MLP intermediates, ``layernorm`` the norms' outputs
+  (4 of the 10).
 
 The 24 (parallel part) is generalised as ``(4 + 4 kv/a) + 4 f/h`` for GELU MLPs of width ``f``
 and ``6 f/h`` for SwiGLU (``kv`` KV heads), which is 24 for GPT's ``f = 4h``.  MoE layers keep
@@ -148,21 +152,31 @@ def stage_params(model: ModelConfig, layout: Layout, stage: int, matrices_only: 
     return p
 
 
-def layer_activation_bytes(model: ModelConfig, layout: Layout, layer: int) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti)."""
+def layer_activation_bytes(model: ModelConfig, layout: Layout, layer: int, recomputed: bool | None = None) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti).
+
+    ``recomputed``: whether full recomputation re-runs this layer (default: every layer under
+    ``recompute == "full"``).  Selective recomputation drops the activations its modules would
+    keep: ``core_attn`` the attention scores, ``act`` the MLP activation's output (half the MLP
+    term), ``mlp`` both MLP intermediates, ``layernorm`` the two norms' outputs (4 s b h)."""
     s = layout.seq_len / layout.cp
     b, h, a, t = layout.micro_batch, model.hidden, model.heads, layout.tp
     sbh = s * b * h
     sp = layout.sequence_parallel
-    if layout.recompute == "full":
+    if layout.recompute == "full" if recomputed is None else recomputed:
         return 2 * sbh / (t if sp else 1)
     mlp = (6.0 if model.activation == "swiglu" else 4.0) * model.expert_ffn / h if model.is_moe_layer(layer) \
         else (6.0 if model.activation == "swiglu" else 4.0) * model.ffn / h
     if model.is_moe_layer(layer):
         mlp *= model.top_k + model.shared_experts
+    if layout.recomputes("mlp"):
+        mlp = 0.0
+    elif layout.recomputes("act"):
+        mlp /= 2
     parallel = 4 + 4 * model.kv / a + mlp
-    coef = (10 + parallel) / t if sp else 10 + parallel / t
-    if layout.recompute == "none" and not layout.flash_attention:
+    rest = 6.0 if layout.recomputes("layernorm") else 10.0
+    coef = (rest + parallel) / t if sp else rest + parallel / t
+    if not layout.recomputes("core_attn") and not layout.flash_attention:
         coef += 5 * a * s / (h * t)
     return sbh * coef
 
@@ -184,8 +198,8 @@ def peak_activations(model: ModelConfig, layout: Layout, stage: int) -> tuple[fl
     p, v = layout.pp, layout.vpp
     sp_t = layout.tp if layout.sequence_parallel else 1
     emb = layout.seq_len / layout.cp * layout.micro_batch * model.hidden / sp_t
-    chunk_act = [sum(layer_activation_bytes(model, layout, i) for i in layout.chunk_layers(model, stage, c))
-                 for c in range(v)]
+    chunk_act = [sum(layer_activation_bytes(model, layout, i, layout.recomputed_layer(model, stage, c, i))
+                     for i in layout.chunk_layers(model, stage, c)) for c in range(v)]
     chunk_emb = [emb if c * p + stage == 0 else 0.0 for c in range(v)]
     kind = "interleaved" if layout.interleaved and p > 1 else layout.schedule
     live = [0] * v

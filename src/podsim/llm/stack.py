@@ -22,7 +22,7 @@ from ..errors import InputError
 class Stack:
     """How the software stack and overlapped communication cost time."""
 
-    host_ns: float = 6000.0
+    host_ns: float = 130000.0
     #: achieved GEMM / fused-attention throughput in a training step over the compute
     #: model's (sustained clocks under a full step's power draw, the attention kernels of the
     #: stack): kernel times are divided by it
@@ -30,7 +30,7 @@ class Stack:
     attention_efficiency: float = 1.0
     te_compute_slowdown: float = 0.10
     te_comm_slowdown: float = 0.10
-    nccl_compute_slowdown: float = 0.20
+    nccl_compute_slowdown: float = 0.16
     nccl_comm_slowdown: float = 0.10
 
     @classmethod

@@ -23,7 +23,9 @@ from ..hardware.gpu import GpuSpec
 from ..llm.layout import Layout
 from ..llm.memory import layer_activation_bytes, stage_layers, stage_params
 from ..llm.model import ModelConfig
+from ..llm.kernels import output_kernels
 from ..llm.ops import LayerCosts
+from ..llm.stack import Stack
 from .profiles import Executable
 
 COLLECTIVE_LATENCY_NS = 10_000   #: per tensor-parallel all-reduce (NCCL's small-message floor, order of 10 us)
@@ -51,7 +53,8 @@ def estimate_executable(name: str, model: ModelConfig, gpu: GpuSpec, stage_shape
             raise InputError(f"stage {s} of {name}: {t} GPUs do not divide {model.name}'s {model.heads} heads")
         lay = Layout(gpus=t * stages, tp=t, pp=stages, global_batch=batch, micro_batch=batch, seq_len=seq,
                      precision="bf16" if dtype == "bf16" else "fp16", flash_attention=True)
-        costs = LayerCosts(model, lay, cm)
+        # serving engines replay CUDA graphs: no host launch bound
+        costs = LayerCosts(model, lay, cm, stack=Stack.for_gpu(gpu.key, host_ns=0))
         ns = 0.0
         layers = stage_layers(model, lay, s)
         for i in layers:
@@ -62,8 +65,8 @@ def estimate_executable(name: str, model: ModelConfig, gpu: GpuSpec, stage_shape
                     ns += COLLECTIVE_LATENCY_NS + 2 * (t - 1) / t * step.nbytes / gpu.nvlink_bandwidth
         if s == 0:
             ns += costs.embedding(False).ns
-        if s == stages - 1:
-            ns += costs.output(False).ns
+        if s == stages - 1:  # the final norm and the logits; no loss when serving
+            ns += sum(costs.kernel_ns(k) for k in output_kernels(model, lay, False) if k.module != "loss")
         lats.append(max(1, math.ceil(ns)))
         weights = stage_params(model, lay, s) * cm.elem_bytes
         mem.append(int(weights + layer_activation_bytes(model, lay, layers[0])))

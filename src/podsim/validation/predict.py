@@ -11,8 +11,8 @@
   - anything else (Megatron-Core, NeMo, Meta's 4D stack, torchtitan): the row's precision,
     sequence parallelism with TP, the distributed optimizer (or the row's ZeRO / FSDP),
     fused attention, Transformer Engine's TP overlap and Megatron-Core's DP overlap, the row's
-    recompute (where not given: the least recomputation that fits in the GPU's memory -- none,
-    selective, full), micro-batch 1 where not given; a layer count that PP x VPP does not
+    recompute (where not given: the least recomputation that fits in the GPU's memory, see
+    :func:`least_recompute`), micro-batch 1 where not given; a layer count that PP x VPP does not
     divide is split as Megatron-Core does with the embedding and the loss counted as layers.
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``.
@@ -94,14 +94,22 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
 
 
 def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
-    """A row that does not say how activations were recomputed ran with the least that fits
-    in the GPU's memory: none, else selective, else full (what a practitioner does)."""
+    """A row that does not say how activations were recomputed ran with the least
+    recomputation that fits in the GPU's memory (what a practitioner does), tried from the
+    cheapest: none; selective recompute of the attention core, then also the norms, the MLP
+    activation, the whole MLP; then full recompute of 1, 2, ... layers per virtual stage; all."""
     from ..hardware.gpu import get_gpu
     from ..llm.memory import memory
 
     cap = get_gpu(gpu).memory_bytes
-    for rec in ("none", "selective", "full"):
-        trial = replace(lay, recompute=rec)
+    per_stage = max(len(lay.chunk_layers(model, st, c)) for st in range(lay.pp) for c in range(lay.vpp))
+    trials = [{"recompute": "none"}] + \
+        [{"recompute": "selective", "recompute_modules": mods}
+         for mods in (("core_attn",), ("core_attn", "layernorm"), ("core_attn", "layernorm", "act"),
+                      ("core_attn", "layernorm", "mlp"))] + \
+        [{"recompute": "full", "recompute_layers": n} for n in range(1, per_stage)] + [{"recompute": "full"}]
+    for kw in trials:
+        trial = replace(lay, **kw)
         if max(s.total for s in memory(model, trial)) <= cap:
             return trial
     return replace(lay, recompute="full")
