@@ -187,3 +187,24 @@ def test_full_recompute_of_n_layers_per_virtual_stage() -> None:
     mf_all, hf_all = iteration_flops(m, Layout(2, pp=2, vpp=2, global_batch=4, seq_len=16, recompute="full"))
     # half the layers re-run: half the extra forward
     assert mf == mf_all and hf - mf == pytest.approx((hf_all - mf_all) / 2)
+
+
+def test_zero3_gathers_every_unit_and_prefetches_layers() -> None:
+    from podsim.llm.generate import generate
+    m = ModelConfig("m2", 2, 64, 4, 256, 1000, 16)
+    lay = Layout(4, zero=3, global_batch=8, micro_batch=2, seq_len=16)   # DP 4, 1 micro-batch each... x2
+    assert lay.num_microbatches == 1
+    lay = Layout(4, zero=3, global_batch=8, micro_batch=1, seq_len=16)    # 2 micro-batches per rank
+    p = generate(m, lay, ComputeModel.for_gpu(H100)).programs[0]
+    names = p.names
+    gathers = [n for n in names if "zero-3 param all-gather" in n]
+    scatters = [n for n in names if "zero-3 grad reduce-scatter" in n]
+    # per micro-batch: forward gathers the embedding, 2 layers and the output layer; backward
+    # gathers them again (resharded after use) -> 2 x 4 x 2 micro-batches; gradients of the
+    # same 4 units reduce-scattered once per micro-batch
+    assert len(gathers) == 16 and len(scatters) == 8
+    assert sum("embedding" in n for n in gathers) == 4 and sum("output layer" in n for n in scatters) == 2
+    # layer 1's forward weights are prefetched: its all-gather is issued before layer 0's compute
+    first_l1 = next(i for i, n in enumerate(names) if "L1 zero-3 param all-gather" in n)
+    first_l0_compute = next(i for i, n in enumerate(names) if " L0 " in f" {n} " and "zero-3" not in n)
+    assert first_l1 < first_l0_compute

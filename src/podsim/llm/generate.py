@@ -29,7 +29,7 @@ from ..compute.model import KernelTimer
 from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from ..workload.pipeline_schedules import schedule
 from .layout import Layout
-from .memory import stage_layers, stage_params
+from .memory import embedding_params, output_params, stage_layers, stage_params
 from .model import ModelConfig
 from .ops import LayerCosts, Step
 
@@ -218,6 +218,8 @@ class _StageProgram:
                     r = self.recv(mb, g, g - 1, True)
                     self.prev = self.prev + [r]
                 else:
+                    if zero3:
+                        self._gather_params("emb", label, layers[0] if layers else None)
                     for st in costs.embedding_steps(False):
                         self.step(st, label)
                 for n, i in enumerate(layers):
@@ -229,6 +231,8 @@ class _StageProgram:
                     for st in costs.forward(m.is_moe_layer(i)):
                         self.step(st, f"{label} L{i}")
                 if g == last_v:
+                    if zero3:
+                        self._gather_params("out", label)
                     for st in costs.output_steps(False):
                         self.step(st, label)
                 else:
@@ -238,8 +242,12 @@ class _StageProgram:
                     r = self.recv(mb, g, g + 1, False)
                     self.prev = self.prev + [r]
                 else:
+                    if zero3:
+                        self._gather_params("out", label)
                     for st in costs.output_steps(True):
                         self.step(st, label)
+                    if zero3:
+                        self._scatter_grads("out", label)
                 last_mb = mb == mbs - 1
                 # ZeRO-2 / FSDP without resharding keep only their gradient shard: every
                 # micro-batch's gradients are reduce-scattered as its backward produces them
@@ -261,8 +269,12 @@ class _StageProgram:
                     elif last_mb:
                         self.bucket += self._layer_params(i)  # reduced after the backward
                 if g == 0:
+                    if zero3:
+                        self._gather_params("emb", label)
                     for st in costs.embedding_steps(True):
                         self.step(st, label)
+                    if zero3:
+                        self._scatter_grads("emb", label)
                 else:
                     self.send(mb, g - 1, False)
         self.slow = 1.0
@@ -276,7 +288,7 @@ class _StageProgram:
             return dense / lay.tp + m.experts * m.mlp_params(m.expert_ffn) / (lay.tp * lay.ep)
         return m.layer_params(i) / lay.tp
 
-    def _gather_params(self, i: int, label: str, prefetch: int | None = None) -> None:
+    def _gather_params(self, i: int | str, label: str, prefetch: int | str | None = None) -> None:
         """ZeRO-3 / FSDP: layer ``i`` waits for its weights' all-gather (issued now if no
         prefetch did), then the next layer's (``prefetch``) is issued on the DP stream to run
         under layer ``i``'s compute, as FSDP's and DeepSpeed's prefetching do."""
@@ -288,16 +300,25 @@ class _StageProgram:
         if prefetch is not None and prefetch not in self.z3_gathers:
             self.z3_gathers[prefetch] = self._issue_gather(prefetch, label)
 
-    def _issue_gather(self, i: int, label: str) -> int:
-        self._flush()
-        return self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 param all-gather", list(self.prev),
-                         collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(self._layer_params(i) * 2),
-                         group="dp", stream="dp")
+    def _unit(self, i: int | str) -> tuple[str, int]:
+        """A ZeRO-3 unit's name and its bf16 weight bytes on one GPU: a layer, or the input
+        embedding (``"emb"``) / the output layer (``"out"``)."""
+        if i == "emb":
+            return "embedding", int(embedding_params(self.m, self.lay) * 2)
+        if i == "out":
+            return "output layer", int(output_params(self.m, self.lay) * 2)
+        return f"L{i}", int(self._layer_params(int(i)) * 2)
 
-    def _scatter_grads(self, i: int, label: str) -> None:
+    def _issue_gather(self, i: int | str, label: str) -> int:
         self._flush()
-        nbytes = int(self._layer_params(i) * 2)
-        op = self._add(OpKind.COLLECTIVE, f"{label} L{i} zero-3 grad reduce-scatter",
+        name, nbytes = self._unit(i)
+        return self._add(OpKind.COLLECTIVE, f"{label} {name} zero-3 param all-gather", list(self.prev),
+                         collective=int(CollectiveKind.ALL_GATHER), size_bytes=nbytes, group="dp", stream="dp")
+
+    def _scatter_grads(self, i: int | str, label: str) -> None:
+        self._flush()
+        name, nbytes = self._unit(i)
+        op = self._add(OpKind.COLLECTIVE, f"{label} {name} zero-3 grad reduce-scatter",
                        list(self.prev), collective=int(CollectiveKind.REDUCE_SCATTER), size_bytes=nbytes,
                        group="dp", stream="dp")
         self.pending_dp.append(op)
