@@ -1,9 +1,10 @@
 """Fit the A100 compute model to Megatron SC'21 Table 1 and print the per-row errors.
 
-    python scripts/calibrate_compute.py [--data ../shared/data] [--quick]
+    python scripts/calibrate_compute.py [--quick]
 
-Every Table 1 row is simulated as ``podsim validate`` does (``validation.throughput_layout``:
-fp16, unfused attention, full recomputation, gradients reduced in fp16 after the backward,
+Every Table 1 row (podsim's fitted set, ``validation/calibration.csv``) is simulated as
+``podsim validate`` does (``validation.predict.layout_of``: fp16, unfused attention, full
+recomputation, gradients reduced in fp16 after the backward, blocking TP collectives,
 dgx-a100-superpod, analytical network) with the roofline's ``gemm_max`` and ``gemm_knee`` on a
 grid, ``memory_max`` 0.80 and ``launch_ns`` 200 fixed (a coarser search moved neither much).
 The objective is mean |error| + max |error| / 2 over the ten rows.  The winner goes into
@@ -13,35 +14,31 @@ The objective is mean |error| + max |error| / 2 over the ten rows.  The winner g
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 from multiprocessing import Pool
 
 from podsim.compute.model import ComputeModel
 from podsim.hardware.gpu import get_gpu
-from podsim.validation import throughput
+from podsim.validation.predict import throughput
+from podsim.validation.rows import shipped_rows
 
 FIXED = {"memory_max": 0.80, "launch_ns": 200.0, "flash_max": 0.55, "flash_knee": 48.0}
 
 
-def _rows(data: str) -> list[dict]:
-    with open(os.path.join(data, "calibration", "published_measurements.csv"), newline="") as f:
-        return [r for r in csv.DictReader(f)
-                if r["row_id"].startswith("megatron_sc21_t1") and r["metric"] == "tflops_per_gpu"]
+def _rows() -> list[dict]:
+    return [r for r in shipped_rows(("fitted",)) if r["row_id"].startswith("megatron_sc21_t1")]
 
 
 def _error(args: tuple[dict, dict]) -> float:
     row, params = args
     cm = ComputeModel.for_gpu(get_gpu("a100-80gb"), "fp16", **params)
-    return throughput(row, cm) / float(row["value"]) - 1
+    return throughput(row, "analytical", cm) / float(row["value"]) - 1
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("PODSIM_REFERENCE_DATA", "../shared/data"))
     ap.add_argument("--quick", action="store_true", help="only the shipped parameters")
     a = ap.parse_args()
-    rows = _rows(a.data)
+    rows = _rows()
     grid = [(0.84, 150.0)] if a.quick else [(g, k) for g in (0.80, 0.82, 0.84, 0.86) for k in (50, 100, 150, 200)]
     best = None
     with Pool(2) as pool:

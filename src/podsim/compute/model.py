@@ -24,7 +24,7 @@ from typing import Protocol
 from ..hardware.gpu import GpuSpec, gpu_specs
 
 #: A100 fit (docs/compute.md); the defaults for every GPU without its own
-DEFAULT_EFFICIENCY = {"gemm_max": 0.84, "gemm_knee": 150.0, "memory_max": 0.80, "flash_max": 0.55,
+DEFAULT_EFFICIENCY = {"gemm_max": 0.82, "gemm_knee": 150.0, "memory_max": 0.80, "flash_max": 0.55,
                       "flash_knee": 48.0, "launch_ns": 200.0}
 
 
