@@ -168,7 +168,10 @@ def test_fp8_runs_only_gemms_in_fp8() -> None:
     bf, f8 = ComputeModel.for_gpu(H100, "bf16"), ComputeModel.for_gpu(H100, "fp8")
     assert f8.attention_ns(32, 4096, 4096, 128) == bf.attention_ns(32, 4096, 4096, 128)
     assert f8.elem_bytes == 2 and f8.memory_ns(1e9) == bf.memory_ns(1e9)
-    assert bf.gemm_ns(8192, 8192, 8192) / f8.gemm_ns(8192, 8192, 8192) == pytest.approx(2.0, rel=0.01)
+    # fp8 GEMMs have their own fit (fp8_gemm_max 0.731, knee 151 vs bf16 0.793, knee 91): at
+    # 8192^3 the speed-up is 2 x (0.731 / 0.793) x ((8192 / 8343) / (8192 / 8283))^3 = 1.80
+    expect = 2 * (0.731 / 0.793) * ((8192 / (8192 + 151)) / (8192 / (8192 + 91))) ** 3
+    assert bf.gemm_ns(8192, 8192, 8192) / f8.gemm_ns(8192, 8192, 8192) == pytest.approx(expect, rel=0.01)
     t8 = table_model("measured", "h100-80gb", "fp8")
     tb = table_model("measured", "h100-80gb", "bf16")
     assert t8.attention_ns(32, 4096, 4096, 128) == tb.attention_ns(32, 4096, 4096, 128)
