@@ -104,6 +104,12 @@ def test_report_separates_sets_and_gpus() -> None:
     assert "fitted: mean 7.50%, max 10.00% over 2 rows" in text
     assert "reported: mean 10.00%, max 10.00% over 1 rows" in text
     assert "h100-80gb: mean 10.00%" in text and "a100-80gb: mean 5.00%" in text and "b200: mean 10.00%" in text
+    # a row outside the model is listed, not averaged
+    checks.append(Check("d", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 300, "fitted", "a100-80gb",
+                        outside="a 2021 stack"))
+    text = format_checks(checks, 0)
+    assert "fitted: mean 7.50%, max 10.00% over 2 rows" in text and "(outside the model)" in text
+    assert "1 rows shown above but not averaged, outside podsim's model: a 2021 stack" in text
 
 
 def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

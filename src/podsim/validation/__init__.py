@@ -28,6 +28,8 @@ class Check:
     set: str = "fitted"
     gpu: str = ""
     source: str = ""
+    #: why the row is shown but not averaged (a software podsim does not model), or ""
+    outside: str = ""
 
     @property
     def error(self) -> float:
@@ -38,7 +40,7 @@ class Check:
         return {"row_id": self.row_id, "set": self.set, "gpu": self.gpu, "config": self.config,
                 "metric": self.metric, "unit": self.unit, "measured": self.measured,
                 "predicted": round(self.predicted, 6), "error_pct": round(100 * self.error, 3),
-                "source": self.source}
+                "source": self.source, "outside_the_model": self.outside or None}
 
 
 def _config(r: dict) -> str:
@@ -76,8 +78,11 @@ def run_validation(rows: str | Path | None = None, only: str | None = None,
         if progress is not None:
             progress(r["row_id"])
         predicted = h(r, backend) if h.__name__ == "throughput" else h(r)
+        notes = r.get("notes", "")
+        outside = notes.split(";")[0].removeprefix("outside the model:").strip() \
+            if notes.startswith("outside the model:") else ""
         checks.append(Check(r["row_id"], _config(r), r["metric"], r.get("unit", ""), float(r["value"]), predicted,
-                            r["set"], r.get("gpu", ""), r.get("source", "")))
+                            r["set"], r.get("gpu", ""), r.get("source", ""), outside))
     return checks, skipped
 
 
@@ -93,7 +98,9 @@ _FAMILIES = (("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
 
 
 def format_checks(checks: list[Check], skipped: int) -> str:
-    """The table, one block per set, then mean and max |error| per set, per GPU, per source."""
+    """The table, one block per set, then mean and max |error| per set, per GPU type, per family
+    (fitted set) or source (reported set).  Rows marked outside the model (their ``notes``
+    start with ``outside the model:``) are shown but not averaged."""
     lines = []
     for s in ("fitted", "reported", "user"):
         mine = [c for c in checks if c.set == s]
@@ -105,10 +112,14 @@ def format_checks(checks: list[Check], skipped: int) -> str:
         lines.append(f"{title}\n{'row':<46} {'configuration':<44} {'measured':>10} {'predicted':>10} {'error':>8}")
         for c in mine:
             lines.append(f"{c.row_id[:46]:<46} {c.config[:44]:<44} {c.measured:>10.4g} {c.predicted:>10.4g} "
-                         f"{100 * c.error:>+7.1f}%")
+                         f"{100 * c.error:>+7.1f}%" + ("  (outside the model)" if c.outside else ""))
         lines.append("")
     if not checks:
         return f"no rows compared ({skipped} skipped)"
+    outside = [c for c in checks if c.outside]
+    checks = [c for c in checks if not c.outside]
+    if not checks:
+        return "\n".join(lines + [f"{len(outside)} rows, all outside the model ({skipped} skipped)"])
     errs = [abs(c.error) for c in checks]
     lines.append(f"{len(checks)} rows compared ({skipped} skipped): mean |error| {100 * sum(errs) / len(errs):.2f}%, "
                  f"max {100 * max(errs):.2f}%")
@@ -124,6 +135,12 @@ def format_checks(checks: list[Check], skipped: int) -> str:
             sub = [abs(c.error) for c in mine if c.row_id.startswith(prefix)]
             if sub:
                 lines.append(f"    {label}: {_stats(sub)}")
+        if s != "fitted":
+            for src in sorted({c.source for c in mine if c.source}):
+                lines.append(f"    {src[:70]}: {_stats([abs(c.error) for c in mine if c.source == src])}")
+    if outside:
+        why = sorted({c.outside for c in outside})
+        lines.append(f"  {len(outside)} rows shown above but not averaged, outside podsim's model: " + "; ".join(why))
     return "\n".join(lines)
 
 
