@@ -192,7 +192,7 @@ class _StageProgram:
             return
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
-        nbytes = int(self.bucket * lay.grad_reduce_bytes)
+        nbytes = int(self.bucket * lay.grad_reduce_bytes * (self.comm_bwd if self.slow != 1.0 else 1.0))
         self._flush()
         op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
                        list(self.prev), collective=int(kind), size_bytes=nbytes,
@@ -363,7 +363,7 @@ class _StageProgram:
             bucket += self._layer_params(i)
             if bucket >= limit or n == len(layers) - 1:
                 op = self._add(OpKind.COLLECTIVE, f"dp param all-gather L{first}", [],
-                               collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(bucket * 2),
+                               collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(bucket * 2 * self.comm_fwd),
                                group="dp", stream="dp")
                 self.param_gathers[first] = op
                 bucket, first = 0.0, None
@@ -372,8 +372,11 @@ class _StageProgram:
         """(backward, forward) compute slowdown factors while DP collectives run beside it:
         ``1 + nccl_compute_slowdown x duty``, the duty being the collectives' closed-form time
         over the compute they overlap (one micro-batch's backward for the gradient
-        reduce-scatters, its forward for the parameter all-gathers), at most 1."""
+        reduce-scatters, its forward for the parameter all-gathers), at most 1.  The
+        collectives slow too: their bytes are scaled by ``1 + nccl_comm_slowdown x share``, the
+        share of their time that compute runs beside them (``comm_bwd`` / ``comm_fwd``)."""
         lay = self.lay
+        self.comm_bwd = self.comm_fwd = 1.0
         if estimate is None or lay.dp * lay.cp == 1 or lay.zero >= 3:
             return 1.0, 1.0
         a = self.costs.stack.nccl_compute_slowdown
@@ -384,12 +387,21 @@ class _StageProgram:
         fwd = sum(st.ns for i in layers for st in self.costs.forward(self.m.is_moe_layer(i)) if st.collective is None)
         bwd = sum(st.ns for i in layers for st in self.costs.backward(self.m.is_moe_layer(i)) if st.collective is None)
 
-        def duty(k: CollectiveKind, nbytes: float, window: float) -> float:
-            t = estimate(k, int(nbytes), "dp")
-            return 0.0 if t is None or window <= 0 else min(1.0, t / window)
+        b = self.costs.stack.nccl_comm_slowdown
 
-        slow_bwd = 1 + a * duty(kind, params * lay.grad_reduce_bytes, bwd) if lay.overlap_grad_reduce else 1.0
-        slow_fwd = 1 + a * duty(CollectiveKind.ALL_GATHER, params * 2, fwd) if self._gathers_overlapped() else 1.0
+        def duty(k: CollectiveKind, nbytes: float, window: float) -> tuple[float, float]:
+            t = estimate(k, int(nbytes), "dp")
+            if t is None or t <= 0 or window <= 0:
+                return 0.0, 0.0
+            return min(1.0, t / window), min(1.0, window / t)
+
+        slow_bwd = slow_fwd = 1.0
+        if lay.overlap_grad_reduce:
+            d, share = duty(kind, params * lay.grad_reduce_bytes, bwd)
+            slow_bwd, self.comm_bwd = 1 + a * d, 1 + b * share
+        if self._gathers_overlapped():
+            d, share = duty(CollectiveKind.ALL_GATHER, params * 2, fwd)
+            slow_fwd, self.comm_fwd = 1 + a * d, 1 + b * share
         return slow_bwd, slow_fwd
 
 
