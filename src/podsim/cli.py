@@ -204,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--model", metavar="NAME", help="a zoo model (--list shows them)")
     src.add_argument("--model-config", metavar="FILE", help="a HuggingFace-style config.json")
     src.add_argument("--list", action="store_true", help="list the zoo's models and the GPUs, then exit")
-    lm.add_argument("--gpu", default="a100-80gb", metavar="NAME", help="v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200")
+    lm.add_argument("--gpu", default="a100-80gb", metavar="NAME",
+                    help="a GPU key or alias (see --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, "
+                         "b200, b300, gb200, gb300, mi300x")
     lm.add_argument("--gpus", type=int, metavar="N", help="GPUs in the job (required)")
     lm.add_argument("--tp", type=int, default=1, metavar="T")
     lm.add_argument("--pp", type=int, default=1, metavar="P")

@@ -1,23 +1,57 @@
 """GPU specifications, kept as data (``hardware/gpus.yaml``).
 
-Units: ``peak_tflops`` in 10^12 FLOP/s (dense), ``memory_gib`` in 2^30 B, bandwidths in bytes
-per ns (= GB/s, 10^9 B/s).
+Units: ``peak_tflops`` in 10^12 FLOP/s (dense, no sparsity), ``memory_gib`` in 2^30 B (what the
+driver reports), bandwidths in bytes per ns (= GB/s, 10^9 B/s), ``boost_clock_mhz`` in MHz,
+``tdp_w`` in W.  Every shipped entry cites its figures in ``sources``; see docs/hardware.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 import yaml
 
 from ..errors import InputError, unknown_key_error
 from ..units import parse_bandwidth
 
+#: the dtypes a ``peak_tflops`` mapping may name
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
+_REQUIRED = ("name", "memory_gib", "hbm_bandwidth", "nvlink_bandwidth", "peak_tflops")
+_OPTIONAL = ("efficiency", "sources", "nvlink_generation", "sm_count", "boost_clock_mhz", "tdp_w", "vendor",
+             "architecture")
+_KEYS = frozenset(_REQUIRED + _OPTIONAL)
+_VENDORS = ("nvidia", "amd")
+#: what a dtype falls back to on a GPU without it (fp4 -> fp8 -> bf16)
+_FALLBACK = {"fp4": "fp8", "fp6": "fp8", "fp8": "bf16"}
+
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU model."""
+    """One GPU model.
+
+    The first seven fields keep their positional order (``GpuSpec(key, name, memory_gib,
+    hbm_bandwidth, nvlink_bandwidth, peak_tflops, efficiency)``); the rest are optional.
+
+    Attributes:
+        key: the key in gpus.yaml (``h100-80gb``).
+        name: the datasheet name (``H100-SXM5-80GB``).
+        memory_gib: HBM capacity as the driver reports it, in GiB (2^30 B).
+        hbm_bandwidth: peak HBM bandwidth, bytes per ns (= GB/s).
+        nvlink_bandwidth: scale-up (NVLink / Infinity Fabric) bandwidth per GPU, per direction,
+            bytes per ns (= GB/s).
+        peak_tflops: dtype -> dense peak in TFLOP/s (10^12 FLOP/s, no sparsity).
+        efficiency: the compute model's calibration (may be empty).
+        sources: where the figures come from (document, table or page, URL).
+        nvlink_generation: NVLink generation (4 = Hopper, 5 = Blackwell); None where the GPU has
+            none (AMD's Infinity Fabric) or it is not recorded.
+        sm_count: streaming multiprocessors (NVIDIA) or compute units (AMD).
+        boost_clock_mhz: boost (peak engine) clock, MHz.
+        tdp_w: board power (TDP / TGP), W.
+        vendor: ``nvidia`` or ``amd``.
+        architecture: ``volta``, ``ampere``, ``hopper``, ``blackwell``, ``blackwell-ultra``, ``cdna3``...
+    """
 
     key: str
     name: str
@@ -26,38 +60,125 @@ class GpuSpec:
     nvlink_bandwidth: float        #: bytes per ns, per direction
     peak_tflops: dict = field(default_factory=dict)   #: dtype -> dense TFLOP/s
     efficiency: dict = field(default_factory=dict)    #: compute-model calibration (may be empty)
+    sources: tuple[str, ...] = ()
+    nvlink_generation: int | None = None
+    sm_count: int | None = None
+    boost_clock_mhz: float | None = None
+    tdp_w: float | None = None
+    vendor: str = "nvidia"
+    architecture: str = ""
 
     def peak(self, dtype: str) -> float:
-        """Dense peak in FLOP per ns (= TFLOP/s x 1000) for ``dtype``; fp8 falls back to bf16
-        on GPUs without it."""
-        if dtype not in self.peak_tflops:
-            if dtype == "fp8" and "bf16" in self.peak_tflops:
-                dtype = "bf16"
-            else:
-                raise InputError(f"{self.name} has no {dtype} peak; it has {', '.join(self.peak_tflops)}")
-        return float(self.peak_tflops[dtype]) * 1000.0
+        """Dense peak in FLOP per ns (= TFLOP/s x 1000) for ``dtype``.  A GPU without fp4 (or
+        fp6) falls back to fp8, and one without fp8 to bf16 (fp4 -> fp8 -> bf16).
+
+        Raises:
+            InputError: when neither the dtype nor its fall-backs have a peak.
+        """
+        d = dtype
+        while d not in self.peak_tflops and d in _FALLBACK:
+            d = _FALLBACK[d]
+        if d not in self.peak_tflops:
+            raise InputError(f"{self.name} has no {dtype} peak; it has {', '.join(self.peak_tflops)}")
+        return float(self.peak_tflops[d]) * 1000.0
 
     @property
     def memory_bytes(self) -> float:
         return self.memory_gib * (1 << 30)
 
 
-def gpu_specs() -> dict[str, GpuSpec]:
-    """Every shipped GPU, by key (``a100-80gb``, ``h100-80gb``, ...)."""
-    data = yaml.safe_load((resources.files("podsim.hardware") / "gpus.yaml").read_text())
-    out = {}
-    for key, d in data.items():
-        eff = d.get("efficiency") or {}
-        if isinstance(eff, str):  # the name of another GPU whose fit this one shares
-            eff = data[eff].get("efficiency") or {}
-        out[key] = GpuSpec(key, d["name"], float(d["memory_gib"]), parse_bandwidth(d["hbm_bandwidth"]),
-                           parse_bandwidth(d["nvlink_bandwidth"]), dict(d["peak_tflops"]), dict(eff))
-    return out
+def _number(v: object, source: str, where: str, *, integer: bool = False) -> float:
+    ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if not ok or isinstance(v, bool) or v <= 0:
+        what = "a positive integer" if integer else "a positive number"
+        raise InputError(f"expected {what}, got {v!r}", source, where)
+    return v
+
+
+def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
+    if not isinstance(d, dict):
+        raise InputError(f"expected a mapping with {', '.join(_REQUIRED)}", source, key)
+    for k in d:
+        if k not in _KEYS:
+            e = unknown_key_error(str(k), _KEYS, source)
+            raise InputError(e.message, source, f"{key}.{k}")
+    for k in _REQUIRED:
+        if k not in d:
+            raise InputError(f"missing required field {k!r}", source, key)
+    peaks = d["peak_tflops"]
+    if not isinstance(peaks, dict) or not peaks:
+        raise InputError("expected a mapping dtype -> TFLOP/s", source, f"{key}.peak_tflops")
+    for dt, v in peaks.items():
+        if dt not in DTYPES:
+            e = unknown_key_error(str(dt), DTYPES, source, what="dtype")
+            raise InputError(e.message, source, f"{key}.peak_tflops.{dt}")
+        _number(v, source, f"{key}.peak_tflops.{dt}")
+    eff = d.get("efficiency") or {}
+    if isinstance(eff, str):  # the name of another GPU whose fit this one shares
+        if eff not in data or not isinstance(data[eff], dict):
+            e = unknown_key_error(eff, data, source, what="GPU")
+            raise InputError(e.message, source, f"{key}.efficiency")
+        eff = data[eff].get("efficiency") or {}
+        if isinstance(eff, str):
+            raise InputError(f"efficiency names {d['efficiency']!r}, which itself names another GPU",
+                             source, f"{key}.efficiency")
+    sources = d.get("sources") or []
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        raise InputError("expected a list of strings", source, f"{key}.sources")
+    vendor = d.get("vendor", "nvidia")
+    if vendor not in _VENDORS:
+        e = unknown_key_error(str(vendor), _VENDORS, source, what="vendor")
+        raise InputError(e.message, source, f"{key}.vendor")
+    opt = {}
+    for k, integer in (("nvlink_generation", True), ("sm_count", True), ("boost_clock_mhz", False),
+                       ("tdp_w", False)):
+        if d.get(k) is not None:
+            opt[k] = _number(d[k], source, f"{key}.{k}", integer=integer)
+    return GpuSpec(key, str(d["name"]), float(_number(d["memory_gib"], source, f"{key}.memory_gib")),
+                   parse_bandwidth(d["hbm_bandwidth"], source, f"{key}.hbm_bandwidth"),
+                   parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
+                   {str(k): float(v) for k, v in peaks.items()}, dict(eff), tuple(sources),
+                   vendor=str(vendor), architecture=str(d.get("architecture", "")), **opt)
+
+
+def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
+    """Every GPU in a gpus.yaml-style file, by key (``a100-80gb``, ``h100-80gb``, ...).
+
+    Args:
+        path: a YAML file of the same form as the shipped ``hardware/gpus.yaml``; None reads the
+            shipped one.
+
+    Raises:
+        InputError: for a missing or malformed file, naming the GPU and key at fault (an unknown
+            key included).
+    """
+    if path is None:
+        text = (resources.files("podsim.hardware") / "gpus.yaml").read_text()
+        source = "podsim/hardware/gpus.yaml"
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise InputError("no such GPU file", str(p))
+        text, source = p.read_text(), str(p)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source,
+                         f"line {mark.line + 1}" if mark is not None else None) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping of GPU key -> spec", source)
+    return {str(key): _spec(str(key), d, data, source) for key, d in data.items()}
 
 
 _ALIASES = {"a100": "a100-80gb", "h100": "h100-80gb", "v100": "v100-32gb", "a100-sxm4-80gb": "a100-80gb",
-            "a100-sxm4-40gb": "a100-40gb", "h100-sxm5-80gb": "h100-80gb", "b200 (hgx)": "b200",
-            "h200-sxm-141gb": "h200", "b200": "b200"}
+            "a100-sxm4-40gb": "a100-40gb", "h100-sxm5-80gb": "h100-80gb", "h100-sxm": "h100-80gb",
+            "b200 (hgx)": "b200", "b200-sxm-180gb": "b200", "hgx-b200": "b200",
+            "h200-sxm-141gb": "h200", "h200-sxm": "h200",
+            "gb200-nvl72": "gb200", "gb200 nvl72": "gb200", "b200 (gb200)": "gb200",
+            "gb300-nvl72": "gb300", "gb300 nvl72": "gb300", "b300 (gb300)": "gb300", "blackwell-ultra": "gb300",
+            "b300-sxm6-ac": "b300", "b300 sxm6 ac": "b300", "hgx-b300": "b300", "b300 (hgx)": "b300",
+            "mi300": "mi300x", "amd instinct mi300x": "mi300x", "instinct-mi300x": "mi300x"}
 
 
 def get_gpu(name: str) -> GpuSpec:
