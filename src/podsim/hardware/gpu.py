@@ -67,6 +67,9 @@ class GpuSpec:
     tdp_w: float | None = None
     vendor: str = "nvidia"
     architecture: str = ""
+    #: whose compute-model fit ``efficiency`` is: this GPU's key, another GPU's (a derived fit:
+    #: ``efficiency: <key>`` in the file), or "" (none: the A100 fit applies)
+    efficiency_from: str = ""
 
     def peak(self, dtype: str) -> float:
         """Dense peak in FLOP per ns (= TFLOP/s x 1000) for ``dtype``.  A GPU without fp4 (or
@@ -114,7 +117,9 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
             raise InputError(e.message, source, f"{key}.peak_tflops.{dt}")
         _number(v, source, f"{key}.peak_tflops.{dt}")
     eff = d.get("efficiency") or {}
+    eff_from = key if eff else ""
     if isinstance(eff, str):  # the name of another GPU whose fit this one shares
+        eff_from = eff
         if eff not in data or not isinstance(data[eff], dict):
             e = unknown_key_error(eff, data, source, what="GPU")
             raise InputError(e.message, source, f"{key}.efficiency")
@@ -138,7 +143,8 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
                    parse_bandwidth(d["hbm_bandwidth"], source, f"{key}.hbm_bandwidth"),
                    parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
                    {str(k): float(v) for k, v in peaks.items()}, dict(eff), tuple(sources),
-                   vendor=str(vendor), architecture=str(d.get("architecture", "")), **opt)
+                   vendor=str(vendor), architecture=str(d.get("architecture", "")), efficiency_from=eff_from,
+                   **opt)
 
 
 def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:

@@ -37,7 +37,8 @@ from .memory import GIB, memory, stage_params
 from .model import ModelConfig
 
 _PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
-                   "h200": "dgx-h100", "b200": "dgx-h100"}
+                   "h200": "dgx-h200", "b200": "dgx-b200", "b300": "dgx-b200", "gb200": "gb200-nvl72",
+                   "gb300": "gb300-nvl72"}
 
 
 @dataclass
@@ -123,7 +124,7 @@ def calibration_of(gpu: GpuSpec, table: bool) -> dict:
     fit = _FITS.get(gpu.key)
     if fit is not None:
         return {"status": "fitted", "source": fit, "derived_from": None}
-    own = getattr(gpu, "efficiency_from", None)
+    own = gpu.efficiency_from
     sib = own if own and own != gpu.key else "a100-80gb"
     return {"status": "derived", "source": f"{sib}'s fit ({_FITS.get(sib, 'its own')}) on the {gpu.name}'s "
             "datasheet peaks and HBM bandwidth", "derived_from": sib}
