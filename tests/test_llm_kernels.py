@@ -208,3 +208,16 @@ def test_zero3_gathers_every_unit_and_prefetches_layers() -> None:
     first_l1 = next(i for i, n in enumerate(names) if "L1 zero-3 param all-gather" in n)
     first_l0_compute = next(i for i, n in enumerate(names) if " L0 " in f" {n} " and "zero-3" not in n)
     assert first_l1 < first_l0_compute
+
+
+def test_calibration_status_per_gpu() -> None:
+    from podsim.llm.run import calibration_of
+    # fitted on their own measurements: A100 80GB (Table 1), H100 (kernel table)
+    assert calibration_of(get_gpu("a100-80gb"), False)["status"] == "fitted"
+    assert calibration_of(get_gpu("h100"), False)["status"] == "fitted"
+    # the others borrow a measured sibling's fit on their own datasheet
+    for gpu, sibling in (("gb200", "h100-80gb"), ("b200", "h100-80gb"), ("h200", "h100-80gb"),
+                         ("gb300", "h100-80gb"), ("a100-40gb", "a100-80gb")):
+        c = calibration_of(get_gpu(gpu), False)
+        assert (c["status"], c["derived_from"]) == ("derived", sibling), gpu
+    assert calibration_of(get_gpu("h100"), True)["status"] == "measured"
