@@ -10,8 +10,9 @@ label always takes the same path, different labels (NCCL channels, queue pairs) 
 the equal-cost paths, and a different ``seed`` gives another deterministic spread.
 
 With ``adaptive=True`` (InfiniBand adaptive routing, Spectrum-X) a caller that passes the
-current per-link flow counts gets, at each hop, the equal-cost link carrying the fewest flows
-(the hash breaks ties), and such routes are not cached.
+current per-link flow counts gets, at each hop, the equal-cost link whose path is least
+congested -- the most flows on it or, one hop further, on the emptiest link it can continue
+on (the hash breaks ties) -- and such routes are not cached.
 
 Distances between forwarding nodes are computed once (min-plus relaxation over all sources
 at once, in blocks); the distance from a forwarding node to any destination then follows from
@@ -69,6 +70,7 @@ class Router:
         self._to_cache: dict[int, np.ndarray] = {}
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self._next_cache: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._onward_cache: dict[tuple[int, int], list[int]] = {}
 
     @staticmethod
     def _tables(fabric: Fabric) -> tuple:
@@ -160,8 +162,7 @@ class Router:
             if cands is None:
                 cands = nxt[(u, dst)] = self._next_hops(u, dst)
             if len(cands) > 1 and adaptive:
-                least = min(int(load[c[0]]) for c in cands)  # type: ignore[index]
-                cands = [c for c in cands if int(load[c[0]]) == least]  # type: ignore[index]
+                cands = self._least_congested(cands, dst, load)  # type: ignore[arg-type]
             if len(cands) > 1:
                 link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
             else:
@@ -171,6 +172,55 @@ class Router:
         if not adaptive:
             self._route_cache[key] = out
         return out
+
+    def _least_congested(self, cands: list[tuple[int, int]], dst: int,
+                         load: np.ndarray | list[int]) -> list[tuple[int, int]]:
+        """The adaptive choices whose path is least congested: the most flows on the link or,
+        one hop further, on the least-loaded link it can continue on (a spine has one link down
+        to each leaf, so choosing the uplink chooses the downlink too: without the look-ahead,
+        flows that each take the emptiest uplink collide on the downlink behind it).  Ties: the
+        fewest flows on the link itself."""
+        best: tuple[int, int] | None = None
+        out: list[tuple[int, int]] = []
+        for c in cands:
+            link, v = c
+            here = int(load[link])
+            if best is not None and here > best[0]:
+                continue   # already worse than the best, whatever lies behind it
+            if v == dst:
+                sc = (here, here)
+            else:
+                after = min(int(load[x]) for x in self._onward(v, dst))
+                sc = (max(here, after), here)
+            if best is None or sc < best:
+                best, out = sc, [c]
+            elif sc == best:
+                out.append(c)
+        return out
+
+    def _onward(self, v: int, dst: int) -> list[int]:
+        """The links from ``v`` that carry a flow on towards ``dst``: ``v``'s link to ``dst``, or
+        its links to the switches ``dst`` hangs off (a spine's one link down to the leaf), else
+        ``v``'s equal-cost next hops."""
+        key = (v, dst)
+        got = self._onward_cache.get(key)
+        if got is None:
+            pairs = self.fabric.derived.get("link_of_pair")
+            if pairs is None:
+                f = self.fabric
+                pairs = f.derived["link_of_pair"] = {
+                    (a, b): i for i, (a, b) in enumerate(zip(f.link_src.tolist(), f.link_dst.tolist()))}
+            if (v, dst) in pairs:
+                got = [pairs[(v, dst)]]
+            else:
+                got = [pairs[(v, w)] for w, _ in self._in[dst] if (v, w) in pairs]
+                if not got:
+                    nxt = self._next_cache.get(key)
+                    if nxt is None:
+                        nxt = self._next_cache[key] = self._next_hops(v, dst)
+                    got = [x[0] for x in nxt]
+            self._onward_cache[key] = got
+        return got
 
     def _next_hops(self, u: int, dst: int) -> list[tuple[int, int]]:
         """The equal-cost (link, next node) choices at ``u`` towards ``dst``.
