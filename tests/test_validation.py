@@ -121,6 +121,14 @@ def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert len(checks) == 1 and checks[0].set == "user" and checks[0].predicted > 0
     assert main(["validate", "--rows", str(p), "--json", str(tmp_path / "v.json")]) == 0
     assert "your rows" in capsys.readouterr().out
+    # a row podsim cannot run (8 GPUs, TP 3) is skipped and said, not a crash
+    two = tmp_path / "two.csv"
+    two.write_text(p.read_text() + "r2,me,toy,2,256,4,1024,1000,512,h100-80gb,8,3,1,8,bf16,megatron-core,"
+                                   "iteration_time_s,1.0,s\n")
+    said: list[str] = []
+    checks, skipped = run_validation(two, progress=said.append)
+    assert len(checks) == 1 and skipped == 1
+    assert any(x.startswith("not runnable: r2: 8 GPUs are not divisible by TP") for x in said)
     bad = tmp_path / "bad.csv"
     bad.write_text("row_id,metric\nx,y\n")
     with pytest.raises(InputError, match="missing column 'value'"):

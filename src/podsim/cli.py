@@ -768,7 +768,9 @@ def _run_validate(args: argparse.Namespace) -> int:
     from .validation import format_checks, run_validation
 
     def progress(row: str) -> None:
-        if sys.stderr.isatty():
+        if row.startswith("not runnable"):
+            sys.stderr.write(("\r" if sys.stderr.isatty() else "") + f"note: {row}\n")
+        elif sys.stderr.isatty():
             sys.stderr.write(f"\r  {row:<60}")
             sys.stderr.flush()
 

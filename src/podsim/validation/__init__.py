@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
 from .predict import handler
 from .rows import read_rows, shipped_rows
 
@@ -68,6 +69,7 @@ def run_validation(rows: str | Path | None = None, only: str | None = None,
     number of rows skipped (no handler)."""
     table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
     checks, skipped = [], 0
+    failures: list[str] = []
     for r in table:
         if only and not r["row_id"].startswith(only):
             continue
@@ -77,12 +79,20 @@ def run_validation(rows: str | Path | None = None, only: str | None = None,
             continue
         if progress is not None:
             progress(r["row_id"])
-        predicted = h(r, backend) if h.__name__ == "throughput" else h(r)
+        try:
+            predicted = h(r, backend) if h.__name__ == "throughput" else h(r)
+        except InputError as e:   # a row podsim cannot run as transcribed: skipped, and said
+            skipped += 1
+            failures.append(f"{r['row_id']}: {e.message}")
+            continue
         notes = r.get("notes", "")
         outside = notes.split(";")[0].removeprefix("outside the model:").strip() \
             if notes.startswith("outside the model:") else ""
         checks.append(Check(r["row_id"], _config(r), r["metric"], r.get("unit", ""), float(r["value"]), predicted,
                             r["set"], r.get("gpu", ""), r.get("source", ""), outside))
+    if failures and progress is not None:
+        for f in failures:
+            progress(f"not runnable: {f}")
     return checks, skipped
 
 
