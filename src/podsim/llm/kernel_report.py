@@ -14,7 +14,7 @@ it runs in the step, with the TP collective beside it (``collective``) when one 
 
 from __future__ import annotations
 
-from .kernels import Kernel
+from .kernels import Kernel, embedding_kernels, output_kernels
 from .ops import LayerCosts
 
 SECTIONS = ("layer_forward", "layer_backward", "embedding_forward", "embedding_backward",
@@ -47,7 +47,6 @@ def kernel_rows(costs: LayerCosts, params_local: float, shard: float) -> dict[st
     ``params_local`` parameters and updating ``shard`` of them."""
     m = costs.m
     moe = m.moe and m.layers - m.dense_layers >= m.dense_layers
-    from .kernels import embedding_kernels, output_kernels
     lay = costs.lay
     return {
         "layer_forward": _rows(costs, costs.layer_kernels(moe, False)),

@@ -122,6 +122,29 @@ def _mem(name: str, module: str, nbytes: float, backward: bool = False, count: i
     return Kernel(name, module, "memory", nbytes=nbytes, backward=backward, count=count)
 
 
+def _residual_add(module: str, rows: float, sh: Shapes, dropout: bool) -> Kernel:
+    """The block's output added to the residual stream (with Megatron's fused bias-dropout:
+    a 1-byte mask more)."""
+    return _mem("bias-dropout-add" if dropout else "residual add", module,
+                rows * sh.hidden * sh.act_bytes * 3 + (rows * sh.hidden if dropout else 0))
+
+
+def _block_backward_ends(module: str, rows: float, sh: Shapes, dropout: bool, recompute_norm: bool,
+                         gin: float, rerun: list[Kernel] | None = None) -> tuple[list[Kernel], list[Kernel]]:
+    """The kernels that open a block's backward (the norm and ``rerun`` re-run under selective
+    recompute, dropout's gradient) and close it (the norm's gradient, the residual gradient
+    add)."""
+    head = []
+    if recompute_norm:
+        head.append(_mem("norm fwd (recompute)", "norm", rows * sh.hidden * (sh.act_bytes + gin), True))
+    head += rerun or []
+    if dropout:
+        head.append(_mem("dropout bwd", module, rows * sh.hidden * (2 * sh.act_bytes + 1), True))
+    tail = [_mem("norm bwd", "norm", rows * sh.hidden * sh.act_bytes * 3, True),
+            _mem("residual grad add", "norm", rows * sh.hidden * sh.act_bytes * 3, True)]
+    return head, tail
+
+
 def _comm(name: str, nbytes: float, backward: bool = False) -> Kernel:
     return Kernel(name, "comm", "comm", nbytes=nbytes, backward=backward)
 
@@ -185,20 +208,13 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
         if fp8:
             ks.append(_mem("attention output cast-transpose", "fp8", T * ctx * (E + 2)))
         ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, False, False)
-        ks.append(_mem("bias-dropout-add" if dropout else "residual add", "attention",
-                       R * h * E * 3 + (R * h if dropout else 0)))
+        ks.append(_residual_add("attention", R, sh, dropout))
         return ks
-    ks = []
-    if layout.recomputes("layernorm"):
-        ks.append(_mem("norm fwd (recompute)", "norm", R * h * (E + gin), True))
-    if dropout:
-        ks.append(_mem("dropout bwd", "attention", R * h * (2 * E + 1), True))
-    ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, True, False)
+    head, tail = _block_backward_ends("attention", R, sh, dropout, layout.recomputes("layernorm"), gin)
+    ks = head + _linear("attention proj", "attention", T, h, ctx, sh, fp8, True, False)
     ks += core + rope
     ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, True, True)
-    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
-    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
-    return ks
+    return ks + tail
 
 
 def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
@@ -216,27 +232,20 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
         ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, False, True)
         ks.append(_mem(act_name, "mlp", T * f * (u * E + gin)))
         ks += _linear("fc2", "mlp", T, h, f, sh, fp8, False, False)
-        ks.append(_mem("bias-dropout-add" if dropout else "residual add", "mlp",
-                       R * h * E * 3 + (R * h if dropout else 0)))
+        ks.append(_residual_add("mlp", R, sh, dropout))
         return ks
-    ks = []
-    if layout.recomputes("layernorm"):
-        ks.append(_mem("norm fwd (recompute)", "norm", R * h * (E + gin), True))
+    rerun = []
     if layout.recomputes("mlp"):   # the MLP re-run from its input: FC1, activation, FC2's input
-        ks += [_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, "fp8" if fp8 else sh.gemm_dtype, True),
-               _mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True)]
-    elif layout.recomputes("act"):
-        ks.append(_mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True))
-    if dropout:
-        ks.append(_mem("dropout bwd", "mlp", R * h * (2 * E + 1), True))
-    ks += _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)
+        rerun.append(_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, "fp8" if fp8 else sh.gemm_dtype, True))
+    if layout.recomputes("mlp") or layout.recomputes("act"):
+        rerun.append(_mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True))
+    head, tail = _block_backward_ends("mlp", R, sh, dropout, layout.recomputes("layernorm"), gin, rerun)
+    ks = head + _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)
     # reads the incoming gradient and the saved FC1 output, writes FC1's output gradient (fp8:
     # with its transpose, the cast fused)
     ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 if fp8 else E)), True))
     ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, True, True)
-    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
-    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
-    return ks
+    return ks + tail
 
 
 def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
@@ -269,7 +278,7 @@ def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
             ks.append(_mem("shared expert activation", "moe", T * f * (u + 1) * E, count=model.shared_experts))
             ks.append(_gemm("shared expert fc2 fprop", "moe", T, h, f, dt, count=model.shared_experts))
         ks.append(_comm("tp reduce-scatter", T * h * E))
-        ks.append(_mem("residual add", "moe", R * h * E * 3))
+        ks.append(_residual_add("moe", R, sh, False))
         return ks
     ks.append(_comm("tp all-gather", T * h * E, True))
     ks.append(_mem("token unpermute bwd", "moe", routed * h * E * 2 + T * h * E, True))
@@ -291,9 +300,7 @@ def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     ks.append(_gemm("router dgrad", "moe", T, h, model.experts, sh.gemm_dtype, True))
     ks.append(_gemm("router wgrad", "moe", model.experts, h, T, sh.gemm_dtype, True))
     ks.append(_comm("tp reduce-scatter", T * h * E, True))
-    ks.append(_mem("norm bwd", "norm", R * h * E * 3, True))
-    ks.append(_mem("residual grad add", "norm", R * h * E * 3, True))
-    return ks
+    return ks + _block_backward_ends("moe", R, sh, False, False, E)[1]
 
 
 def embedding_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:

@@ -33,7 +33,7 @@ FLOPs are what the kernels execute (causal attention does half of ``s^2``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..compute.model import KernelTimer
 from ..workload import CollectiveKind
@@ -67,7 +67,6 @@ class Step:
     #: a collective that runs alongside the next (compute) step, which does not wait for it;
     #: the step after that waits for both
     overlap: bool = False
-    kernels: int = 0      #: kernel launches in a compute step
 
 
 @dataclass(frozen=True)
@@ -223,7 +222,7 @@ class LayerCosts:
         if host <= gpu or last is None:
             return steps
         st = steps[last]
-        steps[last] = Step(st.name, st.ns + host - gpu, st.flops, kernels=st.kernels)
+        steps[last] = replace(st, ns=st.ns + host - gpu)
         return steps
 
     def _marker(self, k: Kernel) -> Step | None:
@@ -247,17 +246,21 @@ class LayerCosts:
                         nbytes=nb, group="cp", overlap=True)
         return None
 
+    def _in_step_ns(self, gpu: float, beside: CollectiveKind | None, engine: str) -> float:
+        """``gpu`` ns of compute as it runs with the TP collective ``beside`` it overlapped by
+        ``engine`` (te / nccl), when that collective's closed-form time is known."""
+        if beside is None or not engine or self.comm_ns is None:
+            return gpu
+        c = self.comm_ns(beside, self.act_bytes, "tp")
+        if c is None:
+            return gpu
+        return self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
+
     def _compute_step(self, label: str, ks: Sequence[Kernel], beside: CollectiveKind | None = None,
                       engine: str = "") -> Step:
-        gpu = sum(self.kernel_ns(k) for k in ks)
-        if beside is not None and self.comm_ns is not None:
-            c = self.comm_ns(beside, self.act_bytes, "tp")
-            if c is not None:
-                gpu = self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
-        launches = sum(self._launches(k) for k in ks)
-        ns = gpu
+        gpu = self._in_step_ns(sum(self.kernel_ns(k) for k in ks), beside, engine)
         name = ks[0].name if len(ks) == 1 else f"{ks[0].module} {ks[0].name} .. {ks[-1].name}"
-        return Step(f"{label}{name}".strip(), ns, sum(k.flops for k in ks), kernels=launches)
+        return Step(f"{label}{name}".strip(), gpu, sum(k.flops for k in ks))
 
     def timed(self, kernels: Sequence[Kernel]) -> list[TimedKernel]:
         """Each kernel with its time alone and in its step (for ``podsim llm --kernels``)."""
@@ -268,11 +271,7 @@ class LayerCosts:
             ns = self.kernel_ns(k)
             tp = self._tp_collective(k)
             engine = self._overlapped(k) if tp else ""
-            step = ns
-            if engine and self.comm_ns is not None:
-                c = self.comm_ns(tp[0], self.act_bytes, "tp")  # type: ignore[index]
-                if c is not None:
-                    step = self.stack.overlapped_ns(ns, float(c), engine, self.lay.tp if engine == "te" else 1)
+            step = self._in_step_ns(ns, tp[0] if tp else None, engine)
             out.append(TimedKernel(k, ns, step, f"tp {tp[1]}" + (f" ({engine} overlap)" if engine else "")
                                    if tp else ""))
         return out
@@ -354,10 +353,6 @@ class LayerCosts:
         """The embedding's compute as one step (its collectives left out)."""
         return _merge("embedding grad" if backward else "embedding", self.embedding_steps(backward))
 
-    def output(self, backward: bool) -> Step:
-        """The output layer and loss's compute as one step (collectives left out)."""
-        return _merge("output grad" if backward else "output + loss", self.output_steps(backward))
-
     def optimizer_kernels(self, params_local: float, shard: float) -> list[Kernel]:
         """The per-iteration kernels of a GPU holding ``params_local`` parameters and updating
         ``shard`` of them."""
@@ -369,9 +364,9 @@ class LayerCosts:
         norm, Adam, the bf16 copy of the weights (and fp8 weight casts)."""
         ks = self.optimizer_kernels(params if params_local is None else params_local, params)
         st = self._compute_step("", ks)
-        return Step(st.name, max(st.ns, len(ks) * self.stack.host_ns), st.flops, kernels=st.kernels)
+        return replace(st, ns=max(st.ns, len(ks) * self.stack.host_ns))
 
 
 def _merge(name: str, steps: list[Step]) -> Step:
     comp = [s for s in steps if s.collective is None]
-    return Step(name, sum(s.ns for s in comp), sum(s.flops for s in comp), kernels=sum(s.kernels for s in comp))
+    return Step(name, sum(s.ns for s in comp), sum(s.flops for s in comp))

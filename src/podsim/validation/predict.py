@@ -27,9 +27,6 @@ from ..errors import InputError
 
 THROUGHPUT = ("hardware_tflops_per_gpu", "model_tflops_per_gpu", "tokens_per_s_per_gpu", "iteration_time_s",
               "step_time_s", "mfu_pct")
-_SYSTEM_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
-                   "h200": "dgx-h200", "b200": "dgx-b200", "gb200": "gb200-nvl72", "gb300": "gb300-nvl72",
-                   "b300": "dgx-b200"}
 
 
 def _int(r: dict, key: str, default: int | None = None) -> int:
@@ -122,7 +119,7 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None): 
     model = model_of(r)
     lay = layout_of(r, model)
     gpu = r.get("gpu") or "h100-80gb"
-    system = r.get("system") or _SYSTEM_FOR_GPU.get(gpu)
+    system = r.get("system") or None   # None: podsim llm's preset for the GPU
     res = simulate_training(model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack)
     metric = r["metric"]
     if metric == "hardware_tflops_per_gpu":
