@@ -77,6 +77,6 @@ def format_kernels(rows: dict[str, list[dict]], host_ns: float) -> str:
             lines.append(f"  {r['name'][:34]:<34} {r['shape'][:26]:<26} {r['dtype']:<5} {r['gflop']:>9.2f} "
                          f"{r['mbytes']:>9.2f} {r['time_us']:>9.1f} {r['step_us']:>10.1f} {share:>5.1f}% "
                          f"{r['tflops']:>8.0f} {r['gbps']:>7.0f}  {r['collective']}")
-    lines.append(f"\n(a compute step lasts at least its kernel launches x {host_ns / 1e3:g} us of host time; "
+    lines.append(f"\n(a layer pass lasts at least its kernel launches x {host_ns / 1e3:g} us of host time; "
                  "'in step' includes an overlapped TP collective's interference)")
     return "\n".join(lines).lstrip("\n")
