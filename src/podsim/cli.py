@@ -243,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
     opt.add_argument("--fsdp", dest="zero", action="store_const", const=3,
                      help="fully sharded data parallelism (= --zero 3)")
-    lm.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8", "fp32"])
+    lm.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"],
+                    help="fp8: Transformer Engine's per-tensor scaling (delayed or current); mxfp8, nvfp4: "
+                         "Blackwell's block-scaled formats (layer GEMMs at the fp8 / fp4 peak)")
     lm.add_argument("--no-flash-attention", action="store_true", help="unfused attention (Megatron of 2021)")
     lm.add_argument("--no-overlap-grad-reduce", action="store_true", help="reduce gradients after the backward")
     lm.add_argument("--no-overlap-param-gather", action="store_true",
@@ -708,7 +710,7 @@ def _run_llm(args: argparse.Namespace) -> int:
     compute = None
     if args.kernel_table:
         from .compute.table import table_model
-        compute = table_model(args.kernel_table, args.gpu, lay.precision)
+        compute = table_model(args.kernel_table, args.gpu, lay.compute_dtype)
     progress = _progress()
     r = simulate_training(model, lay, args.gpu, args.cluster, args.backend, args.gpus_per_node, nic,
                           record_timeline=True, compute=compute, granularity=args.granularity, progress=progress)
@@ -751,7 +753,7 @@ def _run_llm(args: argparse.Namespace) -> int:
         from .formats.chakra import write_workload_with_groups
         from .llm.export import write_simai
         from .llm.generate import generate
-        cm = compute or ComputeModel.for_gpu(r.gpu, lay.precision)
+        cm = compute or ComputeModel.for_gpu(r.gpu, lay.compute_dtype)
         if args.simai:
             write_simai(model, lay, cm, args.simai)
             print(f"  wrote {args.simai} (SimAI workload, pipeline stage 0)")

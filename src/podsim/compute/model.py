@@ -86,17 +86,18 @@ class ComputeModel:
     @property
     def gemm_bytes(self) -> float:
         """Bytes per GEMM operand element."""
-        return 1.0 if self.dtype == "fp8" else self.elem_bytes
+        return {"fp8": 1.0, "fp4": 0.5}.get(self.dtype, self.elem_bytes)
 
     @property
     def attention_dtype(self) -> str:
-        """Fused attention runs in bf16 under fp8 training."""
-        return "bf16" if self.dtype == "fp8" else self.dtype
+        """Fused attention runs in bf16 under fp8 / fp4 training."""
+        return "bf16" if self.dtype in ("fp8", "fp4") else self.dtype
 
     def describe(self) -> str:
         """One line for reports: the model and its parameters."""
         fp8 = f"fp8 gemm_max {self.fp8_gemm_max:g}, fp8 gemm_knee {self.fp8_gemm_knee:g}, " \
-            if self.dtype == "fp8" and self.fp8_gemm_max is not None and self.fp8_gemm_knee is not None else ""
+            if self.dtype in ("fp8", "fp4") and self.fp8_gemm_max is not None and self.fp8_gemm_knee is not None \
+            else ""
         return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, {fp8}"
                 f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, flash_knee {self.flash_knee:g}, "
                 f"launch {self.launch_ns:g} ns")
@@ -106,7 +107,8 @@ class ComputeModel:
         if m <= 0 or n <= 0 or k <= 0 or count <= 0:
             return 0.0
         flops = 2.0 * m * n * k * count
-        fp8 = self.dtype == "fp8" and self.fp8_gemm_max is not None
+        # fp4 GEMMs (no fit of their own) take the fp8 efficiency curve at the fp4 peak
+        fp8 = self.dtype in ("fp8", "fp4") and self.fp8_gemm_max is not None
         top = self.fp8_gemm_max if fp8 else self.gemm_max
         knee = (self.fp8_gemm_knee or self.gemm_knee) if fp8 else self.gemm_knee
         eff = top * (m / (m + knee)) * (n / (n + knee)) * (k / (k + knee))  # type: ignore[operator]

@@ -35,8 +35,8 @@ from ..units import parse_bandwidth, parse_time_ns
 INTRA_KINDS = ("nvswitch", "nvlink_mesh", "pcie")
 INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus",
                "optical_mesh")
-_TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "max_gpus", "intra_node", "inter_node",
-             "nccl", "topology_file"}
+_TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "gpus_per_tray", "max_gpus", "intra_node",
+             "inter_node", "nccl", "topology_file"}
 _INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pairs", "gpus_per_switch"}
 _INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
                "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
@@ -58,6 +58,10 @@ class ClusterSpec:
     max_gpus: int | None = None
     source: str | None = None
     topology_file: str | None = None  #: a SimAI topology file that fixes the whole fabric
+    #: rack-scale NVLink domains (NVL72) are built of compute trays of this many GPUs; a job
+    #: that does not fill whole domains is spread over the fewest domains in whole trays
+    #: (:func:`domain_size`).  None: servers, which a job fills whole.
+    gpus_per_tray: int | None = None
 
     @property
     def gpu_memory_bytes(self) -> float | None:
@@ -122,6 +126,10 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     gpn = data["gpus_per_node"]
     if not isinstance(gpn, int) or isinstance(gpn, bool) or gpn < 1:
         raise InputError(f"expected a positive integer, got {gpn!r}", source, "gpus_per_node")
+    tray = data.get("gpus_per_tray")
+    if tray is not None and (not isinstance(tray, int) or isinstance(tray, bool) or tray < 1 or gpn % tray):
+        raise InputError(f"expected a positive integer that divides gpus_per_node ({gpn}), got {tray!r}",
+                         source, "gpus_per_tray")
     max_gpus = data.get("max_gpus")
     if max_gpus is not None and (not isinstance(max_gpus, int) or max_gpus < 1):
         raise InputError(f"expected a positive integer, got {max_gpus!r}", source, "max_gpus")
@@ -139,7 +147,7 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     return ClusterSpec(
         name=str(data["name"]), gpu=str(data.get("gpu", "")), gpus_per_node=gpn, intra=intra, inter=inter,
         nccl=tuning_from_dict(data.get("nccl"), source), description=str(data.get("description", "")),
-        max_gpus=max_gpus, source=source)
+        max_gpus=max_gpus, source=source, gpus_per_tray=tray)
 
 
 _BW_KEYS = {"bandwidth", "link_bandwidth", "nic_bandwidth", "uplink_bandwidth"}
@@ -172,6 +180,24 @@ def _section(sec: object, keys: set[str], kinds: tuple[str, ...], source: str | 
     return out
 
 
+def domain_size(spec: ClusterSpec, num_gpus: int) -> int:
+    """GPUs per NVLink domain (server) that a job of ``num_gpus`` occupies: ``gpus_per_node``
+    (all of them when fewer),
+    or on rack-scale domains (``gpus_per_tray`` set) a job that does not fill whole domains
+    spread evenly over the fewest that hold it in whole trays (256 GPUs on NVL72: 4 racks of
+    64, as NVIDIA schedules 16 of a rack's 18 trays).  The fabric's and the rank placement's
+    server size."""
+    gpn, tray = spec.gpus_per_node, spec.gpus_per_tray
+    if num_gpus <= gpn:
+        return max(num_gpus, 1)
+    if tray is None or num_gpus % gpn == 0:
+        return gpn
+    for k in range(-(-num_gpus // gpn), num_gpus // tray + 1):
+        if num_gpus % k == 0 and (num_gpus // k) % tray == 0:
+            return num_gpus // k
+    return gpn
+
+
 def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """The fabric of ``num_gpus`` GPUs of this cluster: full servers of ``gpus_per_node``
     (fewer GPUs than one server fill part of one server).
@@ -181,7 +207,7 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """
     from ..network.assemble import cluster as assemble
 
-    gpn = spec.gpus_per_node
+    gpn = domain_size(spec, num_gpus)
     where = spec.source or spec.name
     if spec.topology_file is not None:
         from ..formats.simai import read_topology
@@ -195,8 +221,10 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     if spec.max_gpus is not None and num_gpus > spec.max_gpus:
         raise InputError(f"{num_gpus} GPUs exceed this cluster's {spec.max_gpus}", where, "max_gpus")
     if num_gpus > gpn and num_gpus % gpn:
+        hint = f" (or a multiple of {spec.gpus_per_tray} that some number of domains share evenly)" \
+            if spec.gpus_per_tray else ""
         raise InputError(f"{num_gpus} GPUs do not fill whole servers of {gpn} GPUs; use a multiple "
-                         f"of {gpn}", where, "gpus_per_node")
+                         f"of {gpn}{hint}", where, "gpus_per_node")
     if num_gpus > gpn and spec.inter["kind"] == "none":
         raise InputError(f"{num_gpus} GPUs need more than one server, and this cluster has no "
                          f"inter_node fabric", where, "inter_node")

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layout import Layout
+from .layout import QUANT_BYTES, Layout
 from .model import ModelConfig
 
 
@@ -101,6 +101,7 @@ class Shapes:
     vocab: float        #: V / t
     act_bytes: float    #: bytes per activation element (2; 4 in fp32)
     gemm_dtype: str     #: the layer GEMMs' precision
+    quant_bytes: float  #: bytes per GEMM input element a cast writes (act_bytes when not quantized)
 
 
 def shapes(model: ModelConfig, layout: Layout) -> Shapes:
@@ -109,7 +110,8 @@ def shapes(model: ModelConfig, layout: Layout) -> Shapes:
     T = layout.micro_batch * layout.seq_len / layout.cp
     return Shapes(T, T / t if layout.sequence_parallel else T, model.heads / t, max(model.kv / t, 1.0),
                   float(model.dhead), float(model.hidden), model.ffn / t, model.vocab / t,
-                  4.0 if layout.precision == "fp32" else 2.0, layout.precision)
+                  4.0 if layout.precision == "fp32" else 2.0, layout.compute_dtype,
+                  QUANT_BYTES.get(layout.precision, 4.0 if layout.precision == "fp32" else 2.0))
 
 
 def _gemm(name: str, module: str, m: float, n: float, k: float, dtype: str, backward: bool = False,
@@ -159,12 +161,12 @@ def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes,
     re-gathers that input for wgrad under dgrad ("ag") and reduce-scatters dgrad under wgrad
     ("rs"); a row-parallel layer (projection, FC2) reduce-scatters its output after fprop
     ("rs") and all-gathers the incoming gradient before dgrad ("ag")."""
-    dt = "fp8" if fp8 else sh.gemm_dtype
+    dt = sh.gemm_dtype
     if not backward:
         return [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
     out = []
     if fp8:
-        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2), True))
+        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes), True))
     out.append(_gemm(f"{name} dgrad", module, rows, k, n, dt, True, overlap="ag"))
     out.append(_gemm(f"{name} wgrad", module, n, k, rows, dt, True, overlap="rs" if column else ""))
     return out
@@ -173,11 +175,11 @@ def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes,
 def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash: bool = True) -> list[Kernel]:
     """The attention block of one layer pass: norm, QKV, rotary, core, projection, residual."""
     sh = shapes(model, layout)
-    fp8 = layout.precision == "fp8"
+    fp8 = layout.quantized
     E, T, R, h, d = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.dhead
     qkv_n = (sh.heads + 2 * sh.kv) * d
     ctx = sh.heads * d
-    gin = 1.0 if fp8 else E          # bytes of a GEMM input element written by a fused cast
+    gin = sh.quant_bytes             # bytes of a GEMM input element written by a fused cast
     dropout = model.dropout > 0
     b, sq, skv = layout.micro_batch, layout.seq_len / layout.cp, float(layout.seq_len)
     bh = b * sh.heads
@@ -206,7 +208,7 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
         ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, False, True)
         ks += rope + core
         if fp8:
-            ks.append(_mem("attention output cast-transpose", "fp8", T * ctx * (E + 2)))
+            ks.append(_mem("attention output cast-transpose", "fp8", T * ctx * (E + 2 * sh.quant_bytes)))
         ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, False, False)
         ks.append(_residual_add("attention", R, sh, dropout))
         return ks
@@ -220,10 +222,10 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
 def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
     """The dense MLP block of one layer pass: norm, FC1, activation, FC2, residual."""
     sh = shapes(model, layout)
-    fp8 = layout.precision == "fp8"
+    fp8 = layout.quantized
     E, T, R, h, f = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.ffn
     u = model.mlp_matrices - 1
-    gin = 1.0 if fp8 else E
+    gin = sh.quant_bytes
     dropout = model.dropout > 0
     act = "swiglu" if u == 2 else "gelu"
     act_name = f"bias-{act}" if model.bias else act
@@ -236,14 +238,14 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
         return ks
     rerun = []
     if layout.recomputes("mlp"):   # the MLP re-run from its input: FC1, activation, FC2's input
-        rerun.append(_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, "fp8" if fp8 else sh.gemm_dtype, True))
+        rerun.append(_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, sh.gemm_dtype, True))
     if layout.recomputes("mlp") or layout.recomputes("act"):
         rerun.append(_mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True))
     head, tail = _block_backward_ends("mlp", R, sh, dropout, layout.recomputes("layernorm"), gin, rerun)
     ks = head + _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)
     # reads the incoming gradient and the saved FC1 output, writes FC1's output gradient (fp8:
     # with its transpose, the cast fused)
-    ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 if fp8 else E)), True))
+    ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 * gin if fp8 else E)), True))
     ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, True, True)
     return ks + tail
 
@@ -252,14 +254,14 @@ def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     """A mixture-of-experts MLP block: norm, router, token permutation, the local experts'
     GEMMs (balanced routing), activation, un-permutation, shared experts, residual."""
     sh = shapes(model, layout)
-    fp8 = layout.precision == "fp8"
+    fp8 = layout.quantized
     E, T, R, h = sh.act_bytes, sh.tokens, sh.rows, sh.hidden
     f = model.expert_ffn / layout.tp
     u = model.mlp_matrices - 1
     routed = T * model.top_k
     local = max(model.experts // layout.ep, 1)
     rows = routed / local
-    dt = "fp8" if fp8 else sh.gemm_dtype
+    dt = sh.gemm_dtype
     ks: list[Kernel] = []
     if not backward:
         ks.append(_mem("norm fwd", "norm", R * h * 2 * E))
@@ -331,7 +333,7 @@ def output_kernels(model: ModelConfig, layout: Layout, backward: bool, loss_fusi
     entropy (fp32 unless fused)."""
     sh = shapes(model, layout)
     E, T, R, h, V = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.vocab
-    dt = "bf16" if sh.gemm_dtype == "fp8" else sh.gemm_dtype
+    dt = "bf16" if layout.quantized else sh.gemm_dtype
     logits = T * V
     if not backward:
         ks = [_mem("final norm fwd", "norm", R * h * 2 * E),
@@ -369,6 +371,7 @@ def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_by
            _mem("clip gradients", "optimizer", shard * 8),
            _mem("adam", "optimizer", shard * 28),
            _mem("master weights to bf16", "optimizer", shard * 6)]
-    if layout.precision == "fp8":
-        ks.append(_mem("fp8 weight cast-transpose", "fp8", params_local * 4))
+    if layout.quantized:   # read bf16, write the row- and column-wise quantized copies
+        ks.append(_mem(f"{layout.precision} weight cast-transpose", "fp8",
+                       params_local * (2 + 2 * QUANT_BYTES[layout.precision])))
     return ks

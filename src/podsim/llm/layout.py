@@ -36,7 +36,13 @@ from .model import ModelConfig
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
-PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32")
+#: the layer GEMMs' tensor-core dtype of each quantized training recipe
+_GEMM_DTYPE = {"mxfp8": "fp8", "nvfp4": "fp4"}
+#: bytes per quantized GEMM operand element, block scales included: fp8 with a per-tensor scale
+#: (Transformer Engine's delayed / current scaling) 1; MXFP8, an 8-bit E8M0 scale per 32
+#: elements; NVFP4, 4 bits and an 8-bit E4M3 scale per 16 elements
+QUANT_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
 TP_OVERLAP = ("te", "async", "none")
 RECOMPUTE_MODULES = ("core_attn", "act", "mlp", "layernorm")
 
@@ -104,6 +110,17 @@ class Layout:
     def num_microbatches(self) -> int:
         """Micro-batches per data-parallel rank per iteration."""
         return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def quantized(self) -> bool:
+        """The layer GEMMs run in a quantized format (fp8, mxfp8 or nvfp4); attention, the
+        output layer, the loss and communication stay in bf16 (Transformer Engine's recipes)."""
+        return self.precision in QUANT_BYTES
+
+    @property
+    def compute_dtype(self) -> str:
+        """The tensor-core dtype of the layer GEMMs: ``fp8`` for fp8 and mxfp8, ``fp4`` for nvfp4."""
+        return _GEMM_DTYPE.get(self.precision, self.precision)
 
     @property
     def interleaved(self) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ..compute.model import ComputeModel, KernelTimer
 from ..engine.cluster import CollectivePlanner, simulate_cluster
+from ..errors import InputError
 from ..hardware.cluster import (
     ClusterSpec,
     build_fabric,
@@ -79,7 +80,7 @@ class TrainingResult:
 
     @property
     def mfu(self) -> float:
-        return self.model_tflops_per_gpu * 1000 / self.gpu.peak(self.layout.precision)
+        return self.model_tflops_per_gpu * 1000 / self.gpu.peak(self.layout.compute_dtype)
 
     @property
     def memory_peak_gib(self) -> float:
@@ -158,8 +159,9 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
     doc = {"name": spec.name + "-custom", "gpu": spec.gpu, "gpus_per_node": gpus_per_node or spec.gpus_per_node,
            "intra_node": intra, "inter_node": inter}
     custom = cluster_from_dict(doc, spec.source)
+    tray = spec.gpus_per_tray if spec.gpus_per_tray and custom.gpus_per_node % spec.gpus_per_tray == 0 else None
     return ClusterSpec(custom.name, custom.gpu, custom.gpus_per_node, custom.intra, custom.inter, spec.nccl,
-                       spec.description, None, spec.source)
+                       spec.description, None, spec.source, gpus_per_tray=tray)
 
 
 def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
@@ -183,10 +185,13 @@ overhead, in-step efficiency and interference parameters (default: the GPU's, ``
         InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
     """
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    if layout.precision in ("mxfp8", "nvfp4") and "fp4" not in spec_gpu.peak_tflops:
+        raise InputError(f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
+                         f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)")
     if flash_attention is not None and flash_attention != layout.flash_attention:
         layout = replace(layout, flash_attention=flash_attention)
     layout.check(model)
-    cm = compute or ComputeModel.for_gpu(spec_gpu, layout.precision)
+    cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
     fold, estimate = _folder(layout, fabric, spec, backend)

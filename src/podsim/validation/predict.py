@@ -78,16 +78,47 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
             kw = {"account_for_embedding": True, "account_for_loss": True}
         elif (model.layers + 1) % (pp * vpp) == 0:
             kw = {"account_for_loss": True}
+        else:
+            kw = {"pipeline_layers": balanced_split(model.layers, pp * vpp)}
     prec = r.get("precision") or "bf16"
     lay = Layout(gpus, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp, global_batch=_int(r, "global_batch"),
                  micro_batch=_int(r, "micro_batch", 1), seq_len=seq,
                  sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
-                 recompute=rec, precision="fp8" if prec.startswith("fp8") else prec,
+                 recompute=rec, precision=precision_of(prec),
                  distributed_optimizer=zero == 0 and sharding != "none", zero=zero,
                  schedule="interleaved" if vpp > 1 else "1f1b", **kw)
     if not r.get("recompute"):
         lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
     return lay
+
+
+def balanced_split(layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per virtual stage when no rule of Megatron's divides them evenly: the embedding
+    and the loss each counted as one layer (Megatron-Core's pipeline layouts do so), the
+    remainder given to the middle stages, e.g. DeepSeek-V3's 61 layers over 4 stages:
+    15, 16, 16, 14."""
+    total = layers + 2
+    base, extra = divmod(total, stages)
+    counts = [base] * stages
+    lo = (stages - extra) // 2
+    for i in range(lo, lo + extra):
+        counts[i] += 1
+    counts[0] -= 1
+    counts[-1] -= 1
+    if min(counts) < 0:
+        raise InputError(f"{layers} layers cannot fill {stages} pipeline stages")
+    return tuple(counts)
+
+
+def precision_of(label: str) -> str:
+    """podsim's --precision for a published label: FP8 with per-tensor scaling (delayed,
+    current: ``fp8``, ``fp8-cs``, ``fp8-ds``) is fp8; MXFP8 mxfp8; NVFP4 / FP4 nvfp4."""
+    p = label.strip().lower()
+    if p.startswith("mxfp8"):
+        return "mxfp8"
+    if p in ("nvfp4", "fp4", "mxfp4"):
+        return "nvfp4"
+    return "fp8" if p.startswith("fp8") else p
 
 
 def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
