@@ -94,3 +94,24 @@ def test_balanced_split_counts_embedding_and_loss() -> None:
         assert sum(split) == layers and len(split) == stages
         loads = [c + (i == 0) + (i == stages - 1) for i, c in enumerate(split)]
         assert max(loads) - min(loads) <= 1
+
+
+def test_causal_count_halves_only_the_attention_scores() -> None:
+    # Llama 3 8B, one sequence of 8192: NeMo's llama formula per sequence is
+    # s l h^2 (12 + 12 g/a + 18 f/h + 6 s/h) + 6 s h V; the full count has 12 s/h
+    from podsim.llm.flops import causal_model_flops, iteration_flops
+
+    m = get_model("llama3-8b")
+    lay = Layout(8, global_batch=1, seq_len=8192)
+    s, l, h, g, a, f, V = 8192, 32, 4096, 8, 32, 14336, 128256
+    nemo = s * l * h * h * (12 + 12 * g / a + 18 * f / h + 6 * s / h) + 6 * s * h * V
+    full = s * l * h * h * (12 + 12 * g / a + 18 * f / h + 12 * s / h) + 6 * s * h * V
+    assert causal_model_flops(m, lay) == pytest.approx(nemo, rel=1e-9)
+    assert iteration_flops(m, lay)[0] == pytest.approx(full, rel=1e-9)
+
+
+def test_validate_compares_nemo_rows_with_the_causal_count() -> None:
+    from podsim.validation.predict import counts_causal
+
+    assert counts_causal({"framework": "megatron-bridge"}) and counts_causal({"framework": "NeMo"})
+    assert not counts_causal({"framework": "megatron-core"}) and not counts_causal({"framework": "meta-4d"})

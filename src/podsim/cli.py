@@ -728,6 +728,8 @@ def _run_llm(args: argparse.Namespace) -> int:
           + (", SP" if lay.sequence_parallel else ""))
     rows = [("iteration time", f"{d['iteration_time_s']:.4f} s"),
             ("model TFLOP/s per GPU", f"{d['model_tflops_per_gpu']:.1f}"),
+            ("  causal count (NeMo's)", f"{d['model_tflops_per_gpu_causal']:.1f}"),
+            ("tokens per second per GPU", f"{d['tokens_per_s'] / lay.gpus:,.0f}"),
             ("MFU", f"{100 * d['mfu']:.1f} %"),
             ("tokens per second", f"{d['tokens_per_s']:,.0f}"),
             ("memory peak per GPU", f"{d['memory_peak_gib']:.2f} GiB of {r.gpu.memory_gib:g}"),

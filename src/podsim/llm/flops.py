@@ -12,6 +12,10 @@ FLOPs add what recomputation re-runs: one more forward with full recompute (Nara
 ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``; only the recomputed layers with
 ``recompute_layers``), with selective recompute the attention scores (``core_attn``) and FC1
 (``mlp``).
+
+NeMo and Megatron-Bridge count the causal attention scores at half (``2 s a d``: their
+``flops_formulas``, ``(12 s / h) x 0.5``); :func:`causal_model_flops` gives that count, to
+compare with their published "model TFLOP/s per GPU".
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ def _layer_fwd_per_token(model: ModelConfig, i: int, seq: int) -> tuple[float, f
     else:
         mlp = 2 * model.mlp_matrices * h * model.ffn
     return float(att + mlp), 4.0 * seq * model.heads * d
+
+
+def causal_model_flops(model: ModelConfig, layout: Layout) -> float:
+    """Model FLOPs of one iteration as NeMo / Megatron-Bridge count them: the attention scores
+    and weighted sum halved for the causal mask (``3 B s [sum (2 P + 2 s a d) + 2 h V]``)."""
+    s = layout.seq_len
+    score = sum(_layer_fwd_per_token(model, i, s)[1] for i in range(model.layers))
+    return iteration_flops(model, layout)[0] - 3 * layout.global_batch * s * score / 2
 
 
 def iteration_flops(model: ModelConfig, layout: Layout) -> tuple[float, float]:

@@ -2,7 +2,9 @@
 
 Result fields (``TrainingResult.to_dict``; times in s, FLOP/s in 10^12, memory in GiB):
 ``iteration_time_s``; ``model_tflops_per_gpu`` (model FLOPs, :mod:`podsim.llm.flops`, over
-time and GPUs); ``hardware_tflops_per_gpu`` (counting recomputation); ``mfu`` (model FLOP/s
+time and GPUs: full ``s x s`` attention, as Megatron-LM and Korthikanti et al. count);
+``model_tflops_per_gpu_causal`` (the causal attention scores at half, as NeMo and
+Megatron-Bridge count in their performance tables); ``hardware_tflops_per_gpu`` (counting recomputation); ``mfu`` (model FLOP/s
 over the GPU's dense peak); ``tokens_per_s``; ``memory_peak_gib`` (worst pipeline stage) and
 per-stage memory; ``breakdown``: ``compute_s`` (GPU compute busy), ``exposed_comm_s``
 (collectives not hidden under compute), ``bubble_s`` (waiting for the neighbouring pipeline
@@ -28,7 +30,7 @@ from ..intervals import length, merged, subtract
 from ..network.fabric import Fabric
 from ..report.result import Result
 from ..workload import CollectiveKind
-from .flops import iteration_flops
+from .flops import causal_model_flops, iteration_flops
 from .generate import generate
 from .ops import LayerCosts
 from .stack import Stack
@@ -75,6 +77,11 @@ class TrainingResult:
         return self.model_flops / self.iteration_time_s / self.layout.gpus / 1e12
 
     @property
+    def model_tflops_per_gpu_causal(self) -> float:
+        """Model TFLOP/s per GPU with the causal attention counted at half (NeMo's count)."""
+        return causal_model_flops(self.model, self.layout) / self.iteration_time_s / self.layout.gpus / 1e12
+
+    @property
     def hardware_tflops_per_gpu(self) -> float:
         return self.hardware_flops / self.iteration_time_s / self.layout.gpus / 1e12
 
@@ -105,6 +112,7 @@ class TrainingResult:
             "iteration_time_s": round(self.iteration_time_s, 9),
             "tokens_per_s": round(lay.global_batch * lay.seq_len / self.iteration_time_s, 3),
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 3),
+            "model_tflops_per_gpu_causal": round(self.model_tflops_per_gpu_causal, 3),
             "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 3),
             "mfu": round(self.mfu, 5),
             "memory_peak_gib": round(self.memory_peak_gib, 4),

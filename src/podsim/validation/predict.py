@@ -92,6 +92,17 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
     return lay
 
 
+#: frameworks whose published model TFLOP/s count the causal attention scores at half
+CAUSAL_COUNT = ("nemo", "megatron-bridge", "nemo-automodel", "automodel")
+
+
+def counts_causal(r: dict) -> bool:
+    """The row's source counts model FLOPs with causal attention halved (NeMo's
+    ``flops_formulas``), not full ``s x s`` (Megatron-LM, Korthikanti et al., Meta)."""
+    fw = (r.get("framework") or "").lower()
+    return any(fw.startswith(f) for f in CAUSAL_COUNT)
+
+
 def balanced_split(layers: int, stages: int) -> tuple[int, ...]:
     """Layers per virtual stage when no rule of Megatron's divides them evenly: the embedding
     and the loss each counted as one layer (Megatron-Core's pipeline layouts do so), the
@@ -156,7 +167,7 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None): 
     if metric == "hardware_tflops_per_gpu":
         return res.hardware_tflops_per_gpu
     if metric == "model_tflops_per_gpu":
-        return res.model_tflops_per_gpu
+        return res.model_tflops_per_gpu_causal if counts_causal(r) else res.model_tflops_per_gpu
     if metric == "tokens_per_s_per_gpu":
         return lay.global_batch * lay.seq_len / res.iteration_time_s / lay.gpus
     if metric in ("iteration_time_s", "step_time_s"):
