@@ -12,7 +12,8 @@
     sequence parallelism with TP, the distributed optimizer (or the row's ZeRO / FSDP),
     fused attention, Transformer Engine's TP overlap and Megatron-Core's DP overlap, the row's
     recompute (where not given: the least recomputation that fits in the GPU's memory, see
-    :func:`least_recompute`), micro-batch 1 where not given; a layer count that PP x VPP does not
+    :func:`least_recompute`), micro-batch 1 where not given; NeMo and Megatron-Bridge also
+    their fused cross entropy (``cross_entropy_loss_fusion``, on in their GPT configs); a layer count that PP x VPP does not
     divide is split as Megatron-Core does with the embedding and the loss counted as layers.
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``.
@@ -86,13 +87,14 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
                  sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
                  recompute=rec, precision=precision_of(prec),
                  distributed_optimizer=zero == 0 and sharding != "none", zero=zero,
-                 schedule="interleaved" if vpp > 1 else "1f1b", **kw)
+                 schedule="interleaved" if vpp > 1 else "1f1b", loss_fusion=counts_causal(r), **kw)
     if not r.get("recompute"):
         lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
     return lay
 
 
-#: frameworks whose published model TFLOP/s count the causal attention scores at half
+#: NeMo's frameworks: their published model TFLOP/s count the causal attention scores at
+#: half, and their GPT configs fuse the cross entropy
 CAUSAL_COUNT = ("nemo", "megatron-bridge", "nemo-automodel", "automodel")
 
 
