@@ -168,3 +168,27 @@ def test_ring_attention_exchange_runs_under_the_core() -> None:
     assert list(p.data_deps(ex)) == list(p.data_deps(core_i))   # both start after the projections
     after = core_i + 1
     assert set(p.data_deps(after)) >= {core_i, ex}                 # the next op waits for both
+
+
+def test_data_parallel_group_spans_context_parallel_ranks() -> None:
+    # TP 2, CP 2, DP 2 on 8 GPUs: ranks tp + 2 (cp + 2 dp); every CP rank holds a slice of the
+    # sequence, so gradients are reduced (and optimizer states sharded) over the 4 ranks of
+    # the same TP index: {0, 2, 4, 6} and {1, 3, 5, 7}
+    lay = Layout(8, tp=2, cp=2, global_batch=4, seq_len=64)
+    dp = sorted(sorted(g.ranks) for g in build_groups(lay) if g.name == "dp")
+    assert dp == [[0, 2, 4, 6], [1, 3, 5, 7]]
+
+
+def test_fsdp_over_context_parallel_ranks_gathers_parameters() -> None:
+    # CP 8 and DP 1: the parameters are still sharded over the 8 CP ranks (FSDP over DP x CP),
+    # so the step gathers them and reduce-scatters their gradients
+    from podsim.llm.model import ModelConfig
+
+    m = ModelConfig("m2", 2, 64, 4, 256, 1000, 64)
+    lay = Layout(8, cp=8, zero=3, global_batch=1, seq_len=64)
+    names = generate(m, lay, ComputeModel.for_gpu(get_gpu("h100-80gb"))).programs[0].names
+    assert any("zero-3 param all-gather" in n for n in names)
+    assert any("zero-3 grad reduce-scatter" in n for n in names)
+    lay = Layout(8, cp=8, distributed_optimizer=True, global_batch=1, seq_len=64)
+    names = generate(m, lay, ComputeModel.for_gpu(get_gpu("h100-80gb"))).programs[0].names
+    assert any("dp grad reduce-scatter" in n for n in names)

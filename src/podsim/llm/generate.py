@@ -46,7 +46,7 @@ def rank_of(layout: Layout, tp: int, cp: int, dp: int, pp: int) -> int:
 
 
 def build_groups(layout: Layout) -> list[Group]:
-    """TP, CP, DP, PP and EP groups of a layout."""
+    """TP, CP, DP (data-parallel with context-parallel ranks: DP x CP), PP and EP groups of a layout."""
     t, c, d, p = layout.tp, layout.cp, layout.dp, layout.pp
     groups: list[Group] = []
     for pp in range(p):
@@ -57,8 +57,10 @@ def build_groups(layout: Layout) -> list[Group]:
             for dp in range(d):
                 if c > 1:
                     groups.append(Group("cp", tuple(rank_of(layout, tp, i, dp, pp) for i in range(c))))
+            # gradients are reduced, and optimizer states / ZeRO-3 parameters sharded, over
+            # DP x CP (Megatron's data-parallel group with context parallelism)
+            groups.append(Group("dp", tuple(rank_of(layout, tp, cp, i, pp) for i in range(d) for cp in range(c))))
             for cp in range(c):
-                groups.append(Group("dp", tuple(rank_of(layout, tp, cp, i, pp) for i in range(d))))
                 if layout.ep > 1:
                     for e0 in range(0, d, layout.ep):
                         groups.append(Group("ep", tuple(rank_of(layout, tp, cp, e0 + i, pp)
@@ -187,7 +189,7 @@ class _StageProgram:
         if lay.dp * lay.cp == 1:
             return
         self.bucket += params
-        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp)
+        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp)
         if self.bucket <= 0 or (self.bucket < limit and not force):
             return
         sharded = lay.distributed_optimizer or lay.zero >= 1
@@ -205,7 +207,7 @@ class _StageProgram:
         p, v = lay.pp, lay.vpp
         last_v = p * v - 1
         mbs = lay.num_microbatches
-        zero3 = lay.zero >= 3 and lay.dp > 1
+        zero3 = lay.zero >= 3 and lay.dp * lay.cp > 1
         if self._gathers_overlapped():
             self._issue_param_gathers()
         for forward, mb, chunk in schedule(lay.schedule, p, s, mbs, v):
@@ -355,7 +357,7 @@ class _StageProgram:
         layers = list(stage_layers(m, lay, self.s))
         params = stage_params(m, lay, self.s)
         rest = params - sum(self._layer_params(i) for i in layers)
-        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp)
+        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp)
         bucket, first = rest, layers[0] if layers else None
         for n, i in enumerate(layers):
             if first is None:

@@ -233,8 +233,8 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     Exact: the fused ops give the same timeline as separate ones.  ``estimate``: the
     closed-form time of a collective on any group (DP too), for the interference of overlapped
     communication (an estimate under the flow backend, which times them itself)."""
-    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp * layout.cp}
-    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp}
+    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp}
+    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}   # dp: DP x CP
     g = fabric.gpus_per_node
     planner = CollectivePlanner(fabric, spec.nccl)
 
