@@ -178,6 +178,7 @@ def test_new_presets_exist() -> None:
     ("dgx-h200", "h200", 8, 450.0, 50.0),        # NVLink 4 450 GB/s; 400 Gb/s
     ("gb200-nvl72", "gb200", 72, 900.0, 50.0),   # ConnectX-7 400 Gb/s per GPU
     ("gb300-nvl72", "gb300", 72, 900.0, 100.0),  # ConnectX-8 800 Gb/s = 100 GB/s per GPU
+    ("dgx-b300", "b300", 8, 900.0, 100.0),       # ConnectX-8 800 Gb/s per GPU
 ])
 def test_preset_figures(name, gpu, gpn, nvlink, nic) -> None:
     c = load_cluster(name)
@@ -197,7 +198,23 @@ def test_nvl72_domains(name) -> None:
     assert two.num_servers == 2 and nic_cables(two) == 144 and two.gpus_per_node == 72
 
 
-@pytest.mark.parametrize("name", ["dgx-b200", "dgx-h200"])
+def test_mi300x_platform_is_a_mesh_without_nvls() -> None:
+    c = load_cluster("mi300x-platform")
+    assert get_gpu(c.gpu).key == "mi300x" and c.gpus_per_node == 8
+    assert c.intra["kind"] == "nvlink_mesh" and c.intra["link_bandwidth"] == pytest.approx(64.0)
+    assert c.inter["nic_bandwidth"] == pytest.approx(50.0) and "nvls" not in c.nccl.algorithms
+    fab = build_fabric(c, 8)
+    assert fab.num_servers == 1 and nic_cables(fab) == 0
+
+
+def test_every_gpu_has_its_own_platform() -> None:
+    from podsim.llm.run import default_cluster
+
+    for gpu, preset in [("b300", "dgx-b300"), ("mi300x", "mi300x-platform"), ("h200", "dgx-h200")]:
+        assert default_cluster(get_gpu(gpu), None, None, None).name == preset
+
+
+@pytest.mark.parametrize("name", ["dgx-b200", "dgx-h200", "dgx-b300"])
 def test_dgx_fabrics(name) -> None:
     fab = build_fabric(load_cluster(name), 144)   # 144 / 8 = 18 servers, one NIC per GPU
     assert fab.num_servers == 18 and fab.gpus_per_node == 8 and nic_cables(fab) == 144

@@ -40,8 +40,8 @@ from .memory import GIB, memory, stage_params
 from .model import ModelConfig
 
 _PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
-                   "h200": "dgx-h200", "b200": "dgx-b200", "b300": "dgx-b200", "gb200": "gb200-nvl72",
-                   "gb300": "gb300-nvl72"}
+                   "h200": "dgx-h200", "b200": "dgx-b200", "b300": "dgx-b300", "gb200": "gb200-nvl72",
+                   "gb300": "gb300-nvl72", "mi300x": "mi300x-platform"}
 
 
 @dataclass
