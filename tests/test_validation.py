@@ -137,3 +137,27 @@ def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(InputError, match="value must be a number"):
         read_rows(bad, "user")
     assert main(["validate", "--rows", str(tmp_path / "none.csv")]) == 2
+
+
+def test_reported_rows_are_consistent_with_nemos_flop_count() -> None:
+    # every reported NeMo row pair: TFLOP/s per GPU = tokens/s per GPU x model FLOPs per token as
+    # NeMo counts them (Llama: s l h^2 (12 + 12 g/a + 18 f/h + 6 s/h) + 6 s h V per sequence of s),
+    # a check of the transcription that does not use podsim's own FLOP code
+    rows = {r["row_id"]: r for r in shipped_rows(("reported",))}
+    pairs = [(rows[k], rows[k[:-4] + "_tflops"]) for k in rows if k.endswith("_tok")]
+    assert len(pairs) >= 15
+    for tok, tfl in pairs:
+        s, l, h = float(tok["seq_len"]), float(tok["layers"]), float(tok["hidden"])
+        g, a, f, V = float(tok["kv_heads"]), float(tok["heads"]), float(tok["ffn_hidden"]), float(tok["vocab"])
+        per_token = l * h * h * (12 + 12 * g / a + 18 * f / h + 6 * s / h) + 6 * h * V
+        assert float(tok["value"]) * per_token / 1e12 == pytest.approx(float(tfl["value"]), rel=0.01), tok["row_id"]
+
+
+def test_reported_rows_spot_values() -> None:
+    # read off the Megatron-Bridge 25.11 performance summary tables
+    rows = {r["row_id"]: r for r in shipped_rows(("reported",))}
+    r = rows["mb2511_llama3_8b_gb200_8gpu_fp8cs_tok"]
+    assert (r["gpu"], r["gpus"], r["global_batch"], r["micro_batch"], r["value"]) == ("gb200", "8", "128", "2", "31508")
+    r = rows["mb2511_llama31_405b_h100_1024gpu_fp8cs_tflops"]
+    assert (r["tp"], r["pp"], r["cp"], r["vpp"], r["value"]) == ("8", "8", "2", "8", "737")
+    assert all(r["set"] == "reported" and r["framework"] == "megatron-bridge" for r in rows.values())
