@@ -144,7 +144,7 @@ def test_reported_rows_are_consistent_with_nemos_flop_count() -> None:
     # NeMo counts them (Llama: s l h^2 (12 + 12 g/a + 18 f/h + 6 s/h) + 6 s h V per sequence of s),
     # a check of the transcription that does not use podsim's own FLOP code
     rows = {r["row_id"]: r for r in shipped_rows(("reported",))}
-    pairs = [(rows[k], rows[k[:-4] + "_tflops"]) for k in rows if k.endswith("_tok")]
+    pairs = [(rows[k], rows[k[:-4] + "_tflops"]) for k in rows if k.endswith("_tok") and k[:-4] + "_tflops" in rows]
     assert len(pairs) >= 15
     for tok, tfl in pairs:
         s, l, h = float(tok["seq_len"]), float(tok["layers"]), float(tok["hidden"])
@@ -161,3 +161,14 @@ def test_reported_rows_spot_values() -> None:
     r = rows["mb2511_llama31_405b_h100_1024gpu_fp8cs_tflops"]
     assert (r["tp"], r["pp"], r["cp"], r["vpp"], r["value"]) == ("8", "8", "2", "8", "737")
     assert all(r["set"] == "reported" and r["framework"] == "megatron-bridge" for r in rows.values())
+
+
+def test_optional_shape_columns_express_qwen3_moe() -> None:
+    # Qwen3-30B-A3B (its model card: 30.5B parameters in all): 48 layers, hidden 2048, 32 query
+    # heads of 128 (not 2048 / 32), 4 KV heads, 128 experts of width 768, top 8, vocab 151,936
+    row = {"row_id": "q", "model": "Qwen3 30B A3B", "layers": "48", "hidden": "2048", "heads": "32",
+           "kv_heads": "4", "head_dim": "128", "ffn_hidden": "6144", "moe_ffn_hidden": "768",
+           "experts": "128", "top_k": "8", "vocab": "151936", "seq_len": "4096", "activation": "swiglu"}
+    m = model_of(row)
+    assert m.dhead == 128 and m.moe_ffn == 768 and m.experts == 128
+    assert m.total_params() / 1e9 == pytest.approx(30.5, rel=0.01)

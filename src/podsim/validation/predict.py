@@ -48,11 +48,16 @@ def model_of(r: dict):  # type: ignore[no-untyped-def]
     swiglu = act == "swiglu"
     old = r.get("framework", "").endswith("2021")
     experts = _int(r, "experts", 0)
+    moe = experts > 0
     return ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"),
                        _int(r, "ffn_hidden", 4 * h), _int(r, "vocab", 51200), _int(r, "seq_len", 2048),
-                       kv_heads=_int(r, "kv_heads", 0) or None, activation="swiglu" if swiglu else "gelu",
+                       kv_heads=_int(r, "kv_heads", 0) or None, head_dim=_int(r, "head_dim", 0) or None,
+                       activation="swiglu" if swiglu else "gelu",
                        bias=not swiglu, learned_positions=old, tied_embeddings=not swiglu and old,
-                       dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if experts else 0)
+                       dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if moe else 0,
+                       moe_ffn=(_int(r, "moe_ffn_hidden", 0) or None) if moe else None,
+                       shared_experts=_int(r, "shared_experts", 0) if moe else 0,
+                       dense_layers=_int(r, "dense_layers", 0) if moe else 0)
 
 
 def layout_of(r: dict, model):  # type: ignore[no-untyped-def]

@@ -6,8 +6,7 @@ Two sets, told apart in every report:
   (Megatron-LM SC'21 Tables 1-2 on A100, Megatron-Core's H100 weak-scaling table, Llama 3 405B
   on 8K-16K H100, Korthikanti et al.'s memory figures, NCCL bus bandwidths);
 * ``reported`` (``reported.csv``): every other published figure found, never used to set a
-  parameter -- podsim's error on them is its error on data it has not seen (not shipped yet:
-  without the file the set is empty).
+  parameter -- podsim's error on them is its error on data it has not seen.
 
 Both are podsim's own transcriptions with their citations (``source``, ``source_loc``,
 ``url``); the columns are documented in docs/calibration.md.  A user's own rows in the same
