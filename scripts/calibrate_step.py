@@ -13,9 +13,9 @@ The winner goes into ``llm/stack.yaml`` (``h100-80gb``) by hand, with docs/compu
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from multiprocessing import Pool
 
+from podsim.compute.fit import coordinate_descent
 from podsim.llm.stack import Stack
 from podsim.validation.predict import throughput
 from podsim.validation.rows import shipped_rows
@@ -47,24 +47,19 @@ def main() -> None:
     a = ap.parse_args()
     rows = _rows()
     stack = Stack.for_gpu("h100-80gb")
+    errs_of: dict[Stack, list[float]] = {}
+
+    def report(rnd: int, name: str, value: float, score: float) -> None:
+        print(f"round {rnd} {name} {value:.4g}: score {100 * score:.2f}%", flush=True)
+
     with Pool(2) as pool:
-        best, errs = evaluate(pool, rows, stack, a.backend)
-        step = 1.25
-        for rnd in range(a.rounds):
-            for name, (lo, hi) in PARAMS.items():
-                for direction in (step, 1 / step):
-                    while True:
-                        v = getattr(stack, name)
-                        new = min(max(v * direction if v > 0 else 0.05, lo), hi)
-                        if new == v:
-                            break
-                        trial = replace(stack, **{name: new})
-                        score, e = evaluate(pool, rows, trial, a.backend)
-                        if score >= best - 1e-5:
-                            break
-                        stack, best, errs = trial, score, e
-                        print(f"round {rnd} {name} {new:.4g}: score {100 * score:.2f}%", flush=True)
-            step = step ** 0.5
+        def loss(s: Stack) -> float:
+            score, errs_of[s] = evaluate(pool, rows, s, a.backend)
+            return score
+
+        stack, _ = coordinate_descent(stack, loss, PARAMS, a.rounds, step=1.25, from_zero=0.05, tol=1e-5,
+                                      on_better=report)
+    errs = errs_of[stack]
     print("\nbest:", stack)
     for r, e in zip(rows, errs):
         print(f"  {r['row_id']:<40} measured {r['value']:>7} TFLOP/s  error {100 * e:+.1f}%")

@@ -176,3 +176,26 @@ def test_fp8_runs_only_gemms_in_fp8() -> None:
     tb = table_model("measured", "h100-80gb", "bf16")
     assert t8.attention_ns(32, 4096, 4096, 128) == tb.attention_ns(32, 4096, 4096, 128)
     assert 1.4 < tb.gemm_ns(8192, 8192, 8192) / t8.gemm_ns(8192, 8192, 8192) < 2.0
+
+
+def test_coordinate_descent_finds_a_separable_minimum() -> None:
+    # (log a - log 3)^2 + (b - 0.5)^2, b starting at 0 and bounded to [0, 2]: the minimum is
+    # a = 3, b = 0.5, reached to within the final step's resolution
+    import math
+    from dataclasses import dataclass
+
+    from podsim.compute.fit import coordinate_descent
+
+    @dataclass(frozen=True)
+    class Pt:
+        a: float
+        b: float
+
+    def loss(p: Pt) -> float:
+        return (math.log(p.a) - math.log(3)) ** 2 + (p.b - 0.5) ** 2
+
+    seen: list[str] = []
+    p, best = coordinate_descent(Pt(1.0, 0.0), loss, {"a": (0.1, 10.0), "b": (0.0, 2.0)}, rounds=8,
+                                 from_zero=0.1, tol=0.0, on_better=lambda r, n, v, s: seen.append(n))
+    assert p.a == pytest.approx(3.0, rel=0.02) and p.b == pytest.approx(0.5, rel=0.02)
+    assert best == pytest.approx(loss(p)) and {"a", "b"} <= set(seen)

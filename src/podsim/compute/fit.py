@@ -10,7 +10,9 @@ a multiplicative coordinate descent over ``gemm_max``, ``gemm_knee``, ``memory_m
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from ..hardware.gpu import GpuSpec
 from .model import DEFAULT_EFFICIENCY, ComputeModel
@@ -18,6 +20,36 @@ from .table import KernelRow
 
 BOUNDS = {"gemm_max": (0.3, 1.0), "gemm_knee": (1.0, 2000.0), "memory_max": (0.3, 1.0),
           "flash_max": (0.1, 1.0), "flash_knee": (1.0, 2000.0), "launch_ns": (0.0, 20000.0)}
+
+P = TypeVar("P")
+
+
+def coordinate_descent(start: P, loss: Callable[[P], float], bounds: dict[str, tuple[float, float]],
+                       rounds: int, step: float = 1.3, from_zero: float = 50.0, tol: float = 1e-6,
+                       on_better: Callable[[int, str, float, float], None] | None = None) -> tuple[P, float]:
+    """Multiplicative coordinate descent over the fields ``bounds`` names of a frozen dataclass
+    ``start``: each field is scaled by ``step`` (then ``1 / step``) while ``loss`` falls by more
+    than ``tol``, clipped to its bounds (a field at 0 jumps to ``from_zero``); ``step`` shrinks
+    to its square root every round.  Returns the best point and its loss; ``on_better(round,
+    field, value, loss)`` hears of every improvement."""
+    best_p, best = start, loss(start)
+    for rnd in range(rounds):
+        for name, (lo, hi) in bounds.items():
+            for direction in (step, 1 / step):
+                while True:
+                    v = getattr(best_p, name)
+                    new = min(max(v * direction if v > 0 else from_zero, lo), hi)
+                    if new == v:
+                        break
+                    trial = replace(best_p, **{name: new})  # type: ignore[type-var]
+                    score = loss(trial)
+                    if score >= best - tol:
+                        break
+                    best_p, best = trial, score
+                    if on_better is not None:
+                        on_better(rnd, name, new, score)
+        step = math.sqrt(step)
+    return best_p, best
 
 
 def _family_errors(cm: ComputeModel, rows: list[KernelRow]) -> dict[str, float]:
@@ -50,22 +82,7 @@ def fit_to_table(rows: list[KernelRow], gpu: GpuSpec, dtype: str = "bf16",
         e = _family_errors(m, mine)
         return sum(e.values()) / max(len(e), 1)
 
-    best = loss(cm)
-    step = 1.3
-    for _ in range(rounds):
-        for name, (lo, hi) in BOUNDS.items():
-            for direction in (step, 1 / step):
-                while True:
-                    v = getattr(cm, name)
-                    new = min(max(v * direction if v > 0 else 50.0, lo), hi)
-                    if new == v:
-                        break
-                    trial = replace(cm, **{name: new})
-                    l2 = loss(trial)
-                    if l2 >= best - 1e-6:
-                        break
-                    cm, best = trial, l2
-        step = math.sqrt(step)
+    cm, _ = coordinate_descent(cm, loss, BOUNDS, rounds)
     params = {k: round(float(getattr(cm, k)), 4 if k.endswith("max") else 1) for k in BOUNDS}
     errs = {k: math.exp(v) - 1 for k, v in _family_errors(cm, mine).items()}
     return params, errs
