@@ -85,7 +85,7 @@ def simai_text(model: ModelConfig, layout: Layout, cm: KernelTimer, stage: int =
     lines: list[str] = []
     params = stage_params(model, layout, stage)
     shard = params / (layout.dp * layout.cp) if sharded else params
-    gather = ("ALLGATHER", int(params * 2)) if sharded and layout.dp > 1 else None
+    gather = ("ALLGATHER", int(params * 2)) if sharded and layout.dp * layout.cp > 1 else None
     lines += _rows("optimizer", [], [costs.optimizer(shard)], gather)
     mbs = layout.num_microbatches
     for mb in range(mbs):
@@ -95,7 +95,9 @@ def simai_text(model: ModelConfig, layout: Layout, cm: KernelTimer, stage: int =
             moe = model.is_moe_layer(i)
             bwd = (list(costs.forward(moe)) if layout.recompute == "full" else []) + list(costs.backward(moe))
             dp = None
-            if mb == 0 and layout.dp > 1:  # SimAI runs micro-batch 0's backward last
+            # SimAI runs micro-batch 0's backward last; its DP group (all_gpus / (TP x PP)) is
+            # Megatron's DP x CP, over which the gradients are reduced
+            if mb == 0 and layout.dp * layout.cp > 1:
                 dp = (dp_name, int(model.layer_params(i) / layout.tp * layout.grad_reduce_bytes))
             lines += _rows(f"mb{mb}_layer{i}", list(costs.forward(moe)), bwd, dp)
         if last:
