@@ -141,16 +141,19 @@ def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_reported_rows_are_consistent_with_nemos_flop_count() -> None:
     # every reported NeMo row pair: TFLOP/s per GPU = tokens/s per GPU x model FLOPs per token as
-    # NeMo counts them (Llama: s l h^2 (12 + 12 g/a + 18 f/h + 6 s/h) + 6 s h V per sequence of s),
-    # a check of the transcription that does not use podsim's own FLOP code
+    # the table counts them: s l h^2 (12 + 12 g/a + 6 m f/h + c s/h) + 6 s h V per sequence of s,
+    # m = 3 matrices (SwiGLU) or 2, c = 6 (causal, Megatron-Bridge 25.11) or 12 (full, NeMo
+    # 24.07) -- a check of the transcription that does not use podsim's own FLOP code
     rows = {r["row_id"]: r for r in shipped_rows(("reported",))}
     pairs = [(rows[k], rows[k[:-4] + "_tflops"]) for k in rows if k.endswith("_tok") and k[:-4] + "_tflops" in rows]
-    assert len(pairs) >= 15
+    assert len(pairs) >= 25
     for tok, tfl in pairs:
         s, l, h = float(tok["seq_len"]), float(tok["layers"]), float(tok["hidden"])
         g, a, f, V = float(tok["kv_heads"]), float(tok["heads"]), float(tok["ffn_hidden"]), float(tok["vocab"])
-        per_token = l * h * h * (12 + 12 * g / a + 18 * f / h + 6 * s / h) + 6 * h * V
-        assert float(tok["value"]) * per_token / 1e12 == pytest.approx(float(tfl["value"]), rel=0.01), tok["row_id"]
+        m = 3 if tok["activation"] == "swiglu" else 2
+        c = 6 if tok["flops_count"] == "causal" else 12
+        per_token = l * h * h * (12 + 12 * g / a + 6 * m * f / h + c * s / h) + 6 * h * V
+        assert float(tok["value"]) * per_token / 1e12 == pytest.approx(float(tfl["value"]), rel=0.02), tok["row_id"]
 
 
 def test_reported_rows_spot_values() -> None:
@@ -160,7 +163,9 @@ def test_reported_rows_spot_values() -> None:
     assert (r["gpu"], r["gpus"], r["global_batch"], r["micro_batch"], r["value"]) == ("gb200", "8", "128", "2", "31508")
     r = rows["mb2511_llama31_405b_h100_1024gpu_fp8cs_tflops"]
     assert (r["tp"], r["pp"], r["cp"], r["vpp"], r["value"]) == ("8", "8", "2", "8", "737")
-    assert all(r["set"] == "reported" and r["framework"] == "megatron-bridge" for r in rows.values())
+    r = rows["nemo2407_llama2_70b_h100_64gpu_fp8_tok"]   # NeMo 24.07 table
+    assert (r["tp"], r["pp"], r["vpp"], r["global_batch"], r["value"]) == ("4", "4", "20", "128", "1707")
+    assert all(r["set"] == "reported" and r["framework"] in ("megatron-bridge", "nemo") for r in rows.values())
 
 
 def test_optional_shape_columns_express_qwen3_moe() -> None:

@@ -92,7 +92,7 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
                  sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
                  recompute=rec, precision=precision_of(prec),
                  distributed_optimizer=zero == 0 and sharding != "none", zero=zero,
-                 schedule="interleaved" if vpp > 1 else "1f1b", loss_fusion=counts_causal(r), **kw)
+                 schedule="interleaved" if vpp > 1 else "1f1b", loss_fusion=nemo_stack(r), **kw)
     if not r.get("recompute"):
         lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
     return lay
@@ -103,9 +103,20 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
 CAUSAL_COUNT = ("nemo", "megatron-bridge", "nemo-automodel", "automodel")
 
 
+def nemo_stack(r: dict) -> bool:
+    """The row ran on NeMo or Megatron-Bridge (their GPT configs fuse the cross entropy)."""
+    fw = (r.get("framework") or "").lower()
+    return any(fw.startswith(f) for f in CAUSAL_COUNT)
+
+
 def counts_causal(r: dict) -> bool:
-    """The row's source counts model FLOPs with causal attention halved (NeMo's
-    ``flops_formulas``), not full ``s x s`` (Megatron-LM, Korthikanti et al., Meta)."""
+    """The row's source counts model FLOPs with causal attention halved, not full ``s x s``:
+    its ``flops_count`` column (``causal`` | ``full``) where given, else by framework -- NeMo's
+    ``flops_formulas`` halve it (Megatron-Bridge, NeMo 2 of 2025), Megatron-LM, Korthikanti et
+    al. and Meta do not (nor did NeMo 24.07's tables: give ``full`` for those)."""
+    count = (r.get("flops_count") or "").lower()
+    if count in ("causal", "full"):
+        return count == "causal"
     fw = (r.get("framework") or "").lower()
     return any(fw.startswith(f) for f in CAUSAL_COUNT)
 
