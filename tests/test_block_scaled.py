@@ -62,7 +62,8 @@ def test_block_scaled_formats_need_blackwell() -> None:
 
 
 @pytest.mark.parametrize("label,want", [("FP8", "fp8"), ("fp8-cs", "fp8"), ("FP8-DS", "fp8"),
-                                        ("MXFP8", "mxfp8"), ("NVFP4", "nvfp4"), ("bf16", "bf16")])
+                                        ("MXFP8", "mxfp8"), ("FP8-MX", "mxfp8"), ("NVFP4", "nvfp4"),
+                                        ("bf16", "bf16")])
 def test_published_precision_labels(label: str, want: str) -> None:
     assert precision_of(label) == want
 

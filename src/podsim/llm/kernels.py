@@ -28,6 +28,8 @@ fp8 (Transformer Engine's recipe)
     fp8 directly (fused casts), the attention output and every gradient into a GEMM get a
     cast-transpose kernel (read 2 B, write 2 x 1 B an element); weights are cast (and
     transposed) once per iteration; attention, the output layer and the loss stay in bf16.
+    mxfp8 / nvfp4 (Blackwell's block-scaled recipes): the same kernels, the GEMMs at the fp8 /
+    fp4 peak, every quantized element carrying its share of the block scales (1.031 B / 0.5625 B).
 embedding / output layer
     vocabulary-parallel lookup (and position embedding add), its dense gradient
     (``V / t x h``) accumulated into ``main_grad``; the output layer's GEMMs and Megatron's
@@ -166,7 +168,8 @@ def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes,
         return [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
     out = []
     if fp8:
-        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes), True))
+        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes),
+                        True))
     out.append(_gemm(f"{name} dgrad", module, rows, k, n, dt, True, overlap="ag"))
     out.append(_gemm(f"{name} wgrad", module, n, k, rows, dt, True, overlap="rs" if column else ""))
     return out

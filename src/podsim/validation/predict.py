@@ -13,8 +13,9 @@
     fused attention, Transformer Engine's TP overlap and Megatron-Core's DP overlap, the row's
     recompute (where not given: the least recomputation that fits in the GPU's memory, see
     :func:`least_recompute`), micro-batch 1 where not given; NeMo and Megatron-Bridge also
-    their fused cross entropy (``cross_entropy_loss_fusion``, on in their GPT configs); a layer count that PP x VPP does not
-    divide is split as Megatron-Core does with the embedding and the loss counted as layers.
+    their fused cross entropy (``cross_entropy_loss_fusion``, on in their GPT configs); a layer
+    count that PP x VPP does not divide is split as Megatron-Core does with the embedding and
+    the loss counted as layers.
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``.
 """
@@ -117,8 +118,7 @@ def counts_causal(r: dict) -> bool:
     count = (r.get("flops_count") or "").lower()
     if count in ("causal", "full"):
         return count == "causal"
-    fw = (r.get("framework") or "").lower()
-    return any(fw.startswith(f) for f in CAUSAL_COUNT)
+    return nemo_stack(r)
 
 
 def balanced_split(layers: int, stages: int) -> tuple[int, ...]:
@@ -141,9 +141,10 @@ def balanced_split(layers: int, stages: int) -> tuple[int, ...]:
 
 def precision_of(label: str) -> str:
     """podsim's --precision for a published label: FP8 with per-tensor scaling (delayed,
-    current: ``fp8``, ``fp8-cs``, ``fp8-ds``) is fp8; MXFP8 mxfp8; NVFP4 / FP4 nvfp4."""
+    current: ``fp8``, ``fp8-cs``, ``fp8-ds``) is fp8; MXFP8 (``mxfp8``, NVIDIA's ``fp8-mx``)
+    mxfp8; NVFP4 / FP4 nvfp4."""
     p = label.strip().lower()
-    if p.startswith("mxfp8"):
+    if p.startswith("mxfp8") or p in ("fp8-mx", "fp8_mx", "fp8mx"):
         return "mxfp8"
     if p in ("nvfp4", "fp4", "mxfp4"):
         return "nvfp4"
