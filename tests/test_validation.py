@@ -163,6 +163,8 @@ def test_reported_rows_spot_values() -> None:
     assert (r["gpu"], r["gpus"], r["global_batch"], r["micro_batch"], r["value"]) == ("gb200", "8", "128", "2", "31508")
     r = rows["mb2511_llama31_405b_h100_1024gpu_fp8cs_tflops"]
     assert (r["tp"], r["pp"], r["cp"], r["vpp"], r["value"]) == ("8", "8", "2", "8", "737")
+    r = rows["mb260401_pretrain_llama3_70b_gb300_64gpu_nvfp4_tok"]   # 26.04.01 archive
+    assert (r["precision"], r["pp"], r["vpp"], r["value"]) == ("nvfp4", "4", "5", "7296")
     r = rows["nemo2407_llama2_70b_h100_64gpu_fp8_tok"]   # NeMo 24.07 table
     assert (r["tp"], r["pp"], r["vpp"], r["global_batch"], r["value"]) == ("4", "4", "20", "128", "1707")
     assert all(r["set"] == "reported" and r["framework"] in ("megatron-bridge", "nemo") for r in rows.values())
