@@ -125,9 +125,12 @@ def test_existing_efficiency_untouched() -> None:
     h = get_gpu("h100-80gb").efficiency
     assert h["gemm_max"] == pytest.approx(0.793) and h["fp8_gemm_knee"] == 151
     assert get_gpu("a100-80gb").efficiency["gemm_max"] == pytest.approx(0.82)
-    # new GPUs share the H100 fit as a placeholder
-    for k in ("gb200", "gb300", "b300", "mi300x"):
-        assert get_gpu(k).efficiency == h
+    # the H200 shares it as is; the Blackwells and the MI300X scale its ceilings (test_derive_efficiency.py)
+    assert get_gpu("h200").efficiency == h
+    for k in ("b200", "gb200", "gb300", "b300", "mi300x"):
+        e = get_gpu(k).efficiency
+        assert (e["gemm_knee"], e["flash_knee"], e["launch_ns"]) == (h["gemm_knee"], h["flash_knee"], h["launch_ns"])
+        assert e["gemm_max"] != h["gemm_max"]
 
 
 GOOD = """\

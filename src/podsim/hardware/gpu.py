@@ -68,8 +68,14 @@ class GpuSpec:
     vendor: str = "nvidia"
     architecture: str = ""
     #: whose compute-model fit ``efficiency`` is: this GPU's key, another GPU's (a derived fit:
-    #: ``efficiency: <key>`` in the file), or "" (none: the A100 fit applies)
+    #: ``efficiency: <key>`` or ``efficiency: {from: <key>, scale: ...}`` in the file), or ""
+    #: (none: the A100 fit applies)
     efficiency_from: str = ""
+    #: parameter -> factor the sibling's fit was scaled by (published kernel measurements of both
+    #: GPUs, podsim/compute/derive.py); empty when the fit is the GPU's own or borrowed as is
+    efficiency_scale: dict = field(default_factory=dict)
+    #: parameter -> the GPU whose published kernels stood in for this one's (the same die)
+    efficiency_measured_as: dict = field(default_factory=dict)
 
     def peak(self, dtype: str) -> float:
         """Dense peak in FLOP per ns (= TFLOP/s x 1000) for ``dtype``.  A GPU without fp4 (or
@@ -118,13 +124,18 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
         _number(v, source, f"{key}.peak_tflops.{dt}")
     eff = d.get("efficiency") or {}
     eff_from = key if eff else ""
-    if isinstance(eff, str):  # the name of another GPU whose fit this one shares
+    scale: dict[str, float] = {}
+    measured_as: dict[str, str] = {}
+    if isinstance(eff, dict) and "from" in eff:  # a sibling's fit, scaled by published kernel ratios
+        eff, scale, measured_as = _scaled_efficiency(key, eff, data, source)
+        eff_from = str(d["efficiency"]["from"])
+    elif isinstance(eff, str):  # the name of another GPU whose fit this one shares
         eff_from = eff
         if eff not in data or not isinstance(data[eff], dict):
             e = unknown_key_error(eff, data, source, what="GPU")
             raise InputError(e.message, source, f"{key}.efficiency")
         eff = data[eff].get("efficiency") or {}
-        if isinstance(eff, str):
+        if isinstance(eff, str) or "from" in eff:
             raise InputError(f"efficiency names {d['efficiency']!r}, which itself names another GPU",
                              source, f"{key}.efficiency")
     sources = d.get("sources") or []
@@ -144,7 +155,49 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
                    parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
                    {str(k): float(v) for k, v in peaks.items()}, dict(eff), tuple(sources),
                    vendor=str(vendor), architecture=str(d.get("architecture", "")), efficiency_from=eff_from,
-                   **opt)
+                   efficiency_scale=scale, efficiency_measured_as=measured_as, **opt)
+
+
+#: the compute-model parameters a derived fit may scale
+SCALABLE = ("gemm_max", "fp8_gemm_max", "flash_max", "memory_max")
+
+
+def _scaled_efficiency(key: str, eff: dict, data: dict, source: str) -> tuple[dict, dict, dict]:
+    """``efficiency: {from: <gpu>, scale: {param: factor}, measured_as: {param: <gpu>}}``: the
+    sibling's fitted parameters with ``scale`` applied (fields: :data:`SCALABLE`)."""
+    where = f"{key}.efficiency"
+    for k in eff:
+        if k not in ("from", "scale", "measured_as"):
+            e = unknown_key_error(str(k), ("from", "scale", "measured_as"), source)
+            raise InputError(e.message, source, f"{where}.{k}")
+    sib = eff["from"]
+    if not isinstance(sib, str) or sib not in data or not isinstance(data[sib], dict):
+        e = unknown_key_error(str(sib), data, source, what="GPU")
+        raise InputError(e.message, source, f"{where}.from")
+    base = data[sib].get("efficiency")
+    if not isinstance(base, dict) or "from" in base:
+        raise InputError(f"efficiency.from names {sib!r}, which has no fit of its own", source, f"{where}.from")
+    scale = eff.get("scale") or {}
+    measured_as = eff.get("measured_as") or {}
+    if not isinstance(scale, dict) or not isinstance(measured_as, dict):
+        raise InputError("expected a mapping parameter -> value", source, where)
+    for table, name in ((scale, "scale"), (measured_as, "measured_as")):
+        for p in table:
+            if p not in SCALABLE:
+                e = unknown_key_error(str(p), SCALABLE, source, what="parameter")
+                raise InputError(e.message, source, f"{where}.{name}.{p}")
+    out = dict(base)
+    for p, f in scale.items():
+        f = float(_number(f, source, f"{where}.scale.{p}"))
+        fitted = out.get(p if p != "fp8_gemm_max" or "fp8_gemm_max" in out else "gemm_max")
+        if fitted is not None:
+            out[p] = round(float(fitted) * f, 4)
+        scale[p] = f
+    for p, g in measured_as.items():
+        if not isinstance(g, str) or g not in data:
+            e = unknown_key_error(str(g), data, source, what="GPU")
+            raise InputError(e.message, source, f"{where}.measured_as.{p}")
+    return out, dict(scale), {str(k): str(v) for k, v in measured_as.items()}
 
 
 def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:

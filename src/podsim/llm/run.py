@@ -129,14 +129,20 @@ class TrainingResult:
 def calibration_of(gpu: GpuSpec, table: bool) -> dict:
     """How ``gpu``'s kernel times are known (the ``calibration`` field of the JSON)."""
     if table:
-        return {"status": "measured", "source": "kernel table", "derived_from": None}
+        return {"status": "measured", "source": "kernel table", "derived_from": None, "scale": {}}
     fit = _FITS.get(gpu.key)
     if fit is not None:
-        return {"status": "fitted", "source": fit, "derived_from": None}
+        return {"status": "fitted", "source": fit, "derived_from": None, "scale": {}}
     own = gpu.efficiency_from
     sib = own if own and own != gpu.key else "a100-80gb"
+    scaled = ""
+    if gpu.efficiency_scale:
+        factors = ", ".join(f"{p} x{f:g}" for p, f in gpu.efficiency_scale.items())
+        scaled = (f", scaled by published kernel measurements ({factors}; podsim/hardware/published_kernels.csv, "
+                  "docs/hardware.md)")
     return {"status": "derived", "source": f"{sib}'s fit ({_FITS.get(sib, 'its own')}) on the {gpu.name}'s "
-            "datasheet peaks and HBM bandwidth", "derived_from": sib}
+            f"datasheet peaks and HBM bandwidth{scaled}", "derived_from": sib,
+            "scale": dict(gpu.efficiency_scale)}
 
 
 #: GPUs whose roofline parameters were fitted to their own measurements (docs/compute.md)
