@@ -124,6 +124,11 @@ class LayerCosts:
         if k.kind == "comm":
             return 0
         if k.kind == "gemm" or k.kind == "attention":
+            # a grouped expert GEMM counts once per local expert: Transformer Engine's
+            # GroupedLinear issues its GEMMs from one C++ call but prepares (quantizes, wraps)
+            # each expert's weights and inputs in Python.  Unmeasured: counting it as one op
+            # instead moves the reported Qwen3 rows from -46%..+68% to +2%..+169%
+            # (docs/calibration.md, "MoE")
             return k.count
         if k.kind == "attention_unfused":
             return 6 if k.backward else 3
