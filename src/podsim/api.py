@@ -141,7 +141,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     except InputError as e:
         raise _attribute(e, sys_cfg, rm_cfg, label, comm_groups) from None
     result.info["podsim_version"] = __version__
-    result.info["title"] = f"{Path(label).name} on {topo.num_npus} NPUs"
+    short = label if isinstance(workload, Workload) else Path(str(workload)).name
+    result.info["title"] = f"{short} on {topo.num_npus} NPUs"
     result.info["workload"] = label
     result.info["network"] = describe_topology(topo)
     result.info["system"] = (f"{sys_cfg.scheduling_policy}, {sys_cfg.collective_optimization}, "
@@ -226,6 +227,11 @@ def _load_workload(workload: PathLike | Workload, n: int,
     from .formats.chakra import read_workload
 
     groups = None
+    if comm_groups is None and not isinstance(workload, Workload):
+        # `podsim llm --chakra PREFIX` / `podsim convert` write PREFIX.comm_groups.json beside the traces
+        beside = Path(f"{workload}.comm_groups.json")
+        if beside.is_file():
+            comm_groups = beside
     if comm_groups is not None:
         groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
     if not isinstance(workload, Workload) and _not_chakra(workload):
@@ -235,7 +241,8 @@ def _load_workload(workload: PathLike | Workload, n: int,
             workload = Workload(workload.programs, workload.rank_program,
                                 [Group(k, tuple(v)) for k, v in groups.items()], workload.name)
         return workload, workload.name
-    return read_workload(workload, n, groups), str(workload)
+    label = str(workload) + (f" (groups: {comm_groups})" if isinstance(comm_groups, (str, os.PathLike)) else "")
+    return read_workload(workload, n, groups), label
 
 
 def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
@@ -275,7 +282,8 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     except InputError as e:
         raise e.with_source(label) from None
     result.info["podsim_version"] = __version__
-    result.info["title"] = f"{Path(label).name} on {n} GPU{'s' if n != 1 else ''} of {spec.name} ({backend})"
+    short = label if isinstance(workload, Workload) else Path(str(workload)).name
+    result.info["title"] = f"{short} on {n} GPU{'s' if n != 1 else ''} of {spec.name} ({backend})"
     result.info["workload"] = label
     result.info["cluster"] = spec.description or spec.name
     return result

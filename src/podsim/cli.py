@@ -175,10 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="summarize Chakra traces: nodes by type, dependencies, durations",
                        epilog="examples:\n  podsim inspect traces/llm            # <prefix>: every <prefix>.<rank>.et\n"
-                              "  podsim inspect traces/llm.0.et",
+                              "  podsim inspect traces/llm.0.et --json summary.json\n\n"
+                              "Durations are in microseconds, Chakra's own unit.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("trace", help="a .et file, or a prefix of <prefix>.<rank>.et files")
     i.add_argument("--ranks", type=int, default=4, metavar="N", help="how many rank files to summarize (default 4)")
+    i.add_argument("--json", metavar="OUT", help="write the summaries as JSON (fields: docs/outputs.md)")
     i.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",
@@ -606,10 +608,18 @@ def _run_inspect(args: argparse.Namespace) -> int:
     )
 
     if os.path.isfile(args.trace):
-        print(format_summaries(1, [summarize_trace(args.trace)]))
+        n, sums = 1, [summarize_trace(args.trace)]
     else:
         n, sums = summarize_prefix(args.trace, args.ranks)
-        print(format_summaries(n, sums))
+    print(format_summaries(n, sums))
+    if args.json:
+        import dataclasses
+        import json
+
+        from .fileio import atomic_write_text
+        doc = {"rank_files": n, "summarized": [dataclasses.asdict(s) for s in sums]}
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -1008,6 +1018,21 @@ def _run_example(args: argparse.Namespace) -> int:
         return _emit(res, args)
 
 
+#: options that name an output file, by their argparse dest
+_OUTPUT_FILES = {"json": "--json", "trace": "--trace", "plot": "--plot", "layers": "--layers", "cdf": "--cdf",
+                 "chrome_trace": "--chrome-trace"}
+
+
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """Output paths that cannot be written are refused before any subcommand runs."""
+    from .fileio import check_output_file
+    own = args.command in ("simulate", "example")   # their _check_outputs says more about folders
+    for dest, flag in _OUTPUT_FILES.items():
+        v = getattr(args, dest, None)
+        if isinstance(v, str) and v and not (own and os.path.isdir(v)):
+            check_output_file(v, flag)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``podsim`` console script; returns the exit status."""
     from .errors import InputError, PodsimError
@@ -1018,6 +1043,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _check_output_paths(args)
         if args.command == "simulate":
             return _run_simulate(args)
         if args.command == "inspect":
@@ -1054,6 +1080,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:  # a path that is missing, a directory, unreadable or unwritable
+        if getattr(args, "debug", False):
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"podsim: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # a bug: one line, the traceback under --debug
+        if getattr(args, "debug", False):
+            raise
+        print(f"podsim: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback, "
+              "and please report it)", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":

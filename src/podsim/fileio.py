@@ -34,6 +34,24 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
         raise
 
 
+def check_output_file(path: Path | str, flag: str) -> None:
+    """Refuse, before any work, an output path that cannot become a file: an existing folder, or
+    one below an existing file.
+
+    Raises:
+        InputError: naming ``flag`` and the path.
+    """
+    from .errors import InputError
+    p = Path(path)
+    if str(path) == "" or p.is_dir():
+        raise InputError(f"{str(path) or '(empty)'} is a folder; expected a file path", flag)
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{path}: {parent} is a file, not a folder", flag)
+            break
+
+
 def atomic_write_text(path: Path | str, text: str) -> None:
     """Write text (UTF-8) atomically."""
     atomic_write_bytes(path, text.encode("utf-8"))

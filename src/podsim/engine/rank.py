@@ -158,7 +158,11 @@ class RankRunner:
         if kind is None:
             kind = _KIND_OF[code] = CollectiveKind(code)
         if kind == CollectiveKind.BROADCAST:
-            return (None, int(p.duration_ns[i]) or 1)
+            if int(p.duration_ns[i]) > 0:   # replayed for its recorded duration, as ASTRA-sim does
+                return (None, int(p.duration_ns[i]))
+            # no recorded duration (a traced broadcast loads as -1): timed as an all-gather of
+            # its size, which moves the same bytes per link as a pipelined ring broadcast
+            kind = CollectiveKind.ALL_GATHER
         if kind not in (CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
                         CollectiveKind.ALL_TO_ALL):
             raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
@@ -174,7 +178,9 @@ class RankRunner:
                 grp = self.w.group_of(key, self.rank)
                 if grp is None:
                     raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
-                                     "not found in the comm-group configuration", where="pg_name")
+                                     "not found in the comm-group configuration (give it with "
+                                     "--comm-group-configuration FILE; podsim reads PREFIX.comm_groups.json "
+                                     "beside PREFIX.<rank>.et by itself)", where="pg_name")
                 hit = self._group_cache[g] = (key, tuple(grp.ranks) if len(grp.ranks) != self.sys.total_npus
                                               else None)
             key, group = hit

@@ -37,6 +37,9 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         step = from_triosim(read_triosim(triosim))   # TrioSim's traces step Adam
     else:
         from ..formats.pytorch_trace import capture_files
+        if not Path(pytorch).exists():  # type: ignore[arg-type]
+            raise InputError(f"{pytorch}: no such folder or file; expected a `podsim trace --out` folder or a "
+                             "Kineto trace JSON", where="--pytorch")
         if Path(pytorch).is_file():  # type: ignore[arg-type]
             kineto, et = Path(pytorch), (Path(execution_trace) if execution_trace else None)  # type: ignore[arg-type]
         else:

@@ -41,10 +41,13 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     groups: dict[tuple[int, ...], list[int]] = {}
     for r in result.ranks:
         groups.setdefault(_row_key(r), []).append(r.rank)
-    header = ["ranks"] + [f"{name} (ns)" for name, _ in _COLS]
+    # host (CPU) ops and remote memory get columns when some rank has them
+    extra = [(i, name) for i, name in ((len(_COLS), "cpu"), (len(_COLS) + 1, "remote mem"))
+             if any(k[i] for k in groups)]
+    header = ["ranks"] + [f"{name} (ns)" for name, _ in _COLS] + [f"{name} (ns)" for _, name in extra]
     rows = []
     for key, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        rows.append([rank_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]])
+        rows.append([rank_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]] + [f"{key[i]:,}" for i, _ in extra])
     shown = rows[:max_rows]
     widths = [max(len(h), *(len(r[i]) for r in shown)) for i, h in enumerate(header)]
     lines.append("")
@@ -63,6 +66,9 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     if "wall_s" in result.info:
         lines.append("")
         lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]
+    if any(r.cpu_ns and not r.compute_ns for r in result.ranks):
+        lines.append("  note: some ranks ran their compute on the host (a CPU capture): 'exposed comm' is "
+                     "finish - GPU compute, as ASTRA-sim reports it, so it includes their cpu time")
     for note in result.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

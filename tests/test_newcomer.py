@@ -1,0 +1,95 @@
+"""Issue 13's newcomer bugs, each pinned: what a first-hour user ran into, and what they get now."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from podsim.api import simulate
+from podsim.cli import main
+from podsim.report.result import RankResult, Result
+from podsim.report.summary import format_summary
+from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
+
+def _coll(kind: CollectiveKind, size: int, duration_ns: int | None = None) -> Workload:
+    b = ProgramBuilder("w")
+    extra = {} if duration_ns is None else {"duration_ns": duration_ns}
+    b.add(OpKind.COLLECTIVE, "c", collective=int(kind), size_bytes=size, node_id=1, **extra)
+    return Workload([b.build()], [0] * 8, name="w")
+
+
+def test_untraced_broadcast_is_timed_as_an_all_gather() -> None:
+    # a traced c10d broadcast loads with duration -1: it used to be scheduled in the past
+    size = 64 << 20
+    bc = simulate(_coll(CollectiveKind.BROADCAST, size, -1), cluster="dgx-h100").finish_ns
+    ag = simulate(_coll(CollectiveKind.ALL_GATHER, size), cluster="dgx-h100").finish_ns
+    assert bc == ag > 0
+    # a recorded duration is replayed as is, as ASTRA-sim does
+    assert simulate(_coll(CollectiveKind.BROADCAST, size, 12_345), cluster="dgx-h100").finish_ns == 12_345
+
+
+def test_missing_trace_folder_is_one_line(capsys) -> None:
+    assert main(["simulate", "--pytorch", "no/such/folder"]) == 2
+    err = capsys.readouterr().err
+    assert "--pytorch" in err and "no/such/folder" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_output_to_a_folder_is_refused_before_running(tmp_path, capsys) -> None:
+    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "8", "--json", str(tmp_path)]) == 2
+    io = capsys.readouterr()
+    assert "--json" in io.err and "folder" in io.err and io.out == ""      # nothing ran
+    (tmp_path / "f").write_text("")
+    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "8", "--trace",
+                 str(tmp_path / "f" / "t.json")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_internal_errors_are_one_line_unless_debug(monkeypatch, capsys) -> None:
+    import podsim.cli as cli
+
+    def boom(args):  # type: ignore[no-untyped-def]
+        raise ValueError("a bug")
+    monkeypatch.setattr(cli, "_run_inspect", boom)
+    assert main(["inspect", "x"]) == 70
+    err = capsys.readouterr().err
+    assert "internal error: ValueError: a bug" in err and "--debug" in err and "Traceback" not in err
+    with pytest.raises(ValueError):
+        main(["inspect", "x", "--debug"])
+
+
+def test_llm_chakra_traces_replay_without_naming_their_groups(tmp_path, capsys) -> None:
+    prefix = str(tmp_path / "et" / "gpt")
+    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--global-batch", "16",
+                 "--chakra", prefix]) == 0
+    capsys.readouterr()
+    assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "gpt.comm_groups.json" in out
+    assert json.loads((tmp_path / "r.json").read_text())["num_ranks"] == 16
+    # without the file beside them, the error says how to give the groups
+    (tmp_path / "et" / "gpt.comm_groups.json").rename(tmp_path / "groups.json")
+    assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100"]) == 2
+    assert "--comm-group-configuration" in capsys.readouterr().err
+    assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100",
+                 "--comm-group-configuration", str(tmp_path / "groups.json")]) == 0
+
+
+def test_inspect_writes_json_with_units(tmp_path, capsys) -> None:
+    prefix = str(tmp_path / "gpt")
+    main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "8", "--chakra", prefix])
+    assert main(["inspect", prefix, "--ranks", "2", "--json", str(tmp_path / "s.json")]) == 0
+    d = json.loads((tmp_path / "s.json").read_text())
+    assert d["rank_files"] == 8 and len(d["summarized"]) == 2
+    s = d["summarized"][0]
+    assert s["nodes"] == sum(s["by_type"].values()) and s["total_duration_us"] > 0 and s["comm_bytes"] > 0
+
+
+def test_cpu_capture_summary_shows_host_time() -> None:
+    r = Result(ranks=[RankResult(0, 100, 0, 10, 100, cpu_ns=90)])
+    text = format_summary(r)
+    assert "cpu (ns)" in text and "90" in text and "ran their compute on the host" in text
+    gpu = Result(ranks=[RankResult(0, 100, 80, 10, 20)])
+    assert "cpu (ns)" not in format_summary(gpu)
