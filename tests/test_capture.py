@@ -82,10 +82,10 @@ def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixtu
              (["--model", "no_such_module_xyz:f"], "cannot import module 'no_such_module_xyz'"),
              (["--model", f"{models}:missing"], "has no callable 'missing'"),
              (["--model", f"{models}:not_a_setup"], "must return (model, inputs, targets[, loss_fn])"),
-             (["--model", f"{models}:small_cnn", "--batch-size", "0"], "at least 1"),
+             (["--model", f"{models}:small_cnn", "--batch-size", "0"], "--batch-size: expected a positive integer"),
              (["--model", f"{models}:broken"], "building capture_models:broken failed: ValueError: no such layer"),
              (["--model", f"{models}:fails_in_forward"], "a training step of capture_models:fails_in_forward failed"),
-             (["--model", f"{models}:small_cnn", "--nproc", "0"], "at least one process"),
+             (["--model", f"{models}:small_cnn", "--nproc", "0"], "--nproc: expected a positive integer"),
              (["--model", f"{models}:missing", "--nproc", "2"], "has no callable 'missing'"),   # from a child
              (["--model", "hf:/nonexistent/config.json"], "no such config file")]
     import torch

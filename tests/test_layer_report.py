@@ -99,7 +99,7 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
     assert main(["simulate", "--triosim", d, "--gpus", "2", "--trace", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
     for bad, message in ((["--layers", str(tmp_path)], "give the CSV file"), (["--plot", str(tmp_path)], "is a folder"),
-                         (["--plot", str(tmp_path / "p.png"), "--plot-ranks", "0"], "at least 1 rank")):
+                         (["--plot", str(tmp_path / "p.png"), "--plot-ranks", "0"], "--plot-ranks: expected a positive integer")):
         assert main(["simulate", "--triosim", d, "--gpus", "2"] + bad) == 2, bad
         assert message in capsys.readouterr().err, bad
 

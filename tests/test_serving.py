@@ -364,9 +364,9 @@ def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pyt
     assert main(["serve", "--cluster", "dgx-h100", "-w", str(w), "-p", str(pl), "--dispatch-overhead", "none"]) == 0
     capsys.readouterr()
     for bad, message in ((["--dispatch-overhead", "soon"], "dlsim, none or a finite number of ms"),
-                         (["--cluster", "dgx-h100", "-c", "0"], "must be a finite positive number"),
-                         (["-n", "0"], "--num-nodes: must be a finite positive number"),
-                         (["-c", "nan"], "must be a finite positive number"),
+                         (["--cluster", "dgx-h100", "-c", "0"], "--memory_capacity: expected a finite number > 0"),
+                         (["-n", "0"], "--num_nodes: expected a positive integer"),
+                         (["-c", "nan"], "expected a finite number > 0"),
                          (["--dispatch-overhead", "inf"], "finite number of ms")):
         assert main(["serve", "-w", str(w), "-p", str(pl), "-d", "8"] + bad) == 2, bad
         assert message in capsys.readouterr().err, bad

@@ -85,15 +85,63 @@ GB/s = 1e9 B/s."""
 def _add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
     p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
-    p.add_argument("--trace-ranks", type=int, default=256, metavar="N",
+    p.add_argument("--trace-ranks", type=_count, default=256, metavar="N",
                    help="ranks to include in the trace (default 256)")
     p.add_argument("--plot", metavar="OUT.png",
                    help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])")
-    p.add_argument("--plot-ranks", type=int, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
+    p.add_argument("--plot-ranks", type=_count, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
     p.add_argument("--no-symmetry", action="store_true",
                    help="simulate every rank even when ranks are provably equivalent")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
+
+
+# -- argument types: every number a flag takes is checked here, the same way in every subcommand --
+
+def _count(text: str) -> int:
+    """A positive integer (a count of GPUs, layers, tokens...), at most 2^31."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= v <= 2**31:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (1 to 2^31), got {text!r}")
+    return v
+
+
+def _natural(text: str) -> int:
+    """A non-negative integer (a seed, a layer count that may be 0), at most 2^31."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if not 0 <= v <= 2**31:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2^31, got {text!r}")
+    return v
+
+
+def _positive(text: str) -> float:
+    """A finite number > 0 (a size, a bandwidth, a duration, a rate, a scale)."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (math.isfinite(v) and 0 < v <= 1e15):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def _non_negative(text: str) -> float:
+    """A finite number >= 0."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 1e15):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return v
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -121,10 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pytorch", "--capture", metavar="DIR", dest="pytorch",
                    help="a podsim trace folder (kineto.json[.gz], et.json[.gz]) -- or a Kineto trace file with "
                         "--execution-trace -- to run in parallel on --gpus GPUs of --cluster (default dgx-h100)")
-    s.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
+    s.add_argument("--gpu-memory", type=_positive, default=None, metavar="GIB",
                    help="with --triosim / --pytorch: memory per GPU in GiB (default: the cluster's GPU; TrioSim's "
                         "-capacity C is 2^C bytes)")
-    s.add_argument("--remote-bandwidth", type=float, default=None, metavar="GBPS",
+    s.add_argument("--remote-bandwidth", type=_positive, default=None, metavar="GBPS",
                    help="with --triosim / --pytorch: offload activations that do not fit to remote memory of this "
                         "bandwidth per GPU in GB/s (TrioSim's -bandwidth); without it a step that does not fit is "
                         "an error")
@@ -135,20 +183,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --triosim / --pytorch: dp (one all-reduce after the backward), ddp (bucketed, "
                         "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
                         "or pp (one pipeline stage per GPU)")
-    s.add_argument("--micro-batch-size", type=int, default=None, metavar="M",
+    s.add_argument("--micro-batch-size", type=_count, default=None, metavar="M",
                    help="with --parallel pp: micro-batch size (micro-batches = batch / M; default: one "
                         "micro-batch per stage)")
     s.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "gpipe"],
                    help="with --parallel pp (default 1f1b)")
-    s.add_argument("--dp", type=int, default=1, metavar="D",
+    s.add_argument("--dp", type=_count, default=1, metavar="D",
                    help="with --parallel pp: D data-parallel pipelines of --gpus / D stages each, gradients "
                         "all-reduced per stage (default 1)")
-    s.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
+    s.add_argument("--bucket-mb", type=_positive, default=25.0, metavar="MB",
                    help="with --triosim --parallel ddp: gradient bucket size in MiB (default 25)")
-    s.add_argument("--batch-size", type=int, default=None, metavar="B",
+    s.add_argument("--batch-size", type=_count, default=None, metavar="B",
                    help="with --triosim: the batch the trace was taken at (a --pytorch capture says it in "
                         "capture.json)")
-    s.add_argument("--batch-size-sim", type=int, default=None, metavar="B",
+    s.add_argument("--batch-size-sim", type=_count, default=None, metavar="B",
                    help="with --triosim: the batch per GPU to simulate (forward and backward times scale "
                         "with it; the optimizer and gradient sizes do not)")
     s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
@@ -158,15 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "ASTRA-sim network; rank r runs on GPU r")
     s.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
                    help="with --cluster: analytical (no contention) or flow (max-min fair links)")
-    s.add_argument("--gpus", type=int, default=None, metavar="N",
+    s.add_argument("--gpus", type=_count, default=None, metavar="N",
                    help="with --cluster and a SimAI .txt workload: GPUs to run it on (default: its all_gpus)")
     s.add_argument("--remote-memory-configuration", metavar="FILE", help="ASTRA-sim remote memory JSON")
     s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
                    help="communicator groups JSON {id: [ranks]} ('empty' for none)")
-    s.add_argument("--num-queues-per-dim", type=int, default=1, metavar="N")
-    s.add_argument("--comm-scale", type=float, default=1.0, metavar="X", help="accepted and ignored, as ASTRA-sim 2.x does")
-    s.add_argument("--injection-scale", type=float, default=1.0, metavar="X", help="multiply endpoint-delay by X (when the system JSON sets it)")
-    s.add_argument("--compute-scale", type=float, default=1.0, metavar="X", help=argparse.SUPPRESS)
+    s.add_argument("--num-queues-per-dim", type=_count, default=1, metavar="N")
+    s.add_argument("--comm-scale", type=_positive, default=1.0, metavar="X", help="accepted and ignored, as ASTRA-sim 2.x does")
+    s.add_argument("--injection-scale", type=_positive, default=1.0, metavar="X", help="multiply endpoint-delay by X (when the system JSON sets it)")
+    s.add_argument("--compute-scale", type=_positive, default=1.0, metavar="X", help=argparse.SUPPRESS)
     s.add_argument("--rendezvous-protocol", default=None, metavar="BOOL",
                    help="true: every message waits for an 8 KiB handshake from its receiver")
     s.add_argument("--logging-configuration", default=None, help=argparse.SUPPRESS)
@@ -179,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "Durations are in microseconds, Chakra's own unit.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("trace", help="a .et file, or a prefix of <prefix>.<rank>.et files")
-    i.add_argument("--ranks", type=int, default=4, metavar="N", help="how many rank files to summarize (default 4)")
+    i.add_argument("--ranks", type=_count, default=4, metavar="N", help="how many rank files to summarize (default 4)")
     i.add_argument("--json", metavar="OUT", help="write the summaries as JSON (fields: docs/outputs.md)")
     i.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -187,10 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EPILOG_COLLECTIVE, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("name", nargs="?", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv")
     c.add_argument("--cluster", metavar="PRESET_OR_YAML", help="a preset name (--list-clusters) or a cluster YAML file")
-    c.add_argument("--gpus", "-g", type=int, metavar="N", help="number of GPUs")
+    c.add_argument("--gpus", "-g", type=_count, metavar="N", help="number of GPUs")
     c.add_argument("--min-bytes", "-b", default="1K", metavar="SIZE", help="smallest size (default 1K)")
     c.add_argument("--max-bytes", "-e", default="1G", metavar="SIZE", help="largest size (default 1G)")
-    c.add_argument("--factor", "-f", type=int, default=2, metavar="X", help="size multiplier (default 2)")
+    c.add_argument("--factor", "-f", type=_count, default=2, metavar="X", help="size multiplier (default 2)")
     c.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
                    help="analytical: busiest-link closed form; flow: max-min fair flows (default analytical)")
     c.add_argument("--dtype", "-d", default="float", metavar="TYPE", help="element type for the count column (default float)")
@@ -209,14 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--gpu", default="a100-80gb", metavar="NAME",
                     help="a GPU key or alias (see --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, "
                          "b200, b300, gb200, gb300, mi300x")
-    lm.add_argument("--gpus", type=int, metavar="N", help="GPUs in the job (required)")
-    lm.add_argument("--tp", type=int, default=1, metavar="T")
-    lm.add_argument("--pp", type=int, default=1, metavar="P")
-    lm.add_argument("--vpp", type=int, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
-    lm.add_argument("--first-stage-layers", "--decoder-first-pipeline-num-layers", type=int, default=None,
+    lm.add_argument("--gpus", type=_count, metavar="N", help="GPUs in the job (required)")
+    lm.add_argument("--tp", type=_count, default=1, metavar="T")
+    lm.add_argument("--pp", type=_count, default=1, metavar="P")
+    lm.add_argument("--vpp", type=_count, default=1, metavar="V", help="virtual stages per pipeline rank (interleaved 1F1B)")
+    lm.add_argument("--first-stage-layers", "--decoder-first-pipeline-num-layers", type=_natural, default=None,
                     metavar="L", help="uneven pipeline split: layers on the first pipeline rank (with --vpp V, "
                                       "a multiple of V, split evenly over its virtual stages)")
-    lm.add_argument("--last-stage-layers", "--decoder-last-pipeline-num-layers", type=int, default=None,
+    lm.add_argument("--last-stage-layers", "--decoder-last-pipeline-num-layers", type=_natural, default=None,
                     metavar="L", help="uneven pipeline split: layers on the last pipeline rank (likewise)")
     lm.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
                     help="count the embedding as one layer of the split: the first virtual stage gets one "
@@ -227,15 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--pipeline-layers", metavar="N,N,...",
                     help="explicit split: layers per virtual stage, PP x VPP numbers (chunk 0 of ranks 0..PP-1, "
                          "then chunk 1, ...)")
-    lm.add_argument("--ep", type=int, default=1, metavar="E")
-    lm.add_argument("--cp", type=int, default=1, metavar="C")
-    lm.add_argument("--global-batch", type=int, metavar="B", help="sequences per iteration (required)")
-    lm.add_argument("--micro-batch", type=int, default=1, metavar="M")
-    lm.add_argument("--seq-len", type=int, default=None, metavar="S", help="default: the model's")
+    lm.add_argument("--ep", type=_count, default=1, metavar="E")
+    lm.add_argument("--cp", type=_count, default=1, metavar="C")
+    lm.add_argument("--global-batch", type=_count, metavar="B", help="sequences per iteration (required)")
+    lm.add_argument("--micro-batch", type=_count, default=1, metavar="M")
+    lm.add_argument("--seq-len", type=_count, default=None, metavar="S", help="default: the model's")
     lm.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
     lm.add_argument("--recompute-modules", default="core_attn", metavar="M,M,...",
                     help="selective recompute's modules: core_attn (default), act, mlp, layernorm")
-    lm.add_argument("--recompute-num-layers", type=int, default=None, metavar="N",
+    lm.add_argument("--recompute-num-layers", type=_count, default=None, metavar="N",
                     help="full recompute of only the first N layers of each virtual stage (Megatron's block "
                          "method)")
     lm.add_argument("--sequence-parallel", action="store_true")
@@ -262,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print the per-kernel list of one layer, the embedding, the output layer and the optimizer "
                          "with their times (also in --json under 'kernels')")
     lm.add_argument("--cluster", metavar="PRESET_OR_YAML", help="default: the preset for the GPU")
-    lm.add_argument("--gpus-per-node", type=int, metavar="K")
+    lm.add_argument("--gpus-per-node", type=_count, metavar="K")
     lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
     lm.add_argument("--backend", default="analytical", choices=["analytical", "flow"])
     lm.add_argument("--granularity", default="bulk", choices=["bulk", "round"],
@@ -326,16 +374,16 @@ def build_parser() -> argparse.ArgumentParser:
                                "(cross-entropy loss) or (model, inputs, targets, loss_fn).  Needs torch.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     tr.add_argument("--model", required=True, metavar="MODEL", help="torchvision:NAME, hf:CONFIG.json or module:callable")
-    tr.add_argument("--batch-size", type=int, required=True, metavar="B")
-    tr.add_argument("--steps", type=int, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
+    tr.add_argument("--batch-size", type=_count, required=True, metavar="B")
+    tr.add_argument("--steps", type=_count, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
     tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
-    tr.add_argument("--nproc", type=int, default=1, metavar="N",
+    tr.add_argument("--nproc", type=_count, default=1, metavar="N",
                     help="distributed capture: N processes of DistributedDataParallel (gloo on the CPU, NCCL on "
                          "GPUs), each writing kineto.<rank>.json and et.<rank>.json with the collectives")
-    tr.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB",
+    tr.add_argument("--bucket-mb", type=_positive, default=25.0, metavar="MB",
                     help="with --nproc: DDP's bucket_cap_mb (default 25)")
-    tr.add_argument("--seq-len", type=int, default=128, metavar="S", help="hf models: tokens per sequence")
+    tr.add_argument("--seq-len", type=_count, default=128, metavar="S", help="hf models: tokens per sequence")
     tr.add_argument("--out", required=True, metavar="DIR")
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -351,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "or execution trace (.json), a .txt workload or a Chakra prefix")
     cv.add_argument("--to", required=True, choices=["chakra"], help="the output format")
     cv.add_argument("output", metavar="OUT", help="the output prefix")
-    cv.add_argument("--gpus", type=int, default=None, metavar="N",
+    cv.add_argument("--gpus", type=_count, default=None, metavar="N",
                     help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)")
     cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -360,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     f.add_argument("--cluster", required=True, metavar="PRESET_OR_YAML", help="a preset, a cluster YAML or a SimAI topology")
-    f.add_argument("--gpus", "-g", type=int, required=True, metavar="N", help="number of GPUs")
+    f.add_argument("--gpus", "-g", type=_count, required=True, metavar="N", help="number of GPUs")
     f.add_argument("--simai", metavar="OUT", help="write the fabric as a SimAI topology file")
     f.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -370,23 +418,23 @@ def build_parser() -> argparse.ArgumentParser:
                     "model_id and arrival_s columns (replayed as recorded)")
     sv.add_argument("--closed-loop", metavar="C0,C1,...",
                     help="instead of -w: closed-loop clients per model (each sends, waits, thinks, sends again)")
-    sv.add_argument("--think-ms", type=float, default=0.0, metavar="MS",
+    sv.add_argument("--think-ms", type=_non_negative, default=0.0, metavar="MS",
                     help="with --closed-loop: mean think time between a response and the next request (default 0)")
-    sv.add_argument("--duration", type=float, default=None, metavar="S",
+    sv.add_argument("--duration", type=_positive, default=None, metavar="S",
                     help="with --closed-loop: seconds clients keep sending (required)")
     sv.add_argument("--slos", default=None, metavar="S0,S1,...",
                     help="SLOs in seconds per model (or one for all): for --closed-loop and request traces, or to "
                          "override a workload's")
-    sv.add_argument("--seed", type=int, default=0, help="with --closed-loop: seed of the think times")
+    sv.add_argument("--seed", type=_natural, default=0, help="with --closed-loop: seed of the think times")
     sv.add_argument("-p", "--placement", required=True, help="a placement (DLSIM's JSON, or YAML)")
     sv.add_argument("--cluster", metavar="PRESET_OR_YAML",
                     help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
                          "placement uses)")
-    sv.add_argument("-n", "--num-nodes", "--num_nodes", dest="num_nodes", type=int, default=None,
+    sv.add_argument("-n", "--num-nodes", "--num_nodes", dest="num_nodes", type=_count, default=None,
                     help="nodes (default 1, or what the placement uses with --cluster)")
-    sv.add_argument("-d", "--num-devices-per-node", "--num_devices_per_node", dest="gpus_per_node", type=int,
+    sv.add_argument("-d", "--num-devices-per-node", "--num_devices_per_node", dest="gpus_per_node", type=_count,
                     default=None, help="GPUs per node (default 2)")
-    sv.add_argument("-c", "--memory-capacity", "--memory_capacity", dest="memory_gb", type=float, default=None,
+    sv.add_argument("-c", "--memory-capacity", "--memory_capacity", dest="memory_gb", type=_positive, default=None,
                     help="GPU memory in GB (default 16)")
     sv.add_argument("--profile", default=None, metavar="FILE",
                     help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)")
@@ -410,16 +458,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "arrivals", epilog=EPILOG_SERVE_WORKLOAD, formatter_class=argparse.RawDescriptionHelpFormatter)
     swsub = sw.add_subparsers(dest="action", metavar="ACTION")
     gen = swsub.add_parser("generate", help="generate arrivals")
-    gen.add_argument("--models", type=int, required=True, metavar="N", help="number of models")
-    gen.add_argument("--rate", type=float, default=None, metavar="RPS",
+    gen.add_argument("--models", type=_count, required=True, metavar="N", help="number of models")
+    gen.add_argument("--rate", type=_positive, default=None, metavar="RPS",
                      help="total requests per second (with --proportions; default equal shares)")
     gen.add_argument("--proportions", default=None, metavar="P0,P1,...", help="each model's share of --rate")
     gen.add_argument("--rates", default=None, metavar="R0,R1,...", help="each model's own rate (instead of --rate)")
-    gen.add_argument("--duration", type=float, required=True, metavar="S", help="seconds of arrivals")
-    gen.add_argument("--cv", type=float, default=1.0, help="coefficient of variation of the gaps (1: Poisson; "
+    gen.add_argument("--duration", type=_positive, required=True, metavar="S", help="seconds of arrivals")
+    gen.add_argument("--cv", type=_non_negative, default=1.0, help="coefficient of variation of the gaps (1: Poisson; "
                      "other: Gamma)")
     gen.add_argument("--slos", default=None, metavar="S0,S1,...", help="each model's SLO in seconds (or one for all)")
-    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--seed", type=_natural, default=0)
     gen.add_argument("--name", default=None, help="the workload's name (default: the output file's)")
     gen.add_argument("-o", "--out", required=True, metavar="FILE")
     gen.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -1038,7 +1086,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .errors import InputError, PodsimError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:   # --help (0) or a bad flag (2, with argparse's one-line message)
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
     if args.command is None:
         parser.print_help()
         return 2

@@ -11,6 +11,8 @@ bytes per nanosecond (float).  Strings with units are accepted in configs:
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from .errors import InputError
@@ -36,14 +38,24 @@ def _split(text: str, what: str, source: str | None, where: str | None) -> tuple
     return float(m.group(1)), m.group(2)
 
 
+#: the largest size (1 EB) and duration (2^63 ns / 10, ~29 years) podsim takes: beyond them
+#: integer-ns arithmetic could overflow
+MAX_BYTES = 1e18
+MAX_NS = 9.2e17
+
+
 def _number_unit(value: object, what: str, default_unit: str, source: str | None, where: str | None) -> tuple[float, str]:
     """Split a number or a 'number unit' string; bare numbers take ``default_unit``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(f"expected a {what}, got {value!r}", source, where)
     if isinstance(value, str):
         num, unit = _split(value, what, source, where)
-        return num, unit or default_unit
-    return float(value), default_unit
+        unit = unit or default_unit
+    else:
+        num, unit = float(value), default_unit
+    if not math.isfinite(num):
+        raise InputError(f"expected a finite {what}, got {value!r}", source, where)
+    return num, unit
 
 
 def parse_size(value: object, source: str | None = None, where: str | None = None) -> int:
@@ -55,6 +67,8 @@ def parse_size(value: object, source: str | None = None, where: str | None = Non
     out = num * _SIZE[key]
     if out < 0:
         raise InputError(f"size must be >= 0, got {value!r}", source, where)
+    if out > MAX_BYTES:
+        raise InputError(f"size too large: {value!r} (at most {MAX_BYTES:.3g} B)", source, where)
     return int(round(out))
 
 
@@ -66,6 +80,8 @@ def parse_time_ns(value: object, source: str | None = None, where: str | None = 
     out = num * _TIME_NS[unit]
     if out < 0:
         raise InputError(f"duration must be >= 0, got {value!r}", source, where)
+    if out > MAX_NS:
+        raise InputError(f"duration too long: {value!r} (at most {MAX_NS:.3g} ns, about 29 years)", source, where)
     return int(round(out))
 
 
@@ -85,8 +101,8 @@ def parse_bandwidth(value: object, source: str | None = None, where: str | None 
     if key not in _BW_BYTES_PER_S:
         raise InputError(f"unknown bandwidth unit {unit!r}: use GB/s, GiB/s or Gbps", source, where)
     bps = num * _BW_BYTES_PER_S[key]
-    if not bps > 0:
-        raise InputError(f"bandwidth must be > 0, got {value!r}", source, where)
+    if not bps >= 1e3:
+        raise InputError(f"bandwidth must be > 0 (at least 1 kB/s), got {value!r}", source, where)
     return bps / 1e9
 
 

@@ -198,6 +198,11 @@ def domain_size(spec: ClusterSpec, num_gpus: int) -> int:
     return gpn
 
 
+#: the most GPUs a simulated cluster may have (2^20): beyond, building the fabric alone would
+#: take minutes and gigabytes
+MAX_GPUS = 1 << 20
+
+
 def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """The fabric of ``num_gpus`` GPUs of this cluster: full servers of ``gpus_per_node``
     (fewer GPUs than one server fill part of one server).
@@ -207,6 +212,8 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """
     from ..network.assemble import cluster as assemble
 
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or not 1 <= num_gpus <= MAX_GPUS:
+        raise InputError(f"expected a GPU count from 1 to {MAX_GPUS:,}, got {num_gpus!r}", where="--gpus")
     gpn = domain_size(spec, num_gpus)
     where = spec.source or spec.name
     if spec.topology_file is not None:

@@ -9,6 +9,7 @@ width, top-k, shared experts, dense layers first).  Counts are plain integers (p
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -16,6 +17,12 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, unknown_key_error
+
+
+#: the largest value each size may take (beyond any model trained; they bound the work and memory a
+#: typo could ask for)
+_MAX = {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "ffn": 1 << 24, "vocab": 1 << 27,
+        "seq_len": 1 << 24, "experts": 1 << 16}
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,25 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for f in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"):
             v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InputError(f"model {self.name!r}: {f} must be a positive integer, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= _MAX[f]:
+                raise InputError(f"model {self.name!r}: {f} must be a positive integer (at most {_MAX[f]:,}), "
+                                 f"got {v!r}")
+        for f in ("kv_heads", "head_dim", "moe_ffn"):
+            v = getattr(self, f)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= _MAX["hidden"]):
+                raise InputError(f"model {self.name!r}: {f} must be a positive integer or unset, got {v!r}")
+        for f in ("experts", "top_k", "shared_experts", "dense_layers"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= _MAX["experts"]:
+                raise InputError(f"model {self.name!r}: {f} must be an integer from 0 to {_MAX['experts']:,}, "
+                                 f"got {v!r}")
+        if self.head_dim is None and self.hidden % self.heads:
+            raise InputError(f"model {self.name!r}: hidden size {self.hidden} is not a multiple of its "
+                             f"{self.heads} attention heads (give head_dim when it is not hidden / heads)")
+        if self.dense_layers > self.layers:
+            raise InputError(f"model {self.name!r}: {self.dense_layers} dense layers of {self.layers} in all")
+        if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
+            raise InputError(f"model {self.name!r}: dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ("gelu", "swiglu"):
             raise InputError(f"model {self.name!r}: activation must be gelu or swiglu, got {self.activation!r}")
         kv = self.kv
@@ -181,6 +205,10 @@ def get_model(name: str) -> ModelConfig:
 # -- HuggingFace config.json ------------------------------------------------------------------
 
 _REQUIRED_HF = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+#: HuggingFace ``hidden_act`` values and the MLP they mean
+_ACTIVATIONS = {**{a: "gelu" for a in ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python",
+                                        "gelu_accurate", "quick_gelu", "relu", "relu2", "gelu_10")},
+                **{a: "swiglu" for a in ("silu", "swish", "swiglu")}}
 
 
 def from_hf_config(path: str | Path) -> ModelConfig:
@@ -206,20 +234,36 @@ def from_hf_config(path: str | Path) -> ModelConfig:
                 data[key] = data[alt]
             else:
                 raise InputError(f"missing key {key!r}", src, key)
-    h = data["hidden_size"]
-    act = str(data.get("hidden_act", data.get("activation_function", "gelu"))).lower()
-    swiglu = act in ("silu", "swish", "swiglu")
-    ffn = data.get("intermediate_size", data.get("n_inner") or 4 * h)
-    experts = int(data.get("num_local_experts", data.get("n_routed_experts", data.get("num_experts", 0))) or 0)
+    def count(key: str, default: object = None, zero: bool = False) -> int | None:
+        """An integer field (a whole-number float such as 4096.0 is taken), named in errors."""
+        v = data.get(key, default)
+        if v is None:
+            if key in _REQUIRED_HF:
+                raise InputError("expected a positive integer, got null", src, key)
+            return None
+        ok = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v) and v.is_integer())
+        if isinstance(v, bool) or not ok or not (0 if zero else 1) <= v <= 2**40:
+            raise InputError(f"expected a {'non-negative' if zero else 'positive'} integer, got {v!r}", src, key)
+        return int(v)
+
+    h = count("hidden_size")
+    act_raw = data.get("hidden_act", data.get("activation_function", "gelu"))
+    if not isinstance(act_raw, str) or act_raw.lower() not in _ACTIVATIONS:
+        raise InputError(f"unknown activation {act_raw!r}; expected one of {', '.join(sorted(_ACTIVATIONS))}",
+                         src, "hidden_act")
+    swiglu = _ACTIVATIONS[act_raw.lower()] == "swiglu"
+    ffn = count("intermediate_size") or count("n_inner") or 4 * h  # type: ignore[operator]
+    experts = count("num_local_experts", zero=True) or count("n_routed_experts", zero=True) \
+        or count("num_experts", zero=True) or 0
     llama_like = swiglu
     try:
         return ModelConfig(
             name=str(data.get("_name_or_path") or Path(path).parent.name or Path(path).stem),
-            layers=int(data["num_hidden_layers"]), hidden=int(h), heads=int(data["num_attention_heads"]),
-            ffn=int(ffn), vocab=int(data["vocab_size"]),
-            seq_len=int(data.get("max_position_embeddings", data.get("n_positions", 2048))),
-            kv_heads=int(data["num_key_value_heads"]) if data.get("num_key_value_heads") else None,
-            head_dim=int(data["head_dim"]) if data.get("head_dim") else None,
+            layers=count("num_hidden_layers"), hidden=h, heads=count("num_attention_heads"),  # type: ignore[arg-type]
+            ffn=ffn, vocab=count("vocab_size"),  # type: ignore[arg-type]
+            seq_len=count("max_position_embeddings") or count("n_positions") or 2048,
+            kv_heads=count("num_key_value_heads") if data.get("num_key_value_heads") else None,
+            head_dim=count("head_dim") if data.get("head_dim") else None,
             activation="swiglu" if swiglu else "gelu",
             bias=bool(data.get("attention_bias", not llama_like)),
             learned_positions=not llama_like and "rope_theta" not in data,
@@ -227,10 +271,10 @@ def from_hf_config(path: str | Path) -> ModelConfig:
             dropout=float(next((data[k] for k in ("hidden_dropout", "resid_pdrop", "hidden_dropout_prob")
                                 if data.get(k) is not None), 0.0 if llama_like else 0.1)),
             experts=experts,
-            top_k=int(data.get("num_experts_per_tok", 0) or 0),
-            moe_ffn=int(data["moe_intermediate_size"]) if data.get("moe_intermediate_size") else None,
-            shared_experts=int(data.get("n_shared_experts", 0) or 0),
-            dense_layers=int(data.get("first_k_dense_replace", 0) or 0),
+            top_k=count("num_experts_per_tok", zero=True) or 0,
+            moe_ffn=count("moe_intermediate_size") if data.get("moe_intermediate_size") else None,
+            shared_experts=count("n_shared_experts", zero=True) or 0,
+            dense_layers=count("first_k_dense_replace", zero=True) or 0,
             description=f"from {Path(path).name}",
         )
     except InputError as e:
