@@ -93,3 +93,33 @@ def test_cpu_capture_summary_shows_host_time() -> None:
     assert "cpu (ns)" in text and "90" in text and "ran their compute on the host" in text
     gpu = Result(ranks=[RankResult(0, 100, 80, 10, 20)])
     assert "cpu (ns)" not in format_summary(gpu)
+
+
+def test_triosim_export_reads_back(tmp_path) -> None:
+    from podsim.formats.triosim import read_triosim
+    from podsim.formats.triosim_write import write_triosim
+    from podsim.parallelize.trace import OneGpuStep, StepOp, from_triosim, to_triosim
+    ops = [StepOp("aten::conv2d", 120_000, "forward", param_bytes=4096, tp_split=True, output_bytes=8192),
+           StepOp("aten::relu", 30_000, "forward", output_bytes=8192),
+           StepOp("aten::linear", 50_000, "forward", param_bytes=2048, tp_split=True, output_bytes=400),
+           StepOp("autograd::engine::evaluate_function: AddmmBackward0", 90_000, "backward", grad_bytes=2048),
+           StepOp("autograd::engine::evaluate_function: ReluBackward0", 40_000, "backward"),
+           StepOp("autograd::engine::evaluate_function: ConvolutionBackward0", 200_000, "backward", grad_bytes=4096),
+           StepOp("Optimizer.step#Adam.step", 10_000, "optimizer")]
+    write_triosim(to_triosim(OneGpuStep("toy", ops)), tmp_path / "t")
+    back = from_triosim(read_triosim(tmp_path / "t"))
+    assert [(o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in back.ops] == \
+        [(o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in ops]
+    assert back.stage_ns() == {"forward": 200_000, "backward": 330_000, "optimizer": 10_000}
+
+
+def test_example_write_says_what_it_wrote_and_serving_runs(tmp_path, capsys) -> None:
+    assert main(["example", "--write", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "all_reduce.<rank>.et" in out and "system.json" in out and "117,780" in out
+    assert sorted(p.name for p in (tmp_path / "a").iterdir())[:2] == ["all_reduce.0.et", "all_reduce.1.et"]
+    assert main(["example", "serving", "--write", str(tmp_path / "s"), "--json", str(tmp_path / "s.json")]) == 0
+    assert "placement.json, workload.csv" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "s.json").read_text())
+    # DLSIM's generator: 6.667 req/s over 20 s (about 133, seeded), two services on GPUs 0-1
+    assert 100 < doc["num_requests"] < 170 and doc["num_requests"] == doc["completed"] + doc["dropped"]

@@ -388,17 +388,20 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     cv = sub.add_parser("convert", help="convert a workload (TrioSim, PyTorch traces, ASTRA-sim 1.0 text, SimAI, "
-                        "Chakra) to Chakra ET",
+                        "Chakra) to Chakra ET; a one-GPU trace to TrioSim's format",
                         epilog="examples:\n  podsim convert sample_trace/vgg13 --to chakra et/vgg13\n"
                                "  podsim convert Resnet50_DataParallel.txt --gpus 16 --to chakra et/resnet\n"
-                               "  podsim convert gpt13b.txt --to chakra et/gpt13b        # SimAI, its all_gpus\n\n"
-                               "Writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the workload\n"
-                               "has communicator groups); run them with podsim simulate or ASTRA-sim.",
+                               "  podsim convert gpt13b.txt --to chakra et/gpt13b        # SimAI, its all_gpus\n"
+                               "  podsim convert traces/resnet50 --to triosim traces/resnet50-triosim\n\n"
+                               "--to chakra writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the\n"
+                               "workload has communicator groups); run them with podsim simulate or ASTRA-sim.\n"
+                               "--to triosim writes OUT/trace.csv and OUT/tensor.csv from a one-GPU trace (a podsim\n"
+                               "trace folder, a Kineto trace or a TrioSim folder); run it with simulate --triosim.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     cv.add_argument("input", help="a TrioSim trace directory, a podsim trace folder (every rank), a PyTorch Kineto "
                                   "or execution trace (.json), a .txt workload or a Chakra prefix")
-    cv.add_argument("--to", required=True, choices=["chakra"], help="the output format")
-    cv.add_argument("output", metavar="OUT", help="the output prefix")
+    cv.add_argument("--to", required=True, choices=["chakra", "triosim"], help="the output format")
+    cv.add_argument("output", metavar="OUT", help="the output prefix (chakra) or folder (triosim)")
     cv.add_argument("--gpus", type=_count, default=None, metavar="N",
                     help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)")
     cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -1021,6 +1024,17 @@ def _run_convert(args: argparse.Namespace) -> int:
     from .api import load_workload
     from .formats.chakra import write_workload_with_groups
 
+    if args.to == "triosim":
+        from .formats.triosim_write import write_triosim
+        from .parallelize import load_step
+        from .parallelize.trace import to_triosim
+        triosim = os.path.isfile(os.path.join(args.input, "trace.csv"))
+        step = load_step(args.input if triosim else None, None if triosim else args.input)
+        trace, tensors = write_triosim(to_triosim(step), args.output)
+        print(f"podsim convert: {step.source}: {len(step.ops)} ops of one GPU's step -> {trace} and {tensors} "
+              f"(TrioSim's format; run it with podsim simulate --triosim {args.output})")
+        return 0
+
     w = load_workload(args.input, args.gpus)
     paths, groups = write_workload_with_groups(w, args.output)
     print(f"podsim convert: {w.name}: {len(paths)} Chakra ET file{'s' if len(paths) != 1 else ''} "
@@ -1044,7 +1058,7 @@ def _run_fabric(args: argparse.Namespace) -> int:
 def _run_example(args: argparse.Namespace) -> int:
     from .api import simulate
     from .errors import InputError
-    from .examples import CLUSTER_EXAMPLES, EXAMPLES, write_example
+    from .examples import CLUSTER_EXAMPLES, EXAMPLES, SERVE_EXAMPLES, write_example
 
     _check_outputs(args)
     if args.list:
@@ -1055,6 +1069,19 @@ def _run_example(args: argparse.Namespace) -> int:
         raise InputError(f"unknown example {args.name!r}; examples: {', '.join(EXAMPLES)}")
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_example(args.name, args.write or tmp)
+        if args.write:
+            print(f"podsim example: wrote the inputs of '{args.name}' to {args.write}/: "
+                  + ", ".join(sorted({os.path.basename(v).split('.')[0] + ('.<rank>.et' if k == 'workload'
+                                      and not v.endswith(('.csv', '.json')) else os.path.splitext(v)[1])
+                                      for k, v in paths.items()})))
+        if args.name in SERVE_EXAMPLES:
+            argv = ["serve", *SERVE_EXAMPLES[args.name], "-w", paths["workload"], "-p", paths["placement"]]
+            if args.json:
+                argv += ["--json", args.json]
+            if args.trace:
+                argv += ["--chrome-trace", args.trace]
+            print("podsim example: running podsim " + " ".join(argv))
+            return main(argv)
         if args.name in CLUSTER_EXAMPLES:
             preset, backend = CLUSTER_EXAMPLES[args.name]
             res = simulate(paths["workload"], cluster=preset, backend=backend,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
-from ..formats.triosim import TriosimTrace
+from ..formats.triosim import TriosimOp, TriosimTensor, TriosimTrace
 
 #: forward ops tensor parallelism splits (when they read parameters), as TrioSim's tpflag
 _TP_SPLIT = ("conv1d", "conv2d", "conv3d", "convolution", "linear", "addmm", "mm", "matmul", "embedding")
@@ -129,6 +129,32 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
                     fwd_of[j] = matched[i]
                 pending = []
     return OneGpuStep(trace.source, label_layers(ops, fwd_of, {}), notes)
+
+
+def to_triosim(step: OneGpuStep) -> TriosimTrace:
+    """The step as a TrioSim trace (what ``podsim convert --to triosim`` writes): one operator
+    per op, its time as both span and kernel time (whole us), a weight tensor of ``param_bytes``
+    read by each forward op that reads parameters, an output tensor of ``output_bytes``; fp32
+    elements (4 bytes).  Reading it back with :func:`from_triosim` gives the same ops, stages,
+    parameters and (when every weight-gradient op is named like PyTorch's) gradients."""
+    ops: list[TriosimOp] = []
+    tensors: dict[int, TriosimTensor] = {}
+    prev_out: tuple[int, ...] = ()
+    for i, o in enumerate(step.ops):
+        inputs = list(prev_out)
+        if o.stage == "forward" and o.param_bytes > 0:
+            wid = 2 * i + 1
+            tensors[wid] = TriosimTensor(wid, o.param_bytes // 4, 4, "weight", frozenset({"weight"}))
+            inputs.append(wid)
+        oid = 2 * i + 2
+        elements = max(o.output_bytes // 4, 0)
+        tensors[oid] = TriosimTensor(oid, elements, 4, "output", frozenset({"output"}))
+        us = round(o.ns / 1000)
+        ops.append(TriosimOp(i, o.name, tuple(inputs), (oid,), us, us,
+                             tuple(tensors[t].elements for t in inputs), (elements,), o.stage, o.tp_split))
+        # an input the next op reads: tensor roles stay as first written (weights stay weights)
+        prev_out = (oid,)
+    return TriosimTrace(step.source, ops, tensors)
 
 
 def _short(name: str) -> str:
