@@ -340,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
     va.add_argument("--backend", choices=("analytical", "flow"), default="analytical",
                     help="network backend for the throughput rows (default: analytical)")
-    va.add_argument("--json", metavar="OUT")
+    va.add_argument("--jobs", "-j", type=_count, default=None, metavar="N",
+                    help="rows simulated in parallel, in N processes (default: the CPUs, at most 8)")
+    va.add_argument("--json", metavar="OUT", help="write every row as JSON (fields: docs/calibration.md)")
     va.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     k = sub.add_parser("kernels", help="measure kernel times on a real GPU (PyTorch) into a kernel table",
@@ -840,7 +842,9 @@ def _run_validate(args: argparse.Namespace) -> int:
             sys.stderr.flush()
 
     sets = tuple(args.sets) if args.sets else ("fitted", "reported")
-    checks, skipped = run_validation(args.rows, args.only, progress, sets, args.backend)
+    from .validation import default_jobs
+    checks, skipped = run_validation(args.rows, args.only, progress, sets, args.backend,
+                                     args.jobs or default_jobs())
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 64 + "\r")
     print(format_checks(checks, skipped))

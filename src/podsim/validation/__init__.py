@@ -61,29 +61,70 @@ def _config(r: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def _predict(r: dict, backend: str) -> tuple[float, str | None]:
+    """One row's prediction, or the reason it cannot run (a module-level function: it runs in
+    worker processes)."""
+    h = handler(r)
+    assert h is not None
+    try:
+        return (h(r, backend) if h.__name__ == "throughput" else h(r)), None
+    except InputError as e:
+        return 0.0, e.message
+
+
+def _predict_all(rows: list[dict], backend: str, jobs: int,
+                 progress: Callable[[str], None] | None) -> list[tuple[float, str | None]]:
+    """Every row's prediction, in order; ``jobs`` worker processes (1: in this process).  The
+    rows are independent simulations, so the results do not depend on ``jobs``."""
+    if jobs <= 1 or len(rows) < 2:
+        out = []
+        for r in rows:
+            if progress is not None:
+                progress(r["row_id"])
+            out.append(_predict(r, backend))
+        return out
+    from concurrent.futures import ProcessPoolExecutor
+    results: list[tuple[float, str | None] | None] = [None] * len(rows)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(rows))) as pool:
+        # the largest simulations first (by GPU count), so that none is left alone at the end
+        order = sorted(range(len(rows)), key=lambda i: -int(float(rows[i].get("gpus") or 0)))
+        futures = {pool.submit(_predict, rows[i], backend): i for i in order}
+        from concurrent.futures import as_completed
+        for f in as_completed(futures):
+            i = futures[f]
+            results[i] = f.result()
+            if progress is not None:
+                progress(rows[i]["row_id"])
+    return [x for x in results if x is not None]
+
+
+def default_jobs() -> int:
+    """Worker processes ``podsim validate`` uses by default: the CPUs, at most 8."""
+    import os
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 def run_validation(rows: str | Path | None = None, only: str | None = None,
                    progress: Callable[[str], None] | None = None, sets: tuple[str, ...] = ("fitted", "reported"),
-                   backend: str = "analytical") -> tuple[list[Check], int]:
+                   backend: str = "analytical", jobs: int = 1) -> tuple[list[Check], int]:
     """Predict every row podsim can run: the shipped ``sets``, or the rows of the CSV ``rows``
-    (set ``user``); ``only`` keeps row ids starting with it.  Returns the checks and the
-    number of rows skipped (no handler)."""
+    (set ``user``); ``only`` keeps row ids starting with it; ``jobs`` worker processes.
+    Returns the checks and the number of rows skipped (no handler, or not runnable)."""
     table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
     checks, skipped = [], 0
     failures: list[str] = []
+    todo = []
     for r in table:
         if only and not r["row_id"].startswith(only):
             continue
-        h = handler(r)
-        if h is None:
+        if handler(r) is None:
             skipped += 1
             continue
-        if progress is not None:
-            progress(r["row_id"])
-        try:
-            predicted = h(r, backend) if h.__name__ == "throughput" else h(r)
-        except InputError as e:   # a row podsim cannot run as transcribed: skipped, and said
+        todo.append(r)
+    for r, (predicted, err) in zip(todo, _predict_all(todo, backend, jobs, progress)):
+        if err is not None:   # a row podsim cannot run as transcribed: skipped, and said
             skipped += 1
-            failures.append(f"{r['row_id']}: {e.message}")
+            failures.append(f"{r['row_id']}: {err}")
             continue
         notes = r.get("notes", "")
         outside = notes.split(";")[0].removeprefix("outside the model:").strip() \
