@@ -179,3 +179,11 @@ def test_optional_shape_columns_express_qwen3_moe() -> None:
     m = model_of(row)
     assert m.dhead == 128 and m.moe_ffn == 768 and m.experts == 128
     assert m.total_params() / 1e9 == pytest.approx(30.5, rel=0.01)
+
+
+def test_parallel_rows_give_the_serial_results() -> None:
+    from podsim.validation import run_validation
+    serial, s0 = run_validation(only="megatron_sc21_t1", jobs=1)
+    parallel, s1 = run_validation(only="megatron_sc21_t1", jobs=2)
+    assert s0 == s1 == 0 and len(serial) == 10
+    assert [(c.row_id, c.predicted) for c in serial] == [(c.row_id, c.predicted) for c in parallel]
