@@ -123,3 +123,32 @@ def test_example_write_says_what_it_wrote_and_serving_runs(tmp_path, capsys) -> 
     doc = json.loads((tmp_path / "s.json").read_text())
     # DLSIM's generator: 6.667 req/s over 20 s (about 133, seeded), two services on GPUs 0-1
     assert 100 < doc["num_requests"] < 170 and doc["num_requests"] == doc["completed"] + doc["dropped"]
+
+
+def test_large_traces_are_announced_and_ranks_limited(tmp_path, monkeypatch, capsys) -> None:
+    import podsim.report.perfetto as perfetto
+    monkeypatch.setattr(perfetto, "LARGE_TRACE_BYTES", 10_000)     # a small run stands for a big one
+    argv = ["llm", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch", "16"]
+    assert main(argv + ["--trace", str(tmp_path / "t.json"), "--trace-ranks", "2"]) == 0
+    io = capsys.readouterr()
+    assert "MB trace" in io.err and "--trace-ranks" in io.err          # said before writing
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["otherData"]["ranks_in_trace"] == 2
+    assert len({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"}) <= 2
+
+
+def test_capture_env_quiets_torch_unless_debug(tmp_path) -> None:
+    import subprocess
+    import sys
+    probe = ("import os, sys, podsim.capture as cap, podsim.cli as cli\n"
+             "def fake(*a, **k):\n"
+             "    print(os.environ.get('TORCH_CPP_LOG_LEVEL'), os.environ.get('KINETO_LOG_LEVEL'), 'torch' in sys.modules)\n"
+             "    raise SystemExit(0)\n"
+             "cap.capture = fake\n"
+             "cli.main(['trace', '--model', 'm:f', '--batch-size', '1', '--out', 'x'] + sys.argv[1:])\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("TORCH_CPP_LOG_LEVEL", "KINETO_LOG_LEVEL")}
+    quiet = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert quiet.stdout.split() == ["ERROR", "6", "False"], quiet.stderr
+    loud = subprocess.run([sys.executable, "-c", probe, "--debug"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path)
+    assert loud.stdout.split() == ["None", "None", "False"], loud.stderr

@@ -82,11 +82,20 @@ reduce_scatter and all_to_all.  Sizes: 1K = 1024 B, 4G = 4 GiB (or "16 MB" = 16e
 GB/s = 1e9 B/s."""
 
 
+#: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
+TRACE_RANKS = 64
+
+
+def _announce(message: str) -> None:
+    """A note on stderr before a long or large write."""
+    print(f"podsim: {message}", file=sys.stderr, flush=True)
+
+
 def _add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
     p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
-    p.add_argument("--trace-ranks", type=_count, default=256, metavar="N",
-                   help="ranks to include in the trace (default 256)")
+    p.add_argument("--trace-ranks", type=_count, default=TRACE_RANKS, metavar="N",
+                   help=f"ranks to include in the trace (default {TRACE_RANKS})")
     p.add_argument("--plot", metavar="OUT.png",
                    help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])")
     p.add_argument("--plot-ranks", type=_count, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
@@ -320,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time kernels by interpolating a measured kernel table (podsim kernels measure); "
                          "'measured' = the table podsim ships for --gpu (h100-80gb)")
     lm.add_argument("--json", metavar="OUT")
-    lm.add_argument("--trace", metavar="OUT")
+    lm.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
+    lm.add_argument("--trace-ranks", type=_count, default=TRACE_RANKS, metavar="N",
+                    help=f"ranks to include in the trace (default {TRACE_RANKS})")
     lm.add_argument("--simai", metavar="OUT.txt", help="also write pipeline stage 0 as a SimAI/AICB workload file")
     lm.add_argument("--chakra", metavar="PREFIX",
                     help="also write Chakra ET files PREFIX.<rank>.et and PREFIX.comm_groups.json (ASTRA-sim inputs)")
@@ -641,7 +652,7 @@ def _emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
         write_json(res, args.json)
         print(f"\n  wrote {args.json}")
     if args.trace:
-        shown = write_trace(res, args.trace, max_ranks=args.trace_ranks)
+        shown = write_trace(res, args.trace, max_ranks=args.trace_ranks, announce=_announce)
         more = f", the first {shown} of {res.num_ranks} ranks (--trace-ranks)" if shown < res.num_ranks else ""
         print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
     if args.plot:
@@ -811,8 +822,10 @@ def _run_llm(args: argparse.Namespace) -> int:
         atomic_write_text(args.json, json.dumps(d, indent=1) + "\n")
         print(f"  wrote {args.json}")
     if args.trace:
-        write_trace(r.result, args.trace, max_ranks=64)
-        print(f"  wrote {args.trace} (open it at https://ui.perfetto.dev)")
+        shown = write_trace(r.result, args.trace, max_ranks=args.trace_ranks, announce=_announce)
+        ranks = len(r.result.timelines)
+        more = f", the first {shown} of {ranks} simulated ranks (--trace-ranks)" if shown < ranks else ""
+        print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
     if args.simai or args.chakra:
         from .compute.model import ComputeModel
         from .formats.chakra import write_workload_with_groups
@@ -888,6 +901,12 @@ def _run_trace(args: argparse.Namespace) -> int:
 
     if os.getcwd() not in sys.path:  # module:callable from the working folder, as `python -m` finds it
         sys.path.insert(0, os.getcwd())
+    if not args.debug and "torch" not in sys.modules:
+        # the execution-trace observer and Kineto log every start and stop (8-12 lines a capture,
+        # through the progress bar): quiet unless --debug; read by torch at import, inherited by
+        # the DDP processes
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")   # above USDT (5): Kineto prints nothing
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():

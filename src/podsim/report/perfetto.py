@@ -8,6 +8,8 @@ microseconds with ns precision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import json
 import os
 
@@ -66,11 +68,22 @@ def counter_events(result: Result) -> list[dict[str, object]]:
     return events
 
 
-def write_trace(result: Result, path: str | os.PathLike[str], max_ranks: int | None = None) -> int:
-    """Write the trace JSON atomically; returns how many ranks it holds."""
+#: traces larger than this (bytes) are announced before they are written
+LARGE_TRACE_BYTES = 50_000_000
+
+
+def write_trace(result: Result, path: str | os.PathLike[str], max_ranks: int | None = None,
+                announce: Callable[[str], None] | None = None) -> int:
+    """Write the trace JSON atomically; returns how many ranks it holds.  ``announce(message)``
+    hears, before the file is written, of a trace over :data:`LARGE_TRACE_BYTES`."""
     shown = len(result.timelines) if max_ranks is None else min(max_ranks, len(result.timelines))
-    doc = {"traceEvents": trace_events(result, max_ranks), "displayTimeUnit": "ns",
+    events = trace_events(result, max_ranks)
+    doc = {"traceEvents": events, "displayTimeUnit": "ns",
            "otherData": {"generator": "podsim", "finish_ns": result.finish_ns, "ranks_in_trace": shown,
                          "ranks_simulated": result.num_ranks}}
-    atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+    text = json.dumps(doc, separators=(",", ":"))
+    if announce is not None and len(text) > LARGE_TRACE_BYTES:
+        announce(f"writing a {len(text) / 1e6:,.0f} MB trace to {path}: {len(events):,} events of {shown} "
+                 f"rank{'s' if shown != 1 else ''} (--trace-ranks N keeps fewer)")
+    atomic_write_text(path, text)
     return shown
