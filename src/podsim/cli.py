@@ -192,10 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --triosim / --pytorch: dp (one all-reduce after the backward), ddp (bucketed, "
                         "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
                         "or pp (one pipeline stage per GPU)")
-    s.add_argument("--micro-batch-size", type=_count, default=None, metavar="M",
+    s.add_argument("--micro-batch", "--micro-batch-size", dest="micro_batch_size", type=_count, default=None,
+                   metavar="M",
                    help="with --parallel pp: micro-batch size (micro-batches = batch / M; default: one "
                         "micro-batch per stage)")
-    s.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "gpipe"],
+    s.add_argument("--schedule", "--pipeline-schedule", dest="pipeline_schedule", default="1f1b",
+                   choices=["1f1b", "gpipe"],
                    help="with --parallel pp (default 1f1b)")
     s.add_argument("--dp", type=_count, default=1, metavar="D",
                    help="with --parallel pp: D data-parallel pipelines of --gpus / D stages each, gradients "
@@ -254,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--algo", default=None, metavar="ALGO", help="force an algorithm (ring, tree, nvls, hierarchical)")
     c.add_argument("--proto", default=None, metavar="PROTO", help="force a protocol (LL, LL128, Simple)")
     c.add_argument("--json", metavar="OUT", help="write the rows as JSON")
-    c.add_argument("--list-clusters", action="store_true", help="list the shipped cluster presets")
+    c.add_argument("--list", "--list-clusters", dest="list_clusters", action="store_true",
+                   help="list the shipped cluster presets")
     c.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     lm = sub.add_parser("llm", help="simulate one training iteration of an LLM under a parallel layout",
@@ -287,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--ep", type=_count, default=1, metavar="E")
     lm.add_argument("--cp", type=_count, default=1, metavar="C")
     lm.add_argument("--global-batch", type=_count, metavar="B", help="sequences per iteration (required)")
-    lm.add_argument("--micro-batch", type=_count, default=1, metavar="M")
+    lm.add_argument("--micro-batch", "--micro-batch-size", dest="micro_batch", type=_count, default=1, metavar="M")
     lm.add_argument("--seq-len", type=_count, default=None, metavar="S", help="default: the model's")
     lm.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
     lm.add_argument("--recompute-modules", default="core_attn", metavar="M,M,...",
@@ -296,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="full recompute of only the first N layers of each virtual stage (Megatron's block "
                          "method)")
     lm.add_argument("--sequence-parallel", action="store_true")
-    lm.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"])
+    lm.add_argument("--schedule", "--pipeline-schedule", dest="schedule", default="1f1b",
+                    choices=["1f1b", "gpipe", "interleaved"])
     opt = lm.add_mutually_exclusive_group()
     opt.add_argument("--distributed-optimizer", action="store_true")
     opt.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
@@ -464,8 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--memory-check", default="error", choices=["error", "warn", "off"],
                     help="placements whose weights exceed a GPU's memory: refuse (default), warn, or skip the check")
     sv.add_argument("--name", default=None, help="run name (default: the workload's); names the Chrome trace")
-    sv.add_argument("--chrome-trace", "--chrome_trace", dest="chrome_trace", nargs="?", const="", default=None,
-                    metavar="OUT", help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json)")
+    sv.add_argument("--trace", "--chrome-trace", "--chrome_trace", dest="chrome_trace", nargs="?", const="",
+                    default=None, metavar="OUT",
+                    help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json; --chrome_trace is "
+                         "DLSIM's spelling)")
     sv.add_argument("--json", metavar="OUT", help="write the statistics and every request as JSON")
     sv.add_argument("--cdf", metavar="OUT.png", help="plot the latency CDF (needs matplotlib)")
     sv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -1102,7 +1108,7 @@ def _run_example(args: argparse.Namespace) -> int:
             if args.json:
                 argv += ["--json", args.json]
             if args.trace:
-                argv += ["--chrome-trace", args.trace]
+                argv += ["--trace", args.trace]
             print("podsim example: running podsim " + " ".join(argv))
             return main(argv)
         if args.name in CLUSTER_EXAMPLES:

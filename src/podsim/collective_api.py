@@ -106,6 +106,6 @@ def format_table(t: CollectiveTable) -> str:
     if t.rows:
         big = [r for r in t.rows if r.bytes >= 1 << 20] or t.rows
         avg = sum(r.busbw_gbps for r in t.rows) / len(t.rows)
-        lines.append(f"# Avg bus bandwidth    : {avg:.4f}")
+        lines.append(f"# Avg bus bandwidth    : {avg:.4f} GB/s")
         lines.append(f"# Peak bus bandwidth   : {max(r.busbw_gbps for r in big):.4f} GB/s")
     return "\n".join(lines)
