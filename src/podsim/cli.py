@@ -107,50 +107,38 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
 
 # -- argument types: every number a flag takes is checked here, the same way in every subcommand --
 
+def _number(text: str, integer: bool, low: float, low_open: bool, what: str) -> float:
+    """``text`` as an integer or a finite float from ``low`` (excluded when ``low_open``) up to
+    2^31 (integers) or 1e15, else argparse's one-line error saying ``what`` was expected."""
+    import math
+    try:
+        v: float = int(text) if integer else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    high = 2**31 if integer else 1e15
+    if not (math.isfinite(v) and (v > low if low_open else v >= low) and v <= high):
+        raise argparse.ArgumentTypeError(f"expected {what} (up to {high:.3g}), got {text!r}")
+    return v
+
+
 def _count(text: str) -> int:
     """A positive integer (a count of GPUs, layers, tokens...), at most 2^31."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= v <= 2**31:
-        raise argparse.ArgumentTypeError(f"expected a positive integer (1 to 2^31), got {text!r}")
-    return v
+    return int(_number(text, True, 1, False, "a positive integer"))
 
 
 def _natural(text: str) -> int:
     """A non-negative integer (a seed, a layer count that may be 0), at most 2^31."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if not 0 <= v <= 2**31:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2^31, got {text!r}")
-    return v
+    return int(_number(text, True, 0, False, "an integer >= 0"))
 
 
 def _positive(text: str) -> float:
     """A finite number > 0 (a size, a bandwidth, a duration, a rate, a scale)."""
-    import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (math.isfinite(v) and 0 < v <= 1e15):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
+    return _number(text, False, 0, True, "a finite number > 0")
 
 
 def _non_negative(text: str) -> float:
     """A finite number >= 0."""
-    import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not (math.isfinite(v) and 0 <= v <= 1e15):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return v
+    return _number(text, False, 0, False, "a finite number >= 0")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
