@@ -19,7 +19,7 @@ from pathlib import Path
 from . import __version__
 from .engine import ComputeModel, RemoteMemoryParams, SystemParams
 from .engine import simulate as _simulate
-from .errors import InputError
+from .errors import InputError, SimulationError
 from .formats.astra_sim import (
     RemoteMemoryConfig,
     SystemConfig,
@@ -40,7 +40,7 @@ def load_custom_collective(prefix: str) -> list:
     from .formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
 
     n = discover_ranks(prefix)
-    return [trace_to_program(read_trace(rank_file(prefix, pos)), rank=pos) for pos in range(n)]
+    return [trace_to_program(read_trace(rank_file(prefix, pos)), rank=pos, num_ranks=n) for pos in range(n)]
 
 
 def _per_node_custom(path: str, source: str) -> dict[int, list]:
@@ -140,6 +140,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
         result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress, rendezvous)
     except InputError as e:
         raise _attribute(e, sys_cfg, rm_cfg, label, comm_groups) from None
+    except SimulationError as e:   # a deadlock: name the workload whose ops wait forever
+        raise SimulationError(f"{label}: {e}") from None
     result.info["podsim_version"] = __version__
     short = label if isinstance(workload, Workload) else Path(str(workload)).name
     result.info["title"] = f"{short} on {topo.num_npus} NPUs"
@@ -281,6 +283,8 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
                                   remote_memory=rm)
     except InputError as e:
         raise e.with_source(label) from None
+    except SimulationError as e:   # a deadlock: name the workload whose ops wait forever
+        raise SimulationError(f"{label}: {e}") from None
     result.info["podsim_version"] = __version__
     short = label if isinstance(workload, Workload) else Path(str(workload)).name
     result.info["title"] = f"{short} on {n} GPU{'s' if n != 1 else ''} of {spec.name} ({backend})"

@@ -57,6 +57,21 @@ def closest(name: str, valid: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+def yaml_error(e: Exception, source: str | None, what: str = "not valid YAML", column: bool = True) -> InputError:
+    """One line for a PyYAML parse error: its problem and the line (and column) it names
+    (PyYAML's own messages span several lines)."""
+    mark = getattr(e, "problem_mark", None)
+    where = None
+    if mark is not None:
+        where = f"line {mark.line + 1}" + (f" column {mark.column + 1}" if column else "")
+    problem = getattr(e, "problem", None)
+    if not problem:   # a ReaderError (a control character) has no problem, but a position
+        problem = (str(e).splitlines() or [type(e).__name__])[0]
+        pos = getattr(e, "position", None)
+        where = where or (f"character {pos}" if isinstance(pos, int) else None)
+    return InputError(f"{what}: {problem}", source, where)
+
+
 def unknown_key_error(key: str, valid: Iterable[str], source: str | None, what: str = "key") -> InputError:
     """Build the error for an unknown or misspelled configuration key."""
     valid = sorted(valid)

@@ -52,6 +52,26 @@ def check_output_file(path: Path | str, flag: str) -> None:
             break
 
 
+def read_text(path: Path | str, what: str = "file") -> str:
+    """The text of a UTF-8 file (for the readers of input files).
+
+    Raises:
+        InputError: naming the file when it is missing, unreadable or not UTF-8 text.
+    """
+    from .errors import InputError
+    p = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"no such {what}", p) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", p) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file (byte {e.start} is {data[e.start]:#04x})", p) from None
+
+
 def atomic_write_text(path: Path | str, text: str) -> None:
     """Write text (UTF-8) atomically."""
     atomic_write_bytes(path, text.encode("utf-8"))

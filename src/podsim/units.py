@@ -103,6 +103,8 @@ def parse_bandwidth(value: object, source: str | None = None, where: str | None 
     bps = num * _BW_BYTES_PER_S[key]
     if not bps >= 1e3:
         raise InputError(f"bandwidth must be > 0 (at least 1 kB/s), got {value!r}", source, where)
+    if bps > MAX_BYTES:
+        raise InputError(f"bandwidth too large: {value!r} (at most {MAX_BYTES:.3g} B/s)", source, where)
     return bps / 1e9
 
 

@@ -32,11 +32,14 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import read_text
 from ..hardware.gpu import SCALABLE, GpuSpec
 
 #: parameter -> (kernels, dtype) of the rows that set it
 _ROWS_FOR = {"gemm_max": (("gemm",), "bf16"), "fp8_gemm_max": (("gemm",), "fp8"),
              "flash_max": (("attention_fwd", "attention_bwd"), "bf16"), "memory_max": (("memory",), "bf16")}
+#: the largest value a published row may give (TFLOP/s or GB/s)
+MAX_VALUE = 1e9
 #: weight of a kernel's log ratio (the backward runs 2.5x the forward's FLOPs at about its rate)
 _WEIGHT = {"attention_bwd": 2.5}
 
@@ -68,10 +71,7 @@ def published_kernels(path: str | Path | None = None) -> list[PublishedKernel]:
         where = "podsim/hardware/published_kernels.csv"
     else:
         where = str(path)
-        try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", where) from None
+        text = read_text(path, "kernel file")
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     out = []
     for i, r in enumerate(csv.DictReader(lines), start=2):
@@ -82,9 +82,9 @@ def published_kernels(path: str | Path | None = None) -> list[PublishedKernel]:
         except (KeyError, TypeError, ValueError):
             raise InputError("expected columns gpu, kernel, dtype, harness, case, value, unit, source with a "
                              "numeric value", where, f"row {i}") from None
-        if v <= 0 or row.unit not in ("TFLOP/s", "GB/s"):
-            raise InputError(f"expected a positive value in TFLOP/s or GB/s, got {r['value']} {r['unit']}",
-                             where, f"row {i}")
+        if not 0 < v <= MAX_VALUE or row.unit not in ("TFLOP/s", "GB/s"):   # also refuses NaN and inf
+            raise InputError(f"expected a positive value in TFLOP/s or GB/s (at most {MAX_VALUE:.0e}), got "
+                             f"{r['value']} {r['unit']}", where, f"row {i}")
         out.append(row)
     return out
 

@@ -37,9 +37,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..fileio import read_text
 from ..hardware.gpu import GpuSpec, get_gpu
 
 REQUIRED = ("kernel", "dtype", "m", "n", "k", "batch", "time_us")
+#: the largest size, count or time (us) a row may give: products of four stay finite
+MAX_VALUE = 1e15
 KERNELS = ("gemm", "attention_fwd", "attention_bwd", "memory", "launch", "layer_fwd", "layer_bwd")
 
 
@@ -67,7 +70,7 @@ def read_table(path: str | Path) -> list[KernelRow]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: no such kernel table")
-    lines = [ln for ln in p.read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [ln for ln in read_text(p, "kernel table").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{p}: empty kernel table (expected a header {','.join(REQUIRED)},note)")
     reader = csv.DictReader(lines)
@@ -85,8 +88,9 @@ def read_table(path: str | Path) -> list[KernelRow]:
                 v = float(r[c])
             except (TypeError, ValueError):
                 raise InputError(f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number") from None
-            if not v > 0 or not math.isfinite(v):
-                raise InputError(f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number")
+            if not 0 < v <= MAX_VALUE:   # also refuses NaN and inf
+                raise InputError(f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number (at most "
+                                 f"{MAX_VALUE:.0e})")
             vals[c] = v
         out.append(KernelRow(kernel, (r["dtype"] or "").strip(), int(vals["m"]), int(vals["n"]), int(vals["k"]),
                              int(vals["batch"]), vals["time_us"], (r.get("note") or "").strip()))

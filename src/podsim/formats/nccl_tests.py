@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import read_text
 
 _PREFIX = re.compile(r"^\[[^\]]*\]<std(?:out|err)>:")
 _RANK = re.compile(r"^#\s+Rank\s+\d+\s")
@@ -51,7 +52,11 @@ def read_nccl_tests_log(path: str | Path) -> MeasuredTable:
     ranks = 0
     ngpus = None
     rows: list[Measurement] = []
-    for lineno, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
+    try:
+        text = path.read_text(errors="replace")   # logs may hold stray bytes from other output
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", str(path)) from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw).strip()
         if not line:
             continue
@@ -74,7 +79,7 @@ def read_nccl_tests_log(path: str | Path) -> MeasuredTable:
         except ValueError:
             raise InputError("expected 'size count type [redop] [root] time algbw busbw #wrong "
                              "time algbw busbw #wrong'", str(path), f"line {lineno}") from None
-        rows.append(Measurement(int(parts[0]), time_us, busbw))
+        rows.append(_measurement(int(parts[0]), time_us, busbw, str(path), f"line {lineno}"))
     if not rows:
         raise InputError("no nccl-tests data rows found", str(path))
     gpus = ranks or ngpus or 1
@@ -88,14 +93,27 @@ def read_vtrain_lut(path: str | Path) -> MeasuredTable:
     if not m:
         raise InputError("cannot tell the GPU count: expected a name like AR_GPU8_...", str(path))
     rows = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(read_text(path, "vTrain table").splitlines(), 1):
         if lineno == 1 or not line.strip():
             continue
         f = line.split(",")
         if len(f) < 5:
             raise InputError(f"expected 7 comma-separated fields, got {len(f)}", str(path), f"line {lineno}")
         try:
-            rows.append(Measurement(int(f[0]), float(f[3]) / 1000.0, float(f[4])))
+            size, time_ns, busbw = int(f[0]), float(f[3]), float(f[4])
         except ValueError:
             raise InputError(f"not a number in {line!r}", str(path), f"line {lineno}") from None
+        rows.append(_measurement(size, time_ns / 1000.0, busbw, str(path), f"line {lineno}"))
     return MeasuredTable(str(path), int(m.group(1)), rows)
+
+
+#: the largest size (bytes), time (us) or bus bandwidth (GB/s) a measured row may give
+MAX_VALUE = 1e18
+
+
+def _measurement(size: int, time_us: float, busbw: float, source: str, where: str) -> Measurement:
+    """One measured row, its size, time and bandwidth checked (finite, not negative)."""
+    for what, v in (("size", size), ("time", time_us), ("bus bandwidth", busbw)):
+        if not 0 <= v <= MAX_VALUE:   # also refuses NaN and inf
+            raise InputError(f"{what} must be a finite number >= 0, got {v!r}", source, where)
+    return Measurement(size, time_us, busbw)

@@ -131,11 +131,13 @@ class ExecutionTrace:
 
     def subtree(self, node: EtNode, children: dict[int, list[EtNode]]) -> list[EtNode]:
         """``node`` and every node below it."""
-        out, todo = [], [node]
+        out, todo, seen = [], [node], {node.node_id}
         while todo:
             n = todo.pop()
             out.append(n)
-            todo.extend(children.get(n.node_id, ()))
+            kids = [c for c in children.get(n.node_id, ()) if c.node_id not in seen]   # parent cycles end here
+            seen.update(c.node_id for c in kids)
+            todo.extend(kids)
         return out
 
 
@@ -145,13 +147,15 @@ def _load_json(path: str | Path, what: str) -> dict:
         raise InputError(f"no such {what} file", str(p))
     try:
         if p.suffix == ".gz":
-            with gzip.open(p, "rt") as f:
+            with gzip.open(p, "rt", encoding="utf-8") as f:
                 text = f.read()
         else:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8")
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", str(p), f"line {e.lineno}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file (byte {e.start})", str(p)) from None
     except (OSError, EOFError) as e:
         raise InputError(f"cannot read: {e}", str(p)) from None
     if not isinstance(data, dict):
@@ -169,30 +173,77 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) chrome trace", str(path))
+    src = str(path)
     host, notes, gpu = [], [], []
     comms: list[tuple[HostOp, str, tuple[int, ...]]] = []
     launches: dict[int, tuple[float, int]] = {}
-    for e in events:
+    for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         cat = e.get("cat")
+        if cat not in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver") + GPU_CATS:
+            continue
+        where = f"traceEvents[{i}]"
         args = e.get("args") or {}
+        if not isinstance(args, dict):
+            raise InputError(f"expected a mapping, got {args!r}", src, f"{where}.args")
+        ts, tid = _time(e, "ts", src, where), _whole(e.get("tid", 0), src, f"{where}.tid")
         if cat in ("cpu_op", "user_annotation"):
-            op = HostOp(str(e.get("name", "")), float(e.get("ts", 0)), float(e.get("dur", 0)), int(e.get("tid", 0)),
-                        args.get("Record function id"), args.get("External id"))
+            op = HostOp(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True), tid,
+                        _id(args, "Record function id", src, where), _id(args, "External id", src, where))
             (host if cat == "cpu_op" else notes).append(op)
             if op.name == "record_param_comms" and "Process Group Name" in args:
                 ranks = args.get("Process Group Ranks") or []
                 if isinstance(ranks, str):   # some PyTorch versions write the list as a string
-                    ranks = [int(x) for x in ranks.strip("[]").replace(" ", "").split(",") if x]
-                comms.append((op, str(args["Process Group Name"]), tuple(int(r) for r in ranks)))
+                    ranks = [x for x in ranks.strip("[]").replace(" ", "").split(",") if x]
+                if not isinstance(ranks, list):
+                    raise InputError(f"expected a list of ranks, got {ranks!r}", src,
+                                     f"{where}.args.Process Group Ranks")
+                comms.append((op, str(args["Process Group Name"]), tuple(
+                    _whole(r, src, f"{where}.args.Process Group Ranks", lo=0) for r in ranks)))
         elif cat in ("cuda_runtime", "cuda_driver"):
             if "correlation" in args:
-                launches[int(args["correlation"])] = (float(e.get("ts", 0)), int(e.get("tid", 0)))
-        elif cat in GPU_CATS:
-            gpu.append(GpuEvent(str(e.get("name", "")), float(e.get("ts", 0)), float(e.get("dur", 0)),
-                                int(args.get("stream", e.get("tid", 0)) or 0), args.get("correlation")))
-    return KinetoTrace(str(path), host, notes, launches, gpu, comms)
+                launches[_whole(args["correlation"], src, f"{where}.args.correlation")] = (ts, tid)
+        else:
+            stream = args.get("stream", e.get("tid", 0)) or 0
+            gpu.append(GpuEvent(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True),
+                                _whole(stream, src, f"{where}.args.stream"), _id(args, "correlation", src, where)))
+    return KinetoTrace(src, host, notes, launches, gpu, comms)
+
+
+#: the largest duration (us; 31 years), timestamp (us since the epoch; float-exact) and id or count
+#: a trace field may hold
+_MAX_DURATION = 10**15
+_MAX_TIME = 2**53
+_MAX_FIELD = 2**63 - 1
+_MAX_ELEMENTS = 10**15    #: elements of one tensor
+
+
+def _time(e: dict, key: str, src: str, where: str, duration: bool = False) -> float:
+    """A finite time of an event (us; a duration must not be negative)."""
+    v = e.get(key, 0)
+    hi = _MAX_DURATION if duration else _MAX_TIME
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) <= hi or (duration and v < 0):
+        what = "a duration >= 0" if duration else "a finite time"
+        raise InputError(f"expected {what} (us), got {v!r}", src, f"{where}.{key}")
+    return float(v)
+
+
+def _whole(v: object, src: str, where: str, lo: int = -_MAX_FIELD) -> int:
+    """An integer field (a thread, stream, rank or id; ``"7"`` and ``7.0`` are taken)."""
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        v = int(v)
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= _MAX_FIELD:
+        raise InputError(f"expected an integer, got {v!r}", src, where)
+    return v
+
+
+def _id(args: dict, key: str, src: str, where: str) -> int | None:
+    """An optional id in an event's ``args``."""
+    v = args.get(key)
+    return None if v is None else _whole(v, src, f"{where}.args.{key}")
 
 
 def read_execution_trace(path: str | Path) -> ExecutionTrace:
@@ -209,34 +260,76 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     nodes = data.get("nodes")
     if not isinstance(nodes, list) or not nodes:
         raise InputError("no nodes", str(path))
+    src = str(path)
     out = []
-    for n in nodes:
+    ids: set[int] = set()
+    for i, n in enumerate(nodes):
+        where = f"nodes[{i}]"
+        if not isinstance(n, dict):
+            raise InputError(f"expected a node object, got {n!r:.60}", src, where)
         if schema == "1.0.1":
             attrs = n
             values, outs, parent = n.get("inputs") or [], n.get("outputs") or [], n.get("parent")
         else:
-            attrs = {a.get("name"): a.get("value") for a in n.get("attrs") or []}
-            values = (n.get("inputs") or {}).get("values") or []
-            outs = (n.get("outputs") or {}).get("values") or []
+            attrs = {}
+            for a in _list(n.get("attrs"), src, f"{where}.attrs"):
+                if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+                    raise InputError(f"expected an attribute {{name, type, value}}, got {a!r:.60}", src,
+                                     f"{where}.attrs")
+                attrs[a["name"]] = a.get("value")
+            values = _values(n.get("inputs"), src, f"{where}.inputs")
+            outs = _values(n.get("outputs"), src, f"{where}.outputs")
             parent = n.get("ctrl_deps")
+        values, outs = _list(values, src, f"{where}.inputs"), _list(outs, src, f"{where}.outputs")
+        if "id" not in n:
+            raise InputError("a node without an 'id'", src, where)
+        nid = _whole(n["id"], src, f"{where}.id", lo=0)
+        if nid in ids:
+            raise InputError(f"node id {nid} appears twice", src, f"{where}.id")
+        ids.add(nid)
         rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
-        tensors = _tensors(values)
-        out.append(EtNode(int(n.get("id", 0)), str(n.get("name", "")), int(rf) if rf is not None else None,
+        tensors = _tensors(values, src, where)
+        out.append(EtNode(nid, str(n.get("name", "")), _whole(rf, src, f"{where}.rf_id", lo=0) if rf is not None else None,
                           sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
                           int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
-                          tuple(_tensors(outs)), tuple(sum(b for _, b in _tensors([v])) for v in values)))
-    return ExecutionTrace(str(path), schema, out)
+                          tuple(_tensors(outs, src, where)),
+                          tuple(sum(b for _, b in _tensors([v], src, where)) for v in values)))
+    return ExecutionTrace(src, schema, out)
 
 
-def _tensors(values: list) -> list[tuple[int, int]]:
+def _list(v: object, src: str, where: str) -> list:
+    """A list field of an ET node (absent: empty)."""
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(f"expected a list, got {v!r:.60}", src, where)
+    return v
+
+
+def _values(io: object, src: str, where: str) -> list:
+    """The ``values`` of a node's ``inputs`` or ``outputs`` (schema 1.0.2 and later)."""
+    if io is None:
+        return []
+    if not isinstance(io, dict):
+        raise InputError(f"expected {{values, shapes, types}}, got {io!r:.60}", src, where)
+    return _list(io.get("values"), src, f"{where}.values")
+
+
+def _tensors(values: list, src: str = "", where: str = "") -> list[tuple[int, int]]:
     """``(storage id, bytes)`` of the tensors among ET values; a tensor is ``[id, storage, offset,
-    numel, itemsize, device]``, lists of tensors are nested lists of those."""
+    numel, itemsize, device]``, lists of tensors are nested lists of those.
+
+    Raises:
+        InputError: for a tensor of a negative or absurd size."""
     out = []
     for v in values:
         if isinstance(v, list) and len(v) == 6 and all(isinstance(x, int) for x in v[:5]) and isinstance(v[5], str):
+            if not (0 <= v[3] <= _MAX_ELEMENTS and 0 <= v[4] <= 1024):
+                raise InputError(f"tensor {v!r} has {v[3]} elements of {v[4]} bytes; expected counts >= 0",
+                                 src, where)
             out.append((v[1], v[3] * v[4]))
         elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
-            out.extend(_tensors(v))
+            out.extend(_tensors(v, src, where))
     return out
 
 
@@ -325,9 +418,9 @@ def is_execution_trace(path: str | Path) -> bool:
     p = Path(path)
     opener = gzip.open if p.suffix == ".gz" else open
     try:
-        with opener(p, "rt") as f:
+        with opener(p, "rt", encoding="utf-8") as f:
             head = f.read(4096)
-    except (OSError, EOFError):
+    except (OSError, EOFError, UnicodeDecodeError):
         return False
     return '"schema"' in head and '"traceEvents"' not in head
 

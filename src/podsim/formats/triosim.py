@@ -16,10 +16,12 @@ last row wins, as in TrioSim's loader.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import read_text
 from ..workload import OpKind, ProgramBuilder, Workload
 
 TRACE_COLUMNS = ("OperatorID", "OperatorName", "Operator_input", "Operator_output", "Operator_cudatime",
@@ -84,6 +86,12 @@ class TriosimTrace:
         return sum(o.kernel_us for o in self.ops if stage is None or o.stage == stage)
 
 
+#: the largest number a trace field may hold: times are us (10^15 us is 31 years) and ids,
+#: element counts and bytes per element stay far inside int64 when multiplied
+MAX_FIELD = 10**15
+MAX_OP_BYTES = 1 << 62
+
+
 def _ints(text: str, where: str, src: str) -> tuple[int, ...]:
     t = (text or "").strip()
     if not (t.startswith("[") and t.endswith("]")):
@@ -92,30 +100,32 @@ def _ints(text: str, where: str, src: str) -> tuple[int, ...]:
     if not body:
         return ()
     try:
-        return tuple(int(x) for x in body.replace(",", ";").split(";"))
+        out = tuple(int(x) for x in body.replace(",", ";").split(";"))
     except ValueError:
         raise InputError(f"expected integers in {text!r}", src, where) from None
+    if any(not -1 <= x <= MAX_FIELD for x in out):
+        raise InputError(f"expected integers from -1 to {MAX_FIELD:.0e} in {text!r}", src, where)
+    return out
 
 
-def _int(text: str, where: str, src: str) -> int:
+def _int(text: str, where: str, src: str, hi: int = MAX_FIELD) -> int:
     try:
-        v = int(float(text))
+        f = float(text)
     except (TypeError, ValueError):
         raise InputError(f"expected a number, got {text!r}", src, where) from None
-    if v < 0:
-        raise InputError(f"expected a non-negative number, got {v}", src, where)
-    return v
+    if not 0 <= f <= hi:   # also refuses NaN and inf
+        raise InputError(f"expected a number from 0 to {hi:.0e}, got {text!r}", src, where)
+    return int(f)
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     if not path.is_file():
         raise InputError("no such file (a TrioSim trace directory holds trace.csv and tensor.csv)", str(path))
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)}; expected {','.join(columns)}", str(path))
-        return list(reader)
+    reader = csv.DictReader(io.StringIO(read_text(path, "TrioSim trace file"), newline=""))
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}; expected {','.join(columns)}", str(path))
+    return list(reader)
 
 
 def read_triosim(directory: str | Path) -> TriosimTrace:
@@ -152,7 +162,7 @@ def read_triosim(directory: str | Path) -> TriosimTrace:
         role = (r["TensorType"] or "").strip()
         seen = tensors[tid].roles if tid in tensors else frozenset()
         tensors[tid] = TriosimTensor(tid, _int(r["TensorNumElement"], f"{where}, column TensorNumElement", nsrc),
-                                     _int(r["TensorEachByte"], f"{where}, column TensorEachByte", nsrc),
+                                     _int(r["TensorEachByte"], f"{where}, column TensorEachByte", nsrc, hi=1024),
                                      role, seen | {role})
     return TriosimTrace(str(d), ops, tensors)
 
@@ -169,6 +179,9 @@ def triosim_to_workload(trace: TriosimTrace, time: str = "kernel") -> Workload:
     for o in trace.ops:
         us = o.kernel_us if time == "kernel" else o.span_us
         size = sum(trace.tensors[t].bytes for t in o.inputs + o.outputs if t in trace.tensors)
+        if size > MAX_OP_BYTES:
+            raise InputError(f"operator {o.op_id} ({o.name}) touches {size:.3g} B of tensors, more than "
+                             f"{MAX_OP_BYTES:.3g} B", trace.source)
         prev = [b.add(OpKind.COMPUTE, o.name, data_deps=prev, node_id=o.op_id, duration_ns=us * 1000,
                       size_bytes=size, extra={"stage": o.stage, "triosim_id": o.op_id, "tp_split": o.tp_split})]
     return Workload([b.build()], [0], [], f"TrioSim trace {trace.source}")

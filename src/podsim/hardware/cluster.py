@@ -28,7 +28,8 @@ from pathlib import Path
 import yaml
 
 from ..collectives.nccl.tuning import NcclTuning, tuning_from_dict
-from ..errors import InputError, unknown_key_error
+from ..errors import InputError, unknown_key_error, yaml_error
+from ..fileio import read_text
 from ..network.fabric import Fabric, FabricBuilder
 from ..units import parse_bandwidth, parse_time_ns
 
@@ -89,7 +90,7 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         if not path.exists():
             raise InputError("no such cluster file", str(path))
-        text = path.read_text()
+        text = read_text(path, "cluster file")
         source = str(path)
     else:
         names = preset_names()
@@ -100,9 +101,7 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source, where) from None
+        raise yaml_error(e, source, column=False) from None
     return cluster_from_dict(data, source)
 
 
@@ -131,7 +130,7 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
         raise InputError(f"expected a positive integer that divides gpus_per_node ({gpn}), got {tray!r}",
                          source, "gpus_per_tray")
     max_gpus = data.get("max_gpus")
-    if max_gpus is not None and (not isinstance(max_gpus, int) or max_gpus < 1):
+    if max_gpus is not None and (not isinstance(max_gpus, int) or isinstance(max_gpus, bool) or max_gpus < 1):
         raise InputError(f"expected a positive integer, got {max_gpus!r}", source, "max_gpus")
     intra = _section(data["intra_node"], _INTRA_KEYS, INTRA_KINDS, source, "intra_node")
     inter = _section(data.get("inter_node") or {"kind": "none"}, _INTER_KEYS, INTER_KINDS, source, "inter_node")
@@ -152,6 +151,44 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
 
 _BW_KEYS = {"bandwidth", "link_bandwidth", "nic_bandwidth", "uplink_bandwidth"}
 _TIME_KEYS = {"latency", "nic_latency", "switch_latency", "hop_latency"}
+#: counts of switches, ports, tiers, rows...: positive integers, at most this
+_COUNT_KEYS = {"switches": 1 << 10, "gpus_per_switch": 1 << 10, "radix": 1 << 16, "tiers": 3,
+               "servers_per_segment": 1 << 20, "spines": 1 << 16, "rows": 1 << 20, "cols": 1 << 20,
+               "nics_per_switch": 1 << 16}
+_BOOL_KEYS = {"dual_plane", "dual_tor"}
+
+
+def _count(v: object, source: str | None, where: str, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+        raise InputError(f"expected an integer from 1 to {hi:,}, got {v!r}", source, where)
+    return v
+
+
+def _typed(k: str, v: object, source: str | None, where: str) -> object:
+    """A section value that is not a bandwidth or a time, checked for its type and range."""
+    if k in _COUNT_KEYS:
+        return _count(v, source, where, _COUNT_KEYS[k])
+    if k in _BOOL_KEYS:
+        if not isinstance(v, bool):
+            raise InputError(f"expected true or false, got {v!r}", source, where)
+        return v
+    if k == "oversubscription":
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 1 << 10:
+            raise InputError(f"expected a number from 1 to 1024 (downlinks per uplink), got {v!r}", source, where)
+        return float(v)
+    if k == "dims":
+        if not isinstance(v, list) or not v:
+            raise InputError(f"expected a list of sizes such as [4, 4], got {v!r}", source, where)
+        return [_count(x, source, where, 1 << 20) for x in v]
+    if k == "pairs":
+        if not isinstance(v, list) or not all(
+                isinstance(p, list) and len(p) in (2, 3) and all(isinstance(x, int) and not isinstance(x, bool)
+                                                               and 0 <= x <= 1 << 10 for x in p) for p in v):
+            raise InputError(f"expected a list of [gpu, gpu] or [gpu, gpu, links] pairs, got {v!r:.80}", source, where)
+        return v
+    if k in ("kind", "routing") and not isinstance(v, str):
+        raise InputError(f"expected a name, got {v!r}", source, where)
+    return v
 
 
 def _section(sec: object, keys: set[str], kinds: tuple[str, ...], source: str | None, name: str) -> dict:
@@ -170,7 +207,7 @@ def _section(sec: object, keys: set[str], kinds: tuple[str, ...], source: str | 
         elif k in _TIME_KEYS:
             out[k] = float(parse_time_ns(v, source, where))
         else:
-            out[k] = v
+            out[k] = _typed(k, v, source, where)
     kind = out.get("kind")
     if kind not in kinds:
         if kind is None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InputError, unknown_key_error
+from ..errors import InputError, unknown_key_error, yaml_error
+from ..fileio import read_text
 from ..units import parse_bandwidth
 
 #: the dtypes a ``peak_tflops`` mapping may name
@@ -96,12 +97,35 @@ class GpuSpec:
         return self.memory_gib * (1 << 30)
 
 
+#: the largest figure a GPU spec may give (TFLOP/s, GiB, MHz, W, a count or a scale factor)
+MAX_FIGURE = 1e9
+#: the compute model's calibration parameters (podsim/compute/model.py): ``*_max`` are fractions
+#: of peak in (0, 1], ``*_knee`` sizes and ``launch_ns`` a time, both >= 0
+EFFICIENCY_KEYS = ("gemm_max", "gemm_knee", "memory_max", "flash_max", "flash_knee", "launch_ns", "fp8_gemm_max",
+                   "fp8_gemm_knee")
+
+
 def _number(v: object, source: str, where: str, *, integer: bool = False) -> float:
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
-    if not ok or isinstance(v, bool) or v <= 0:
+    if not ok or isinstance(v, bool) or not 0 < v <= MAX_FIGURE:   # also refuses NaN and inf
         what = "a positive integer" if integer else "a positive number"
-        raise InputError(f"expected {what}, got {v!r}", source, where)
+        raise InputError(f"expected {what} (at most {MAX_FIGURE:.0e}), got {v!r}", source, where)
     return v
+
+
+def _efficiency(eff: dict, source: str, where: str) -> dict:
+    """A fitted calibration: known parameters, fractions of peak in (0, 1], knees and the launch
+    time finite and >= 0."""
+    for k, v in eff.items():
+        if k not in EFFICIENCY_KEYS:
+            e = unknown_key_error(str(k), EFFICIENCY_KEYS, source, what="parameter")
+            raise InputError(e.message, source, f"{where}.{k}")
+        frac = str(k).endswith("_max")
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (0 < v <= 1 if frac else 0 <= v <= MAX_FIGURE)
+        if not ok:
+            want = "a fraction of peak in (0, 1]" if frac else "a finite number >= 0"
+            raise InputError(f"expected {want}, got {v!r}", source, f"{where}.{k}")
+    return eff
 
 
 def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
@@ -122,7 +146,15 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
             e = unknown_key_error(str(dt), DTYPES, source, what="dtype")
             raise InputError(e.message, source, f"{key}.peak_tflops.{dt}")
         _number(v, source, f"{key}.peak_tflops.{dt}")
+    if "bf16" not in peaks:   # what fp8 and fp4 fall back to, and attention and norms run in
+        raise InputError("missing bf16: every GPU needs its bf16 (or fp16-equivalent) peak", source,
+                         f"{key}.peak_tflops")
     eff = d.get("efficiency") or {}
+    if not isinstance(eff, (dict, str)):
+        raise InputError(f"expected a mapping of fitted parameters or a GPU key, got {eff!r}", source,
+                         f"{key}.efficiency")
+    if isinstance(eff, dict) and "from" not in eff:
+        _efficiency(eff, source, f"{key}.efficiency")
     eff_from = key if eff else ""
     scale: dict[str, float] = {}
     measured_as: dict[str, str] = {}
@@ -135,9 +167,10 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
             e = unknown_key_error(eff, data, source, what="GPU")
             raise InputError(e.message, source, f"{key}.efficiency")
         eff = data[eff].get("efficiency") or {}
-        if isinstance(eff, str) or "from" in eff:
+        if not isinstance(eff, dict) or "from" in eff:
             raise InputError(f"efficiency names {d['efficiency']!r}, which itself names another GPU",
                              source, f"{key}.efficiency")
+        _efficiency(eff, source, f"{d['efficiency']}.efficiency")
     sources = d.get("sources") or []
     if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
         raise InputError("expected a list of strings", source, f"{key}.sources")
@@ -177,6 +210,7 @@ def _scaled_efficiency(key: str, eff: dict, data: dict, source: str) -> tuple[di
     base = data[sib].get("efficiency")
     if not isinstance(base, dict) or "from" in base:
         raise InputError(f"efficiency.from names {sib!r}, which has no fit of its own", source, f"{where}.from")
+    _efficiency(base, source, f"{sib}.efficiency")
     scale = eff.get("scale") or {}
     measured_as = eff.get("measured_as") or {}
     if not isinstance(scale, dict) or not isinstance(measured_as, dict):
@@ -192,6 +226,9 @@ def _scaled_efficiency(key: str, eff: dict, data: dict, source: str) -> tuple[di
         fitted = out.get(p if p != "fp8_gemm_max" or "fp8_gemm_max" in out else "gemm_max")
         if fitted is not None:
             out[p] = round(float(fitted) * f, 4)
+            if not 0 < out[p] <= 1:
+                raise InputError(f"scales {sib}'s {p} of {fitted} to {out[p]}; expected a fraction of peak in (0, 1]",
+                                 source, f"{where}.scale.{p}")
         scale[p] = f
     for p, g in measured_as.items():
         if not isinstance(g, str) or g not in data:
@@ -218,13 +255,11 @@ def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
         p = Path(path)
         if not p.exists():
             raise InputError("no such GPU file", str(p))
-        text, source = p.read_text(), str(p)
+        text, source = read_text(p, "GPU file"), str(p)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", source,
-                         f"line {mark.line + 1}" if mark is not None else None) from None
+        raise yaml_error(e, source, column=False) from None
     if not isinstance(data, dict):
         raise InputError("expected a mapping of GPU key -> spec", source)
     return {str(key): _spec(str(key), d, data, source) for key, d in data.items()}

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, unknown_key_error
+from ..fileio import read_text
 
 
 #: the largest value each size may take (beyond any model trained; they bound the work and memory a
@@ -220,9 +221,7 @@ def from_hf_config(path: str | Path) -> ModelConfig:
     """
     src = str(path)
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", src) from None
+        data = json.loads(read_text(path, "model config"))
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", src, f"line {e.lineno}") from None
     if not isinstance(data, dict):
@@ -246,6 +245,25 @@ def from_hf_config(path: str | Path) -> ModelConfig:
             raise InputError(f"expected a {'non-negative' if zero else 'positive'} integer, got {v!r}", src, key)
         return int(v)
 
+    def flag(key: str, default: bool) -> bool:
+        """A true/false field (unset or null: ``default``)."""
+        v = data.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise InputError(f"expected true or false, got {v!r}", src, key)
+        return v
+
+    def fraction(keys: tuple[str, ...], default: float) -> float:
+        """The first of ``keys`` set (not null): a dropout probability in [0, 1)."""
+        key = next((k for k in keys if data.get(k) is not None), None)
+        if key is None:
+            return default
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            raise InputError(f"expected a probability in [0, 1), got {v!r}", src, key)
+        return float(v)
+
     h = count("hidden_size")
     act_raw = data.get("hidden_act", data.get("activation_function", "gelu"))
     if not isinstance(act_raw, str) or act_raw.lower() not in _ACTIVATIONS:
@@ -265,11 +283,10 @@ def from_hf_config(path: str | Path) -> ModelConfig:
             kv_heads=count("num_key_value_heads") if data.get("num_key_value_heads") else None,
             head_dim=count("head_dim") if data.get("head_dim") else None,
             activation="swiglu" if swiglu else "gelu",
-            bias=bool(data.get("attention_bias", not llama_like)),
+            bias=flag("attention_bias", not llama_like),
             learned_positions=not llama_like and "rope_theta" not in data,
-            tied_embeddings=bool(data.get("tie_word_embeddings", not llama_like)),
-            dropout=float(next((data[k] for k in ("hidden_dropout", "resid_pdrop", "hidden_dropout_prob")
-                                if data.get(k) is not None), 0.0 if llama_like else 0.1)),
+            tied_embeddings=flag("tie_word_embeddings", not llama_like),
+            dropout=fraction(("hidden_dropout", "resid_pdrop", "hidden_dropout_prob"), 0.0 if llama_like else 0.1),
             experts=experts,
             top_k=count("num_experts_per_tok", zero=True) or 0,
             moe_ffn=count("moe_intermediate_size") if data.get("moe_intermediate_size") else None,

@@ -21,6 +21,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..errors import InputError
+from ..units import MAX_BYTES, MAX_NS
 
 
 class NodeKind(IntEnum):
@@ -156,9 +157,15 @@ class FabricBuilder:
         if not bandwidth > 0:
             raise InputError(f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth}; "
                              "expected a positive value", self.source)
+        if not bandwidth <= MAX_BYTES / 1e9:   # also refuses NaN and inf
+            raise InputError(f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth} B/ns; expected a "
+                             f"finite value (at most {MAX_BYTES / 1e9:.3g})", self.source)
         if latency_ns < 0:
             raise InputError(f"link {self._name[a]}->{self._name[b]} has negative latency {latency_ns}",
                              self.source)
+        if not latency_ns <= MAX_NS:
+            raise InputError(f"link {self._name[a]}->{self._name[b]} has latency {latency_ns} ns; expected a "
+                             f"finite value (at most {MAX_NS:.3g})", self.source)
         self._src.append(a)
         self._dst.append(b)
         self._bw.append(float(bandwidth))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, yaml_error
 from .profiles import Executable
 
 
@@ -89,8 +89,16 @@ class Placement:
         return out
 
 
+#: node and GPU ids a placement may name: 0 to this
+MAX_ID = (1 << 20) - 1
+
+
 def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_id(x: object) -> bool:
+    return _is_int(x) and 0 <= x <= MAX_ID  # type: ignore[operator]
 
 
 def read_placement(path: str | Path) -> Placement:
@@ -108,8 +116,10 @@ def read_placement(path: str | Path) -> Placement:
         raise InputError("not a UTF-8 text file", str(p)) from None
     try:
         data = yaml.safe_load(text) if p.suffix in (".yaml", ".yml") else json.loads(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise InputError(f"not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {e}", str(p)) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e}", str(p)) from None
+    except yaml.YAMLError as e:
+        raise yaml_error(e, str(p)) from None
     if isinstance(data, dict) and "executors" in data:
         data = data["executors"]
     if not isinstance(data, list) or not data:
@@ -134,9 +144,9 @@ def read_placement(path: str | Path) -> Placement:
                                  str(p), w)
             pairs = []
             for n, ds in zip(nodes, devs):
-                if not _is_int(n) or not isinstance(ds, list) or not ds or not all(_is_int(d) for d in ds):
-                    raise InputError(f"node {n!r} with devices {ds!r}: expected an integer node id and a non-empty "
-                                     "list of integer GPU ids", str(p), w)
+                if not _is_id(n) or not isinstance(ds, list) or not ds or not all(_is_id(d) for d in ds):
+                    raise InputError(f"node {n!r} with devices {ds!r}: expected a node id and a non-empty list of GPU "
+                                     f"ids (integers from 0 to {MAX_ID:,})", str(p), w)
                 pairs.extend((n, d) for d in ds)
             if len(set(pairs)) != len(pairs):
                 raise InputError("a GPU appears twice in one sub-mesh", str(p), w)

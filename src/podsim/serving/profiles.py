@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, yaml_error
 
 BUILTIN = "dlsim-v100"
 
@@ -80,14 +80,20 @@ def _is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _positive(x: object, source: str, where: str, zero_ok: bool = False) -> float:
-    """A finite positive number from YAML (``2.6e9`` may come as a string)."""
+#: the largest count, size (GB) or factor a profile may give
+MAX_FIGURE = 1e15
+#: the longest stage latency (s): beyond, times overflow int64 ns
+MAX_LATENCY_S = 9.2e8
+
+
+def _positive(x: object, source: str, where: str, zero_ok: bool = False, hi: float = MAX_FIGURE) -> float:
+    """A finite positive number from YAML (``2.6e9`` may come as a string), at most ``hi``."""
     try:
         v = float(x) if isinstance(x, (int, float, str)) and not isinstance(x, bool) else math.nan
     except ValueError:
         v = math.nan
-    if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
-        raise InputError(f"expected a finite positive number, got {x!r}", source, where)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok) or v > hi:
+        raise InputError(f"expected a finite positive number (at most {hi:.3g}), got {x!r}", source, where)
     return v
 
 
@@ -141,7 +147,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML: {e}", source) from None
+        raise yaml_error(e, source) from None
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise InputError("expected a mapping with 'models: {MODEL: {executables: {...}}}'", source)
     out: dict[str, Executable] = {}
@@ -149,7 +155,8 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
         if not isinstance(m, dict) or not isinstance(m.get("executables"), dict):
             raise InputError("expected 'executables: {NAME: {stages: ..., latencies_s: ...}}'", source, f"models.{model}")
         weights = int(_positive(m.get("parameters", 0), source, f"models.{model}.parameters", zero_ok=True) *
-                      _positive(m.get("bytes_per_parameter", 2), source, f"models.{model}.bytes_per_parameter"))
+                      _positive(m.get("bytes_per_parameter", 2), source, f"models.{model}.bytes_per_parameter",
+                                hi=64))
         est = _estimator(m.get("estimate"), source, f"models.{model}.estimate") if "estimate" in m else None
         for name, e in m["executables"].items():
             where = f"models.{model}.executables.{name}"
@@ -169,9 +176,10 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
             if mem is not None and (not isinstance(mem, list) or len(mem) != len(stages)):
                 raise InputError(f"memory_gb_per_gpu must be {len(stages)} numbers (one per stage), got {mem!r}",
                                  source, where)
-            stage_bytes = tuple(int(_positive(x, source, f"{where}.memory_gb_per_gpu") * 1e9) for x in mem or [])
+            stage_bytes = tuple(int(_positive(x, source, f"{where}.memory_gb_per_gpu", hi=1e9) * 1e9)
+                                for x in mem or [])
             if not isinstance(lats, list) or len(lats) != len(stages) or not all(
-                    _is_number(x) and 0 < x < math.inf for x in lats):
+                    _is_number(x) and 0 < x <= MAX_LATENCY_S for x in lats):
                 raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
                                  "(or give the model an 'estimate:' block to have them estimated)", source, where)
             out[name] = Executable(name, str(model), tuple((int(a), int(b)) for a, b in stages),

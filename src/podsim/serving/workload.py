@@ -97,24 +97,29 @@ def _number_list(text: str, what: str, source: str, row: int, allow_inf: bool = 
             except ValueError:
                 ok = False
                 break
-            if math.isnan(v) or (math.isinf(v) and not allow_inf) or (math.isinf(v) and v < 0):
+            if math.isnan(v) or (math.isinf(v) and not allow_inf) or v < 0:
                 ok = False
                 break
             vals.append(v)
     if not ok or not vals:
-        raise InputError(f"{what} must be a list of numbers like [0.8, 0.2], got {text!r}", source, f"row {row}")
+        raise InputError(f"{what} must be a list of numbers >= 0 like [0.8, 0.2], got {text!r}", source, f"row {row}")
     return vals
 
 
-def _number(text: str, what: str, source: str, row: int, integer: bool = False) -> float:
-    """A finite number (a positive whole one with ``integer``)."""
+#: the latest arrival (s) and the most models a workload may have: beyond, times overflow int64 ns
+MAX_SECONDS = 9.2e8
+MAX_MODELS = 1 << 16
+
+
+def _number(text: str, what: str, source: str, row: int, integer: bool = False, hi: float = MAX_SECONDS) -> float:
+    """A finite number of magnitude at most ``hi`` (a positive whole one with ``integer``)."""
     try:
         v = float(text)
-        if not math.isfinite(v) or (integer and (v != int(v) or v < 1)):
+        if not abs(v) <= hi or (integer and (v != int(v) or v < 1)):   # also refuses NaN and inf
             raise ValueError
     except ValueError:
         kind = "a positive whole number" if integer else "a finite number"
-        raise InputError(f"{what} must be {kind}, got {text!r}", source, f"row {row}") from None
+        raise InputError(f"{what} must be {kind} (at most {hi:.3g}), got {text!r}", source, f"row {row}") from None
     return v
 
 
@@ -150,11 +155,14 @@ def read_workload(path: str | Path) -> ServeWorkload:
     if len(meta) != 6:
         raise InputError("the metadata row must be model_num,rate,\"[proportions]\",duration,\"[SLOs]\",name; got "
                          f"{len(meta)} fields", str(p), "row 1")
-    n = int(_number(meta[0], "model_num", str(p), 1, integer=True))
+    n = int(_number(meta[0], "model_num", str(p), 1, integer=True, hi=MAX_MODELS))
     rate = _number(meta[1], "rate", str(p), 1)
     props = _number_list(meta[2], "proportions", str(p), 1)
     _check_proportions(props, n, str(p), "row 1")
     duration = _number(meta[3], "duration", str(p), 1)
+    for what, v in (("rate", rate), ("duration", duration)):
+        if v < 0:
+            raise InputError(f"{what} must not be negative, got {v:g}", str(p), "row 1")
     slos = _number_list(meta[4], "SLOs", str(p), 1, allow_inf=True)
     if len(slos) != n:
         raise InputError(f"{n} models but {len(slos)} SLOs", str(p), "row 1")
@@ -165,7 +173,7 @@ def read_workload(path: str | Path) -> ServeWorkload:
             continue
         if len(r) != 2:
             raise InputError(f"expected model_id,arrival_s, got {len(r)} fields", str(p), f"row {i}")
-        mid = _number(r[0], "model_id", str(p), i)
+        mid = _number(r[0], "model_id", str(p), i, hi=MAX_MODELS)
         if mid != int(mid) or not 0 <= mid < n:
             raise InputError(f"model_id must be one of 0..{n - 1}, got {r[0]!r}", str(p), f"row {i}")
         t = _number(r[1], "arrival_s", str(p), i)
@@ -260,7 +268,7 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
         raise InputError(f"a request trace needs model_id and arrival_s columns; the header has {cols}", str(p), "row 1")
     rows = []
     for i, r in enumerate(reader, start=2):
-        m = _number(r.get(mcol) or "", mcol, str(p), i)
+        m = _number(r.get(mcol) or "", mcol, str(p), i, hi=MAX_MODELS)
         if m != int(m) or m < 0:
             raise InputError(f"{mcol} must be a whole number >= 0, got {r.get(mcol)!r}", str(p), f"row {i}")
         t = _number(r.get(tcol) or "", tcol, str(p), i)
@@ -271,7 +279,9 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
         raise InputError("no requests", str(p))
     rows.sort(key=lambda x: x[0])   # by time; simultaneous requests keep their order
     n = max(m for _, m in rows) + 1
-    counts = [sum(1 for _, m in rows if m == k) for k in range(n)]
+    counts = [0] * n
+    for _, m in rows:
+        counts[m] += 1
     duration = max(t for t, _ in rows) - min(t for t, _ in rows)
     return ServeWorkload([m for _, m in rows], [t for t, _ in rows], n, len(rows) / duration if duration > 0 else 0.0,
                          [c / len(rows) for c in counts], duration, [float("inf")] * n, p.name)

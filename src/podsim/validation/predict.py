@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -37,7 +38,13 @@ def _int(r: dict, key: str, default: int | None = None) -> int:
         if default is None:
             raise InputError(f"row {r['row_id']}: {key} is needed", "podsim validate")
         return default
-    return int(float(v))
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        f = math.nan
+    if not (f.is_integer() and 0 <= f <= 2**31):
+        raise InputError(f"row {r['row_id']}: {key} must be an integer from 0 to 2^31, got {v!r}", "podsim validate")
+    return int(f)
 
 
 def model_of(r: dict):  # type: ignore[no-untyped-def]
@@ -201,20 +208,23 @@ def memory(r: dict) -> float:
     from ..llm.model import ModelConfig
 
     h = _int(r, "hidden")
-    m = ModelConfig(r["model"], _int(r, "layers"), h, _int(r, "heads"), 4 * h, _int(r, "vocab", 51200),
+    m = ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"), 4 * h, _int(r, "vocab", 51200),
                     _int(r, "seq_len", 2048))
     if r["metric"] == "activation_memory_pct_of_baseline":
         p = _int(r, "pp")
         base = Layout(8 * p, tp=_int(r, "tp"), pp=p, global_batch=p, seq_len=_int(r, "seq_len"), flash_attention=False)
-        variant = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
-                   "seqsel": {"sequence_parallel": True, "recompute": "selective"},
-                   "full": {"recompute": "full"}}[r["recompute"]]
+        variants = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
+                    "seqsel": {"sequence_parallel": True, "recompute": "selective"}, "full": {"recompute": "full"}}
+        variant = variants.get(r.get("recompute", ""))
+        if variant is None:
+            raise InputError(f"row {r['row_id']}: recompute must be one of {', '.join(variants)}, got "
+                             f"{r.get('recompute')!r}", "podsim validate")
         return 100 * stage_memory(m, replace(base, **variant), 0).activations_layers \
             / stage_memory(m, base, 0).activations_layers
     lay = Layout(_int(r, "gpus"), tp=_int(r, "tp"), pp=_int(r, "pp"), vpp=_int(r, "vpp", 1),
                  global_batch=_int(r, "global_batch"), micro_batch=_int(r, "micro_batch", 1),
-                 seq_len=_int(r, "seq_len"), sequence_parallel=r["sequence_parallel"] == "yes",
-                 recompute="selective" if r["recompute"] == "selective" else "none", flash_attention=False)
+                 seq_len=_int(r, "seq_len"), sequence_parallel=r.get("sequence_parallel") == "yes",
+                 recompute="selective" if r.get("recompute") == "selective" else "none", flash_attention=False)
     if r["metric"] == "params_grads_optimizer_GiB":
         return sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
     return stage_memory(m, lay, 0).activations_layers / GIB
@@ -225,6 +235,8 @@ def busbw(r: dict) -> float:
     from ..collective_api import collective
 
     algo = "ring" if "algorithm: ring" in r.get("notes", "") else None
+    if not r.get("system"):
+        raise InputError(f"row {r['row_id']}: system is needed", "podsim validate")
     t = collective("all_reduce", r["system"], _int(r, "gpus"), min_bytes="4G", max_bytes="4G", algorithm=algo)
     return t.rows[0].busbw_gbps
 

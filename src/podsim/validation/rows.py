@@ -16,13 +16,21 @@ columns can be added with ``podsim validate --rows FILE``.
 from __future__ import annotations
 
 import csv
+import math
 from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import read_text
 
 SETS = {"fitted": "calibration.csv", "reported": "reported.csv"}
 REQUIRED = ("row_id", "metric", "value")
+#: integer columns and their least value (an empty cell means unset); at most 2^31, as the CLI's
+COUNTS = {**dict.fromkeys(("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "gpus", "gpus_per_node",
+                           "tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch"), 1),
+          **dict.fromkeys(("kv_heads", "experts", "top_k", "head_dim", "moe_ffn_hidden", "shared_experts",
+                           "dense_layers"), 0)}
+MAX_COUNT = 2**31
 
 
 def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
@@ -32,10 +40,7 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
         InputError: for an unreadable file, a missing column or a non-numeric value.
     """
     src = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", src) from None
+    text = read_text(path, "rows file")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
@@ -44,10 +49,17 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     out = []
     for n, r in enumerate(reader, start=2):
         try:
-            float(r["value"])
+            value = float(r["value"])
         except (TypeError, ValueError):
-            raise InputError(f"value must be a number, got {r['value']!r}", src, f"row {n} ({r['row_id']})") from None
+            value = math.nan
+        if not math.isfinite(value):
+            raise InputError(f"value must be a number (finite), got {r['value']!r}", src, f"row {n} ({r['row_id']})")
         r = {k: (v or "").strip() for k, v in r.items() if k is not None}
+        for col, lo in COUNTS.items():
+            v = r.get(col, "")
+            if v and not (v.isdigit() and lo <= int(v) <= MAX_COUNT):
+                raise InputError(f"{col} must be an integer from {lo} to 2^31, got {v!r}", src,
+                                 f"row {n} ({r['row_id']})")
         r["set"] = set_name
         out.append(r)
     return out

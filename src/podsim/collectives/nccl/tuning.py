@@ -125,14 +125,14 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
             raise InputError(f"expected true or false, got {data['pxn']!r}", source, "nccl.pxn")
         kw["pxn"] = data["pxn"]
     base = {a: dict(d) for a, d in t.base_latency_ns.items()}
-    for algo, protos in (data.get("base_latency") or {}).items():
+    for algo, protos in _mapping(data.get("base_latency") or {}, source, "nccl.base_latency").items():
         _check_key(algo, ALGORITHMS, source, "nccl.base_latency")
         for proto, val in _mapping(protos, source, f"nccl.base_latency.{algo}").items():
             _check_key(proto, PROTOCOLS, source, f"nccl.base_latency.{algo}")
             base[algo][proto] = parse_time_ns(val, source, f"nccl.base_latency.{algo}.{proto}")
     kw["base_latency_ns"] = base
     hop = {c: {a: dict(d) for a, d in ad.items()} for c, ad in t.hop_latency_ns.items()}
-    for cls, algos in (data.get("hop_latency") or {}).items():
+    for cls, algos in _mapping(data.get("hop_latency") or {}, source, "nccl.hop_latency").items():
         _check_key(cls, LINK_CLASSES, source, "nccl.hop_latency")
         for algo, protos in _mapping(algos, source, f"nccl.hop_latency.{cls}").items():
             _check_key(algo, ALGORITHMS, source, f"nccl.hop_latency.{cls}")

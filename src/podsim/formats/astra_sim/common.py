@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 import yaml
 
-from ...errors import InputError, closest, unknown_key_error
+from ...errors import InputError, closest, unknown_key_error, yaml_error
 
 
 def _load(path: str | os.PathLike[str], kind: str) -> dict:
@@ -21,10 +21,10 @@ def _load(path: str | os.PathLike[str], kind: str) -> dict:
         raise InputError("file not found", path) from None
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", path, f"line {e.lineno} column {e.colno}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file (byte {e.start})", path) from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else None
-        raise InputError(f"invalid YAML: {getattr(e, 'problem', None) or e}", path, where) from None
+        raise yaml_error(e, path, "invalid YAML") from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path) from None
     if not isinstance(data, dict):
@@ -58,7 +58,7 @@ def get_int(data: Mapping[str, object], key: str, default: int | None, source: s
         return default
     v = data[key]
     if isinstance(v, bool):
-        return int(v)
+        raise InputError(f"expected an integer, got {v!r}", source, key)
     try:
         if isinstance(v, str):
             v = float(v)
@@ -78,8 +78,8 @@ def get_int(data: Mapping[str, object], key: str, default: int | None, source: s
 
 
 def get_float(data: Mapping[str, object], key: str, default: float | None, source: str,
-              lo: float | None = None, positive: bool = False) -> float | None:
-    """A number field."""
+              lo: float | None = None, positive: bool = False, hi: float | None = None) -> float | None:
+    """A number field (finite; ``hi`` bounds it where a larger value is absurd)."""
     if key not in data:
         return default
     v = data[key]
@@ -95,6 +95,8 @@ def get_float(data: Mapping[str, object], key: str, default: float | None, sourc
         raise InputError(f"must be > 0, got {v!r}", source, key)
     if lo is not None and f < lo:
         raise InputError(f"must be >= {lo}, got {v!r}", source, key)
+    if hi is not None and f > hi:
+        raise InputError(f"must be <= {hi:.3g}, got {v!r}", source, key)
     return f
 
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from ...errors import InputError
+from ...units import MAX_BYTES, MAX_NS
 from .common import check_keys, get_choice, get_float, get_int, load_json
 
 TYPES = ("NO_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
@@ -36,10 +37,11 @@ def parse_remote_memory(data: dict, source: str = "<remote-memory>") -> RemoteMe
     if "memory-type" not in data:
         raise InputError(f"missing key 'memory-type' (one of {', '.join(TYPES)})", source)
     mtype = get_choice(data, "memory-type", None, TYPES, source)
-    lat = get_float(data, "remote-mem-latency", 0.0, source, lo=0.0)
-    bw = get_float(data, "remote-mem-bw", None, source, positive=True) if "remote-mem-bw" in data else None
-    nodes = get_int(data, "num-nodes", None, source, lo=1)
-    per_node = get_int(data, "num-npus-per-node", None, source, lo=1)
+    lat = get_float(data, "remote-mem-latency", 0.0, source, lo=0.0, hi=MAX_NS)
+    bw = get_float(data, "remote-mem-bw", None, source, positive=True, hi=MAX_BYTES / 1e9) \
+        if "remote-mem-bw" in data else None
+    nodes = get_int(data, "num-nodes", None, source, lo=1, hi=1 << 24)
+    per_node = get_int(data, "num-npus-per-node", None, source, lo=1, hi=1 << 24)
     if mtype != "NO_MEMORY_EXPANSION" and bw is None:
         raise InputError(f"{mtype} needs 'remote-mem-bw' (bytes per ns)", source)
     if mtype == "PER_NODE_MEMORY_EXPANSION" and per_node is None:

@@ -11,12 +11,14 @@ GiB); ``peak-perf`` TFLOP/s.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 
 from ...collectives.plan import Algo
 from ...errors import InputError, closest
+from ...units import MAX_BYTES, MAX_NS
 from ...workload.ops import CollectiveKind
 from .common import check_keys, get_bool01, get_choice, get_float, get_int, load_json
 
@@ -103,17 +105,17 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
     cfg.scheduling_policy = get_choice(data, "scheduling-policy", "LIFO", ("LIFO", "FIFO", "EXPLICIT"), source)  # type: ignore[assignment]
     cfg.collective_optimization = get_choice(data, "collective-optimization", "baseline",
                                              ("baseline", "localBWAware"), source)  # type: ignore[assignment]
-    cfg.local_reduction_delay = get_int(data, "local-reduction-delay", 1, source, lo=0)  # type: ignore[assignment]
+    cfg.local_reduction_delay = get_int(data, "local-reduction-delay", 1, source, lo=0, hi=int(MAX_NS))  # type: ignore[assignment]
     cfg.active_chunks_per_dimension = get_int(data, "active-chunks-per-dimension", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
     cfg.preferred_dataset_splits = get_int(data, "preferred-dataset-splits", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
-    cfg.endpoint_delay_ns = get_int(data, "endpoint-delay", 10, source, lo=0)  # type: ignore[assignment]
+    cfg.endpoint_delay_ns = get_int(data, "endpoint-delay", 10, source, lo=0, hi=int(MAX_NS))  # type: ignore[assignment]
     cfg.endpoint_delay_given = "endpoint-delay" in data
-    cfg.loggp = tuple(get_float(data, k, 0.0, source, lo=0.0) for k in ("L", "o", "g", "G"))  # type: ignore[assignment]
+    cfg.loggp = tuple(get_float(data, k, 0.0, source, lo=0.0, hi=MAX_NS) for k in ("L", "o", "g", "G"))  # type: ignore[assignment]
     cfg.model_shared_bus = get_bool01(data, "model-shared-bus", False, source)
     if "local-mem-bw" in data:
-        cfg.local_mem_bw_GBps = get_float(data, "local-mem-bw", None, source, positive=True)
+        cfg.local_mem_bw_GBps = get_float(data, "local-mem-bw", None, source, positive=True, hi=MAX_BYTES / 1e9)
     if "peak-perf" in data:
-        cfg.peak_perf_TFLOPS = get_float(data, "peak-perf", None, source, positive=True)
+        cfg.peak_perf_TFLOPS = get_float(data, "peak-perf", None, source, positive=True, hi=1e9)
     cfg.roofline_enabled = get_bool01(data, "roofline-enabled", False, source)
     cfg.trace_enabled = get_bool01(data, "trace-enabled", False, source)
     cfg.replay_only = get_bool01(data, "replay-only", False, source)
@@ -142,7 +144,10 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
         cfg.per_node_custom_implementation = _resolve(v, base_dir)
     for key in IGNORED_KEYS:
         if key in data:
-            cfg.ignored[key] = data[key]
+            v = data[key]
+            if not isinstance(v, (str, int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+                raise InputError(f"expected a name or a finite number (the key is ignored), got {v!r}", source, key)
+            cfg.ignored[key] = v
     if cfg.roofline_enabled and (cfg.local_mem_bw_GBps is None or cfg.peak_perf_TFLOPS is None):
         raise InputError("roofline-enabled needs 'local-mem-bw' (GB/s) and 'peak-perf' (TFLOP/s)", source,
                          "roofline-enabled")

@@ -28,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError
+from ...fileio import read_text
 from ...workload import ALL_DIMS, CollectiveKind, OpKind, ProgramBuilder, Workload
 from ..simai.workload import parse_count
 
@@ -40,9 +41,9 @@ _HIGHER_DIMS = (1 << 10) - 2   # dimensions 1..9, as ASTRA-sim 1.0 decodes them
 def is_text_workload(path: str | Path) -> bool:
     """Whether ``path`` is an ASTRA-sim 1.0 text workload this module reads (not a SimAI one)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             first = f.readline().split()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return False
     return bool(first) and first[0] in POLICIES
 
@@ -56,10 +57,7 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
             match the lines, a line without 12 fields, or a bad number or comm type.
     """
     src = str(path)
-    try:
-        lines = [(i, ln.split()) for i, ln in enumerate(Path(path).read_text().splitlines(), 1) if ln.strip()]
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", src) from None
+    lines = [(i, ln.split()) for i, ln in enumerate(read_text(path, "workload file").splitlines(), 1) if ln.strip()]
     if len(lines) < 2:
         raise InputError("expected a policy line, a layer count and layer lines", src)
     policy = lines[0][1][0]

@@ -95,7 +95,15 @@ class GlobalMetadata:
 
 # ----------------------------------------------------------------------------- decoding
 
+def _expect(wt: int, length_delimited: bool, what: str) -> None:
+    """Refuse a field whose wire type is not the schema's (a garbled or foreign message)."""
+    if (wt == wire.LEN) != length_delimited:
+        kind = "length-delimited" if length_delimited else "a number"
+        raise wire.WireError(f"{what} has wire type {wt}; the schema makes it {kind}")
+
+
 def _scalar(tname: str, wt: int, raw: object) -> object:
+    _expect(wt, tname in ("string", "bytes"), f"a {tname} value")
     if tname in ("string",):
         return bytes(raw).decode("utf-8", errors="replace")  # type: ignore[arg-type]
     if tname == "bytes":
@@ -124,11 +132,11 @@ def _list(tname: str, data: bytes) -> list[object]:
             continue
         if wt == wire.LEN and base not in ("string", "bytes"):
             # packed encoding
-            if base in ("double", "fixed64", "sfixed64"):
-                fmt = {"double": "<d", "fixed64": "<Q", "sfixed64": "<q"}[base]
-                out.extend(x[0] for x in struct.iter_unpack(fmt, bytes(raw)))  # type: ignore[arg-type]
-            elif base in ("float", "fixed32", "sfixed32"):
-                fmt = {"float": "<f", "fixed32": "<I", "sfixed32": "<i"}[base]
+            if base in ("double", "fixed64", "sfixed64", "float", "fixed32", "sfixed32"):
+                fmt = {"double": "<d", "fixed64": "<Q", "sfixed64": "<q", "float": "<f", "fixed32": "<I",
+                       "sfixed32": "<i"}[base]
+                if len(raw) % struct.calcsize(fmt):  # type: ignore[arg-type]
+                    raise wire.WireError(f"a packed {base} list of {len(raw)} bytes")  # type: ignore[arg-type]
                 out.extend(x[0] for x in struct.iter_unpack(fmt, bytes(raw)))  # type: ignore[arg-type]
             else:
                 out.extend(_scalar(base, wire.VARINT, v) for v in wire.packed_varints(raw))  # type: ignore[arg-type]
@@ -144,18 +152,24 @@ def decode_attr(data: bytes) -> Attr:
     tname = ""
     for f, wt, raw in wire.iter_fields(data):
         if f == 1:
+            _expect(wt, True, "an attribute name")
             name = bytes(raw).decode("utf-8", errors="replace")  # type: ignore[arg-type]
         elif f in ATTR_TYPES:
             tname = ATTR_TYPES[f]
-            value = _list(tname, raw) if tname.endswith("_list") else _scalar(tname, wt, raw)  # type: ignore[arg-type]
+            if tname.endswith("_list"):
+                _expect(wt, True, f"a {tname}")
+                value = _list(tname, raw)  # type: ignore[arg-type]
+            else:
+                value = _scalar(tname, wt, raw)
     return Attr(name, value, tname or "none")
 
 
 def _io(data: bytes) -> dict[str, str]:
     out = {}
-    for f, _, raw in wire.iter_fields(data):
+    for f, wt, raw in wire.iter_fields(data):
         key = {1: "values", 2: "shapes", 3: "types"}.get(f)
         if key:
+            _expect(wt, True, f"the tensor {key}")
             out[key] = bytes(raw).decode("utf-8", errors="replace")  # type: ignore[arg-type]
     return out
 
@@ -166,10 +180,17 @@ def _deps(wt: int, raw: object) -> list[int]:
     return [int(raw)]  # type: ignore[arg-type]
 
 
+#: Node fields with one wire type (dependencies may be packed or not)
+_NODE_FIELDS = {1: "id", 2: "name", 3: "type", 6: "start_time_micros", 7: "duration_micros", 8: "inputs",
+                9: "outputs", 10: "attr"}
+
+
 def decode_node(data: bytes) -> Node:
     """Decode a Node message."""
     node = Node()
     for f, wt, raw in wire.iter_fields(data):
+        if f in _NODE_FIELDS:
+            _expect(wt, f in (2, 8, 9, 10), f"node field {_NODE_FIELDS[f]}")
         if f == 1:
             node.id = int(raw)  # type: ignore[arg-type]
         elif f == 2:
@@ -197,7 +218,9 @@ def decode_node(data: bytes) -> Node:
 def decode_metadata(data: bytes) -> GlobalMetadata:
     """Decode a GlobalMetadata message."""
     md = GlobalMetadata()
-    for f, _, raw in wire.iter_fields(data):
+    for f, wt, raw in wire.iter_fields(data):
+        if f in (1, 2):
+            _expect(wt, True, "the version" if f == 1 else "a metadata attribute")
         if f == 1:
             md.version = bytes(raw).decode("utf-8", errors="replace")  # type: ignore[arg-type]
         elif f == 2:

@@ -39,6 +39,9 @@ from .schema import INTEGER_TYPES, Node, NodeType
 
 MAX_BYTES = 1 << 50          # 1 PiB: larger sizes are rejected as absurd
 MAX_DURATION_US = 10**12     # ~11.6 days per op
+MAX_ID = (1 << 63) - 1       # node ids, tags and priorities are int64
+MIN_INT64 = -(1 << 63)
+MAX_RANK = (1 << 31) - 1
 
 _KIND_OF = {
     NodeType.COMP_NODE: OpKind.COMPUTE,
@@ -120,11 +123,14 @@ def _dims_mask(node: Node, path: str) -> tuple[int, tuple[bool, ...] | None]:
     return mask, flags
 
 
-def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
-    """Convert one decoded trace into a :class:`Program` (ops sorted by node id)."""
+def trace_to_program(trace: Trace, rank: int | None = None, num_ranks: int | None = None) -> Program:
+    """Convert one decoded trace into a :class:`Program` (ops sorted by node id).  With
+    ``rank`` (and ``num_ranks``), a send or receive must name another rank (that exists)."""
     path = trace.path
     nodes = sorted(trace.nodes, key=lambda nd: nd.id)
     n = len(nodes)
+    if n and nodes[-1].id > MAX_ID:
+        raise InputError(f"node id {nodes[-1].id} is absurd (more than {MAX_ID})", path)
     ids = np.fromiter((nd.id for nd in nodes), dtype=np.int64, count=n)
     if n > 1:
         dup = np.flatnonzero(ids[1:] == ids[:-1])
@@ -185,7 +191,7 @@ def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
             if size is None:
                 raise InputError("COMM_COLL_NODE without 'comm_size'", path, where)
             cols["size_bytes"][k] = size
-            cols["priority"][k] = _int_attr(nd, "comm_priority", path, 0) or 0
+            cols["priority"][k] = _int_attr(nd, "comm_priority", path, 0, lo=MIN_INT64, hi=MAX_ID) or 0
             mask, flags = _dims_mask(nd, path)
             cols["dims_mask"][k] = mask
             if flags is not None:
@@ -204,19 +210,23 @@ def trace_to_program(trace: Trace, rank: int | None = None) -> Program:
             if size is None:
                 raise InputError("send/recv node without 'comm_size'", path, where)
             cols["size_bytes"][k] = size
-            src = _int_attr(nd, "comm_src", path, None, lo=0)
-            dst = _int_attr(nd, "comm_dst", path, None, lo=0)
+            src = _int_attr(nd, "comm_src", path, None, lo=0, hi=MAX_RANK)
+            dst = _int_attr(nd, "comm_dst", path, None, lo=0, hi=MAX_RANK)
             peer = dst if kind == OpKind.SEND else src
+            need = "comm_dst" if kind == OpKind.SEND else "comm_src"
             if peer is None:
-                need = "comm_dst" if kind == OpKind.SEND else "comm_src"
                 raise InputError(f"{ntype.name} without {need!r}", path, where)
             me = src if kind == OpKind.SEND else dst
             if rank is not None and me is not None and me != rank:
                 side = "comm_src" if kind == OpKind.SEND else "comm_dst"
                 raise InputError(f"{side} = {me} but this file is rank {rank}", path, where)
+            if peer == rank:
+                raise InputError(f"{need} = {peer}: rank {rank} sends to or receives from itself", path, where)
+            if num_ranks is not None and peer >= num_ranks:
+                raise InputError(f"{need} = {peer}, but the workload has ranks 0..{num_ranks - 1}", path, where)
             cols["peer"][k] = peer
-            cols["tag"][k] = _int_attr(nd, "comm_tag", path, 0) or 0
-            cols["priority"][k] = _int_attr(nd, "comm_priority", path, 0) or 0
+            cols["tag"][k] = _int_attr(nd, "comm_tag", path, 0, lo=MIN_INT64, hi=MAX_ID) or 0
+            cols["priority"][k] = _int_attr(nd, "comm_priority", path, 0, lo=MIN_INT64, hi=MAX_ID) or 0
             cols["stream"][k] = 1
         elif kind in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
             cols["size_bytes"][k] = _int_attr(nd, "tensor_size", path, 0, lo=0, hi=MAX_BYTES) or 0
@@ -281,7 +291,7 @@ def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
         raw = Path(path).read_bytes()
         prog = cache.get(raw)
         if prog is None:
-            prog = trace_to_program(read_trace(path), rank=r)
+            prog = trace_to_program(read_trace(path), rank=r, num_ranks=num_ranks)
             if check_cycles:
                 try:
                     check_acyclic(prog, use_ctrl=True, source=path)

@@ -13,16 +13,18 @@ GPU-NVSwitch links are NVLink, GPU-switch links NIC links, the rest fabric links
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from ...errors import InputError
-from ...fileio import atomic_write_text
+from ...fileio import atomic_write_text, read_text
 from ...network.fabric import Fabric, FabricBuilder, LinkTier, NodeKind
 
 _RATE_UNITS = {"bps": 1e-9 / 8, "kbps": 1e-6 / 8, "mbps": 1e-3 / 8, "gbps": 1 / 8, "tbps": 1e3 / 8,
                "bps_b": 1e-9, "kbps_b": 1e-6, "mbps_b": 1e-3, "gbps_b": 1.0, "tbps_b": 1e3}
 _TIME_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0, "ps": 1e-3}
+MAX_NODES = 1 << 22   #: GPUs and switches a topology file may have
 _NUM = re.compile(r"^([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z/]+)$")
 
 
@@ -54,10 +56,7 @@ def read_topology(path: str | Path) -> Fabric:
             link count that does not match, or a disconnected topology.
     """
     src = str(path)
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", src) from None
+    lines = read_text(path, "topology file").splitlines()
     head = lines[0].split() if lines else []
     if len(head) != 6:
         raise InputError("expected '<nodes> <gpus_per_server> <nvswitches> <switches> <links> <gpu_type>'",
@@ -68,6 +67,8 @@ def read_topology(path: str | Path) -> Fabric:
         raise InputError(f"expected five integers then the GPU type, got {lines[0]!r}", src, "line 1") from None
     if min(total, gps, n_nv, n_sw, n_links) < 0 or gps < 1:
         raise InputError("counts must be non-negative and gpus_per_server >= 1", src, "line 1")
+    if total > MAX_NODES:
+        raise InputError(f"{total} nodes is absurd (at most {MAX_NODES:,})", src, "line 1")
     ids_line = lines[1].split() if len(lines) > 1 else []
     try:
         special = [int(x) for x in ids_line]
@@ -115,9 +116,11 @@ def read_topology(path: str | Path) -> Fabric:
         except ValueError:
             raise InputError(f"bad delay {f[3]!r}; expected an ns-3 Time such as 0.0005ms", src, where) from None
         try:
-            float(f[4])
+            err = float(f[4])
         except ValueError:
-            raise InputError(f"bad error rate {f[4]!r}; expected a number", src, where) from None
+            err = math.nan
+        if not 0 <= err <= 1:
+            raise InputError(f"bad error rate {f[4]!r}; expected a probability from 0 to 1", src, where)
         ka, kc = kind.get(a, NodeKind.GPU), kind.get(c, NodeKind.GPU)
         if NodeKind.NVSWITCH in (ka, kc) or ka == kc == NodeKind.GPU:
             tier = LinkTier.NVLINK

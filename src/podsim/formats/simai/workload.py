@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
+from ...fileio import read_text
 from ...workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 
 _KINDS = {"ALLREDUCE": CollectiveKind.ALL_REDUCE, "ALLGATHER": CollectiveKind.ALL_GATHER,
@@ -66,14 +67,25 @@ class SimaiLayer:
     update_ns: int
 
 
-def parse_count(tok: str, src: str, where: str, what: str) -> int:
-    """A non-negative integer field of a text workload line (ns, bytes or a count)."""
+#: the largest time (ns) or size (bytes) a workload line may give: 10^18, as podsim's units
+MAX_FIELD = 10**18
+#: the largest parallel degree or GPU count a header may give (podsim's largest fabric)
+MAX_GPUS = 1 << 20
+
+
+def parse_count(tok: str, src: str, where: str, what: str, lo: int = 0, hi: int = MAX_FIELD) -> int:
+    """A non-negative integer field of a text workload line (ns, bytes or a count), from ``lo``
+    to ``hi``."""
     try:
         v = int(tok)
     except ValueError:
         raise InputError(f"{what} must be an integer, got {tok!r}", src, where) from None
     if v < 0:
         raise InputError(f"{what} must not be negative, got {v}", src, where)
+    if v < lo:
+        raise InputError(f"{what} must be at least {lo}, got {v}", src, where)
+    if v > hi:
+        raise InputError(f"{what} = {v} is absurd (at most {hi:,})", src, where)
     return v
 
 
@@ -85,10 +97,7 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
             match, or malformed layer lines.
     """
     src = str(path)
-    try:
-        lines = [ln for ln in Path(path).read_text().splitlines()]
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", src) from None
+    lines = read_text(path, "workload file").splitlines()
     body = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
     if len(body) < 2:
         raise InputError("expected a header line, a layer count and layer lines", src)
@@ -108,7 +117,10 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
             i += 2 + n
             continue
         if key in keys and i + 1 < len(toks):
-            setattr(hdr, keys[key], parse_count(toks[i + 1], src, "line 1", key))
+            if key == "pp_comm":
+                hdr.pp_comm = parse_count(toks[i + 1], src, "line 1", key)
+            else:   # a parallel degree or the GPU count
+                setattr(hdr, keys[key], parse_count(toks[i + 1], src, "line 1", key, lo=1, hi=MAX_GPUS))
             i += 2
             continue
         i += 1
@@ -174,6 +186,10 @@ def simai_to_workload(path: str | Path, gpus: int | None = None) -> Workload:
     else its TP size)."""
     hdr, layers = read_simai_workload(path)
     n = gpus or hdr.all_gpus or hdr.tp
+    try:
+        groups = simai_groups(n, hdr.tp, hdr.pp, hdr.ep)
+    except InputError as e:
+        raise e.with_source(str(path)) from None
     b = ProgramBuilder(Path(path).stem)
     prev: list[int] = []
 
@@ -209,4 +225,4 @@ def simai_to_workload(path: str | Path, gpus: int | None = None) -> Workload:
     if hdr.pp > 1 and hdr.pp_comm:
         prog.notes.append(f"pipeline traffic (pp {hdr.pp}, pp_comm {hdr.pp_comm} B) is not simulated, "
                           "as in SimAI's simulation mode")
-    return Workload([prog], [0] * n, simai_groups(n, hdr.tp, hdr.pp, hdr.ep), Path(path).stem)
+    return Workload([prog], [0] * n, groups, Path(path).stem)
