@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from podsim.cli import _pipeline_layers, build_parser
+from podsim.cli import build_parser
+from podsim.cli.llm import _pipeline_layers
 from podsim.errors import InputError
 from podsim.llm import get_model
 from podsim.llm.layout import Layout

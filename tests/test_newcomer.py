@@ -47,11 +47,11 @@ def test_output_to_a_folder_is_refused_before_running(tmp_path, capsys) -> None:
 
 
 def test_internal_errors_are_one_line_unless_debug(monkeypatch, capsys) -> None:
-    import podsim.cli as cli
+    import podsim.cli.inspect as cli_inspect
 
     def boom(args):  # type: ignore[no-untyped-def]
         raise ValueError("a bug")
-    monkeypatch.setattr(cli, "_run_inspect", boom)
+    monkeypatch.setattr(cli_inspect, "_run_inspect", boom)
     assert main(["inspect", "x"]) == 70
     err = capsys.readouterr().err
     assert "internal error: ValueError: a bug" in err and "--debug" in err and "Traceback" not in err

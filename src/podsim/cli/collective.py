@@ -1,0 +1,75 @@
+"""podsim collective: nccl-tests in simulation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .options import count_arg
+
+
+EPILOG_COLLECTIVE = """examples:
+  podsim collective all_reduce --cluster dgx-a100-superpod --gpus 16 -b 1K -e 4G
+  podsim collective all_gather --cluster my_cluster.yaml --gpus 64 --backend flow --json ag.json
+  podsim collective all_reduce --cluster dgx-h100 --gpus 8 --algo nvls
+  podsim collective --list-clusters
+
+busbw follows nccl-tests: algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather,
+reduce_scatter and all_to_all.  Sizes: 1K = 1024 B, 4G = 4 GiB (or "16 MB" = 16e6 B).
+GB/s = 1e9 B/s."""
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",
+                       epilog=EPILOG_COLLECTIVE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("name", nargs="?", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv")
+    c.add_argument("--cluster", metavar="PRESET_OR_YAML", help="a preset name (--list-clusters) or a cluster YAML file")
+    c.add_argument("--gpus", "-g", type=count_arg, metavar="N", help="number of GPUs")
+    c.add_argument("--min-bytes", "-b", default="1K", metavar="SIZE", help="smallest size (default 1K)")
+    c.add_argument("--max-bytes", "-e", default="1G", metavar="SIZE", help="largest size (default 1G)")
+    c.add_argument("--factor", "-f", type=count_arg, default=2, metavar="X", help="size multiplier (default 2)")
+    c.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
+                   help="analytical: busiest-link closed form; flow: max-min fair flows (default analytical)")
+    c.add_argument("--dtype", "-d", default="float", metavar="TYPE", help="element type for the count column (default float)")
+    c.add_argument("--algo", default=None, metavar="ALGO", help="force an algorithm (ring, tree, nvls, hierarchical)")
+    c.add_argument("--proto", default=None, metavar="PROTO", help="force a protocol (LL, LL128, Simple)")
+    c.add_argument("--json", metavar="OUT", help="write the rows as JSON")
+    c.add_argument("--list", "--list-clusters", dest="list_clusters", action="store_true",
+                   help="list the shipped cluster presets")
+    c.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_collective(args: argparse.Namespace) -> int:
+    import json
+
+    from ..collective_api import collective, format_table
+    from ..errors import InputError
+    from ..fileio import atomic_write_text
+    from ..hardware.cluster import load_cluster, preset_names
+
+    if args.list_clusters:
+        for n in preset_names():
+            print(f"  {n:<20} {load_cluster(n).description}")
+        return 0
+    for flag, val in (("NAME", args.name), ("--cluster", args.cluster), ("--gpus", args.gpus)):
+        if val is None:
+            raise InputError(f"missing {flag} (see podsim collective --help)")
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r  size {done}/{total} ")
+            sys.stderr.flush()
+
+    try:
+        table = collective(args.name, args.cluster, args.gpus, min_bytes=args.min_bytes,
+                           max_bytes=args.max_bytes, factor=args.factor, backend=args.backend,
+                           dtype=args.dtype, algorithm=args.algo, protocol=args.proto, progress=progress)
+    finally:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + " " * 30 + "\r")
+    print(format_table(table))
+    if args.json:
+        atomic_write_text(args.json, json.dumps(table.to_dict(), indent=1) + "\n")
+        print(f"# wrote {args.json}")
+    return 0

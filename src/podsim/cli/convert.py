@@ -1,0 +1,52 @@
+"""podsim convert: workloads to Chakra ET; one-GPU traces to TrioSim."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .options import count_arg
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    cv = sub.add_parser("convert", help="convert a workload (TrioSim, PyTorch traces, ASTRA-sim 1.0 text, SimAI, "
+                        "Chakra) to Chakra ET; a one-GPU trace to TrioSim's format",
+                        epilog="examples:\n  podsim convert sample_trace/vgg13 --to chakra et/vgg13\n"
+                               "  podsim convert Resnet50_DataParallel.txt --gpus 16 --to chakra et/resnet\n"
+                               "  podsim convert gpt13b.txt --to chakra et/gpt13b        # SimAI, its all_gpus\n"
+                               "  podsim convert traces/resnet50 --to triosim traces/resnet50-triosim\n\n"
+                               "--to chakra writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the\n"
+                               "workload has communicator groups); run them with podsim simulate or ASTRA-sim.\n"
+                               "--to triosim writes OUT/trace.csv and OUT/tensor.csv from a one-GPU trace (a podsim\n"
+                               "trace folder, a Kineto trace or a TrioSim folder); run it with simulate --triosim.",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    cv.add_argument("input", help="a TrioSim trace directory, a podsim trace folder (every rank), a PyTorch Kineto "
+                                  "or execution trace (.json), a .txt workload or a Chakra prefix")
+    cv.add_argument("--to", required=True, choices=["chakra", "triosim"], help="the output format")
+    cv.add_argument("output", metavar="OUT", help="the output prefix (chakra) or folder (triosim)")
+    cv.add_argument("--gpus", type=count_arg, default=None, metavar="N",
+                    help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)")
+    cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from ..api import load_workload
+    from ..formats.chakra import write_workload_with_groups
+
+    if args.to == "triosim":
+        from ..formats.triosim_write import write_triosim
+        from ..parallelize import load_step
+        from ..parallelize.trace import to_triosim
+        triosim = os.path.isfile(os.path.join(args.input, "trace.csv"))
+        step = load_step(args.input if triosim else None, None if triosim else args.input)
+        trace, tensors = write_triosim(to_triosim(step), args.output)
+        print(f"podsim convert: {step.source}: {len(step.ops)} ops of one GPU's step -> {trace} and {tensors} "
+              f"(TrioSim's format; run it with podsim simulate --triosim {args.output})")
+        return 0
+
+    w = load_workload(args.input, args.gpus)
+    paths, groups = write_workload_with_groups(w, args.output)
+    print(f"podsim convert: {w.name}: {len(paths)} Chakra ET file{'s' if len(paths) != 1 else ''} "
+          f"{args.output}.<rank>.et" + (f" and {groups}" if groups else ""))
+    return 0

@@ -1,0 +1,32 @@
+"""podsim fabric: a cluster's fabric, summarized or written as a SimAI topology."""
+
+from __future__ import annotations
+
+import argparse
+
+from .options import count_arg
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",
+                       epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
+                              "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("--cluster", required=True, metavar="PRESET_OR_YAML", help="a preset, a cluster YAML or a SimAI topology")
+    f.add_argument("--gpus", "-g", type=count_arg, required=True, metavar="N", help="number of GPUs")
+    f.add_argument("--simai", metavar="OUT", help="write the fabric as a SimAI topology file")
+    f.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_fabric(args: argparse.Namespace) -> int:
+    from ..formats.simai import write_topology
+    from ..hardware.cluster import build_fabric, load_cluster
+    from ..network.describe import describe_fabric
+
+    fab = build_fabric(load_cluster(args.cluster), args.gpus)
+    print(describe_fabric(fab))
+    if args.simai:
+        write_topology(fab, args.simai)
+        print(f"  wrote {args.simai}")
+    return 0

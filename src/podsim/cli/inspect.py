@@ -1,0 +1,45 @@
+"""podsim inspect: summaries of Chakra traces."""
+
+from __future__ import annotations
+
+import argparse
+
+from .options import count_arg
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    i = sub.add_parser("inspect", help="summarize Chakra traces: nodes by type, dependencies, durations",
+                       epilog="examples:\n  podsim inspect traces/llm            # <prefix>: every <prefix>.<rank>.et\n"
+                              "  podsim inspect traces/llm.0.et --json summary.json\n\n"
+                              "Durations are in microseconds, Chakra's own unit.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("trace", help="a .et file, or a prefix of <prefix>.<rank>.et files")
+    i.add_argument("--ranks", type=count_arg, default=4, metavar="N", help="how many rank files to summarize (default 4)")
+    i.add_argument("--json", metavar="OUT", help="write the summaries as JSON (fields: docs/outputs.md)")
+    i.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    import os
+
+    from ..formats.chakra.inspect import (
+        format_summaries,
+        summarize_prefix,
+        summarize_trace,
+    )
+
+    if os.path.isfile(args.trace):
+        n, sums = 1, [summarize_trace(args.trace)]
+    else:
+        n, sums = summarize_prefix(args.trace, args.ranks)
+    print(format_summaries(n, sums))
+    if args.json:
+        import dataclasses
+        import json
+
+        from ..fileio import atomic_write_text
+        doc = {"rank_files": n, "summarized": [dataclasses.asdict(s) for s in sums]}
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,130 @@
+"""What every subcommand shares: argument types (every number a flag takes is checked the same
+way), the output options, the progress line, output-path checks and the result printer."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+#: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
+TRACE_RANKS = 64
+
+
+def announce(message: str) -> None:
+    """A note on stderr before a long or large write."""
+    print(f"podsim: {message}", file=sys.stderr, flush=True)
+
+
+def add_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
+    p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
+    p.add_argument("--trace-ranks", type=count_arg, default=TRACE_RANKS, metavar="N",
+                   help=f"ranks to include in the trace (default {TRACE_RANKS})")
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])")
+    p.add_argument("--plot-ranks", type=count_arg, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
+    p.add_argument("--no-symmetry", action="store_true",
+                   help="simulate every rank even when ranks are provably equivalent")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def bounded_number(text: str, integer: bool, low: float, low_open: bool, what: str) -> float:
+    """``text`` as an integer or a finite float from ``low`` (excluded when ``low_open``) up to
+    2^31 (integers) or 1e15, else argparse's one-line error saying ``what`` was expected."""
+    import math
+    try:
+        v: float = int(text) if integer else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    high = 2**31 if integer else 1e15
+    if not (math.isfinite(v) and (v > low if low_open else v >= low) and v <= high):
+        raise argparse.ArgumentTypeError(f"expected {what} (up to {high:.3g}), got {text!r}")
+    return v
+
+
+def count_arg(text: str) -> int:
+    """A positive integer (a count of GPUs, layers, tokens...), at most 2^31."""
+    return int(bounded_number(text, True, 1, False, "a positive integer"))
+
+
+def natural_arg(text: str) -> int:
+    """A non-negative integer (a seed, a layer count that may be 0), at most 2^31."""
+    return int(bounded_number(text, True, 0, False, "an integer >= 0"))
+
+
+def positive_arg(text: str) -> float:
+    """A finite number > 0 (a size, a bandwidth, a duration, a rate, a scale)."""
+    return bounded_number(text, False, 0, True, "a finite number > 0")
+
+
+def non_negative_arg(text: str) -> float:
+    """A finite number >= 0."""
+    return bounded_number(text, False, 0, False, "a finite number >= 0")
+
+
+def progress_line():  # type: ignore[no-untyped-def]
+    """A one-line progress display on stderr, only when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    from ..units import format_ns
+
+    def show(now_ns: int, done: int, total: int) -> None:
+        sys.stderr.write(f"\r  simulating: t = {format_ns(now_ns):>12}, {done}/{total} ranks finished ")
+        sys.stderr.flush()
+    return show
+
+
+def clear_progress_line(progress) -> None:  # type: ignore[no-untyped-def]
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+        sys.stderr.flush()
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse output options that cannot be written, before simulating."""
+    from ..errors import InputError
+
+    if args.trace and os.path.isdir(args.trace):
+        raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
+                         f"podsim trace folder give --pytorch {args.trace}", where="--trace")
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and os.path.isdir(path):
+            raise InputError(f"{path} is a folder; give the file to write", where=flag)
+    if args.plot and args.plot_ranks < 1:
+        raise InputError(f"expected at least 1 rank to draw, got {args.plot_ranks}", where="--plot-ranks")
+    if args.trace_ranks < 1:
+        raise InputError(f"expected at least 1 rank to write, got {args.trace_ranks}", where="--trace-ranks")
+
+
+def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from ..report import format_summary, write_json, write_trace
+
+    print(format_summary(res))
+    if args.json:
+        write_json(res, args.json)
+        print(f"\n  wrote {args.json}")
+    if args.trace:
+        shown = write_trace(res, args.trace, max_ranks=args.trace_ranks, announce=announce)
+        more = f", the first {shown} of {res.num_ranks} ranks (--trace-ranks)" if shown < res.num_ranks else ""
+        print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
+    if args.plot:
+        from ..report.plot import plot_timeline
+        drawn = plot_timeline(res, args.plot, max_ranks=args.plot_ranks)
+        print(f"  wrote {args.plot} (the timeline of {drawn} rank{'s' if drawn > 1 else ''})")
+    return 0
+
+
+#: options that name an output file, by their argparse dest
+OUTPUT_FILES = {"json": "--json", "trace": "--trace", "plot": "--plot", "layers": "--layers", "cdf": "--cdf",
+                 "chrome_trace": "--chrome-trace"}
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Output paths that cannot be written are refused before any subcommand runs."""
+    from ..fileio import check_output_file
+    own = args.command in ("simulate", "example")   # their check_outputs says more about folders
+    for dest, flag in OUTPUT_FILES.items():
+        v = getattr(args, dest, None)
+        if isinstance(v, str) and v and not (own and os.path.isdir(v)):
+            check_output_file(v, flag)

@@ -1,0 +1,74 @@
+"""podsim trace: profile one training step of a PyTorch model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .options import (
+    count_arg,
+    positive_arg,
+)
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    tr = sub.add_parser("trace", help="profile one training step of a PyTorch model (profiler + execution trace)",
+                        epilog="examples:\n  podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50\n"
+                               "  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn\n"
+                               "  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2\n"
+                               "  podsim trace --model torchvision:resnet18 --batch-size 16 --nproc 2 --out t/ddp2   # DDP, gloo\n"
+                               "  podsim simulate --workload-configuration t/cnn --cluster dgx-h100   # replay\n"
+                               "  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel ddp   # scale out\n\n"
+                               "module:callable names a function f(batch_size) returning (model, inputs, targets)\n"
+                               "(cross-entropy loss) or (model, inputs, targets, loss_fn).  Needs torch.",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    tr.add_argument("--model", required=True, metavar="MODEL", help="torchvision:NAME, hf:CONFIG.json or module:callable")
+    tr.add_argument("--batch-size", type=count_arg, required=True, metavar="B")
+    tr.add_argument("--steps", type=count_arg, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
+    tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
+    tr.add_argument("--nproc", type=count_arg, default=1, metavar="N",
+                    help="distributed capture: N processes of DistributedDataParallel (gloo on the CPU, NCCL on "
+                         "GPUs), each writing kineto.<rank>.json and et.<rank>.json with the collectives")
+    tr.add_argument("--bucket-mb", type=positive_arg, default=25.0, metavar="MB",
+                    help="with --nproc: DDP's bucket_cap_mb (default 25)")
+    tr.add_argument("--seq-len", type=count_arg, default=128, metavar="S", help="hf models: tokens per sequence")
+    tr.add_argument("--out", required=True, metavar="DIR")
+    tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_trace(args: argparse.Namespace) -> int:
+    import os
+
+    from ..capture import capture
+
+    if os.getcwd() not in sys.path:  # module:callable from the working folder, as `python -m` finds it
+        sys.path.insert(0, os.getcwd())
+    if not args.debug and "torch" not in sys.modules:
+        # the execution-trace observer and Kineto log every start and stop (8-12 lines a capture,
+        # through the progress bar): quiet unless --debug; read by torch at import, inherited by
+        # the DDP processes
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")   # above USDT (5): Kineto prints nothing
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            bar = "#" * (20 * done // total)
+            sys.stderr.write(f"\r  step {done}/{total} [{bar:<20}]")
+            sys.stderr.flush()
+
+    c = capture(args.model, args.batch_size, args.out, args.steps, args.device, args.optimizer, args.seq_len,
+                progress, args.nproc, args.bucket_mb)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    procs = f" x {c.nproc} processes (DDP)" if c.nproc > 1 else ""
+    print(f"podsim trace: {c.model} on {c.device}{procs}, batch {args.batch_size}: profiled step {c.step_ms:.3f} ms")
+    if c.nproc > 1:
+        print(f"  wrote {c.folder}/kineto.<rank>.json, et.<rank>.json, {c.workload_prefix}.<rank>.et, capture.json "
+              f"for ranks 0-{c.nproc - 1}")
+    else:
+        print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
+    print(f"  replay it:   podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
+    print(f"  scale it:    podsim simulate --pytorch {c.folder} --gpus 4 --parallel ddp|tp|pp")
+    return 0

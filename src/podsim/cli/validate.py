@@ -1,0 +1,56 @@
+"""podsim validate: predictions against published measurements."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .options import count_arg
+
+
+def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
+    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    va = sub.add_parser("validate", help="compare predictions with every published measurement podsim can run",
+                        epilog="examples:\n  podsim validate\n  podsim validate --set reported --json v.json\n"
+                               "  podsim validate --only megatron_sc21_t1\n  podsim validate --rows my_runs.csv\n\n"
+                               "Rows ship with podsim: the FITTED set (what its parameters were fitted to) and the\n"
+                               "REPORTED set (published figures it was never fitted to); errors are shown per set,\n"
+                               "per GPU type and per source.  Columns of a rows file: docs/calibration.md.",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    va.add_argument("--rows", default=None, metavar="CSV",
+                    help="your own rows (the columns of docs/calibration.md) instead of the shipped ones")
+    va.add_argument("--set", dest="sets", action="append", choices=("fitted", "reported"),
+                    help="only this set of the shipped rows (repeatable; default: both)")
+    va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
+    va.add_argument("--backend", choices=("analytical", "flow"), default="analytical",
+                    help="network backend for the throughput rows (default: analytical)")
+    va.add_argument("--jobs", "-j", type=count_arg, default=None, metavar="N",
+                    help="rows simulated in parallel, in N processes (default: the CPUs, at most 8)")
+    va.add_argument("--json", metavar="OUT", help="write every row as JSON (fields: docs/calibration.md)")
+    va.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from ..fileio import atomic_write_text
+    from ..validation import format_checks, run_validation
+
+    def progress(row: str) -> None:
+        if row.startswith("not runnable"):
+            sys.stderr.write(("\r" if sys.stderr.isatty() else "") + f"note: {row}\n")
+        elif sys.stderr.isatty():
+            sys.stderr.write(f"\r  {row:<60}")
+            sys.stderr.flush()
+
+    sets = tuple(args.sets) if args.sets else ("fitted", "reported")
+    from ..validation import default_jobs
+    checks, skipped = run_validation(args.rows, args.only, progress, sets, args.backend,
+                                     args.jobs or default_jobs())
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 64 + "\r")
+    print(format_checks(checks, skipped))
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"rows": [c.to_dict() for c in checks], "skipped": skipped},
+                                                indent=1) + "\n")
+    return 0
