@@ -152,3 +152,23 @@ def test_capture_env_quiets_torch_unless_debug(tmp_path) -> None:
     loud = subprocess.run([sys.executable, "-c", probe, "--debug"], capture_output=True, text=True, env=env,
                           cwd=tmp_path)
     assert loud.stdout.split() == ["None", "None", "False"], loud.stderr
+
+
+def test_one_vocabulary_across_subcommands() -> None:
+    import argparse
+
+    from podsim.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    seen: dict[str, dict[str, tuple]] = {}
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            if a.option_strings:
+                seen.setdefault(a.option_strings[0], {})[name] = (a.type, a.choices and tuple(a.choices), a.metavar)
+    # a shared idea is spelled, typed and offered the same way wherever it appears
+    for flag in ("--backend", "--cluster", "--trace-ranks", "--json", "--gpus", "--seq-len", "--micro-batch"):
+        variants = set(seen.get(flag, {}).values())
+        assert len(variants) == 1, (flag, seen.get(flag))
+    assert len(seen["--backend"]) >= 4 and len(seen["--cluster"]) >= 5
+    # the peers' and older spellings are aliases only, never an option's own name
+    for alias in ("--chrome-trace", "--chrome_trace", "--micro-batch-size", "--pipeline-schedule", "--list-clusters"):
+        assert alias not in seen, alias

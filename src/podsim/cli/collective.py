@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import count_arg
+from .options import (
+    add_backend,
+    add_cluster,
+    count_arg,
+)
 
 
 EPILOG_COLLECTIVE = """examples:
@@ -24,13 +28,12 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",
                        epilog=EPILOG_COLLECTIVE, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("name", nargs="?", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv")
-    c.add_argument("--cluster", metavar="PRESET_OR_YAML", help="a preset name (--list-clusters) or a cluster YAML file")
+    add_cluster(c, "a preset name or a cluster YAML file")
     c.add_argument("--gpus", "-g", type=count_arg, metavar="N", help="number of GPUs")
     c.add_argument("--min-bytes", "-b", default="1K", metavar="SIZE", help="smallest size (default 1K)")
     c.add_argument("--max-bytes", "-e", default="1G", metavar="SIZE", help="largest size (default 1G)")
     c.add_argument("--factor", "-f", type=count_arg, default=2, metavar="X", help="size multiplier (default 2)")
-    c.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
-                   help="analytical: busiest-link closed form; flow: max-min fair flows (default analytical)")
+    add_backend(c)
     c.add_argument("--dtype", "-d", default="float", metavar="TYPE", help="element type for the count column (default float)")
     c.add_argument("--algo", default=None, metavar="ALGO", help="force an algorithm (ring, tree, nvls, hierarchical)")
     c.add_argument("--proto", default=None, metavar="PROTO", help="force a protocol (LL, LL128, Simple)")

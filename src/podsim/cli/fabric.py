@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from .options import count_arg
+from .options import (
+    add_cluster,
+    count_arg,
+)
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
@@ -13,7 +16,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                        epilog="examples:\n  podsim fabric --cluster dgx-h100 --gpus 64\n"
                               "  podsim fabric --cluster my.yaml --gpus 16 --simai topo.txt   # SimAI/ns-3 topology",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    f.add_argument("--cluster", required=True, metavar="PRESET_OR_YAML", help="a preset, a cluster YAML or a SimAI topology")
+    add_cluster(f, "a preset, a cluster YAML or a SimAI topology", required=True)
     f.add_argument("--gpus", "-g", type=count_arg, required=True, metavar="N", help="number of GPUs")
     f.add_argument("--simai", metavar="OUT", help="write the fabric as a SimAI topology file")
     f.add_argument("--debug", action="store_true", help="show tracebacks on errors")

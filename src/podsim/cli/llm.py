@@ -6,11 +6,13 @@ import argparse
 
 from .options import (
     TRACE_RANKS,
+    add_backend,
+    add_cluster,
     announce,
+    clear_progress_line,
     count_arg,
     natural_arg,
     progress_line,
-    clear_progress_line,
 )
 
 
@@ -99,10 +101,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     lm.add_argument("--kernels", action="store_true",
                     help="print the per-kernel list of one layer, the embedding, the output layer and the optimizer "
                          "with their times (also in --json under 'kernels')")
-    lm.add_argument("--cluster", metavar="PRESET_OR_YAML", help="default: the preset for the GPU")
+    add_cluster(lm, "the cluster (default: the preset for --gpu)")
     lm.add_argument("--gpus-per-node", type=count_arg, metavar="K")
     lm.add_argument("--nic-bandwidth", metavar="BW", help="per-GPU NIC bandwidth, e.g. 200Gbps")
-    lm.add_argument("--backend", default="analytical", choices=["analytical", "flow"])
+    add_backend(lm)
     lm.add_argument("--granularity", default="bulk", choices=["bulk", "round"],
                     help="flow backend: a collective step's rounds as one set of flows (bulk, default) or every "
                          "round simulated (round: slower, exact under contention)")

@@ -16,6 +16,24 @@ def announce(message: str) -> None:
     print(f"podsim: {message}", file=sys.stderr, flush=True)
 
 
+#: the network backends every subcommand that simulates a cluster offers
+BACKENDS = ("analytical", "flow")
+
+
+def add_cluster(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
+    """``--cluster PRESET_OR_YAML``: the same flag, metavar and presets list in every subcommand;
+    ``help`` says what it does there."""
+    p.add_argument("--cluster", required=required, metavar="PRESET_OR_YAML",
+                   help=help + " (presets: podsim collective --list)")
+
+
+def add_backend(p: argparse.ArgumentParser, context: str = "") -> None:
+    """``--backend analytical|flow`` (default analytical), the same everywhere."""
+    p.add_argument("--backend", default="analytical", choices=BACKENDS,
+                   help=(context + ": " if context else "") + "analytical (closed form, no contention) or flow "
+                        "(max-min fair sharing of every link); default analytical")
+
+
 def add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
     p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")

@@ -6,10 +6,11 @@ import argparse
 import os
 
 from .options import (
+    add_cluster,
     count_arg,
     natural_arg,
-    positive_arg,
     non_negative_arg,
+    positive_arg,
 )
 
 
@@ -48,9 +49,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                          "override a workload's")
     sv.add_argument("--seed", type=natural_arg, default=0, help="with --closed-loop: seed of the think times")
     sv.add_argument("-p", "--placement", required=True, help="a placement (DLSIM's JSON, or YAML)")
-    sv.add_argument("--cluster", metavar="PRESET_OR_YAML",
-                    help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
-                         "placement uses)")
+    add_cluster(sv, "GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
+                    "placement uses)")
     sv.add_argument("-n", "--num-nodes", "--num_nodes", dest="num_nodes", type=count_arg, default=None,
                     help="nodes (default 1, or what the placement uses with --cluster)")
     sv.add_argument("-d", "--num-devices-per-node", "--num_devices_per_node", dest="gpus_per_node", type=count_arg,

@@ -6,13 +6,15 @@ import argparse
 import os
 
 from .options import (
+    add_backend,
+    add_cluster,
     add_outputs,
+    check_outputs,
+    clear_progress_line,
     count_arg,
+    emit,
     positive_arg,
     progress_line,
-    clear_progress_line,
-    check_outputs,
-    emit,
 )
 
 
@@ -89,11 +91,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                         "with it; the optimizer and gradient sizes do not)")
     s.add_argument("--system-configuration", metavar="FILE", help="ASTRA-sim system JSON (optional with --cluster)")
     s.add_argument("--network-configuration", metavar="FILE", help="ASTRA-sim analytical network YAML")
-    s.add_argument("--cluster", metavar="PRESET_OR_YAML",
-                   help="run on a cluster (preset name or YAML) with NCCL-like collectives instead of an "
-                        "ASTRA-sim network; rank r runs on GPU r")
-    s.add_argument("--backend", default="analytical", choices=["analytical", "flow"],
-                   help="with --cluster: analytical (no contention) or flow (max-min fair links)")
+    add_cluster(s, "run on a cluster (preset name or YAML) with NCCL-like collectives instead of an ASTRA-sim "
+                   "network; rank r runs on GPU r")
+    add_backend(s, "with --cluster")
     s.add_argument("--gpus", type=count_arg, default=None, metavar="N",
                    help="with --cluster and a SimAI .txt workload: GPUs to run it on (default: its all_gpus)")
     s.add_argument("--remote-memory-configuration", metavar="FILE", help="ASTRA-sim remote memory JSON")

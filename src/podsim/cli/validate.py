@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import count_arg
+from .options import (
+    add_backend,
+    count_arg,
+)
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
@@ -22,8 +25,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     va.add_argument("--set", dest="sets", action="append", choices=("fitted", "reported"),
                     help="only this set of the shipped rows (repeatable; default: both)")
     va.add_argument("--only", default=None, metavar="PREFIX", help="only rows whose id starts with PREFIX")
-    va.add_argument("--backend", choices=("analytical", "flow"), default="analytical",
-                    help="network backend for the throughput rows (default: analytical)")
+    add_backend(va, "for the throughput rows")
     va.add_argument("--jobs", "-j", type=count_arg, default=None, metavar="N",
                     help="rows simulated in parallel, in N processes (default: the CPUs, at most 8)")
     va.add_argument("--json", metavar="OUT", help="write every row as JSON (fields: docs/calibration.md)")
