@@ -12,11 +12,12 @@ from .options import (
     emit,
 )
 
-
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
   podsim example layers --trace trace.json
   podsim example cluster --trace trace.json   # two DGX A100s, flow backend: link load counters
+  podsim example --write traces               # also keep its inputs (Chakra ETs, system.json, ...)
+  podsim example serving --write serving      # a DLSIM-format workload and placement, served
   podsim example --list"""
 
 
