@@ -13,12 +13,8 @@ from .options import check_output_paths
 
 #: the subcommands' modules, in the order --help lists them
 _MODULES = (simulate, inspect, collective, llm, validate, kernels, trace, convert, fabric, serve, example)
-#: subcommand -> its module and runner (looked up when run, so that tests may replace one)
-_RUNNERS = {"simulate": (simulate, "_run_simulate"), "inspect": (inspect, "_run_inspect"),
-            "collective": (collective, "_run_collective"), "fabric": (fabric, "_run_fabric"),
-            "llm": (llm, "_run_llm"), "validate": (validate, "_run_validate"), "kernels": (kernels, "_run_kernels"),
-            "convert": (convert, "_run_convert"), "trace": (trace, "_run_trace"), "serve": (serve, "_run_serve"),
-            "serve-workload": (serve, "_run_serve_workload"), "example": (example, "_run_example")}
+#: subcommand -> its module and the name of its runner there (each module's RUNNERS)
+_RUNNERS = {cmd: (module, name) for module in _MODULES for cmd, name in module.RUNNERS.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,9 @@ reduce_scatter and all_to_all.  Sizes: 1K = 1024 B, 4G = 4 GiB (or "16 MB" = 16e
 GB/s = 1e9 B/s."""
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"collective": "_run_collective"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",

@@ -8,6 +8,9 @@ import os
 from .options import count_arg
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"convert": "_run_convert"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     cv = sub.add_parser("convert", help="convert a workload (TrioSim, PyTorch traces, ASTRA-sim 1.0 text, SimAI, "

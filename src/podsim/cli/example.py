@@ -21,6 +21,9 @@ EPILOG_EXAMPLE = """examples:
   podsim example --list"""
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"example": "_run_example"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
@@ -47,9 +50,7 @@ def _run_example(args: argparse.Namespace) -> int:
         paths = write_example(args.name, args.write or tmp)
         if args.write:
             print(f"podsim example: wrote the inputs of '{args.name}' to {args.write}/: "
-                  + ", ".join(sorted({os.path.basename(v).split('.')[0] + ('.<rank>.et' if k == 'workload'
-                                      and not v.endswith(('.csv', '.json')) else os.path.splitext(v)[1])
-                                      for k, v in paths.items()})))
+                  + ", ".join(sorted(_shown(p) for p in paths.values())))
         if args.name in SERVE_EXAMPLES:
             argv = ["serve", *SERVE_EXAMPLES[args.name], "-w", paths["workload"], "-p", paths["placement"]]
             if args.json:
@@ -68,3 +69,9 @@ def _run_example(args: argparse.Namespace) -> int:
                            use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot))
         res.info["workload"] = f"built-in example '{args.name}': {EXAMPLES[args.name]}"
         return emit(res, args)
+
+
+def _shown(path: str) -> str:
+    """An input's file name; a Chakra prefix (no extension) as its ``<rank>.et`` files."""
+    name = os.path.basename(path)
+    return name if os.path.splitext(name)[1] else f"{name}.<rank>.et"

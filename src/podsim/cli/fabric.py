@@ -10,6 +10,9 @@ from .options import (
 )
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"fabric": "_run_fabric"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     f = sub.add_parser("fabric", help="build a cluster's fabric: summary, SimAI topology file",

@@ -7,6 +7,9 @@ import argparse
 from .options import count_arg
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"inspect": "_run_inspect"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     i = sub.add_parser("inspect", help="summarize Chakra traces: nodes by type, dependencies, durations",

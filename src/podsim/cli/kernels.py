@@ -6,6 +6,9 @@ import argparse
 import sys
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"kernels": "_run_kernels"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     k = sub.add_parser("kernels", help="measure kernel times on a real GPU (PyTorch) into a kernel table",

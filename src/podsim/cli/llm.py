@@ -37,6 +37,9 @@ DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula i
 (forward + backward, no recomputation); times in s, memory in GiB."""
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"llm": "_run_llm"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     lm = sub.add_parser("llm", help="simulate one training iteration of an LLM under a parallel layout",

@@ -32,6 +32,9 @@ EPILOG_SERVE_WORKLOAD = """examples:
 Arrivals start at t = 0 (DLSIM's convention); the file is DLSIM's workload CSV."""
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"serve": "_run_serve", "serve-workload": "_run_serve_workload"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     sv = sub.add_parser("serve", help="simulate inference serving: requests, model placements, per-GPU queues "

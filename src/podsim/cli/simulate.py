@@ -37,6 +37,9 @@ ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
 --num-queues-per-dim, --comm-scale, --injection-scale).  Times are integer ns."""
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"simulate": "_run_simulate"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     s = sub.add_parser("simulate", help="simulate a workload (Chakra, SimAI, TrioSim, PyTorch trace, ASTRA-sim 1.0 "

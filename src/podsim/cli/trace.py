@@ -11,6 +11,9 @@ from .options import (
 )
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"trace": "_run_trace"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     tr = sub.add_parser("trace", help="profile one training step of a PyTorch model (profiler + execution trace)",

@@ -11,6 +11,9 @@ from .options import (
 )
 
 
+#: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
+RUNNERS = {"validate": "_run_validate"}
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     va = sub.add_parser("validate", help="compare predictions with every published measurement podsim can run",

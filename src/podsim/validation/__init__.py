@@ -83,13 +83,12 @@ def _predict_all(rows: list[dict], backend: str, jobs: int,
                 progress(r["row_id"])
             out.append(_predict(r, backend))
         return out
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
     results: list[tuple[float, str | None] | None] = [None] * len(rows)
     with ProcessPoolExecutor(max_workers=min(jobs, len(rows))) as pool:
         # the largest simulations first (by GPU count), so that none is left alone at the end
         order = sorted(range(len(rows)), key=lambda i: -int(float(rows[i].get("gpus") or 0)))
         futures = {pool.submit(_predict, rows[i], backend): i for i in order}
-        from concurrent.futures import as_completed
         for f in as_completed(futures):
             i = futures[f]
             results[i] = f.result()
