@@ -166,7 +166,9 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
       on ``gpus`` ranks (default 2);
     * a directory with ``trace.csv``: a TrioSim trace (one GPU);
     * a directory with ``kineto.json`` or ``kineto.<rank>.json``: a ``podsim trace`` folder, every
-      rank of it;
+      rank of it; a rank-by-rank trace of a parallel job (``podsim trace --world-size N --layout
+      ...``): the whole job, on its own world size or on ``gpus`` ranks (another data-parallel
+      degree);
     * a ``.txt`` file: an ASTRA-sim 1.0 text workload (on ``gpus`` NPUs, required) or a
       SimAI/AICB workload (on ``gpus``, default its ``all_gpus``);
     * otherwise a Chakra ET prefix (``<path>.<rank>.et``; ``gpus`` default: the files found).
@@ -189,6 +191,9 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     if (p / "trace.csv").is_file():
         from .formats.triosim import read_triosim, triosim_to_workload
         return triosim_to_workload(read_triosim(p))
+    from .formats.rank_traces import compose, is_rank_trace
+    if is_rank_trace(p):
+        return compose(p, gpus)
     if _is_capture(p):
         from .formats.pytorch_trace import capture_to_workload
         w = capture_to_workload(p)

@@ -1,6 +1,10 @@
-"""Capture a training step of a PyTorch model: profiler + execution trace (``podsim trace``)."""
+"""Capture a training step of a PyTorch model: profiler + execution trace (``podsim trace``), or
+a parallel job rank by rank on one device (``podsim trace --fake-ranks``)."""
 
+from .fake_ranks import RankCapture, trace_ranks
 from .models import TrainingSetup, resolve
+from .parallel import Layout, ParallelContext, TrainingStep, parse_layout
 from .run import Capture, capture
 
-__all__ = ["Capture", "TrainingSetup", "capture", "resolve"]
+__all__ = ["Capture", "Layout", "ParallelContext", "RankCapture", "TrainingSetup", "TrainingStep", "capture",
+           "parse_layout", "resolve", "trace_ranks"]

@@ -16,6 +16,7 @@ process group (gloo on the CPU, NCCL on GPUs, one GPU per process), wrap the mod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,7 +26,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from ..fileio import atomic_write_text
@@ -150,14 +151,13 @@ def _remove_stale(folder: Path, nproc: int) -> None:
             f.unlink()
 
 
-def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
-    """Profile in this process, or in ``nproc`` spawned ones (errors as :class:`InputError`)."""
-    if nproc == 1:
-        _profile(0, 1, *args)
-        return
+@contextlib.contextmanager
+def spawn_errors() -> Iterator[None]:
+    """Turn a spawned process's failure into an :class:`InputError` (its own clear error, as it
+    would be in one process, or the last line of what it raised)."""
     import torch.multiprocessing as mp
     try:
-        mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
+        yield
     except mp.ProcessRaisedException as e:
         last = str(e).strip().splitlines()[-1]
         prefix = "podsim.errors.InputError: "
@@ -166,6 +166,16 @@ def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
         raise InputError(f"a capture process failed: {last}", where="--nproc") from None
     except mp.ProcessExitedException as e:
         raise InputError(f"a capture process died: {e}", where="--nproc") from None
+
+
+def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
+    """Profile in this process, or in ``nproc`` spawned ones (errors as :class:`InputError`)."""
+    if nproc == 1:
+        _profile(0, 1, *args)
+        return
+    import torch.multiprocessing as mp
+    with spawn_errors():
+        mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
 
 
 def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device: str = "cpu",

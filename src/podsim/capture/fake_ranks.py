@@ -1,0 +1,261 @@
+"""``podsim trace --world-size N --layout ... --fake-ranks``: trace a parallel training job rank by
+rank on one device, without the cluster (Echo's ex-situ tracing).
+
+For each distinct rank (see :mod:`podsim.capture.parallel`), this process initialises
+torch.distributed as rank ``r`` of ``N`` on podsim's recording fake backend
+(:mod:`podsim.capture.recorder`): every collective and point-to-point call returns at once and
+is recorded, while the compute runs and is timed for real.  The user's builder (or a ready-made
+one for a HuggingFace config) builds the parallel model for that rank on torch's ``DeviceMesh``;
+warm-up steps then one profiled step run, and the rank's files are written:
+
+* ``kineto.<r>.json``: the profiler's trace of the step (``podsim::<kind>#<seq>`` ranges mark
+  each call, ``podsim::wait#<seq>`` each wait for one);
+* ``comms.<r>.json``: the calls: kind, bytes, group and its global ranks, peer, call site.
+
+``capture.json`` records ``world_size``, ``layout`` and ``ranks_traced``.  With ``nproc`` instead
+(:func:`run_ranks`), the same job runs for real over gloo in ``N`` processes, recorded the same
+way, each rank writing the same files: the check of the fake ranks against reality.
+
+Everything is written to a temporary folder beside ``out`` and moved into place at the end, so
+a failed trace leaves no half-written folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InputError
+from ..fileio import atomic_write_text
+from .models import torch_module
+from .parallel import DIMS, Layout, ParallelContext, TrainingStep, parse_layout
+from .recorder import STEP_FRAME, records, register_backends, reset
+
+
+@dataclass
+class RankCapture:
+    """What a rank-by-rank trace wrote and measured."""
+
+    folder: Path
+    world_size: int
+    layout: Layout
+    ranks_traced: list[int]
+    step_ms: dict[int, float]      #: each traced rank's profiled step (ms)
+    trace_s: float                 #: wall time of the whole trace (s)
+    fake: bool
+
+
+def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, list[Any], Callable[[], Any]]:
+    """(module to keep alive, parameters, one training step's forward + backward) of ``model``
+    on the rank ``ctx`` says."""
+    import importlib
+    kind, _, rest = model.partition(":")
+    if kind == "hf" and rest:
+        from .hf_parallel import build
+        got: Any = build(rest, batch_size, ctx)
+    elif kind == "torchvision" or not rest:
+        raise InputError(f"{model}: a parallel job needs a builder: hf:CONFIG.json (ready-made FSDP2 / TP / "
+                         "pipelining) or module:callable, called as callable(batch_size, parallel)", where="--model")
+    else:
+        try:
+            mod = importlib.import_module(kind)
+        except ImportError as e:
+            raise InputError(f"cannot import module {kind!r}: {e}", where="--model") from None
+        fn = getattr(mod, rest, None)
+        if not callable(fn):
+            raise InputError(f"module {kind!r} has no callable {rest!r}", where="--model")
+        got = fn(batch_size, ctx)
+    if isinstance(got, TrainingStep):
+        return got, list(got.parameters), got.step
+    if isinstance(got, tuple) and len(got) in (3, 4):
+        from .models import _cross_entropy
+        net, x, y = got[:3]
+        loss_fn = got[3] if len(got) == 4 else _cross_entropy
+        return net, list(net.parameters()), lambda: loss_fn(net, x, y).backward()
+    raise InputError(f"{model}(batch_size, parallel) must return (model, inputs, targets[, loss_fn]) or a "
+                     "podsim.capture.TrainingStep", where="--model")
+
+
+def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_size: int, folder: str, steps: int,
+               device: str, optimizer: str, seq_len: int, fake: bool) -> float:
+    """Run rank ``rank``'s training step (``steps`` warm-up steps and one profiled) on the fake
+    (or, in a process of a real job, the recording gloo) backend and write its files to
+    ``folder``; returns the profiled step's time (ms).
+
+    Raises:
+        InputError: when building or running the step fails (naming the rank), or when a job of
+            more than one rank issues no collective (the builder ignored the world size).
+    """
+    torch = torch_module()
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    register_backends(dist, torch)
+    if fake:
+        dist.init_process_group("podsim_fake", store=dist.HashStore(), rank=rank, world_size=world_size)
+    else:
+        dist.init_process_group("podsim_gloo", rank=rank, world_size=world_size)
+    who = f"rank {rank} of {world_size} ({', '.join(f'{d}={v}' for d, v in layout.coords(rank).items())})"
+    out = Path(folder)
+    tmp = out / f"kineto.{rank}.json.tmp"
+    try:
+        mesh = init_device_mesh(device, layout.shape, mesh_dim_names=DIMS)
+        ctx = ParallelContext(rank, world_size, layout, mesh, device, seq_len)
+        try:
+            keep, params, step = _builder(model, batch_size, ctx)
+        except InputError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's code: say what failed, cleanly
+            raise InputError(f"building {model} for {who} failed: {type(e).__name__}: {e}", where="--model") from e
+        opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(params, lr=1e-3)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        total = steps + 1
+        with warnings.catch_warnings(), profile(activities=activities, record_shapes=False,
+                                                schedule=schedule(wait=0, warmup=steps, active=1),
+                                                on_trace_ready=lambda p: p.export_chrome_trace(str(tmp))) as prof:
+            warnings.filterwarnings("ignore")
+            for _ in range(total):
+                reset()
+                opt.zero_grad(set_to_none=True)
+                try:
+                    _run_user_step(step)
+                except Exception as e:  # noqa: BLE001 - the user's code
+                    hint = (" (a rank traced alone cannot read what other ranks send: pipelines need static shapes,"
+                            " PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))"
+                            if fake else "")
+                    raise InputError(f"the training step of {model} on {who} failed: {type(e).__name__}: "
+                                     f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}{hint}",
+                                     where="--model") from e
+                opt.step()
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                prof.step()
+        calls = records()
+        del keep
+        if world_size > 1 and not calls:
+            raise InputError(f"{model} issued no collective or send/receive in its training step on {who}: the "
+                             f"builder did not use the world size {world_size} it was given (build the parallel "
+                             "model on parallel.mesh)", where="--model")
+        outside = sorted({r for c in calls for r in c["ranks"] if r >= world_size})
+        if outside:
+            raise InputError(f"{model} on {who} communicated with ranks {outside} outside the world of "
+                             f"{world_size}", where="--model")
+        tmp.replace(out / f"kineto.{rank}.json")
+        atomic_write_text(out / f"comms.{rank}.json", json.dumps(
+            {"rank": rank, "coords": layout.coords(rank), "calls": calls}, indent=0) + "\n")
+    finally:
+        tmp.unlink(missing_ok=True)
+        dist.destroy_process_group()
+    from ..formats.pytorch_trace import read_kineto, step_window
+    lo, hi, _ = step_window(read_kineto(out / f"kineto.{rank}.json"))
+    return round((hi - lo) / 1000, 6)
+
+
+def _run_user_step(step: Callable[[], Any]) -> None:
+    """Run one training step (the recorder takes call sites from the frames below this one)."""
+    step()
+
+
+assert _run_user_step.__name__ == STEP_FRAME
+
+
+def _fresh_folder(out: Path) -> Path:
+    """A temporary folder beside ``out`` to write into (moved into place by :func:`_finish`).
+
+    Raises:
+        InputError: when ``out`` is a file, or a folder that holds files other than a podsim trace.
+    """
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a folder", str(out), "--out")
+    if out.is_dir() and any(out.iterdir()) and not (out / "capture.json").is_file():
+        raise InputError("the folder holds other files (not a podsim trace folder): give a new or empty folder",
+                         str(out), "--out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+
+def _finish(tmp: Path, out: Path) -> None:
+    """Move the finished trace into place (an earlier trace there is replaced)."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old.{os.getpid()}")
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
+def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[str]) -> None:
+    sys.path[:0] = [p for p in path if p not in sys.path]
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    trace_rank(rank, nproc, *args)
+
+
+def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, layout_spec: str, steps: int = 2,
+                device: str = "cpu", optimizer: str = "adam", seq_len: int = 128, nproc: int = 0,
+                progress: Callable[[int, int], None] | None = None) -> RankCapture:
+    """Trace a parallel job: with ``nproc`` 0, its distinct ranks one by one in this process on
+    the fake backend; with ``nproc`` = ``world_size``, every rank for real over gloo in that many
+    processes.  ``batch_size`` is each data-parallel rank's batch.
+
+    Raises:
+        InputError: for a layout that does not divide the world, a bad device or optimizer, or
+            any rank's failure (see :func:`trace_rank`).
+    """
+    torch_module()
+    layout = parse_layout(layout_spec, world_size)
+    if device not in ("cpu", "cuda"):
+        raise InputError(f"device must be cpu or cuda, not {device!r}", where="--device")
+    if optimizer not in ("adam", "sgd"):
+        raise InputError(f"optimizer must be adam or sgd, not {optimizer!r}", where="--optimizer")
+    if nproc and nproc != world_size:
+        raise InputError(f"a real job runs every rank: --nproc {nproc} must equal --world-size {world_size}",
+                         where="--nproc")
+    if nproc and device != "cpu":
+        raise InputError("a real job for checking runs over gloo on the CPU", where="--device")
+    fake = not nproc
+    ranks = layout.distinct_ranks() if fake else list(range(world_size))
+    out_dir = Path(out)
+    tmp = _fresh_folder(out_dir)
+    start = time.perf_counter()
+    args = (layout, model, batch_size, str(tmp), steps, device, optimizer, seq_len, fake)
+    step_ms: dict[int, float] = {}
+    try:
+        if fake:
+            for i, r in enumerate(ranks):
+                step_ms[r] = trace_rank(r, world_size, *args)
+                if progress is not None:
+                    progress(i + 1, len(ranks))
+        else:
+            from .run import _free_port, spawn_errors
+            import torch.multiprocessing as mp
+            with spawn_errors():
+                mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
+            from ..formats.pytorch_trace import read_kineto, step_window
+            for r in ranks:
+                lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
+                step_ms[r] = round((hi - lo) / 1000, 6)
+        elapsed = time.perf_counter() - start
+        torch = torch_module()
+        info = {"model": model, "batch_size": batch_size, "device": device, "optimizer": optimizer,
+                "warmup_steps": steps, "fake_ranks": fake, "world_size": world_size, "layout": layout.to_json(),
+                "ranks_traced": ranks, "step_ms_per_rank": {str(r): v for r, v in step_ms.items()},
+                "trace_s": round(elapsed, 3), "torch": torch.__version__,
+                "captured": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "files": {"kineto": "kineto.<rank>.json", "comms": "comms.<rank>.json"}}
+        atomic_write_text(tmp / "capture.json", json.dumps(info, indent=1) + "\n")
+        _finish(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return RankCapture(out_dir, world_size, layout, ranks, step_ms, elapsed, fake)

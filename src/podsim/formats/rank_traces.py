@@ -1,0 +1,373 @@
+"""A parallel job traced rank by rank (``podsim trace --world-size N --layout ...``), read into one
+multi-rank workload.
+
+The folder holds ``capture.json`` (``world_size``, ``layout``, ``ranks_traced``) and, for each
+traced rank ``r``, ``kineto.<r>.json`` (the profiled step; ``podsim::<kind>#<seq>`` ranges mark
+where each call was issued, ``podsim::wait#<seq>`` where the program waited for one) and
+``comms.<r>.json`` (the calls: kind, bytes, group, global ranks, peer, call site).
+
+**One rank's program**: the step's host timeline on the main thread, cut at every top-level op,
+every call and every wait.  Each piece is a host op lasting until the next cut (so host gaps are
+kept) and keeps the name of the top-level op it belongs to; a call becomes a collective (or a
+send / receive) issued when the host reaches it, on a stream of its group; the time the program
+spent inside a wait is dropped and the piece after it waits for the call instead, so a faster
+or slower network moves the rest of the step.  GPU kernels (a CUDA trace) run on their streams
+after the piece that launched them.
+
+**The job**: every rank of the world runs the program of the traced rank at its ``(pp, tp)``
+coordinate.  Each group is rebuilt around each rank (the mesh dimensions its members span), a
+peer of a send or receive keeps its offset along the mesh, and ranks of a group must issue the
+same calls on it in the same order (else an error names the ranks and call sites).  The data-
+parallel degree may differ from the traced one (``gpus``): groups grow or shrink with it.
+Units: ns and bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..capture.parallel import DIMS, Layout, layout_from_json
+from ..errors import InputError
+from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
+from .pytorch_trace import read_kineto, step_window, top_level_ops
+
+_KINDS = {"all_reduce": CollectiveKind.ALL_REDUCE, "all_gather": CollectiveKind.ALL_GATHER,
+          "reduce_scatter": CollectiveKind.REDUCE_SCATTER, "all_to_all": CollectiveKind.ALL_TO_ALL,
+          "broadcast": CollectiveKind.BROADCAST, "reduce": CollectiveKind.REDUCE, "gather": CollectiveKind.GATHER,
+          "scatter": CollectiveKind.SCATTER, "barrier": CollectiveKind.BARRIER}
+_P2P = ("send", "recv")
+_MARK = re.compile(r"^podsim::([a-z_]+)#(\d+)$")
+
+
+def is_rank_trace(folder: str | Path) -> bool:
+    """Whether ``folder`` is a rank-by-rank trace (``capture.json`` with ``world_size`` and
+    ``comms.<rank>.json`` files)."""
+    p = Path(folder)
+    info = p / "capture.json"
+    if not (p.is_dir() and info.is_file() and any(p.glob("comms.[0-9]*.json"))):
+        return False
+    try:
+        return "world_size" in json.loads(info.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass
+class Call:
+    """One recorded call of a rank's step."""
+
+    seq: int
+    kind: str
+    size: int
+    group: str          #: the group's key (``<desc> <name>``)
+    ranks: tuple[int, ...]
+    site: str
+    peer: int | None = None
+    tag: int = 0
+
+
+def _json(path: Path, what: str) -> Any:
+    if not path.is_file():
+        raise InputError(f"no {what} here", str(path))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", str(path), f"line {e.lineno}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", str(path)) from None
+
+
+def read_calls(path: str | Path) -> list[Call]:
+    """The calls of ``comms.<rank>.json``.
+
+    Raises:
+        InputError: for a malformed file, naming the call and field.
+    """
+    p = Path(path)
+    data = _json(p, "comms file")
+    calls = data.get("calls") if isinstance(data, dict) else None
+    if not isinstance(calls, list):
+        raise InputError("expected {rank, coords, calls: [...]}", str(p), "calls")
+    out = []
+    for i, c in enumerate(calls):
+        where = f"calls[{i}]"
+        if not isinstance(c, dict):
+            raise InputError("expected a call object", str(p), where)
+        kind = c.get("kind")
+        if kind not in _KINDS and kind not in _P2P:
+            raise InputError(f"unknown kind {kind!r}; expected one of {', '.join(list(_KINDS) + list(_P2P))}",
+                             str(p), f"{where}.kind")
+        for key in ("seq", "bytes"):
+            if isinstance(c.get(key), bool) or not isinstance(c.get(key), int) or c[key] < 0:
+                raise InputError(f"expected a whole number >= 0, got {c.get(key)!r}", str(p), f"{where}.{key}")
+        ranks = c.get("ranks")
+        if not isinstance(ranks, list) or not ranks or not all(isinstance(r, int) and r >= 0 for r in ranks):
+            raise InputError(f"expected a list of global ranks, got {ranks!r}", str(p), f"{where}.ranks")
+        peer = c.get("peer")
+        if kind in _P2P and (not isinstance(peer, int) or peer < 0):
+            raise InputError(f"a {kind} needs a peer rank, got {peer!r}", str(p), f"{where}.peer")
+        desc = str(c.get("group_desc") or "pg")
+        out.append(Call(c["seq"], kind, c["bytes"], f"{desc} {c.get('group', '?')}", tuple(ranks),
+                        str(c.get("site", "?")), peer if kind in _P2P else None, int(c.get("tag", 0) or 0)))
+    return out
+
+
+def rank_program(kineto: str | Path, calls: list[Call], rank: int,
+                 comm_ns: dict[int, int] | None = None) -> Program:
+    """One traced rank's program (see the module docstring).  ``comm_ns`` (call seq -> ns):
+    replay each call for that time instead of simulating it (a real capture's measured times).
+
+    Raises:
+        InputError: for a trace without a step or host ops, or a call the trace does not mark.
+    """
+    k = read_kineto(kineto)
+    lo, hi, step = step_window(k)
+    host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
+    if not host:
+        raise InputError("the profiled step has no host ops", k.source)
+    main_tid = step.tid if step is not None else host[0].tid
+    top = [o for o in top_level_ops(host) if o.tid == main_tid]
+    by_seq = {c.seq: c for c in calls}
+    issues: dict[int, float] = {}
+    waits: list[tuple[float, float, int]] = []
+    for a in k.annotations:
+        m = _MARK.match(a.name)
+        if not m or not lo <= a.ts < hi:
+            continue
+        seq = int(m.group(2))
+        if m.group(1) == "wait":
+            waits.append((a.ts, a.dur, seq))
+        elif seq in by_seq:
+            issues[seq] = a.ts
+    missing = [c.seq for c in calls if c.seq not in issues]
+    if missing:
+        raise InputError(f"calls {missing[:5]} of the comms file are not marked in the trace (podsim::<kind>#<seq>):"
+                         " the two files come from different runs", k.source)
+    # the cuts, in time order: (time, order, what, payload); at one time a wait's end comes
+    # after calls issued there, an op's start first
+    events: list[tuple[float, int, str, Any]] = [(o.ts, 0, "op", o.name) for o in top]
+    events += [(ts, 1, "issue", seq) for seq, ts in issues.items()]
+    events += [(ts, 2, "wait", (dur, seq)) for ts, dur, seq in waits if seq in issues]
+    events.sort(key=lambda e: (e[0], e[1]))
+    b = ProgramBuilder(Path(kineto).stem)
+    cur, name = lo, "host (before the first op)"
+    prev: list[int] = []
+    pending: list[int] = []
+    comm_idx: dict[int, int] = {}
+    seg_start: list[float] = []
+    seg_idx: list[int] = []
+
+    def segment(until: float) -> None:
+        nonlocal prev, pending
+        if until > cur:
+            deps = prev + pending
+            idx = b.add(OpKind.COMPUTE, name, data_deps=deps, duration_ns=max(1, round((until - cur) * 1000)),
+                        is_cpu=True, stream="host")
+            seg_start.append(cur)
+            seg_idx.append(idx)
+            prev, pending = [idx], []
+
+    for t, _, what, payload in events:
+        t = min(max(t, lo), hi)
+        if t < cur:   # inside a dropped wait: the cut moves to its end
+            t = cur
+        segment(t)
+        cur = max(cur, t)
+        if what == "op":
+            name = payload
+        elif what == "issue":
+            comm_idx[payload] = _call_op(b, by_seq[payload], rank, prev, comm_ns)
+        else:
+            dur, seq = payload
+            pending.append(comm_idx[seq])
+            cur = max(cur, min(t + dur, hi))
+    segment(hi)
+    if pending:   # waits at the very end of the step: a last host op finishes after them
+        b.add(OpKind.COMPUTE, "host (after the last wait)", data_deps=prev + pending, duration_ns=1, is_cpu=True,
+              stream="host")
+    _gpu_events(b, k, lo, hi, seg_start, seg_idx)
+    prog = b.build()
+    prog.relative_peers = True
+    return prog
+
+
+def _call_op(b: ProgramBuilder, c: Call, rank: int, deps: list[int], comm_ns: dict[int, int] | None) -> int:
+    extra = {"site": c.site, "seq": c.seq}
+    if comm_ns is not None and c.seq in comm_ns:
+        return b.add(OpKind.COMPUTE, f"{c.kind} ({c.size:,} B, measured)", data_deps=deps, extra=extra,
+                     duration_ns=max(1, comm_ns[c.seq]), stream=f"comm {c.group}")
+    if c.kind in _P2P:
+        assert c.peer is not None
+        return b.add(OpKind.SEND if c.kind == "send" else OpKind.RECV, f"{c.kind} {c.size:,} B", data_deps=deps,
+                     peer=c.peer - rank, size_bytes=max(c.size, 1), tag=c.tag, extra=extra,
+                     stream=f"p2p {c.kind} {c.peer - rank:+d}")
+    return b.add(OpKind.COLLECTIVE, c.kind, data_deps=deps, collective=int(_KINDS[c.kind]), size_bytes=max(c.size, 1),
+                 group=c.group, extra=extra, stream=f"comm {c.group}")
+
+
+def _gpu_events(b: ProgramBuilder, k: Any, lo: float, hi: float, seg_start: list[float], seg_idx: list[int]) -> None:
+    """GPU kernels, copies and memsets of the step on their streams, each after the host piece
+    in which it was launched."""
+    last_on: dict[int, int] = {}
+    for g in sorted((g for g in k.gpu if g.correlation in k.launches and lo <= k.launches[g.correlation][0] < hi),
+                    key=lambda g: g.ts):
+        deps = [last_on[g.stream]] if g.stream in last_on else []
+        j = bisect.bisect_right(seg_start, k.launches[g.correlation][0]) - 1
+        if j >= 0:
+            deps.append(seg_idx[j])
+        last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, duration_ns=max(1, round(g.dur * 1000)),
+                                  stream=f"cuda stream {g.stream}")
+
+
+def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:
+    """``capture.json`` of a rank-by-rank trace and its layout.
+
+    Raises:
+        InputError: for a missing or malformed ``capture.json``.
+    """
+    p = Path(folder) / "capture.json"
+    info = _json(p, "capture.json")
+    n = info.get("world_size") if isinstance(info, dict) else None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"expected a world size >= 1, got {n!r}", str(p), "world_size")
+    layout = layout_from_json(info.get("layout"), n, str(p))
+    traced = info.get("ranks_traced")
+    if not isinstance(traced, list) or not traced or not all(isinstance(r, int) and 0 <= r < n for r in traced):
+        raise InputError(f"expected the traced ranks (0 to {n - 1}), got {traced!r}", str(p), "ranks_traced")
+    return info, layout
+
+
+def _spans(members: tuple[int, ...], layout: Layout, where: str) -> tuple[str, ...] | None:
+    """The mesh dimensions a group spans, when it is a whole slice of the mesh along them (None
+    otherwise)."""
+    coords = [layout.coords(m) for m in members]
+    dims = tuple(d for d in DIMS if len({c[d] for c in coords}) > 1)
+    size = 1
+    for d in dims:
+        size *= getattr(layout, d)
+    return dims if size == len(set(members)) else None
+
+
+def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int) -> tuple[int, ...]:
+    """The group of ``rank`` (in layout ``new``) that plays the part ``members`` play for the
+    traced rank ``rep`` (in layout ``old``)."""
+    dims = _spans(members, old, "")
+    c = new.coords(rank)
+    if dims is None:
+        if old.dp != new.dp:
+            raise InputError(f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
+                             f"for {new.world_size} ranks; simulate the job on its own {old.world_size}")
+        shift = rank - rep   # the same data-parallel offset
+        return tuple(m + shift for m in members)
+    grid = [[c[d]] if d not in dims else list(range(getattr(new, d))) for d in DIMS]
+    return tuple(sorted(new.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2]
+                        for t in grid[3]))
+
+
+def _translate_peer(peer: int, rep: int, rank: int, old: Layout, new: Layout) -> int:
+    """The peer of ``rank`` (layout ``new``) that ``peer`` is of ``rep`` (layout ``old``)."""
+    pc, rc, c = old.coords(peer), old.coords(rep), new.coords(rank)
+    out = {d: (pc[d] if pc[d] != rc[d] else c[d]) for d in DIMS}
+    for d in ("dp", "cp"):
+        out[d] %= getattr(new, d)
+    return new.rank_of(**out)
+
+
+def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict[int, int]] | None = None) -> Workload:
+    """The whole job of a rank-by-rank trace, on its own world size or, with ``gpus``, on that
+    many ranks (another data-parallel degree).  ``comm_ns``: rank -> call seq -> ns, to replay
+    calls for measured times (see :func:`rank_program`).
+
+    Raises:
+        InputError: for missing files, a ``gpus`` the layout does not divide, or ranks of a
+            group that issue different calls on it (naming the ranks, the call and its sites).
+    """
+    d = Path(folder)
+    info, old = capture_info(d)
+    new = old if gpus is None or gpus == old.world_size else old.with_world_size(gpus)
+    traced = sorted(info["ranks_traced"])
+    calls = {r: read_calls(d / f"comms.{r}.json") for r in traced}
+    programs, prog_of = [], {}
+    for r in traced:
+        kin = next((d / n for n in (f"kineto.{r}.json", f"kineto.{r}.json.gz") if (d / n).is_file()), None)
+        if kin is None:
+            raise InputError(f"the trace of rank {r} is missing (kineto.{r}.json)", str(d))
+        prog_of[r] = len(programs)
+        programs.append(rank_program(kin, calls[r], r, (comm_ns or {}).get(r)))
+    # the traced rank each rank of the new world runs like
+    if info.get("fake_ranks", True):
+        rep_of = [old.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"]) for r in range(new.world_size)]
+    else:
+        if new is not old:
+            raise InputError("a real job's capture (every rank traced) is simulated on its own ranks", str(d))
+        rep_of = list(range(new.world_size))
+    missing = sorted({r for r in rep_of if r not in prog_of})
+    if missing:
+        raise InputError(f"ranks {missing} were not traced (ranks_traced lists {traced})", str(d / "capture.json"))
+    groups: dict[tuple[str, tuple[int, ...]], None] = {}
+    for r in range(new.world_size):
+        rep = rep_of[r]
+        for key, members in {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items():
+            groups[(key, _translate_group(members, r, old, new, rep))] = None
+    # peers: the offset of each send / receive must be the same for every rank of a program
+    for rep, prog in zip(traced, programs):
+        op_of = {e["seq"]: i for i, e in prog.extras.items() if "seq" in e}
+        sharers = [r for r in range(new.world_size) if rep_of[r] == rep]
+        for c in calls[rep]:
+            if c.peer is None:
+                continue
+            offsets = {_translate_peer(c.peer, rep, r, old, new) - r for r in sharers}
+            if len(offsets) > 1:
+                raise InputError(f"rank {rep}'s {c.kind} with rank {c.peer} ({c.site}) does not keep one offset "
+                                 "across its replicas", str(d))
+            i = op_of[c.seq]
+            if prog.columns["kind"][i] in (OpKind.SEND, OpKind.RECV):
+                prog.columns["peer"][i] = offsets.pop()
+    w = Workload(programs, [prog_of[rep_of[r]] for r in range(new.world_size)],
+                 [Group(k, m) for k, m in groups], f"{d.name} ({new.world_size} ranks, {new.spec()})")
+    _check_groups(w, calls, rep_of, prog_of, traced)
+    if info.get("fake_ranks", True):
+        w.representatives = np.asarray([new.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"])
+                                        for r in range(new.world_size)], dtype=np.int64)
+    return w
+
+
+def _check_groups(w: Workload, calls: dict[int, list[Call]], rep_of: list[int], prog_of: dict[int, int],
+                  traced: list[int]) -> None:
+    """Ranks of each group issue the same calls on it, in the same order.
+
+    Raises:
+        InputError: naming the two ranks, the group, the call's position and both call sites.
+    """
+    seqs = {r: {} for r in traced}
+    for r in traced:
+        for c in calls[r]:
+            if c.peer is None:
+                seqs[r].setdefault(c.group, []).append(c)
+    done: set[tuple[str, tuple[int, ...]]] = set()
+    for g in w.groups:
+        reps = sorted({rep_of[m] for m in g.ranks})
+        key = (g.name, tuple(reps))
+        if len(reps) < 2 or key in done:
+            continue
+        done.add(key)
+        first = reps[0]
+        a = seqs[first].get(g.name, [])
+        for other in reps[1:]:
+            bb = seqs[other].get(g.name, [])
+            for i in range(max(len(a), len(bb))):
+                x = a[i] if i < len(a) else None
+                y = bb[i] if i < len(bb) else None
+                if x is None or y is None or (x.kind, x.size) != (y.kind, y.size):
+                    def say(c: Call | None) -> str:
+                        return "nothing" if c is None else f"{c.kind} of {c.size:,} B at {c.site}"
+                    raise InputError(f"ranks {first} and {other} issue different calls on group {g.name} (ranks "
+                                     f"{list(g.ranks)[:8]}{'...' if len(g.ranks) > 8 else ''}): call {i + 1} is "
+                                     f"{say(x)} on rank {first} but {say(y)} on rank {other}")
