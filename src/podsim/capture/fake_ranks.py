@@ -1,8 +1,10 @@
 """``podsim trace --world-size N --layout ... --fake-ranks``: trace a parallel training job rank by
 rank on one device, without the cluster (Echo's ex-situ tracing).
 
-For each distinct rank (see :mod:`podsim.capture.parallel`), this process initialises
-torch.distributed as rank ``r`` of ``N`` on podsim's recording fake backend
+For each distinct rank (see :mod:`podsim.capture.parallel`), one after another, a fresh Python
+process on this one device (torch's DTensor caches plans by mesh shape across process-group
+lifetimes, so a second rank in the same interpreter could reach the first one's destroyed
+groups) initialises torch.distributed as rank ``r`` of ``N`` on podsim's recording fake backend
 (:mod:`podsim.capture.recorder`): every collective and point-to-point call returns at once and
 is recorded, while the compute runs and is timed for real.  The user's builder (or a ready-made
 one for a HuggingFace config) builds the parallel model for that rank on torch's ``DeviceMesh``;
@@ -132,8 +134,7 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
                     hint = (" (a rank traced alone cannot read what other ranks send: pipelines need static shapes,"
                             " PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))"
                             if fake else "")
-                    raise InputError(f"the training step of {model} on {who} failed: {type(e).__name__}: "
-                                     f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}{hint}",
+                    raise InputError(f"the training step of {model} on {who} failed: {_root_cause(e)}{hint}",
                                      where="--model") from e
                 opt.step()
                 if device == "cuda":
@@ -158,6 +159,15 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     from ..formats.pytorch_trace import read_kineto, step_window
     lo, hi, _ = step_window(read_kineto(out / f"kineto.{rank}.json"))
     return round((hi - lo) / 1000, 6)
+
+
+def _root_cause(e: BaseException) -> str:
+    """``Type: first line`` of the innermost exception ``e`` was raised from (torch's pipelining
+    wraps the real error in a long message of its own)."""
+    while e.__cause__ is not None:
+        e = e.__cause__
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
 def _run_user_step(step: Callable[[], Any]) -> None:
@@ -194,7 +204,14 @@ def _finish(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
+def _fake_worker(_index: int, rank: int, world_size: int, args: tuple[Any, ...], path: list[str]) -> None:
+    """A fresh process tracing one rank on the fake backend."""
+    sys.path[:0] = [p for p in path if p not in sys.path]
+    trace_rank(rank, world_size, *args)
+
+
 def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[str]) -> None:
+    """One process of a real job over gloo."""
     sys.path[:0] = [p for p in path if p not in sys.path]
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -231,20 +248,22 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
     args = (layout, model, batch_size, str(tmp), steps, device, optimizer, seq_len, fake)
     step_ms: dict[int, float] = {}
     try:
-        if fake:
+        import torch.multiprocessing as mp
+
+        from ..formats.pytorch_trace import read_kineto, step_window
+        from .run import _free_port, spawn_errors
+        if fake:   # one rank after another, each in a fresh process (see the module docstring)
             for i, r in enumerate(ranks):
-                step_ms[r] = trace_rank(r, world_size, *args)
+                with spawn_errors():
+                    mp.spawn(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1, join=True)
                 if progress is not None:
                     progress(i + 1, len(ranks))
         else:
-            from .run import _free_port, spawn_errors
-            import torch.multiprocessing as mp
             with spawn_errors():
                 mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
-            from ..formats.pytorch_trace import read_kineto, step_window
-            for r in ranks:
-                lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
-                step_ms[r] = round((hi - lo) / 1000, 6)
+        for r in ranks:
+            lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
+            step_ms[r] = round((hi - lo) / 1000, 6)
         elapsed = time.perf_counter() - start
         torch = torch_module()
         info = {"model": model, "batch_size": batch_size, "device": device, "optimizer": optimizer,

@@ -29,10 +29,11 @@ _ROWWISE = ("o_proj", "down_proj")
 
 
 def _config(path: str) -> Any:
-    transformers = require("transformers", "HuggingFace models", "--model")
+    from .models import transformers_module
     p = Path(path)
     if not p.is_file():
         raise InputError("no such config file", path, "--model")
+    transformers = transformers_module()
     return transformers, transformers.AutoConfig.from_pretrained(str(p.parent if p.name == "config.json" else p))
 
 

@@ -71,6 +71,19 @@ def torchvision_models() -> Any:
     return require("torchvision.models", "torchvision models", "--model")
 
 
+def transformers_module() -> Any:
+    """transformers, importable beside a CPU-only torch (it imports torchvision when that is
+    installed: see :func:`torchvision_models`).
+
+    Raises:
+        InputError: transformers is not installed.
+    """
+    transformers = require("transformers", "HuggingFace models", "--model")
+    if importlib.util.find_spec("torchvision") is not None:
+        torchvision_models()
+    return transformers
+
+
 def _cross_entropy(model: Any, x: Any, y: Any) -> Any:
     torch = torch_module()
     return torch.nn.functional.cross_entropy(model(x), y)
@@ -117,9 +130,7 @@ def _resolve(spec: str, batch_size: int, seq_len: int, image_size: int) -> Train
         path = Path(rest)
         if not path.is_file():
             raise InputError("no such config file", rest, "--model")
-        transformers = require("transformers", "HuggingFace models", "--model")
-        if importlib.util.find_spec("torchvision") is not None:
-            torchvision_models()   # transformers imports torchvision when it is installed
+        transformers = transformers_module()
         config = transformers.AutoConfig.from_pretrained(str(path.parent if path.name == "config.json" else path))
         model = transformers.AutoModelForCausalLM.from_config(config)
         x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))

@@ -21,10 +21,16 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                                "  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn\n"
                                "  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2\n"
                                "  podsim trace --model torchvision:resnet18 --batch-size 16 --nproc 2 --out t/ddp2   # DDP, gloo\n"
+                               "  podsim trace --model hf:llama/config.json --batch-size 2 --world-size 64 \\\n"
+                               "      --layout tp=4,pp=2,fsdp --fake-ranks --out t/llama64   # 8 of 64 ranks, one device\n"
+                               "  podsim trace --model myjob:build --batch-size 8 --world-size 4 --layout tp=2,fsdp \\\n"
+                               "      --nproc 4 --out t/real4   # the same job for real over gloo, recorded alike\n"
                                "  podsim simulate --workload-configuration t/cnn --cluster dgx-h100   # replay\n"
                                "  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel ddp   # scale out\n\n"
                                "module:callable names a function f(batch_size) returning (model, inputs, targets)\n"
-                               "(cross-entropy loss) or (model, inputs, targets, loss_fn).  Needs torch.",
+                               "(cross-entropy loss) or (model, inputs, targets, loss_fn).  With --world-size, it is\n"
+                               "called as f(batch_size, parallel) (parallel: rank, world_size, layout, mesh) and builds\n"
+                               "that rank's parallel model (or returns podsim.capture.TrainingStep).  Needs torch.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     tr.add_argument("--model", required=True, metavar="MODEL", help="torchvision:NAME, hf:CONFIG.json or module:callable")
     tr.add_argument("--batch-size", type=count_arg, required=True, metavar="B")
@@ -36,6 +42,14 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                          "GPUs), each writing kineto.<rank>.json and et.<rank>.json with the collectives")
     tr.add_argument("--bucket-mb", type=positive_arg, default=25.0, metavar="MB",
                     help="with --nproc: DDP's bucket_cap_mb (default 25)")
+    tr.add_argument("--world-size", type=count_arg, default=None, metavar="N",
+                    help="trace a parallel job of N ranks (with --layout; --fake-ranks or --nproc N)")
+    tr.add_argument("--layout", default=None, metavar="tp=T[,pp=P][,cp=C][,fsdp]",
+                    help="the job's parallel layout; data parallel takes the ranks left over")
+    tr.add_argument("--fake-ranks", action="store_true",
+                    help="run each distinct rank's step in this process on a fake process group (calls return at "
+                         "once and are recorded); ranks that differ only in their data-parallel peers are traced once")
+    tr.add_argument("--json", metavar="FILE", help="with --world-size: what was traced, as JSON")
     tr.add_argument("--seq-len", type=count_arg, default=128, metavar="S", help="hf models: tokens per sequence")
     tr.add_argument("--out", required=True, metavar="DIR")
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -61,6 +75,8 @@ def _run_trace(args: argparse.Namespace) -> int:
             sys.stderr.write(f"\r  step {done}/{total} [{bar:<20}]")
             sys.stderr.flush()
 
+    if args.world_size is not None or args.layout is not None or args.fake_ranks:
+        return _run_parallel(args, progress)
     c = capture(args.model, args.batch_size, args.out, args.steps, args.device, args.optimizer, args.seq_len,
                 progress, args.nproc, args.bucket_mb)
     if sys.stderr.isatty():
@@ -74,4 +90,45 @@ def _run_trace(args: argparse.Namespace) -> int:
         print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
     print(f"  replay it:   podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
     print(f"  scale it:    podsim simulate --pytorch {c.folder} --gpus 4 --parallel ddp|tp|pp")
+    return 0
+
+
+def _run_parallel(args: argparse.Namespace, progress) -> int:  # type: ignore[no-untyped-def]
+    """A parallel job: its distinct ranks on a fake process group, or every rank for real."""
+    import json
+
+    from ..capture import trace_ranks
+    from ..errors import InputError
+    from ..fileio import atomic_write_text
+
+    if args.world_size is None or args.layout is None:
+        raise InputError("a parallel job needs both --world-size N and --layout tp=T[,pp=P][,cp=C][,fsdp]",
+                         where="--world-size" if args.world_size is None else "--layout")
+    real = args.nproc > 1
+    if args.fake_ranks == real:
+        raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
+                         f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")
+    c = trace_ranks(args.model, args.batch_size, args.out, args.world_size, args.layout, args.steps, args.device,
+                    args.optimizer, args.seq_len, args.nproc if real else 0, progress)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
+    print(f"podsim trace: {args.model}, {c.world_size} ranks ({c.layout.spec()}, dp={c.layout.dp}), batch "
+          f"{args.batch_size} a rank: traced {len(c.ranks_traced)} of {c.world_size} ranks {how} in {c.trace_s:.1f} s")
+    for r in c.ranks_traced[:8]:
+        coords = ", ".join(f"{d}={v}" for d, v in c.layout.coords(r).items())
+        print(f"  rank {r:>5} ({coords}): profiled step {c.step_ms[r]:.3f} ms")
+    if len(c.ranks_traced) > 8:
+        print(f"  ... and {len(c.ranks_traced) - 8} more")
+    print(f"  wrote {c.folder}/kineto.<rank>.json, comms.<rank>.json, capture.json")
+    print(f"  simulate it: podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
+    if c.fake:
+        print(f"  rescale it:  podsim simulate --workload-configuration {c.folder} --cluster dgx-h100 --gpus "
+              f"{c.world_size * 2}   # dp={c.layout.dp * 2}")
+    if args.json:
+        info = {"world_size": c.world_size, "layout": c.layout.to_json(), "ranks_traced": c.ranks_traced,
+                "ranks_traced_count": len(c.ranks_traced), "fake_ranks": c.fake, "trace_s": round(c.trace_s, 3),
+                "step_ms_per_rank": {str(r): v for r, v in c.step_ms.items()}, "folder": str(c.folder)}
+        atomic_write_text(args.json, json.dumps(info, indent=1) + "\n")
+        print(f"  wrote {args.json}")
     return 0
