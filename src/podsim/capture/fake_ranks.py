@@ -102,6 +102,8 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     from torch.profiler import ProfilerActivity, profile, schedule
 
     register_backends(dist, torch)
+    if not fake:   # the job's processes share this machine's cores: no more threads than cores
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     if fake:
         dist.init_process_group("podsim_fake", store=dist.HashStore(), rank=rank, world_size=world_size)
     else:
@@ -273,6 +275,8 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
                 "captured": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "files": {"kineto": "kineto.<rank>.json", "comms": "comms.<rank>.json"}}
         atomic_write_text(tmp / "capture.json", json.dumps(info, indent=1) + "\n")
+        from ..formats.rank_traces import compose
+        compose(tmp)   # ranks that disagree on a group's calls are refused here, before the folder is kept
         _finish(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -113,9 +113,18 @@ def read_calls(path: str | Path) -> list[Call]:
         peer = c.get("peer")
         if kind in _P2P and (not isinstance(peer, int) or peer < 0):
             raise InputError(f"a {kind} needs a peer rank, got {peer!r}", str(p), f"{where}.peer")
-        desc = str(c.get("group_desc") or "pg")
-        out.append(Call(c["seq"], kind, c["bytes"], f"{desc} {c.get('group', '?')}", tuple(ranks),
-                        str(c.get("site", "?")), peer if kind in _P2P else None, int(c.get("tag", 0) or 0)))
+        out.append(Call(c["seq"], kind, c["bytes"], f"{c.get('group_desc') or 'pg'}\0{c.get('group', '?')}",
+                        tuple(ranks), str(c.get("site", "?")), peer if kind in _P2P else None,
+                        int(c.get("tag", 0) or 0)))
+    # a group's key: its description (``mesh_dp``: the same on every rank, while torch numbers
+    # each rank's groups apart) when the rank has one group of that description, else both
+    names: dict[str, set[str]] = {}
+    for c in out:
+        desc, name = c.group.split("\0")
+        names.setdefault(desc, set()).add(name)
+    for c in out:
+        desc, name = c.group.split("\0")
+        c.group = desc if len(names[desc]) == 1 and desc not in ("pg", "undefined") else f"{desc} {name}"
     return out
 
 
@@ -201,8 +210,9 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
 def _call_op(b: ProgramBuilder, c: Call, rank: int, deps: list[int], comm_ns: dict[int, int] | None) -> int:
     extra = {"site": c.site, "seq": c.seq}
     if comm_ns is not None and c.seq in comm_ns:
+        # each on a track of its own: its measured time already holds any queueing behind others
         return b.add(OpKind.COMPUTE, f"{c.kind} ({c.size:,} B, measured)", data_deps=deps, extra=extra,
-                     duration_ns=max(1, comm_ns[c.seq]), stream=f"comm {c.group}")
+                     duration_ns=max(1, comm_ns[c.seq]), stream=f"measured {c.seq}")
     if c.kind in _P2P:
         assert c.peer is not None
         return b.add(OpKind.SEND if c.kind == "send" else OpKind.RECV, f"{c.kind} {c.size:,} B", data_deps=deps,
@@ -371,3 +381,52 @@ def _check_groups(w: Workload, calls: dict[int, list[Call]], rep_of: list[int], 
                     raise InputError(f"ranks {first} and {other} issue different calls on group {g.name} (ranks "
                                      f"{list(g.ranks)[:8]}{'...' if len(g.ranks) > 8 else ''}): call {i + 1} is "
                                      f"{say(x)} on rank {first} but {say(y)} on rank {other}")
+
+
+def measured_comm_ns(folder: str | Path) -> dict[int, list[int]]:
+    """For each rank of a real job's capture (``podsim trace --nproc``), how long each call took
+    (ns), in call order: from its issue until the program's wait for it returned (the end of
+    its ``podsim::wait#<seq>`` range; a call never waited for: until its issue range ended).
+
+    Raises:
+        InputError: for a folder that is not a rank-by-rank capture.
+    """
+    d = Path(folder)
+    info, _layout = capture_info(d)
+    out: dict[int, list[int]] = {}
+    for r in info["ranks_traced"]:
+        k = read_kineto(d / f"kineto.{r}.json")
+        lo, hi, _ = step_window(k)
+        issue: dict[int, tuple[float, float]] = {}
+        done: dict[int, float] = {}
+        for a in k.annotations:
+            m = _MARK.match(a.name)
+            if not m or not lo <= a.ts < hi:
+                continue
+            seq = int(m.group(2))
+            if m.group(1) == "wait":
+                done[seq] = max(done.get(seq, 0.0), a.ts + a.dur)
+            else:
+                issue[seq] = (a.ts, a.ts + a.dur)
+        out[r] = [max(1, round((max(done.get(c.seq, 0.0), issue[c.seq][1]) - issue[c.seq][0]) * 1000))
+                  for c in read_calls(d / f"comms.{r}.json") if c.seq in issue]
+    return out
+
+
+def replay_with_measured(fake: str | Path, real: str | Path) -> Workload:
+    """A rank-by-rank trace (``fake``) whose calls take the times the same job's real capture
+    (``real``) measured for them, call by call (the check of ex-situ tracing against reality).
+
+    Raises:
+        InputError: when the two captures' ranks issue different numbers of calls.
+    """
+    times = measured_comm_ns(real)
+    info, _ = capture_info(fake)
+    comm: dict[int, dict[int, int]] = {}
+    for r in info["ranks_traced"]:
+        calls = read_calls(Path(fake) / f"comms.{r}.json")
+        if r not in times or len(times[r]) != len(calls):
+            raise InputError(f"rank {r} issued {len(calls)} calls in the fake-rank trace but "
+                             f"{len(times.get(r, []))} in the real capture {real}", str(fake))
+        comm[r] = {c.seq: ns for c, ns in zip(calls, times[r])}
+    return compose(fake, comm_ns=comm)

@@ -1,0 +1,208 @@
+"""podsim trace --world-size N --layout ... --fake-ranks: a parallel job traced rank by rank on one
+device, against the same job run for real over gloo; composition, pipelines, rescaling, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import importable_module
+
+from podsim.capture.parallel import parse_layout
+from podsim.errors import InputError
+from podsim.formats.rank_traces import _translate_group
+
+# --- the layout (no torch needed) -------------------------------------------------------------
+
+
+def test_a_64_rank_tp4_pp2_job_is_8_traces() -> None:
+    lay = parse_layout("tp=4,pp=2,fsdp", 64)
+    assert (lay.tp, lay.pp, lay.cp, lay.dp, lay.fsdp) == (4, 2, 1, 8, True)
+    # rank = ((pp * DP + dp) * CP + cp) * TP + tp: stage 1 starts at 1 * 8 * 4 = 32
+    assert lay.distinct_ranks() == [0, 1, 2, 3, 32, 33, 34, 35]
+    assert lay.coords(37) == {"pp": 1, "dp": 1, "cp": 0, "tp": 1}
+    assert lay.representative(37) == 33 and lay.representative(30) == 2
+    assert parse_layout("tp=2,cp=2", 16).distinct_ranks() == [0, 1]   # cp replicas are traced once too
+
+
+@pytest.mark.parametrize("spec, world, message", [
+    ("tp=3", 64, "needs a multiple of tp x pp x cp = 3 ranks; the world size is 64"),
+    ("tp=4,pp=4", 24, "needs a multiple of tp x pp x cp = 16 ranks"),
+    ("xp=2", 8, "unknown layout part 'xp=2'"),
+    ("tp=0", 8, "tp must be a whole number >= 1"),
+    ("tp=two", 8, "tp must be a whole number >= 1"),
+])
+def test_layout_errors(spec: str, world: int, message: str) -> None:
+    with pytest.raises(InputError, match="--layout") as e:
+        parse_layout(spec, world)
+    assert message in str(e.value)
+
+
+def test_groups_follow_a_new_data_parallel_degree() -> None:
+    old, new = parse_layout("tp=2,fsdp", 4), parse_layout("tp=2,fsdp", 16)
+    # rank 1's data-parallel group in the traced job is {1, 3}; in a 16-rank job rank 5 (dp=2,
+    # tp=1) is in {1, 3, 5, ..., 15} and its tensor-parallel group is {4, 5}
+    assert _translate_group((1, 3), 5, old, new, 1) == (1, 3, 5, 7, 9, 11, 13, 15)
+    assert _translate_group((0, 1), 5, old, new, 1) == (4, 5)
+    assert _translate_group((0, 1, 2, 3), 5, old, new, 1) == tuple(range(16))
+
+
+# --- tracing (torch) ---------------------------------------------------------------------------
+
+JOBS = '''
+import torch
+import torch.distributed as dist
+
+
+def lonely(batch_size, parallel):
+    m = torch.nn.Linear(8, 8)
+    x = torch.randn(batch_size, 8)
+    return m, x, x, lambda m, a, b: (m(a) - b).pow(2).mean()
+
+
+def uneven(batch_size, parallel):
+    from podsim.capture import TrainingStep
+    m = torch.nn.Linear(8, 8)
+    x = torch.randn(batch_size, 8)
+    tp = parallel.mesh["tp"].get_group()
+
+    def step():
+        (m(x) - x).pow(2).mean().backward()
+        dist.all_reduce(m.weight.grad, group=tp)
+        if parallel.coords["tp"] == 1:
+            dist.all_reduce(m.bias.grad, group=tp)   # only tp rank 1: the job would hang
+    return TrainingStep(step, list(m.parameters()))
+'''
+
+
+@pytest.fixture
+def jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    pytest.importorskip("torch")
+    return importable_module(tmp_path, monkeypatch, "fake_rank_jobs", JOBS)
+
+
+def _calls(folder: Path, rank: int) -> list[dict]:
+    return json.loads((folder / f"comms.{rank}.json").read_text())["calls"]
+
+
+def _shifted(ranks: list[int], old: int, new: int, size: int) -> list[int]:
+    """A group of rank ``old`` as rank ``new`` (its data-parallel replica) sees it."""
+    return sorted((r - old + new) % size if len(ranks) < size else r for r in ranks)
+
+
+@pytest.mark.parametrize("job, world, layout, batch", [("mlp", 4, "tp=2,fsdp", 2), ("mlp", 2, "pp=2", 2)])
+def test_fake_ranks_list_the_calls_a_real_job_makes(tmp_path: Path, job: str, world: int, layout: str,
+                                                    batch: int) -> None:
+    pytest.importorskip("torch")
+    from podsim.capture import trace_ranks
+    fake = trace_ranks(f"podsim.examples.jobs:{job}", batch, tmp_path / "fake", world, layout, steps=1)
+    real = trace_ranks(f"podsim.examples.jobs:{job}", batch, tmp_path / "real", world, layout, steps=1, nproc=world)
+    lay = parse_layout(layout, world)
+    assert fake.ranks_traced == lay.distinct_ranks() and real.ranks_traced == list(range(world))
+    info = json.loads((fake.folder / "capture.json").read_text())
+    assert info["world_size"] == world and info["layout"]["spec"] == lay.spec()
+    assert info["ranks_traced"] == lay.distinct_ranks() and info["fake_ranks"] is True
+    for r in range(world):
+        rep = lay.representative(r)
+        got, want = _calls(fake.folder, rep), _calls(real.folder, r)
+        assert [(c["kind"], c["bytes"]) for c in got] == [(c["kind"], c["bytes"]) for c in want], f"rank {r}"
+        # the same groups, up to the data-parallel shift of the replica, and the same peers
+        shift = r - rep
+        assert [_shifted(c["ranks"], rep, r, world) if shift else c["ranks"] for c in got] == \
+            [c["ranks"] for c in want]
+        assert [c.get("peer") if c.get("peer") is None else c["peer"] + shift for c in got] == \
+            [c.get("peer") for c in want]
+    kinds = {c["kind"] for r in range(world) for c in _calls(real.folder, r)}
+    assert kinds == ({"all_gather", "all_reduce", "reduce_scatter"} if "tp" in layout else {"send", "recv"})
+
+
+def test_a_composed_pipeline_runs_the_hand_derived_1f1b_schedule(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from podsim.api import load_workload, simulate
+    from podsim.capture import trace_ranks
+    from podsim.examples.jobs import BACKWARD_S, FORWARD_S
+    steps = {}
+    for m in (2, 4):
+        c = trace_ranks("podsim.examples.jobs:fixed_time_pipeline", m, tmp_path / f"pp{m}", 2, "pp=2", steps=1)
+        w = load_workload(c.folder)
+        assert w.num_ranks == 2 and len(w.programs) == 2
+        res = simulate(w, cluster="dgx-h100")   # finishes: no deadlock
+        steps[m] = max(r.finish_ns for r in res.ranks) / 1e6
+    fb = (FORWARD_S + BACKWARD_S) * 1e3   # 60 ms a micro-batch on a stage
+    for m, got in steps.items():
+        # 1F1B on P = 2 stages: (M + P - 1) * (F + B); the rest is the pipeline's Python
+        assert (m + 1) * fb <= got <= (m + 1) * fb * 1.08, (m, got)
+    # the bubble, (P - 1) * (F + B), does not grow with the micro-batches: two more add 2 * (F + B)
+    assert steps[4] - steps[2] == pytest.approx(2 * fb, rel=0.08)
+
+
+def test_rescale_a_traced_job_to_more_gpus(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from podsim.api import load_workload, simulate
+    from podsim.capture import trace_ranks
+    c = trace_ranks("podsim.examples.jobs:mlp", 2, tmp_path / "t", 4, "tp=2,fsdp", steps=1)
+    w4, w16 = load_workload(c.folder), load_workload(c.folder, gpus=16)
+    assert w16.num_ranks == 16 and len(w16.programs) == len(w4.programs) == 2
+    dp_key = next(g.name for g in w4.groups if g.name.startswith("mesh_dp"))
+    assert w4.group_of(dp_key, 3).ranks == (1, 3)
+    assert w16.group_of(dp_key, 5).ranks == (1, 3, 5, 7, 9, 11, 13, 15)
+    assert list(w16.representatives) == [0, 1] * 8
+    res4, res16 = simulate(w4, cluster="dgx-h100"), simulate(w16, cluster="dgx-h100")
+    assert res16.num_ranks == 16
+    # FSDP's all-gathers and reduce-scatters move the same bytes over 8 ranks of two servers
+    # instead of 2 ranks of one: they take longer (the CPU-timed compute hides them either way)
+    assert res16.ranks[1].comm_ns > res4.ranks[1].comm_ns
+    with pytest.raises(InputError, match="needs a multiple of tp x pp x cp = 2 ranks; the world size is 5"):
+        load_workload(c.folder, gpus=5)
+
+
+def test_trace_errors(tmp_path: Path, jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.cli import main
+    base = ["trace", "--batch-size", "2", "--steps", "1"]
+    cases = [
+        ([f"--model={jobs}:lonely", "--world-size", "2", "--layout", "dp", "--fake-ranks"],
+         "issued no collective or send/receive in its training step on rank 0 of 2"),
+        (["--model=podsim.examples.jobs:mlp", "--world-size", "6", "--layout", "tp=4", "--fake-ranks"],
+         "needs a multiple of tp x pp x cp = 4 ranks; the world size is 6"),
+        (["--model=podsim.examples.jobs:mlp", "--world-size", "4", "--fake-ranks"], "--layout"),
+        (["--model=podsim.examples.jobs:mlp", "--world-size", "4", "--layout", "tp=2"], "--fake-ranks"),
+        (["--model=torchvision:resnet18", "--world-size", "4", "--layout", "tp=2", "--fake-ranks"],
+         "a parallel job needs a builder"),
+    ]
+    for i, (args, message) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        assert main(base + args + ["--out", str(out)]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+        assert not out.exists()   # no half-written output folder
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(f".out{i}")]
+
+
+def test_ranks_that_issue_different_calls_are_named(tmp_path: Path, jobs: str) -> None:
+    from podsim.capture import trace_ranks
+    with pytest.raises(InputError) as e:
+        trace_ranks(f"{jobs}:uneven", 2, tmp_path / "t", 4, "tp=2", steps=1)
+    msg = str(e.value)
+    assert "ranks 0 and 1 issue different calls on group mesh_tp" in msg
+    assert "call 2 is nothing on rank 0 but all_reduce of 32 B at fake_rank_jobs.py:22 on rank 1" in msg
+    assert not (tmp_path / "t").exists()
+
+
+def test_cli_traces_and_simulates_the_whole_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    from podsim.cli import main
+    out, js = tmp_path / "job", tmp_path / "job.json"
+    assert main(["trace", "--model", "podsim.examples.jobs:mlp", "--batch-size", "2", "--steps", "1",
+                 "--world-size", "16", "--layout", "tp=2,fsdp", "--fake-ranks", "--out", str(out),
+                 "--json", str(js)]) == 0
+    said = capsys.readouterr().out
+    assert "traced 2 of 16 ranks on the fake process group" in said
+    info = json.loads(js.read_text())
+    assert (info["world_size"], info["ranks_traced"], info["ranks_traced_count"]) == (16, [0, 1], 2)
+    assert sorted(p.name for p in out.iterdir()) == ["capture.json", "comms.0.json", "comms.1.json",
+                                                     "kineto.0.json", "kineto.1.json"]
+    assert main(["simulate", "--workload-configuration", str(out), "--cluster", "dgx-h100",
+                 "--json", str(tmp_path / "res.json")]) == 0
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert len(res["ranks"]) == 16
