@@ -147,6 +147,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     result.info["title"] = f"{short} on {topo.num_npus} NPUs"
     result.info["workload"] = label
     result.info["network"] = describe_topology(topo)
+    if wl.rank_labels is not None:
+        result.info["rank_labels"] = list(wl.rank_labels)
     result.info["system"] = (f"{sys_cfg.scheduling_policy}, {sys_cfg.collective_optimization}, "
                              f"{sys_cfg.preferred_dataset_splits} splits, "
                              f"{sys_cfg.active_chunks_per_dimension} active chunks/dim")
@@ -295,6 +297,8 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     result.info["title"] = f"{short} on {n} GPU{'s' if n != 1 else ''} of {spec.name} ({backend})"
     result.info["workload"] = label
     result.info["cluster"] = spec.description or spec.name
+    if wl.rank_labels is not None:
+        result.info["rank_labels"] = list(wl.rank_labels)
     return result
 
 

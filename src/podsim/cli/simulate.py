@@ -132,8 +132,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     remote = args.remote_memory_configuration
     if args.layers and os.path.isdir(args.layers):
         raise InputError(f"{args.layers} is a folder; give the CSV file to write", where="--layers")
-    if args.layers and not (args.triosim or args.pytorch):
-        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize: --triosim DIR or --pytorch DIR",
+    from ..formats.rank_traces import is_rank_trace
+    rank_trace = bool(workload) and is_rank_trace(workload)
+    if args.layers and not (args.triosim or args.pytorch or rank_trace):
+        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR or --pytorch DIR) "
+                         "or a parallel job traced rank by rank (podsim trace --world-size N --layout ...)",
                          where="--layers")
     if args.triosim or args.pytorch:
         from ..parallelize import load_step, parallelize
@@ -159,7 +162,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         res = simulate(workload, args.system_configuration, args.network_configuration,
                        remote, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace or args.plot) or parallel_step is not None,
+                       record_timeline=bool(args.trace or args.plot or args.layers) or parallel_step is not None,
                        progress=progress,
                        rendezvous=rv in ("1", "true"),
                        cluster=args.cluster, backend=args.backend, gpus=args.gpus,
@@ -181,6 +184,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:
         res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
+    if rank_trace and args.layers:
+        from ..report.layers import layer_breakdown
+        layers = layer_breakdown(res, 0)
     code = emit(res, args)
     if layers is not None:
         from ..report.layers import format_layers, write_layers_csv

@@ -165,6 +165,9 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
     events += [(ts, 1, "issue", seq) for seq, ts in issues.items()]
     events += [(ts, 2, "wait", (dur, seq)) for ts, dur, seq in waits if seq in issues]
     events.sort(key=lambda e: (e[0], e[1]))
+    optimizer = sorted((a.ts, a.ts + a.dur) for a in k.annotations + host
+                       if a.name.startswith("Optimizer.step") and lo <= a.ts < hi)
+    on_host = bool(k.gpu)   # a CUDA trace: host ops launch the GPU's work; a CPU trace: they are the work
     b = ProgramBuilder(Path(kineto).stem)
     cur, name = lo, "host (before the first op)"
     prev: list[int] = []
@@ -178,7 +181,9 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
         if until > cur:
             deps = prev + pending
             idx = b.add(OpKind.COMPUTE, name, data_deps=deps, duration_ns=max(1, round((until - cur) * 1000)),
-                        is_cpu=True, stream="host")
+                        is_cpu=on_host, stream="host",
+                        extra={"layer": name.removeprefix("autograd::engine::evaluate_function: "),
+                               "stage": _stage(name, cur, optimizer)})
             seg_start.append(cur)
             seg_idx.append(idx)
             prev, pending = [idx], []
@@ -199,7 +204,7 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
             cur = max(cur, min(t + dur, hi))
     segment(hi)
     if pending:   # waits at the very end of the step: a last host op finishes after them
-        b.add(OpKind.COMPUTE, "host (after the last wait)", data_deps=prev + pending, duration_ns=1, is_cpu=True,
+        b.add(OpKind.COMPUTE, "host (after the last wait)", data_deps=prev + pending, duration_ns=1, is_cpu=on_host,
               stream="host")
     _gpu_events(b, k, lo, hi, seg_start, seg_idx)
     prog = b.build()
@@ -207,8 +212,16 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
     return prog
 
 
+def _stage(name: str, ts: float, optimizer: list[tuple[float, float]]) -> str:
+    """forward, backward or optimizer: what a host op at ``ts`` (us) was doing."""
+    j = bisect.bisect_right(optimizer, (ts, float("inf"))) - 1
+    if j >= 0 and optimizer[j][0] <= ts < optimizer[j][1]:
+        return "optimizer"
+    return "backward" if name.startswith("autograd::engine::evaluate_function") or "Backward" in name else "forward"
+
+
 def _call_op(b: ProgramBuilder, c: Call, rank: int, deps: list[int], comm_ns: dict[int, int] | None) -> int:
-    extra = {"site": c.site, "seq": c.seq}
+    extra = {"site": c.site, "seq": c.seq, "layer": c.site}
     if comm_ns is not None and c.seq in comm_ns:
         # each on a track of its own: its measured time already holds any queueing behind others
         return b.add(OpKind.COMPUTE, f"{c.kind} ({c.size:,} B, measured)", data_deps=deps, extra=extra,
@@ -342,6 +355,8 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
                 prog.columns["peer"][i] = offsets.pop()
     w = Workload(programs, [prog_of[rep_of[r]] for r in range(new.world_size)],
                  [Group(k, m) for k, m in groups], f"{d.name} ({new.world_size} ranks, {new.spec()})")
+    w.rank_labels = [" ".join(f"{k}={v}" for k, v in new.coords(r).items() if k in ("pp", "dp", "tp") or new.cp > 1)
+                     for r in range(new.world_size)]
     _check_groups(w, calls, rep_of, prog_of, traced)
     if info.get("fake_ranks", True):
         w.representatives = np.asarray([new.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"])

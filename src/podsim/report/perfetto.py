@@ -24,8 +24,11 @@ def trace_events(result: Result, max_ranks: int | None = None) -> list[dict[str,
     if max_ranks is not None:
         ranks = ranks[:max_ranks]
     tids: dict[tuple[int, str], int] = {}
+    labels = result.info.get("rank_labels")
+    labels = labels if isinstance(labels, list) else []
     for rank in ranks:
-        events.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": f"rank {rank}"}})
+        name = f"rank {rank}" + (f" ({labels[rank]})" if rank < len(labels) else "")
+        events.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": name}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
         for s in result.timelines[rank]:
             key = (rank, s.stream)

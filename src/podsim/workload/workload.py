@@ -39,6 +39,9 @@ class Workload:
     #: optional: for each rank, the rank whose behaviour it provably shares (a generator that
     #: knows its layout is regular says so); engines may simulate only the representatives
     representatives: np.ndarray | None = None
+    #: optional: a label for each rank (its coordinates in a parallel layout, ``pp=0 dp=3 tp=1``),
+    #: for traces and reports
+    rank_labels: list[str] | None = None
     _index: dict[tuple[str, int], int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
