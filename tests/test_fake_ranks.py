@@ -61,6 +61,13 @@ def lonely(batch_size, parallel):
     return m, x, x, lambda m, a, b: (m(a) - b).pow(2).mean()
 
 
+def forever(batch_size, parallel):
+    import time
+    from podsim.capture import TrainingStep
+    m = torch.nn.Linear(8, 8)
+    return TrainingStep(lambda: time.sleep(3600), list(m.parameters()))
+
+
 def uneven(batch_size, parallel):
     from podsim.capture import TrainingStep
     m = torch.nn.Linear(8, 8)
@@ -185,7 +192,7 @@ def test_ranks_that_issue_different_calls_are_named(tmp_path: Path, jobs: str) -
         trace_ranks(f"{jobs}:uneven", 2, tmp_path / "t", 4, "tp=2", steps=1)
     msg = str(e.value)
     assert "ranks 0 and 1 issue different calls on group mesh_tp" in msg
-    assert "call 2 is nothing on rank 0 but all_reduce of 32 B at fake_rank_jobs.py:22 on rank 1" in msg
+    assert "call 2 is nothing on rank 0 but all_reduce of 32 B at fake_rank_jobs.py:29 on rank 1" in msg
     assert not (tmp_path / "t").exists()
 
 
@@ -206,3 +213,12 @@ def test_cli_traces_and_simulates_the_whole_job(tmp_path: Path, capsys: pytest.C
                  "--json", str(tmp_path / "res.json")]) == 0
     res = json.loads((tmp_path / "res.json").read_text())
     assert len(res["ranks"]) == 16
+
+
+def test_a_step_that_never_ends_is_stopped(tmp_path: Path, jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.cli import main
+    out = tmp_path / "t"
+    assert main(["trace", "--model", f"{jobs}:forever", "--batch-size", "1", "--steps", "1", "--world-size", "2",
+                 "--layout", "dp", "--fake-ranks", "--rank-timeout", "3", "--out", str(out)]) == 2
+    assert "--rank-timeout: stopped after 3 s: rank 0 had not finished" in capsys.readouterr().err
+    assert not out.exists()

@@ -63,9 +63,13 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, li
     if kind == "hf" and rest:
         from .hf_parallel import build
         got: Any = build(rest, batch_size, ctx)
+    elif kind == "megatron" and rest:
+        from .megatron import build as build_megatron
+        got = build_megatron(rest, batch_size, ctx)
     elif kind == "torchvision" or not rest:
         raise InputError(f"{model}: a parallel job needs a builder: hf:CONFIG.json (ready-made FSDP2 / TP / "
-                         "pipelining) or module:callable, called as callable(batch_size, parallel)", where="--model")
+                         "pipelining), megatron:CONFIG.json (Megatron-Core's GPT) or module:callable, called as "
+                         "callable(batch_size, parallel)", where="--model")
     else:
         try:
             mod = importlib.import_module(kind)
@@ -105,6 +109,7 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     if not fake:   # the job's processes share this machine's cores: no more threads than cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     if fake:
+        _groups_on_the_fake_backend(dist)
         dist.init_process_group("podsim_fake", store=dist.HashStore(), rank=rank, world_size=world_size)
     else:
         dist.init_process_group("podsim_gloo", rank=rank, world_size=world_size)
@@ -119,7 +124,8 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
         except InputError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: say what failed, cleanly
-            raise InputError(f"building {model} for {who} failed: {type(e).__name__}: {e}", where="--model") from e
+            raise InputError(f"building {model} for {who} failed: {_root_cause(e)}{_hint(e, fake, device)}",
+                             where="--model") from e
         opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(params, lr=1e-3)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         total = steps + 1
@@ -133,9 +139,7 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
                 try:
                     _run_user_step(step)
                 except Exception as e:  # noqa: BLE001 - the user's code
-                    hint = (" (a rank traced alone cannot read what other ranks send: pipelines need static shapes,"
-                            " PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))"
-                            if fake else "")
+                    hint = _hint(e, fake, device)
                     raise InputError(f"the training step of {model} on {who} failed: {_root_cause(e)}{hint}",
                                      where="--model") from e
                 opt.step()
@@ -163,6 +167,48 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     return round((hi - lo) / 1000, 6)
 
 
+def _groups_on_the_fake_backend(dist: Any) -> None:
+    """Make ``new_group`` create every group on the world's (fake) backend, whatever backend the
+    program asks for: a ``backend="gloo"`` group (Megatron-Core makes some for CPU-side work)
+    would otherwise wait forever for peers that are not there.  Each rank is traced in a
+    process of its own, so this does not outlive the trace."""
+    import inspect
+    c10d = dist.distributed_c10d
+    original = c10d.new_group
+    if getattr(original, "_podsim_fake", False):
+        return
+    signature = inspect.signature(original)
+
+    def new_group(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments.pop("backend", None)
+        bound.arguments.pop("pg_options", None)
+        return original(*bound.args, **bound.kwargs)
+    new_group._podsim_fake = True  # type: ignore[attr-defined]
+    c10d.new_group = new_group
+    dist.new_group = new_group
+
+
+def _hint(e: BaseException, fake: bool, device: str) -> str:
+    """What to do about a failed step: a model that needs a GPU, or a pipeline that reads what
+    another rank sent (its shapes) when traced alone."""
+    cause = e
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    if device == "cpu" and "CUDA" in str(cause):
+        return (": this model needs a GPU (CUDA) for its training step; trace it with --device cuda on a machine "
+                "with one")
+    tb = e.__traceback__
+    files = []
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    if fake and any("pipelining" in f for f in files):
+        return (" (a rank traced alone cannot read what other ranks send: pipelines need static shapes, "
+                "PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))")
+    return ""
+
+
 def _root_cause(e: BaseException) -> str:
     """``Type: first line`` of the innermost exception ``e`` was raised from (torch's pipelining
     wraps the real error in a long message of its own)."""
@@ -178,6 +224,24 @@ def _run_user_step(step: Callable[[], Any]) -> None:
 
 
 assert _run_user_step.__name__ == STEP_FRAME
+
+
+def _join(context: Any, timeout_s: float, what: str) -> None:
+    """Wait for spawned processes, at most ``timeout_s`` seconds (errors as :class:`InputError`).
+
+    Raises:
+        InputError: a process failed (its own message), died, or ran past the timeout (then
+            every process is stopped)."""
+    from .run import spawn_errors
+    deadline = time.monotonic() + timeout_s
+    with spawn_errors():
+        while not context.join(timeout=min(5.0, max(0.1, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                for p in context.processes:
+                    if p.is_alive():
+                        p.kill()
+                raise InputError(f"stopped after {timeout_s:g} s: {what} had not finished (a training step that waits "
+                                 "for something no rank sends never ends)", where="--rank-timeout")
 
 
 def _fresh_folder(out: Path) -> Path:
@@ -207,9 +271,12 @@ def _finish(tmp: Path, out: Path) -> None:
 
 
 def _fake_worker(_index: int, rank: int, world_size: int, args: tuple[Any, ...], path: list[str]) -> None:
-    """A fresh process tracing one rank on the fake backend."""
+    """A fresh process tracing one rank on the fake backend (libraries' warnings are not shown:
+    they would repeat for every rank)."""
     sys.path[:0] = [p for p in path if p not in sys.path]
-    trace_rank(rank, world_size, *args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace_rank(rank, world_size, *args)
 
 
 def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[str]) -> None:
@@ -222,10 +289,11 @@ def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[
 
 def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, layout_spec: str, steps: int = 2,
                 device: str = "cpu", optimizer: str = "adam", seq_len: int = 128, nproc: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> RankCapture:
+                progress: Callable[[int, int], None] | None = None, timeout_s: float = 1800.0) -> RankCapture:
     """Trace a parallel job: with ``nproc`` 0, its distinct ranks one by one in this process on
     the fake backend; with ``nproc`` = ``world_size``, every rank for real over gloo in that many
-    processes.  ``batch_size`` is each data-parallel rank's batch.
+    processes.  ``batch_size`` is each data-parallel rank's batch.  A rank (or the real job) that
+    runs longer than ``timeout_s`` seconds is stopped with an error.
 
     Raises:
         InputError: for a layout that does not divide the world, a bad device or optimizer, or
@@ -253,16 +321,16 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
         import torch.multiprocessing as mp
 
         from ..formats.pytorch_trace import read_kineto, step_window
-        from .run import _free_port, spawn_errors
+        from .run import _free_port
         if fake:   # one rank after another, each in a fresh process (see the module docstring)
             for i, r in enumerate(ranks):
-                with spawn_errors():
-                    mp.spawn(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1, join=True)
+                _join(mp.start_processes(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1,
+                                         join=False, start_method="spawn"), timeout_s, f"rank {r}")
                 if progress is not None:
                     progress(i + 1, len(ranks))
         else:
-            with spawn_errors():
-                mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
+            _join(mp.start_processes(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc,
+                                     join=False, start_method="spawn"), timeout_s, f"the {nproc} processes")
         for r in ranks:
             lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
             step_ms[r] = round((hi - lo) / 1000, 6)

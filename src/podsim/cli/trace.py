@@ -50,6 +50,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                     help="run each distinct rank's step in this process on a fake process group (calls return at "
                          "once and are recorded); ranks that differ only in their data-parallel peers are traced once")
     tr.add_argument("--json", metavar="FILE", help="with --world-size: what was traced, as JSON")
+    tr.add_argument("--rank-timeout", type=positive_arg, default=1800.0, metavar="S",
+                    help="with --world-size: stop a rank (or the real job) that runs longer than S seconds "
+                         "(default 1800)")
     tr.add_argument("--seq-len", type=count_arg, default=128, metavar="S", help="hf models: tokens per sequence")
     tr.add_argument("--out", required=True, metavar="DIR")
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -109,7 +112,7 @@ def _run_parallel(args: argparse.Namespace, progress) -> int:  # type: ignore[no
         raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
                          f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")
     c = trace_ranks(args.model, args.batch_size, args.out, args.world_size, args.layout, args.steps, args.device,
-                    args.optimizer, args.seq_len, args.nproc if real else 0, progress)
+                    args.optimizer, args.seq_len, args.nproc if real else 0, progress, args.rank_timeout)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 40 + "\r")
     how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
