@@ -47,7 +47,7 @@ def against_real(work: Path, name: str, job: str, world: int, layout: str, batch
     return rows
 
 
-def llama_1024(work: Path) -> dict:
+def llama(work: Path, world: int) -> dict:
     from podsim.api import load_workload, simulate
     from podsim.capture import trace_ranks
     cfg = work / "llama" / "config.json"
@@ -57,7 +57,7 @@ def llama_1024(work: Path) -> dict:
                                "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 1024,
                                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}))
     t0 = time.perf_counter()
-    c = trace_ranks(f"hf:{cfg}", 2, work / "llama1024", 1024, "tp=8,fsdp", steps=1, seq_len=128)
+    c = trace_ranks(f"hf:{cfg}", 2, work / f"llama{world}", world, "tp=8,fsdp", steps=1, seq_len=128)
     t1 = time.perf_counter()
     w = load_workload(c.folder)
     t2 = time.perf_counter()
@@ -87,10 +87,11 @@ def main() -> int:
             print(f"{r['job']:<14} {r['rank']:>4} {same:>10} {r['calls']:>5} {r['real_ms']:>10.3f} "
                   f"{r['replayed_ms']:>13.3f} {r['error_pct']:>6.2f}%")
     if not args.skip_llama:
-        d = llama_1024(work)
-        print(f"Llama (4 layers, hidden 512), FSDP2 x TP 8 on {d['ranks']} ranks: traced {d['traced']} ranks in "
-              f"{d['trace_s']} s, composed in {d['compose_s']} s, simulated in {d['simulate_s']} s "
-              f"(step {d['step_ms']} ms on DGX H100s)")
+        for world in (64, 1024):
+            d = llama(work, world)
+            print(f"Llama (4 layers, hidden 512), FSDP2 x TP 8 on {d['ranks']:>5} ranks: traced {d['traced']} ranks "
+                  f"in {d['trace_s']} s, composed in {d['compose_s']} s, simulated in {d['simulate_s']} s "
+                  f"(step {d['step_ms']} ms on DGX H100s)")
     return 0
 
 

@@ -222,3 +222,38 @@ def test_a_step_that_never_ends_is_stopped(tmp_path: Path, jobs: str, capsys: py
                  "--layout", "dp", "--fake-ranks", "--rank-timeout", "3", "--out", str(out)]) == 2
     assert "--rank-timeout: stopped after 3 s: rank 0 had not finished" in capsys.readouterr().err
     assert not out.exists()
+
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256,
+         "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+
+
+def test_hf_llama_under_fsdp2_tp_and_pipelining(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from podsim.api import load_workload, simulate
+    from podsim.capture import trace_ranks
+    cfg = tmp_path / "llama" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps(LLAMA))
+    c = trace_ranks(f"hf:{cfg}", 4, tmp_path / "t", 8, "tp=2,pp=2,fsdp", steps=1, seq_len=16)
+    assert c.ranks_traced == [0, 1, 4, 5]   # (pp, tp) at dp = 0: stage 1 starts at 1 x 2 x 2
+    calls = {r: _calls(c.folder, r) for r in c.ranks_traced}
+    for r, cs in calls.items():
+        by_desc = {(x["kind"], x["group_desc"]) for x in cs}
+        # FSDP2 gathers and reduces over dp, DTensor's row-parallel outputs are all-reduced over tp
+        assert {("all_gather", "mesh_dp"), ("reduce_scatter", "mesh_dp"), ("all_reduce", "mesh_tp")} <= by_desc
+        p2p = [x for x in cs if x["kind"] in ("send", "recv")]
+        # 4 micro-batches: stage 0 sends 4 activations and receives 4 gradients, stage 1 the reverse
+        peer = r + 4 if r < 4 else r - 4
+        assert len(p2p) == 8 and {x["peer"] for x in p2p} == {peer}
+        assert sum(x["kind"] == "send" for x in p2p) == 4
+        # an activation of one micro-batch: 1 x 16 tokens x 64 hidden x 4 bytes
+        assert {x["bytes"] for x in p2p} == {1 * 16 * 64 * 4}
+    w = load_workload(c.folder)
+    assert w.num_ranks == 8 and len(w.programs) == 4
+    res = simulate(w, cluster="dgx-h100")
+    assert all(r.finish_ns > 0 for r in res.ranks)
+    with pytest.raises(InputError, match="tp=3 must divide the attention heads"):
+        trace_ranks(f"hf:{cfg}", 4, tmp_path / "bad", 6, "tp=3", steps=1, seq_len=16)
