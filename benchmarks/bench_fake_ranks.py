@@ -76,6 +76,9 @@ def main() -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="podsim-fake-ranks-"))
     work.mkdir(parents=True, exist_ok=True)
     if not args.skip_real:
+        # the real job's processes each get one thread (podsim gives a process of an N-process job on
+        # C cores C // N threads); the fake ranks are traced with the same, so compute compares
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // 4))
         rows = (against_real(work, "fsdp-tp", "mlp", 4, "tp=2,fsdp", 8)
                 + against_real(work, "fsdp-tp-fixed", "fixed_time_mlp", 4, "tp=2,fsdp", 8)
                 + against_real(work, "pipeline", "mlp", 2, "pp=2", 4)
@@ -86,6 +89,7 @@ def main() -> int:
             same = "traced" if r["same_calls"] is None else ("yes" if r["same_calls"] else "NO")
             print(f"{r['job']:<14} {r['rank']:>4} {same:>10} {r['calls']:>5} {r['real_ms']:>10.3f} "
                   f"{r['replayed_ms']:>13.3f} {r['error_pct']:>6.2f}%")
+    os.environ.pop("OMP_NUM_THREADS", None)
     if not args.skip_llama:
         for world in (64, 1024):
             d = llama(work, world)

@@ -108,6 +108,9 @@ def _run_parallel(args: argparse.Namespace, progress) -> int:  # type: ignore[no
         raise InputError("a parallel job needs both --world-size N and --layout tp=T[,pp=P][,cp=C][,fsdp]",
                          where="--world-size" if args.world_size is None else "--layout")
     real = args.nproc > 1
+    if args.fake_ranks and real:
+        raise InputError("give --fake-ranks (the distinct ranks, one by one, in this process) or --nproc N (every "
+                         "rank for real over gloo), not both", where="--fake-ranks")
     if args.fake_ranks == real:
         raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
                          f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")

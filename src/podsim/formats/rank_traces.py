@@ -278,18 +278,21 @@ def _spans(members: tuple[int, ...], layout: Layout, where: str) -> tuple[str, .
     return dims if size == len(set(members)) else None
 
 
-def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int) -> tuple[int, ...]:
+def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int,
+                     dims: tuple[str, ...] | None | bool = False) -> tuple[int, ...]:
     """The group of ``rank`` (in layout ``new``) that plays the part ``members`` play for the
-    traced rank ``rep`` (in layout ``old``)."""
-    dims = _spans(members, old, "")
-    c = new.coords(rank)
+    traced rank ``rep`` (in layout ``old``).  ``dims``: the mesh dimensions ``members`` span, if
+    known (:func:`_spans`)."""
+    if dims is False:
+        dims = _spans(members, old, "")
     if dims is None:
         if old.dp != new.dp:
             raise InputError(f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
                              f"for {new.world_size} ranks; simulate the job on its own {old.world_size}")
         shift = rank - rep   # the same data-parallel offset
         return tuple(m + shift for m in members)
-    grid = [[c[d]] if d not in dims else list(range(getattr(new, d))) for d in DIMS]
+    c = new.coords(rank)
+    grid = [[c[d]] if d not in dims else list(range(getattr(new, d))) for d in DIMS]  # type: ignore[operator]
     return tuple(sorted(new.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2]
                         for t in grid[3]))
 
@@ -335,10 +338,21 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
     if missing:
         raise InputError(f"ranks {missing} were not traced (ranks_traced lists {traced})", str(d / "capture.json"))
     groups: dict[tuple[str, tuple[int, ...]], None] = {}
+    # each traced rank's groups, and the mesh dimensions each spans (once, not once a rank)
+    spans = {rep: [(key, members, _spans(members, old, "")) for key, members in
+                   {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items()] for rep in traced}
+    made: dict[tuple[Any, ...], tuple[int, ...]] = {}   # (key, dims, coords off the group) -> group
     for r in range(new.world_size):
         rep = rep_of[r]
-        for key, members in {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items():
-            groups[(key, _translate_group(members, r, old, new, rep))] = None
+        coords = new.coords(r)
+        for key, members, dims in spans[rep]:
+            if dims is None:
+                groups[(key, _translate_group(members, r, old, new, rep, None))] = None
+                continue
+            where = (key, dims, tuple(coords[d] for d in DIMS if d not in dims))
+            if where not in made:
+                made[where] = _translate_group(members, r, old, new, rep, dims)
+                groups[(key, made[where])] = None
     # peers: the offset of each send / receive must be the same for every rank of a program
     for rep, prog in zip(traced, programs):
         op_of = {e["seq"]: i for i, e in prog.extras.items() if "seq" in e}
