@@ -1,6 +1,6 @@
 """Ex-situ tracing (``podsim trace --fake-ranks``) against reality, and its cost.
 
-1. Against a real job on this machine: two small jobs run for real over gloo on the CPU
+1. Against a real job on this machine: small jobs run for real over gloo on the CPU
    (``--nproc``) and are traced rank by rank on the fake process group.  Per rank: whether both
    list the same calls (kind, bytes, group ranks, peer, order), and the fake-rank workload
    replayed with the real capture's measured time for each call, against the real step.
@@ -81,6 +81,8 @@ def main() -> int:
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // 4))
         rows = (against_real(work, "fsdp-tp", "mlp", 4, "tp=2,fsdp", 8)
                 + against_real(work, "fsdp-tp-fixed", "fixed_time_mlp", 4, "tp=2,fsdp", 8)
+                + against_real(work, "fsdp-2", "mlp", 2, "fsdp", 8)
+                + against_real(work, "tp-2", "mlp", 2, "tp=2", 8)
                 + against_real(work, "pipeline", "mlp", 2, "pp=2", 4)
                 + against_real(work, "pipeline-fixed", "fixed_time_pipeline", 2, "pp=2", 4))
         print(f"{'job':<14} {'rank':>4} {'same calls':>10} {'calls':>5} {'real (ms)':>10} {'replayed (ms)':>13} "
