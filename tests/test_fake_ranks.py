@@ -257,3 +257,106 @@ def test_hf_llama_under_fsdp2_tp_and_pipelining(tmp_path: Path) -> None:
     assert all(r.finish_ns > 0 for r in res.ranks)
     with pytest.raises(InputError, match="tp=3 must divide the attention heads"):
         trace_ranks(f"hf:{cfg}", 4, tmp_path / "bad", 6, "tp=3", steps=1, seq_len=16)
+
+
+# --- composition of hand-written rank traces (no torch) ----------------------------------------
+
+def _write_rank(folder: Path, rank: int, ops: list[tuple[str, float, float]], marks: list[tuple[str, float, float]],
+                calls: list[dict]) -> None:
+    """A rank's Kineto trace (times in us: a 100,000 us ProfilerStep, host ``ops`` and ``podsim::``
+    marks as (name, ts, dur)) and its comms file."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100_000, "tid": 1}]
+    ev += [{"ph": "X", "cat": "cpu_op", "name": n, "ts": ts, "dur": dur, "tid": 1} for n, ts, dur in ops]
+    ev += [{"ph": "X", "cat": "user_annotation", "name": n, "ts": ts, "dur": dur, "tid": 1} for n, ts, dur in marks]
+    (folder / f"kineto.{rank}.json").write_text(json.dumps({"traceEvents": ev}))
+    (folder / f"comms.{rank}.json").write_text(json.dumps({"rank": rank, "calls": calls}))
+
+
+def _job(folder: Path, world: int = 2, layout: str = "tp=2", traced: list[int] | None = None) -> Path:
+    folder.mkdir()
+    lay = parse_layout(layout, world)
+    (folder / "capture.json").write_text(json.dumps({"world_size": world, "layout": lay.to_json(), "fake_ranks": True,
+                                                     "ranks_traced": traced or lay.distinct_ranks()}))
+    return folder
+
+
+def _all_reduce(seq: int, site: str = "job.py:7") -> dict:
+    return {"seq": seq, "kind": "all_reduce", "bytes": 1 << 20, "group": "3", "group_desc": "mesh_tp",
+            "ranks": [0, 1], "site": site, "waited": True}
+
+
+def test_a_wait_holds_the_host_until_its_call_ends(tmp_path: Path) -> None:
+    from podsim.api import load_workload, simulate
+    d = _job(tmp_path / "job")
+    # rank 0 computes 10 ms, issues a 1 MiB all-reduce, computes 5 ms, waits 1 ms (traced alone:
+    # at once), computes 4 ms; rank 1 computes 30 ms before the same all-reduce, then waits
+    _write_rank(d, 0, [("aten::mm", 0, 10_000), ("aten::relu", 10_000, 5_000), ("aten::add", 16_000, 4_000)],
+                [("podsim::all_reduce#5", 10_000, 10), ("podsim::wait#5", 15_000, 1_000)], [_all_reduce(5)])
+    _write_rank(d, 1, [("aten::mm", 0, 30_000), ("aten::add", 30_000, 2_000)],
+                [("podsim::all_reduce#9", 30_000, 10), ("podsim::wait#9", 30_000, 10)], [_all_reduce(9)])
+    res = simulate(load_workload(d), cluster="dgx-h100", use_symmetry=False)
+    # a piece of host time lasts until the next cut (the step's end after the last op): rank 1 is
+    # 30 ms, the all-reduce, then 100 - 30.01 ms (its 10 us in the wait are dropped)
+    ar = res.ranks[1].finish_ns - 30_000_000 - 69_990_000
+    assert 0 < ar < 1_000_000   # 1 MiB over NVLink: tens of microseconds
+    # rank 0: 10 ms, then 5 ms while the all-reduce waits for rank 1 (issued at 30 ms); its 1 ms
+    # in the wait is dropped, and the rest (84 ms from 16 ms) starts when the all-reduce ends
+    assert res.ranks[0].finish_ns == 30_000_000 + ar + 84_000_000
+    assert res.ranks[0].comm_ns >= ar
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: (d / "capture.json").write_text('{"world_size": "two"}'), "world_size: expected a world size >= 1"),
+    (lambda d: (d / "capture.json").write_text(json.dumps({"world_size": 2, "layout": {"spec": "tp=2"},
+                                                           "ranks_traced": [0, 5]})), "ranks_traced: expected"),
+    (lambda d: (d / "capture.json").write_text(json.dumps({"world_size": 2, "layout": {"spec": "tp=4"},
+                                                           "ranks_traced": [0]})), "needs a multiple of"),
+    (lambda d: (d / "comms.1.json").write_text('{"calls": [{"seq": 1, "kind": "allreduce"}]}'),
+     "calls[0].kind: unknown kind 'allreduce'"),
+    (lambda d: (d / "comms.1.json").write_text('{"calls": [{"seq": 1, "kind": "send", "bytes": 4, "ranks": [0, 1]}]}'),
+     "calls[0].peer: a send needs a peer rank"),
+    (lambda d: (d / "comms.1.json").write_text('{"calls": [{"seq": 1, "kind": "barrier", "bytes": -4}]}'),
+     "calls[0].bytes: expected a whole number >= 0"),
+    (lambda d: (d / "kineto.1.json").unlink(), "the trace of rank 1 is missing"),
+    (lambda d: (d / "comms.1.json").write_text(json.dumps({"calls": [_all_reduce(7)]})),
+     "calls [7] of the comms file are not marked in the trace"),
+    (lambda d: (d / "comms.1.json").write_text(json.dumps({"calls": [_all_reduce(9) | {"bytes": 64}]})),
+     "call 1 is all_reduce of 1,048,576 B at job.py:7 on rank 0 but all_reduce of 64 B at job.py:7 on rank 1"),
+])
+def test_bad_rank_traces(tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    from podsim.api import load_workload
+    d = _job(tmp_path / "job")
+    _write_rank(d, 0, [("aten::mm", 0, 10_000)], [("podsim::all_reduce#5", 10_000, 10)], [_all_reduce(5)])
+    _write_rank(d, 1, [("aten::mm", 0, 10_000)], [("podsim::all_reduce#9", 10_000, 10)], [_all_reduce(9)])
+    load_workload(d)   # well formed
+    edit(d)
+    with pytest.raises(InputError) as e:
+        load_workload(d)
+    assert message in str(e.value), str(e.value)
+
+
+def test_rank_lists_stay_short() -> None:
+    from podsim.report.summary import rank_ranges
+    assert rank_ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert rank_ranges(list(range(0, 512, 2))) == "0,2,...,510"
+    assert rank_ranges([r for r in range(1024) if r % 4 < 2]) == "0-1,4-5,8-9,...,1020-1021 (512 ranks)"
+    assert rank_ranges([0, 2, 4]) == "0,2,4"
+
+
+def test_megatron_core_says_what_it_needs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    import importlib.util
+
+    from podsim.cli import main
+    cfg = tmp_path / "gpt" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps(LLAMA))
+    out = tmp_path / "t"
+    assert main(["trace", "--model", f"megatron:{cfg}", "--batch-size", "2", "--seq-len", "16", "--steps", "1",
+                 "--world-size", "2", "--layout", "tp=2", "--fake-ranks", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    if importlib.util.find_spec("megatron.core") is None:   # the optional extra is not installed
+        assert "pip install megatron-core" in err, err
+    else:   # installed: its forward pass needs CUDA, which a CPU-only torch does not have
+        assert "this model needs a GPU (CUDA); trace it with --device cuda" in err, err
+    assert "Traceback" not in err and not out.exists()

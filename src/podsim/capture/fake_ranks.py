@@ -196,7 +196,7 @@ def _hint(e: BaseException, fake: bool, device: str) -> str:
     while cause.__cause__ is not None:
         cause = cause.__cause__
     if device == "cpu" and "CUDA" in str(cause):
-        return (": this model needs a GPU (CUDA) for its training step; trace it with --device cuda on a machine "
+        return (": this model needs a GPU (CUDA); trace it with --device cuda on a machine "
                 "with one")
     tb = e.__traceback__
     files = []

@@ -32,7 +32,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                                "called as f(batch_size, parallel) (parallel: rank, world_size, layout, mesh) and builds\n"
                                "that rank's parallel model (or returns podsim.capture.TrainingStep).  Needs torch.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    tr.add_argument("--model", required=True, metavar="MODEL", help="torchvision:NAME, hf:CONFIG.json or module:callable")
+    tr.add_argument("--model", required=True, metavar="MODEL",
+                    help="torchvision:NAME, hf:CONFIG.json, module:callable; with --world-size also "
+                         "megatron:CONFIG.json (Megatron-Core's GPT)")
     tr.add_argument("--batch-size", type=count_arg, required=True, metavar="B")
     tr.add_argument("--steps", type=count_arg, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
     tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])

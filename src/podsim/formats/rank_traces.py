@@ -267,7 +267,7 @@ def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:
     return info, layout
 
 
-def _spans(members: tuple[int, ...], layout: Layout, where: str) -> tuple[str, ...] | None:
+def _spans(members: tuple[int, ...], layout: Layout) -> tuple[str, ...] | None:
     """The mesh dimensions a group spans, when it is a whole slice of the mesh along them (None
     otherwise)."""
     coords = [layout.coords(m) for m in members]
@@ -284,7 +284,7 @@ def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layo
     traced rank ``rep`` (in layout ``old``).  ``dims``: the mesh dimensions ``members`` span, if
     known (:func:`_spans`)."""
     if dims is False:
-        dims = _spans(members, old, "")
+        dims = _spans(members, old)
     if dims is None:
         if old.dp != new.dp:
             raise InputError(f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
@@ -339,7 +339,7 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
         raise InputError(f"ranks {missing} were not traced (ranks_traced lists {traced})", str(d / "capture.json"))
     groups: dict[tuple[str, tuple[int, ...]], None] = {}
     # each traced rank's groups, and the mesh dimensions each spans (once, not once a rank)
-    spans = {rep: [(key, members, _spans(members, old, "")) for key, members in
+    spans = {rep: [(key, members, _spans(members, old)) for key, members in
                    {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items()] for rep in traced}
     made: dict[tuple[Any, ...], tuple[int, ...]] = {}   # (key, dims, coords off the group) -> group
     for r in range(new.world_size):
@@ -372,6 +372,12 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
     w.rank_labels = [" ".join(f"{k}={v}" for k, v in new.coords(r).items() if k in ("pp", "dp", "tp") or new.cp > 1)
                      for r in range(new.world_size)]
     _check_groups(w, calls, rep_of, prog_of, traced)
+    batch = info.get("batch_size")
+    if new is not old and isinstance(batch, int):
+        programs[0].notes.append(
+            f"traced as {old.world_size} ranks ({old.spec()}, dp={old.dp}), simulated as {new.world_size} (dp={new.dp}): "
+            f"each data-parallel rank keeps its batch of {batch}, so the global batch is {batch * new.dp} "
+            f"(traced: {batch * old.dp}); data-parallel groups follow, call sizes do not change")
     if info.get("fake_ranks", True):
         w.representatives = np.asarray([new.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"])
                                         for r in range(new.world_size)], dtype=np.int64)

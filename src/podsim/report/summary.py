@@ -13,9 +13,14 @@ def _row_key(r: RankResult) -> tuple[int, ...]:
     return tuple(getattr(r, f) for _, f in _COLS) + (r.cpu_ns, r.mem_ns)
 
 
-def rank_ranges(ranks: list[int]) -> str:
-    """Compact rank list: ``[0, 1, 2, 5, 7, 8]`` -> ``"0-2,5,7-8"``."""
+def rank_ranges(ranks: list[int], max_parts: int = 8) -> str:
+    """Compact rank list: ``[0, 1, 2, 5, 7, 8]`` -> ``"0-2,5,7-8"``; an even stride of four or more
+    ranks as ``"0,2,...,510"``; more than ``max_parts`` parts as the first three, ``...``, the
+    last and the count (``"0-1,4-5,8-9,...,1020-1021 (512 ranks)"``)."""
     ranks = sorted(ranks)
+    if len(ranks) >= 4 and ranks[1] - ranks[0] > 1 and all(b - a == ranks[1] - ranks[0]
+                                                           for a, b in zip(ranks, ranks[1:])):
+        return f"{ranks[0]},{ranks[1]},...,{ranks[-1]}"
     out = []
     start = prev = ranks[0]
     for r in ranks[1:] + [None]:  # type: ignore[list-item]
@@ -25,6 +30,8 @@ def rank_ranges(ranks: list[int]) -> str:
         out.append(str(start) if start == prev else f"{start}-{prev}")
         if r is not None:
             start = prev = r
+    if len(out) > max_parts:
+        return ",".join(out[:3]) + f",...,{out[-1]} ({len(ranks)} ranks)"
     return ",".join(out)
 
 
