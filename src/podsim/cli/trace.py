@@ -51,7 +51,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     tr.add_argument("--fake-ranks", action="store_true",
                     help="run each distinct rank's step in this process on a fake process group (calls return at "
                          "once and are recorded); ranks that differ only in their data-parallel peers are traced once")
-    tr.add_argument("--json", metavar="FILE", help="with --world-size: what was traced, as JSON")
+    tr.add_argument("--json", metavar="OUT", help="with --world-size: what was traced, as JSON")
     tr.add_argument("--rank-timeout", type=positive_arg, default=1800.0, metavar="S",
                     help="with --world-size: stop a rank (or the real job) that runs longer than S seconds "
                          "(default 1800)")
