@@ -58,7 +58,6 @@ class RankCapture:
 def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, list[Any], Callable[[], Any]]:
     """(module to keep alive, parameters, one training step's forward + backward) of ``model``
     on the rank ``ctx`` says."""
-    import importlib
     kind, _, rest = model.partition(":")
     if kind == "hf" and rest:
         from .hf_parallel import build
@@ -71,14 +70,8 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, li
                          "pipelining), megatron:CONFIG.json (Megatron-Core's GPT) or module:callable, called as "
                          "callable(batch_size, parallel)", where="--model")
     else:
-        try:
-            mod = importlib.import_module(kind)
-        except ImportError as e:
-            raise InputError(f"cannot import module {kind!r}: {e}", where="--model") from None
-        fn = getattr(mod, rest, None)
-        if not callable(fn):
-            raise InputError(f"module {kind!r} has no callable {rest!r}", where="--model")
-        got = fn(batch_size, ctx)
+        from .models import user_callable
+        got = user_callable(kind, rest)(batch_size, ctx)
     if isinstance(got, TrainingStep):
         return got, list(got.parameters), got.step
     if isinstance(got, tuple) and len(got) in (3, 4):

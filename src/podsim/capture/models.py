@@ -84,6 +84,22 @@ def transformers_module() -> Any:
     return transformers
 
 
+def user_callable(module: str, name: str) -> Callable[..., Any]:
+    """The callable ``name`` of ``module`` (``--model module:callable``).
+
+    Raises:
+        InputError: the module cannot be imported, or has no such callable.
+    """
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise InputError(f"cannot import module {module!r}: {e}", where="--model") from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise InputError(f"module {module!r} has no callable {name!r}", where="--model")
+    return fn
+
+
 def _cross_entropy(model: Any, x: Any, y: Any) -> Any:
     torch = torch_module()
     return torch.nn.functional.cross_entropy(model(x), y)
@@ -135,14 +151,7 @@ def _resolve(spec: str, batch_size: int, seq_len: int, image_size: int) -> Train
         model = transformers.AutoModelForCausalLM.from_config(config)
         x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))
         return TrainingSetup(spec, model, x, x, lambda m, a, b: m(input_ids=a, labels=b).loss)
-    try:
-        mod = importlib.import_module(kind)
-    except ImportError as e:
-        raise InputError(f"cannot import module {kind!r}: {e}", where="--model") from None
-    fn = getattr(mod, rest, None)
-    if not callable(fn):
-        raise InputError(f"module {kind!r} has no callable {rest!r}", where="--model")
-    got = fn(batch_size)
+    got = user_callable(kind, rest)(batch_size)
     if not isinstance(got, tuple) or len(got) not in (3, 4):
         raise InputError(f"{spec}({batch_size}) must return (model, inputs, targets[, loss_fn])", where="--model")
     loss = got[3] if len(got) == 4 else _cross_entropy

@@ -128,6 +128,17 @@ def read_calls(path: str | Path) -> list[Call]:
     return out
 
 
+def _marks(k: Any, lo: float, hi: float) -> list[tuple[str, int, float, float]]:
+    """podsim's marks in the step ``[lo, hi)`` of a Kineto trace: ``(kind or "wait", seq, ts, dur)``
+    (us)."""
+    out = []
+    for a in k.annotations:
+        m = _MARK.match(a.name)
+        if m and lo <= a.ts < hi:
+            out.append((m.group(1), int(m.group(2)), a.ts, a.dur))
+    return out
+
+
 def rank_program(kineto: str | Path, calls: list[Call], rank: int,
                  comm_ns: dict[int, int] | None = None) -> Program:
     """One traced rank's program (see the module docstring).  ``comm_ns`` (call seq -> ns):
@@ -146,15 +157,11 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
     by_seq = {c.seq: c for c in calls}
     issues: dict[int, float] = {}
     waits: list[tuple[float, float, int]] = []
-    for a in k.annotations:
-        m = _MARK.match(a.name)
-        if not m or not lo <= a.ts < hi:
-            continue
-        seq = int(m.group(2))
-        if m.group(1) == "wait":
-            waits.append((a.ts, a.dur, seq))
+    for what, seq, ts, dur in _marks(k, lo, hi):
+        if what == "wait":
+            waits.append((ts, dur, seq))
         elif seq in by_seq:
-            issues[seq] = a.ts
+            issues[seq] = ts
     missing = [c.seq for c in calls if c.seq not in issues]
     if missing:
         raise InputError(f"calls {missing[:5]} of the comms file are not marked in the trace (podsim::<kind>#<seq>):"
@@ -434,15 +441,11 @@ def measured_comm_ns(folder: str | Path) -> dict[int, list[int]]:
         lo, hi, _ = step_window(k)
         issue: dict[int, tuple[float, float]] = {}
         done: dict[int, float] = {}
-        for a in k.annotations:
-            m = _MARK.match(a.name)
-            if not m or not lo <= a.ts < hi:
-                continue
-            seq = int(m.group(2))
-            if m.group(1) == "wait":
-                done[seq] = max(done.get(seq, 0.0), a.ts + a.dur)
+        for what, seq, ts, dur in _marks(k, lo, hi):
+            if what == "wait":
+                done[seq] = max(done.get(seq, 0.0), ts + dur)
             else:
-                issue[seq] = (a.ts, a.ts + a.dur)
+                issue[seq] = (ts, ts + dur)
         out[r] = [max(1, round((max(done.get(c.seq, 0.0), issue[c.seq][1]) - issue[c.seq][0]) * 1000))
                   for c in read_calls(d / f"comms.{r}.json") if c.seq in issue]
     return out
