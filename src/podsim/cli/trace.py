@@ -81,7 +81,7 @@ def _run_trace(args: argparse.Namespace) -> int:
             sys.stderr.flush()
 
     if args.world_size is not None or args.layout is not None or args.fake_ranks:
-        return _run_parallel(args, progress)
+        return _run_parallel(args)
     c = capture(args.model, args.batch_size, args.out, args.steps, args.device, args.optimizer, args.seq_len,
                 progress, args.nproc, args.bucket_mb)
     if sys.stderr.isatty():
@@ -98,7 +98,7 @@ def _run_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_parallel(args: argparse.Namespace, progress) -> int:  # type: ignore[no-untyped-def]
+def _run_parallel(args: argparse.Namespace) -> int:
     """A parallel job: its distinct ranks on a fake process group, or every rank for real."""
     import json
 
@@ -116,8 +116,14 @@ def _run_parallel(args: argparse.Namespace, progress) -> int:  # type: ignore[no
     if args.fake_ranks == real:
         raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
                          f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")
+    def ranks_done(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            bar = "#" * (20 * done // total)
+            sys.stderr.write(f"\r  traced {done}/{total} ranks [{bar:<20}]")
+            sys.stderr.flush()
+
     c = trace_ranks(args.model, args.batch_size, args.out, args.world_size, args.layout, args.steps, args.device,
-                    args.optimizer, args.seq_len, args.nproc if real else 0, progress, args.rank_timeout)
+                    args.optimizer, args.seq_len, args.nproc if real else 0, ranks_done, args.rank_timeout)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 40 + "\r")
     how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
