@@ -360,3 +360,29 @@ def test_megatron_core_says_what_it_needs(tmp_path: Path, capsys: pytest.Capture
     else:   # installed: its forward pass needs CUDA, which a CPU-only torch does not have
         assert "this model needs a GPU (CUDA); trace it with --device cuda" in err, err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_on_a_cuda_trace_calls_follow_the_stream_not_the_host(tmp_path: Path) -> None:
+    from podsim.api import load_workload, simulate
+    d = _job(tmp_path / "job")
+    for rank in (0, 1):
+        # the host launches kernel A (10 ms) at 0 ms, issues an all-reduce at 1 ms, waits for it at
+        # 2 ms (NCCL: the stream waits, the host goes on) and launches kernel B (5 ms) at 3 ms; the
+        # step's host part ends at 12 ms
+        _write_rank(d, rank, [("aten::mm", 0, 500), ("aten::add", 3_000, 500)],
+                    [("podsim::all_reduce#5", 1_000, 10), ("podsim::wait#5", 2_000, 10)], [_all_reduce(5)])
+        trace = json.loads((d / f"kineto.{rank}.json").read_text())
+        trace["traceEvents"][0]["dur"] = 12_000
+        for corr, (ts, dur) in enumerate([(0, 10_000), (3_000, 5_000)]):
+            trace["traceEvents"] += [
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts + 100, "dur": 5, "tid": 1,
+                 "args": {"correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": f"kernel {'AB'[corr]}", "ts": ts + 200, "dur": dur, "tid": 7,
+                 "args": {"correlation": corr, "stream": 7}}]
+        (d / f"kineto.{rank}.json").write_text(json.dumps(trace))
+    res = simulate(load_workload(d), cluster="dgx-h100", use_symmetry=False)
+    for r in res.ranks:
+        # the all-reduce waits for kernel A (its input), kernel B for the all-reduce: 10 + ar + 5 ms,
+        # while the host (12 ms, not held by the wait) finishes first
+        assert 0 < r.comm_ns < 1_000_000
+        assert r.finish_ns == 15_000_000 + r.comm_ns

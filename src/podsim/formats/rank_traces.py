@@ -11,8 +11,10 @@ every call and every wait.  Each piece is a host op lasting until the next cut (
 kept) and keeps the name of the top-level op it belongs to; a call becomes a collective (or a
 send / receive) issued when the host reaches it, on a stream of its group; the time the program
 spent inside a wait is dropped and the piece after it waits for the call instead, so a faster
-or slower network moves the rest of the step.  GPU kernels (a CUDA trace) run on their streams
-after the piece that launched them.
+or slower network moves the rest of the step.  On a CUDA trace the host pieces launch the work:
+kernels run on their streams once the piece that launched them has begun; a call also waits for
+the GPU work launched before it (NCCL orders it after its inputs), and a wait holds the streams'
+later kernels, not the host (NCCL's ``wait`` makes the stream wait).
 
 **The job**: every rank of the world runs the program of the traced rank at its ``(pp, tp)``
 coordinate.  Each group is rebuilt around each rank (the mesh dimensions its members span), a
@@ -182,6 +184,7 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
     comm_idx: dict[int, int] = {}
     seg_start: list[float] = []
     seg_idx: list[int] = []
+    stream_waits: list[tuple[float, int]] = []   # (when the host waited, the call) on a CUDA trace
 
     def segment(until: float) -> None:
         nonlocal prev, pending
@@ -207,13 +210,22 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
             comm_idx[payload] = _call_op(b, by_seq[payload], rank, prev, comm_ns)
         else:
             dur, seq = payload
-            pending.append(comm_idx[seq])
+            if on_host:   # CUDA: the wait makes the GPU's stream wait, not the host
+                stream_waits.append((t, comm_idx[seq]))
+            else:
+                pending.append(comm_idx[seq])
             cur = max(cur, min(t + dur, hi))
     segment(hi)
     if pending:   # waits at the very end of the step: a last host op finishes after them
         b.add(OpKind.COMPUTE, "host (after the last wait)", data_deps=prev + pending, duration_ns=1, is_cpu=on_host,
               stream="host")
-    _gpu_events(b, k, lo, hi, seg_start, seg_idx)
+    launched = _gpu_events(b, k, lo, hi, seg_start, seg_idx, stream_waits)
+    if launched:   # CUDA: a call starts once the GPU work launched before it is done (NCCL's stream order)
+        times = [t for t, _ in launched]
+        for seq, idx in comm_idx.items():
+            j = bisect.bisect_left(times, issues[seq]) - 1
+            if j >= 0:
+                b.add_deps(idx, [launched[j][1]])
     prog = b.build()
     prog.relative_peers = True
     return prog
@@ -242,18 +254,31 @@ def _call_op(b: ProgramBuilder, c: Call, rank: int, deps: list[int], comm_ns: di
                  group=c.group, extra=extra, stream=f"comm {c.group}")
 
 
-def _gpu_events(b: ProgramBuilder, k: Any, lo: float, hi: float, seg_start: list[float], seg_idx: list[int]) -> None:
-    """GPU kernels, copies and memsets of the step on their streams, each after the host piece
-    in which it was launched."""
+def _gpu_events(b: ProgramBuilder, k: Any, lo: float, hi: float, seg_start: list[float], seg_idx: list[int],
+                waits: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """GPU kernels, copies and memsets of the step on their streams, each once the host piece
+    in which it was launched has begun, and after every call the host waited for before launching it (a
+    wait on a CUDA tensor's work holds the stream).  Returns ``(launch time, op)`` in launch
+    order."""
     last_on: dict[int, int] = {}
-    for g in sorted((g for g in k.gpu if g.correlation in k.launches and lo <= k.launches[g.correlation][0] < hi),
-                    key=lambda g: g.ts):
+    waited_on: dict[int, int] = {}   # stream -> how many of ``waits`` it already waits for
+    out = []
+    events = sorted((g for g in k.gpu if g.correlation in k.launches and lo <= k.launches[g.correlation][0] < hi),
+                    key=lambda g: (k.launches[g.correlation][0], g.ts))
+    wait_times = [t for t, _ in waits]
+    for g in events:
+        launch = k.launches[g.correlation][0]
         deps = [last_on[g.stream]] if g.stream in last_on else []
-        j = bisect.bisect_right(seg_start, k.launches[g.correlation][0]) - 1
-        if j >= 0:
-            deps.append(seg_idx[j])
+        j = bisect.bisect_right(seg_start, launch) - 1   # the piece that launched it: it may start with it
+        if j >= 1:
+            deps.append(seg_idx[j - 1])
+        n = bisect.bisect_right(wait_times, launch)
+        deps += [c for _, c in waits[waited_on.get(g.stream, 0):n]]
+        waited_on[g.stream] = max(n, waited_on.get(g.stream, 0))
         last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, duration_ns=max(1, round(g.dur * 1000)),
                                   stream=f"cuda stream {g.stream}")
+        out.append((launch, last_on[g.stream]))
+    return out
 
 
 def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:

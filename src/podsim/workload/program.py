@@ -171,6 +171,10 @@ class ProgramBuilder:
             self._extras[idx] = dict(extra)
         return idx
 
+    def add_deps(self, idx: int, data_deps: Sequence[int]) -> None:
+        """Make op ``idx`` also wait for ``data_deps`` (ops added before or after it)."""
+        self._data[idx] = self._data[idx] + tuple(d for d in data_deps if d not in self._data[idx])
+
     def build(self) -> Program:
         """Freeze into arrays."""
         n = len(self._rows)
