@@ -99,12 +99,11 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     from torch.profiler import ProfilerActivity, profile, schedule
 
     register_backends(dist, torch)
-    if not fake:   # the job's processes share this machine's cores: no more threads than cores
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     if fake:
         _groups_on_the_fake_backend(dist)
         dist.init_process_group("podsim_fake", store=dist.HashStore(), rank=rank, world_size=world_size)
-    else:
+    else:   # the job's processes share this machine's cores: no more threads than cores
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group("podsim_gloo", rank=rank, world_size=world_size)
     who = f"rank {rank} of {world_size} ({', '.join(f'{d}={v}' for d, v in layout.coords(rank).items())})"
     out = Path(folder)
