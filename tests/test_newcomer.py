@@ -166,8 +166,11 @@ def test_one_vocabulary_across_subcommands() -> None:
                 seen.setdefault(a.option_strings[0], {})[name] = (a.type, a.choices and tuple(a.choices), a.metavar)
     # a shared idea is spelled, typed and offered the same way wherever it appears
     for flag in ("--backend", "--cluster", "--trace-ranks", "--json", "--gpus", "--seq-len", "--micro-batch"):
-        variants = set(seen.get(flag, {}).values())
+        # search takes several GPU counts (--gpus N[,N...], as issue #15 spells it): one is any other's N
+        variants = {v for cmd, v in seen.get(flag, {}).items() if not (cmd == "search" and flag == "--gpus")}
         assert len(variants) == 1, (flag, seen.get(flag))
+    search_gpus = sub.choices["search"]._option_string_actions["--gpus"].type
+    assert search_gpus("8") == (8,) and search_gpus("8,16") == (8, 16)
     assert len(seen["--backend"]) >= 4 and len(seen["--cluster"]) >= 5
     # the peers' and older spellings are aliases only, never an option's own name
     for alias in ("--chrome-trace", "--chrome_trace", "--micro-batch-size", "--pipeline-schedule", "--list-clusters"):

@@ -1,0 +1,116 @@
+"""``podsim search``: evaluate every training layout of a space and rank them (issue #15; first
+part: local worker processes, the analytical or flow backend, no results store yet).
+
+Each layout that :func:`~podsim.sweep.space.enumerate_layouts` keeps is simulated as ``podsim llm``
+would (:func:`podsim.llm.run.simulate_training`), in a pool of worker processes, and ranked by
+the objective: ``tokens`` (tokens per second, highest first), ``mfu`` or ``time`` (iteration
+time, lowest first).  Every row carries the ``podsim llm`` command line that reproduces it.
+Units: s, GiB, tokens/s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import InputError
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig, from_hf_config, get_model
+from .space import Space, enumerate_layouts
+
+OBJECTIVES = ("tokens", "mfu", "time")
+
+
+@dataclass
+class SearchResult:
+    """Ranked rows (best first), how many layouts were evaluated, and the rejected ones by reason."""
+
+    rows: list[dict[str, Any]]
+    evaluated: int
+    rejected: Counter[str]
+    objective: str
+
+
+def load_model(model: str | None, model_config: str | None) -> ModelConfig:
+    """A zoo model by name, or one from a HuggingFace-style config.
+
+    Raises:
+        InputError: neither or both given, or an unknown name / bad file.
+    """
+    if (model is None) == (model_config is None):
+        raise InputError("give --model NAME or --model-config FILE", where="--model")
+    return get_model(model) if model is not None else from_hf_config(model_config)  # type: ignore[arg-type]
+
+
+def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, backend: str) -> str:
+    """The ``podsim llm`` command line that simulates ``layout`` (``model_arg``: ``--model NAME``
+    or ``--model-config FILE``)."""
+    parts = ["podsim llm", model_arg, f"--gpu {gpu}", f"--gpus {layout.gpus}", f"--tp {layout.tp}",
+             f"--pp {layout.pp}", f"--vpp {layout.vpp}", f"--cp {layout.cp}", f"--ep {layout.ep}",
+             f"--global-batch {layout.global_batch}", f"--micro-batch {layout.micro_batch}",
+             f"--seq-len {layout.seq_len}", f"--recompute {layout.recompute}"]
+    if layout.sequence_parallel:
+        parts.append("--sequence-parallel")
+    if layout.distributed_optimizer:
+        parts.append("--distributed-optimizer")
+    if layout.interleaved:
+        parts.append("--schedule interleaved")
+    if cluster:
+        parts.append(f"--cluster {cluster}")
+    parts.append(f"--backend {backend}")
+    return " ".join(parts)
+
+
+def _evaluate(args: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
+    """One layout, simulated (a worker's task)."""
+    from ..llm.run import simulate_training
+    model, layout, gpu, cluster, backend, model_arg = args
+    r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend, record_timeline=False)
+    d = r.to_dict()
+    return {"layout": d["layout"], "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"],
+            "iteration_time_s": d["iteration_time_s"], "memory_peak_gib": d["memory_peak_gib"],
+            "breakdown": d["breakdown"], "command": llm_command(model_arg, layout, gpu, cluster, backend)}
+
+
+def _key(objective: str) -> Callable[[dict[str, Any]], float]:
+    if objective == "tokens":
+        return lambda r: -r["tokens_per_s"]
+    if objective == "mfu":
+        return lambda r: -r["mfu"]
+    return lambda r: r["iteration_time_s"]
+
+
+def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memory_gib: float,
+           cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
+           workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Evaluate every layout of ``space`` that fits and rank them by ``objective``.
+
+    ``workers``: worker processes (default: the CPUs, at most 8; 1 evaluates in this process).
+
+    Raises:
+        InputError: for an unknown objective, or a space with nothing left (see
+            :func:`enumerate_layouts`).
+    """
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}",
+                         where="--objective")
+    e = enumerate_layouts(model, space, gpu_memory_gib)
+    tasks = [(model, lay, gpu, cluster, backend, model_arg) for lay in e.layouts]
+    n = workers or min(8, os.cpu_count() or 1)
+    rows: list[dict[str, Any]] = []
+    if n <= 1:
+        for t in tasks:
+            rows.append(_evaluate(t))
+            if progress:
+                progress(len(rows), len(tasks))
+    else:
+        with ProcessPoolExecutor(max_workers=n) as pool:
+            for row in pool.map(_evaluate, tasks, chunksize=max(1, len(tasks) // (4 * n))):
+                rows.append(row)
+                if progress:
+                    progress(len(rows), len(tasks))
+    rows.sort(key=_key(objective))
+    return SearchResult(rows, len(rows), e.rejected, objective)

@@ -1,0 +1,44 @@
+"""podsim search: its best layout is the best of running every layout one by one with podsim llm,
+and each row's command reproduces the row (issue #15)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from podsim.cli import main
+
+
+def test_search_best_is_the_best_of_every_layout_run_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.json"
+    assert main(["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "16",
+                 "--seq-len", "2048", "--tp-values", "1,8", "--pp-values", "1,2", "--vpp-values", "1",
+                 "--micro-batch-values", "1", "--top", "100", "--workers", "2", "--json", str(out)]) == 0
+    found = json.loads(out.read_text())
+    capsys.readouterr()
+    assert found["evaluated"] == len(found["best"]) > 4
+    # every layout the search kept, run alone with the command it prints
+    alone = []
+    for i, row in enumerate(found["best"]):
+        argv = shlex.split(row["command"])
+        assert argv[:2] == ["podsim", "llm"]
+        js = tmp_path / f"{i}.json"
+        assert main(argv[1:] + ["--json", str(js)]) == 0
+        r = json.loads(js.read_text())
+        assert r["tokens_per_s"] == row["tokens_per_s"] and r["memory_peak_gib"] == row["memory_peak_gib"]
+        alone.append(r["tokens_per_s"])
+    capsys.readouterr()
+    assert found["best"][0]["tokens_per_s"] == max(alone)
+    assert [r["tokens_per_s"] for r in found["best"]] == sorted(alone, reverse=True)
+
+
+def test_search_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp-values", "64",
+                 "--pp-values", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no layout is left" in err and "Traceback" not in err
+    assert main(["search", "--model", "llama3-8b", "--gpus", "8,x", "--global-batch", "8"]) == 2
+    assert "expected whole numbers separated by commas" in capsys.readouterr().err
