@@ -42,3 +42,10 @@ def test_search_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no layout is left" in err and "Traceback" not in err
     assert main(["search", "--model", "llama3-8b", "--gpus", "8,x", "--global-batch", "8"]) == 2
     assert "expected whole numbers separated by commas" in capsys.readouterr().err
+
+
+def test_progress_says_the_rate_and_the_time_left() -> None:
+    from podsim.cli.options import count_status
+    assert count_status("evaluated {done}/{total} layouts", 120, 600, 10.0) == \
+        "evaluated 120/600 layouts [####                ] 12.0/s, 40 s left"
+    assert count_status("traced {done}/{total} ranks", 8, 8, 4.0) == "traced 8/8 ranks [####################] 2.0/s"

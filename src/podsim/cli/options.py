@@ -93,6 +93,28 @@ def progress_line():  # type: ignore[no-untyped-def]
     return show
 
 
+def count_status(what: str, done: int, total: int, elapsed_s: float) -> str:
+    """``evaluated 120/639 layouts [###    ] 17.2/s, 30 s left``: a count, its rate and an estimate
+    of the time left (s)."""
+    bar = "#" * (20 * done // max(total, 1))
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    left = f", {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+    return f"{what.format(done=done, total=total)} [{bar:<20}] {rate:.1f}/s{left}"
+
+
+def count_bar(what: str):  # type: ignore[no-untyped-def]
+    """A ``progress(done, total)`` for counted work (``what``: ``"evaluated {done}/{total} layouts"``)
+    showing :func:`count_status` on stderr when it is a terminal."""
+    import time
+    start = time.perf_counter()
+
+    def show(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r  " + count_status(what, done, total, time.perf_counter() - start) + "   ")
+            sys.stderr.flush()
+    return show
+
+
 def clear_progress_line(progress) -> None:  # type: ignore[no-untyped-def]
     if progress is not None:
         sys.stderr.write("\r" + " " * 70 + "\r")

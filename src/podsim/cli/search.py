@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import add_backend, add_cluster, count_arg
+from .options import add_backend, add_cluster, count_arg, count_bar
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
@@ -73,16 +73,11 @@ def _run_search(args: argparse.Namespace) -> int:
                   pp=args.pp_values, vpp=args.vpp_values, cp=args.cp_values, ep=args.ep_values,
                   micro_batch=args.micro_batch_values)
 
-    def progress(done: int, total: int) -> None:
-        if sys.stderr.isatty():
-            bar = "#" * (20 * done // total)
-            sys.stderr.write(f"\r  evaluated {done}/{total} layouts [{bar:<20}]")
-            sys.stderr.flush()
-
+    progress = count_bar("evaluated {done}/{total} layouts")
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
                  args.workers, progress)
     if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 50 + "\r")
+        sys.stderr.write("\r" + " " * 80 + "\r")
     print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
           f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated, "
           f"{sum(res.rejected.values()):,} rejected")

@@ -116,16 +116,12 @@ def _run_parallel(args: argparse.Namespace) -> int:
     if args.fake_ranks == real:
         raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
                          f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")
-    def ranks_done(done: int, total: int) -> None:
-        if sys.stderr.isatty():
-            bar = "#" * (20 * done // total)
-            sys.stderr.write(f"\r  traced {done}/{total} ranks [{bar:<20}]")
-            sys.stderr.flush()
-
+    from .options import count_bar
+    ranks_done = count_bar("traced {done}/{total} ranks")
     c = trace_ranks(args.model, args.batch_size, args.out, args.world_size, args.layout, args.steps, args.device,
                     args.optimizer, args.seq_len, args.nproc if real else 0, ranks_done, args.rank_timeout)
     if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 40 + "\r")
+        sys.stderr.write("\r" + " " * 80 + "\r")
     how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
     print(f"podsim trace: {args.model}, {c.world_size} ranks ({c.layout.spec()}, dp={c.layout.dp}), batch "
           f"{args.batch_size} a rank: traced {len(c.ranks_traced)} of {c.world_size} ranks {how} in {c.trace_s:.1f} s")
