@@ -49,3 +49,43 @@ def test_progress_says_the_rate_and_the_time_left() -> None:
     assert count_status("evaluated {done}/{total} layouts", 120, 600, 10.0) == \
         "evaluated 120/600 layouts [####                ] 12.0/s, 40 s left"
     assert count_status("traced {done}/{total} ranks", 8, 8, 4.0) == "traced 8/8 ranks [####################] 2.0/s"
+
+
+def test_an_interrupted_search_resumes_from_its_store(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from podsim.llm.model import get_model
+    from podsim.sweep.search import search
+    from podsim.sweep.space import Space
+    model = get_model("llama3-8b")
+    space = Space(gpus=(8,), global_batch=16, seq_len=2048, tp=(1, 8), pp=(1, 2), vpp=(1,), micro_batch=(1,),
+                  recompute=("none", "full"), distributed_optimizer=(True,))
+    store = str(tmp_path / "results.duckdb")
+    whole = search(model, "--model llama3-8b", space, "h100", 80, workers=1)
+
+    def stop_after_3(done: int, total: int) -> None:
+        if done == 3:
+            raise KeyboardInterrupt   # as if the user pressed Ctrl-C (or the machine went away) here
+    with pytest.raises(KeyboardInterrupt):
+        search(model, "--model llama3-8b", space, "h100", 80, workers=1, progress=stop_after_3, store=store)
+    again = search(model, "--model llama3-8b", space, "h100", 80, workers=2, store=store)
+    assert again.reused == 3 and again.evaluated == whole.evaluated - 3
+    assert again.rows == whole.rows   # the same final table
+    import duckdb
+    with duckdb.connect(store) as db:
+        n, distinct = db.execute("SELECT count(*), count(DISTINCT key) FROM results").fetchone()
+        tps = sorted(x for (x,) in db.execute("SELECT tokens_per_s FROM results").fetchall())
+    assert n == distinct == whole.evaluated   # no point twice
+    assert tps == sorted(r["tokens_per_s"] for r in whole.rows)
+    third = search(model, "--model llama3-8b", space, "h100", 80, workers=1, store=store)
+    assert third.evaluated == 0 and third.reused == whole.evaluated
+
+
+def test_a_store_that_is_not_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("duckdb")
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a database\n")
+    for store in (bad, tmp_path):
+        assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp-values", "8",
+                     "--pp-values", "1", "--store", str(store)]) == 2
+        err = capsys.readouterr().err
+        assert f"{store}" in err and "--store" in err and "Traceback" not in err, err

@@ -15,7 +15,7 @@ EPILOG_SEARCH = """examples:
 Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism and the
 distributed optimizer (the values: --tp-values and the like) that the model takes and that fits
 in the GPU's memory is simulated as `podsim llm` would; each row prints the `podsim llm` command
-that reproduces it.  In progress (issue #15): no results store, Ray or HTML report yet."""
+that reproduces it.  In progress (issue #15): no Ray or HTML report yet."""
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"search": "_run_search"}
@@ -54,6 +54,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                        help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try (default {default})")
     add_cluster(s, "the cluster (default: as podsim llm picks for the GPU)")
     add_backend(s)
+    s.add_argument("--store", metavar="PATH", help="a results store (DuckDB file; pip install podsim[search]): "
+                   "every evaluated layout is added as it finishes, and a search run again skips what it holds")
     s.add_argument("--json", metavar="OUT", help="evaluated, rejected (by reason) and the best layouts, as JSON")
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -75,12 +77,13 @@ def _run_search(args: argparse.Namespace) -> int:
 
     progress = count_bar("evaluated {done}/{total} layouts")
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
-                 args.workers, progress)
+                 args.workers, progress, args.store)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
-          f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated, "
-          f"{sum(res.rejected.values()):,} rejected")
+          f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated"
+          + (f" ({res.reused:,} more taken from {args.store})" if res.reused else "")
+          + f", {sum(res.rejected.values()):,} rejected")
     for reason, n in res.rejected.most_common():
         print(f"  rejected {n:>6,}: {reason}")
     print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}  {'mem (GiB)':>9}  layout")
@@ -95,6 +98,7 @@ def _run_search(args: argparse.Namespace) -> int:
         print(f"\n  reproduce the best: {res.rows[0]['command']}")
     if args.json:
         out = {"model": model.name, "gpu": gpu.name, "objective": args.objective, "evaluated": res.evaluated,
+               "reused": res.reused,
                "rejected": dict(res.rejected.most_common()), "best": res.rows[:args.top]}
         atomic_write_text(args.json, json.dumps(out, indent=1) + "\n")
         print(f"  wrote {args.json}")

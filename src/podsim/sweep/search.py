@@ -32,6 +32,7 @@ class SearchResult:
     evaluated: int
     rejected: Counter[str]
     objective: str
+    reused: int = 0   #: rows a results store already held (not evaluated again)
 
 
 def load_model(model: str | None, model_config: str | None) -> ModelConfig:
@@ -85,32 +86,50 @@ def _key(objective: str) -> Callable[[dict[str, Any]], float]:
 
 def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memory_gib: float,
            cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
-           workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+           store: str | None = None) -> SearchResult:
     """Evaluate every layout of ``space`` that fits and rank them by ``objective``.
 
     ``workers``: worker processes (default: the CPUs, at most 8; 1 evaluates in this process).
+    ``store``: a results store (:mod:`podsim.sweep.store`): each evaluated layout is added as it
+    finishes, and layouts it already holds are taken from it, not evaluated again.
 
     Raises:
         InputError: for an unknown objective, or a space with nothing left (see
             :func:`enumerate_layouts`).
     """
+    from dataclasses import asdict
+
+    from .store import Store, point_key
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}",
                          where="--objective")
     e = enumerate_layouts(model, space, gpu_memory_gib)
-    tasks = [(model, lay, gpu, cluster, backend, model_arg) for lay in e.layouts]
-    n = workers or min(8, os.cpu_count() or 1)
-    rows: list[dict[str, Any]] = []
-    if n <= 1:
-        for t in tasks:
-            rows.append(_evaluate(t))
+    keys = [point_key(model.name, gpu, cluster, backend, asdict(lay)) for lay in e.layouts]
+    db = Store(store) if store else None
+    try:
+        done = db.keys() if db else set()
+        rows = db.rows(set(keys) & done) if db else []
+        reused = len(rows)
+        todo = [(k, (model, lay, gpu, cluster, backend, model_arg)) for k, lay in zip(keys, e.layouts) if k not in done]
+        n = workers or min(8, os.cpu_count() or 1)
+
+        def take(key: str, row: dict[str, Any]) -> None:
+            rows.append(row)
+            if db:
+                db.add(key, model.name, gpu, cluster, backend, row)
             if progress:
-                progress(len(rows), len(tasks))
-    else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            for row in pool.map(_evaluate, tasks, chunksize=max(1, len(tasks) // (4 * n))):
-                rows.append(row)
-                if progress:
-                    progress(len(rows), len(tasks))
+                progress(len(rows), len(keys))
+        if n <= 1:
+            for key, task in todo:
+                take(key, _evaluate(task))
+        else:
+            with ProcessPoolExecutor(max_workers=n) as pool:
+                chunk = max(1, len(todo) // (4 * n))
+                for (key, _), row in zip(todo, pool.map(_evaluate, [t for _, t in todo], chunksize=chunk)):
+                    take(key, row)
+    finally:
+        if db:
+            db.close()
     rows.sort(key=_key(objective))
-    return SearchResult(rows, len(rows), e.rejected, objective)
+    return SearchResult(rows, len(rows) - reused, e.rejected, objective, reused)
