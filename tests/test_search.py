@@ -89,3 +89,20 @@ def test_a_store_that_is_not_one(tmp_path: Path, capsys: pytest.CaptureFixture[s
                      "--pp-values", "1", "--store", str(store)]) == 2
         err = capsys.readouterr().err
         assert f"{store}" in err and "--store" in err and "Traceback" not in err, err
+
+
+def test_cost_per_million_tokens_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.sweep.search import cost_per_mtok
+    # $2.50 a GPU-hour x 8 GPUs x 0.75 s = $0.0041667 an iteration of 32 x 2048 tokens: $0.0636 a million
+    row = {"layout": {"gpus": 8, "global_batch": 32, "seq_len": 2048}, "iteration_time_s": 0.75}
+    assert cost_per_mtok(row, 2.5) == pytest.approx(2.5 * 8 * 0.75 / 3600 / 65536 * 1e6) == pytest.approx(0.06358,
+                                                                                                             rel=1e-3)
+    out = tmp_path / "c.json"
+    assert main(["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8,16", "--global-batch", "32",
+                 "--seq-len", "2048", "--tp-values", "8", "--pp-values", "1", "--objective", "cost",
+                 "--gpu-hour-price", "2.5", "--json", str(out)]) == 0
+    best = json.loads(out.read_text())["best"]
+    costs = [r["cost_per_mtok_usd"] for r in best]
+    assert costs == sorted(costs) and {r["layout"]["gpus"] for r in best} == {8, 16}
+    assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--objective", "cost"]) == 2
+    assert "needs the price of a GPU-hour: --gpu-hour-price USD" in capsys.readouterr().err

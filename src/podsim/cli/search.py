@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import add_backend, add_cluster, count_arg, count_bar
+from .options import add_backend, add_cluster, count_arg, count_bar, positive_arg
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
   podsim search --model llama3-70b --gpu h100 --gpus 512,1024 --global-batch 1024 --seq-len 8192 \\
       --objective mfu --top 5 --json best.json
+  podsim search --model llama3-8b --gpu h100 --gpus 8,16,32 --global-batch 64 --objective cost \\
+      --gpu-hour-price 2.5   # the cheapest tokens at $2.50 a GPU-hour
 
 Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism and the
 distributed optimizer (the values: --tp-values and the like) that the model takes and that fits
@@ -43,8 +45,11 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--gpus", type=_ints, required=True, metavar="N[,N...]", help="GPU counts to search")
     s.add_argument("--global-batch", type=count_arg, required=True, metavar="B", help="sequences per iteration")
     s.add_argument("--seq-len", type=count_arg, default=2048, metavar="S")
-    s.add_argument("--objective", default="tokens", choices=["tokens", "mfu", "time"],
-                   help="rank by tokens/s (default), MFU or iteration time")
+    s.add_argument("--objective", default="tokens", choices=["tokens", "mfu", "time", "cost"],
+                   help="rank by tokens/s (default), MFU, iteration time or cost per million tokens")
+    s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
+                   help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
+                        "(needed by --objective cost)")
     s.add_argument("--top", type=count_arg, default=10, metavar="K", help="layouts to print (default 10)")
     s.add_argument("--workers", type=count_arg, default=None, metavar="W",
                    help="worker processes (default: the CPUs, at most 8)")
@@ -77,7 +82,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
     progress = count_bar("evaluated {done}/{total} layouts")
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
-                 args.workers, progress, args.store)
+                 args.workers, progress, args.store, args.gpu_hour_price)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
@@ -86,14 +91,16 @@ def _run_search(args: argparse.Namespace) -> int:
           + f", {sum(res.rejected.values()):,} rejected")
     for reason, n in res.rejected.most_common():
         print(f"  rejected {n:>6,}: {reason}")
-    print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}  {'mem (GiB)':>9}  layout")
+    cost = args.gpu_hour_price is not None
+    print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}  {'mem (GiB)':>9}"
+          + (f"  {'$/Mtok':>8}" if cost else "") + "  layout")
     for i, r in enumerate(res.rows[:args.top], 1):
         lay = r["layout"]
         desc = (f"gpus {lay['gpus']} tp {lay['tp']} pp {lay['pp']} vpp {lay['vpp']} cp {lay['cp']} ep {lay['ep']} "
                 f"dp {lay['dp']} mb {lay['micro_batch']} recompute {lay['recompute']}"
                 + (" sp" if lay["sequence_parallel"] else "") + (" dist-opt" if lay["distributed_optimizer"] else ""))
         print(f"  {i:>3}  {r['tokens_per_s']:>12,.0f}  {r['mfu']:>6.3f}  {r['iteration_time_s']:>9.3f}  "
-              f"{r['memory_peak_gib']:>9.1f}  {desc}")
+              f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "") + desc)
     if res.rows:
         print(f"\n  reproduce the best: {res.rows[0]['command']}")
     if args.json:

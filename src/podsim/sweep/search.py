@@ -3,8 +3,9 @@ part: local worker processes, the analytical or flow backend, no results store y
 
 Each layout that :func:`~podsim.sweep.space.enumerate_layouts` keeps is simulated as ``podsim llm``
 would (:func:`podsim.llm.run.simulate_training`), in a pool of worker processes, and ranked by
-the objective: ``tokens`` (tokens per second, highest first), ``mfu`` or ``time`` (iteration
-time, lowest first).  Every row carries the ``podsim llm`` command line that reproduces it.
+the objective: ``tokens`` (tokens per second, highest first), ``mfu``, ``time`` (iteration
+time, lowest first) or ``cost`` (US dollars per million tokens at a given price per GPU-hour,
+lowest first: ``price x gpus x iteration time / 3600 / tokens per iteration x 10^6``).  Every row carries the ``podsim llm`` command line that reproduces it.
 Units: s, GiB, tokens/s.
 """
 
@@ -21,7 +22,7 @@ from ..llm.layout import Layout
 from ..llm.model import ModelConfig, from_hf_config, get_model
 from .space import Space, enumerate_layouts
 
-OBJECTIVES = ("tokens", "mfu", "time")
+OBJECTIVES = ("tokens", "mfu", "time", "cost")
 
 
 @dataclass
@@ -76,7 +77,16 @@ def _evaluate(args: tuple[ModelConfig, Layout, str, str | None, str, str]) -> di
             "breakdown": d["breakdown"], "command": llm_command(model_arg, layout, gpu, cluster, backend)}
 
 
+def cost_per_mtok(row: dict[str, Any], gpu_hour_usd: float) -> float:
+    """US dollars per million tokens of a row at ``gpu_hour_usd`` a GPU-hour."""
+    lay = row["layout"]
+    tokens = lay["global_batch"] * lay["seq_len"]
+    return gpu_hour_usd * lay["gpus"] * row["iteration_time_s"] / 3600 / tokens * 1e6
+
+
 def _key(objective: str) -> Callable[[dict[str, Any]], float]:
+    if objective == "cost":
+        return lambda r: r["cost_per_mtok_usd"]
     if objective == "tokens":
         return lambda r: -r["tokens_per_s"]
     if objective == "mfu":
@@ -87,12 +97,14 @@ def _key(objective: str) -> Callable[[dict[str, Any]], float]:
 def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memory_gib: float,
            cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
            workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-           store: str | None = None) -> SearchResult:
+           store: str | None = None, gpu_hour_usd: float | None = None) -> SearchResult:
     """Evaluate every layout of ``space`` that fits and rank them by ``objective``.
 
     ``workers``: worker processes (default: the CPUs, at most 8; 1 evaluates in this process).
     ``store``: a results store (:mod:`podsim.sweep.store`): each evaluated layout is added as it
     finishes, and layouts it already holds are taken from it, not evaluated again.
+    ``gpu_hour_usd``: the price of a GPU-hour; rows then carry ``cost_per_mtok_usd`` (needed by
+    the ``cost`` objective).
 
     Raises:
         InputError: for an unknown objective, or a space with nothing left (see
@@ -104,6 +116,11 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}",
                          where="--objective")
+    if objective == "cost" and gpu_hour_usd is None:
+        raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD",
+                         where="--objective")
+    if gpu_hour_usd is not None and not gpu_hour_usd > 0:
+        raise InputError(f"a GPU-hour must cost more than 0, got {gpu_hour_usd:g}", where="--gpu-hour-price")
     e = enumerate_layouts(model, space, gpu_memory_gib)
     keys = [point_key(model.name, gpu, cluster, backend, asdict(lay)) for lay in e.layouts]
     db = Store(store) if store else None
@@ -131,5 +148,8 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     finally:
         if db:
             db.close()
+    if gpu_hour_usd is not None:
+        for r in rows:
+            r["cost_per_mtok_usd"] = round(cost_per_mtok(r, gpu_hour_usd), 6)
     rows.sort(key=_key(objective))
     return SearchResult(rows, len(rows) - reused, e.rejected, objective, reused)
