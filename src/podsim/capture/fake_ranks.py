@@ -55,9 +55,9 @@ class RankCapture:
     fake: bool
 
 
-def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, list[Any], Callable[[], Any]]:
-    """(module to keep alive, parameters, one training step's forward + backward) of ``model``
-    on the rank ``ctx`` says."""
+def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[list[Any], Callable[[], Any]]:
+    """(parameters, one training step's forward + backward) of ``model`` on the rank ``ctx``
+    says."""
     kind, _, rest = model.partition(":")
     if kind == "hf" and rest:
         from .hf_parallel import build
@@ -73,21 +73,21 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[Any, li
         from .models import user_callable
         got = user_callable(kind, rest)(batch_size, ctx)
     if isinstance(got, TrainingStep):
-        return got, list(got.parameters), got.step
+        return list(got.parameters), got.step
     if isinstance(got, tuple) and len(got) in (3, 4):
         from .models import _cross_entropy
         net, x, y = got[:3]
         loss_fn = got[3] if len(got) == 4 else _cross_entropy
-        return net, list(net.parameters()), lambda: loss_fn(net, x, y).backward()
+        return list(net.parameters()), lambda: loss_fn(net, x, y).backward()
     raise InputError(f"{model}(batch_size, parallel) must return (model, inputs, targets[, loss_fn]) or a "
                      "podsim.capture.TrainingStep", where="--model")
 
 
 def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_size: int, folder: str, steps: int,
-               device: str, optimizer: str, seq_len: int, fake: bool) -> float:
+               device: str, optimizer: str, seq_len: int, fake: bool) -> None:
     """Run rank ``rank``'s training step (``steps`` warm-up steps and one profiled) on the fake
     (or, in a process of a real job, the recording gloo) backend and write its files to
-    ``folder``; returns the profiled step's time (ms).
+    ``folder``.
 
     Raises:
         InputError: when building or running the step fails (naming the rank), or when a job of
@@ -112,7 +112,7 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
         mesh = init_device_mesh(device, layout.shape, mesh_dim_names=DIMS)
         ctx = ParallelContext(rank, world_size, layout, mesh, device, seq_len)
         try:
-            keep, params, step = _builder(model, batch_size, ctx)
+            params, step = _builder(model, batch_size, ctx)
         except InputError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: say what failed, cleanly
@@ -139,7 +139,6 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
                     torch.cuda.synchronize()
                 prof.step()
         calls = records()
-        del keep
         if world_size > 1 and not calls:
             raise InputError(f"{model} issued no collective or send/receive in its training step on {who}: the "
                              f"builder did not use the world size {world_size} it was given (build the parallel "
@@ -154,9 +153,6 @@ def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_siz
     finally:
         tmp.unlink(missing_ok=True)
         dist.destroy_process_group()
-    from ..formats.pytorch_trace import read_kineto, step_window
-    lo, hi, _ = step_window(read_kineto(out / f"kineto.{rank}.json"))
-    return round((hi - lo) / 1000, 6)
 
 
 def _groups_on_the_fake_backend(dist: Any) -> None:
@@ -271,14 +267,6 @@ def _fake_worker(_index: int, rank: int, world_size: int, args: tuple[Any, ...],
         trace_rank(rank, world_size, *args)
 
 
-def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[str]) -> None:
-    """One process of a real job over gloo."""
-    sys.path[:0] = [p for p in path if p not in sys.path]
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    trace_rank(rank, nproc, *args)
-
-
 def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, layout_spec: str, steps: int = 2,
                 device: str = "cpu", optimizer: str = "adam", seq_len: int = 128, nproc: int = 0,
                 progress: Callable[[int, int], None] | None = None, timeout_s: float = 1800.0) -> RankCapture:
@@ -313,7 +301,7 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
         import torch.multiprocessing as mp
 
         from ..formats.pytorch_trace import read_kineto, step_window
-        from .run import _free_port
+        from .run import _free_port, job_process
         if fake:   # one rank after another, each in a fresh process (see the module docstring)
             for i, r in enumerate(ranks):
                 _join(mp.start_processes(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1,
@@ -321,8 +309,8 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
                 if progress is not None:
                     progress(i + 1, len(ranks))
         else:
-            _join(mp.start_processes(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc,
-                                     join=False, start_method="spawn"), timeout_s, f"the {nproc} processes")
+            _join(mp.start_processes(job_process, args=(nproc, _free_port(), trace_rank, args, list(sys.path)),
+                                     nprocs=nproc, join=False, start_method="spawn"), timeout_s, f"the {nproc} processes")
         for r in ranks:
             lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
             step_ms[r] = round((hi - lo) / 1000, 6)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..optional import require
-from .parallel import ParallelContext, TrainingStep
+from .parallel import ParallelContext, TrainingStep, one_f_one_b
 
 _COLWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
 _ROWWISE = ("o_proj", "down_proj")
@@ -102,7 +102,6 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> tuple[Any,
 def _pipeline(model: Any, layers: Any, ids: Any, batch_size: int, ctx: ParallelContext, config: Any, torch: Any,
               fully_shard: Any, where: str) -> TrainingStep:
     """Stage ``ctx.coords['pp']`` of a 1F1B pipeline over the decoder layers."""
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
     lay, pp = ctx.layout, ctx.coords["pp"]
     n = len(layers)
     if n < lay.pp:
@@ -114,7 +113,7 @@ def _pipeline(model: Any, layers: Any, ids: Any, batch_size: int, ctx: ParallelC
                          f"{micro}, got {batch_size}", where="--batch-size")
     lo, hi = pp * n // lay.pp, (pp + 1) * n // lay.pp
     inner = model.model
-    stage = _Stage(inner, list(layers)[lo:hi], pp == 0, pp == lay.pp - 1, model.lm_head, torch)
+    stage = _stage_module(torch)(inner, list(layers)[lo:hi], pp == 0, pp == lay.pp - 1, model.lm_head)
     for layer in stage.layers:
         fully_shard(layer, mesh=ctx.mesh["dp"])
     fully_shard(stage, mesh=ctx.mesh["dp"])
@@ -122,26 +121,13 @@ def _pipeline(model: Any, layers: Any, ids: Any, batch_size: int, ctx: ParallelC
     hidden = int(config.hidden_size)
     act = torch.zeros(mb, ctx.seq_len, hidden, device=ctx.device)
     logits = torch.zeros(mb, ctx.seq_len, int(config.vocab_size), device=ctx.device)
-    first, last = pp == 0, pp == lay.pp - 1
-    pstage = PipelineStage(stage, pp, lay.pp, torch.device(ctx.device),
-                           input_args=ids[:mb] if first else act, output_args=logits if last else act,
-                           output_grads=None if last else act, input_grads=None if first else act,
-                           group=ctx.mesh["pp"].get_group())
     vocab = int(config.vocab_size)
 
     def loss_fn(out: Any, target: Any) -> Any:
         return torch.nn.functional.cross_entropy(out.reshape(-1, vocab), target.reshape(-1))
 
-    schedule = Schedule1F1B(pstage, n_microbatches=micro, loss_fn=loss_fn)
-
-    def step() -> None:
-        if first:
-            schedule.step(ids)
-        elif last:
-            schedule.step(target=ids, losses=[])
-        else:
-            schedule.step()
-    return TrainingStep(step, list(stage.parameters()))
+    return one_f_one_b(stage, ctx, micro, ids, ids, ids[:mb] if pp == 0 else act,
+                       logits if pp == lay.pp - 1 else act, act, loss_fn, list(stage.parameters()))
 
 
 def _stage_module(torch: Any) -> type:
@@ -167,7 +153,3 @@ def _stage_module(torch: Any) -> type:
                 h = self.head(self.norm(h))
             return h
     return Stage
-
-
-def _Stage(inner: Any, layers: list[Any], first: bool, last: bool, head: Any, torch: Any) -> Any:  # noqa: N802
-    return _stage_module(torch)(inner, layers, first, last, head)

@@ -124,12 +124,14 @@ def _profile(rank: int, nproc: int, model: str, batch_size: int, folder: str, st
             dist.destroy_process_group()
 
 
-def _worker(rank: int, nproc: int, port: int, args: tuple[Any, ...], path: list[str]) -> None:
-    """A spawned process: the parent's import path and the rendezvous address, then profile."""
+def job_process(rank: int, nproc: int, port: int, target: Callable[..., Any], args: tuple[Any, ...],
+                path: list[str]) -> None:
+    """A spawned process of a real job: the parent's import path and the rendezvous address,
+    then ``target(rank, nproc, *args)``."""
     sys.path[:0] = [p for p in path if p not in sys.path]
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    _profile(rank, nproc, *args)
+    target(rank, nproc, *args)
 
 
 def _free_port() -> int:
@@ -175,7 +177,7 @@ def _run_processes(nproc: int, args: tuple[Any, ...]) -> None:
         return
     import torch.multiprocessing as mp
     with spawn_errors():
-        mp.spawn(_worker, args=(nproc, _free_port(), args, list(sys.path)), nprocs=nproc, join=True)
+        mp.spawn(job_process, args=(nproc, _free_port(), _profile, args, list(sys.path)), nprocs=nproc, join=True)
 
 
 def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device: str = "cpu",

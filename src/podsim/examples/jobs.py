@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..capture.parallel import ParallelContext, TrainingStep
+from ..capture.parallel import ParallelContext, TrainingStep, one_f_one_b
 
 WIDTH = 256
 TOKENS = 64
@@ -61,25 +61,11 @@ def _block(torch: Any, fixed: Any = None, width: int = WIDTH) -> Any:
 
 def _pipeline(stage: Any, batch_size: int, parallel: ParallelContext, torch: Any, params: list[Any],
               width: int = WIDTH, tokens: int = TOKENS) -> TrainingStep:
-    """A 1F1B schedule over ``batch_size`` micro-batches of one sample, with static shapes."""
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
-    pp, stages = parallel.coords["pp"], parallel.layout.pp
+    """A 1F1B schedule over ``batch_size`` micro-batches of one sample."""
     act = torch.zeros(1, tokens, width)
-    first, last = pp == 0, pp == stages - 1
-    pstage = PipelineStage(stage, pp, stages, torch.device(parallel.device), input_args=act, output_args=act,
-                           input_grads=None if first else act, output_grads=None if last else act,
-                           group=parallel.mesh["pp"].get_group())
-    schedule = Schedule1F1B(pstage, n_microbatches=batch_size, loss_fn=lambda out, y: (out - y).pow(2).mean())
     x = torch.randn(batch_size, tokens, width)
-
-    def step() -> None:
-        if first:
-            schedule.step(x)
-        elif last:
-            schedule.step(target=x, losses=[])
-        else:
-            schedule.step()
-    return TrainingStep(step, params)
+    return one_f_one_b(stage, parallel, batch_size, x, x, act, act, act, lambda out, y: (out - y).pow(2).mean(),
+                       params)
 
 
 def mlp(batch_size: int, parallel: ParallelContext) -> Any:

@@ -141,7 +141,7 @@ class ExecutionTrace:
         return out
 
 
-def _load_json(path: str | Path, what: str) -> dict:
+def load_json_object(path: str | Path, what: str) -> dict:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"no such {what} file", str(p))
@@ -169,7 +169,7 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     Raises:
         InputError: for a file that is not a chrome trace (no ``traceEvents``).
     """
-    data = _load_json(path, "Kineto trace")
+    data = load_json_object(path, "Kineto trace")
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) chrome trace", str(path))
@@ -252,7 +252,7 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     Raises:
         InputError: for an unknown schema version (naming the supported ones) or no nodes.
     """
-    data = _load_json(path, "execution trace")
+    data = load_json_object(path, "execution trace")
     schema = str(data.get("schema", ""))
     if schema not in ET_SCHEMAS:
         raise InputError(f"unknown execution-trace schema {schema!r}; podsim reads {', '.join(ET_SCHEMAS)}",

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ..capture.parallel import DIMS, Layout, layout_from_json
 from ..errors import InputError
 from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
-from .pytorch_trace import read_kineto, step_window, top_level_ops
+from ..workload.mesh import DIMS, Layout, layout_from_json
+from .pytorch_trace import load_json_object, read_kineto, step_window, top_level_ops
 
 _KINDS = {"all_reduce": CollectiveKind.ALL_REDUCE, "all_gather": CollectiveKind.ALL_GATHER,
           "reduce_scatter": CollectiveKind.REDUCE_SCATTER, "all_to_all": CollectiveKind.ALL_TO_ALL,
@@ -75,17 +75,6 @@ class Call:
     tag: int = 0
 
 
-def _json(path: Path, what: str) -> Any:
-    if not path.is_file():
-        raise InputError(f"no {what} here", str(path))
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", str(path), f"line {e.lineno}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", str(path)) from None
-
-
 def read_calls(path: str | Path) -> list[Call]:
     """The calls of ``comms.<rank>.json``.
 
@@ -93,10 +82,18 @@ def read_calls(path: str | Path) -> list[Call]:
         InputError: for a malformed file, naming the call and field.
     """
     p = Path(path)
-    data = _json(p, "comms file")
-    calls = data.get("calls") if isinstance(data, dict) else None
+    calls = load_json_object(p, "comms").get("calls")
     if not isinstance(calls, list):
         raise InputError("expected {rank, coords, calls: [...]}", str(p), "calls")
+    # a group's key: its description (``mesh_dp``: the same on every rank, while torch numbers
+    # each rank's groups apart) when the rank has one group of that description, else both
+    names: dict[str, set[str]] = {}
+    for c in calls:
+        if isinstance(c, dict):
+            names.setdefault(str(c.get("group_desc") or "pg"), set()).add(str(c.get("group", "?")))
+
+    def group_key(desc: str, name: str) -> str:
+        return desc if len(names[desc]) == 1 and desc not in ("pg", "undefined") else f"{desc} {name}"
     out = []
     for i, c in enumerate(calls):
         where = f"calls[{i}]"
@@ -115,18 +112,9 @@ def read_calls(path: str | Path) -> list[Call]:
         peer = c.get("peer")
         if kind in _P2P and (not isinstance(peer, int) or peer < 0):
             raise InputError(f"a {kind} needs a peer rank, got {peer!r}", str(p), f"{where}.peer")
-        out.append(Call(c["seq"], kind, c["bytes"], f"{c.get('group_desc') or 'pg'}\0{c.get('group', '?')}",
-                        tuple(ranks), str(c.get("site", "?")), peer if kind in _P2P else None,
+        group = group_key(str(c.get("group_desc") or "pg"), str(c.get("group", "?")))
+        out.append(Call(c["seq"], kind, c["bytes"], group, tuple(ranks), str(c.get("site", "?")), peer if kind in _P2P else None,
                         int(c.get("tag", 0) or 0)))
-    # a group's key: its description (``mesh_dp``: the same on every rank, while torch numbers
-    # each rank's groups apart) when the rank has one group of that description, else both
-    names: dict[str, set[str]] = {}
-    for c in out:
-        desc, name = c.group.split("\0")
-        names.setdefault(desc, set()).add(name)
-    for c in out:
-        desc, name = c.group.split("\0")
-        c.group = desc if len(names[desc]) == 1 and desc not in ("pg", "undefined") else f"{desc} {name}"
     return out
 
 
@@ -288,8 +276,8 @@ def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:
         InputError: for a missing or malformed ``capture.json``.
     """
     p = Path(folder) / "capture.json"
-    info = _json(p, "capture.json")
-    n = info.get("world_size") if isinstance(info, dict) else None
+    info = load_json_object(p, "capture.json")
+    n = info.get("world_size")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"expected a world size >= 1, got {n!r}", str(p), "world_size")
     layout = layout_from_json(info.get("layout"), n, str(p))
@@ -310,22 +298,24 @@ def _spans(members: tuple[int, ...], layout: Layout) -> tuple[str, ...] | None:
     return dims if size == len(set(members)) else None
 
 
-def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int,
-                     dims: tuple[str, ...] | None | bool = False) -> tuple[int, ...]:
+def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int) -> tuple[int, ...]:
     """The group of ``rank`` (in layout ``new``) that plays the part ``members`` play for the
-    traced rank ``rep`` (in layout ``old``).  ``dims``: the mesh dimensions ``members`` span, if
-    known (:func:`_spans`)."""
-    if dims is False:
-        dims = _spans(members, old)
+    traced rank ``rep`` (in layout ``old``)."""
+    dims = _spans(members, old)
     if dims is None:
         if old.dp != new.dp:
             raise InputError(f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
                              f"for {new.world_size} ranks; simulate the job on its own {old.world_size}")
         shift = rank - rep   # the same data-parallel offset
         return tuple(m + shift for m in members)
-    c = new.coords(rank)
-    grid = [[c[d]] if d not in dims else list(range(getattr(new, d))) for d in DIMS]  # type: ignore[operator]
-    return tuple(sorted(new.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2]
+    return _slice(dims, rank, new)
+
+
+def _slice(dims: tuple[str, ...], rank: int, layout: Layout) -> tuple[int, ...]:
+    """The ranks of ``layout`` that differ from ``rank`` only along the mesh dimensions ``dims``."""
+    c = layout.coords(rank)
+    grid = [[c[d]] if d not in dims else list(range(getattr(layout, d))) for d in DIMS]
+    return tuple(sorted(layout.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2]
                         for t in grid[3]))
 
 
@@ -379,11 +369,11 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
         coords = new.coords(r)
         for key, members, dims in spans[rep]:
             if dims is None:
-                groups[(key, _translate_group(members, r, old, new, rep, None))] = None
+                groups[(key, _translate_group(members, r, old, new, rep))] = None
                 continue
             where = (key, dims, tuple(coords[d] for d in DIMS if d not in dims))
             if where not in made:
-                made[where] = _translate_group(members, r, old, new, rep, dims)
+                made[where] = _slice(dims, r, new)
                 groups[(key, made[where])] = None
     # peers: the offset of each send / receive must be the same for every rank of a program
     for rep, prog in zip(traced, programs):
