@@ -34,6 +34,16 @@ def add_backend(p: argparse.ArgumentParser, context: str = "") -> None:
                         "(max-min fair sharing of every link); default analytical")
 
 
+def add_workers(p: argparse.ArgumentParser) -> None:
+    """``--workers W | --ray [ADDRESS]``: where many runs go (search, sweep), the same everywhere."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", type=count_arg, default=None, metavar="W",
+                   help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)")
+    g.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start --head` prints it "
+                        "(host:6379), or none to start Ray on this machine")
+
+
 def add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
     p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")

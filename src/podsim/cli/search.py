@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import add_backend, add_cluster, count_arg, count_bar, positive_arg
+from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, positive_arg
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
@@ -51,8 +51,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                    help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
                         "(needed by --objective cost)")
     s.add_argument("--top", type=count_arg, default=10, metavar="K", help="layouts to print (default 10)")
-    s.add_argument("--workers", type=count_arg, default=None, metavar="W",
-                   help="worker processes (default: the CPUs, at most 8)")
+    add_workers(s)
     for dim, default in (("tp", "1,2,4,8"), ("pp", "1,2,4,8,16"), ("vpp", "1,2"), ("cp", "1"), ("ep", "1"),
                          ("micro-batch", "1,2,4")):
         s.add_argument(f"--{dim}-values", type=_ints, default=_ints(default), metavar="N,N,...",
