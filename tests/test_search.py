@@ -60,24 +60,27 @@ def test_an_interrupted_search_resumes_from_its_store(tmp_path: Path) -> None:
     space = Space(gpus=(8,), global_batch=16, seq_len=2048, tp=(1, 8), pp=(1, 2), vpp=(1,), micro_batch=(1,),
                   recompute=("none", "full"), distributed_optimizer=(True,))
     store = str(tmp_path / "results.duckdb")
-    whole = search(model, "--model llama3-8b", space, "h100", 80, workers=1)
+    # simulate_top=3: the screen (estimates), then the best 3 simulated: both passes resume
+    whole = search(model, "--model llama3-8b", space, "h100", 80, workers=1, simulate_top=3)
+    assert whole.evaluated == 8 and whole.simulated == 3
 
-    def stop_after_3(done: int, total: int) -> None:
-        if done == 3:
+    def stop_after_1(phase: str, done: int, total: int) -> None:
+        if phase == "simulate" and done == 1:
             raise KeyboardInterrupt   # as if the user pressed Ctrl-C (or the machine went away) here
     with pytest.raises(KeyboardInterrupt):
-        search(model, "--model llama3-8b", space, "h100", 80, workers=1, progress=stop_after_3, store=store)
-    again = search(model, "--model llama3-8b", space, "h100", 80, workers=2, store=store)
-    assert again.reused == 3 and again.evaluated == whole.evaluated - 3
+        search(model, "--model llama3-8b", space, "h100", 80, workers=1, progress=stop_after_1, store=store,
+               simulate_top=3)
+    again = search(model, "--model llama3-8b", space, "h100", 80, workers=2, store=store, simulate_top=3)
+    assert again.reused == 8 + 1   # the screen's 8 estimates and the first simulated layout
     assert again.rows == whole.rows   # the same final table
     import duckdb
     with duckdb.connect(store) as db:
         n, distinct = db.execute("SELECT count(*), count(DISTINCT key) FROM results").fetchone()
-        tps = sorted(x for (x,) in db.execute("SELECT tokens_per_s FROM results").fetchall())
-    assert n == distinct == whole.evaluated   # no point twice
-    assert tps == sorted(r["tokens_per_s"] for r in whole.rows)
-    third = search(model, "--model llama3-8b", space, "h100", 80, workers=1, store=store)
-    assert third.evaluated == 0 and third.reused == whole.evaluated
+        methods = dict(db.execute("SELECT backend, count(*) FROM results GROUP BY backend").fetchall())
+    assert n == distinct == 8 + 3   # every layout estimated once, the best 3 simulated once: no point twice
+    assert methods == {"estimate": 8, "analytical": 3}
+    third = search(model, "--model llama3-8b", space, "h100", 80, workers=1, store=store, simulate_top=3)
+    assert third.reused == 11 and third.rows == whole.rows
 
 
 def test_a_store_that_is_not_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

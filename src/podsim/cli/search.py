@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, positive_arg
+from ..sweep.search import FLOW_TOP, SIMULATE_TOP
+from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, positive_arg
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
   podsim search --model llama3-70b --gpu h100 --gpus 512,1024 --global-batch 1024 --seq-len 8192 \\
-      --objective mfu --top 5 --json best.json
+      --objective mfu --top 5 --flow-top 5 --json best.json --report best.html
   podsim search --model llama3-8b --gpu h100 --gpus 8,16,32 --global-batch 64 --objective cost \\
       --gpu-hour-price 2.5   # the cheapest tokens at $2.50 a GPU-hour
+  podsim search --model llama3-70b --gpu h100 --gpus 1024 --global-batch 1024 --ray head:6379
 
-Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism and the
-distributed optimizer (the values: --tp-values and the like) that the model takes and that fits
-in the GPU's memory is simulated as `podsim llm` would; each row prints the `podsim llm` command
-that reproduces it.  In progress (issue #15): no Ray or HTML report yet."""
+Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism, the
+distributed optimizer / ZeRO and the overlap options (the values: --tp-values and the like)
+that the model takes and that fits in the GPU's memory is first estimated in closed form (the
+same kernel and collective times as the simulation), then the best --simulate-top are simulated
+exactly as `podsim llm` would (a small space is simulated whole); each row prints the
+`podsim llm` command that reproduces it.  --store keeps every result in a DuckDB file, so that
+a search run again evaluates only what is missing."""
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"search": "_run_search"}
@@ -32,6 +37,36 @@ def _ints(text: str) -> tuple[int, ...]:
     if not out or min(out) < 1:
         raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
     return out
+
+
+def _zero(text: str) -> tuple[int, ...]:
+    """``0,1,2,3``: ZeRO stages (argparse type)."""
+    try:
+        out = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        out = ()
+    if not out or any(z not in (0, 1, 2, 3) for z in out):
+        raise argparse.ArgumentTypeError(f"expected ZeRO stages 0-3 separated by commas, got {text!r}")
+    return out
+
+
+def _words(choices: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    def parse(text: str) -> tuple[str, ...]:
+        out = tuple(x.strip() for x in text.split(","))
+        bad = [x for x in out if x not in choices]
+        if bad or not out:
+            raise argparse.ArgumentTypeError(f"expected some of {', '.join(choices)} separated by commas, got {text!r}")
+        return out
+    return parse
+
+
+def _switches(text: str) -> tuple[bool, ...]:
+    """``on``, ``off`` or ``on,off`` (argparse type)."""
+    words = {"on": True, "off": False, "true": True, "false": False}
+    out = tuple(words.get(x.strip().lower(), None) for x in text.split(","))  # type: ignore[misc]
+    if not out or any(x is None for x in out):
+        raise argparse.ArgumentTypeError(f"expected on, off or on,off, got {text!r}")
+    return tuple(dict.fromkeys(out))  # type: ignore[arg-type]
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
@@ -56,6 +91,23 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                          ("micro-batch", "1,2,4")):
         s.add_argument(f"--{dim}-values", type=_ints, default=_ints(default), metavar="N,N,...",
                        help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try (default {default})")
+    s.add_argument("--zero-values", type=_zero, default=(0,), metavar="N,N,...",
+                   help="ZeRO stages to try besides the distributed optimizer (0-3; default 0)")
+    for name, choices, default in (("recompute", ("none", "selective", "full"), "none,selective,full"),
+                                   ("tp-overlap", ("te", "async", "none"), "te")):
+        s.add_argument(f"--{name}-values", type=_words(choices), default=tuple(default.split(",")), metavar="X,X,...",
+                       help=f"{name} values to try, of {', '.join(choices)} (default {default})")
+    for name, default in (("sequence-parallel", "on,off"), ("distributed-optimizer", "on,off"),
+                          ("overlap-grad-reduce", "on"), ("overlap-param-gather", "on")):
+        s.add_argument(f"--{name}-values", type=_switches, default=_switches(default), metavar="on,off",
+                       help=f"{name.replace('-', ' ')} on, off or both (default {default})")
+    s.add_argument("--simulate-top", type=count_arg, default=SIMULATE_TOP, metavar="N",
+                   help=f"after every layout is estimated in closed form, simulate the best N exactly as podsim llm "
+                        f"does (default {SIMULATE_TOP}; a space of at most N layouts is simulated whole)")
+    s.add_argument("--flow-top", type=natural_arg, default=FLOW_TOP, metavar="N",
+                   help="re-run the best N with the flow backend (congestion) as well (default 0)")
+    s.add_argument("--report", metavar="OUT.html", help="write an HTML report: the Pareto front, the best "
+                   "layouts' time breakdown and memory per stage, filters by parallel dimension")
     add_cluster(s, "the cluster (default: as podsim llm picks for the GPU)")
     add_backend(s)
     s.add_argument("--store", metavar="PATH", help="a results store (DuckDB file; pip install podsim[search]): "
@@ -67,6 +119,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 def _run_search(args: argparse.Namespace) -> int:
     import json
 
+    from ..errors import InputError
     from ..fileio import atomic_write_text
     from ..hardware.gpu import get_gpu
     from ..sweep.search import load_model, search
@@ -77,35 +130,68 @@ def _run_search(args: argparse.Namespace) -> int:
     model_arg = f"--model {args.model}" if args.model else f"--model-config {args.model_config}"
     space = Space(gpus=args.gpus, global_batch=args.global_batch, seq_len=args.seq_len, tp=args.tp_values,
                   pp=args.pp_values, vpp=args.vpp_values, cp=args.cp_values, ep=args.ep_values,
-                  micro_batch=args.micro_batch_values)
+                  micro_batch=args.micro_batch_values, recompute=args.recompute_values,
+                  sequence_parallel=args.sequence_parallel_values,
+                  distributed_optimizer=args.distributed_optimizer_values, zero=args.zero_values,
+                  tp_overlap=args.tp_overlap_values, overlap_grad_reduce=args.overlap_grad_reduce_values,
+                  overlap_param_gather=args.overlap_param_gather_values)
+    if args.report:
+        from pathlib import Path
+        if Path(args.report).is_dir() or not Path(args.report).resolve().parent.is_dir():
+            raise InputError("cannot write the report there: give a file in an existing folder", args.report,
+                             "--report")
+    words = {"screen": "estimated {done}/{total} layouts", "simulate": "simulated {done}/{total} best layouts",
+             "flow": "flow backend: {done}/{total} best layouts"}
+    bars: dict = {}
 
-    progress = count_bar("evaluated {done}/{total} layouts")
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase not in bars:
+            if bars and sys.stderr.isatty():
+                sys.stderr.write("\n")
+            bars[phase] = count_bar(words[phase])
+        bars[phase](done, total)
+
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
-                 args.workers, progress, args.store, args.gpu_hour_price)
+                 args.workers, progress, args.store, args.gpu_hour_price, args.simulate_top, args.flow_top,
+                 args.ray)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
-          f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated"
-          + (f" ({res.reused:,} more taken from {args.store})" if res.reused else "")
-          + f", {sum(res.rejected.values()):,} rejected")
+          f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated "
+          f"({res.evaluated - res.simulated:,} estimated, {res.simulated:,} simulated"
+          + (f", {res.flow} also with the flow backend" if res.flow else "") + ")"
+          + (f", {res.reused:,} results taken from {args.store}" if res.reused else "")
+          + f"; {sum(res.rejected.values()):,} rejected")
     for reason, n in res.rejected.most_common():
         print(f"  rejected {n:>6,}: {reason}")
     cost = args.gpu_hour_price is not None
-    print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}  {'mem (GiB)':>9}"
-          + (f"  {'$/Mtok':>8}" if cost else "") + "  layout")
+    flow = res.flow > 0
+    print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}" + (f"  {'flow (s)':>9}" if flow else "")
+          + f"  {'mem (GiB)':>9}" + (f"  {'$/Mtok':>8}" if cost else "") + "  layout")
     for i, r in enumerate(res.rows[:args.top], 1):
         lay = r["layout"]
         desc = (f"gpus {lay['gpus']} tp {lay['tp']} pp {lay['pp']} vpp {lay['vpp']} cp {lay['cp']} ep {lay['ep']} "
                 f"dp {lay['dp']} mb {lay['micro_batch']} recompute {lay['recompute']}"
-                + (" sp" if lay["sequence_parallel"] else "") + (" dist-opt" if lay["distributed_optimizer"] else ""))
+                + (" sp" if lay["sequence_parallel"] else "") + (" dist-opt" if lay["distributed_optimizer"] else "")
+                + (f" zero-{lay['zero']}" if lay["zero"] else "")
+                + (f" tp-overlap {lay['tp_overlap']}" if lay["tp"] > 1 and lay["tp_overlap"] != "te" else "")
+                + ("" if lay["overlap_grad_reduce"] else " no-overlap-grad-reduce")
+                + ("" if r["method"] == "simulated" else "  (estimated)"))
+        fl = r.get("flow")
         print(f"  {i:>3}  {r['tokens_per_s']:>12,.0f}  {r['mfu']:>6.3f}  {r['iteration_time_s']:>9.3f}  "
-              f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "") + desc)
+              + (f"{fl['iteration_time_s']:>9.3f}  " if fl else " " * 11 if flow else "")
+              + f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "") + desc)
     if res.rows:
         print(f"\n  reproduce the best: {res.rows[0]['command']}")
+    doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "global_batch": args.global_batch,
+           "seq_len": args.seq_len, "objective": args.objective, "evaluated": res.evaluated,
+           "simulated": res.simulated, "flow": res.flow, "reused": res.reused,
+           "rejected": dict(res.rejected.most_common()), "best": res.rows[:min(args.top, res.simulated)]}
     if args.json:
-        out = {"model": model.name, "gpu": gpu.name, "objective": args.objective, "evaluated": res.evaluated,
-               "reused": res.reused,
-               "rejected": dict(res.rejected.most_common()), "best": res.rows[:args.top]}
-        atomic_write_text(args.json, json.dumps(out, indent=1) + "\n")
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
         print(f"  wrote {args.json}")
+    if args.report:
+        from ..sweep.report import write_report
+        write_report(args.report, dict(doc, rows=res.rows))
+        print(f"  wrote {args.report}")
     return 0

@@ -48,6 +48,8 @@ Units: bytes (reported in GiB = 2^30 B).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, replace
 
 from ..workload.pipeline_schedules import schedule
@@ -202,18 +204,27 @@ def peak_activations(model: ModelConfig, layout: Layout, stage: int) -> tuple[fl
                      for i in layout.chunk_layers(model, stage, c)) for c in range(v)]
     chunk_emb = [emb if c * p + stage == 0 else 0.0 for c in range(v)]
     kind = "interleaved" if layout.interleaved and p > 1 else layout.schedule
-    live = [0] * v
     best = (-1.0, 0.0, 0.0)
-    for forward, _mb, c in schedule(kind, p, stage, layout.num_microbatches, v if p > 1 else 1):
-        if not forward:
-            live[c] -= 1
-            continue
-        live[c] += 1
+    for live in _live_after_forwards(kind, p, stage, layout.num_microbatches, v if p > 1 else 1):
         layers = sum(n * a for n, a in zip(live, chunk_act))
         other = sum(n * a for n, a in zip(live, chunk_emb))
         if layers + other > best[0]:
             best = (layers + other, layers, other)
     return best[1], best[2]
+
+
+@functools.lru_cache(maxsize=4096)
+def _live_after_forwards(kind: str, p: int, stage: int, m: int, v: int) -> tuple[tuple[int, ...], ...]:
+    """The distinct micro-batch counts held per virtual stage right after each forward of a
+    schedule, in the order they first occur (a pure function of the schedule, memoized: a
+    search asks for the same schedules many times)."""
+    live = [0] * v
+    seen: dict[tuple[int, ...], None] = {}
+    for forward, _mb, c in schedule(kind, p, stage, m, v):
+        live[c] += 1 if forward else -1
+        if forward:
+            seen.setdefault(tuple(live))
+    return tuple(seen)
 
 
 def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:

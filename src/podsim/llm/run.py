@@ -98,17 +98,7 @@ class TrainingResult:
         return {
             "model": self.model.name, "gpu": self.gpu.name, "cluster": self.cluster, "backend": self.backend,
             "compute_model": self.compute_model, "calibration": self.calibration,
-            "layout": {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
-                       "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
-                       "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
-                       "sequence_parallel": lay.sequence_parallel, "recompute": lay.recompute,
-                       "recompute_modules": list(lay.recompute_modules) if lay.recompute == "selective" else [],
-                       "recompute_layers": lay.recompute_layers,
-                       "schedule": lay.schedule, "zero": lay.zero,
-                       "distributed_optimizer": lay.distributed_optimizer, "precision": lay.precision,
-                       "tp_overlap": lay.tp_overlap, "overlap_grad_reduce": lay.overlap_grad_reduce,
-                       "overlap_param_gather": lay.overlap_param_gather, "loss_fusion": lay.loss_fusion,
-                       "layers_per_virtual_stage": lay.virtual_stage_layer_counts(self.model)},
+            "layout": layout_dict(self.model, lay),
             "iteration_time_s": round(self.iteration_time_s, 9),
             "tokens_per_s": round(lay.global_batch * lay.seq_len / self.iteration_time_s, 3),
             "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 3),
@@ -124,6 +114,21 @@ class TrainingResult:
             "notes": self.notes + list(self.result.notes),
             "kernels": self.kernels,
         }
+
+
+def layout_dict(model: ModelConfig, lay: Layout) -> dict:
+    """The ``layout`` field of the JSON (every setting of the layout, and its layers per virtual stage)."""
+    return {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
+            "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
+            "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
+            "sequence_parallel": lay.sequence_parallel, "recompute": lay.recompute,
+            "recompute_modules": list(lay.recompute_modules) if lay.recompute == "selective" else [],
+            "recompute_layers": lay.recompute_layers,
+            "schedule": lay.schedule, "zero": lay.zero,
+            "distributed_optimizer": lay.distributed_optimizer, "precision": lay.precision,
+            "tp_overlap": lay.tp_overlap, "overlap_grad_reduce": lay.overlap_grad_reduce,
+            "overlap_param_gather": lay.overlap_param_gather, "loss_fusion": lay.loss_fusion,
+            "layers_per_virtual_stage": lay.virtual_stage_layer_counts(model)}
 
 
 def calibration_of(gpu: GpuSpec, table: bool) -> dict:
@@ -232,6 +237,16 @@ overhead, in-step efficiency and interference parameters (default: the GPU's, ``
     return out
 
 
+def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
+    """The ranks of the first ``tp`` / ``cp`` / ``ep`` / ``dp`` (DP x CP) group of ``layout``, or
+    None for a group of one rank or another name."""
+    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp}
+    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}   # dp: DP x CP
+    if group not in stride or size[group] < 2:
+        return None
+    return tuple(i * stride[group] for i in range(size[group]))
+
+
 def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]
     """(fold, estimate).  ``fold``: what generate() may fuse: blocking collectives the engine
     would time in closed form anyway -- every one with the analytical backend; with the flow
@@ -239,15 +254,11 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     Exact: the fused ops give the same timeline as separate ones.  ``estimate``: the
     closed-form time of a collective on any group (DP too), for the interference of overlapped
     communication (an estimate under the flow backend, which times them itself)."""
-    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp}
-    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}   # dp: DP x CP
     g = fabric.gpus_per_node
     planner = CollectivePlanner(fabric, spec.nccl)
 
     def ranks_of(group: str) -> tuple[int, ...] | None:
-        if group not in stride or size[group] < 2:
-            return None
-        return tuple(i * stride[group] for i in range(size[group]))
+        return group_ranks(layout, group)
 
     def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
         ranks = ranks_of(group)

@@ -1,28 +1,48 @@
-"""``podsim search``: evaluate every training layout of a space and rank them (issue #15; first
-part: local worker processes, the analytical or flow backend, no results store yet).
+"""``podsim search``: rank every training layout of a space (issue #15).
 
-Each layout that :func:`~podsim.sweep.space.enumerate_layouts` keeps is simulated as ``podsim llm``
-would (:func:`podsim.llm.run.simulate_training`), in a pool of worker processes, and ranked by
-the objective: ``tokens`` (tokens per second, highest first), ``mfu``, ``time`` (iteration
-time, lowest first) or ``cost`` (US dollars per million tokens at a given price per GPU-hour,
-lowest first: ``price x gpus x iteration time / 3600 / tokens per iteration x 10^6``).  Every row carries the ``podsim llm`` command line that reproduces it.
-Units: s, GiB, tokens/s.
+Three passes over the layouts that :func:`~podsim.sweep.space.enumerate_layouts` keeps:
+
+1. **screen**: every layout's iteration time estimated in closed form
+   (:class:`podsim.llm.estimate.LayoutEstimator`: the same kernel and collective times as the
+   simulation, shared across layouts; within a few per cent of it), in batches on worker
+   processes or Ray;
+2. **simulate**: the best ``simulate_top`` estimated layouts simulated exactly as ``podsim llm``
+   does (:func:`podsim.llm.run.simulate_training`, with the timeline for the time breakdown);
+   when the space is no larger than that, every layout is simulated and the estimate is skipped;
+3. **flow**: the best ``flow_top`` of those re-run with the flow backend (congestion), reported
+   beside the analytical figures.
+
+Rows are ranked by the objective: ``tokens`` (tokens per second, highest first), ``mfu``,
+``time`` (iteration time, lowest first) or ``cost`` (US dollars per million tokens at a price
+per GPU-hour, lowest first: ``price x gpus x iteration time / 3600 / tokens per iteration x
+10^6``); simulated rows rank before estimated ones.  Row fields: ``layout`` (as ``podsim llm
+--json``), ``method`` (``simulated`` or ``estimated``), ``tokens_per_s``, ``mfu`` (0-1),
+``iteration_time_s`` (s), ``memory_peak_gib`` (GiB), ``memory_per_stage`` (GiB, simulated rows),
+``breakdown`` (``compute_s``, ``exposed_comm_s``, ``bubble_s``, ``other_s``: s; simulated rows),
+``command`` (the ``podsim llm`` command line that reproduces the row), ``cost_per_mtok_usd``
+(with a price), ``flow`` (``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow
+re-run, on the best rows).
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig, from_hf_config, get_model
+from .executors import default_workers, run_tasks
 from .space import Space, enumerate_layouts
 
 OBJECTIVES = ("tokens", "mfu", "time", "cost")
+SIMULATE_TOP = 32   #: layouts simulated exactly after the screen, by default
+FLOW_TOP = 0        #: layouts re-run with the flow backend, by default
+
+#: ``progress(phase, done, total)``: phase is ``screen``, ``simulate`` or ``flow``
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -33,7 +53,10 @@ class SearchResult:
     evaluated: int
     rejected: Counter[str]
     objective: str
-    reused: int = 0   #: rows a results store already held (not evaluated again)
+    reused: int = 0      #: rows a results store already held (not evaluated again)
+    simulated: int = 0   #: rows simulated exactly (the rest estimated)
+    flow: int = 0        #: rows re-run with the flow backend
+    phases_s: dict[str, float] = field(default_factory=dict)   #: wall time of each pass (s)
 
 
 def load_model(model: str | None, model_config: str | None) -> ModelConfig:
@@ -58,23 +81,66 @@ def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, b
         parts.append("--sequence-parallel")
     if layout.distributed_optimizer:
         parts.append("--distributed-optimizer")
+    if layout.zero:
+        parts.append(f"--zero {layout.zero}")
     if layout.interleaved:
         parts.append("--schedule interleaved")
+    if layout.tp_overlap != "te":
+        parts.append(f"--tp-overlap {layout.tp_overlap}")
+    if not layout.overlap_grad_reduce:
+        parts.append("--no-overlap-grad-reduce")
+    if not layout.overlap_param_gather:
+        parts.append("--no-overlap-param-gather")
+    if layout.precision != "bf16":
+        parts.append(f"--precision {layout.precision}")
     if cluster:
         parts.append(f"--cluster {cluster}")
     parts.append(f"--backend {backend}")
     return " ".join(parts)
 
 
-def _evaluate(args: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
-    """One layout, simulated (a worker's task)."""
+# -- the passes' tasks (module-level: they run in worker processes or on Ray) -------------------
+
+#: (model, model argument, GPU, cluster, backend, layouts, their peak memory per GPU in GiB)
+Batch = tuple[ModelConfig, str, str, "str | None", list[Layout], list[float]]
+
+
+def _screen(task: Batch) -> list[dict[str, Any]]:
+    """Estimated rows of a batch of layouts (one estimator shared by the batch)."""
+    from ..hardware.gpu import get_gpu
+    from ..llm.estimate import LayoutEstimator
+    from ..llm.flops import iteration_flops
+    from ..llm.run import default_cluster, layout_dict, simulate_training
+    model, model_arg, gpu, cluster, layouts, memory_gib = task
+    spec_gpu = get_gpu(gpu)
+    est = LayoutEstimator(model, spec_gpu, default_cluster(spec_gpu, None, None, cluster))
+    rows = []
+    for lay, mem in zip(layouts, memory_gib):
+        try:
+            ns = est.iteration_ns(lay)
+        except ValueError:   # ZeRO-3: simulated instead
+            ns = simulate_training(model, lay, gpu=spec_gpu, cluster=est.cluster, record_timeline=False).result.finish_ns
+        s = ns / 1e9
+        mf, _ = iteration_flops(model, lay)
+        rows.append({"layout": layout_dict(model, lay), "method": "estimated",
+                     "tokens_per_s": round(lay.global_batch * lay.seq_len / s, 3),
+                     "mfu": round(mf / s / lay.gpus / 1e12 * 1000 / spec_gpu.peak(lay.compute_dtype), 5),
+                     "iteration_time_s": round(s, 9), "memory_peak_gib": round(mem, 4),
+                     "breakdown": None, "command": llm_command(model_arg, lay, gpu, cluster, "analytical")})
+    return rows
+
+
+def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
+    """One layout simulated as ``podsim llm`` does, with its time breakdown."""
     from ..llm.run import simulate_training
-    model, layout, gpu, cluster, backend, model_arg = args
-    r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend, record_timeline=False)
+    model, layout, gpu, cluster, backend, model_arg = task
+    r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend,
+                          record_timeline=backend == "analytical")
     d = r.to_dict()
-    return {"layout": d["layout"], "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"],
+    return {"layout": d["layout"], "method": "simulated", "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"],
             "iteration_time_s": d["iteration_time_s"], "memory_peak_gib": d["memory_peak_gib"],
-            "breakdown": d["breakdown"], "command": llm_command(model_arg, layout, gpu, cluster, backend)}
+            "memory_per_stage": d["memory_per_stage"], "breakdown": d["breakdown"],
+            "command": llm_command(model_arg, layout, gpu, cluster, backend)}
 
 
 def cost_per_mtok(row: dict[str, Any], gpu_hour_usd: float) -> float:
@@ -94,23 +160,38 @@ def _key(objective: str) -> Callable[[dict[str, Any]], float]:
     return lambda r: r["iteration_time_s"]
 
 
+def _batches(layouts: list[Layout], memory_gib: list[float], workers: int) -> Iterator[list[int]]:
+    """Indices of ``layouts`` in batches of layouts that share their layer costs (same TP, CP,
+    EP, micro-batch, recomputation ...), a few batches per worker."""
+    order = sorted(range(len(layouts)), key=lambda i: (
+        layouts[i].gpus, layouts[i].tp, layouts[i].cp, layouts[i].ep, layouts[i].micro_batch,
+        layouts[i].sequence_parallel, layouts[i].recompute, layouts[i].tp_overlap, layouts[i].pp))
+    size = max(16, min(400, len(order) // max(1, 4 * workers) + 1))
+    for a in range(0, len(order), size):
+        yield order[a:a + size]
+
+
 def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memory_gib: float,
            cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
-           workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-           store: str | None = None, gpu_hour_usd: float | None = None) -> SearchResult:
-    """Evaluate every layout of ``space`` that fits and rank them by ``objective``.
+           workers: int | None = None, progress: Progress | None = None,
+           store: str | None = None, gpu_hour_usd: float | None = None, simulate_top: int = SIMULATE_TOP,
+           flow_top: int = FLOW_TOP, ray_address: str | None = None) -> SearchResult:
+    """Evaluate every layout of ``space`` that fits and rank them by ``objective`` (see the
+    module docstring for the three passes).
 
-    ``workers``: worker processes (default: the CPUs, at most 8; 1 evaluates in this process).
-    ``store``: a results store (:mod:`podsim.sweep.store`): each evaluated layout is added as it
-    finishes, and layouts it already holds are taken from it, not evaluated again.
+    ``workers``: worker processes (default: the CPUs, at most 8; 1 evaluates in this process);
+    ``ray_address``: run on Ray instead (:func:`~podsim.sweep.executors.run_tasks`).
+    ``store``: a results store (:mod:`podsim.sweep.store`): each evaluated row is added as it
+    finishes, and rows it already holds are taken from it, not evaluated again.
     ``gpu_hour_usd``: the price of a GPU-hour; rows then carry ``cost_per_mtok_usd`` (needed by
-    the ``cost`` objective).
+    the ``cost`` objective).  ``simulate_top``: layouts simulated exactly after the screen (all
+    of them when there are no more); ``flow_top``: of those, re-run with the flow backend.
 
     Raises:
         InputError: for an unknown objective, or a space with nothing left (see
             :func:`enumerate_layouts`).
     """
-    from dataclasses import asdict
+    import time
 
     from .store import Store, point_key
     if objective not in OBJECTIVES:
@@ -121,35 +202,96 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
                          where="--objective")
     if gpu_hour_usd is not None and not gpu_hour_usd > 0:
         raise InputError(f"a GPU-hour must cost more than 0, got {gpu_hour_usd:g}", where="--gpu-hour-price")
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
     e = enumerate_layouts(model, space, gpu_memory_gib)
-    keys = [point_key(model.name, gpu, cluster, backend, asdict(lay)) for lay in e.layouts]
+    phases["enumerate_s"] = time.perf_counter() - t0
+    n_workers = workers or default_workers()
+    rank = _key(objective)
+
+    def finish_row(row: dict[str, Any]) -> dict[str, Any]:
+        if gpu_hour_usd is not None:
+            row["cost_per_mtok_usd"] = round(cost_per_mtok(row, gpu_hour_usd), 6)
+        return row
+
     db = Store(store) if store else None
     try:
         done = db.keys() if db else set()
-        rows = db.rows(set(keys) & done) if db else []
-        reused = len(rows)
-        todo = [(k, (model, lay, gpu, cluster, backend, model_arg)) for k, lay in zip(keys, e.layouts) if k not in done]
-        n = workers or min(8, os.cpu_count() or 1)
+        reused = 0
 
-        def take(key: str, row: dict[str, Any]) -> None:
-            rows.append(row)
-            if db:
-                db.add(key, model.name, gpu, cluster, backend, row)
-            if progress:
-                progress(len(rows), len(keys))
-        if n <= 1:
-            for key, task in todo:
-                take(key, _evaluate(task))
+        def key_of(lay: Layout, method: str) -> str:
+            return point_key(model.name, gpu, cluster, method, asdict(lay))
+
+        def run(phase: str, fn: Callable[[Any], Any], tasks: list[Any], counts: list[int], keys: list[list[str]],
+                method: str, out: dict[str, dict[str, Any]], total: int, already: int) -> None:
+            finished = already
+            for i, got in run_tasks(fn, tasks, n_workers, ray_address):
+                for k, row in zip(keys[i], got if isinstance(got, list) else [got]):
+                    out[k] = row
+                    if db:
+                        db.add(k, model.name, gpu, cluster, method, row)
+                finished += counts[i]
+                if progress:
+                    progress(phase, finished, total)
+
+        # 1. screen (skipped when every layout is simulated anyway)
+        screened: dict[str, dict[str, Any]] = {}
+        exact_all = len(e.layouts) <= simulate_top
+        if exact_all:
+            candidates = list(range(len(e.layouts)))
         else:
-            with ProcessPoolExecutor(max_workers=n) as pool:
-                chunk = max(1, len(todo) // (4 * n))
-                for (key, _), row in zip(todo, pool.map(_evaluate, [t for _, t in todo], chunksize=chunk)):
-                    take(key, row)
+            t0 = time.perf_counter()
+            skeys = [key_of(lay, "estimate") for lay in e.layouts]
+            for i, k in enumerate(skeys):
+                if k in done:
+                    screened[k] = db.row(k) if db else {}   # type: ignore[union-attr]
+            reused += len(screened)
+            todo = [i for i, k in enumerate(skeys) if k not in screened]
+            batches = [[todo[j] for j in b] for b in _batches([e.layouts[i] for i in todo],
+                                                               [e.memory_gib[i] for i in todo], n_workers)]
+            tasks = [(model, model_arg, gpu, cluster, [e.layouts[i] for i in b], [e.memory_gib[i] for i in b])
+                     for b in batches]
+            run("screen", _screen, tasks, [len(b) for b in batches], [[skeys[i] for i in b] for b in batches],
+                "estimate", screened, len(e.layouts), len(screened))
+            phases["screen_s"] = time.perf_counter() - t0
+            est_rows = [finish_row(screened[k]) for k in skeys]
+            candidates = sorted(range(len(e.layouts)), key=lambda i: rank(est_rows[i]))[:simulate_top]
+        # 2. simulate the candidates exactly
+        t0 = time.perf_counter()
+        simulated: dict[str, dict[str, Any]] = {}
+        xkeys = [key_of(e.layouts[i], backend) for i in candidates]
+        for k in xkeys:
+            if k in done:
+                simulated[k] = db.row(k)   # type: ignore[union-attr]
+        reused += len(simulated)
+        todo_x = [(k, i) for k, i in zip(xkeys, candidates) if k not in simulated]
+        run("simulate", _simulate, [(model, e.layouts[i], gpu, cluster, backend, model_arg) for _, i in todo_x],
+            [1] * len(todo_x), [[k] for k, _ in todo_x], backend, simulated, len(candidates), len(simulated))
+        phases["simulate_s"] = time.perf_counter() - t0
+        exact = sorted((finish_row(simulated[k]) for k in xkeys), key=rank)
+        # 3. the best again with the flow backend
+        t0 = time.perf_counter()
+        flow_n = min(flow_top, len(exact)) if backend == "analytical" else 0
+        if flow_n:
+            by_cmd = {r["command"]: r for r in exact}
+            lays = {r["command"]: e.layouts[i] for r, i in zip((simulated[k] for k in xkeys), candidates)}
+            best = exact[:flow_n]
+            fkeys = [key_of(lays[r["command"]], "flow") for r in best]
+            flows: dict[str, dict[str, Any]] = {k: db.row(k) for k in fkeys if k in done} if db else {}
+            reused += len(flows)
+            todo_f = [(k, r) for k, r in zip(fkeys, best) if k not in flows]
+            run("flow", _simulate, [(model, lays[r["command"]], gpu, cluster, "flow", model_arg) for _, r in todo_f],
+                [1] * len(todo_f), [[k] for k, _ in todo_f], "flow", flows, flow_n, len(flows))
+            for k, r in zip(fkeys, best):
+                f = flows[k]
+                by_cmd[r["command"]]["flow"] = {"iteration_time_s": f["iteration_time_s"],
+                                                "tokens_per_s": f["tokens_per_s"], "mfu": f["mfu"],
+                                                "command": f["command"]}
+        phases["flow_s"] = time.perf_counter() - t0
     finally:
         if db:
             db.close()
-    if gpu_hour_usd is not None:
-        for r in rows:
-            r["cost_per_mtok_usd"] = round(cost_per_mtok(r, gpu_hour_usd), 6)
-    rows.sort(key=_key(objective))
-    return SearchResult(rows, len(rows) - reused, e.rejected, objective, reused)
+    chosen = set(candidates)
+    rest = [] if exact_all else sorted((r for i, r in enumerate(est_rows) if i not in chosen), key=rank)
+    rows = exact + rest
+    return SearchResult(rows, len(e.layouts), e.rejected, objective, reused, len(exact), flow_n, phases)

@@ -4,9 +4,11 @@ with the same store skips what the store already holds, so no layout is evaluate
 
 Table ``results``, one row per layout (``pandas.read_sql`` / ``duckdb.sql("from results")`` /
 ``polars.read_database`` load it): ``key`` (what identifies the point: model, GPU, cluster,
-backend and every layout field), ``model``, ``gpu``, ``cluster``, ``backend``, the layout's
-``gpus``, ``tp``, ``pp``, ``vpp``, ``cp``, ``ep``, ``dp``, ``micro_batch``, ``global_batch``,
-``seq_len``, ``recompute``, ``sequence_parallel``, ``distributed_optimizer``, the results
+backend and every layout field), ``model``, ``gpu``, ``cluster``, ``backend`` (``estimate``: the
+screen's closed-form estimate; ``analytical`` or ``flow``: simulated), the layout's ``gpus``,
+``tp``, ``pp``, ``vpp``, ``cp``, ``ep``, ``dp``, ``micro_batch``, ``global_batch``, ``seq_len``,
+``recompute``, ``sequence_parallel``, ``distributed_optimizer``, ``zero``, ``tp_overlap``,
+``overlap_grad_reduce``, ``overlap_param_gather``, the results
 ``tokens_per_s``, ``mfu``, ``iteration_time_s`` (s), ``memory_peak_gib`` (GiB), ``compute_s``,
 ``exposed_comm_s``, ``bubble_s``, ``other_s`` (s; null where the run does not say), the
 reproducing ``command`` and ``row`` (the whole row as JSON).  duckdb is an optional dependency
@@ -24,13 +26,15 @@ from ..errors import InputError
 from ..optional import require
 
 _LAYOUT = ("gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "global_batch", "seq_len", "recompute",
-           "sequence_parallel", "distributed_optimizer")
+           "sequence_parallel", "distributed_optimizer", "zero", "tp_overlap", "overlap_grad_reduce",
+           "overlap_param_gather")
 _RESULTS = ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib")
 _BREAKDOWN = ("compute_s", "exposed_comm_s", "bubble_s", "other_s")
 _SCHEMA = ("key VARCHAR PRIMARY KEY, model VARCHAR, gpu VARCHAR, cluster VARCHAR, backend VARCHAR, gpus INTEGER, "
            "tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, ep INTEGER, dp INTEGER, micro_batch INTEGER, "
            "global_batch INTEGER, seq_len INTEGER, recompute VARCHAR, sequence_parallel BOOLEAN, "
-           "distributed_optimizer BOOLEAN, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
+           "distributed_optimizer BOOLEAN, zero INTEGER, tp_overlap VARCHAR, overlap_grad_reduce BOOLEAN, "
+           "overlap_param_gather BOOLEAN, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
            "memory_peak_gib DOUBLE, compute_s DOUBLE, exposed_comm_s DOUBLE, bubble_s DOUBLE, other_s DOUBLE, "
            "command VARCHAR, row VARCHAR")
 
@@ -72,6 +76,17 @@ class Store:
                   *(br.get(k) for k in _BREAKDOWN), row["command"], json.dumps(row)]
         marks = ", ".join("?" * len(values))
         self._db.execute(f"INSERT INTO results VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values)
+
+    def row(self, key: str) -> dict[str, Any]:
+        """One stored row.
+
+        Raises:
+            KeyError: the store does not hold ``key``.
+        """
+        got = self._db.execute("SELECT row FROM results WHERE key = ?", [key]).fetchone()
+        if got is None:
+            raise KeyError(key)
+        return json.loads(got[0])
 
     def rows(self, keys: set[str] | None = None) -> list[dict[str, Any]]:
         """The stored rows (those of ``keys``, if given), as the search returns them."""

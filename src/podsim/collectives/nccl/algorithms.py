@@ -24,13 +24,13 @@ The communicator's GPUs are grouped by server.  With ``C`` channels:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import InputError
 from ...network.fabric import Fabric, LinkTier, NodeKind
-from .schedule import FlowList, Schedule
+from .schedule import FlowList, Schedule, Step
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 
@@ -43,6 +43,8 @@ class Communicator:
     ranks: list[int]          #: global GPU ranks in communicator order
     servers: list[list[int]]  #: global ranks per server
     intra_class: str          #: "nvlink" or "pcie": how GPUs of one server talk
+    #: ring rounds' flows (src, dst, channel) by (channels, pxn): the same at every size
+    rings: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def size(self) -> int:
@@ -109,7 +111,12 @@ def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: boo
         return sched
     rounds = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}[collective]
     per = size / (n * channels)
-    sched.steps.append(_ring_flows(comm, per, channels, pxn).step("ring", rounds, _ring_hops(comm)))
+    key = (channels, pxn)
+    shape = comm.rings.get(key)
+    if shape is None:   # the flows at one byte each, kept for every size
+        shape = comm.rings[key] = _ring_flows(comm, 1.0, channels, pxn).step("ring", rounds, _ring_hops(comm))
+    sched.steps.append(Step("ring", shape.src, shape.dst, np.full(len(shape.src), per), shape.label, rounds,
+                            dict(shape.hops)))
     return sched
 
 

@@ -89,6 +89,7 @@ class Timer:
         self.backend = backend
         self.router = router or Router(fabric)
         self._cap: dict[str, np.ndarray] = {}
+        self._links: dict[tuple[bytes, bytes, bytes], tuple[np.ndarray, np.ndarray, float] | None] = {}
 
     def capacity(self, proto: str) -> np.ndarray:
         cap = self._cap.get(proto)
@@ -127,19 +128,34 @@ class Timer:
             out.append(r)
         return out
 
+    def _round_links(self, step: Step) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """(every flow's links, each flow's route length, the longest route's latency in ns) of
+        a round, cached by its flows' ends and labels: a collective's rounds at any size take the
+        same routes."""
+        key = (step.src.tobytes(), step.dst.tobytes(), step.label.tobytes())
+        hit = self._links.get(key)
+        if hit is None:
+            routes = self._routes(step)
+            if not routes:
+                self._links[key] = None
+                return None
+            lens = np.array([len(r) for r in routes], dtype=np.int64)
+            links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=int(lens.sum()))
+            lat = self.fabric.link_lat
+            longest = max(float(sum(lat[list(r)])) for r in set(routes))
+            hit = self._links[key] = (links, lens, longest)
+        return hit
+
     def analytical_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Busiest link's load over its capacity (or the largest flow over its rate cap, if
         slower), plus the longest route latency (ns)."""
-        routes = self._routes(step)
-        if not routes:
+        hit = self._round_links(step)
+        if hit is None:
             return 0.0
-        lens = [len(r) for r in routes]
-        links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=sum(lens))
+        links, lens, longest = hit
         load = np.bincount(links, weights=np.repeat(step.nbytes, lens), minlength=self.fabric.num_links)
         cap = self.capacity(proto)
         busiest = max(float((load / cap).max()), float(step.nbytes.max()) / flow_cap)
-        lat = self.fabric.link_lat
-        longest = max(float(sum(lat[list(r)])) for r in set(routes))
         return busiest + longest
 
     def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:

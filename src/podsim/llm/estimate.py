@@ -1,0 +1,285 @@
+"""A closed-form estimate of one training iteration, for screening many layouts fast
+(``podsim search``): the same kernel times, collective times and pipeline schedule as
+:func:`podsim.llm.run.simulate_training` with the analytical backend, without building the
+workload or running the event engine.
+
+What it keeps from the simulation: each pipeline stage's passes in its schedule's order
+(:mod:`podsim.workload.pipeline_schedules`), a pass lasting the sum of its layers' fused steps
+(compute steps rounded up to whole ns and slowed while data-parallel collectives run beside
+them, folded TP / CP / EP collectives, as :mod:`podsim.llm.generate` fuses them); a pass starts
+when the stage is free and its input has arrived from the neighbouring stage (the congestion-free
+point-to-point time of the activation, plus the rendezvous handshake).  What it simplifies: the
+data-parallel gradient buckets (their reduction overlaps the last micro-batch's backward and only
+what does not fit in it is exposed), the overlapped parameter all-gathers (the first forward
+waits for them as a whole) and the engine's one-op-per-resource issue rules.  The estimate is a
+screen: ``podsim search`` simulates the best estimated layouts exactly afterwards; the accuracy
+against the engine is measured in tests/test_search_estimate.py and benchmarks/bench_search.py.
+
+Everything that layouts share is computed once per :class:`LayoutEstimator`: the compute model
+per dtype, the fabric per GPU count, collective times per (group, kind, bytes), the layer steps
+per (TP, CP, EP, micro-batch, sequence length, recomputation, precision ...) and the pass times.
+Collectives above 1 MiB are timed at sizes on a geometric grid (4 per doubling) and
+interpolated between them, so that every layout's buckets reuse the same few selections.
+Units: ns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..compute.model import ComputeModel
+from ..engine.cluster import CollectivePlanner, FabricDelay
+from ..hardware.cluster import ClusterSpec, build_fabric
+from ..hardware.gpu import GpuSpec
+from ..network.fabric import Fabric
+from ..workload import CollectiveKind
+from ..workload.pipeline_schedules import schedule
+from .generate import BUCKET_PARAMS, Folder, _StageProgram
+from .layout import Layout
+from .memory import stage_params
+from .model import ModelConfig
+from .ops import LayerCosts, Step
+from .stack import Stack
+
+_GRID_FROM = 1 << 20      #: collectives above this size are timed on a grid of sizes (B)
+_PER_OCTAVE = 4           #: grid points per doubling of the size
+_HANDSHAKE_BYTES = 8192   #: the rendezvous control message before a pipeline send (as the engine's)
+
+
+class LayoutEstimator:
+    """Estimates iteration times of many layouts of one model on one GPU and cluster, sharing
+    kernel and collective times between them."""
+
+    def __init__(self, model: ModelConfig, gpu: GpuSpec, cluster: ClusterSpec, stack: Stack | None = None) -> None:
+        self.model = model
+        self.gpu = gpu
+        self.cluster = cluster
+        self.stack = stack
+        self._cms: dict[str, ComputeModel] = {}
+        self._fabrics: dict[int, tuple[Fabric, CollectivePlanner, FabricDelay]] = {}
+        self._costs: dict[tuple, LayerCosts] = {}
+        self._pass: dict[tuple, int] = {}
+        self._curves: dict[tuple, int] = {}   # (gpus, ranks, kind, grid point) -> ns
+
+    # -- shared pieces -------------------------------------------------------------------------
+
+    def _fabric(self, gpus: int) -> tuple[Fabric, CollectivePlanner, FabricDelay]:
+        hit = self._fabrics.get(gpus)
+        if hit is None:
+            fabric = build_fabric(self.cluster, gpus)
+            planner = CollectivePlanner(fabric, self.cluster.nccl)
+            hit = self._fabrics[gpus] = (fabric, planner, FabricDelay(fabric, planner.timer))
+        return hit
+
+    def _compute_model(self, dtype: str) -> ComputeModel:
+        cm = self._cms.get(dtype)
+        if cm is None:
+            cm = self._cms[dtype] = ComputeModel.for_gpu(self.gpu, dtype)
+        return cm
+
+    def folder(self, layout: Layout) -> Folder:
+        """A layout's closed-form collective time, ``(kind, bytes, group) -> ns | None``, with the
+        plans shared across layouts of the same GPU count."""
+        from .run import group_ranks
+        _, planner, _ = self._fabric(layout.gpus)
+        curves = self._curves
+
+        def exact(ranks: tuple[int, ...], kind: CollectiveKind, nbytes: int) -> int:
+            return planner.plan(ranks, kind, nbytes)[1]
+
+        def timed(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+            ranks = group_ranks(layout, group)
+            if ranks is None or nbytes <= 0:
+                return None
+            if nbytes <= _GRID_FROM:
+                return exact(ranks, kind, nbytes)
+            # between two sizes of a geometric grid (2^(1/4) apart), linearly: the collective's
+            # time is close to affine in bytes there, and the grid's times are shared by every
+            # layout with the same group
+            x = math.log2(nbytes) * _PER_OCTAVE
+            lo = math.floor(x)
+            a, b = int(2 ** (lo / _PER_OCTAVE)), int(2 ** ((lo + 1) / _PER_OCTAVE))
+            ta, tb = (curves.get((layout.gpus, ranks, kind, k)) for k in (lo, lo + 1))
+            if ta is None:
+                ta = curves[(layout.gpus, ranks, kind, lo)] = exact(ranks, kind, a)
+            if tb is None:
+                tb = curves[(layout.gpus, ranks, kind, lo + 1)] = exact(ranks, kind, b)
+            return int(round(ta + (tb - ta) * (nbytes - a) / max(1, b - a)))
+        return timed
+
+    def costs(self, layout: Layout) -> LayerCosts:
+        """The layer steps of ``layout`` (shared by layouts that differ only in PP, VPP, DP or
+        the optimizer's sharding)."""
+        key = (layout.gpus, layout.tp, layout.cp, layout.ep, layout.micro_batch, layout.seq_len,
+               layout.sequence_parallel, layout.recompute, tuple(layout.recompute_modules), layout.precision,
+               layout.flash_attention, layout.tp_overlap, layout.loss_fusion, layout.zero)
+        hit = self._costs.get(key)
+        if hit is None:
+            hit = self._costs[key] = LayerCosts(self.model, layout, self._compute_model(layout.compute_dtype),
+                                                layout.flash_attention, comm_ns=self.folder(layout), stack=self.stack)
+        return hit
+
+    def _steps_ns(self, key: tuple, steps: Sequence[Step], slow: float, fold: Folder) -> int:
+        """A run of steps fused as :meth:`_StageProgram.step` fuses them: compute rounded up to
+        whole ns after the slowdown, folded collectives added, an overlapped one running beside
+        the next compute step."""
+        hit = self._pass.get(key)
+        if hit is not None:
+            return hit
+        total, beside = 0, None
+        for st in steps:
+            if st.collective is None:
+                ns = st.ns * slow if st.ns > 0 and slow != 1.0 else st.ns
+                if ns > 0:
+                    d = max(1, int(math.ceil(ns)))
+                    if beside is not None:
+                        d, beside = max(d, beside), None
+                    total += d
+            else:
+                t = fold(st.collective, st.nbytes, st.group) or 0
+                if st.overlap:
+                    beside = t
+                else:
+                    total += t
+        self._pass[key] = total
+        return total
+
+    # -- one layout ----------------------------------------------------------------------------
+
+    def iteration_ns(self, layout: Layout) -> int:
+        """The estimated iteration time of ``layout`` (ns).  ZeRO-3 is not estimated (it raises
+        ValueError): simulate it."""
+        m, lay = self.model, layout
+        if lay.zero >= 3:
+            raise ValueError("ZeRO-3 layouts are simulated, not estimated")
+        costs = self.costs(lay)
+        fold = self.folder(lay)
+        fabric, planner, delay = self._fabric(lay.gpus)
+        p, v, mbs = lay.pp, lay.vpp, lay.num_microbatches
+        last_v = p * v - 1
+        stride = lay.tp * lay.cp * lay.dp
+        ckey = id(costs)
+        act = costs.act_bytes // (lay.tp if lay.sequence_parallel else 1)
+        hop = 0
+        if p > 1:
+            hop = delay.delay_ns(0, stride, act) + delay.delay_ns(stride, 0, _HANDSHAKE_BYTES)
+
+        def layer_ns(i: int, what: str, slow: float) -> int:
+            moe = m.is_moe_layer(i)
+            steps = costs.forward(moe) if what == "F" else costs.backward(moe)
+            return self._steps_ns((ckey, what, moe, slow), steps, slow, fold)
+
+        def extra_ns(what: str, backward: bool, slow: float) -> int:
+            steps = costs.embedding_steps(backward) if what == "emb" else costs.output_steps(backward)
+            return self._steps_ns((ckey, what, backward, slow), steps, slow, fold)
+
+        stages = []
+        finish: dict[tuple[bool, int, int], int] = {}
+        for s in range(p):
+            prog = _StageProgram(m, lay, costs, s, fold, fold)
+            entries = schedule(lay.schedule, p, s, mbs, v)
+            durs: dict[tuple[bool, int, bool], int] = {}
+
+            def dur(forward: bool, chunk: int, special: bool, s: int = s, prog: _StageProgram = prog,
+                    durs: dict = durs) -> int:
+                key = (forward, chunk, special)
+                d = durs.get(key)
+                if d is not None:
+                    return d
+                g = chunk * p + s
+                layers = lay.chunk_layers(m, s, chunk)
+                total = 0
+                if forward:
+                    slow = prog.slow_fwd if special else 1.0
+                    if g == 0:
+                        total += extra_ns("emb", False, slow)
+                    total += sum(layer_ns(i, "F", slow) for i in layers)
+                    if g == last_v:
+                        total += extra_ns("out", False, slow)
+                else:
+                    reduce_now = (special or lay.zero == 2) and lay.overlap_grad_reduce
+                    slow = prog.slow_bwd if reduce_now else 1.0
+                    if g == last_v:
+                        total += extra_ns("out", True, slow)
+                    for i in layers:
+                        if lay.recomputed_layer(m, s, chunk, i):
+                            total += layer_ns(i, "F", slow)
+                        total += layer_ns(i, "B", slow)
+                    if g == 0:
+                        total += extra_ns("emb", True, slow)
+                durs[key] = d = total
+                return d
+            stages.append((prog, entries, dur))
+
+        # the first forward waits for the overlapped parameter all-gathers (as a whole)
+        params = [stage_params(m, lay, s) for s in range(p)]
+        sharded = (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1
+        gathers = [0] * p
+        if sharded and lay.overlap_param_gather:
+            gathers = [self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, params[s] * 2 * stages[s][0].comm_fwd)
+                       for s in range(p)]
+        idx, now = [0] * p, [0] * p
+        last_bwd_start = [0] * p
+        left = sum(len(e) for _, e, _ in stages)
+        while left:
+            moved = False
+            for s, (_, entries, dur) in enumerate(stages):
+                t = now[s]
+                while idx[s] < len(entries):
+                    forward, mb, chunk = entries[idx[s]]
+                    g = chunk * p + s
+                    if forward and g > 0:
+                        dep = finish.get((True, mb, g - 1))
+                    elif not forward and g < last_v:
+                        dep = finish.get((False, mb, g + 1))
+                    else:
+                        dep = -hop
+                    if dep is None:
+                        break
+                    start = max(t, dep + hop)
+                    special = mb == 0 if forward else mb == mbs - 1
+                    if not forward and special and chunk == v - 1:
+                        last_bwd_start[s] = start
+                    t = start + dur(forward, chunk, special)
+                    if forward and mb == 0 and gathers[s]:
+                        t = max(t, gathers[s] + dur(forward, chunk, special) // max(1, len(lay.chunk_layers(m, s, chunk))))
+                    finish[(forward, mb, g)] = t
+                    idx[s] += 1
+                    left -= 1
+                    moved = True
+                now[s] = t
+            if not moved:   # a schedule whose inputs never come: cannot happen for valid schedules
+                raise ValueError(f"pipeline schedule {lay.schedule!r} deadlocks for pp {p} vpp {v} m {mbs}")
+        end = 0
+        for s, (prog, _, _) in enumerate(stages):
+            t = now[s]
+            if lay.dp * lay.cp > 1:
+                kind = CollectiveKind.REDUCE_SCATTER if (lay.distributed_optimizer or lay.zero >= 1) \
+                    else CollectiveKind.ALL_REDUCE
+                scale = prog.comm_bwd if lay.overlap_grad_reduce else 1.0
+                total, last = self._dp_buckets(fold, lay, kind, params[s] * lay.grad_reduce_bytes * scale)
+                if lay.overlap_grad_reduce:
+                    t = max(t + last, last_bwd_start[s] + total)
+                else:
+                    t += total
+            shard = params[s] / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params[s]
+            t += max(1, int(math.ceil(costs.optimizer(shard, params[s]).ns)))
+            if sharded and not lay.overlap_param_gather:
+                t += fold(CollectiveKind.ALL_GATHER, int(params[s] * 2), "dp") or 0
+            end = max(end, t)
+        return end
+
+    @staticmethod
+    def _dp_buckets(fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float) -> tuple[int, int]:
+        """(all buckets' time, the last bucket's time) of a data-parallel reduction of
+        ``nbytes`` in Megatron's buckets (ns)."""
+        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp) * lay.grad_reduce_bytes
+        n = max(1, int(math.ceil(nbytes / limit)))
+        full = fold(kind, int(min(limit, nbytes)), "dp") or 0
+        rest = nbytes - (n - 1) * limit
+        last = fold(kind, int(rest), "dp") or 0
+        return (n - 1) * full + last, last
+
+    def _dp_total(self, fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float) -> int:
+        return self._dp_buckets(fold, lay, kind, nbytes)[0]
