@@ -1,0 +1,370 @@
+"""The HTML report of ``podsim search --report`` (issue #15, point 5): the page embeds every row,
+and a real headless browser (Debian's Chromium) loads it without script errors and draws its
+charts: a point per layout, the Pareto front the Python reference computes, a bar per top layout,
+a panel per layout with memory per stage, filters read from the URL hash, and the edge cases
+(one row, no breakdown, no memory per stage, equal values, no cost, 10,000 rows).
+
+The browser tests skip when Chromium is absent (``apt-get install chromium``), unless
+``PODSIM_REQUIRE_BROWSER=1`` (set by ``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podsim.sweep.report import COLS, decode_command, pareto_front, payload, render_report, write_report
+
+# ---------------------------------------------------------------------------------------------
+# documents
+
+
+def _row(i: int, gpus: int, tp: int, pp: int, vpp: int, cp: int, ep: int, mb: int, rc: str, sp: bool, do: bool,
+         rng: random.Random, cost: bool = True) -> dict[str, Any]:
+    dp = max(1, gpus // (tp * pp * cp))
+    gb = 256
+    t = round(rng.uniform(0.8, 4.0), 9)
+    row: dict[str, Any] = {
+        "layout": {"gpus": gpus, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "dp": dp, "micro_batch": mb,
+                   "num_microbatches": max(1, gb // (mb * dp)), "global_batch": gb, "seq_len": 4096, "recompute": rc,
+                   "sequence_parallel": sp, "distributed_optimizer": do, "schedule": "interleaved" if vpp > 1 else "1f1b"},
+        "tokens_per_s": round(gb * 4096 / t, 3), "mfu": round(rng.uniform(0.2, 0.6), 5), "iteration_time_s": t,
+        "memory_peak_gib": round(rng.uniform(5, 79), 4),
+        "command": (f"podsim llm --model llama3-8b --gpu h100 --gpus {gpus} --tp {tp} --pp {pp} --vpp {vpp} --cp {cp} "
+                    f"--ep {ep} --global-batch {gb} --micro-batch {mb} --seq-len 4096 --recompute {rc}"
+                    + (" --sequence-parallel" if sp else "") + (" --distributed-optimizer" if do else "")
+                    + " --backend analytical"),
+        "breakdown": {"compute_s": round(t * 0.8, 9), "exposed_comm_s": None, "bubble_s": None, "other_s": None},
+    }
+    if cost:
+        row["cost_per_mtok_usd"] = round(3.0 * gpus * t / 3600 / (gb * 4096) * 1e6, 6)
+    return row
+
+
+def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: int = 3, seed: int = 1) -> dict[str, Any]:
+    """``n`` rows over distinct layouts, best (most tokens/s) first; the first ``breakdown_top``
+    carry a full time breakdown, the first ``memory_top`` memory per stage."""
+    rng = random.Random(seed)
+    space = list(itertools.product((64, 128), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2), (1, 2), (1, 2), (1, 2, 4),
+                                   ("none", "selective", "full"), (False, True), (True, False)))
+    rng.shuffle(space)
+    rows = [_row(i, *p, rng=rng, cost=cost) for i, p in zip(range(n), space)]
+    assert len(rows) == n
+    rows.sort(key=lambda r: -r["tokens_per_s"])
+    for r in rows[:breakdown_top]:
+        t = r["iteration_time_s"]
+        r["breakdown"] = {"compute_s": round(t * 0.7, 9), "exposed_comm_s": round(t * 0.1, 9),
+                          "bubble_s": round(t * 0.15, 9), "other_s": round(t * 0.05, 9)}
+    for r in rows[:memory_top]:
+        pp = r["layout"]["pp"]
+        r["memory_per_stage"] = [{"stage": s, "weights_gib": 4.0, "gradients_gib": 8.0, "optimizer_gib": 1.5,
+                                  "activations_gib": 20.0 - s, "buffers_gib": 0.5, "total_gib": 34.0 - s}
+                                 for s in range(pp)]
+    return {"model": "Llama 3 8B", "gpu": "NVIDIA H100 80GB", "objective": "tokens", "evaluated": n, "reused": 0,
+            "rejected": {"does not fit in 80 GiB per GPU": 500, "N GPUs are not divisible by TP x PP x CP": 3},
+            "best": rows[:max(breakdown_top, memory_top, 1)], "rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# pure Python
+
+
+def test_pareto_front_of_a_hand_worked_example() -> None:
+    pts = [(10, 100),   # 0: front
+           (20, 150),   # 1: front
+           (15, 90),    # 2: 0 has less memory and more throughput
+           (20, 150),   # 3: equal to 1: kept (neither beats the other)
+           (30, 140),   # 4: 1 beats it
+           (5, 50),     # 5: front (least memory)
+           (40, 200),   # 6: front (most throughput)
+           (10, 80),    # 7: 0 has the same memory and more throughput
+           (math.nan, 1000)]  # 8: no memory: not plotted
+    assert pareto_front(pts) == [0, 1, 3, 5, 6]
+    assert pareto_front([]) == [] and pareto_front([(1.0, 1.0)]) == [0]
+
+
+def _embedded(page: str) -> dict[str, Any]:
+    m = re.search(r'<script type="application/json" id="podsim-data">(.*?)</script>', page, re.S)
+    assert m, "no data element"
+    return json.loads(m.group(1))
+
+
+def test_the_page_embeds_every_row() -> None:
+    doc = synthetic(60)
+    page = render_report(doc)
+    data = _embedded(page)
+    assert data["cols"] == list(COLS) and len(data["rows"]) == 60
+    assert data["meta"]["model"] == "Llama 3 8B" and data["meta"]["best"] == 5
+    assert data["meta"]["rejected"][0] == ["does not fit in 80 GiB per GPU", 500]
+    for rec, row in zip(data["rows"], doc["rows"]):
+        r = dict(zip(data["cols"], rec))
+        for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
+                  "distributed_optimizer", "gpus"):
+            assert r[k] == row["layout"][k]
+        for k in ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib", "cost_per_mtok_usd"):
+            assert r[k] == row[k]
+        assert decode_command(data["parts"], r["command"]) == row["command"]
+        assert r["breakdown"] == [row["breakdown"][k] for k in ("compute_s", "exposed_comm_s", "bubble_s", "other_s")]
+        assert (r["memory_per_stage"] is None) == ("memory_per_stage" not in row)
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page
+    assert "<link" not in page and " src=" not in page   # nothing fetched: one self-contained file
+
+
+def test_best_rows_add_what_rows_lack() -> None:
+    doc = synthetic(8, breakdown_top=0, memory_top=0)
+    best = json.loads(json.dumps(doc["rows"][:2]))
+    best[0]["breakdown"] = {"compute_s": 1.0, "exposed_comm_s": 0.5, "bubble_s": 0.25, "other_s": 0.0}
+    best[1]["flow"] = {"iteration_time_s": 2.0, "tokens_per_s": 524288.0, "mfu": 0.4}
+    doc["best"] = best
+    rows = payload(doc)["rows"]
+    cols = list(COLS)
+    assert len(rows) == 8
+    assert rows[0][cols.index("breakdown")] == [1.0, 0.5, 0.25, 0.0]
+    assert rows[1][cols.index("flow")] == [2.0, 524288.0, 0.4]
+    assert [r[cols.index("best")] for r in rows] == [1, 1, 0, 0, 0, 0, 0, 0]
+    # a document with only best rows
+    only = payload({"best": best})
+    assert len(only["rows"]) == 2
+
+
+def test_script_text_in_the_data_cannot_end_the_data_element(tmp_path: Path) -> None:
+    doc = synthetic(3)
+    doc["model"] = "evil</script><script>alert(1)</script><!--"
+    doc["rows"][0]["command"] += " --note </script>"
+    page = render_report(doc)
+    assert "alert(1)</script>" not in page and "<!--" not in page.split("<body>")[1]
+    data = _embedded(page)
+    assert data["meta"]["model"] == doc["model"]
+    assert decode_command(data["parts"], data["rows"][0][COLS.index("command")]).endswith("--note </script>")
+    out = tmp_path / "sub" / "r.html"
+    write_report(str(out), doc)
+    assert out.read_text(encoding="utf-8") == page
+
+
+def test_ten_thousand_rows_make_a_file_of_a_few_megabytes() -> None:
+    page = render_report(synthetic(10_000))
+    assert len(page.encode("utf-8")) < 3_000_000
+    assert len(_embedded(page)["rows"]) == 10_000
+
+
+# ---------------------------------------------------------------------------------------------
+# a real browser
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    msg = "Chromium not found: apt-get install chromium (the HTML report's browser tests need it)"
+    if os.environ.get("PODSIM_REQUIRE_BROWSER") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--disable-extensions", "--mute-audio"]
+
+
+class _Dom(HTMLParser):
+    """Start tags with their attributes, in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def find(self, tag: str, cls: str | None = None, **attrs: str) -> list[dict[str, str]]:
+        return [a for t, a in self.tags if t == tag and (cls is None or cls in a.get("class", "").split())
+                and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+
+
+def load(doc: dict[str, Any], tmp: Path, hash_: str = "", *, name: str = "report.html") -> _Dom:
+    """The DOM after the page ran in Chromium, checked for readiness and script errors."""
+    exe = _chromium()
+    page = tmp / name
+    write_report(str(page), doc)
+    with tempfile.TemporaryDirectory(dir=tmp) as profile:
+        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                            page.as_uri() + hash_], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    dom = _Dom()
+    dom.feed(p.stdout)
+    body = dom.find("body")
+    assert body, p.stdout[:500]
+    assert "data-errors" not in body[0], body[0]["data-errors"]
+    assert body[0].get("data-ready") == "1", "the page did not finish drawing"
+    return dom
+
+
+def _ints(attrs: list[dict[str, str]], key: str = "data-i") -> set[int]:
+    return {int(a[key]) for a in attrs}
+
+
+def _rows_front(rows: list[dict[str, Any]], ids: list[int], x: str) -> set[int]:
+    pts = [(rows[i][x] if x in rows[i] else math.nan, rows[i]["tokens_per_s"]) for i in ids]
+    return {ids[k] for k in pareto_front(pts)}
+
+
+def test_the_browser_draws_every_chart(tmp_path: Path) -> None:
+    doc = synthetic(300)
+    rows = doc["rows"]
+    dom = load(doc, tmp_path)
+    assert dom.find("body")[0]["data-shown"] == "300"
+    pts = dom.find("circle", "pt")
+    assert len(pts) == 300 and _ints(pts) == set(range(300))
+    front = dom.find("circle", "front")
+    assert _ints(front) == _rows_front(rows, list(range(300)), "memory_peak_gib") and len(front) >= 2
+    assert len(dom.find("path", "front-line")) == 1
+    # a bar per top layout with a breakdown (5 here), four segments each
+    assert _ints(dom.find("g", "bd-bar")) == {0, 1, 2, 3, 4}
+    assert dom.find("svg", id="breakdown-svg")[0]["data-bars"] == "5"
+    # a panel per top layout with memory per stage, a bar per stage
+    panels = dom.find("div", "panel")
+    assert _ints(panels) == {0, 1, 2}
+    stages = [int(a["data-stages"]) for a in dom.find("svg", "memory-svg")]
+    assert stages == [rows[i]["layout"]["pp"] for i in range(3)]
+    assert len(dom.find("g", "mem-bar")) == sum(stages)
+    # the table: the first 50 layouts, best first
+    trs = [a for a in dom.find("tr") if "data-i" in a]
+    assert [int(a["data-i"]) for a in trs] == list(range(50))
+    # filters: a checkbox per value present
+    assert len(dom.find("fieldset")) == 10
+    boxes = [a["data-value"] for a in dom.find("input") if a.get("type") == "checkbox"]
+    want = []
+    for d in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
+              "distributed_optimizer"):
+        want += sorted({json.dumps(r["layout"][d]).strip('"') for r in rows})
+    assert sorted(boxes) == sorted(want) and len(boxes) == 4 + 5 + 2 + 2 + 2 + len({r["layout"]["dp"] for r in rows}) + 3 + 3 + 4
+    # axis titles carry units
+    texts = _texts(tmp_path / "report.html")
+    for unit in ("throughput (tokens/s)", "peak memory per GPU (GiB", "time per iteration (s)", "memory per GPU (GiB)"):
+        assert unit in texts
+
+
+def _texts(page: Path) -> str:
+    exe = _chromium()
+    with tempfile.TemporaryDirectory(dir=page.parent) as profile:
+        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                            page.as_uri()], capture_output=True, text=True, timeout=120)
+    return p.stdout
+
+
+def test_filters_and_the_cost_axis_come_from_the_url_hash(tmp_path: Path) -> None:
+    doc = synthetic(300)
+    rows = doc["rows"]
+    keep = [i for i, r in enumerate(rows) if r["layout"]["tp"] == 8 and r["layout"]["recompute"] in ("none", "full")]
+    dom = load(doc, tmp_path, "#tp=8&recompute=none,full")
+    assert dom.find("body")[0]["data-shown"] == str(len(keep))
+    assert _ints(dom.find("circle", "pt")) == set(keep)
+    assert _ints(dom.find("circle", "front")) == _rows_front(rows, keep, "memory_peak_gib")
+    boxes = dom.find("input", type="checkbox")
+    off = {(a["data-dim"], a["data-value"]) for a in boxes if "checked" not in a}
+    assert off == {("tp", "1"), ("tp", "2"), ("tp", "4"), ("recompute", "selective")}
+    # the top layouts' charts and table follow the filter
+    assert _ints(dom.find("g", "bd-bar")) == {i for i in keep if i < 5}
+    trs = [int(a["data-i"]) for a in dom.find("tr") if "data-i" in a]
+    assert trs == keep[:50]
+    # sorted by memory, least first (ties: by rank)
+    dom = load(doc, tmp_path, "#sort=memory_peak_gib&tp=8")
+    trs = [int(a["data-i"]) for a in dom.find("tr") if "data-i" in a]
+    assert trs == sorted(keep + [i for i, r in enumerate(rows) if r["layout"]["tp"] == 8 and i not in keep],
+                         key=lambda i: (rows[i]["memory_peak_gib"], i))[:50]
+    # against cost
+    dom = load(doc, tmp_path, "#x=cost")
+    assert _ints(dom.find("circle", "front")) == _rows_front(rows, list(range(300)), "cost_per_mtok_usd")
+    assert "cost ($ per million tokens" in _texts(tmp_path / "report.html")
+
+
+@pytest.mark.parametrize("case", ["one row", "no breakdown or memory", "equal values", "no cost", "nothing matches",
+                                  "no rows"])
+def test_edge_cases_draw_without_errors(tmp_path: Path, case: str) -> None:
+    hash_ = ""
+    if case == "one row":
+        doc = synthetic(1, breakdown_top=1, memory_top=1)
+    elif case == "no breakdown or memory":
+        doc = synthetic(20, breakdown_top=0, memory_top=0)
+        for r in doc["rows"][:5]:
+            r.pop("breakdown")
+    elif case == "equal values":
+        doc = synthetic(12)
+        for r in doc["rows"]:
+            r.update(tokens_per_s=1000.0, memory_peak_gib=40.0, cost_per_mtok_usd=0.5, iteration_time_s=1.0)
+            r["layout"].update(tp=1, pp=1)
+    elif case == "no cost":
+        doc = synthetic(20, cost=False)
+        hash_ = "#x=cost"
+    elif case == "nothing matches":
+        doc = synthetic(20)
+        hash_ = "#tp=3"
+    else:
+        doc = {"model": "m", "gpu": "g", "objective": "tokens", "evaluated": 0, "reused": 0, "rejected": {}, "best": [],
+               "rows": []}
+    dom = load(doc, tmp_path, hash_)
+    n = 0 if case in ("nothing matches", "no rows") else len(doc["rows"])
+    assert len(dom.find("circle", "pt")) == n
+    if case == "equal values":
+        assert len(dom.find("circle", "front")) == 12   # all equal: none beats another
+    if case == "no breakdown or memory":
+        assert dom.find("g", "bd-bar") == [] and dom.find("div", "panel") == []
+    if case == "one row":
+        assert len(dom.find("g", "bd-bar")) == 1 and len(dom.find("div", "panel")) == 1
+
+
+def test_ten_thousand_rows_load_in_the_browser(tmp_path: Path) -> None:
+    doc = synthetic(10_000)
+    dom = load(doc, tmp_path)
+    assert len(dom.find("circle", "pt")) == 10_000
+    assert _ints(dom.find("circle", "front")) == _rows_front(doc["rows"], list(range(10_000)), "memory_peak_gib")
+
+
+def test_real_rows_from_the_simulator(tmp_path: Path) -> None:
+    from podsim.llm.layout import Layout
+    from podsim.llm.model import get_model
+    from podsim.llm.run import simulate_training
+    from podsim.sweep.search import llm_command
+    model = get_model("llama3-8b")
+    rows = []
+    for tp, pp in ((8, 1), (2, 2), (1, 4)):
+        lay = Layout(gpus=8, tp=tp, pp=pp, global_batch=16, micro_batch=1, seq_len=2048)
+        d = simulate_training(model, lay, gpu="h100-80gb").to_dict()
+        d["command"] = llm_command("--model llama3-8b", lay, "h100", None, "analytical")
+        rows.append(d)
+    rows.sort(key=lambda r: -r["tokens_per_s"])
+    doc = {"model": model.name, "gpu": rows[0]["gpu"], "objective": "tokens", "evaluated": 3, "reused": 0,
+           "rejected": {}, "best": rows, "rows": rows}
+    dom = load(doc, tmp_path)
+    assert len(dom.find("circle", "pt")) == 3
+    assert len(dom.find("g", "bd-bar")) == 3
+    assert [int(a["data-stages"]) for a in dom.find("svg", "memory-svg")] == [r["layout"]["pp"] for r in rows]
+
+
+def test_a_script_error_is_seen(tmp_path: Path) -> None:
+    """The check for script errors can fail: a page whose drawing throws records it in the DOM."""
+    exe = _chromium()
+    page = tmp_path / "broken.html"
+    html = render_report(synthetic(5))
+    assert html.count("  drawTable(current);\n  showPicked();") == 1
+    broken = html.replace("  drawTable(current);\n  showPicked();", "  drawTable(current); notAFunction();\n  showPicked();")
+    page.write_text(broken, encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir=tmp_path) as profile:
+        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                            page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = _Dom()
+    dom.feed(p.stdout)
+    assert "notAFunction" in dom.find("body")[0].get("data-errors", "")
