@@ -1,0 +1,539 @@
+"""The runs a sweep can make (``run:`` in a sweep spec): ``llm``, ``collective``, ``simulate`` and
+``serve``, each with its parameters (named as the subcommand's flags, docs/sweep.md) and the
+metrics of one point, units in their names.
+
+:func:`evaluate` runs one point under one what-if through podsim's API (never its command
+line) and returns a flat dict of metrics, or ``{"error": message}`` when podsim refuses the
+point (a layout the model cannot take, a GPU count the cluster cannot hold): one bad point does
+not stop a sweep.  It is a module-level function of picklable arguments, for worker processes
+and Ray.
+
+Units: times in s (``_s``) or us (``_us``), bandwidths in GB/s = 10^9 B/s (``_gbps``), memory in
+GiB (``_gib``), sizes in B (``bytes``), rates per second (``_per_s``, ``_rps``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, PodsimError, unknown_key_error
+from ..hardware.cluster import ClusterSpec
+
+#: the largest integer or number a parameter may take
+_MAX_INT = 2**31
+_MAX_NUMBER = 1e15
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a run kind.
+
+    Attributes:
+        name: the subcommand's flag without its dashes (``global-batch``); a spec may write it
+            with underscores (``global_batch``), and its table column is the underscore form.
+        kind: ``count`` (integer >= 1), ``natural`` (integer >= 0), ``number`` (> 0),
+            ``nonneg`` (>= 0), ``bool``, ``choice``, ``name`` (a word such as a model or a
+            preset), ``path`` (a file, relative to the spec's folder), ``size`` (bytes: 1048576,
+            "1M" = 1 MiB as in nccl-tests, "16 MB"), ``bandwidth`` ("200 Gbps"; a number is GB/s)
+            or ``list`` (comma-separated values, or a YAML list).
+        default: the value when a point does not give one (None: none).
+        choices: the values a ``choice`` takes.
+        help: what it is, with its unit.
+    """
+
+    name: str
+    kind: str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+    @property
+    def column(self) -> str:
+        """The results table's column (``global_batch``)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def sql_type(self) -> str:
+        """The DuckDB type of its column."""
+        return {"count": "BIGINT", "natural": "BIGINT", "number": "DOUBLE", "nonneg": "DOUBLE",
+                "bool": "BOOLEAN"}.get(self.kind, "VARCHAR")
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """A run a sweep can make: its parameters, which are required, its metrics (column ->
+    DuckDB type, in table order), the metrics the printed table shows, and the what-if fields
+    that apply to it."""
+
+    name: str
+    params: tuple[Param, ...]
+    required: tuple[tuple[str, ...], ...]   #: each: exactly one of these names (usually one name)
+    metrics: dict[str, str]
+    shown: tuple[str, ...]
+    gpu_fields: tuple[str, ...]
+    cluster_fields: tuple[str, ...]
+    describe: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)   #: other spellings the CLI takes -> name
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+_ALL_CLUSTER = ("preset", "gpus_per_node", "nic_bandwidth", "nic_bandwidth_scale", "intra_bandwidth_scale",
+                "intra_node", "inter_node", "nccl")
+_BACKENDS = ("analytical", "flow")
+
+LLM = RunKind(
+    "llm",
+    (Param("model", "name", help="a zoo model (podsim llm --list)"),
+     Param("model-config", "path", help="a HuggingFace-style config.json"),
+     Param("gpu", "name", "a100-80gb", help="a GPU key or alias"),
+     Param("gpus", "count", help="GPUs in the job"),
+     Param("tp", "count", 1), Param("pp", "count", 1), Param("vpp", "count", 1), Param("cp", "count", 1),
+     Param("ep", "count", 1),
+     Param("global-batch", "count", help="sequences per iteration"),
+     Param("micro-batch", "count", 1, help="sequences per micro-batch"),
+     Param("seq-len", "count", help="tokens per sequence (default: the model's)"),
+     Param("recompute", "choice", "none", ("none", "selective", "full")),
+     Param("recompute-modules", "list", "core_attn", help="selective recompute's modules"),
+     Param("recompute-num-layers", "count"),
+     Param("sequence-parallel", "bool", False),
+     Param("schedule", "choice", "1f1b", ("1f1b", "gpipe", "interleaved")),
+     Param("distributed-optimizer", "bool", False),
+     Param("zero", "natural", 0, help="ZeRO stage 0-3"),
+     Param("fsdp", "bool", False, help="= zero 3"),
+     Param("precision", "choice", "bf16", ("bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32")),
+     Param("no-flash-attention", "bool", False), Param("no-overlap-grad-reduce", "bool", False),
+     Param("no-overlap-param-gather", "bool", False),
+     Param("tp-overlap", "choice", "te", ("te", "async", "none")),
+     Param("loss-fusion", "bool", False),
+     Param("first-stage-layers", "natural"), Param("last-stage-layers", "natural"),
+     Param("account-for-embedding-in-pipeline-split", "bool", False),
+     Param("account-for-loss-in-pipeline-split", "bool", False),
+     Param("pipeline-layers", "list", help="layers per virtual stage"),
+     Param("cluster", "name", help="a cluster preset or YAML (default: the preset for the GPU)"),
+     Param("gpus-per-node", "count"),
+     Param("nic-bandwidth", "bandwidth", help="per-GPU NIC bandwidth"),
+     Param("backend", "choice", "analytical", _BACKENDS),
+     Param("granularity", "choice", "bulk", ("bulk", "round")),
+     Param("kernel-table", "name", help="a kernel table CSV, or 'measured'")),
+    (("model", "model-config"), ("gpus",), ("global-batch",)),
+    {"iteration_time_s": "DOUBLE", "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE",
+     "model_tflops_per_gpu": "DOUBLE", "mfu": "DOUBLE", "memory_peak_gib": "DOUBLE", "memory_fits": "BOOLEAN",
+     "dp": "BIGINT", "compute_s": "DOUBLE", "exposed_comm_s": "DOUBLE", "bubble_s": "DOUBLE", "other_s": "DOUBLE"},
+    ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib"),
+    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
+    "one training iteration of an LLM under a parallel layout (podsim llm)",
+    {"micro-batch-size": "micro-batch", "pipeline-schedule": "schedule",
+     "decoder-first-pipeline-num-layers": "first-stage-layers",
+     "decoder-last-pipeline-num-layers": "last-stage-layers"})
+
+COLLECTIVE = RunKind(
+    "collective",
+    (Param("collective", "choice", None, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+                                          "send_recv"), help="the collective (podsim collective NAME)"),
+     Param("cluster", "name", help="a cluster preset or YAML"),
+     Param("gpus", "count"),
+     Param("size", "size", help="message size: bytes, or 1K / 1M / 1G (KiB, MiB, GiB as nccl-tests), '16 MB'"),
+     Param("backend", "choice", "analytical", _BACKENDS),
+     Param("dtype", "choice", "float", ("int8", "uint8", "half", "bfloat16", "float", "int32", "double")),
+     Param("algo", "choice", None, ("ring", "tree", "nvls", "hierarchical"), help="force an algorithm"),
+     Param("proto", "choice", None, ("LL", "LL128", "Simple"))),
+    (("collective",), ("cluster",), ("gpus",), ("size",)),
+    {"bytes": "BIGINT", "time_us": "DOUBLE", "algbw_gbps": "DOUBLE", "busbw_gbps": "DOUBLE", "algorithm": "VARCHAR",
+     "protocol": "VARCHAR", "servers": "BIGINT"},
+    ("bytes", "time_us", "busbw_gbps", "algorithm"),
+    (), _ALL_CLUSTER,
+    "one collective of one size, as nccl-tests would time it (podsim collective)",
+    {"name": "collective", "bytes": "size"})
+
+SIMULATE = RunKind(
+    "simulate",
+    (Param("workload-configuration", "path", help="a workload: Chakra prefix, SimAI/ASTRA-sim .txt, Kineto JSON, "
+                                                  "TrioSim or podsim trace folder"),
+     Param("cluster", "name", help="a cluster preset or YAML"),
+     Param("backend", "choice", "analytical", _BACKENDS),
+     Param("gpus", "count", help="GPUs for a workload file that does not say"),
+     Param("system-configuration", "path", help="ASTRA-sim system JSON"),
+     Param("network-configuration", "path", help="ASTRA-sim network YAML (without a cluster)"),
+     Param("comm-group-configuration", "path"),
+     Param("execution-trace", "path"),
+     Param("whole-trace", "bool", False),
+     Param("rendezvous-protocol", "bool", False)),
+    (("workload-configuration",),),
+    {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE",
+     "exposed_comm_s": "DOUBLE"},
+    ("time_s", "compute_s", "exposed_comm_s"),
+    (), _ALL_CLUSTER,
+    "a workload on a cluster or an ASTRA-sim machine (podsim simulate)",
+    {"workload": "workload-configuration", "system": "system-configuration", "network": "network-configuration"})
+
+SERVE = RunKind(
+    "serve",
+    (Param("workload", "path", help="a DLSIM workload CSV or a request trace CSV"),
+     Param("closed-loop", "list", help="closed-loop clients per model"),
+     Param("think-ms", "nonneg", 0.0, help="mean think time, ms"),
+     Param("duration", "number", help="seconds closed-loop clients keep sending"),
+     Param("slos", "list", help="SLOs in s per model (or one for all)"),
+     Param("seed", "natural", 0),
+     Param("placement", "path", help="a placement (DLSIM's JSON, or YAML)"),
+     Param("cluster", "name", help="GPUs per node and memory from a cluster preset or YAML"),
+     Param("num-nodes", "count"), Param("num-devices-per-node", "count"),
+     Param("memory-capacity", "number", help="GPU memory, GB"),
+     Param("profile", "path"),
+     Param("scheduler", "choice", "fifo", ("fifo", "rr", "least-outstanding")),
+     Param("dispatch-overhead", "name", "dlsim", help="dlsim, none, or ms"),
+     Param("drop-late", "bool", False),
+     Param("memory-check", "choice", "error", ("error", "warn", "off"))),
+    (("workload", "closed-loop"), ("placement",)),
+    {"num_requests": "BIGINT", "completed": "BIGINT", "dropped": "BIGINT", "latency_mean_s": "DOUBLE",
+     "latency_p50_s": "DOUBLE", "latency_p90_s": "DOUBLE", "latency_p99_s": "DOUBLE", "slo_attainment": "DOUBLE",
+     "throughput_rps": "DOUBLE", "makespan_s": "DOUBLE"},
+    ("throughput_rps", "latency_mean_s", "latency_p99_s", "slo_attainment"),
+    ("memory_gib",), ("preset", "gpus_per_node"),
+    "inference serving: requests, placements, per-GPU queues (podsim serve)",
+    {"w": "workload", "p": "placement", "n": "num-nodes", "d": "num-devices-per-node", "c": "memory-capacity"})
+
+#: run kind -> its definition
+RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE)}
+
+
+# -- values ------------------------------------------------------------------------------------
+
+def size_bytes(v: object, where: str | None = None) -> int:
+    """A message size in bytes: an integer, ``1K`` / ``4M`` / ``1G`` (KiB, MiB, GiB, as
+    nccl-tests and ``podsim collective -b`` read them) or a size with a unit (``16 MB`` = 16e6).
+
+    Raises:
+        InputError: for anything else or a size below 1 B.
+    """
+    from ..units import parse_size
+    if isinstance(v, str) and re.fullmatch(r"\s*\d+(\.\d+)?[KMGT]\s*", v):
+        v = f"{v.strip()[:-1]} {v.strip()[-1]}iB"
+    n = parse_size(v, where=where)
+    if n < 1:
+        raise InputError(f"expected a size of at least 1 B, got {v!r}", where=where)
+    return n
+
+
+def _is_path_like(name: str) -> bool:
+    return name.endswith((".yaml", ".yml", ".json", ".txt", ".csv")) or "/" in name or "\\" in name
+
+
+def resolve(path: str, base: str | None) -> str:
+    """``path`` against ``base`` (the spec's folder) when relative."""
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() or not base else Path(base) / p)
+
+
+def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str | None, where: str) -> object:
+    """A parameter's value checked for its kind (see :class:`Param`) and, for names, against
+    what podsim knows (models, GPUs, cluster presets, files); returns the plain value
+    (lists as ``a,b,c``).
+
+    Raises:
+        InputError: naming ``where``, with the closest valid name for a misspelled one.
+    """
+    def bad(expected: str) -> InputError:
+        return InputError(f"expected {expected}, got {v!r}", source, where)
+    k = p.kind
+    if k in ("count", "natural"):
+        lo = 1 if k == "count" else 0
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= _MAX_INT:
+            raise bad("a positive integer" if k == "count" else "an integer >= 0")
+        return v
+    if k in ("number", "nonneg"):
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= _MAX_NUMBER
+        if not ok or not (v > 0 if k == "number" else v >= 0):   # type: ignore[operator]
+            raise bad("a finite number > 0" if k == "number" else "a finite number >= 0")
+        return float(v)   # type: ignore[arg-type]
+    if k == "bool":
+        if not isinstance(v, bool):
+            raise bad("true or false")
+        return v
+    if k == "choice":
+        if not isinstance(v, str) or v not in p.choices:
+            hint = unknown_key_error(str(v), p.choices, None, "value").message if isinstance(v, str) else \
+                f"expected one of {', '.join(p.choices)}, got {v!r}"
+            raise InputError(hint, source, where)
+        return v
+    if k == "list":
+        if isinstance(v, list) and v and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v):
+            return ",".join(str(x) for x in v)
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip():
+            return str(v)
+        raise bad("a comma-separated list or a YAML list")
+    if k == "size":
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise bad("a size in bytes, such as 1048576, 1M or '16 MB'")
+        try:
+            size_bytes(v)
+        except InputError as e:
+            raise InputError(e.message, source, where) from None
+        return v
+    if k == "bandwidth":
+        from ..units import parse_bandwidth
+        try:
+            parse_bandwidth(v)
+        except InputError as e:
+            raise InputError(e.message, source, where) from None
+        return v
+    if not isinstance(v, str) or not v.strip():
+        raise bad("a name" if k == "name" else "a file path")
+    if k == "path" and not Path(resolve(v, base)).exists() and not _chakra_prefix(resolve(v, base)):
+        raise InputError(f"no such file or folder: {resolve(v, base)}", source, where)
+    checker = _NAME_CHECKS.get(p.name)
+    if checker is not None:
+        try:
+            checker(v, base)
+        except InputError as e:
+            raise InputError(e.message, source, where) from None
+    return v
+
+
+def _chakra_prefix(path: str) -> bool:
+    """Whether ``path`` is a Chakra prefix (``<path>.0.et`` exists)."""
+    return Path(f"{path}.0.et").exists()
+
+
+def _check_model(v: str, base: str | None) -> None:
+    from ..llm.model import get_model
+    get_model(v)
+
+
+def _check_gpu(v: str, base: str | None) -> None:
+    from ..hardware.gpu import get_gpu
+    get_gpu(v)
+
+
+def _check_cluster(v: str, base: str | None) -> None:
+    from ..hardware.cluster import preset_names
+    if _is_path_like(v) or Path(resolve(v, base)).exists():
+        if not Path(resolve(v, base)).exists():
+            raise InputError(f"no such cluster file: {resolve(v, base)}")
+        return
+    names = preset_names()
+    if v not in names:
+        raise unknown_key_error(v, names, None, what="cluster preset")
+
+
+def _check_kernel_table(v: str, base: str | None) -> None:
+    if v != "measured" and not Path(resolve(v, base)).exists():
+        raise InputError(f"expected a kernel table CSV or 'measured'; no such file: {resolve(v, base)}")
+
+
+_NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
+    "model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table}
+
+
+def _ints(text: str, where: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise InputError(f"expected comma-separated whole numbers, got {text!r}", where=where) from None
+
+
+def _floats(text: str, where: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        out = []
+    if not out or not all(math.isfinite(x) for x in out):
+        raise InputError(f"expected comma-separated finite numbers, got {text!r}", where=where)
+    return out
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
+                 default: str | None) -> str | ClusterSpec | None:
+    """The cluster a run uses: None (the run's default), a path or preset name, or a
+    :class:`ClusterSpec` with the what-if's cluster overrides."""
+    from .whatif import apply_cluster
+    name = p.get("cluster") or default
+    ov = whatif.get("cluster")
+    if ov:
+        return apply_cluster(name, ov, whatif["name"], base)   # type: ignore[arg-type]
+    if name is None:
+        return None
+    return resolve(name, base) if _is_path_like(name) else name
+
+
+def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim llm`` point: the iteration's time (s), tokens/s, model TFLOP/s per GPU, MFU,
+    memory peak per GPU (GiB) and the breakdown of the rank finishing last (s)."""
+    from ..hardware.gpu import get_gpu
+    from ..llm.layout import Layout
+    from ..llm.model import from_hf_config, get_model
+    from ..llm.run import default_cluster, simulate_training
+    from ..units import parse_bandwidth
+    from .whatif import apply_gpu
+
+    model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
+    gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
+    vpp = p["vpp"]
+    pl = _ints(p["pipeline-layers"], "pipeline-layers") if p.get("pipeline-layers") else None
+    lay = Layout(p["gpus"], tp=p["tp"], pp=p["pp"], cp=p["cp"], ep=p["ep"], vpp=vpp,
+                 global_batch=p["global-batch"], micro_batch=p["micro-batch"],
+                 seq_len=p.get("seq-len") or model.seq_len, sequence_parallel=p["sequence-parallel"],
+                 recompute=p["recompute"], recompute_layers=p.get("recompute-num-layers"),
+                 recompute_modules=tuple(x.strip() for x in p["recompute-modules"].split(",") if x.strip()),
+                 schedule="interleaved" if vpp > 1 else p["schedule"],
+                 zero=3 if p["fsdp"] else p["zero"], distributed_optimizer=p["distributed-optimizer"],
+                 precision=p["precision"], overlap_grad_reduce=not p["no-overlap-grad-reduce"],
+                 first_stage_layers=p.get("first-stage-layers"), last_stage_layers=p.get("last-stage-layers"),
+                 account_for_embedding=p["account-for-embedding-in-pipeline-split"],
+                 account_for_loss=p["account-for-loss-in-pipeline-split"], pipeline_layers=pl,
+                 flash_attention=not p["no-flash-attention"], tp_overlap=p["tp-overlap"],
+                 overlap_param_gather=not p["no-overlap-param-gather"], loss_fusion=p["loss-fusion"])
+    default = None
+    if whatif.get("cluster") and not p.get("cluster"):
+        spec = default_cluster(gpu, None, None, None)
+        src = spec.source or ""
+        default = src[len("preset "):] if src.startswith("preset ") else spec.name
+    cluster = _cluster_arg(p, whatif, base, default)
+    nic = parse_bandwidth(p["nic-bandwidth"], where="nic-bandwidth") if p.get("nic-bandwidth") else None
+    compute = None
+    if p.get("kernel-table"):
+        from ..compute.table import table_model
+        kt = p["kernel-table"]
+        compute = table_model(kt if kt == "measured" else resolve(kt, base), gpu, lay.compute_dtype)
+    r = simulate_training(model, lay, gpu, cluster, p["backend"], p.get("gpus-per-node"), nic,
+                          record_timeline=True, compute=compute, granularity=p["granularity"])
+    d = r.to_dict()
+    b = d["breakdown"]
+    return {"iteration_time_s": d["iteration_time_s"], "tokens_per_s": d["tokens_per_s"],
+            "tokens_per_s_per_gpu": d["tokens_per_s"] / lay.gpus, "model_tflops_per_gpu": d["model_tflops_per_gpu"],
+            "mfu": d["mfu"], "memory_peak_gib": d["memory_peak_gib"], "memory_fits": d["memory_fits"], "dp": lay.dp,
+            "compute_s": b["compute_s"], "exposed_comm_s": b["exposed_comm_s"], "bubble_s": b["bubble_s"],
+            "other_s": b["other_s"]}
+
+
+def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
+    from ..collective_api import collective
+    n = size_bytes(p["size"], "size")
+    cluster = _cluster_arg(p, whatif, base, None)
+    assert cluster is not None   # a required parameter
+    t = collective(p["collective"], cluster, p["gpus"], min_bytes=n, max_bytes=n,
+                   backend=p["backend"], dtype=p["dtype"], algorithm=p.get("algo"), protocol=p.get("proto"))
+    r = t.rows[0]
+    return {"bytes": r.bytes, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps, "busbw_gbps": r.busbw_gbps,
+            "algorithm": r.algorithm, "protocol": r.protocol, "servers": t.servers}
+
+
+def _cluster_file(p: dict[str, Any], whatif: dict[str, Any], base: str | None, folder: str) -> str | None:
+    """The cluster of a run that takes a cluster file's path (simulate, serve): the point's
+    own, or one written to ``folder`` with the what-if's cluster overrides."""
+    import yaml
+
+    from .whatif import cluster_doc
+    ov = whatif.get("cluster")
+    name = p.get("cluster")
+    if not ov:
+        return None if name is None else (resolve(name, base) if _is_path_like(name) else name)
+    if name is None and "preset" not in ov:
+        raise InputError(f"what-if {whatif['name']!r} changes the cluster, and the point names none: give cluster")
+    doc = cluster_doc(name or ov["preset"], ov, whatif["name"], base)
+    path = Path(folder) / "cluster.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim simulate`` run: when the last rank finishes (s), and that rank's compute,
+    communication and exposed communication (s)."""
+    import tempfile
+
+    from ..api import simulate
+    opt = {k: resolve(p[k], base) if p.get(k) else None
+           for k in ("workload-configuration", "system-configuration", "network-configuration",
+                     "comm-group-configuration", "execution-trace")}
+    with tempfile.TemporaryDirectory(prefix="podsim-sweep-") as tmp:
+        cluster = _cluster_file(p, whatif, base, tmp)
+        if cluster is None and not (opt["system-configuration"] and opt["network-configuration"]):
+            raise InputError("give cluster, or system-configuration and network-configuration")
+        res = simulate(opt["workload-configuration"], opt["system-configuration"],   # type: ignore[arg-type]
+                       None if cluster else opt["network-configuration"], None, opt["comm-group-configuration"],
+                       record_timeline=False, rendezvous=p["rendezvous-protocol"], cluster=cluster,
+                       backend=p["backend"], gpus=p.get("gpus"), execution_trace=opt["execution-trace"],
+                       whole_trace=p["whole-trace"])
+    last = max(res.ranks, key=lambda r: r.finish_ns)
+    return {"time_s": res.finish_ns / 1e9, "num_ranks": res.num_ranks, "compute_s": last.compute_ns / 1e9,
+            "comm_s": last.comm_ns / 1e9, "exposed_comm_s": last.exposed_comm_ns / 1e9}
+
+
+def run_serve(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim serve`` run: requests, latencies (s), SLO attainment, throughput (req/s)."""
+    from ..serving import ClosedLoop, load_profiles, read_placement, simulate_serving
+    from ..serving.placement import check_placement, serve_cluster
+    from ..serving.simulator import parse_overhead
+    from ..serving.stats import summarize
+    from ..serving.workload import read_any_workload
+
+    slos = _floats(p["slos"], "slos") if p.get("slos") else None
+    if p.get("closed-loop"):
+        clients = _floats(p["closed-loop"], "closed-loop")
+        if any(c != int(c) or c < 0 for c in clients):
+            raise InputError(f"expected whole numbers of clients, got {p['closed-loop']!r}", where="closed-loop")
+        if p.get("duration") is None:
+            raise InputError("closed-loop clients need a duration (s)", where="duration")
+        workload: Any = ClosedLoop([int(c) for c in clients], p["think-ms"] / 1e3, p["duration"],
+                                   _per_model(slos, len(clients)) or [float("inf")] * len(clients),
+                                   "closed-loop", p["seed"])
+    else:
+        workload = read_any_workload(resolve(p["workload"], base))
+        if slos:
+            workload.slos_s = _per_model(slos, workload.num_models)
+    placement = read_placement(resolve(p["placement"], base))
+    executables = load_profiles(resolve(p["profile"], base) if p.get("profile") else None)
+    gpu_ov = whatif.get("gpu") or {}
+    memory_gb = gpu_ov["memory_gib"] * 2**30 / 1e9 if "memory_gib" in gpu_ov else p.get("memory-capacity")
+    cl_ov = whatif.get("cluster") or {}
+    per_node = cl_ov.get("gpus_per_node", p.get("num-devices-per-node"))
+    preset = cl_ov.get("preset", p.get("cluster"))
+    cluster = serve_cluster(placement, resolve(preset, base) if preset and _is_path_like(preset) else preset,
+                            p.get("num-nodes"), per_node, memory_gb)
+    check_placement(placement, executables, cluster, p["memory-check"])
+    result = simulate_serving(workload, placement, executables, cluster, scheduler=p["scheduler"],
+                              overhead_ns=parse_overhead(p["dispatch-overhead"]), drop_late=p["drop-late"])
+    doc = summarize(result)
+    return {k: doc[k] for k in SERVE.metrics}
+
+
+def _per_model(values: list[float] | None, models: int) -> list[float] | None:
+    if values is None or len(values) == models:
+        return values
+    if len(values) == 1:
+        return values * models
+    raise InputError(f"{models} models but {len(values)} SLOs", where="slos")
+
+
+_RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any], str | None], dict[str, Any]]] = {
+    "llm": run_llm, "collective": run_collective, "simulate": run_simulate, "serve": run_serve}
+
+
+def with_defaults(run: RunKind, params: dict[str, Any]) -> dict[str, Any]:
+    """A point's parameters with every default filled in (what a run and a key see)."""
+    out = {p.name: p.default for p in run.params}
+    out.update(params)
+    return out
+
+
+def evaluate(task: tuple[str, dict[str, Any], dict[str, Any], str | None]) -> dict[str, Any]:
+    """One point under one what-if: ``(run kind, parameters, what-if, the spec's folder)`` ->
+    its metrics, or ``{"error": message}`` when podsim refuses the point (a worker's task)."""
+    run, params, whatif, base = task
+    try:
+        return _RUNNERS[run](with_defaults(RUNS[run], params), whatif, base)
+    except PodsimError as e:
+        return {"error": str(e)}
