@@ -136,7 +136,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise InputError("is a folder; give the sweep spec (a YAML file)", str(p))
     if not p.exists():
         raise InputError("no such sweep spec", str(p))
-    return spec_from_text(read_text(p, "sweep spec"), str(p), str(p.parent), p.stem)
+    return spec_from_text(read_text(p, "sweep spec"), str(p), str(p.resolve().parent), p.stem)
 
 
 def spec_from_text(text: str, source: str, base: str | None, default_name: str = "sweep") -> SweepSpec:
