@@ -111,6 +111,54 @@ grid: {tp: [3, 2]}
     assert good["error"] is None and good["iteration_time_s"] > 0
 
 
+def test_simulate_and_serve_rows_are_what_the_api_gives(tmp_path: Path) -> None:
+    from importlib import resources
+
+    from podsim.api import simulate
+    from podsim.examples import write_example
+    from podsim.serving import load_profiles, read_placement, simulate_serving
+    from podsim.serving.placement import serve_cluster
+    from podsim.serving.stats import summarize
+    from podsim.serving.workload import read_any_workload
+    chakra = write_example("cluster", tmp_path / "c")["workload"]   # a 64 MiB all-reduce on 16 GPUs
+    # the half-NIC what-if by hand: the preset's file with its 200 Gbps NICs written as 100 Gbps
+    preset = (resources.files("podsim.hardware") / "presets" / "dgx-a100-superpod.yaml").read_text()
+    assert "nic_bandwidth: 200 Gbps" in preset
+    (tmp_path / "half.yaml").write_text(preset.replace("nic_bandwidth: 200 Gbps", "nic_bandwidth: 100 Gbps"))
+    spec = load_spec(_spec(tmp_path, f"""\
+run: simulate
+fixed: {{workload-configuration: {chakra}, cluster: dgx-a100-superpod}}
+grid: {{backend: [analytical, flow]}}
+what-if: [{{name: baseline}}, {{name: half NIC, cluster: {{nic_bandwidth_scale: 0.5}}}}]
+"""))
+    rows = run_sweep(spec, workers=1).rows
+    for r in rows:
+        cluster = "dgx-a100-superpod" if r["what_if"] == "baseline" else str(tmp_path / "half.yaml")
+        direct = simulate(chakra, cluster=cluster, backend=r["backend"], record_timeline=False)
+        assert (r["time_s"], r["num_ranks"]) == (direct.finish_ns / 1e9, 16), r
+    assert rows[1]["time_s"] > rows[0]["time_s"]
+
+    files = write_example("serving", tmp_path / "s")
+    spec = load_spec(_spec(tmp_path, f"""\
+run: serve
+fixed: {{workload: {files['workload']}, placement: {files['placement']}, num-nodes: 1, num_devices_per_node: 2,
+        memory-capacity: 16}}
+grid: {{scheduler: [fifo, rr]}}
+what-if: [{{name: baseline}}, {{name: 4 GiB GPUs, gpu: {{memory_gib: 4}}}}]
+""", "serve.yaml"))
+    rows = run_sweep(spec, workers=1).rows
+    assert [(r["scheduler"], r["what_if"]) for r in rows] == [("fifo", "baseline"), ("fifo", "4 GiB GPUs"),
+                                                               ("rr", "baseline"), ("rr", "4 GiB GPUs")]
+    for r in rows[0::2]:
+        placement = read_placement(files["placement"])
+        doc = summarize(simulate_serving(read_any_workload(files["workload"]), placement, load_profiles(None),
+                                         serve_cluster(placement, None, 1, 2, 16), scheduler=r["scheduler"]))
+        assert r["error"] is None and r["throughput_rps"] == doc["throughput_rps"]
+        assert (r["latency_p99_s"], r["num_requests"]) == (doc["latency_p99_s"], doc["num_requests"])
+    for r in rows[1::2]:   # two 2.6 GB models do not fit in a 4 GiB (4.29 GB) GPU
+        assert r["error"] and "4.29 GB" in r["error"] and r["throughput_rps"] is None
+
+
 # -- (b) the points: the product, the list, both ------------------------------------------------
 
 def test_grid_points_and_what_ifs_expand_as_documented() -> None:

@@ -378,6 +378,8 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
     from ..units import parse_bandwidth
     from .whatif import apply_gpu
 
+    if p["fsdp"] and p["zero"] not in (0, 3):
+        raise InputError(f"fsdp means zero 3, and the point says zero {p['zero']}: give one of them", where="fsdp")
     model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
     vpp = p["vpp"]
