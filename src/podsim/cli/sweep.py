@@ -162,7 +162,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if res.failed:
         print(f"\n  {res.failed} run{'s' if res.failed > 1 else ''} failed:")
         for r in [r for r in res.rows if r["error"]][:5]:
-            label = ", ".join(f"{p} {r[spec.run.param(p).column]}" for p in spec.swept)
+            label = ", ".join(f"{p} {_cell(r[spec.run.param(p).column])}" for p in spec.swept)
             label += (", " if label else "") + (r["what_if"] if n_w > 1 else "")
             print(f"    {label.rstrip(', ')}: {r['error']}")
         if res.failed > 5:

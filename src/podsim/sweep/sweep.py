@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .executors import run_tasks
-from .runs import evaluate
+from .runs import evaluate, with_defaults
 from .spec import Point, SweepSpec
 
 
@@ -58,11 +58,13 @@ def column_types(spec: SweepSpec) -> dict[str, str]:
 
 
 def make_row(spec: SweepSpec, point: Point, result: dict[str, Any]) -> dict[str, Any]:
-    """The table row of ``point`` from its metrics (or ``{"error": ...}``)."""
+    """The table row of ``point`` from its metrics (or ``{"error": ...}``); a parameter the point
+    leaves out has its default there."""
     row: dict[str, Any] = {"key": point.key, "sweep": spec.name, "run": spec.run.name,
                            "what_if": point.whatif["name"]}
+    full = with_defaults(spec.run, point.params)
     for p in spec.parameters:
-        row[spec.run.param(p).column] = point.params.get(p)
+        row[spec.run.param(p).column] = full[p]
     for m in spec.run.metrics:
         row[m] = result.get(m)
     row["error"] = result.get("error")
