@@ -25,6 +25,7 @@ Units: ns.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -47,6 +48,35 @@ _PER_OCTAVE = 4           #: grid points per doubling of the size
 _HANDSHAKE_BYTES = 8192   #: the rendezvous control message before a pipeline send (as the engine's)
 
 
+_FIRST_FORWARD, _LAST_BACKWARD = 1, 2
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(kind: str, p: int, m: int, v: int) -> tuple[tuple[list[int], list[int], list[int], list[int]], ...]:
+    """Each pipeline rank's passes in schedule order as flat lists (a pure function of the
+    schedule, memoized: layouts share it): the pass's id (``((mb p v + g) << 1) | backward``
+    for virtual stage ``g``), the id of the pass whose output it waits for (-1: none), its
+    duration class (``(backward v + chunk) << 1 | special``: special is the first micro-batch's
+    forward, the last one's backward) and a flag (:data:`_FIRST_FORWARD`, :data:`_LAST_BACKWARD`
+    of the last chunk, or 0)."""
+    last_v, out = p * v - 1, []
+    for s in range(p):
+        own, dep, cls, flag = [], [], [], []
+        for forward, mb, chunk in schedule(kind, p, s, m, v):
+            g = chunk * p + s
+            own.append(((mb * p * v + g) << 1) | (0 if forward else 1))
+            if forward:
+                dep.append(((mb * p * v + g - 1) << 1) if g > 0 else -1)
+            else:
+                dep.append((((mb * p * v + g + 1) << 1) | 1) if g < last_v else -1)
+            special = mb == 0 if forward else mb == m - 1
+            cls.append((((0 if forward else 1) * v + chunk) << 1) | int(special))
+            flag.append(_FIRST_FORWARD if forward and special else
+                        _LAST_BACKWARD if not forward and special and chunk == v - 1 else 0)
+        out.append((own, dep, cls, flag))
+    return tuple(out)
+
+
 class LayoutEstimator:
     """Estimates iteration times of many layouts of one model on one GPU and cluster, sharing
     kernel and collective times between them."""
@@ -55,7 +85,7 @@ class LayoutEstimator:
         self.model = model
         self.gpu = gpu
         self.cluster = cluster
-        self.stack = stack
+        self.stack = stack or Stack.for_gpu(gpu.key)
         self._cms: dict[str, ComputeModel] = {}
         self._fabrics: dict[int, tuple[Fabric, CollectivePlanner, FabricDelay]] = {}
         self._costs: dict[tuple, LayerCosts] = {}
@@ -175,18 +205,10 @@ class LayoutEstimator:
             return self._steps_ns((ckey, what, backward, slow), steps, slow, fold)
 
         stages = []
-        finish: dict[tuple[bool, int, int], int] = {}
         for s in range(p):
             prog = _StageProgram(m, lay, costs, s, fold, fold)
-            entries = schedule(lay.schedule, p, s, mbs, v)
-            durs: dict[tuple[bool, int, bool], int] = {}
 
-            def dur(forward: bool, chunk: int, special: bool, s: int = s, prog: _StageProgram = prog,
-                    durs: dict = durs) -> int:
-                key = (forward, chunk, special)
-                d = durs.get(key)
-                if d is not None:
-                    return d
+            def dur(forward: bool, chunk: int, special: bool, s: int = s, prog: _StageProgram = prog) -> int:
                 g = chunk * p + s
                 layers = lay.chunk_layers(m, s, chunk)
                 total = 0
@@ -208,9 +230,10 @@ class LayoutEstimator:
                         total += layer_ns(i, "B", slow)
                     if g == 0:
                         total += extra_ns("emb", True, slow)
-                durs[key] = d = total
-                return d
-            stages.append((prog, entries, dur))
+                return total
+            # durations by class: (backward, chunk, special) -> ns (see _plan)
+            table = [dur(bwd == 0, chunk, special == 1) for bwd in (0, 1) for chunk in range(v) for special in (0, 1)]
+            stages.append((prog, table))
 
         # the first forward waits for the overlapped parameter all-gathers (as a whole)
         params = [stage_params(m, lay, s) for s in range(p)]
@@ -219,40 +242,44 @@ class LayoutEstimator:
         if sharded and lay.overlap_param_gather:
             gathers = [self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, params[s] * 2 * stages[s][0].comm_fwd)
                        for s in range(p)]
+        plan = _plan(lay.schedule, p, mbs, v)
+        fin = [0] * (mbs * p * v * 2)   # finish time of each pass (0: not yet), by _plan's pass id
         idx, now = [0] * p, [0] * p
         last_bwd_start = [0] * p
-        left = sum(len(e) for _, e, _ in stages)
+        left = sum(len(own) for own, _, _, _ in plan)
         while left:
             moved = False
-            for s, (_, entries, dur) in enumerate(stages):
-                t = now[s]
-                while idx[s] < len(entries):
-                    forward, mb, chunk = entries[idx[s]]
-                    g = chunk * p + s
-                    if forward and g > 0:
-                        dep = finish.get((True, mb, g - 1))
-                    elif not forward and g < last_v:
-                        dep = finish.get((False, mb, g + 1))
+            for s in range(p):
+                own, dep, cls, flag = plan[s]
+                table = stages[s][1]
+                t, k, n = now[s], idx[s], len(own)
+                while k < n:
+                    d = dep[k]
+                    if d >= 0:
+                        f = fin[d]
+                        if not f:
+                            break
+                        start = f + hop if f + hop > t else t
                     else:
-                        dep = -hop
-                    if dep is None:
-                        break
-                    start = max(t, dep + hop)
-                    special = mb == 0 if forward else mb == mbs - 1
-                    if not forward and special and chunk == v - 1:
-                        last_bwd_start[s] = start
-                    t = start + dur(forward, chunk, special)
-                    if forward and mb == 0 and gathers[s]:
-                        t = max(t, gathers[s] + dur(forward, chunk, special) // max(1, len(lay.chunk_layers(m, s, chunk))))
-                    finish[(forward, mb, g)] = t
-                    idx[s] += 1
-                    left -= 1
+                        start = t
+                    c = cls[k]
+                    t = start + table[c]
+                    if flag[k]:
+                        if flag[k] == _LAST_BACKWARD:
+                            last_bwd_start[s] = start
+                        elif gathers[s]:   # the first micro-batch's forward waits for the gathers
+                            layers = max(1, len(lay.chunk_layers(m, s, (c >> 1) % v)))
+                            t = max(t, gathers[s] + table[c] // layers)
+                    fin[own[k]] = t
+                    k += 1
+                if k != idx[s]:
+                    left -= k - idx[s]
                     moved = True
-                now[s] = t
+                now[s], idx[s] = t, k
             if not moved:   # a schedule whose inputs never come: cannot happen for valid schedules
                 raise ValueError(f"pipeline schedule {lay.schedule!r} deadlocks for pp {p} vpp {v} m {mbs}")
         end = 0
-        for s, (prog, _, _) in enumerate(stages):
+        for s, (prog, _) in enumerate(stages):
             t = now[s]
             if lay.dp * lay.cp > 1:
                 kind = CollectiveKind.REDUCE_SCATTER if (lay.distributed_optimizer or lay.zero >= 1) \

@@ -215,16 +215,19 @@ def peak_activations(model: ModelConfig, layout: Layout, stage: int) -> tuple[fl
 
 @functools.lru_cache(maxsize=4096)
 def _live_after_forwards(kind: str, p: int, stage: int, m: int, v: int) -> tuple[tuple[int, ...], ...]:
-    """The distinct micro-batch counts held per virtual stage right after each forward of a
-    schedule, in the order they first occur (a pure function of the schedule, memoized: a
-    search asks for the same schedules many times)."""
+    """The micro-batch counts held per virtual stage right after each forward of a schedule
+    that no other such state holds more of in every virtual stage (activations are never
+    negative, so only these can be the peak), distinct, in the order they first occur (a pure
+    function of the schedule, memoized: a search asks for the same schedules many times)."""
     live = [0] * v
     seen: dict[tuple[int, ...], None] = {}
     for forward, _mb, c in schedule(kind, p, stage, m, v):
         live[c] += 1 if forward else -1
         if forward:
             seen.setdefault(tuple(live))
-    return tuple(seen)
+    states = list(seen)
+    return tuple(a for a in states
+                 if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in states))
 
 
 def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
