@@ -168,6 +168,25 @@ def test_cluster_results_arrive_as_they_finish_each_index_once(cluster: str) -> 
     assert not _ray_is_running_here()   # disconnected; the cluster runs on (the next tests use it)
 
 
+def test_podsim_search_on_the_cluster_ranks_as_local_workers_do(cluster: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole CLI path: `podsim search --ray ADDRESS` (screen and simulation passes on Ray)
+    gives the table that local worker processes give."""
+    import json
+
+    from podsim.cli import main
+    argv = ["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "16", "--global-batch", "32",
+            "--seq-len", "2048", "--tp-values", "1,2,8", "--pp-values", "1,2", "--micro-batch-values", "1,2",
+            "--simulate-top", "4", "--top", "4"]
+    assert main(argv + ["--ray", cluster, "--json", str(tmp_path / "ray.json")]) == 0
+    assert main(argv + ["--workers", "2", "--json", str(tmp_path / "local.json")]) == 0
+    capsys.readouterr()
+    on_ray, local = (json.loads((tmp_path / f).read_text()) for f in ("ray.json", "local.json"))
+    assert on_ray["evaluated"] == local["evaluated"] > 4 and on_ray["simulated"] == 4
+    assert on_ray["best"] == local["best"]
+    assert not _ray_is_running_here()
+
+
 def test_a_task_input_error_surfaces_as_itself(cluster: str) -> None:
     sizes = [f"{i} MiB" for i in range(1, 41)] + ["two bytes"]
     with pytest.raises(InputError, match="cannot read size 'two bytes'") as e:
