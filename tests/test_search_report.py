@@ -2,7 +2,9 @@
 and a real headless browser (Debian's Chromium) loads it without script errors and draws its
 charts: a point per layout, the Pareto front the Python reference computes, a bar per top layout,
 a panel per layout with memory per stage, filters read from the URL hash, and the edge cases
-(one row, no breakdown, no memory per stage, equal values, no cost, 10,000 rows).
+(one row, no breakdown, no memory per stage, equal values, no cost, 10,000 rows); the rows the
+search only estimated in closed form drawn hollow and ranked after the simulated ones, and filters
+by ZeRO stage and the overlap options where the rows carry them.
 
 The browser tests skip when Chromium is absent (``apt-get install chromium``), unless
 ``PODSIM_REQUIRE_BROWSER=1`` (set by ``.ci/run``), where they fail.
@@ -53,9 +55,16 @@ def _row(i: int, gpus: int, tp: int, pp: int, vpp: int, cp: int, ep: int, mb: in
     return row
 
 
-def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: int = 3, seed: int = 1) -> dict[str, Any]:
+def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: int = 3, seed: int = 1,
+              simulated: int | None = None, flow_top: int = 0) -> dict[str, Any]:
     """``n`` rows over distinct layouts, best (most tokens/s) first; the first ``breakdown_top``
-    carry a full time breakdown, the first ``memory_top`` memory per stage."""
+    carry a full time breakdown, the first ``memory_top`` memory per stage.
+
+    With ``simulated``: rows as the search now makes them, whose layouts carry ``zero``,
+    ``tp_overlap``, ``overlap_grad_reduce`` and ``overlap_param_gather``: the best ``simulated``
+    (by tokens/s) with ``method`` ``simulated`` first, then the rest, ``estimated``, with no
+    breakdown (each group best first); the first ``flow_top`` with a flow re-run.  Without: rows
+    as older documents have them (no method, none of those four fields)."""
     rng = random.Random(seed)
     space = list(itertools.product((64, 128), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2), (1, 2), (1, 2), (1, 2, 4),
                                    ("none", "selective", "full"), (False, True), (True, False)))
@@ -63,6 +72,21 @@ def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: 
     rows = [_row(i, *p, rng=rng, cost=cost) for i, p in zip(range(n), space)]
     assert len(rows) == n
     rows.sort(key=lambda r: -r["tokens_per_s"])
+    if simulated is not None:
+        # the search ranks the simulated rows (the best estimates) first: here the best by tokens/s
+        # and every third of the rest, so that the two groups overlap on the chart
+        head = simulated // 2
+        sim = set(range(head)) | set([i for i in range(head, n) if i % 3 == 0][:simulated - head])
+        rows = [r for i, r in enumerate(rows) if i in sim] + [r for i, r in enumerate(rows) if i not in sim]
+        for k, r in enumerate(rows):
+            r["method"] = "simulated" if k < simulated else "estimated"
+            r["layout"].update(zero=rng.choice((0, 0, 1, 3)), tp_overlap=rng.choice(("te", "async", "none")),
+                               overlap_grad_reduce=rng.random() < 0.7, overlap_param_gather=rng.random() < 0.7)
+            if k >= simulated:
+                r["breakdown"] = None
+        for r in rows[:flow_top]:
+            r["flow"] = {"iteration_time_s": r["iteration_time_s"] * 1.01, "tokens_per_s": r["tokens_per_s"] / 1.01,
+                         "mfu": r["mfu"] / 1.01, "command": r["command"].replace("analytical", "flow")}
     for r in rows[:breakdown_top]:
         t = r["iteration_time_s"]
         r["breakdown"] = {"compute_s": round(t * 0.7, 9), "exposed_comm_s": round(t * 0.1, 9),
@@ -72,9 +96,12 @@ def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: 
         r["memory_per_stage"] = [{"stage": s, "weights_gib": 4.0, "gradients_gib": 8.0, "optimizer_gib": 1.5,
                                   "activations_gib": 20.0 - s, "buffers_gib": 0.5, "total_gib": 34.0 - s}
                                  for s in range(pp)]
-    return {"model": "Llama 3 8B", "gpu": "NVIDIA H100 80GB", "objective": "tokens", "evaluated": n, "reused": 0,
-            "rejected": {"does not fit in 80 GiB per GPU": 500, "N GPUs are not divisible by TP x PP x CP": 3},
-            "best": rows[:max(breakdown_top, memory_top, 1)], "rows": rows}
+    doc = {"model": "Llama 3 8B", "gpu": "NVIDIA H100 80GB", "objective": "tokens", "evaluated": n, "reused": 0,
+           "rejected": {"does not fit in 80 GiB per GPU": 500, "N GPUs are not divisible by TP x PP x CP": 3},
+           "best": rows[:max(breakdown_top, memory_top, 1)], "rows": rows}
+    if simulated is not None:
+        doc.update(simulated=simulated, flow=flow_top, gpus=[64, 128], global_batch=256, seq_len=4096)
+    return doc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +166,22 @@ def test_best_rows_add_what_rows_lack() -> None:
     assert len(only["rows"]) == 2
 
 
+def test_the_method_and_the_new_layout_fields_are_embedded() -> None:
+    doc = synthetic(60, simulated=12, flow_top=3)
+    data = payload(doc)
+    cols = list(COLS)
+    assert [r[cols.index("simulated")] for r in data["rows"]] == [1] * 12 + [0] * 48
+    assert data["meta"]["simulated"] == 12 and data["meta"]["estimated"] == 48 and data["meta"]["flow"] == 3
+    assert data["meta"]["global_batch"] == 256 and data["meta"]["seq_len"] == 4096
+    for rec, row in zip(data["rows"], doc["rows"]):
+        for k in ("zero", "tp_overlap", "overlap_grad_reduce", "overlap_param_gather"):
+            assert rec[cols.index(k)] == row["layout"][k]
+    # an older document: no method (simulated), none of the new fields
+    old = payload(synthetic(5))
+    assert [r[cols.index("simulated")] for r in old["rows"]] == [1] * 5 and old["meta"]["estimated"] == 0
+    assert all(r[cols.index("tp_overlap")] is None for r in old["rows"])
+
+
 def test_script_text_in_the_data_cannot_end_the_data_element(tmp_path: Path) -> None:
     doc = synthetic(3)
     doc["model"] = "evil</script><script>alert(1)</script><!--"
@@ -185,6 +228,7 @@ class _Dom(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, dict[str, str]]] = []
+        self.html = ""   #: the serialised DOM
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, {k: v or "" for k, v in attrs}))
@@ -205,6 +249,7 @@ def load(doc: dict[str, Any], tmp: Path, hash_: str = "", *, name: str = "report
     assert p.returncode == 0, p.stderr[-2000:]
     dom = _Dom()
     dom.feed(p.stdout)
+    dom.html = p.stdout
     body = dom.find("body")
     assert body, p.stdout[:500]
     assert "data-errors" not in body[0], body[0]["data-errors"]
@@ -243,14 +288,19 @@ def test_the_browser_draws_every_chart(tmp_path: Path) -> None:
     # the table: the first 50 layouts, best first
     trs = [a for a in dom.find("tr") if "data-i" in a]
     assert [int(a["data-i"]) for a in trs] == list(range(50))
-    # filters: a checkbox per value present
-    assert len(dom.find("fieldset")) == 10
+    # rows without a method (older documents) count as simulated: all filled, none hollow
+    assert len(dom.find("circle", "sim")) == 300 and dom.find("circle", "est") == []
+    assert {a["data-method"] for a in trs} == {"simulated"}
+    assert dom.find("span", id="methods")[0]["data-simulated"] == "300"
+    # filters: a checkbox per value present; none for ZeRO and the overlaps, which these rows lack
+    dims = ["gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
+            "distributed_optimizer"]
+    assert [a["data-dim"] for a in dom.find("fieldset")] == dims
     boxes = [a["data-value"] for a in dom.find("input") if a.get("type") == "checkbox"]
     want = []
-    for d in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
-              "distributed_optimizer"):
+    for d in dims:
         want += sorted({json.dumps(r["layout"][d]).strip('"') for r in rows})
-    assert sorted(boxes) == sorted(want) and len(boxes) == 4 + 5 + 2 + 2 + 2 + len({r["layout"]["dp"] for r in rows}) + 3 + 3 + 4
+    assert sorted(boxes) == sorted(want) and len(boxes) == 2 + 4 + 5 + 2 + 2 + 2 + len({r["layout"]["dp"] for r in rows}) + 3 + 3 + 4
     # axis titles carry units
     texts = _texts(tmp_path / "report.html")
     for unit in ("throughput (tokens/s)", "peak memory per GPU (GiB", "time per iteration (s)", "memory per GPU (GiB)"):
@@ -289,6 +339,87 @@ def test_filters_and_the_cost_axis_come_from_the_url_hash(tmp_path: Path) -> Non
     dom = load(doc, tmp_path, "#x=cost")
     assert _ints(dom.find("circle", "front")) == _rows_front(rows, list(range(300)), "cost_per_mtok_usd")
     assert "cost ($ per million tokens" in _texts(tmp_path / "report.html")
+
+
+def test_estimated_rows_are_drawn_hollow_and_ranked_after_the_simulated(tmp_path: Path) -> None:
+    doc = synthetic(300, simulated=40, flow_top=3)
+    rows = doc["rows"]
+    dom = load(doc, tmp_path)
+    # the chart: a filled point per simulated row, a hollow one per estimated row
+    sim, est = dom.find("circle", "sim"), dom.find("circle", "est")
+    assert _ints(sim) == set(range(40)) and _ints(est) == set(range(40, 300))
+    assert all("pt" in a["class"].split() for a in sim + est)
+    assert dom.find("svg", id="pareto-svg")[0]["data-simulated"] == "40"
+    front = dom.find("circle", "front")
+    assert _ints(front) == _rows_front(rows, list(range(300)), "memory_peak_gib")
+    assert {int(a["data-i"]) for a in front if "est" in a["class"].split()} == {i for i in _ints(front) if i >= 40}
+    assert dom.find("span", "method-sim") and dom.find("span", "method-est")
+    # the header: how many of each
+    m = dom.find("span", id="methods")[0]
+    assert (m["data-estimated"], m["data-simulated"], m["data-flow"]) == ("260", "40", "3")
+    text = dom.html
+    assert "260 estimated, 40 simulated, 3 also with the flow backend" in text
+    assert "estimated (closed form)" in text and "256 \u00d7 4,096 tokens" in text
+    # the table: ranked as the search ranks, simulated first, a rule before the first estimated row
+    trs = [a for a in dom.find("tr") if "data-i" in a]
+    assert [int(a["data-i"]) for a in trs] == list(range(50))
+    assert [a["data-method"] for a in trs] == ["simulated"] * 40 + ["estimated"] * 10
+    assert [int(a["data-i"]) for a in trs if "first-est" in a["class"].split()] == [40]
+    assert "the 40 simulated exactly first, then the 260 estimated in closed form" in text
+    assert re.search(r"<td[^>]*>41</td><td[^>]*>estimated</td>", text)
+    # sorted by another column: no rule
+    dom = load(doc, tmp_path, "#sort=-mfu")
+    assert not [a for a in dom.find("tr") if "first-est" in a.get("class", "").split()]
+
+
+def test_filters_by_zero_and_the_overlaps(tmp_path: Path) -> None:
+    doc = synthetic(300, simulated=40)
+    rows = doc["rows"]
+    dom = load(doc, tmp_path, "#tp_overlap=async")
+    keep = [i for i, r in enumerate(rows) if r["layout"]["tp_overlap"] == "async"]
+    assert 0 < len(keep) < 300 and dom.find("body")[0]["data-shown"] == str(len(keep))
+    assert _ints(dom.find("circle", "pt")) == set(keep)
+    assert _ints(dom.find("circle", "sim")) == {i for i in keep if i < 40}
+    dims = [a["data-dim"] for a in dom.find("fieldset")]
+    assert dims[-4:] == ["zero", "tp_overlap", "overlap_grad_reduce", "overlap_param_gather"]
+    boxes = {(a["data-dim"], a["data-value"]): "checked" in a for a in dom.find("input", type="checkbox")}
+    assert {k: v for k, v in boxes.items() if k[0] == "tp_overlap"} == {
+        ("tp_overlap", "te"): False, ("tp_overlap", "async"): True, ("tp_overlap", "none"): False}
+    assert {k for k in boxes if k[0] in ("zero", "overlap_grad_reduce", "overlap_param_gather")} == {
+        ("zero", "0"), ("zero", "1"), ("zero", "3"), ("overlap_grad_reduce", "false"), ("overlap_grad_reduce", "true"),
+        ("overlap_param_gather", "false"), ("overlap_param_gather", "true")}
+    # several at once, and the table follows
+    dom = load(doc, tmp_path, "#zero=1,3&overlap_grad_reduce=false&overlap_param_gather=true")
+    keep = [i for i, r in enumerate(rows) if r["layout"]["zero"] in (1, 3) and not r["layout"]["overlap_grad_reduce"]
+            and r["layout"]["overlap_param_gather"]]
+    assert keep and _ints(dom.find("circle", "pt")) == set(keep)
+    assert [int(a["data-i"]) for a in dom.find("tr") if "data-i" in a] == keep[:50]
+    # a single value: a disabled filter (as for CP and EP)
+    for r in rows:
+        r["layout"]["zero"] = 0
+    dom = load(doc, tmp_path)
+    zero = [a for a in dom.find("input", type="checkbox") if a["data-dim"] == "zero"]
+    assert len(zero) == 1 and "disabled" in zero[0]
+
+
+def test_the_tooltip_names_the_method(tmp_path: Path) -> None:
+    exe = _chromium()
+    page = tmp_path / "tip.html"
+    html = render_report(synthetic(20, simulated=5))
+    hover = ("<script>function hover(i) { var c = document.querySelector('circle.pt[data-i=\"' + i + '\"]');"
+             "c.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: 50, clientY: 50}));"
+             "return document.getElementById('tip').textContent; }"
+             "document.body.dataset.tipSim = hover(0); document.body.dataset.tipEst = hover(10);</script></body>")
+    page.write_text(html.replace("</body>", hover), encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir=tmp_path) as profile:
+        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                            page.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    dom = _Dom()
+    dom.feed(p.stdout)
+    body = dom.find("body")[0]
+    assert "data-errors" not in body, body["data-errors"]
+    assert "simulated exactly" in body["data-tip-sim"] and "estimated" not in body["data-tip-sim"]
+    assert "estimated in closed form" in body["data-tip-est"] and "TP comm. overlap" in body["data-tip-est"]
 
 
 @pytest.mark.parametrize("case", ["one row", "no breakdown or memory", "equal values", "no cost", "nothing matches",

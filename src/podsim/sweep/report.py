@@ -7,13 +7,18 @@ SVG charts (no library, no network), and the search's rows embedded as JSON in a
 - the Pareto front: every layout as throughput (tokens/s) against peak memory per GPU (GiB), or
   against cost ($ per million tokens) when the rows carry ``cost_per_mtok_usd``; the layouts no
   other layout beats on both (more tokens/s for no more memory or cost) highlighted and joined;
+  the layouts the search simulated exactly (row field ``method`` ``simulated``, or no ``method``:
+  older documents) filled, those it only estimated in closed form (``estimated``) hollow;
 - the time breakdown of the top layouts (compute, exposed communication, pipeline bubble, other;
   s per iteration) as stacked bars;
 - the memory per pipeline stage of the top layouts (weights, gradients, optimizer states,
   activations, buffers; GiB) as small multiples;
-- a sortable table of the top layouts with their ``podsim llm`` command;
-- filters by parallel dimension (TP, PP, VPP, CP, EP, DP, micro-batch, recomputation, sequence
-  parallelism, distributed optimizer) that redraw everything.
+- a sortable table of the top layouts with their method and ``podsim llm`` command (ranked as the
+  search ranks them: the simulated layouts first, then the estimated ones);
+- filters by GPU count and parallel dimension (TP, PP, VPP, CP, EP, DP, micro-batch,
+  recomputation, sequence parallelism, distributed optimizer, ZeRO stage, TP communication overlap,
+  overlapped gradient reduce and parameter gather) that redraw everything; a dimension the rows do
+  not carry (older documents) has no filter, one with a single value a disabled one.
 
 The page reads an initial state from its URL hash (``#tp=8,4&pp=1&x=cost&color=pp&sort=-mfu``) and keeps
 the hash in step with the filters, so a view can be shared as a link.  When it has drawn it sets
@@ -34,10 +39,11 @@ from ..fileio import atomic_write_text
 
 #: the layout fields a row carries in the page, in this order
 LAYOUT_COLS = ("gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "num_microbatches", "global_batch",
-               "seq_len", "recompute", "sequence_parallel", "distributed_optimizer", "schedule")
+               "seq_len", "recompute", "sequence_parallel", "distributed_optimizer", "schedule", "zero",
+               "tp_overlap", "overlap_grad_reduce", "overlap_param_gather")
 #: the columns of an embedded row (``rows`` of the payload are lists in this order)
 COLS = LAYOUT_COLS + ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib", "cost_per_mtok_usd",
-                      "breakdown", "memory_per_stage", "flow", "command", "best")
+                      "breakdown", "memory_per_stage", "flow", "command", "best", "simulated")
 BREAKDOWN_KEYS = ("compute_s", "exposed_comm_s", "bubble_s", "other_s")
 STAGE_KEYS = ("weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "buffers_gib", "total_gib")
 FLOW_KEYS = ("iteration_time_s", "tokens_per_s", "mfu")
@@ -70,6 +76,12 @@ def _num(v: Any) -> float | int | None:
     if isinstance(v, (int, float)) and math.isfinite(v):
         return v
     return None
+
+
+def simulated(row: dict[str, Any]) -> bool:
+    """Whether the search simulated ``row`` exactly (``method`` ``simulated``, or none: documents
+    from before the closed-form estimate) rather than estimating it (``estimated``)."""
+    return row.get("method", "simulated") != "estimated"
 
 
 def _key(row: dict[str, Any]) -> str:
@@ -132,7 +144,8 @@ def decode_command(parts: Sequence[str], encoded: Iterable[int] | None) -> str |
 
 
 def payload(doc: dict[str, Any]) -> dict[str, Any]:
-    """The data the page embeds: ``meta`` (model, GPU, objective, counts, rejected reasons),
+    """The data the page embeds: ``meta`` (model, GPU, objective, counts: ``simulated``,
+    ``estimated`` and ``flow`` rows among them, rejected reasons),
     ``cols`` (:data:`COLS`), ``parts`` (the command parts) and ``rows`` (lists, best first)."""
     rows, best_at = _merge(list(doc.get("rows") or []), list(doc.get("best") or []))
     parts = _Parts()
@@ -156,13 +169,17 @@ def payload(doc: dict[str, Any]) -> dict[str, Any]:
         rec.append([_num(fl.get(k)) for k in FLOW_KEYS] if isinstance(fl, dict) else None)
         rec.append(parts.encode(r.get("command")))
         rec.append(1 if i in best_at else 0)
+        rec.append(1 if simulated(r) else 0)
         packed.append(rec)
     rejected = doc.get("rejected") or {}
+    n_sim = sum(1 for rec in packed if rec[-1])
     meta = {"model": str(doc.get("model", "")), "gpu": str(doc.get("gpu", "")),
             "objective": str(doc.get("objective", "")), "evaluated": doc.get("evaluated"),
             "reused": doc.get("reused"),
             "rejected": sorted(([str(k), int(v)] for k, v in dict(rejected).items()), key=lambda kv: -kv[1]),
-            "best": len(best_at)}
+            "best": len(best_at), "simulated": n_sim, "estimated": len(packed) - n_sim,
+            "flow": sum(1 for r in rows if isinstance(r.get("flow"), dict)),
+            "global_batch": _num(doc.get("global_batch")), "seq_len": _num(doc.get("seq_len"))}
     return {"meta": meta, "cols": list(COLS), "parts": parts.table, "rows": packed}
 
 
@@ -174,7 +191,8 @@ def _embed(data: Any) -> str:
 
 def render_report(doc: dict[str, Any]) -> str:
     """The report's HTML for a search's JSON document (``model``, ``gpu``, ``objective``,
-    ``evaluated``, ``reused``, ``rejected``, ``best``, ``rows``; see :mod:`podsim.sweep.search`)."""
+    ``evaluated``, ``reused``, ``rejected``, ``best``, ``rows``, optionally ``global_batch`` and
+    ``seq_len``; see :mod:`podsim.sweep.search`)."""
     data = payload(doc)
     meta = data["meta"]
     title = f"podsim search: {meta['model'] or 'model'} on {meta['gpu'] or 'GPU'}"
@@ -266,8 +284,10 @@ fieldset button { font-size: 11px; padding: 0 5px; margin-left: 2px; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; color: var(--muted); margin: 2px 0 4px; }
 .legend span i { display: inline-block; width: 11px; height: 11px; margin-right: 4px; vertical-align: -1px; border-radius: 2px; }
 .legend span i.dot { border-radius: 50%; }
+.legend span.sep { margin-left: 10px; }
 .multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(400px, 1fr)); gap: 10px; }
-.multiples .panel { border: 1px solid var(--line); border-radius: 6px; padding: 4px; }
+.multiples .panel { border: 1px solid var(--line); border-radius: 6px; padding: 4px; min-width: 0; }
+.multiples .ptitle { font-size: 12px; font-weight: 600; padding: 2px 4px 0 8px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 svg text { font-family: inherit; fill: var(--fg); }
 svg .axis line, svg .axis path { stroke: #8a94a3; }
 svg .grid line { stroke: #e7eaee; }
@@ -285,15 +305,17 @@ code .opt { white-space: nowrap; }
 .picked code { background: #eef2f7; padding: 2px 4px; border-radius: 4px; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12.5px; width: 100%; }
-th, td { border-bottom: 1px solid var(--line); padding: 3px 6px; text-align: right; white-space: nowrap; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 4px; text-align: right; white-space: nowrap; }
 th { position: sticky; top: 0; background: #eef2f7; cursor: pointer; user-select: none; }
 th.sorted-asc::after { content: " \25B2"; font-size: 9px; }
 th.sorted-desc::after { content: " \25BC"; font-size: 9px; }
 td.cmd { text-align: left; white-space: nowrap; }
-td.cmd code { display: inline-block; vertical-align: top; min-width: 360px; max-width: calc(100% - 60px); white-space: normal;
+td.cmd code { display: inline-block; vertical-align: top; min-width: 300px; max-width: calc(100% - 60px); white-space: normal;
                margin-left: 4px; }
 td.txt, th.txt { text-align: left; }
 tr.best td:first-child { font-weight: 700; }
+tr.est td { color: var(--muted); }
+tr.first-est td { border-top: 2px solid #8a94a3; }
 button { font: inherit; font-size: 12px; cursor: pointer; }
 #more { margin-top: 8px; }
 """
@@ -304,9 +326,11 @@ _JS = r"""
 var SVGNS = "http://www.w3.org/2000/svg";
 var DATA = JSON.parse(document.getElementById("podsim-data").textContent);
 var META = DATA.meta, PARTS = DATA.parts;
-var DIMS = [["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["dp", "DP"],
+var ALL_DIMS = [["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["dp", "DP"],
             ["micro_batch", "micro-batch"], ["recompute", "recompute"], ["sequence_parallel", "sequence parallel"],
-            ["distributed_optimizer", "distributed optimizer"]];
+            ["distributed_optimizer", "distributed optimizer"], ["zero", "ZeRO stage"], ["tp_overlap", "TP comm. overlap"],
+            ["overlap_grad_reduce", "overlap grad. reduce"], ["overlap_param_gather", "overlap param. gather"]];
+var ONOFF = {sequence_parallel: 1, distributed_optimizer: 1, overlap_grad_reduce: 1, overlap_param_gather: 1};
 var BD = [["compute", "compute", "#4c78a8"], ["exposed_comm", "exposed communication", "#f58518"],
           ["bubble", "pipeline bubble", "#e45756"], ["other", "other", "#9d9d9d"]];
 var MEM = [["weights", "weights", "#4c78a8"], ["gradients", "gradients", "#72b7b2"], ["optimizer", "optimizer states", "#54a24b"],
@@ -320,8 +344,15 @@ var ROWS = DATA.rows.map(function (a, i) {
   for (var c = 0; c < DATA.cols.length; c++) r[DATA.cols[c]] = a[c];
   r.cmd = r.command ? r.command.map(function (k) { return PARTS[k]; }).join(" --") : "";
   r.bdOk = Array.isArray(r.breakdown) && r.breakdown.every(function (v) { return typeof v === "number"; });
+  r.sim = r.simulated !== 0;   // older pages' rows carry no method: simulated
   return r;
 });
+// documents from before ZeRO and the overlaps lack those: no filter, no column
+var OPTIONAL = {zero: 1, tp_overlap: 1, overlap_grad_reduce: 1, overlap_param_gather: 1};
+function carried(k) { return !OPTIONAL[k] || ROWS.some(function (r) { return r[k] !== null && r[k] !== undefined; }); }
+var DIMS = ALL_DIMS.filter(function (d) { return carried(d[0]); });
+var N_SIM = ROWS.filter(function (r) { return r.sim; }).length, N_EST = ROWS.length - N_SIM;
+function methodText(r) { return r.sim ? "simulated" : "estimated"; }
 var HAS_COST = ROWS.some(function (r) { return typeof r.cost_per_mtok_usd === "number"; });
 var HAS_FLOW = ROWS.some(function (r) { return Array.isArray(r.flow) && typeof r.flow[1] === "number"; });
 
@@ -348,12 +379,12 @@ function vkey(v) { return v === null || v === undefined ? "?" : String(v); }
 function cmpVals(a, b) {
   var na = Number(a), nb = Number(b);
   if (a !== "?" && b !== "?" && !isNaN(na) && !isNaN(nb) && a !== "true" && a !== "false") return na - nb;
-  var order = {none: 0, selective: 1, full: 2, "false": 0, "true": 1};
+  var order = {te: -2, async: -1, none: 0, selective: 1, full: 2, "false": 0, "true": 1};
   if (a in order && b in order) return order[a] - order[b];
   return a < b ? -1 : a > b ? 1 : 0;
 }
 function showVal(d, v) {
-  if (d === "sequence_parallel" || d === "distributed_optimizer") return v === "true" ? "on" : v === "false" ? "off" : v;
+  if (ONOFF[d]) return v === "true" ? "on" : v === "false" ? "off" : v;
   return v;
 }
 
@@ -449,7 +480,7 @@ function values(d) {
   ROWS.forEach(function (r) { seen[vkey(r[d])] = true; });
   return Object.keys(seen).sort(cmpVals);
 }
-var DIM_VALUES = {};
+var DIM_VALUES = {};   // the values of each dimension the rows carry
 DIMS.forEach(function (d) { DIM_VALUES[d[0]] = values(d[0]); });
 
 function readHash() {
@@ -525,7 +556,14 @@ function buildHeader() {
   fact("GPU", META.gpu || "?");
   fact("GPUs", gp.join(", "));
   fact("ranked by", obj);
-  fact("layouts evaluated", fmtInt(META.evaluated));
+  if (fin(META.global_batch)) fact("global batch", fmtInt(META.global_batch) + (fin(META.seq_len) ? " \u00d7 " + fmtInt(META.seq_len) + " tokens" : ""));
+  var nf = ROWS.filter(function (r) { return Array.isArray(r.flow); }).length;
+  var m = h("span", {id: "methods", "data-estimated": N_EST, "data-simulated": N_SIM, "data-flow": nf,
+                     title: "estimated: iteration time in closed form (within a few per cent of the simulation); " +
+                     "simulated: exactly, with the time breakdown and memory per stage; flow: simulated again with the flow backend (congestion)"},
+            facts, "layouts evaluated: ");
+  h("b", null, m, fmtInt(META.evaluated) + " (" + fmtInt(N_EST) + " estimated, " + fmtInt(N_SIM) + " simulated" +
+    (nf ? ", " + fmtInt(nf) + " also with the flow backend" : "") + ")");
   if (META.reused) fact("taken from the store", fmtInt(META.reused));
   fact("in this report", fmtInt(ROWS.length));
   fact("rejected", fmtInt(rej));
@@ -546,18 +584,28 @@ function layoutText(r) {
   s += " DP" + vkey(r.dp) + " mb" + vkey(r.micro_batch);
   if (r.recompute && r.recompute !== "none") s += " rc:" + r.recompute;
   if (r.sequence_parallel) s += " SP";
+  if (r.zero) s += " ZeRO" + r.zero;
+  if (r.tp > 1 && r.tp_overlap && r.tp_overlap !== "te") s += " ovl:" + r.tp_overlap;
+  if (r.overlap_grad_reduce === false) s += " no-OGR";
+  if (r.overlap_param_gather === false) s += " no-OPG";
   return s;
 }
 function tipHtml(r) {
   var esc = function (s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); };
-  var lines = ["<b>#" + r.rank + "</b> " + esc(layoutText(r)) + (r.best ? " (top)" : ""),
+  var lines = ["<b>#" + r.rank + "</b> " + esc(layoutText(r)) + (r.best ? " (top)" : "") + " \u00b7 <b>" +
+      (r.sim ? "simulated</b> exactly" : "estimated</b> in closed form") +
+      (Array.isArray(r.flow) && fin(r.flow[1]) ? " \u00b7 flow backend: " + fmtInt(r.flow[1]) + " tokens/s" : ""),
     fmtInt(r.tokens_per_s) + " tokens/s \u00b7 MFU " + fmtF(r.mfu * 100, 1) + " % \u00b7 " + fmtF(r.iteration_time_s, 3) +
       " s per iteration \u00b7 " + fmtF(r.memory_peak_gib, 1) + " GiB peak per GPU" +
       (fin(r.cost_per_mtok_usd) ? " \u00b7 $" + fmtF(r.cost_per_mtok_usd, 4) + " per Mtok" : ""),
     "GPUs " + vkey(r.gpus) + " \u00b7 TP " + vkey(r.tp) + " \u00b7 PP " + vkey(r.pp) + " \u00b7 VPP " + vkey(r.vpp) + " \u00b7 CP " +
       vkey(r.cp) + " \u00b7 EP " + vkey(r.ep) + " \u00b7 DP " + vkey(r.dp) + " \u00b7 micro-batch " + vkey(r.micro_batch) + " \u00d7 " +
       vkey(r.num_microbatches) + " \u00b7 recompute " + esc(vkey(r.recompute)) + " \u00b7 sequence parallel " +
-      (r.sequence_parallel ? "on" : "off") + " \u00b7 distributed optimizer " + (r.distributed_optimizer ? "on" : "off")];
+      (r.sequence_parallel ? "on" : "off") + " \u00b7 distributed optimizer " + (r.distributed_optimizer ? "on" : "off") +
+      (r.zero !== null && r.zero !== undefined ? " \u00b7 ZeRO " + vkey(r.zero) : "") +
+      (r.tp_overlap ? " \u00b7 TP comm. overlap " + esc(r.tp_overlap) : "") +
+      (typeof r.overlap_grad_reduce === "boolean" ? " \u00b7 overlap grad. reduce " + (r.overlap_grad_reduce ? "on" : "off") : "") +
+      (typeof r.overlap_param_gather === "boolean" ? " \u00b7 overlap param. gather " + (r.overlap_param_gather ? "on" : "off") : "")];
   return lines.join("<br>") + (r.cmd ? "<code>" + r.cmd.split(" --").map(function (p, k) {
     return "<span class=\"opt\">" + (k ? "--" : "") + esc(p) + "</span>"; }).join(" ") + "</code>" : "");
 }
@@ -600,7 +648,8 @@ function showPicked() {
   var r = state.picked;
   if (!r) { box.textContent = "Hover over a point for its layout; click it to keep its command here."; return; }
   h("b", null, box, "#" + r.rank + " " + layoutText(r) + ": ");
-  box.appendChild(document.createTextNode(fmtInt(r.tokens_per_s) + " tokens/s, " + fmtF(r.memory_peak_gib, 1) + " GiB per GPU "));
+  box.appendChild(document.createTextNode(fmtInt(r.tokens_per_s) + " tokens/s, " + fmtF(r.memory_peak_gib, 1) + " GiB per GPU (" +
+                                          methodText(r) + ") "));
   var b = h("button", {type: "button"}, box, "copy command");
   b.addEventListener("click", function () { copyText(r.cmd, b); });
   h("br", null, box);
@@ -637,10 +686,13 @@ function drawPareto(rows) {
   var fr = front(pts, xf), onFront = {};
   fr.forEach(function (r) { onFront[r.i] = true; });
   var note = document.getElementById("pareto-note");
-  note.textContent = pts.length + " layout" + (pts.length === 1 ? "" : "s") + " plotted; " + fr.length +
+  var nSim = pts.filter(function (r) { return r.sim; }).length;
+  note.textContent = fmtInt(pts.length) + " layout" + (pts.length === 1 ? "" : "s") + " plotted" +
+    (nSim < pts.length ? " (" + fmtInt(nSim) + " simulated exactly: filled; " + fmtInt(pts.length - nSim) +
+     " estimated in closed form: hollow)" : "") + "; " + fr.length +
     " on the Pareto front (no other layout has more tokens/s for no more " + (cost ? "cost" : "memory per GPU") +
     "), ringed and joined." + (state.x === "cost" && !HAS_COST ? " The rows carry no cost (run the search with --gpu-hour-price)." : "");
-  svg.dataset.points = pts.length; svg.dataset.front = fr.length;
+  svg.dataset.points = pts.length; svg.dataset.front = fr.length; svg.dataset.simulated = nSim;
   var dx = extent(pts.map(xf), false), dy = extent(pts.map(function (r) { return r.tokens_per_s; }), false);
   var sx = linear(dx[0], dx[1], L, W - R), sy = linear(dy[0], dy[1], H - B, T);
   var g = el("g", null, svg);
@@ -660,14 +712,31 @@ function drawPareto(rows) {
     var s = h("span", null, leg); var ii = h("i", {"class": "dot"}, s); ii.style.background = PALETTE[i % PALETTE.length];
     s.appendChild(document.createTextNode(showVal(state.color, v)));
   });
-  var s2 = h("span", null, leg); var i2 = h("i", {"class": "dot"}, s2); i2.style.border = "2px solid #111";
+  var s2 = h("span", {"class": "sep"}, leg); var i2 = h("i", {"class": "dot"}, s2); i2.style.border = "2px solid #111";
   s2.appendChild(document.createTextNode("Pareto-optimal"));
+  if (nSim) {
+    var s3 = h("span", {"class": "method-sim"}, leg); var i3 = h("i", {"class": "dot"}, s3); i3.style.background = "#5b6573";
+    s3.appendChild(document.createTextNode("simulated"));
+  }
+  if (nSim < pts.length) {
+    var s4 = h("span", {"class": "method-est"}, leg); var i4 = h("i", {"class": "dot"}, s4);
+    i4.style.border = "1.5px solid #5b6573";
+    s4.appendChild(document.createTextNode("estimated (closed form)"));
+  }
+  // estimated points hollow and below, simulated ones filled and on top
   var gp = el("g", {"class": "points"}, svg);
   var frag = document.createDocumentFragment();
   pts.forEach(function (r) {
-    if (onFront[r.i]) return;
-    frag.appendChild(el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 3.2, fill: col.fn(r),
-                                   "fill-opacity": 0.6, "class": "pt", "data-i": r.i}));
+    if (onFront[r.i] || r.sim) return;
+    var c = col.fn(r);
+    frag.appendChild(el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 3, fill: "none",
+                                   "pointer-events": "visible", stroke: c, "stroke-opacity": 0.8, "stroke-width": 1,
+                                   "class": "pt est", "data-i": r.i}));
+  });
+  pts.forEach(function (r) {
+    if (onFront[r.i] || !r.sim) return;
+    frag.appendChild(el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 4, fill: col.fn(r),
+                                   stroke: "#fff", "stroke-width": 0.8, "class": "pt sim", "data-i": r.i}));
   });
   gp.appendChild(frag);
   // the front: a staircase (what the best throughput is at each memory or cost)
@@ -679,8 +748,10 @@ function drawPareto(rows) {
   if (fr.length > 1) el("path", {d: d, fill: "none", stroke: "#111", "stroke-width": 1.5, "class": "front-line"}, svg);
   var gf = el("g", {"class": "front"}, svg);
   fr.forEach(function (r) {
-    el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 5.5, fill: col.fn(r), stroke: "#111",
-                  "stroke-width": 2, "class": "pt front", "data-i": r.i}, gf);
+    el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 5.5, fill: r.sim ? col.fn(r) : "#fff",
+                  stroke: "#111", "stroke-width": 2, "class": "pt front " + (r.sim ? "sim" : "est"), "data-i": r.i}, gf);
+    if (!r.sim) el("circle", {cx: sx(xf(r)).toFixed(1), cy: sy(r.tokens_per_s).toFixed(1), r: 3, fill: "none",
+                              stroke: col.fn(r), "stroke-width": 1.5, "pointer-events": "none"}, gf);
   });
   svg.addEventListener("mousemove", function (ev) {
     var t = ev.target;
@@ -708,12 +779,25 @@ function drawBreakdown(rows) {
   for (var k = 0; k < rows.length && k < TOP_BARS + 50; k++) if (!rows[k].bdOk) lacking++;
   document.getElementById("breakdown-note").textContent = top.length ?
     "The best " + top.length + " layout" + (top.length === 1 ? "" : "s") + " in the filter that carry a time breakdown; seconds per iteration." +
-    (lacking ? " Rows without one (not re-run with a timeline) are left out." : "") :
-    "No layout in the filter carries a time breakdown (only the top layouts are re-run with a timeline).";
+    (lacking ? " Rows without one (estimated in closed form, or not re-run with a timeline) are left out." : "") :
+    "No layout in the filter carries a time breakdown (only the layouts the search simulated exactly do).";
   var W = width("breakdown", 1100), bh = 24, gap = 8, L = 250, R = 74, T = 8, B = 52;
   var H = T + B + Math.max(1, top.length) * (bh + gap);
   var svg = el("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, id: "breakdown-svg"}, box);
   svg.dataset.bars = top.length;
+  // the labels' room: as wide as the longest (up to 45 % of the chart), longer ones cut with an ellipsis
+  var labels = top.map(function (r) { return "#" + r.rank + "  " + layoutText(r); });
+  var probe = el("text", {"font-size": 12}, svg), cap = Math.floor(W * 0.45);
+  var textW = function (t) { probe.textContent = t; return probe.getComputedTextLength(); };
+  var widest = 0;
+  labels = labels.map(function (t) {
+    var w = textW(t);
+    if (w > cap - 16) { while (t.length > 8 && textW(t + "\u2026") > cap - 16) t = t.slice(0, -1); t += "\u2026"; w = textW(t); }
+    widest = Math.max(widest, w);
+    return t;
+  });
+  svg.removeChild(probe);
+  L = Math.max(L, Math.min(cap, Math.ceil(widest) + 16));
   var tot = top.map(function (r) { return r.breakdown.reduce(function (a, v) { return a + Math.max(0, v); }, 0); });
   var dom = extent(tot, true);
   var sx = linear(dom[0], dom[1], L, W - R);
@@ -726,7 +810,7 @@ function drawBreakdown(rows) {
   top.forEach(function (r, j) {
     var y = T + j * (bh + gap) + gap / 2, x = sx(0);
     var bar = el("g", {"class": "bar bd-bar", "data-i": r.i}, svg);
-    el("text", {x: L - 8, y: y + bh / 2 + 4, "text-anchor": "end", "font-size": 12}, bar, "#" + r.rank + "  " + layoutText(r));
+    el("text", {x: L - 8, y: y + bh / 2 + 4, "text-anchor": "end", "font-size": 12}, bar, labels[j]);
     r.breakdown.forEach(function (v, c) {
       var w = Math.max(0, sx(Math.max(0, v)) - sx(0));
       var rect = el("rect", {x: x.toFixed(1), y: y, width: w.toFixed(1), height: bh, fill: BD[c][2], "class": "seg"}, bar);
@@ -747,7 +831,7 @@ function drawMemory(rows) {
   var top = rows.filter(function (r) { return Array.isArray(r.memory_per_stage) && r.memory_per_stage.length; }).slice(0, TOP_PANELS);
   document.getElementById("memory-note").textContent = top.length ?
     "The best " + top.length + " layout" + (top.length === 1 ? "" : "s") + " in the filter that carry memory per stage; one bar per pipeline stage, GiB per GPU, on a common scale." :
-    "No layout in the filter carries memory per stage (only the top layouts do).";
+    "No layout in the filter carries memory per stage (only the layouts the search simulated exactly do).";
   box.dataset.panels = top.length;
   if (!top.length) return;
   var ymax = [];
@@ -758,14 +842,14 @@ function drawMemory(rows) {
   var dom = extent(ymax, true);
   var bw = box.clientWidth > 200 ? box.clientWidth : 1100;
   var cols = Math.max(1, Math.floor((bw + 10) / 410));
-  var W = Math.floor((bw - (cols - 1) * 10) / cols) - 10, H = 250, L = 66, R = 10, T = 26, B = 48;
+  var W = Math.floor((bw - (cols - 1) * 10) / cols) - 10, H = 236, L = 66, R = 10, T = 12, B = 48;
   top.forEach(function (r) {
     var panel = h("div", {"class": "panel", "data-i": r.i}, box);
+    var ttl = "#" + r.rank + " (peak " + fmtF(r.memory_peak_gib, 1) + " GiB): " + layoutText(r);
+    h("div", {"class": "ptitle", title: ttl}, panel, ttl);
     var svg = el("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "memory-svg"}, panel);
     var st = r.memory_per_stage, n = st.length;
     svg.dataset.stages = n;
-    el("text", {x: L, y: 15, "font-size": 12, "font-weight": 600}, svg, "#" + r.rank + "  " + layoutText(r) + "  (peak " +
-       fmtF(r.memory_peak_gib, 1) + " GiB)");
     var sy = linear(dom[0], dom[1], H - B, T);
     var g = el("g", null, svg);
     axisY(g, sy, dom, L, H - B, T, "memory per GPU (GiB)", false, true, W - R);
@@ -793,26 +877,33 @@ function drawMemory(rows) {
 // ---- (4) table ----
 var COLUMNS = [
   ["rank", "#", function (r) { return r.rank; }, function (r) { return String(r.rank); }],
+  ["method", "method", function (r) { return r.sim ? 0 : 1; }, methodText],
   ["tokens_per_s", "tokens/s", function (r) { return r.tokens_per_s; }, function (r) { return fmtInt(r.tokens_per_s); }],
   ["mfu", "MFU %", function (r) { return r.mfu; }, function (r) { return fin(r.mfu) ? (r.mfu * 100).toFixed(1) : "n/a"; }],
   ["iteration_time_s", "s/iter.", function (r) { return r.iteration_time_s; }, function (r) { return fmtF(r.iteration_time_s, 3); }],
   ["memory_peak_gib", "GiB/GPU", function (r) { return r.memory_peak_gib; }, function (r) { return fmtF(r.memory_peak_gib, 1); }]];
 if (HAS_COST) COLUMNS.push(["cost_per_mtok_usd", "$/Mtok", function (r) { return r.cost_per_mtok_usd; }, function (r) { return fmtF(r.cost_per_mtok_usd, 4); }]);
-if (HAS_FLOW) COLUMNS.push(["flow", "flow tokens/s", function (r) { return r.flow ? r.flow[1] : null; },
+if (HAS_FLOW) COLUMNS.push(["flow", "flow tok/s", function (r) { return r.flow ? r.flow[1] : null; },
                             function (r) { return r.flow && fin(r.flow[1]) ? fmtInt(r.flow[1]) : ""; }]);
 [["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["dp", "DP"], ["micro_batch", "mb"],
- ["num_microbatches", "#mb"], ["recompute", "recompute"], ["sequence_parallel", "SP"], ["distributed_optimizer", "DO"]]
+ ["num_microbatches", "#mb"], ["recompute", "recompute"], ["sequence_parallel", "SP"], ["distributed_optimizer", "DO"],
+ ["zero", "ZeRO"], ["tp_overlap", "TP ovl."], ["overlap_grad_reduce", "OGR"], ["overlap_param_gather", "OPG"]]
+  .filter(function (c) { return !OPTIONAL[c[0]] || DIM_VALUES[c[0]] && DIM_VALUES[c[0]].length > 1; })   // the new ones where they vary
   .forEach(function (c) {
     COLUMNS.push([c[0], c[1], function (r) { var v = r[c[0]]; return typeof v === "boolean" ? (v ? 1 : 0) : v; },
                   function (r) { var v = r[c[0]]; return typeof v === "boolean" ? (v ? "on" : "off") : vkey(v); }]);
   });
 COLUMNS.push(["cmd", "podsim llm command", function (r) { return r.cmd; }, null]);
 
-var HEAD_TITLES = {rank: "rank by the search's objective", tokens_per_s: "throughput (tokens/s)", mfu: "model FLOPs utilisation (%)",
+var TXT = {method: 1, recompute: 1, tp_overlap: 1, cmd: 1};
+var HEAD_TITLES = {rank: "rank by the search's objective: the simulated layouts first (exact), then the estimated ones",
+  method: "simulated exactly, or estimated in closed form (within a few per cent)", tokens_per_s: "throughput (tokens/s)", mfu: "model FLOPs utilisation (%)",
   iteration_time_s: "time per iteration (s)", memory_peak_gib: "peak memory per GPU (GiB)",
   cost_per_mtok_usd: "cost (US $ per million tokens)", flow: "throughput with the flow backend (tokens/s)",
   micro_batch: "micro-batch size", num_microbatches: "micro-batches per iteration", sequence_parallel: "sequence parallelism",
-  distributed_optimizer: "distributed optimizer", cmd: "the command that simulates this layout alone"};
+  distributed_optimizer: "distributed optimizer", zero: "ZeRO stage", tp_overlap: "TP communication overlap",
+  overlap_grad_reduce: "gradient reduce overlapped with the backward pass",
+  overlap_param_gather: "parameter all-gather overlapped with the forward pass", cmd: "the command that simulates this layout alone"};
 function drawTable(rows) {
   var t = document.getElementById("table");
   t.textContent = "";
@@ -830,7 +921,7 @@ function drawTable(rows) {
   var shown = sorted.slice(0, state.tableRows);
   var thead = h("thead", null, t), tr = h("tr", null, thead);
   COLUMNS.forEach(function (c) {
-    var th = h("th", {"class": (c[0] === "cmd" || c[0] === "recompute" ? "txt " : "") +
+    var th = h("th", {"class": (TXT[c[0]] ? "txt " : "") +
                        (c[0] === state.sortKey ? (state.sortDir === 1 ? "sorted-asc" : "sorted-desc") : ""),
                       "data-key": c[0], title: (HEAD_TITLES[c[0]] || c[1]) + " (click to sort)"}, tr, c[1]);
     th.addEventListener("click", function () {
@@ -841,8 +932,12 @@ function drawTable(rows) {
     });
   });
   var tb = h("tbody", null, t);
-  shown.forEach(function (r) {
-    var row = h("tr", {"class": r.best ? "best" : "", "data-i": r.i}, tb);
+  var byRank = col[0] === "rank" && state.sortDir === 1;
+  shown.forEach(function (r, k) {
+    // ranked as the search ranks: the simulated rows, then a rule, then the estimated ones
+    var cls = (r.best ? "best " : "") + (r.sim ? "sim" : "est") +
+      (byRank && k > 0 && !r.sim && shown[k - 1].sim ? " first-est" : "");
+    var row = h("tr", {"class": cls, "data-i": r.i, "data-method": methodText(r)}, tb);
     COLUMNS.forEach(function (c) {
       if (c[0] === "cmd") {
         var td = h("td", {"class": "cmd"}, row);
@@ -851,12 +946,16 @@ function drawTable(rows) {
           b.addEventListener("click", function () { copyText(r.cmd, b); });
           cmdCode(td, r.cmd);
         }
-      } else h("td", {"class": c[0] === "recompute" ? "txt" : ""}, row, c[3](r));
+      } else h("td", {"class": TXT[c[0]] ? "txt" : ""}, row, c[3](r));
     });
   });
   t.dataset.rows = shown.length;
+  var nSim = rows.filter(function (r) { return r.sim; }).length;
   document.getElementById("table-note").textContent = "Showing " + shown.length + " of " + rows.length +
-    " layouts in the filter; click a column to sort (bold rank: a top layout of the search).";
+    " layouts in the filter; click a column to sort (bold rank: a top layout of the search)." +
+    (nSim && nSim < rows.length ? " Ranked as the search ranks them: the " + fmtInt(nSim) + " simulated exactly first, then the " +
+     fmtInt(rows.length - nSim) + " estimated in closed form (grey; within a few per cent)." :
+     !nSim && rows.length ? " All estimated in closed form (within a few per cent)." : "");
   var more = document.getElementById("more");
   more.hidden = shown.length >= rows.length;
 }
@@ -866,7 +965,7 @@ document.getElementById("more").addEventListener("click", function () { state.ta
 var current = [];
 function redraw() {
   current = ROWS.filter(passes);
-  document.getElementById("shown").textContent = current.length + " of " + ROWS.length + " layouts match the filters.";
+  document.getElementById("shown").textContent = fmtInt(current.length) + " of " + fmtInt(ROWS.length) + " layouts match the filters.";
   document.body.dataset.shown = current.length;
   hideTip();
   drawPareto(current);
