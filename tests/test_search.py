@@ -109,3 +109,29 @@ def test_cost_per_million_tokens_by_hand(tmp_path: Path, capsys: pytest.CaptureF
     assert costs == sorted(costs) and {r["layout"]["gpus"] for r in best} == {8, 16}
     assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--objective", "cost"]) == 2
     assert "needs the price of a GPU-hour: --gpu-hour-price USD" in capsys.readouterr().err
+
+
+def test_the_cost_objective_takes_the_gpu_hour_price_from_editable_data(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from podsim.sweep.search import gpu_hour_price
+    shipped = yaml.safe_load(open(Path(__file__).parents[1] / "src/podsim/hardware/prices.yaml"))
+    assert gpu_hour_price("h100") == shipped["h100-80gb"]["usd_per_gpu_hour"]
+    lo, hi = shipped["h100-80gb"]["range"]
+    assert lo <= gpu_hour_price("h100") <= hi   # the middle of the published range
+    mine = tmp_path / "prices.yaml"
+    mine.write_text("h100-80gb: {usd_per_gpu_hour: 4.0}\n")
+    out = tmp_path / "c.json"
+    assert main(["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "32",
+                 "--seq-len", "2048", "--tp-values", "8", "--pp-values", "1", "--objective", "cost",
+                 "--gpu-prices", str(mine), "--json", str(out)]) == 0
+    best = json.loads(out.read_text())["best"][0]
+    assert "at $4 (" in capsys.readouterr().out
+    # $4 x 8 GPUs x the iteration time / 3600 per 32 x 2048 tokens, per million tokens
+    assert best["cost_per_mtok_usd"] == pytest.approx(4 * 8 * best["iteration_time_s"] / 3600 / 65536 * 1e6,
+                                                      abs=1e-6)
+    assert main(["search", "--model", "llama3-8b", "--gpu", "b200", "--gpus", "8", "--global-batch", "32",
+                 "--objective", "cost", "--gpu-prices", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "no price for the b200" in err and str(mine) in err and "--gpu-hour-price" in err

@@ -84,7 +84,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                    help="rank by tokens/s (default), MFU, iteration time or cost per million tokens")
     s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
                    help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
-                        "(needed by --objective cost)")
+                        "(with --objective cost and no price, the GPU's price in --gpu-prices)")
+    s.add_argument("--gpu-prices", metavar="FILE", default=None,
+                   help="a YAML file of GPU-hour prices ({gpu key: {usd_per_gpu_hour: USD}}; default: podsim's "
+                        "hardware/prices.yaml, published on-demand prices of 2026)")
     s.add_argument("--top", type=count_arg, default=10, metavar="K", help="layouts to print (default 10)")
     add_workers(s)
     for dim, default in (("tp", "1,2,4,8"), ("pp", "1,2,4,8,16"), ("vpp", "1,2"), ("cp", "1"), ("ep", "1"),
@@ -122,7 +125,7 @@ def _run_search(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..fileio import atomic_write_text
     from ..hardware.gpu import get_gpu
-    from ..sweep.search import load_model, search
+    from ..sweep.search import gpu_hour_price, load_model, search
     from ..sweep.space import Space
 
     model = load_model(args.model, args.model_config)
@@ -151,8 +154,13 @@ def _run_search(args: argparse.Namespace) -> int:
             bars[phase] = count_bar(words[phase])
         bars[phase](done, total)
 
+    price = args.gpu_hour_price
+    if price is None and (args.objective == "cost" or args.gpu_prices):
+        price = gpu_hour_price(args.gpu, args.gpu_prices)
+        print(f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({args.gpu_prices or 'podsim/hardware/prices.yaml'}"
+              "; --gpu-hour-price USD sets another)")
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
-                 args.workers, progress, args.store, args.gpu_hour_price, args.simulate_top, args.flow_top,
+                 args.workers, progress, args.store, price, args.simulate_top, args.flow_top,
                  args.ray)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
@@ -164,7 +172,7 @@ def _run_search(args: argparse.Namespace) -> int:
           + f"; {sum(res.rejected.values()):,} rejected")
     for reason, n in res.rejected.most_common():
         print(f"  rejected {n:>6,}: {reason}")
-    cost = args.gpu_hour_price is not None
+    cost = price is not None
     flow = res.flow > 0
     print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}" + (f"  {'flow (s)':>9}" if flow else "")
           + f"  {'mem (GiB)':>9}" + (f"  {'$/Mtok':>8}" if cost else "") + "  layout")

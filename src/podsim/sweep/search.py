@@ -143,6 +143,39 @@ def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> di
             "command": llm_command(model_arg, layout, gpu, cluster, backend)}
 
 
+def gpu_hour_price(gpu: str, path: str | None = None) -> float:
+    """The price of one GPU-hour of ``gpu`` in US dollars, from ``path`` (a YAML file of
+    ``{gpu key: {usd_per_gpu_hour: ...}}``) or podsim's ``hardware/prices.yaml``.
+
+    Raises:
+        InputError: the file has no price for the GPU, or is not such a file.
+    """
+    from importlib import resources
+
+    import yaml
+
+    from ..errors import yaml_error
+    from ..fileio import read_text
+    from ..hardware.gpu import get_gpu
+    key = get_gpu(gpu).key
+    where = path or "podsim/hardware/prices.yaml"
+    text = read_text(path, "price file") if path else (resources.files("podsim.hardware") / "prices.yaml").read_text()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise yaml_error(e, where, column=False) from None
+    if not isinstance(doc, dict):
+        raise InputError("expected a mapping of GPU keys to {usd_per_gpu_hour: USD}", where, "--gpu-prices")
+    entry = doc.get(key)
+    if entry is None:
+        raise InputError(f"no price for the {key} here (it has {', '.join(map(str, doc)) or 'none'}): give "
+                         "--gpu-hour-price USD, or add it to the file", where, "--gpu-prices")
+    price = entry.get("usd_per_gpu_hour") if isinstance(entry, dict) else None
+    if not isinstance(price, (int, float)) or isinstance(price, bool) or not price > 0:
+        raise InputError(f"{key}: usd_per_gpu_hour must be a number > 0, got {price!r}", where, "--gpu-prices")
+    return float(price)
+
+
 def cost_per_mtok(row: dict[str, Any], gpu_hour_usd: float) -> float:
     """US dollars per million tokens of a row at ``gpu_hour_usd`` a GPU-hour."""
     lay = row["layout"]
