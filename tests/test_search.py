@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from podsim.cli import main
+from podsim.errors import InputError
+from podsim.llm.model import get_model
 
 
 def test_search_best_is_the_best_of_every_layout_run_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,8 +109,14 @@ def test_cost_per_million_tokens_by_hand(tmp_path: Path, capsys: pytest.CaptureF
     best = json.loads(out.read_text())["best"]
     costs = [r["cost_per_mtok_usd"] for r in best]
     assert costs == sorted(costs) and {r["layout"]["gpus"] for r in best} == {8, 16}
-    assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--objective", "cost"]) == 2
-    assert "needs the price of a GPU-hour: --gpu-hour-price USD" in capsys.readouterr().err
+    assert main(["search", "--model", "llama3-8b", "--gpu", "b200", "--gpus", "8", "--global-batch", "8",
+                 "--objective", "cost"]) == 2   # podsim's prices have none for it
+    assert "no price for the b200" in capsys.readouterr().err
+    from podsim.sweep.search import search
+    from podsim.sweep.space import Space
+    with pytest.raises(InputError, match="needs the price of a GPU-hour: --gpu-hour-price USD"):
+        search(get_model("llama3-8b"), "--model llama3-8b", Space(gpus=(8,), global_batch=8, seq_len=2048), "h100",
+               80, objective="cost")
 
 
 def test_the_cost_objective_takes_the_gpu_hour_price_from_editable_data(tmp_path: Path,
