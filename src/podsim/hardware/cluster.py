@@ -87,6 +87,18 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
     if path.suffix == ".txt" or (path.exists() and path.suffix not in (".yaml", ".yml", ".json")):
         return ClusterSpec(name=path.stem, gpu="", gpus_per_node=1, intra={"kind": "nvswitch"},
                            inter={"kind": "none"}, source=str(path), topology_file=str(path))
+    data, source = cluster_document(name_or_path)
+    return cluster_from_dict(data, source)
+
+
+def cluster_document(name_or_path: str) -> tuple[object, str]:
+    """The parsed YAML of a cluster preset (by name) or file (by path), before it is checked,
+    and where it came from (``preset NAME`` or the path).
+
+    Raises:
+        InputError: for an unknown preset (with the closest names), a missing file or bad YAML.
+    """
+    path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         if not path.exists():
             raise InputError("no such cluster file", str(path))
@@ -99,10 +111,9 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
         text = (resources.files("podsim.hardware") / "presets" / f"{name_or_path}.yaml").read_text()
         source = f"preset {name_or_path}"
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text), source
     except yaml.YAMLError as e:
         raise yaml_error(e, source, column=False) from None
-    return cluster_from_dict(data, source)
 
 
 def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:

@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from ..errors import InputError, unknown_key_error, yaml_error
-from ..hardware.cluster import ClusterSpec, cluster_from_dict, preset_names
+from ..errors import InputError, unknown_key_error
+from ..hardware.cluster import ClusterSpec, cluster_from_dict
 from ..hardware.gpu import DTYPES, GpuSpec
 from ..units import parse_bandwidth
 
@@ -152,7 +150,8 @@ def raw_cluster(name_or_path: str, base: str | None = None) -> tuple[dict[str, A
         InputError: for an unknown preset (with the closest name), a missing or malformed file,
             or a SimAI topology file (whose fabric a what-if cannot change).
     """
-    from ..fileio import read_text
+    from ..hardware.cluster import cluster_document
+    target = name_or_path
     if _is_path(name_or_path) or Path(name_or_path).exists():
         p = Path(name_or_path)
         if base and not p.is_absolute():
@@ -160,17 +159,8 @@ def raw_cluster(name_or_path: str, base: str | None = None) -> tuple[dict[str, A
         if p.suffix == ".txt":
             raise InputError("a SimAI topology file fixes the whole fabric: a cluster what-if cannot change it",
                              str(p))
-        text, source = read_text(p, "cluster file"), str(p)
-    else:
-        names = preset_names()
-        if name_or_path not in names:
-            raise unknown_key_error(name_or_path, names, None, what="cluster preset")
-        text = (resources.files("podsim.hardware") / "presets" / f"{name_or_path}.yaml").read_text()
-        source = f"preset {name_or_path}"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise yaml_error(e, source, column=False) from None
+        target = str(p)
+    data, source = cluster_document(target)
     if not isinstance(data, dict):
         raise InputError("expected a mapping with name, gpus_per_node, intra_node, inter_node", source)
     if data.get("topology_file") is not None:
