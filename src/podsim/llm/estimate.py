@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from ..compute.model import ComputeModel
@@ -118,8 +119,10 @@ class LayoutEstimator:
         def exact(ranks: tuple[int, ...], kind: CollectiveKind, nbytes: int) -> int:
             return planner.plan(ranks, kind, nbytes)[1]
 
+        groups = {g: group_ranks(layout, g) for g in ("tp", "cp", "ep", "dp")}
+
         def timed(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-            ranks = group_ranks(layout, group)
+            ranks = groups.get(group)
             if ranks is None or nbytes <= 0:
                 return None
             if nbytes <= _GRID_FROM:
@@ -195,8 +198,7 @@ class LayoutEstimator:
         if p > 1:
             hop = delay.delay_ns(0, stride, act) + delay.delay_ns(stride, 0, _HANDSHAKE_BYTES)
 
-        def layer_ns(i: int, what: str, slow: float) -> int:
-            moe = m.is_moe_layer(i)
+        def layer_ns(moe: bool, what: str, slow: float) -> int:
             steps = costs.forward(moe) if what == "F" else costs.backward(moe)
             return self._steps_ns((ckey, what, moe, slow), steps, slow, fold)
 
@@ -212,11 +214,14 @@ class LayoutEstimator:
                 g = chunk * p + s
                 layers = lay.chunk_layers(m, s, chunk)
                 total = 0
+                # layers of the same kind (MoE or dense; recomputed or not) take the same time
+                kinds = Counter((m.is_moe_layer(i), not forward and lay.recomputed_layer(m, s, chunk, i))
+                                for i in layers)
                 if forward:
                     slow = prog.slow_fwd if special else 1.0
                     if g == 0:
                         total += extra_ns("emb", False, slow)
-                    total += sum(layer_ns(i, "F", slow) for i in layers)
+                    total += sum(n * layer_ns(moe, "F", slow) for (moe, _), n in kinds.items())
                     if g == last_v:
                         total += extra_ns("out", False, slow)
                 else:
@@ -224,10 +229,8 @@ class LayoutEstimator:
                     slow = prog.slow_bwd if reduce_now else 1.0
                     if g == last_v:
                         total += extra_ns("out", True, slow)
-                    for i in layers:
-                        if lay.recomputed_layer(m, s, chunk, i):
-                            total += layer_ns(i, "F", slow)
-                        total += layer_ns(i, "B", slow)
+                    total += sum(n * ((layer_ns(moe, "F", slow) if again else 0) + layer_ns(moe, "B", slow))
+                                 for (moe, again), n in kinds.items())
                     if g == 0:
                         total += extra_ns("emb", True, slow)
                 return total

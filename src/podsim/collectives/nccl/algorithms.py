@@ -24,6 +24,7 @@ The communicator's GPUs are grouped by server.  With ``C`` channels:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,8 +44,9 @@ class Communicator:
     ranks: list[int]          #: global GPU ranks in communicator order
     servers: list[list[int]]  #: global ranks per server
     intra_class: str          #: "nvlink" or "pcie": how GPUs of one server talk
-    #: ring rounds' flows (src, dst, channel) by (channels, pxn): the same at every size
-    rings: dict = field(default_factory=dict, repr=False, compare=False)
+    #: steps whose flows all carry the same bytes (ring, tree), at one byte each, by algorithm
+    #: and shape: the same at every size (see ``_scaled``)
+    shapes: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def size(self) -> int:
@@ -110,13 +112,9 @@ def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: boo
     if n < 2 or size <= 0:
         return sched
     rounds = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}[collective]
-    per = size / (n * channels)
-    key = (channels, pxn)
-    shape = comm.rings.get(key)
-    if shape is None:   # the flows at one byte each, kept for every size
-        shape = comm.rings[key] = _ring_flows(comm, 1.0, channels, pxn).step("ring", rounds, _ring_hops(comm))
-    sched.steps.append(Step("ring", shape.src, shape.dst, np.full(len(shape.src), per), shape.label, rounds,
-                            dict(shape.hops)))
+    sched.steps.append(_scaled(comm, ("ring", channels, pxn, rounds),
+                               lambda: _ring_flows(comm, 1.0, channels, pxn).step("ring", rounds, _ring_hops(comm)),
+                               size / (n * channels)))
     return sched
 
 
@@ -165,10 +163,15 @@ def tree(comm: Communicator, collective: str, size: int, channels: int, proto: s
     sched = Schedule(collective, "tree", proto, size, n)
     if n < 2 or size <= 0:
         return sched
+    sched.steps.append(_scaled(comm, ("tree", channels), lambda: _tree_flows(comm, channels), size / channels))
+    return sched
+
+
+def _tree_flows(comm: Communicator, channels: int) -> Step:
+    """The double binary tree's flows at one byte each."""
     servers = comm.servers
     k = len(servers)
     parents = [_binary_tree(k), [k - 1 - p if p >= 0 else -1 for p in reversed(_binary_tree(k))]]
-    per = size / channels
     fl = FlowList()
     depth = 0
     for c in range(channels):
@@ -178,16 +181,25 @@ def tree(comm: Communicator, collective: str, size: int, channels: int, proto: s
             chain = _rotate(s, c)
             heads.append(chain[0])
             for a, b in zip(chain[1:], chain[:-1]):  # reduce up the chain, broadcast down
-                fl.add(comm.node(a), comm.node(b), per, c)
-                fl.add(comm.node(b), comm.node(a), per, c)
+                fl.add(comm.node(a), comm.node(b), 1.0, c)
+                fl.add(comm.node(b), comm.node(a), 1.0, c)
         for i, p in enumerate(parent):
             if p >= 0:
-                fl.add(comm.node(heads[i]), comm.node(heads[p]), per, c)
-                fl.add(comm.node(heads[p]), comm.node(heads[i]), per, c)
+                fl.add(comm.node(heads[i]), comm.node(heads[p]), 1.0, c)
+                fl.add(comm.node(heads[p]), comm.node(heads[i]), 1.0, c)
         depth = max(depth, _depth(parent))
     chain = max(len(s) for s in servers) - 1
-    sched.steps.append(fl.step("tree", 1, {comm.intra_class: 2 * chain, "net": 2 * depth}))
-    return sched
+    return fl.step("tree", 1, {comm.intra_class: 2 * chain, "net": 2 * depth})
+
+
+def _scaled(comm: Communicator, key: tuple, build: Callable[[], Step], per: float) -> Step:
+    """A step whose every flow carries ``per`` bytes: its flows (built by ``build`` at one byte
+    each) kept on the communicator, the same at every size."""
+    shape = comm.shapes.get(key)
+    if shape is None:
+        shape = comm.shapes[key] = build()
+    return Step(shape.name, shape.src, shape.dst, np.full(len(shape.src), per), shape.label, shape.repeat,
+                dict(shape.hops))
 
 
 def nvswitches_of(fabric: Fabric, rank: int) -> list[int]:
