@@ -143,3 +143,17 @@ def test_the_cost_objective_takes_the_gpu_hour_price_from_editable_data(tmp_path
                  "--objective", "cost", "--gpu-prices", str(mine)]) == 2
     err = capsys.readouterr().err
     assert "no price for the b200" in err and str(mine) in err and "--gpu-hour-price" in err
+
+
+def test_time_to_train_a_number_of_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.json"
+    assert main(["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "32",
+                 "--seq-len", "2048", "--tp-values", "2,8", "--pp-values", "1", "--objective", "time",
+                 "--train-tokens", "2e9", "--json", str(out)]) == 0
+    best = json.loads(out.read_text())["best"]
+    # 2 x 10^9 tokens at the row's tokens/s, in hours; the fastest iteration trains them first
+    for r in best:
+        assert r["time_to_train_h"] == pytest.approx(2e9 / r["tokens_per_s"] / 3600, abs=1e-6)
+    assert [r["time_to_train_h"] for r in best] == sorted(r["time_to_train_h"] for r in best)
+    assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--train-tokens", "0"]) == 2
+    assert "--train-tokens" in capsys.readouterr().err

@@ -81,10 +81,13 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--global-batch", type=count_arg, required=True, metavar="B", help="sequences per iteration")
     s.add_argument("--seq-len", type=count_arg, default=2048, metavar="S")
     s.add_argument("--objective", default="tokens", choices=["tokens", "mfu", "time", "cost"],
-                   help="rank by tokens/s (default), MFU, iteration time or cost per million tokens")
+                   help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost per "
+                        "million tokens")
     s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
                    help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
                         "(with --objective cost and no price, the GPU's price in --gpu-prices)")
+    s.add_argument("--train-tokens", type=positive_arg, default=None, metavar="N",
+                   help="tokens to train (e.g. 15e12): rows then say the hours it takes (time_to_train_h)")
     s.add_argument("--gpu-prices", metavar="FILE", default=None,
                    help="a YAML file of GPU-hour prices ({gpu key: {usd_per_gpu_hour: USD}}; default: podsim's "
                         "hardware/prices.yaml, published on-demand prices of 2026)")
@@ -161,7 +164,7 @@ def _run_search(args: argparse.Namespace) -> int:
               "; --gpu-hour-price USD sets another)")
     res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
                  args.workers, progress, args.store, price, args.simulate_top, args.flow_top,
-                 args.ray)
+                 args.ray, args.train_tokens)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
@@ -175,7 +178,8 @@ def _run_search(args: argparse.Namespace) -> int:
     cost = price is not None
     flow = res.flow > 0
     print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}" + (f"  {'flow (s)':>9}" if flow else "")
-          + f"  {'mem (GiB)':>9}" + (f"  {'$/Mtok':>8}" if cost else "") + "  layout")
+          + f"  {'mem (GiB)':>9}" + (f"  {'$/Mtok':>8}" if cost else "")
+          + (f"  {'train (h)':>10}" if args.train_tokens else "") + "  layout")
     for i, r in enumerate(res.rows[:args.top], 1):
         lay = r["layout"]
         desc = (f"gpus {lay['gpus']} tp {lay['tp']} pp {lay['pp']} vpp {lay['vpp']} cp {lay['cp']} ep {lay['ep']} "
@@ -188,11 +192,12 @@ def _run_search(args: argparse.Namespace) -> int:
         fl = r.get("flow")
         print(f"  {i:>3}  {r['tokens_per_s']:>12,.0f}  {r['mfu']:>6.3f}  {r['iteration_time_s']:>9.3f}  "
               + (f"{fl['iteration_time_s']:>9.3f}  " if fl else " " * 11 if flow else "")
-              + f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "") + desc)
+              + f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "")
+              + (f"{r['time_to_train_h']:>10,.1f}  " if args.train_tokens else "") + desc)
     if res.rows:
         print(f"\n  reproduce the best: {res.rows[0]['command']}")
     doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "global_batch": args.global_batch,
-           "seq_len": args.seq_len, "objective": args.objective, "evaluated": res.evaluated,
+           "seq_len": args.seq_len, "objective": args.objective, "train_tokens": args.train_tokens, "evaluated": res.evaluated,
            "simulated": res.simulated, "flow": res.flow, "reused": res.reused,
            "rejected": dict(res.rejected.most_common()), "best": res.rows[:min(args.top, res.simulated)]}
     if args.json:

@@ -20,7 +20,7 @@ per GPU-hour, lowest first: ``price x gpus x iteration time / 3600 / tokens per 
 ``iteration_time_s`` (s), ``memory_peak_gib`` (GiB), ``memory_per_stage`` (GiB, simulated rows),
 ``breakdown`` (``compute_s``, ``exposed_comm_s``, ``bubble_s``, ``other_s``: s; simulated rows),
 ``command`` (the ``podsim llm`` command line that reproduces the row), ``cost_per_mtok_usd``
-(with a price), ``flow`` (``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow
+(with a price), ``time_to_train_h`` (hours to train a given number of tokens), ``flow`` (``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow
 re-run, on the best rows).
 """
 
@@ -208,7 +208,8 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
            cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
            workers: int | None = None, progress: Progress | None = None,
            store: str | None = None, gpu_hour_usd: float | None = None, simulate_top: int = SIMULATE_TOP,
-           flow_top: int = FLOW_TOP, ray_address: str | None = None) -> SearchResult:
+           flow_top: int = FLOW_TOP, ray_address: str | None = None,
+           train_tokens: float | None = None) -> SearchResult:
     """Evaluate every layout of ``space`` that fits and rank them by ``objective`` (see the
     module docstring for the three passes).
 
@@ -217,7 +218,9 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     ``store``: a results store (:mod:`podsim.sweep.store`): each evaluated row is added as it
     finishes, and rows it already holds are taken from it, not evaluated again.
     ``gpu_hour_usd``: the price of a GPU-hour; rows then carry ``cost_per_mtok_usd`` (needed by
-    the ``cost`` objective).  ``simulate_top``: layouts simulated exactly after the screen (all
+    the ``cost`` objective).  ``train_tokens``: rows then carry ``time_to_train_h``, the hours to
+    train that many tokens (the ``time`` objective's order: the iteration time's, as every layout
+    of a search takes the same tokens per iteration).  ``simulate_top``: layouts simulated exactly after the screen (all
     of them when there are no more); ``flow_top``: of those, re-run with the flow backend.
 
     Raises:
@@ -233,6 +236,8 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     if objective == "cost" and gpu_hour_usd is None:
         raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD",
                          where="--objective")
+    if train_tokens is not None and not train_tokens > 0:
+        raise InputError(f"the tokens to train must be more than 0, got {train_tokens:g}", where="--train-tokens")
     if gpu_hour_usd is not None and not gpu_hour_usd > 0:
         raise InputError(f"a GPU-hour must cost more than 0, got {gpu_hour_usd:g}", where="--gpu-hour-price")
     phases: dict[str, float] = {}
@@ -245,6 +250,8 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     def finish_row(row: dict[str, Any]) -> dict[str, Any]:
         if gpu_hour_usd is not None:
             row["cost_per_mtok_usd"] = round(cost_per_mtok(row, gpu_hour_usd), 6)
+        if train_tokens is not None:
+            row["time_to_train_h"] = round(train_tokens / row["tokens_per_s"] / 3600, 6)
         return row
 
     db = Store(store) if store else None
