@@ -282,9 +282,9 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
         else:
             t0 = time.perf_counter()
             skeys = [key_of(lay, "estimate") for lay in e.layouts]
-            for i, k in enumerate(skeys):
+            for k in skeys:
                 if k in done:
-                    screened[k] = db.row(k) if db else {}   # type: ignore[union-attr]
+                    screened[k] = db.row(k)   # type: ignore[union-attr]
             reused += len(screened)
             todo = [i for i, k in enumerate(skeys) if k not in screened]
             batches = [[todo[j] for j in b] for b in _batches([e.layouts[i] for i in todo],
