@@ -157,3 +157,23 @@ def test_time_to_train_a_number_of_tokens(tmp_path: Path, capsys: pytest.Capture
     assert [r["time_to_train_h"] for r in best] == sorted(r["time_to_train_h"] for r in best)
     assert main(["search", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--train-tokens", "0"]) == 2
     assert "--train-tokens" in capsys.readouterr().err
+
+
+def test_a_memory_reserve_rejects_what_no_longer_fits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from podsim.hardware.gpu import get_gpu
+    argv = ["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "16", "--seq-len",
+            "2048", "--tp-values", "1,2,8", "--pp-values", "1,2", "--vpp-values", "1", "--micro-batch-values", "1,4",
+            "--top", "100", "--simulate-top", "100"]
+    assert main(argv + ["--json", str(tmp_path / "all.json")]) == 0
+    rows = json.loads((tmp_path / "all.json").read_text())["best"]
+    cap = get_gpu("h100").memory_gib
+    peaks = sorted(r["memory_peak_gib"] for r in rows)
+    distinct = sorted(set(peaks))
+    k = len(distinct) // 2
+    reserve = cap - (distinct[k] + distinct[k + 1]) / 2   # room for the layouts up to the middle peak only
+    assert main(argv + ["--memory-reserve", f"{reserve:.4f}", "--json", str(tmp_path / "some.json")]) == 0
+    kept = json.loads((tmp_path / "some.json").read_text())
+    assert sorted(r["memory_peak_gib"] for r in kept["best"]) == [p for p in peaks if p <= cap - reserve]
+    assert sum(n for why, n in kept["rejected"].items() if "does not fit" in why) >= 1
+    assert main(argv + ["--memory-reserve", "100"]) == 2
+    assert "leaves nothing" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..sweep.search import FLOW_TOP, SIMULATE_TOP
-from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, positive_arg
+from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, non_negative_arg, positive_arg
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
@@ -91,6 +91,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--gpu-prices", metavar="FILE", default=None,
                    help="a YAML file of GPU-hour prices ({gpu key: {usd_per_gpu_hour: USD}}; default: podsim's "
                         "hardware/prices.yaml, published on-demand prices of 2026)")
+    s.add_argument("--memory-reserve", type=non_negative_arg, default=0.0, metavar="GIB",
+                   help="GiB per GPU to keep free of the model's states and activations (the CUDA context, NCCL's "
+                        "buffers, the allocator's fragmentation); a layout must fit in the rest (default 0)")
     s.add_argument("--top", type=count_arg, default=10, metavar="K", help="layouts to print (default 10)")
     add_workers(s)
     for dim, default in (("tp", "1,2,4,8"), ("pp", "1,2,4,8,16"), ("vpp", "1,2"), ("cp", "1"), ("ep", "1"),
@@ -162,7 +165,11 @@ def _run_search(args: argparse.Namespace) -> int:
         price = gpu_hour_price(args.gpu, args.gpu_prices)
         print(f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({args.gpu_prices or 'podsim/hardware/prices.yaml'}"
               "; --gpu-hour-price USD sets another)")
-    res = search(model, model_arg, space, args.gpu, gpu.memory_gib, args.cluster, args.backend, args.objective,
+    room = gpu.memory_gib - args.memory_reserve
+    if room <= 0:
+        raise InputError(f"the {gpu.name} has {gpu.memory_gib:g} GiB: a reserve of {args.memory_reserve:g} GiB "
+                         "leaves nothing", where="--memory-reserve")
+    res = search(model, model_arg, space, args.gpu, room, args.cluster, args.backend, args.objective,
                  args.workers, progress, args.store, price, args.simulate_top, args.flow_top,
                  args.ray, args.train_tokens)
     if sys.stderr.isatty():
