@@ -1,0 +1,54 @@
+"""The interface between LLM step times and the serving simulation (issue #16).
+
+A *step* is one forward pass of a replica over a batch: each running request contributes a
+chunk ``(new_tokens, context)``: ``new_tokens`` computed in this step (a prompt or a chunk of
+it; 1 for a decode step) on top of ``context`` tokens already in its KV cache.  A
+:class:`StepTimer` says how long a step takes (ns) and what a replica's memory holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+#: one request's part of a step: (tokens computed now, tokens already in its KV cache)
+Chunk = tuple[int, int]
+
+
+class StepTimer(Protocol):
+    """Times the steps of one replica (a TP x PP group of GPUs serving one model copy)."""
+
+    @property
+    def pp(self) -> int:
+        """Pipeline stages: a batch passes through them in turn; ``stage_ns`` is one stage's time."""
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes one token takes on one GPU of the replica (every layer it holds)."""
+
+    @property
+    def kv_capacity_bytes(self) -> float:
+        """KV-cache bytes one GPU of the replica can hold: its memory minus weights, activations
+        and reserved memory (the smallest over the replica's stages)."""
+
+    def stage_ns(self, batch: Sequence[Chunk]) -> int:
+        """One pipeline stage's time for a step over ``batch`` (ns), host overhead included."""
+
+
+@dataclass(frozen=True)
+class LinearTimer:
+    """A step timer of a fixed form, for tests and hand-derived checks: ``base_ns +
+    per_token_ns x (new tokens) + per_context_ns x (context tokens read)`` per stage."""
+
+    base_ns: int
+    per_token_ns: float
+    per_context_ns: float = 0.0
+    kv_bytes_per_token: float = 1.0
+    kv_capacity_bytes: float = 1e12
+    pp: int = 1
+
+    def stage_ns(self, batch: Sequence[Chunk]) -> int:
+        new = sum(n for n, _ in batch)
+        ctx = sum(c for _, c in batch)
+        return int(round(self.base_ns + self.per_token_ns * new + self.per_context_ns * ctx))
