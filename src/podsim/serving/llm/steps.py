@@ -1,0 +1,330 @@
+"""Step times of LLM inference on one replica: a prefill or decode (or mixed) forward pass over a
+batch, from podsim's compute model (issue #16, ``podsim infer``).
+
+A replica is TP x PP GPUs (EP shards the routed experts of an MoE model over the TP ranks' data
+dimension, as vLLM's expert parallelism does: EP <= TP x DP of the replica; here EP divides the
+replica's GPUs).  A step over a batch of chunks ``(new_tokens, context)`` (:mod:`.timing`) costs,
+per pipeline stage, for each of its layers:
+
+* **GEMMs** (TP-sharded): QKV, attention output, the MLP (MoE: the router, the experts that
+  receive tokens -- each reads its weights once --, the shared experts), timed by the roofline
+  compute model (:class:`~podsim.compute.model.ComputeModel`): FLOP-bound for large token
+  counts, weight-read-bound (memory) for the few tokens of a decode step;
+* **attention**: a prefill chunk's causal attention of its new tokens over its context and
+  itself (the flash-attention efficiency curve), a decode step's read of every cached K and V
+  (memory-bound; FLOPs if larger);
+* **element-wise kernels** (norms, residuals, activation, rotary): memory-bound passes over the
+  tokens' activations;
+* **collectives**: two TP all-reduces of the tokens' activations, two EP all-to-alls for MoE
+  layers, in closed form on the cluster's fabric (NCCL-like selection, as training uses);
+
+plus the output layer (logits of one token per sequence) on the last stage, the activations'
+send to the next stage, and a fixed host overhead per step (scheduling, input preparation,
+sampling).  Memory per GPU: weights (bf16, or fp8), the KV cache (2 x layers x KV heads per GPU
+x head size per token) and activations of the largest batch.  Units: ns inside, s and GiB in
+:class:`InferenceReport`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...compute.model import ComputeModel
+from ...engine.cluster import CollectivePlanner, FabricDelay
+from ...errors import InputError
+from ...hardware.cluster import ClusterSpec, build_fabric, load_cluster
+from ...hardware.gpu import GpuSpec, get_gpu
+from ...llm.model import ModelConfig
+from ...workload import CollectiveKind
+from .timing import Chunk
+
+GIB = 2**30
+PRECISIONS = ("bf16", "fp16", "fp8")
+#: the share of GPU memory the engine may use (vLLM's --gpu-memory-utilization default)
+MEMORY_UTILIZATION = 0.9
+#: element-wise passes over a token's hidden vector per layer (2 norms, 2 residual adds, rotary
+#: on Q and K, the activation's read and write of the MLP width counted separately)
+_ELEMENTWISE_PASSES = 10
+_ELEMENTWISE_KERNELS = 6
+
+
+@dataclass
+class LLMStepTimer:
+    """Step times and memory of one replica (a :class:`~.timing.StepTimer`)."""
+
+    model: ModelConfig
+    gpu: GpuSpec
+    tp: int
+    pp: int
+    ep: int
+    precision: str
+    cm: ComputeModel
+    planner: CollectivePlanner
+    delay: FabricDelay
+    host_ns: int
+    max_batched_tokens: int
+    max_num_seqs: int
+    memory_utilization: float = MEMORY_UTILIZATION
+    kv_dtype_bytes: float = 2.0
+    _per_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+
+    # -- shapes -------------------------------------------------------------------------------
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Layers of the largest pipeline stage."""
+        return -(-self.model.layers // self.pp)
+
+    @property
+    def kv_heads_per_gpu(self) -> int:
+        """KV heads one GPU holds (replicated when TP exceeds the KV heads, as vLLM does)."""
+        return max(1, self.model.kv // self.tp)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes of one token on one GPU (its stage's layers)."""
+        return 2.0 * self.layers_per_stage * self.kv_heads_per_gpu * self.model.dhead * self.kv_dtype_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes per weight: 1 in fp8, 2 otherwise."""
+        return 1.0 if self.precision == "fp8" else 2.0
+
+    @property
+    def weights_bytes_per_gpu(self) -> float:
+        """Weights on one GPU of the largest stage (the first: it also holds the embedding, or
+        the last with the output layer), TP-sharded, routed experts EP-sharded."""
+        m = self.model
+        per_layer = []
+        for i in range(m.layers):
+            dense = m.attention_params() + m.norm_params()
+            if m.is_moe_layer(i):
+                experts = m.experts * m.mlp_params(m.expert_ffn)
+                shared = m.shared_experts * m.mlp_params(m.expert_ffn) + m.hidden * m.experts
+                per_layer.append((dense + shared) / self.tp + experts / (self.tp * self.ep))
+            else:
+                per_layer.append((dense + m.mlp_params()) / self.tp)
+        n = self.layers_per_stage
+        stages = [sum(per_layer[s * n:(s + 1) * n]) for s in range(self.pp)]
+        stages[0] += m.embedding_params() / self.tp
+        # the output layer: its own matrix, or the input embedding's when tied (a copy on the
+        # last stage when that is another GPU)
+        stages[-1] += (m.output_params() + (m.vocab * m.hidden if m.tied_embeddings and self.pp > 1 else 0)) / self.tp
+        return max(stages) * self.weight_bytes
+
+    @property
+    def activation_bytes(self) -> float:
+        """Working activations of the largest step (``max_batched_tokens`` tokens through one
+        layer, the logits of ``max_num_seqs`` sequences in fp32)."""
+        m = self.model
+        width = m.hidden * 4 + (m.expert_ffn if m.moe else m.ffn) * m.mlp_matrices / self.tp
+        return self.max_batched_tokens * width * 2.0 + self.max_num_seqs * m.vocab / self.tp * 4.0
+
+    @property
+    def kv_capacity_bytes(self) -> float:
+        """KV-cache bytes one GPU can hold: ``memory_utilization`` of its memory minus weights
+        and activations (<= 0: the model does not fit)."""
+        return self.gpu.memory_bytes * self.memory_utilization - self.weights_bytes_per_gpu - self.activation_bytes
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def _collective_ns(self, kind: CollectiveKind, ranks: tuple[int, ...], nbytes: int) -> float:
+        if len(ranks) < 2 or nbytes <= 0:
+            return 0.0
+        return float(self.planner.plan(ranks, kind, nbytes)[1])
+
+    def _token_costs(self, tokens: int) -> tuple[float, float, float]:
+        """(GEMMs, element-wise, collectives) of one layer over ``tokens`` new tokens (ns),
+        memoized: a serving run asks for the same token counts many times."""
+        hit = self._per_tokens.get(tokens)
+        if hit is not None:
+            return hit
+        m, cm, tp = self.model, self.cm, self.tp
+        d, h = m.dhead, m.hidden
+        t = float(tokens)
+        gemm = cm.gemm_ns(t, (m.heads // tp + 2 * self.kv_heads_per_gpu) * d, h)    # QKV
+        gemm += cm.gemm_ns(t, h, m.heads // tp * d)                                   # attention output
+        if m.moe:
+            # every MoE layer of the model alike (a dense first layer, if any, is not told apart)
+            gemm += cm.gemm_ns(t, m.experts, h)                                       # router
+            local = m.experts / self.ep
+            active = local * (1.0 - (1.0 - m.top_k / m.experts) ** t)                # experts that get tokens
+            per = t * m.top_k / self.ep / max(active, 1e-9)
+            f = m.expert_ffn / tp
+            gemm += cm.gemm_ns(per, f * (m.mlp_matrices - 1), h, active) + cm.gemm_ns(per, h, f, active)
+            if m.shared_experts:
+                gemm += cm.gemm_ns(t, f * (m.mlp_matrices - 1) * m.shared_experts, h)
+                gemm += cm.gemm_ns(t, h, f * m.shared_experts)
+        else:
+            f = m.ffn / tp
+            gemm += cm.gemm_ns(t, f * (m.mlp_matrices - 1), h) + cm.gemm_ns(t, h, f)
+        width = m.expert_ffn if m.moe else m.ffn
+        elem = cm.memory_ns(t * (_ELEMENTWISE_PASSES * h + 2 * width * (m.top_k if m.moe else 1) / tp)
+                            * cm.elem_bytes, _ELEMENTWISE_KERNELS)
+        act = int(t * h * cm.elem_bytes)
+        comm = 2 * self._collective_ns(CollectiveKind.ALL_REDUCE, tuple(range(tp)), act)
+        if m.moe and self.ep > 1:
+            ranks = tuple(range(0, self.ep * tp, tp)) if self.ep * tp <= self.tp * self.pp * self.ep else ()
+            comm += 2 * self._collective_ns(CollectiveKind.ALL_TO_ALL, ranks, int(act * m.top_k))
+        out = self._per_tokens[tokens] = (gemm, elem, comm)
+        return out
+
+    def _attention_ns(self, batch: Sequence[Chunk]) -> float:
+        """One layer's attention over the batch: decode chunks read their whole KV cache
+        (memory-bound), prefill chunks attend causally over context + themselves."""
+        m, cm = self.model, self.cm
+        heads = m.heads // self.tp
+        d = m.dhead
+        kv_token = 2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes
+        decode_ctx = 0
+        pre_flops = 0.0
+        pre_tokens = 0
+        pre_ctx = 0
+        for n, c in batch:
+            if n == 1:
+                decode_ctx += c + 1
+            else:
+                pre_flops += 4.0 * heads * d * n * (c + (n + 1) / 2.0)
+                pre_tokens += n
+                pre_ctx += c + n
+        t = 0.0
+        if decode_ctx:
+            flops = 4.0 * heads * d * decode_ctx
+            t += max(cm.memory_ns(decode_ctx * kv_token), flops / cm.gpu.peak(cm.attention_dtype) + cm.launch_ns)
+        if pre_flops:
+            chunks = sum(1 for n, _ in batch if n != 1)
+            t += max(cm.flash_ns(pre_flops, pre_tokens / chunks, d), cm.memory_ns(pre_ctx * kv_token))
+        return t
+
+    def stage_ns(self, batch: Sequence[Chunk]) -> int:
+        """One pipeline stage's time for a step over ``batch`` (ns): its layers, the output
+        layer (the last stage, the largest), the activations' send, the host overhead."""
+        return int(math.ceil(sum(self.parts_ns(batch).values())))
+
+    def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
+        """``stage_ns`` by part (ns): ``gemm``, ``attention``, ``elementwise``, ``communication``
+        (TP / EP collectives, the pipeline send), ``output`` (the logits), ``host``."""
+        if not batch:
+            return {"host": float(self.host_ns)}
+        tokens = sum(n for n, _ in batch)
+        gemm, elem, comm = self._token_costs(tokens)
+        layers = self.layers_per_stage
+        m, cm = self.model, self.cm
+        seqs = len(batch)
+        out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+        send = float(self.delay.delay_ns(0, self.tp, int(tokens * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
+        return {"gemm": layers * gemm, "attention": layers * self._attention_ns(batch), "elementwise": layers * elem,
+                "communication": layers * comm + send, "output": out, "host": float(self.host_ns)}
+
+
+def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1, ep: int = 1,
+               precision: str = "bf16", cluster: str | ClusterSpec | None = None, host_overhead_ms: float = 0.0,
+               max_batched_tokens: int = 8192, max_num_seqs: int = 256, kv_cache_dtype: str | None = None,
+               memory_utilization: float = MEMORY_UTILIZATION) -> LLMStepTimer:
+    """The step timer of one replica of ``model`` on TP x PP GPUs of ``gpu`` (``cluster``:
+    default the GPU's preset, as ``podsim llm`` picks it).
+
+    Raises:
+        InputError: for a layout the model cannot take (TP not dividing the heads, PP more than
+            the layers, EP not dividing the experts), an unknown precision, or a replica larger
+            than the cluster.
+    """
+    from ...llm.run import _PRESET_FOR_GPU
+    spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    if precision not in PRECISIONS:
+        raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", where="--precision")
+    for name, v in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
+        if v < 1:
+            raise InputError(f"{name} must be at least 1, got {v}", where=name)
+    if model.heads % tp:
+        raise InputError(f"TP {tp} does not divide the {model.heads} attention heads of {model.name}", where="--tp")
+    if pp > model.layers:
+        raise InputError(f"PP {pp} is more than the {model.layers} layers of {model.name}", where="--pp")
+    if ep > 1 and (not model.moe or model.experts % ep):
+        raise InputError(f"EP {ep} needs a mixture-of-experts model whose experts it divides; {model.name} has "
+                         f"{model.experts} experts", where="--ep")
+    if not 0 < memory_utilization <= 1:
+        raise InputError(f"the memory share must be in (0, 1], got {memory_utilization:g}", where="--memory-utilization")
+    spec = cluster if isinstance(cluster, ClusterSpec) else \
+        load_cluster(cluster or _PRESET_FOR_GPU.get(spec_gpu.key, "dgx-a100-superpod"))
+    gpus = tp * pp * max(1, ep // tp if ep > tp else 1)
+    fabric = build_fabric(spec, max(gpus, tp * pp))
+    planner = CollectivePlanner(fabric, spec.nccl)
+    dtype = "fp8" if precision == "fp8" else precision
+    cm = ComputeModel.for_gpu(spec_gpu, dtype)
+    kv_bytes = {"fp8": 1.0, None: 2.0, "bf16": 2.0, "fp16": 2.0}.get(kv_cache_dtype)
+    if kv_bytes is None:
+        raise InputError(f"--kv-cache-dtype must be bf16, fp16 or fp8, got {kv_cache_dtype!r}", where="--kv-cache-dtype")
+    return LLMStepTimer(model, spec_gpu, tp, pp, ep, precision, cm, planner, FabricDelay(fabric, planner.timer),
+                        int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs, memory_utilization,
+                        kv_bytes)
+
+
+@dataclass
+class InferenceReport:
+    """``podsim infer``: one prefill pass over ``batch`` prompts and the decode steps after it."""
+
+    model: str
+    gpu: str
+    tp: int
+    pp: int
+    ep: int
+    precision: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    prefill_s: float
+    decode_step_mean_s: float
+    e2e_s: float
+    kv_cache_gib: float
+    weights_gib_per_gpu: float
+    memory_gib_per_gpu: float
+    memory_fits: bool
+    prefill_parts_s: dict[str, float]
+    decode_parts_s: dict[str, float]
+
+    def to_dict(self) -> dict:
+        """The JSON document (times in s, memory in GiB per GPU, throughput in tokens/s)."""
+        return {"model": self.model, "gpu": self.gpu, "tp": self.tp, "pp": self.pp, "ep": self.ep,
+                "precision": self.precision, "batch": self.batch, "prompt_tokens": self.prompt_tokens,
+                "output_tokens": self.output_tokens, "prefill_s": round(self.prefill_s, 9),
+                "decode_step_mean_s": round(self.decode_step_mean_s, 9), "e2e_s": round(self.e2e_s, 9),
+                "ttft_s": round(self.prefill_s, 9), "tpot_s": round(self.decode_step_mean_s, 9),
+                "output_tokens_per_s": round(self.batch / self.decode_step_mean_s, 3) if self.decode_step_mean_s else None,
+                "kv_cache_gib": round(self.kv_cache_gib, 4), "weights_gib_per_gpu": round(self.weights_gib_per_gpu, 4),
+                "memory_gib_per_gpu": round(self.memory_gib_per_gpu, 4), "memory_fits": self.memory_fits,
+                "prefill_parts_s": {k: round(v, 9) for k, v in self.prefill_parts_s.items()},
+                "decode_parts_s": {k: round(v, 9) for k, v in self.decode_parts_s.items()}}
+
+
+def infer(timer: LLMStepTimer, batch: int, prompt_tokens: int, output_tokens: int) -> InferenceReport:
+    """Time one prefill of ``batch`` prompts of ``prompt_tokens`` and the ``output_tokens - 1``
+    decode steps after it (the prefill yields the first token).  A step's latency is ``pp``
+    stage times (the batch passes every stage).
+
+    Raises:
+        InputError: for lengths < 1, or a sequence longer than the model's context.
+    """
+    m = timer.model
+    for name, v in (("--batch", batch), ("--prompt-tokens", prompt_tokens), ("--output-tokens", output_tokens)):
+        if v < 1:
+            raise InputError(f"{name} must be at least 1, got {v}", where=name)
+    if prompt_tokens + output_tokens > m.seq_len:
+        raise InputError(f"a prompt of {prompt_tokens} tokens and {output_tokens} output tokens exceed the "
+                         f"{m.seq_len}-token context of {m.name}", where="--prompt-tokens")
+    pre = [(prompt_tokens, 0)] * batch
+    prefill_ns = timer.pp * timer.stage_ns(pre)
+    steps = [timer.pp * timer.stage_ns([(1, prompt_tokens + i)] * batch) for i in range(output_tokens - 1)]
+    decode_mean = sum(steps) / len(steps) if steps else 0.0
+    mid = [(1, prompt_tokens + (output_tokens - 1) // 2)] * batch
+    kv = timer.kv_bytes_per_token * batch * (prompt_tokens + output_tokens)
+    weights = timer.weights_bytes_per_gpu
+    used = weights + timer.activation_bytes + kv
+    return InferenceReport(m.name, timer.gpu.name, timer.tp, timer.pp, timer.ep, timer.precision, batch,
+                           prompt_tokens, output_tokens, prefill_ns / 1e9, decode_mean / 1e9,
+                           (prefill_ns + sum(steps)) / 1e9, kv / GIB, weights / GIB, used / GIB,
+                           used <= timer.gpu.memory_bytes * timer.memory_utilization,
+                           {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(pre).items()},
+                           {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(mid).items()})
