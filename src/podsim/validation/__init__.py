@@ -58,6 +58,8 @@ def _config(r: dict) -> str:
         parts.append(r["precision"])
     if r["row_id"].startswith("korthikanti_fig7"):
         parts.append(r.get("recompute", ""))
+    if r.get("batch"):   # an inference row
+        parts.append(f"b{r['batch']} {r.get('prompt_tokens')}+{r.get('output_tokens')} tok")
     return ", ".join(p for p in parts if p)
 
 

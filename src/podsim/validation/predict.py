@@ -61,7 +61,8 @@ def model_of(r: dict):  # type: ignore[no-untyped-def]
                        _int(r, "ffn_hidden", 4 * h), _int(r, "vocab", 51200), _int(r, "seq_len", 2048),
                        kv_heads=_int(r, "kv_heads", 0) or None, head_dim=_int(r, "head_dim", 0) or None,
                        activation="swiglu" if swiglu else "gelu",
-                       bias=not swiglu, learned_positions=old, tied_embeddings=not swiglu and old,
+                       bias=not swiglu, learned_positions=old,
+                       tied_embeddings=(r["tied_embeddings"] == "yes") if r.get("tied_embeddings") else not swiglu and old,
                        dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if moe else 0,
                        moe_ffn=(_int(r, "moe_ffn_hidden", 0) or None) if moe else None,
                        shared_experts=_int(r, "shared_experts", 0) if moe else 0,
@@ -241,8 +242,27 @@ def busbw(r: dict) -> float:
     return t.rows[0].busbw_gbps
 
 
+INFERENCE = ("prefill_s", "ttft_s", "decode_step_s", "tpot_s", "e2e_s")
+
+
+def inference(r: dict) -> float:
+    """An LLM inference row (``podsim infer``): one prefill over ``batch`` prompts of
+    ``prompt_tokens`` and ``output_tokens - 1`` decode steps; the row's metric in s."""
+    from ..serving.llm.steps import infer, step_timer
+
+    model = model_of(r)
+    timer = step_timer(model, r.get("gpu") or "h100-80gb", _int(r, "tp", 1), _int(r, "pp", 1), 1,
+                       r.get("precision") or "bf16", r.get("system") or None,
+                       kv_cache_dtype=r.get("kv_cache_dtype") or None)
+    res = infer(timer, _int(r, "batch"), _int(r, "prompt_tokens"), _int(r, "output_tokens"))
+    return {"prefill_s": res.prefill_s, "ttft_s": res.prefill_s, "decode_step_s": res.decode_step_mean_s,
+            "tpot_s": res.decode_step_mean_s, "e2e_s": res.e2e_s}[r["metric"]]
+
+
 def handler(r: dict) -> Callable[..., float] | None:
     """What predicts row ``r`` (None: a row podsim cannot run)."""
+    if r["metric"] in INFERENCE and r.get("batch") and r.get("hidden"):
+        return inference
     if r["metric"] in THROUGHPUT and r.get("hidden") and r.get("gpus"):
         return throughput
     if r["row_id"].startswith("korthikanti_fig"):

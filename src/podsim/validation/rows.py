@@ -23,11 +23,13 @@ from pathlib import Path
 from ..errors import InputError
 from ..fileio import read_text
 
-SETS = {"fitted": "calibration.csv", "reported": "reported.csv"}
+#: each set's files (the inference step times are reported rows of their own columns)
+SETS = {"fitted": ("calibration.csv",), "reported": ("reported.csv", "reported_inference.csv")}
 REQUIRED = ("row_id", "metric", "value")
 #: integer columns and their least value (an empty cell means unset); at most 2^31, as the CLI's
 COUNTS = {**dict.fromkeys(("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "gpus", "gpus_per_node",
-                           "tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch"), 1),
+                           "tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch", "batch", "prompt_tokens",
+                           "output_tokens"), 1),
           **dict.fromkeys(("kv_heads", "experts", "top_k", "head_dim", "moe_ffn_hidden", "shared_experts",
                            "dense_layers"), 0)}
 MAX_COUNT = 2**31
@@ -69,7 +71,8 @@ def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[st
     """The rows shipped with podsim, the ``fitted`` set first."""
     out: list[dict[str, str]] = []
     for s in sets:
-        p = resources.files("podsim.validation") / SETS[s]
-        if p.is_file():
-            out += read_rows(Path(str(p)), s)
+        for name in SETS[s]:
+            p = resources.files("podsim.validation") / name
+            if p.is_file():
+                out += read_rows(Path(str(p)), s)
     return out
