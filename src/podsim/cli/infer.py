@@ -11,10 +11,15 @@ EPILOG_INFER = """examples:
   podsim infer --model bloom-176b --gpu a100 --tp 8 --batch 16 --prompt-tokens 512 --output-tokens 32 --json b.json
   podsim infer --model mixtral-8x7b --gpu h100 --tp 2 --ep 2 --batch 64 --prompt-tokens 2048 --output-tokens 256 \\
       --precision fp8
+  podsim infer --model llama2-70b --gpu h100 --tp 4 --batch 8 --prompt-tokens 1024 --output-tokens 64 \\
+      --write-profile prof          # podsim's times as Vidur's profiling CSVs under prof/
+  podsim infer --model llama2-70b --gpu h100 --tp 4 --batch 8 --prompt-tokens 1024 --output-tokens 64 \\
+      --profile my_profiles         # step times from your own tables in Vidur's layout
 
 One prefill pass over B prompts of N tokens (it yields each sequence's first token), then K - 1
 decode steps while the B sequences grow from N to N + K tokens, from podsim's compute model and
-the cluster's fabric (docs/serving-llm.md).  Times in s; memory in GiB per GPU."""
+the cluster's fabric (docs/serving-llm.md), or from measured tables in Vidur's profile layout
+(--profile).  Times in s; memory in GiB per GPU."""
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"infer": "_run_infer"}
@@ -42,6 +47,14 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--host-overhead-ms", type=non_negative_arg, default=0.0, metavar="MS",
                    help="CPU time per step that the GPU waits for (scheduling, input preparation, sampling; "
                         "default 0)")
+    s.add_argument("--profile", metavar="DIR",
+                   help="step times from measured tables in Vidur's profile layout: DIR holds mlp.csv, attention.csv "
+                        "(all_reduce.csv for TP > 1, send_recv.csv for PP > 1), or Vidur's compute/<device>/<model>/ "
+                        "and network/<network device>/ folders (docs/serving-llm.md); memory, the logits and the "
+                        "host overhead stay podsim's model")
+    s.add_argument("--write-profile", metavar="DIR",
+                   help="first write podsim's compute-model times of this model, GPU and cluster as Vidur's profiling "
+                        "CSVs under DIR (TP 1, 2, 4, 8 and --tp), for Vidur or --profile")
     s.add_argument("--json", metavar="OUT", help="the result as JSON (fields: docs/serving-llm.md)")
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -54,11 +67,20 @@ def _run_infer(args: argparse.Namespace) -> int:
     from ..sweep.search import load_model
 
     model = load_model(args.model, args.model_config)
+    if args.write_profile:
+        from ..serving.llm.vidur_tables import write_vidur_profiles
+        tps = [t for t in sorted({1, 2, 4, 8, args.tp}) if t == args.tp or (model.heads % t == 0 and t <= 8)]
+        files = write_vidur_profiles(args.write_profile, model, args.gpu, tps, precision=args.precision,
+                                     cluster=args.cluster)
+        print(f"podsim infer: wrote {model.name}'s step tables (TP {', '.join(map(str, tps))}) in Vidur's layout: "
+              + ", ".join(str(f) for f in files))
     timer = step_timer(model, args.gpu, args.tp, args.pp, args.ep, args.precision, args.cluster,
-                       args.host_overhead_ms, kv_cache_dtype=args.kv_cache_dtype)
+                       args.host_overhead_ms, kv_cache_dtype=args.kv_cache_dtype, profile=args.profile)
     r = infer(timer, args.batch, args.prompt_tokens, args.output_tokens)
     print(f"podsim infer: {r.model} on {r.tp * r.pp} x {r.gpu} (tp {r.tp}, pp {r.pp}, ep {r.ep}, {r.precision}), "
           f"batch {r.batch} x {r.prompt_tokens} prompt + {r.output_tokens} output tokens")
+    if args.profile:
+        print(f"  step times from the tables in {args.profile} (Vidur's layout); memory, logits and host: podsim's model")
     print(f"  prefill (time to first token)  {r.prefill_s * 1e3:10.2f} ms")
     print(f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"
           + (f"   ({r.batch / r.decode_step_mean_s:,.0f} output tokens/s)" if r.decode_step_mean_s else ""))

@@ -222,14 +222,16 @@ class LLMStepTimer:
 def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1, ep: int = 1,
                precision: str = "bf16", cluster: str | ClusterSpec | None = None, host_overhead_ms: float = 0.0,
                max_batched_tokens: int = 8192, max_num_seqs: int = 256, kv_cache_dtype: str | None = None,
-               memory_utilization: float = MEMORY_UTILIZATION) -> LLMStepTimer:
+               memory_utilization: float = MEMORY_UTILIZATION, profile: str | None = None) -> LLMStepTimer:
     """The step timer of one replica of ``model`` on TP x PP GPUs of ``gpu`` (``cluster``:
-    default the GPU's preset, as ``podsim llm`` picks it).
+    default the GPU's preset, as ``podsim llm`` picks it).  ``profile``: a folder of measured
+    tables in Vidur's layout, whose times replace the compute model's GEMMs, attention,
+    element-wise kernels and collectives (:class:`~.vidur_tables.TableStepTimer`).
 
     Raises:
         InputError: for a layout the model cannot take (TP not dividing the heads, PP more than
-            the layers, EP not dividing the experts), an unknown precision, or a replica larger
-            than the cluster.
+            the layers, EP not dividing the experts), an unknown precision, a replica larger
+            than the cluster, or tables that cannot be read (``profile``).
     """
     from ...llm.run import _PRESET_FOR_GPU
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
@@ -257,9 +259,13 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
     kv_bytes = {"fp8": 1.0, None: 2.0, "bf16": 2.0, "fp16": 2.0}.get(kv_cache_dtype)
     if kv_bytes is None:
         raise InputError(f"--kv-cache-dtype must be bf16, fp16 or fp8, got {kv_cache_dtype!r}", where="--kv-cache-dtype")
-    return LLMStepTimer(model, spec_gpu, tp, pp, ep, precision, cm, planner, FabricDelay(fabric, planner.timer),
-                        int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs, memory_utilization,
-                        kv_bytes)
+    timer = LLMStepTimer(model, spec_gpu, tp, pp, ep, precision, cm, planner, FabricDelay(fabric, planner.timer),
+                         int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs, memory_utilization,
+                         kv_bytes)
+    if profile is None:
+        return timer
+    from .vidur_tables import table_step_timer
+    return table_step_timer(timer, profile, spec.gpus_per_node)
 
 
 @dataclass

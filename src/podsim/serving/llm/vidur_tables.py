@@ -1,0 +1,576 @@
+"""Measured step tables in Vidur's profile layout, both ways (issue #16).
+
+Vidur (Agrawal et al., MLSys 2024) times an LLM step from per-operation tables that its profiler
+measures on a GPU; podsim reads the same tables (:class:`TableStepTimer`, ``podsim infer
+--profile DIR``) and writes its compute model's times in that layout
+(:func:`write_vidur_profiles`, ``podsim infer --write-profile DIR``), so that Vidur can run on
+podsim's times, for GPUs it never profiled too.
+
+The layout (Vidur's ``data/profiling/``; times in **ms**, the median of the profiled runs in
+``time_stats.<op>.median``; ``min``, ``max``, ``mean`` and ``std`` beside it; sizes in bytes)::
+
+    compute/<device>/<model>/mlp.csv        one row per (num_tokens, num_tensor_parallel_workers):
+        time_stats.<op>.median for op in attn_pre_proj (QKV GEMM), attn_post_proj (attention
+        output GEMM), mlp_up_proj (gate + up GEMMs), mlp_down_proj, mlp_act, input_layernorm,
+        post_attention_layernorm, attn_rope, add; the model's shape in n_head, n_kv_head, n_embd,
+        n_expanded_embd, vocab_size, use_gated_mlp
+    compute/<device>/<model>/attention.csv  one row per (batch_size, kv_cache_size,
+        prefill_chunk_size, num_tensor_parallel_workers): prefill rows (prefill_chunk_size > 0,
+        batch_size 1) time time_stats.attn_prefill.median, decode rows (prefill_chunk_size 0)
+        time_stats.attn_decode.median for batch_size sequences each attending over kv_cache_size
+        cached tokens; time_stats.attn_kv_cache_save.median; is_prefill, block_size, n_embd,
+        n_q_head, n_kv_head, max_model_len
+    network/<network_device>/all_reduce.csv  time_stats.all_reduce.median over size (bytes),
+        num_workers, devices_per_node (num_workers on one node), collective = all_reduce
+    network/<network_device>/send_recv.csv   time_stats.send_recv.median over size (bytes);
+        devices_per_node 2: a send inside a node, 1: between nodes; collective = send_recv
+
+A step's stage time from the tables: per layer, the nine ops at the step's token count (linear
+interpolation in num_tokens), the attention of its decode sequences (their number and mean
+context: linear in kv_cache_size, then in batch_size) plus that of each prefill chunk (linear in
+kv_cache_size, then in prefill_chunk_size), two all-reduces of the tokens' activations (TP > 1:
+linear in size); the activations' send to the next stage (PP > 1).  The tables must hold the
+replica's TP exactly.  What Vidur's layout has no column for stays podsim's model: the output
+layer (logits), the host overhead, MoE all-to-alls, and memory (weights, KV cache).  Outside the
+tabulated range a time is extrapolated linearly from the two nearest points.
+
+Vidur differs from this reader in how it looks times up: it fits a regression (random forest by
+default) to the rows and rounds a step's tokens up to a multiple of 8 and KV lengths up to its
+``kv_cache_prediction_granularity``; it times all prefill chunks of a step as one, adds 10% to
+batched GQA attention and 0.02 ms of NCCL launch per all-reduce, and leaves out the logits.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from ...fileio import atomic_write_text, read_text
+from ...llm.model import ModelConfig
+from ...workload import CollectiveKind
+from .steps import LLMStepTimer
+from .timing import Chunk
+
+#: Vidur's per-layer ops in mlp.csv: the GEMMs, then the element-wise kernels
+GEMM_OPS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+ELEMENTWISE_OPS = ("mlp_act", "input_layernorm", "post_attention_layernorm", "attn_rope", "add")
+MLP_OPS = GEMM_OPS + ELEMENTWISE_OPS
+ATTENTION_OPS = ("attn_prefill", "attn_decode", "attn_kv_cache_save")
+STATS = ("min", "max", "mean", "median", "std")
+MS = 1e6   #: ns per ms
+
+#: podsim zoo name -> (Vidur's model name, the vocab_size Vidur's model config says)
+VIDUR_MODELS = {
+    "llama2-7b": ("meta-llama/Llama-2-7b-hf", 32768),
+    "llama2-70b": ("meta-llama/Llama-2-70b-hf", 32768),
+    "llama3-8b": ("meta-llama/Meta-Llama-3-8B", 128256),
+    "llama3-70b": ("meta-llama/Meta-Llama-3-70B", 128256),
+}
+#: podsim GPU key -> Vidur's device name
+VIDUR_DEVICES = {"a100-80gb": "a100", "a100-40gb": "a100", "h100-80gb": "h100"}
+
+
+def _col(op: str, stat: str = "median") -> str:
+    return f"time_stats.{op}.{stat}"
+
+
+def vidur_names(model: ModelConfig, gpu_key: str) -> tuple[str, str, str]:
+    """(device, model, network device) folder names for ``model`` on ``gpu_key``: Vidur's own
+    where it has them (``h100``, ``meta-llama/Llama-2-70b-hf``, ``h100_dgx``), podsim's otherwise."""
+    device = VIDUR_DEVICES.get(gpu_key, gpu_key)
+    return device, VIDUR_MODELS.get(model.name, (model.name, model.vocab))[0], f"{device}_dgx"
+
+
+# -- grids (the points Vidur's profiler measures) -------------------------------------------------
+
+def token_grid(max_tokens: int) -> list[int]:
+    """Token counts of mlp.csv: 1, 2, 4, then steps of 8 up to 1024, of 16 up to 2048, and so on
+    (the step doubles with each power of two), up to ``max_tokens``."""
+    out = [n for n in (1, 2, 4) if n <= max_tokens]
+    n = 8
+    while n <= max_tokens:
+        out.append(n)
+        n += max(8, (1 << (n.bit_length() - 1)) // 64)
+    return out
+
+
+def kv_grid(max_len: int) -> list[int]:
+    """KV lengths of attention.csv: steps of 32 up to 1024, of 64 up to 4096, of 256 beyond,
+    below ``max_len``."""
+    out, n = [], 0
+    while n < max_len:
+        out.append(n)
+        n += 32 if n < 1024 else 64 if n < 4096 else 256
+    return out
+
+
+def chunk_grid(max_len: int) -> list[int]:
+    """Prefill chunk sizes: steps of 16 from 64 to 128, of 32 to 1024, of 64 to 4096, of 128 to
+    16384, of 256 beyond, up to ``max_len``."""
+    out, n = [], 64
+    while n <= max_len:
+        out.append(n)
+        n += 16 if n < 128 else 32 if n < 1024 else 64 if n < 4096 else 128 if n < 16384 else 256
+    return out
+
+
+def batch_grid(max_batch: int) -> list[int]:
+    """Decode batch sizes: every size up to 128, then steps of 8."""
+    return [b for b in list(range(1, 129)) + list(range(136, 1025, 8)) if b <= max_batch]
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+def _stats(v_ns: float | None) -> list[str]:
+    """The five time_stats columns of one op (ms): a model has no spread."""
+    if v_ns is None:
+        return [""] * len(STATS)
+    ms = repr(v_ns / MS)
+    return [ms, ms, ms, ms, "0.0"]
+
+
+def _csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def mlp_ops_ns(timer: LLMStepTimer, tokens: int) -> dict[str, float]:
+    """One layer's nine mlp.csv ops over ``tokens`` tokens (ns) from podsim's compute model: they
+    add up to its GEMM and element-wise times (an MoE layer's router and expert GEMMs are put in
+    mlp_up_proj and mlp_down_proj in the ratio of their matrices)."""
+    gemm, elem, _ = timer._token_costs(tokens)
+    m, cm, tp = timer.model, timer.cm, timer.tp
+    t, d, h = float(tokens), m.dhead, m.hidden
+    qkv = cm.gemm_ns(t, (m.heads // tp + 2 * timer.kv_heads_per_gpu) * d, h)
+    o = cm.gemm_ns(t, h, m.heads // tp * d)
+    rest = gemm - qkv - o
+    if m.moe:
+        up = rest * (m.mlp_matrices - 1) / m.mlp_matrices
+    else:
+        up = cm.gemm_ns(t, m.ffn / tp * (m.mlp_matrices - 1), h)
+    # the element-wise passes of podsim's model by kernel: (activation bytes per token, kernels)
+    width = (m.expert_ffn if m.moe else m.ffn) * (m.top_k if m.moe else 1) / tp
+    passes = {"mlp_act": (2 * width, 1), "input_layernorm": (2 * h, 1), "post_attention_layernorm": (2 * h, 1),
+              "attn_rope": (2 * h, 1), "add": (4 * h, 2)}
+    share = {k: cm.memory_ns(t * b * cm.elem_bytes, n) for k, (b, n) in passes.items()}
+    total = sum(share.values())
+    out = {"attn_pre_proj": qkv, "attn_post_proj": o, "mlp_up_proj": up, "mlp_down_proj": rest - up}
+    out.update({k: elem * v / total if total else 0.0 for k, v in share.items()})
+    return out
+
+
+def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps: Sequence[int] = (1, 2, 4, 8), *,
+                         precision: str = "bf16", cluster: str | None = None, device: str | None = None,
+                         network_device: str | None = None, vidur_model: str | None = None,
+                         vocab_size: int | None = None, block_size: int = 16, max_tokens: int = 8192,
+                         max_seq_len: int | None = None, max_batch: int = 128) -> list[Path]:
+    """Write podsim's compute-model times of ``model`` on ``gpu`` at each TP of ``tps`` as Vidur's
+    profiling CSVs under ``out_dir`` (the layout in this module's docstring), over Vidur's own
+    grids: tokens up to ``max_tokens``, KV lengths and prefill chunks up to ``max_seq_len``
+    (default: the model's context), decode batches up to ``max_batch``.  The network tables hold
+    the all-reduce of each TP > 1 and the sends between stages (inside a node, between nodes)
+    over the sizes of this model's token counts' activations.  Folder names and the
+    ``vocab_size`` column default to Vidur's for the models it knows (:data:`VIDUR_MODELS`).
+
+    Returns:
+        The four files written.
+
+    Raises:
+        InputError: for a TP the model or the cluster cannot take, or bad grid bounds.
+    """
+    from ...engine.cluster import CollectivePlanner, FabricDelay
+    from ...hardware.cluster import build_fabric, load_cluster
+    from ...hardware.gpu import get_gpu
+    from ...llm.run import _PRESET_FOR_GPU
+    from .steps import step_timer
+
+    spec_gpu = get_gpu(gpu)
+    spec = load_cluster(cluster or _PRESET_FOR_GPU.get(spec_gpu.key, "dgx-a100-superpod"))
+    max_seq_len = max_seq_len or model.seq_len
+    for name, v in (("max_tokens", max_tokens), ("max_seq_len", max_seq_len), ("max_batch", max_batch)):
+        if v < 1:
+            raise InputError(f"{name} must be at least 1, got {v}", where=name)
+    if not tps:
+        raise InputError("no TP to write tables for", where="--tp")
+    dev, vname, net = vidur_names(model, spec_gpu.key)
+    dev, vname, net = device or dev, vidur_model or vname, network_device or net
+    vocab = vocab_size or VIDUR_MODELS.get(model.name, (None, model.vocab))[1]
+    out = Path(out_dir)
+    mlp_header = [_col(op, s) for op in MLP_OPS for s in STATS] + [
+        "n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp", "num_tokens",
+        "num_tensor_parallel_workers"]
+    att_header = [_col(op, s) for op in ATTENTION_OPS for s in STATS] + [
+        "n_embd", "n_q_head", "n_kv_head", "block_size", "num_tensor_parallel_workers", "max_model_len", "batch_size",
+        "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend"]
+    net_header = ["time_stats.{op}." + s for s in STATS] + ["rank", "num_workers", "size", "collective",
+                                                              "devices_per_node", "max_devices_per_node"]
+    tokens = token_grid(max_tokens)
+    kvs = kv_grid(max_seq_len)
+    gated = "True" if model.mlp_matrices == 3 else "False"
+    ffn = model.expert_ffn if model.moe else model.ffn
+    mlp_rows: list[Sequence[object]] = []
+    att_rows: list[Sequence[object]] = []
+    ar_rows: list[Sequence[object]] = []
+    act_bytes = None
+    for tp in sorted(set(tps)):
+        timer = step_timer(model, spec_gpu, tp=tp, precision=precision, cluster=spec)
+        eb = timer.cm.elem_bytes
+        act_bytes = [int(t * model.hidden * eb) for t in tokens]
+        for t in tokens:
+            ops = mlp_ops_ns(timer, t)
+            mlp_rows.append([x for op in MLP_OPS for x in _stats(ops[op])]
+                            + [model.heads, model.kv, model.hidden, ffn, vocab, gated, t, tp])
+        shape = [model.hidden, model.heads, model.kv, block_size, tp, max_seq_len]
+        zero = _stats(0.0)
+        chunks = chunk_grid(max_seq_len)
+        for n in chunks:                           # chunked prefills: contexts of whole chunks
+            for c in range(0, max_seq_len - n + 1, n):
+                att_rows.append(_stats(timer._attention_ns([(n, c)])) + _stats(None) + zero
+                                + shape + [1, n, c, "True", "podsim"])
+        for n in kvs:                              # whole prompts
+            if n > 0 and n not in chunks:
+                att_rows.append(_stats(timer._attention_ns([(n, 0)])) + _stats(None) + zero
+                                + shape + [1, n, 0, "True", "podsim"])
+        for b in batch_grid(max_batch):            # decodes
+            for c in kvs[1:]:
+                att_rows.append(_stats(None) + _stats(timer._attention_ns([(1, c)] * b)) + zero
+                                + shape + [b, 0, c, "False", "podsim"])
+        if tp > 1:
+            ranks = tuple(range(tp))
+            per_node = min(tp, spec.gpus_per_node)
+            for size in act_bytes:
+                ns = timer._collective_ns(CollectiveKind.ALL_REDUCE, ranks, size)
+                ar_rows.append(_stats(ns) + [0, tp, size, "all_reduce", per_node, spec.gpus_per_node])
+    # sends between pipeline stages: GPU 0 to 1 (one node), GPU 0 to the next node's first
+    gpn = spec.gpus_per_node
+    fabric = build_fabric(spec, max(2, 2 * gpn))
+    delay = FabricDelay(fabric, CollectivePlanner(fabric, spec.nccl).timer)
+    sr_rows: list[Sequence[object]] = [_stats(float(delay.delay_ns(0, dst, size))) + [0, 2, size, "send_recv", per, gpn]
+               for per, dst in ((2, 1), (1, gpn)) if per == 1 or gpn > 1 for size in act_bytes or []]
+    compute = out / "compute" / dev / vname
+    network = out / "network" / net
+    files: list[tuple[Path, list[str], list[Sequence[object]]]] = [
+        (compute / "mlp.csv", mlp_header, mlp_rows), (compute / "attention.csv", att_header, att_rows),
+             (network / "all_reduce.csv", [h.format(op="all_reduce") for h in net_header], ar_rows),
+             (network / "send_recv.csv", [h.format(op="send_recv") for h in net_header], sr_rows)]
+    for path, header, rows in files:
+        atomic_write_text(path, _csv_text(header, rows))
+    return [p for p, _, _ in files]
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+def _find(directory: Path, name: str, kind: str, preferred: str) -> Path:
+    """The table ``name`` in ``directory``: ``directory/name``, or the one file of that name in
+    Vidur's tree (``compute/<device>/<model>/`` or ``network/<network device>/``), the
+    ``preferred`` sub-path among several."""
+    flat = directory / name
+    if flat.is_file():
+        return flat
+    tree = directory / kind
+    found = sorted(tree.rglob(name)) if tree.is_dir() else []
+    if len(found) == 1:
+        return found[0]
+    for p in found:
+        if p.parent == tree / preferred:
+            return p
+    where = f"{kind}/<device>/<model>/{name}" if kind == "compute" else f"{kind}/<network device>/{name}"
+    if found:
+        raise InputError(f"{len(found)} {name} files in Vidur's layout and none under {kind}/{preferred}: "
+                         + ", ".join(str(p.relative_to(directory)) for p in found)
+                         + "; give the folder that holds the one you mean", str(directory))
+    raise InputError(f"no {name}: expected {flat} or {directory / where} (Vidur's profile layout)",
+                     str(directory))
+
+
+def _read_rows(path: Path, required: Sequence[str]) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a CSV table; every ``required`` column must be there."""
+    text = read_text(path, "profile table")
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        raise InputError("empty table (no header row)", str(path))
+    reader.fieldnames = header
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+                         f"{path.name} needs the columns {', '.join(required)}", str(path))
+    return header, list(reader)
+
+
+def _number(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = False) -> float | None:
+    """The number in ``col`` of data row ``i`` (file line ``i + 2``)."""
+    s = (row.get(col) or "").strip()
+    if not s and empty_ok:
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v):
+        raise InputError(f"{s!r} is not a number" if s else "empty, expected a number",
+                         f"{path}:{i + 2}", f"column {col}")
+    return v
+
+
+def _flag(s: str) -> bool | None:
+    return {"true": True, "1": True, "1.0": True, "false": False, "0": False, "0.0": False}.get(s.strip().lower())
+
+
+def _fmt(values: Iterable[float]) -> str:
+    return ", ".join(f"{v:g}" for v in sorted(set(values)))
+
+
+def _select(path: Path, sel: list[tuple[int, dict[str, str]]], header: Sequence[str], match: dict[str, float],
+            what: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows (index, row) whose ``match`` columns that the table has equal the values."""
+    cols = [c for c in match if c in header]
+    out = [(i, r) for i, r in sel if all(_number(path, i, r, c) == match[c] for c in cols)]
+    if not out and sel:
+        have = sorted({tuple(_number(path, i, r, c) for c in cols) for i, r in sel})
+        raise InputError(f"no rows for {what} ({', '.join(f'{c} {match[c]:g}' for c in cols)}); "
+                         f"it has rows for " + "; ".join(", ".join(f"{c} {v:g}" for c, v in zip(cols, h))
+                                                         for h in have[:6]) + (" ..." if len(have) > 6 else ""),
+                         str(path))
+    return out
+
+
+def _interp(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    """Linear in ``x`` through the points (xs ascending); linear extrapolation from the two
+    nearest points outside them, never below 0."""
+    if len(xs) == 1:
+        return float(ys[0])
+    if x < xs[0]:
+        i = 0
+    elif x > xs[-1]:
+        i = len(xs) - 2
+    else:
+        return float(np.interp(x, xs, ys))
+    return max(0.0, float(ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])))
+
+
+@dataclass
+class _Grid2:
+    """A table over (x, y) with y's points per x (attention: batch or chunk size, then KV length):
+    linear in y along each x that covers y, then linear in x."""
+
+    xs: list[int]
+    ys: dict[int, np.ndarray]
+    vs: dict[int, np.ndarray]
+
+    @classmethod
+    def of(cls, points: dict[tuple[int, int], list[float]]) -> _Grid2:
+        by_x: dict[int, list[tuple[int, float]]] = {}
+        for (x, y), v in points.items():
+            by_x.setdefault(x, []).append((y, sum(v) / len(v)))
+        xs = sorted(by_x)
+        ys = {x: np.array([y for y, _ in sorted(by_x[x])], dtype=float) for x in xs}
+        vs = {x: np.array([v for _, v in sorted(by_x[x])], dtype=float) for x in xs}
+        return cls(xs, ys, vs)
+
+    def __call__(self, x: float, y: float) -> float:
+        xs = [k for k in self.xs if self.ys[k][0] <= y <= self.ys[k][-1]] or \
+            [k for k in self.xs if len(self.ys[k]) > 1] or self.xs
+        at = [_interp(self.ys[k], self.vs[k], y) for k in xs]
+        if len(xs) == 1:
+            return at[0] * x / xs[0]
+        i = min(max(bisect_left(xs, x), 1), len(xs) - 1)   # xs[i-1] < x <= xs[i], or the end pair
+        if xs[i - 1] == x:
+            return at[i - 1]
+        return max(0.0, at[i - 1] + (at[i] - at[i - 1]) * (x - xs[i - 1]) / (xs[i] - xs[i - 1]))
+
+
+@dataclass
+class VidurTables:
+    """Measured times of one replica's ops (ns), read from Vidur's profile layout."""
+
+    files: list[Path]
+    tokens: np.ndarray                     #: mlp.csv's token counts
+    ops: dict[str, np.ndarray]             #: op -> ns at ``tokens``
+    decode: _Grid2 | None                  #: (batch size, KV length) -> ns
+    prefill: _Grid2 | None                 #: (chunk size, KV length) -> ns
+    all_reduce: tuple[np.ndarray, np.ndarray] | None = None   #: (bytes, ns)
+    send_recv: tuple[np.ndarray, np.ndarray] | None = None    #: (bytes, ns)
+
+    def op_ns(self, op: str, tokens: float) -> float:
+        """One layer's ``op`` over ``tokens`` tokens."""
+        return _interp(self.tokens, self.ops[op], tokens)
+
+    def attention_ns(self, batch: Sequence[Chunk]) -> float:
+        """One layer's attention: the decode sequences (1 new token) by their number and mean
+        context, plus each prefill chunk by its size and context."""
+        dec = [c for n, c in batch if n == 1]
+        t = 0.0
+        if dec:
+            if self.decode is None:
+                raise InputError("attention.csv has no decode rows (prefill_chunk_size 0)", str(self.files[1]))
+            t += self.decode(len(dec), sum(dec) / len(dec))
+        for n, c in batch:
+            if n != 1:
+                if self.prefill is None:
+                    raise InputError("attention.csv has no prefill rows (prefill_chunk_size > 0, batch_size 1)",
+                                     str(self.files[1]))
+                t += self.prefill(n, c)
+        return t
+
+
+def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, tp: int, pp: int = 1,
+                      gpus_per_node: int = 8) -> VidurTables:
+    """Read the tables of ``model`` at TP ``tp`` from ``directory``: either a folder holding
+    mlp.csv and attention.csv (and all_reduce.csv for TP > 1, send_recv.csv for PP > 1), or
+    Vidur's ``data/profiling`` tree (the only one of each file, or that of Vidur's names for
+    this model and GPU).  Rows of other model shapes (n_head, n_kv_head, n_embd, n_expanded_embd
+    where the table has them) are left out; rows at the same point are averaged.
+
+    Raises:
+        InputError: for a missing file or column, a value that is not a number (file:line,
+            column), a table without rows for this model or TP (naming the TPs it has).
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        raise InputError("no such folder of profile tables", str(d))
+    dev, vname, net = vidur_names(model, gpu_key)
+    mlp_path = _find(d, "mlp.csv", "compute", f"{dev}/{vname}")
+    att_path = _find(d, "attention.csv", "compute", f"{dev}/{vname}")
+    ffn = model.expert_ffn if model.moe else model.ffn
+    files = [mlp_path, att_path]
+
+    # mlp.csv: the nine ops over num_tokens
+    need = ["num_tokens", "num_tensor_parallel_workers"] + [_col(op) for op in MLP_OPS]
+    header, rows = _read_rows(mlp_path, need)
+    sel = _select(mlp_path, list(enumerate(rows)), header, {"n_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden,
+                                            "n_expanded_embd": ffn}, f"{model.name}'s shape")
+    sel = _tp_rows(mlp_path, sel, "num_tensor_parallel_workers", tp)
+    acc: dict[int, list[list[float]]] = {}
+    for i, r in sel:
+        t = int(_number(mlp_path, i, r, "num_tokens"))   # type: ignore[arg-type]
+        acc.setdefault(t, []).append([_number(mlp_path, i, r, _col(op)) * MS for op in MLP_OPS])  # type: ignore[operator]
+    tokens = np.array(sorted(acc), dtype=float)
+    mean = {t: np.mean(np.array(v), axis=0) for t, v in acc.items()}
+    ops = {op: np.array([mean[int(t)][k] for t in tokens]) for k, op in enumerate(MLP_OPS)}
+
+    # attention.csv: prefill rows by (chunk, context), decode rows by (batch, context)
+    need = ["batch_size", "kv_cache_size", "prefill_chunk_size", "num_tensor_parallel_workers"]
+    header, rows = _read_rows(att_path, need)
+    for op in ("attn_prefill", "attn_decode"):
+        if _col(op) not in header:
+            raise InputError(f"missing column {_col(op)}; {att_path.name} needs the columns "
+                             f"{', '.join(need + [_col('attn_prefill'), _col('attn_decode')])}", str(att_path))
+    sel = _select(att_path, list(enumerate(rows)), header, {"n_q_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden},
+                  f"{model.name}'s shape")
+    sel = _tp_rows(att_path, sel, "num_tensor_parallel_workers", tp)
+    pre: dict[tuple[int, int], list[float]] = {}
+    dec: dict[tuple[int, int], list[float]] = {}
+    save = "time_stats.attn_kv_cache_save.median" in header
+    for i, r in sel:
+        b, c, n = (int(_number(att_path, i, r, k)) for k in ("batch_size", "kv_cache_size", "prefill_chunk_size"))  # type: ignore[arg-type]
+        extra = (_number(att_path, i, r, _col("attn_kv_cache_save"), empty_ok=True) or 0.0) if save else 0.0
+        if n > 0:
+            if b == 1:
+                v = _number(att_path, i, r, _col("attn_prefill"))
+                pre.setdefault((n, c), []).append((v + extra) * MS)   # type: ignore[operator]
+        else:
+            v = _number(att_path, i, r, _col("attn_decode"))
+            dec.setdefault((b, c), []).append((v + extra) * MS)       # type: ignore[operator]
+    tables = VidurTables(files, tokens, ops, _Grid2.of(dec) if dec else None, _Grid2.of(pre) if pre else None)
+
+    def network(name: str, op: str, match: dict[str, float], what: str) -> tuple[np.ndarray, np.ndarray]:
+        path = _find(d, name, "network", net)
+        files.append(path)
+        need = ["size", _col(op)]
+        header, rows = _read_rows(path, need + [c for c in ("num_workers",) if c in match])
+        sel = [(i, r) for i, r in enumerate(rows) if "collective" not in header or r["collective"].strip() == op]
+        if "num_workers" in match:
+            sel = _tp_rows(path, sel, "num_workers", int(match.pop("num_workers")))
+        sel = _select(path, sel, header, match, what)
+        acc: dict[int, list[float]] = {}
+        for i, r in sel:
+            acc.setdefault(int(_number(path, i, r, "size")), []).append(_number(path, i, r, _col(op)) * MS)  # type: ignore[operator, arg-type]
+        sizes = sorted(acc)
+        return np.array(sizes, dtype=float), np.array([sum(acc[s]) / len(acc[s]) for s in sizes])
+
+    if tp > 1:
+        tables.all_reduce = network("all_reduce.csv", "all_reduce",
+                                    {"num_workers": tp, "devices_per_node": min(tp, gpus_per_node)},
+                                    f"TP {tp} on {min(tp, gpus_per_node)} GPUs of a node")
+    if pp > 1:
+        inside = tp < gpus_per_node    # GPU 0 sends to GPU tp: the same node?
+        tables.send_recv = network("send_recv.csv", "send_recv", {"devices_per_node": 2 if inside else 1},
+                                   "a send inside a node" if inside else "a send between nodes")
+    return tables
+
+
+def _tp_rows(path: Path, sel: list[tuple[int, dict[str, str]]], col: str, tp: int) -> list[tuple[int, dict[str, str]]]:
+    """The rows of TP ``tp``: an error naming the TPs the table has when there are none."""
+    out = [(i, r) for i, r in sel if _number(path, i, r, col) == tp]
+    if not out:
+        have = {_number(path, i, r, col) for i, r in sel}
+        raise InputError(f"column {col} has no rows for TP {tp}; the table has TP "
+                         f"{_fmt(have) if have else 'none'}", str(path))   # type: ignore[arg-type]
+    return out
+
+
+@dataclass
+class TableStepTimer(LLMStepTimer):
+    """An :class:`~.steps.LLMStepTimer` whose GEMM, attention, element-wise and communication
+    times come from measured tables in Vidur's layout (:func:`load_vidur_tables`); the output
+    layer, host overhead, MoE all-to-alls and memory stay podsim's model."""
+
+    tables: VidurTables | None = None
+    _table_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+
+    def _table_costs(self, tokens: int) -> tuple[float, float, float]:
+        """(GEMMs, element-wise, collectives) of one layer over ``tokens`` tokens (ns)."""
+        hit = self._table_tokens.get(tokens)
+        if hit is not None:
+            return hit
+        tab = self.tables
+        assert tab is not None
+        gemm = sum(tab.op_ns(op, tokens) for op in GEMM_OPS)
+        elem = sum(tab.op_ns(op, tokens) for op in ELEMENTWISE_OPS)
+        act = tokens * self.model.hidden * self.cm.elem_bytes
+        comm = 2 * _interp(*tab.all_reduce, act) if tab.all_reduce is not None else 0.0
+        if self.model.moe and self.ep > 1:   # the EP all-to-alls: podsim's model (no such table)
+            ar = self._collective_ns(CollectiveKind.ALL_REDUCE, tuple(range(self.tp)), int(act))
+            comm += max(0.0, self._token_costs(tokens)[2] - 2 * ar)
+        out = self._table_tokens[tokens] = (gemm, elem, comm)
+        return out
+
+    def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
+        """``stage_ns`` by part (ns), as :meth:`LLMStepTimer.parts_ns`: ``gemm``, ``attention``,
+        ``elementwise``, ``communication`` from the tables; ``output`` and ``host`` from podsim's model."""
+        if not batch:
+            return {"host": float(self.host_ns)}
+        assert self.tables is not None
+        tokens = sum(n for n, _ in batch)
+        gemm, elem, comm = self._table_costs(tokens)
+        layers = self.layers_per_stage
+        m, cm = self.model, self.cm
+        seqs = len(batch)
+        # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
+        out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+        send = 0.0
+        if self.pp > 1:
+            assert self.tables.send_recv is not None
+            send = _interp(*self.tables.send_recv, tokens * m.hidden * cm.elem_bytes)
+        return {"gemm": layers * gemm, "attention": layers * self.tables.attention_ns(batch),
+                "elementwise": layers * elem, "communication": layers * comm + send, "output": out,
+                "host": float(self.host_ns)}
+
+
+def table_step_timer(timer: LLMStepTimer, directory: str | Path, gpus_per_node: int = 8) -> TableStepTimer:
+    """``timer``'s replica with its step times from the tables in ``directory`` (Vidur's layout)."""
+    tables = load_vidur_tables(directory, timer.model, timer.gpu.key, timer.tp, timer.pp, gpus_per_node)
+    kw = {f.name: getattr(timer, f.name) for f in fields(LLMStepTimer) if f.init and f.name != "_per_tokens"}
+    return TableStepTimer(**kw, tables=tables)
