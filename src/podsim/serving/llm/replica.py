@@ -1,0 +1,507 @@
+"""One serving replica (a TP x PP group of GPUs holding one model copy) as a discrete-event
+process in integer ns.
+
+A replica runs steps back to back while it has work: at each *try* its scheduler forms a batch
+(:mod:`.schedulers`), the step timer times one pipeline stage of it, and the step *completes*
+later.  With PP stages a batch passes stage 0, 1, ... in turn, each taking the stage time and
+waiting for the previous batch to leave that stage; a new batch may enter stage 0 as soon as
+stage 0 is free, with at most PP batches in flight (Vidur's pipeline model); requests in flight
+are not rescheduled until their batch leaves the last stage.  With PP = 1 a step takes its
+stage time and the next starts when it ends.
+
+At a step's completion each request's computed tokens advance; a request that has computed all
+its tokens produces one (:mod:`.sequence`): its first at the end of the step that completes its
+prompt, one per decode step after that (with speculative decoding of draft length k and
+acceptance rate a, the expected ``(1 - a^(k+1)) / (1 - a)`` a step, rounded down on the running
+sum so that tokens stay whole).  A finished request frees its KV blocks.
+
+Events at one time: a completion before a try.  The simulation (:mod:`.simulate`) advances a
+replica to a time before it looks at it (routers) or gives it work.
+
+Speed: a run of decode steps that take every running request, while nothing arrives, finishes,
+or runs out of KV blocks, is simulated in one go -- exactly: each step is still timed (a timer's
+optional ``decode_steps_ns(contexts, steps)`` may time them together), only the bookkeeping is
+done once.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .kvcache import KVCache
+from .sequence import Seq
+from .timing import StepTimer
+
+if TYPE_CHECKING:
+    from .schedulers import Scheduler
+
+INF = 1 << 62
+#: replica roles: both phases, or one side of prefill/decode disaggregation
+ROLES = ("mixed", "prefill", "decode")
+
+
+class StepRecord:
+    """One step of a replica, for the Perfetto trace: start and end (ns) of each pipeline stage,
+    the requests and their token counts, and how many of them were decodes."""
+
+    __slots__ = ("stages", "ids", "tokens", "decodes")
+
+    def __init__(self, stages: list[tuple[int, int]], ids: list[int], tokens: list[int], decodes: int) -> None:
+        self.stages = stages
+        self.ids = ids
+        self.tokens = tokens
+        self.decodes = decodes
+
+    @property
+    def label(self) -> str:
+        """``prefill 2 / decode 14``: the step's composition."""
+        p = len(self.ids) - self.decodes
+        parts = ([f"prefill {p}"] if p else []) + ([f"decode {self.decodes}"] if self.decodes else [])
+        return " / ".join(parts)
+
+
+class Replica:
+    """A replica's queues, KV cache and steps.
+
+    Args:
+        index: its number (prefill replicas first under P/D).
+        role: ``mixed``, ``prefill`` (hands each request off when its prompt is done) or
+            ``decode``.
+        timer: its step timer.
+        kv: its KV cache.
+        scheduler: its scheduler (one per replica).
+        on_finish: called with (request state, time ns) when a request produces its last token.
+        on_prefilled: P/D: called with (request state, time ns) when a prefill replica has
+            computed a prompt.
+        lookahead: speculative decoding's draft length k (0: off).
+        accept: speculative decoding's acceptance rate a (0 to 1).
+        prefix_hit_rate: share of each prompt found in the prefix cache (0 to 1), or 0.
+        record: keep every step (:class:`StepRecord`) for the trace.
+        fast: simulate runs of identical decode steps in one go (exact; off only to check that).
+    """
+
+    def __init__(self, index: int, role: str, timer: StepTimer, kv: KVCache, scheduler: "Scheduler", *,
+                 on_finish: Callable[[Seq, int], None], on_prefilled: Callable[[Seq, int], None] | None = None,
+                 lookahead: int = 0, accept: float = 0.0, prefix_hit_rate: float = 0.0, record: bool = False,
+                 fast: bool = True) -> None:
+        self.index = index
+        self.role = role
+        self.timer = timer
+        self.pp = max(1, int(timer.pp))
+        self.kv = kv
+        self.scheduler = scheduler
+        self.on_finish = on_finish
+        self.on_prefilled = on_prefilled
+        self.lookahead = lookahead
+        self.expected_tokens = (lookahead + 1.0 if accept >= 1.0 else (1.0 - accept ** (lookahead + 1)) /
+                                (1.0 - accept)) if lookahead else 1.0
+        self.prefix_hit_rate = prefix_hit_rate
+        self.prefixes: set[int] = set()          # prefix ids whose KV this replica has computed
+        self.waiting: deque[Seq] = deque()
+        self.running: list[Seq] = []
+        self.inflight: deque[tuple[int, list[Seq], list[int]]] = deque()
+        self.stage_free = [0] * self.pp
+        self.s0_free = 0
+        self.try_at = -1
+        # what routers read
+        self.outstanding = 0                     # requests routed here and not yet done here
+        self.pending_tokens = 0                  # tokens still to compute for them here
+        self.waiting_blocks = 0                  # blocks the waiting requests' contexts need
+        self.incoming_blocks = 0                 # P/D: blocks of requests on their way here
+        # statistics
+        self.preemptions = 0
+        self.steps = 0
+        self.busy_ns = 0
+        self.kv_samples: list[tuple[int, int]] = [(0, 0)]
+        self.record = record
+        self.records: list[StepRecord] = []
+        self.run: _Run | None = None             # a pending run of identical decode steps
+        self.fast = fast and self.pp == 1 and not lookahead and role != "prefill"
+        self._decode_steps = getattr(timer, "decode_steps_ns", None)
+
+    # -- what the scheduler uses -----------------------------------------------------------------
+
+    def newest_idle(self) -> Seq:
+        """The running request admitted last that is not in a step (the preemption victim)."""
+        for s in reversed(self.running):
+            if not s.busy:
+                return s
+        raise AssertionError("no idle running request to preempt")
+
+    def preempt(self, s: Seq) -> None:
+        """Preempt ``s`` by recompute: free its blocks, forget its KV, put it first in line."""
+        self.running.remove(s)
+        self.kv.release(s.blocks)
+        s.blocks = 0
+        self.pending_tokens += s.computed
+        s.computed = 0
+        s.preemptions += 1
+        self.preemptions += 1
+        s.demand = self.kv.blocks_for(s.prompt + s.generated)
+        self.waiting_blocks += s.demand
+        self.waiting.appendleft(s)
+
+    def cached_prefix(self, s: Seq) -> int:
+        """Prompt tokens of ``s`` found in this replica's prefix cache: whole blocks, at most the
+        prompt less one token (the last is always computed, as vLLM does)."""
+        bs = self.kv.block_size
+        if self.prefix_hit_rate:
+            hit = int(self.prefix_hit_rate * s.prompt)
+        elif s.req.prefix_id >= 0 and s.req.prefix_id in self.prefixes:
+            hit = s.req.prefix_tokens
+        else:
+            return 0
+        return min(hit, s.prompt + s.generated - 1) // bs * bs
+
+    def admit(self, s: Seq, n_max: int, reserve_tokens: int = 0) -> int:
+        """Admit the first waiting request ``s`` with a chunk of at most ``n_max`` tokens, taking
+        KV blocks for its context and the chunk (or ``reserve_tokens`` tokens if more) and
+        leaving the watermark free.  Returns the chunk's tokens, or 0 (nothing changed) when the
+        cache cannot take it."""
+        c0 = s.computed or self.cached_prefix(s)
+        n = min(s.prompt + s.generated - c0, n_max)
+        got = self.kv.admit(s.blocks, max(c0 + n, reserve_tokens))
+        if got < 0:
+            return 0
+        self.waiting.popleft()
+        self.waiting_blocks -= s.demand
+        s.blocks += got
+        if c0 != s.computed:
+            self.pending_tokens -= c0 - s.computed
+            s.computed = c0
+        s.busy = True
+        self.running.append(s)
+        return n
+
+    # -- work arriving ---------------------------------------------------------------------------
+
+    def work_of(self, s: Seq) -> int:
+        """Tokens ``s`` still has to compute here."""
+        end = s.prompt if self.role == "prefill" else s.prompt + s.output - 1
+        return end - s.computed
+
+    def enqueue(self, s: Seq, now: int) -> None:
+        """``s`` joins the waiting queue at ``now`` (the replica is advanced to ``now``)."""
+        s.demand = self.kv.blocks_for(s.prompt + s.generated)
+        self.waiting_blocks += s.demand
+        self.outstanding += 1
+        self.pending_tokens += self.work_of(s)
+        self.waiting.append(s)
+        self.wake(now)
+
+    def wake(self, now: int) -> None:
+        """Make sure a try is due at ``now`` or when stage 0 frees, if a batch may enter."""
+        if self.try_at < 0 and len(self.inflight) < self.pp:
+            self.try_at = max(now, self.s0_free)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def next_event(self) -> tuple[int, int]:
+        """(time ns, priority) of the next event: 2 for a completion, 3 for a try; INF if none
+        (replicas whose events run in global order have no decode runs)."""
+        c = self.inflight[0][0] if self.inflight else INF
+        a = self.try_at if self.try_at >= 0 else INF
+        return (c, 2) if c <= a else (a, 3)
+
+    def advance_to(self, t: int) -> None:
+        """Process every event before ``t`` (ns).  A run of identical decode steps that goes on
+        past ``t`` is left pending: what routers read of this replica (outstanding requests, and
+        through :meth:`pending_at` and :meth:`free_at` its tokens and blocks) is right at ``t``;
+        :meth:`materialize` brings the rest up to ``t``."""
+        inflight = self.inflight
+        while True:
+            run = self.run
+            if run is not None:
+                run.extend(t)
+                if run.ends[-1] >= t:
+                    return
+                self._finish_run()
+            c = inflight[0][0] if inflight else INF
+            a = self.try_at if self.try_at >= 0 else INF
+            if c <= a:
+                if c >= t:
+                    return
+                self._complete()
+            else:
+                if a >= t:
+                    return
+                self._try(a)
+
+    def materialize(self, t: int) -> None:
+        """Advance to ``t`` and end a pending decode run there: its steps done before ``t`` are
+        applied and the one in progress becomes an ordinary step in flight (before a request joins
+        this replica or anything else reads its queues)."""
+        self.advance_to(t)
+        run = self.run
+        if run is None:
+            return
+        self.run = None
+        m = bisect_left(run.ends, t)          # steps done before t; step m + 1 is in progress
+        self._apply_run(run, m)
+        seqs = run.seqs
+        bs = self.kv.block_size
+        extra = 0
+        for s in seqs:                         # step m + 1's KV slots (the run's bound leaves room)
+            b = -(-(s.computed + 1) // bs)
+            if b > s.blocks:
+                extra += b - s.blocks
+                s.blocks = b
+            s.busy = True
+        self.kv.free -= extra
+        if m:
+            self.scheduler.skip(1)
+        start = run.ends[m - 1] if m else run.start
+        end = run.ends[m]
+        self.steps += 1
+        self.busy_ns += end - start
+        self.s0_free = end
+        self.try_at = -1
+        self.inflight.append((end, seqs, [1] * len(seqs)))
+        self._sample_kv(start)
+        if self.record:
+            self.records.append(StepRecord([(start, end)], [s.req.id for s in seqs], [1] * len(seqs), len(seqs)))
+
+    def pending_at(self, t: int) -> int:
+        """Tokens still to compute here at ``t`` (after :meth:`advance_to` ``t``)."""
+        run = self.run
+        if run is None:
+            return self.pending_tokens
+        return self.pending_tokens - len(run.seqs) * bisect_left(run.ends, t)
+
+    def free_at(self, t: int) -> int:
+        """Free KV blocks at ``t`` (after :meth:`advance_to` ``t``)."""
+        run = self.run
+        if run is None:
+            return self.kv.free
+        return self.kv.free - run.extra_blocks(bisect_left(run.ends, t) + 1)
+
+    def process_next(self) -> None:
+        """Process the next event alone (replicas whose events others must see in time order)."""
+        c, prio = self.next_event()
+        if c >= INF:
+            return
+        if prio == 2:
+            self._complete()
+        else:
+            self._try(c)
+
+    def _sample_kv(self, t: int) -> None:
+        used = self.kv.num_blocks - self.kv.free
+        if used != self.kv_samples[-1][1]:
+            if self.kv_samples[-1][0] == t:
+                self.kv_samples[-1] = (t, used)
+            else:
+                self.kv_samples.append((t, used))
+
+    def _try(self, now: int) -> None:
+        self.try_at = -1
+        if len(self.inflight) >= self.pp:
+            return
+        seqs, ns = self.scheduler.schedule(self)
+        if not seqs:
+            self._sample_kv(now)
+            return
+        if self.fast and len(seqs) == len(self.running) and self._start_run(now, seqs, ns):
+            return
+        stage = self.timer.stage_ns(list(zip(ns, [s.computed for s in seqs])))
+        self.steps += 1
+        self.busy_ns += stage
+        if self.pp == 1:
+            end = now + stage
+            stages = [(now, end)]
+        else:
+            sf = self.stage_free
+            t = now + stage
+            sf[0] = t
+            stages = [(now, t)]
+            for k in range(1, self.pp):
+                st = t if t > sf[k] else sf[k]
+                t = st + stage
+                sf[k] = t
+                stages.append((st, t))
+            end = t
+        self.s0_free = now + stage
+        self.inflight.append((end, seqs, ns))
+        if len(self.inflight) < self.pp:
+            self.try_at = self.s0_free
+        self._sample_kv(now)
+        if self.record:
+            dec = sum(1 for s in seqs if s.decoding)
+            self.records.append(StepRecord(stages, [s.req.id for s in seqs], list(ns), dec))
+
+    def _complete(self) -> None:
+        end, seqs, ns = self.inflight.popleft()
+        prefill_role = self.role == "prefill"
+        lookahead = self.lookahead
+        done: list[Seq] = []
+        advanced = 0
+        for s, n in zip(seqs, ns):
+            s.busy = False
+            c = s.computed
+            total = s.prompt + s.generated
+            if lookahead and s.generated and c == total - 1:
+                s.spec_steps += 1
+                e = self.expected_tokens
+                g = int(s.spec_steps * e + 1e-9) - int((s.spec_steps - 1) * e + 1e-9)
+                g = min(g, s.output - s.generated)
+                s.computed = c + g
+                s.generated += g
+                advanced += g
+            else:
+                c += n
+                s.computed = c
+                advanced += n
+                if c != total:
+                    continue
+                s.generated += 1
+                if s.req.prefix_id >= 0:
+                    self.prefixes.add(s.req.prefix_id)
+            if not prefill_role:
+                if s.first_ns < 0:
+                    s.first_ns = end
+                s.last_ns = end
+            if s.generated >= s.output or prefill_role:
+                done.append(s)
+        self.pending_tokens -= advanced
+        for s in done:
+            self.running.remove(s)
+            self.outstanding -= 1
+            if prefill_role and s.generated < s.output:     # P/D: the prompt is done, the KV moves on
+                s.prefill_replica = self.index
+                s.prefill_blocks = s.blocks
+                s.blocks = 0
+                self.on_prefilled(s, end)  # type: ignore[misc]
+            else:
+                self._finish(s, end)
+        self.wake(end)
+
+    def _finish(self, s: Seq, end: int) -> None:
+        self.kv.release(s.blocks)
+        s.blocks = 0
+        if s.first_ns < 0:
+            s.first_ns = end
+        s.last_ns = end
+        s.finish_ns = end
+        s.replica = self.index
+        self.on_finish(s, end)
+
+    # -- runs of identical decode steps -----------------------------------------------------------
+
+    def _start_run(self, now: int, seqs: list[Seq], ns: list[int]) -> bool:
+        """If this step (every running request, one decode token each) will repeat, start a run
+        of such steps from ``now`` and return True; else False (the step runs the ordinary way)."""
+        for s, n in zip(seqs, ns):
+            if n != 1 or not s.decoding:
+                return False
+        # steps 1..m_cap repeat: none finishes a request, the scheduler takes them all alike, and
+        # their KV slots fit the free blocks (step 1's are taken already)
+        m_cap = min(min(s.output - s.generated for s in seqs) - 1, 1 + self.scheduler.steady_steps(self))
+        if m_cap < 2:
+            return False
+        run = _Run(self, now, seqs, m_cap)
+        run.m_cap = run.kv_steps(self.kv.free)
+        if run.m_cap < 2:
+            return False
+        self.run = run
+        return True
+
+    def _apply_run(self, run: "_Run", m: int) -> None:
+        """Book the first ``m`` steps of ``run`` as done."""
+        if m == 0:
+            return
+        end = run.ends[m - 1]
+        bs = self.kv.block_size
+        extra = 0
+        for s, c in zip(run.seqs, run.ctx):
+            b = -(-(c + m) // bs)
+            if b > s.blocks:
+                extra += b - s.blocks
+                s.blocks = b
+            s.computed = c + m
+            s.generated += m
+            s.last_ns = end
+            s.busy = False
+        self.kv.free -= extra
+        self.pending_tokens -= m * len(run.seqs)
+        self.scheduler.skip(m - 1)
+        self.steps += m
+        self.busy_ns += end - run.start
+        self._sample_kv(run.ends[m - 2] if m > 1 else run.start)
+        if self.record:
+            ids = [s.req.id for s in run.seqs]
+            ones = [1] * len(ids)
+            t = run.start
+            for e in run.ends[:m]:
+                self.records.append(StepRecord([(t, e)], ids, ones, len(ids)))
+                t = e
+
+    def _finish_run(self) -> None:
+        """Every step of the pending run ended: book them; the next try is at the last one's end."""
+        run = self.run
+        assert run is not None
+        self.run = None
+        self._apply_run(run, run.m_cap)
+        end = run.ends[-1]
+        self.s0_free = end
+        self.try_at = end
+
+
+class _Run:
+    """A run of decode steps over the same requests, each step one token each, from ``start``:
+    step j (1-based) computes contexts ``c + j - 1``; ``ends`` holds the steps timed so far."""
+
+    __slots__ = ("rep", "start", "seqs", "ctx", "held", "m_cap", "ends")
+
+    def __init__(self, rep: Replica, start: int, seqs: list[Seq], m_cap: int) -> None:
+        self.rep = rep
+        self.start = start
+        self.seqs = seqs
+        self.ctx = [s.computed for s in seqs]
+        self.held = [s.blocks for s in seqs]
+        self.m_cap = m_cap
+        self.ends: list[int] = []
+
+    def extra_blocks(self, j: int) -> int:
+        """Blocks taken beyond those held at the start once step ``j``'s slots are."""
+        bs = self.rep.kv.block_size
+        return sum(max(0, -(-(c + j) // bs) - b) for c, b in zip(self.ctx, self.held))
+
+    def kv_steps(self, free: int) -> int:
+        """The most steps up to ``m_cap`` whose KV slots fit ``free`` more blocks."""
+        if self.extra_blocks(self.m_cap) <= free:
+            return self.m_cap
+        lo, hi = 1, self.m_cap          # extra(1) = 0 fits, extra(m_cap) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.extra_blocks(mid) <= free:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def extend(self, t: int) -> None:
+        """Time steps until one ends at or after ``t`` or all ``m_cap`` are timed."""
+        ends = self.ends
+        if len(ends) >= self.m_cap or (ends and ends[-1] >= t):
+            return
+        end = ends[-1] if ends else self.start
+        ctx = self.ctx
+        hook = self.rep._decode_steps
+        if hook is not None:
+            chunk = 16
+            while len(ends) < self.m_cap and end < t:
+                base = len(ends)
+                for dt in hook([c + base for c in ctx], min(chunk, self.m_cap - base)):
+                    end += dt
+                    ends.append(end)
+                chunk *= 4
+            return
+        stage_ns = self.rep.timer.stage_ns
+        j = len(ends)
+        while j < self.m_cap and end < t:
+            end += stage_ns([(1, c + j) for c in ctx])
+            ends.append(end)
+            j += 1

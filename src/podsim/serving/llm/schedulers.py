@@ -1,0 +1,403 @@
+"""Replica schedulers: which requests, and how many of their tokens, each step computes.
+
+Every scheduler sees its replica's ``running`` list (admission order), its FCFS ``waiting`` queue
+and its KV cache (:mod:`.kvcache`), and returns a batch: requests and their token counts, their
+KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are skipped.
+
+* ``vllm`` -- vLLM V1's default scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS): chunked
+  prefill always on; a budget of ``max_batched_tokens`` tokens a step.  Running requests first,
+  in order, each its remaining tokens (a decode: 1; a prompt being prefilled: as much as the
+  budget leaves); when the KV cache cannot grow for one, the newest running request is preempted
+  by recompute (freed, back to the front of the waiting queue) until it can, or until it is the
+  one preempted.  Then, if nothing was preempted this step, waiting requests in order while fewer
+  than ``max_num_seqs`` run and budget is left, each a chunk of its prompt, stopping at the first
+  that the cache cannot take.  Defaults as ``vllm serve`` sets them (``vllm/engine/arg_utils.py``,
+  ``EngineArgs.get_batch_defaults``, the OpenAI server context): 8192 tokens and 1024 sequences
+  on GPUs of 70 GiB or more other than the A100, else 2048 and 256 (:func:`vllm_defaults`).
+* ``sarathi`` -- Sarathi-Serve: a ``chunk_size`` token budget (default 512), decodes first (they
+  never stall behind a prompt), then prompts being prefilled, then new requests' chunks;
+  preemption as vLLM's, for decodes.
+* ``orca`` -- iteration-level batching: running decodes, then whole prompts of waiting requests
+  (no chunking) while fewer than ``max_num_seqs`` run and the cache takes them; an optional
+  ``max_batched_tokens`` caps the step's tokens (a prompt longer than it still runs, alone).
+* ``static`` -- FasterTransformer's static batching: when nothing runs, a batch of up to
+  ``max_num_seqs`` waiting requests is formed, each reserving KV blocks for its whole prompt and
+  output; it prefills together, then decodes until its last request is done (finished ones drop
+  out of the step); only then is the next batch formed.
+* ``lightllm`` -- LightLLM's admission by predicted KV use: a request is admitted only if the
+  cache can hold every admitted request's full prompt and output (so nothing is ever
+  preempted); prefill steps (whole prompts) and decode steps are separate, a prefill step when
+  nothing runs or after ``max_waiting_iters`` decode steps (Vidur's LightLLM, default 10).
+
+Speculative decoding (``lookahead`` k on the replica): a decode computes 1 + k tokens (the last
+sampled and k drafts to verify) and needs KV slots for them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Protocol
+
+from ...errors import InputError, closest
+from .sequence import Seq
+
+if TYPE_CHECKING:
+    from .replica import Replica
+
+#: the scheduler names
+SCHEDULERS = ("vllm", "sarathi", "orca", "static", "lightllm")
+#: "no limit" for a number of steps
+UNLIMITED = 1 << 62
+
+
+def vllm_defaults(gpu_memory_gib: float | None, gpu_name: str = "") -> tuple[int, int]:
+    """``vllm serve``'s default (max_num_batched_tokens, max_num_seqs) for a GPU: (8192, 1024)
+    with 70 GiB or more of memory unless it is an A100, else (2048, 256)."""
+    if gpu_memory_gib is not None and gpu_memory_gib >= 70 and "a100" not in gpu_name.lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+class Scheduler(Protocol):
+    """What a replica needs of a scheduler."""
+
+    name: str
+    max_num_seqs: int
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        """The next step's requests and their new token counts (KV blocks taken, ``busy`` set)."""
+
+    def steady_steps(self, rep: "Replica") -> int:
+        """After a step that took every running request for one decode token, how many more
+        steps are sure to do the same while nothing arrives, finishes or runs out of KV blocks."""
+
+    def skip(self, steps: int) -> None:
+        """``steps`` such steps were taken without calling :meth:`schedule`."""
+
+    @property
+    def reserves_output(self) -> bool:
+        """Whether admission reserves KV blocks for the whole prompt and output."""
+
+
+def _positive(value: int | None, what: str, flag: str) -> None:
+    if value is not None and value < 1:
+        raise InputError(f"{what} must be at least 1, got {value}", where=flag)
+
+
+def _grow(rep: "Replica", s: Seq, n: int) -> tuple[bool, bool]:
+    """Take KV blocks for ``s``'s next ``n`` tokens, preempting the newest idle running request
+    while they do not fit.  Returns (``s`` still runs, something was preempted)."""
+    kv = rep.kv
+    preempted = False
+    while True:
+        got = kv.grow(s.blocks, s.computed + n)
+        if got >= 0:
+            s.blocks += got
+            return True, preempted
+        victim = rep.newest_idle()
+        rep.preempt(victim)
+        preempted = True
+        if victim is s:
+            return False, True
+
+
+def _decode_tokens(rep: "Replica", s: Seq) -> int:
+    """A decode's tokens: 1, or 1 + k with speculative decoding."""
+    return 1 + rep.lookahead if rep.lookahead and s.generated else 1
+
+
+class _Base:
+    name = "base"
+
+    def __init__(self, max_num_seqs: int, max_batched_tokens: int | None) -> None:
+        _positive(max_num_seqs, "max_num_seqs", "--max-num-seqs")
+        _positive(max_batched_tokens, "max_batched_tokens", "--max-batched-tokens")
+        self.max_num_seqs = max_num_seqs
+        self.max_batched_tokens = max_batched_tokens
+
+    @property
+    def reserves_output(self) -> bool:
+        return False
+
+    def skip(self, steps: int) -> None:
+        pass
+
+    def _fill(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float) -> None:
+        """Admit waiting requests, a chunk each, while budget and sequence slots are left."""
+        waiting, running = rep.waiting, rep.running
+        while waiting and budget > 0 and len(running) < self.max_num_seqs:
+            s = waiting[0]
+            n = rep.admit(s, int(min(budget, 1 << 62)))
+            if not n:
+                break
+            seqs.append(s)
+            ns.append(n)
+            budget -= n
+
+    def _fill_whole(self, rep: "Replica", seqs: list[Seq], ns: list[int], used: int, budget: float,
+                    reserve: bool) -> None:
+        """Admit waiting requests with their whole remaining prompts while they fit ``budget``
+        (the first always fits) and sequence slots are left."""
+        waiting, running = rep.waiting, rep.running
+        first = True
+        while waiting and len(running) < self.max_num_seqs:
+            s = waiting[0]
+            rest = s.prompt + s.generated - (s.computed or rep.cached_prefix(s))
+            if used + rest > budget and not (first and not seqs):
+                break
+            n = rep.admit(s, rest, reserve_tokens=s.prompt + s.output + rep.lookahead if reserve else 0)
+            if not n:
+                break
+            first = False
+            seqs.append(s)
+            ns.append(n)
+            used += n
+
+
+class VllmScheduler(_Base):
+    """vLLM V1 (see the module docstring)."""
+
+    name = "vllm"
+
+    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = 2048) -> None:
+        super().__init__(max_num_seqs, max_batched_tokens if max_batched_tokens is not None else 2048)
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        budget: int = self.max_batched_tokens  # type: ignore[assignment]
+        running = rep.running
+        preempted = False
+        i = 0
+        while i < len(running) and budget > 0:
+            s = running[i]
+            if s.busy:
+                i += 1
+                continue
+            rest = s.prompt + s.generated - s.computed
+            n = _decode_tokens(rep, s) if rest == 1 else rest
+            n = min(n, budget)
+            ok, pre = _grow(rep, s, n)
+            preempted |= pre
+            if not ok:
+                break
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+            budget -= n
+            i += 1
+        if not preempted:
+            self._fill(rep, seqs, ns, budget)
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        if len(rep.running) > self.max_batched_tokens:   # type: ignore[operator]
+            return 0
+        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+
+
+class SarathiScheduler(_Base):
+    """Sarathi-Serve (see the module docstring)."""
+
+    name = "sarathi"
+
+    def __init__(self, max_num_seqs: int = 256, chunk_size: int | None = 512) -> None:
+        super().__init__(max_num_seqs, chunk_size if chunk_size is not None else 512)
+
+    @property
+    def chunk_size(self) -> int:
+        return self.max_batched_tokens  # type: ignore[return-value]
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        budget = self.chunk_size
+        running = rep.running
+        preempted = False
+        i = 0
+        while i < len(running) and budget > 0:          # decodes first: they never stall
+            s = running[i]
+            if s.busy or not s.decoding:
+                i += 1
+                continue
+            n = min(_decode_tokens(rep, s), budget)
+            ok, pre = _grow(rep, s, n)
+            preempted |= pre
+            if not ok:
+                break
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+            budget -= n
+            i += 1
+        for s in running:                                # then prompts being prefilled
+            if budget <= 0:
+                break
+            if s.busy or s.decoding:
+                continue
+            n = min(s.prompt + s.generated - s.computed, budget)
+            got = rep.kv.grow(s.blocks, s.computed + n)
+            if got < 0:
+                break
+            s.blocks += got
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+            budget -= n
+        if not preempted:
+            self._fill(rep, seqs, ns, budget)
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        if len(rep.running) > self.chunk_size:
+            return 0
+        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+
+
+class OrcaScheduler(_Base):
+    """Orca (see the module docstring)."""
+
+    name = "orca"
+
+    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = None) -> None:
+        super().__init__(max_num_seqs, max_batched_tokens)
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        running = rep.running
+        preempted = False
+        used = 0
+        i = 0
+        while i < len(running):
+            s = running[i]
+            if s.busy:
+                i += 1
+                continue
+            rest = s.prompt + s.generated - s.computed
+            n = _decode_tokens(rep, s) if rest == 1 else rest
+            ok, pre = _grow(rep, s, n)
+            preempted |= pre
+            if not ok:
+                break
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+            used += n
+            i += 1
+        if not preempted:
+            budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
+            self._fill_whole(rep, seqs, ns, used, budget, reserve=False)
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        if self.max_batched_tokens is not None and len(rep.running) > self.max_batched_tokens:
+            return 0
+        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+
+
+class StaticScheduler(_Base):
+    """FasterTransformer's static batching (see the module docstring)."""
+
+    name = "static"
+
+    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = None) -> None:
+        super().__init__(max_num_seqs, max_batched_tokens)
+
+    @property
+    def reserves_output(self) -> bool:
+        return True
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        if rep.running:                                 # the batch runs to completion
+            for s in rep.running:
+                if s.busy:
+                    continue
+                rest = s.prompt + s.generated - s.computed
+                n = _decode_tokens(rep, s) if rest == 1 else rest
+                _grow(rep, s, n)                        # its blocks are reserved: never fails
+                s.busy = True
+                seqs.append(s)
+                ns.append(n)
+            return seqs, ns
+        budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
+        self._fill_whole(rep, seqs, ns, 0, budget, reserve=True)
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        return UNLIMITED
+
+
+class LightLLMScheduler(_Base):
+    """LightLLM (see the module docstring)."""
+
+    name = "lightllm"
+
+    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = None,
+                 max_waiting_iters: int = 10) -> None:
+        super().__init__(max_num_seqs, max_batched_tokens)
+        _positive(max_waiting_iters, "max_waiting_iters", "--max-waiting-iters")
+        self.max_waiting_iters = max_waiting_iters
+        self.decode_iters = 0
+
+    @property
+    def reserves_output(self) -> bool:
+        return True
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        if rep.waiting and (not rep.running or self.decode_iters >= self.max_waiting_iters):
+            budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
+            self._fill_whole(rep, seqs, ns, 0, budget, reserve=True)
+            if seqs:
+                self.decode_iters = 0
+                return seqs, ns
+        for s in rep.running:
+            if s.busy:
+                continue
+            rest = s.prompt + s.generated - s.computed
+            n = _decode_tokens(rep, s) if rest == 1 else rest
+            _grow(rep, s, n)                            # reserved: never fails
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+        if seqs:
+            self.decode_iters += 1
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        if not rep.waiting:
+            return UNLIMITED
+        return max(0, self.max_waiting_iters - self.decode_iters)
+
+    def skip(self, steps: int) -> None:
+        self.decode_iters += steps
+
+
+def make_scheduler(name: str, max_num_seqs: int | None = None, max_batched_tokens: int | None = None,
+                   chunk_size: int | None = None) -> Scheduler:
+    """A fresh scheduler by name (one per replica: some keep state).  Limits left ``None`` take
+    the scheduler's defaults (vllm: 2048 tokens, 256 sequences; sarathi: chunks of 512; the
+    others: 256 sequences, no token cap).
+
+    Raises:
+        InputError: for an unknown name (with the closest one), or a limit below 1.
+    """
+    key = name.strip().lower()
+    seqs = 256 if max_num_seqs is None else max_num_seqs
+    if key == "vllm":
+        return VllmScheduler(seqs, max_batched_tokens)
+    if key == "sarathi":
+        return SarathiScheduler(seqs, chunk_size if chunk_size is not None else max_batched_tokens)
+    if key == "orca":
+        return OrcaScheduler(seqs, max_batched_tokens)
+    if key == "static":
+        return StaticScheduler(seqs, max_batched_tokens)
+    if key == "lightllm":
+        return LightLLMScheduler(seqs, max_batched_tokens)
+    hint = closest(key, SCHEDULERS)
+    raise InputError(f"unknown scheduler {name!r}" + (f"; did you mean {hint!r}?" if hint else "") +
+                     f" (schedulers: {', '.join(SCHEDULERS)})", where="--scheduler")

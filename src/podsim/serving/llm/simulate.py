@@ -1,0 +1,319 @@
+"""The LLM serving simulation: requests arrive, a router sends each to a replica, replicas run
+steps (:mod:`.replica`), optionally with prefill and decode on separate pools (P/D).
+
+Discrete events in integer ns, in time order; at one time: arrivals, then transfers' and
+other scheduled callbacks, then replicas' completions, then their tries.  Replicas whose events
+nobody else sees are advanced lazily: to the present before a router looks at them or a request
+joins them, and to the end at the end.  Under P/D the prefill replicas' events run in global
+order, since each finished prompt routes its request to a decode replica at that instant.
+
+**P/D** (``pd=(P, D)``): replicas 0..P-1 prefill, P..P+D-1 decode, each pool with its own
+router.  A prefill replica computes the prompt (and samples the first token); its KV cache --
+``kv_bytes_per_token x prompt tokens`` on each GPU of the replica, every GPU sending its shard to
+the same GPU of the decode replica -- moves to the decode replica chosen at that instant; the
+prefill replica frees its blocks when the transfer is done.  The first token reaches the user
+with the KV cache: TTFT = the transfer's end - arrival.  The decode replica then queues the
+request like any other (its prompt already computed) and decodes the rest.  A one-token output
+finishes on its prefill replica.  Transfers: ``transfer_ns(nbytes per GPU, src, dst)`` in
+closed form (default :func:`link_transfer` at 50 GB/s and 10 us), or ``transfers(clock)``: an
+object whose ``start(nbytes_per_gpu, src, dst, on_done)`` runs on the simulation's clock
+(:class:`~.transfer.KVTransfers`: flows on the fabric that contend).
+
+**Prefix caching**: with ``prefix_hit_rate`` h, a prompt's first ``h x prompt`` tokens (whole
+blocks, at most prompt - 1) are found cached and not computed; without it, a request whose
+``prefix_id`` a replica has already prefilled finds its ``prefix_tokens`` cached there.  The
+cached tokens still take KV blocks (their sharing is not modelled) and stay cached for good.
+
+**Speculative decoding** (``spec_decode=(k, a)``): each decode step verifies 1 + k tokens (timed
+as a chunk of 1 + k new tokens) and yields on average ``(1 - a^(k+1)) / (1 - a)`` tokens; the
+draft model's own time is not counted.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ...errors import InputError, SimulationError
+from .kvcache import KVCache, blocks_from_memory
+from .metrics import LLMServeResult
+from .replica import INF, Replica
+from .requests import Request
+from .router import make_router
+from .schedulers import make_scheduler
+from .sequence import Seq
+from .timing import StepTimer
+
+#: P/D transfers' default link: bytes per ns (50 GB/s) and latency (ns)
+DEFAULT_TRANSFER_BYTES_PER_NS = 50.0
+DEFAULT_TRANSFER_LATENCY_NS = 10_000
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How the requests are served.
+
+    Attributes:
+        replicas: replicas (ignored under ``pd``: P + D).
+        scheduler: vllm, sarathi, orca, static or lightllm.
+        max_num_seqs, max_batched_tokens, chunk_size: the scheduler's limits (None: its defaults).
+        router: round-robin, least-outstanding, jsq or kv-aware.
+        pd: (prefill replicas, decode replicas), or None for mixed replicas.
+        block_size: KV block size (tokens).
+        kv_blocks: KV blocks per replica, or None for what the timer's memory holds.
+        watermark: share of blocks admission keeps free.
+        max_context: the model's context (tokens): a longer prompt + output is refused; None: no check.
+        prefix_hit_rate: share of each prompt found in the prefix cache (0: use the trace's
+            prefix ids).
+        spec_decode: (draft length k, acceptance rate a), or None.
+        slo_ttft_s, slo_tpot_s: SLOs (s) for the attainment, or None.
+    """
+
+    replicas: int = 1
+    scheduler: str = "vllm"
+    max_num_seqs: int | None = None
+    max_batched_tokens: int | None = None
+    chunk_size: int | None = None
+    router: str = "round-robin"
+    pd: tuple[int, int] | None = None
+    block_size: int = 16
+    kv_blocks: int | None = None
+    watermark: float = 0.0
+    max_context: int | None = None
+    prefix_hit_rate: float = 0.0
+    spec_decode: tuple[int, float] | None = None
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
+
+    def check(self) -> None:
+        """Refuse settings that make no sense.
+
+        Raises:
+            InputError: naming the setting.
+        """
+        if self.pd is None and self.replicas < 1:
+            raise InputError(f"expected at least one replica, got {self.replicas}", where="--replicas")
+        if self.pd is not None and (len(self.pd) != 2 or min(self.pd) < 1):
+            raise InputError(f"P/D needs at least one prefill and one decode replica, got {self.pd}", where="--pd")
+        if self.block_size < 1:
+            raise InputError(f"the KV block size must be at least 1 token, got {self.block_size}", where="--block-size")
+        if not 0.0 <= self.prefix_hit_rate < 1.0:
+            raise InputError(f"the prefix hit rate must be from 0 to below 1, got {self.prefix_hit_rate}",
+                             where="--prefix-hit-rate")
+        if self.spec_decode is not None:
+            k, a = self.spec_decode
+            if k < 1 or not 0.0 <= a <= 1.0:
+                raise InputError(f"speculative decoding needs a draft length >= 1 and an acceptance rate from 0 to "
+                                 f"1, got {k}:{a}", where="--spec-decode")
+        for name, v in (("--slo-ttft", self.slo_ttft_s), ("--slo-tpot", self.slo_tpot_s)):
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise InputError(f"an SLO must be a finite number of seconds > 0, got {v}", where=name)
+        if self.max_context is not None and self.max_context < 2:
+            raise InputError(f"the model's context must be at least 2 tokens, got {self.max_context}",
+                             where="--max-context")
+
+    @property
+    def num_replicas(self) -> int:
+        return sum(self.pd) if self.pd is not None else self.replicas
+
+
+class Transfers(Protocol):
+    """Moves a request's KV cache between replicas on the simulation's clock."""
+
+    def start(self, nbytes_per_gpu: int, src: int, dst: int, on_done: Callable[[], None]) -> None: ...
+
+
+def link_transfer(bytes_per_ns: float = DEFAULT_TRANSFER_BYTES_PER_NS,
+                  latency_ns: int = DEFAULT_TRANSFER_LATENCY_NS) -> Callable[[int, int, int], int]:
+    """A closed-form transfer time: ``latency + ceil(nbytes / bandwidth)`` ns for the bytes each
+    GPU sends (all GPUs of the replica send at once, each on its own link)."""
+    if not (bytes_per_ns > 0 and math.isfinite(bytes_per_ns)) or latency_ns < 0:
+        raise InputError(f"a transfer needs a bandwidth > 0 and a latency >= 0, got {bytes_per_ns * 1e9 / 1e9:g} "
+                         f"GB/s and {latency_ns} ns", where="--pd-bandwidth")
+
+    def transfer_ns(nbytes: int, src: int, dst: int) -> int:
+        return latency_ns + math.ceil(nbytes / bytes_per_ns)
+    return transfer_ns
+
+
+class Clock:
+    """The simulation's event loop as other parts see it: ``now`` (ns) and
+    ``schedule(time_ns, callback, arg)`` (the flow network's clock)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.heap: list[tuple[int, int, Callable[[object], None], object]] = []
+        self._seq = 0
+
+    def schedule(self, time_ns: int, callback: Callable[[object], None], arg: object = None) -> None:
+        if time_ns < self.now:
+            raise SimulationError(f"an event was scheduled at {time_ns} ns, before now ({self.now} ns)")
+        self._seq += 1
+        heapq.heappush(self.heap, (time_ns, self._seq, callback, arg))
+
+
+class _ClosedForm:
+    def __init__(self, clock: Clock, fn: Callable[[int, int, int], int]) -> None:
+        self.clock, self.fn = clock, fn
+
+    def start(self, nbytes_per_gpu: int, src: int, dst: int, on_done: Callable[[], None]) -> None:
+        self.clock.schedule(self.clock.now + int(self.fn(nbytes_per_gpu, src, dst)), lambda _a: on_done(), None)
+
+
+def _check_requests(requests: Sequence[Request], cfg: ServeConfig, blocks: int, reserve: bool, lookahead: int,
+                    watermark_blocks: int) -> None:
+    """Refuse requests longer than the context, or than a replica's KV cache."""
+    longest = max(requests, key=lambda r: r.prompt_tokens + r.output_tokens)
+    total = longest.prompt_tokens + longest.output_tokens
+    if cfg.max_context is not None and total > cfg.max_context:
+        raise InputError(f"request {longest.id}: its prompt ({longest.prompt_tokens} tokens) and output "
+                         f"({longest.output_tokens}) make {total} tokens, more than the model's context of "
+                         f"{cfg.max_context} (--max-context N for a model that takes more)", where="--workload")
+    held = total + lookahead if reserve else total - 1 + lookahead
+    need = -(-held // cfg.block_size)
+    room = blocks - (watermark_blocks if reserve else 0)
+    if need > room:
+        raise InputError(f"the KV cache is smaller than one request: request {longest.id} ({longest.prompt_tokens} "
+                         f"prompt + {longest.output_tokens} output tokens) needs {need} blocks of {cfg.block_size} "
+                         f"tokens, a replica holds {room} (more GPUs per replica, a larger GPU, or --kv-blocks N)",
+                         where="--kv-blocks")
+
+
+def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = ServeConfig(), *,
+             transfer_ns: Callable[[int, int, int], int] | None = None,
+             transfers: Callable[[Clock], Transfers] | None = None, record_steps: bool = False,
+             fast: bool = True, progress: Callable[[int, int], None] | None = None) -> LLMServeResult:
+    """Serve ``requests`` (in arrival order) on replicas timed by ``timer``.
+
+    Args:
+        requests: the workload (:mod:`.requests`).
+        timer: one replica's step timer (every replica is alike).
+        cfg: replicas, scheduler, router, KV cache and options.
+        transfer_ns, transfers: P/D's KV transfer (the module docstring); default 50 GB/s, 10 us.
+        record_steps: keep every step for the Perfetto trace.
+        fast: simulate runs of identical decode steps in one go (exact; off to check that).
+        progress: called with (requests done, requests) now and then.
+
+    Raises:
+        InputError: for bad settings, requests longer than the context or a replica's KV cache.
+        SimulationError: when requests can never be served (they wait for KV blocks the
+            admission watermark keeps).
+    """
+    cfg.check()
+    if not requests:
+        raise InputError("no requests to serve", where="--workload")
+    for a, b in zip(requests, requests[1:]):
+        if b.arrival_ns < a.arrival_ns:
+            raise InputError(f"requests must be in arrival order: request {b.id} arrives before request {a.id}",
+                             where="--workload")
+    blocks = cfg.kv_blocks if cfg.kv_blocks is not None else \
+        blocks_from_memory(timer.kv_capacity_bytes, timer.kv_bytes_per_token, cfg.block_size)
+    lookahead, accept = cfg.spec_decode if cfg.spec_decode is not None else (0, 0.0)
+    probe = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
+    kv_probe = KVCache(blocks, cfg.block_size, cfg.watermark)
+    _check_requests(requests, cfg, blocks, probe.reserves_output, lookahead, kv_probe.watermark_blocks)
+
+    seqs = [Seq(r) for r in requests]
+    n = len(seqs)
+    done = [0]
+    every = max(1, n // 100)
+
+    def on_finish(s: Seq, t: int) -> None:
+        done[0] += 1
+        if progress is not None and done[0] % every == 0:
+            progress(done[0], n)
+
+    clock = Clock()
+    roles = (["prefill"] * cfg.pd[0] + ["decode"] * cfg.pd[1]) if cfg.pd is not None else ["mixed"] * cfg.replicas
+    reps: list[Replica] = []
+    for i, role in enumerate(roles):
+        sched = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
+        reps.append(Replica(i, role, timer, KVCache(blocks, cfg.block_size, cfg.watermark), sched,
+                            on_finish=on_finish, on_prefilled=None, lookahead=lookahead if role != "prefill" else 0,
+                            accept=accept, prefix_hit_rate=cfg.prefix_hit_rate, record=record_steps, fast=fast))
+    entry = [r for r in reps if r.role != "decode"]
+    decode_pool = [r for r in reps if r.role == "decode"]
+    entry_router = make_router(cfg.router)
+    decode_router = make_router(cfg.router)
+    emitters = [r for r in reps if r.role == "prefill"]
+
+    if cfg.pd is not None:
+        mover: Transfers = transfers(clock) if transfers is not None else \
+            _ClosedForm(clock, transfer_ns or link_transfer())
+        kv_per_token = float(timer.kv_bytes_per_token)
+
+        def on_prefilled(s: Seq, t: int) -> None:
+            if decode_router.observes:
+                for r in decode_pool:
+                    r.advance_to(t)
+            d = decode_pool[decode_router.choose(decode_pool, t)]
+            d.outstanding += 1
+            d.pending_tokens += s.prompt + s.output - 1 - s.computed
+            need = d.kv.blocks_for(s.prompt + s.generated)
+            d.incoming_blocks += need
+            src = reps[s.prefill_replica]
+
+            def delivered() -> None:
+                now = clock.now
+                d.materialize(now)
+                src.kv.release(s.prefill_blocks)
+                s.prefill_blocks = 0
+                src.wake(now)
+                d.incoming_blocks -= need
+                s.first_ns = s.last_ns = now
+                s.replica = d.index
+                s.demand = need
+                d.waiting_blocks += need
+                d.waiting.append(s)
+                d.wake(now)
+            mover.start(int(math.ceil(kv_per_token * s.prompt)), s.prefill_replica, d.index, delivered)
+        for r in emitters:
+            r.on_prefilled = on_prefilled
+
+    arrivals = [s.req.arrival_ns for s in seqs]
+    heap = clock.heap
+    i = 0
+    while True:
+        ta = arrivals[i] if i < n else INF
+        th = heap[0][0] if heap else INF
+        te, pe, em = INF, 9, None
+        for r in emitters:
+            t, p = r.next_event()
+            if (t, p) < (te, pe):
+                te, pe, em = t, p, r
+        if ta <= th and ta <= te:
+            if ta >= INF:
+                break
+            clock.now = ta
+            s = seqs[i]
+            i += 1
+            if entry_router.observes:
+                for r in entry:
+                    r.advance_to(ta)
+            rep = entry[entry_router.choose(entry, ta)]
+            rep.materialize(ta)
+            rep.enqueue(s, ta)
+        elif th <= te:
+            t, _, cb, arg = heapq.heappop(heap)
+            clock.now = t
+            cb(arg)
+        else:
+            clock.now = te
+            em.process_next()  # type: ignore[union-attr]
+    for r in reps:
+        r.advance_to(INF)
+
+    stuck = [s for s in seqs if s.finish_ns < 0]
+    if stuck:
+        s = stuck[0]
+        raise SimulationError(f"{len(stuck)} request(s) never finished (first: request {s.req.id}, "
+                              f"{s.prompt} prompt + {s.output} output tokens): they wait for KV blocks that "
+                              f"admission cannot take ({blocks} blocks a replica, watermark {cfg.watermark:g})")
+    text = f"{len(reps)} replica{'s' if len(reps) > 1 else ''}" if cfg.pd is None else \
+        f"{cfg.pd[0]} prefill + {cfg.pd[1]} decode replicas"
+    info: dict[str, object] = {"scheduler": cfg.scheduler, "router": cfg.router, "replicas_text": text,
+                               "kv_blocks": blocks, "block_size": cfg.block_size, "notes": []}
+    return LLMServeResult.collect(seqs, reps, cfg.slo_ttft_s, cfg.slo_tpot_s, info)
