@@ -8,13 +8,13 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import (collective, convert, example, fabric, infer, inspect, kernels, llm, search, serve, simulate, sweep,
-               trace, validate)
+from . import (collective, convert, example, fabric, infer, inspect, kernels, llm, search, serve, serve_llm, simulate,
+               sweep, trace, validate)
 from .options import check_output_paths
 
 #: the subcommands' modules, in the order --help lists them
 _MODULES = (simulate, inspect, collective, llm, search, sweep, validate, kernels, trace, convert, fabric, serve,
-            infer, example)
+            infer, serve_llm, example)
 #: subcommand -> its module and the name of its runner there (each module's RUNNERS)
 _RUNNERS = {cmd: (module, name) for module in _MODULES for cmd, name in module.RUNNERS.items()}
 

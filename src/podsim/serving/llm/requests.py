@@ -89,7 +89,8 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
     header = [h.strip() for h in next(reader, [])]
     missing = [c for c in TRACE_COLUMNS if c not in header]
     if missing:
-        hints = [f"{m!r} (found {closest(m, header)!r}?)" if closest(m, header) else repr(m) for m in missing]
+        others = [h for h in header if h not in TRACE_COLUMNS]
+        hints = [f"{m!r} (found {closest(m, others)!r}?)" if closest(m, others) else repr(m) for m in missing]
         raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; a trace needs "
                          f"{', '.join(TRACE_COLUMNS)} (found: {', '.join(header) or 'nothing'})", src, "header")
     col = {c: header.index(c) for c in header}
@@ -304,6 +305,8 @@ def load_requests(spec: str, n: int | None = None) -> list[Request]:
     default 1000)."""
     if is_generator(spec):
         return generate(parse_generator(spec), 1000 if n is None else n)
+    if ":" in spec and not Path(spec).exists():         # a misspelt generator, not a missing file
+        parse_generator(spec)
     return read_trace(spec, n)
 
 
