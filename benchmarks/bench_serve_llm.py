@@ -1,0 +1,78 @@
+"""LLM serving benchmarks (issue #16): the simulation's cost as requests and replicas grow.
+
+Cases (Llama 2 70B, TP 4 on H100s, vLLM V1 with `vllm serve`'s H100 defaults: 8192 batched
+tokens, 1024 sequences; round-robin router unless --router says otherwise):
+  * azure-conv-4: the Azure LLM conversation trace (19,366 requests, one hour) on 4 replicas, if
+    the reference data is there (PODSIM_REFERENCE_DATA, default ../shared/data); target <= 20 s CPU;
+  * gen-100k-16: 100,000 Poisson requests at 22/s (prompts lognormal, median 1020, sigma 0.8;
+    outputs lognormal, median 129, sigma 0.9: the conversation trace's medians) on 16 replicas;
+    target <= 60 s CPU.
+
+Step times from podsim's compute model (``podsim infer``'s step timer, the default), or from a
+linear timer (``--timer linear``: 15 ms + 30 us a new token + 50 ns a context token, a stage).
+Prints CPU and wall time of the simulation alone, requests simulated per CPU second, steps, and
+peak RSS.
+
+    python benchmarks/bench_serve_llm.py [--timer podsim|linear] [--router NAME] [--case NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from pathlib import Path
+
+from podsim.serving.llm.requests import generate, parse_generator, read_trace
+from podsim.serving.llm.simulate import ServeConfig, simulate
+from podsim.serving.llm.timing import LinearTimer
+
+
+def _timer(kind: str):  # type: ignore[no-untyped-def]
+    if kind == "linear":
+        return LinearTimer(base_ns=15_000_000, per_token_ns=30_000, per_context_ns=50, kv_bytes_per_token=81_920,
+                           kv_capacity_bytes=40 * 2**30)
+    from podsim.llm.model import get_model
+    from podsim.serving.llm.steps import step_timer
+    return step_timer(get_model("llama2-70b"), "h100", tp=4, max_batched_tokens=8192, max_num_seqs=1024)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--timer", default="podsim", choices=["podsim", "linear"])
+    ap.add_argument("--router", default="round-robin")
+    ap.add_argument("--case", default=None, choices=["azure-conv-4", "gen-100k-16"])
+    args = ap.parse_args()
+    timer = _timer(args.timer)
+    cases = []
+    ref = Path(os.environ.get("PODSIM_REFERENCE_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    conv = ref / "llm-serving" / "azure_llm_2023_conv.csv"
+    if args.case in (None, "azure-conv-4"):
+        if conv.is_file():
+            cases.append(("azure-conv-4", lambda: read_trace(conv), 4, 20.0))
+        else:
+            print(f"(skipping azure-conv-4: {conv} not found)")
+    if args.case in (None, "gen-100k-16"):
+        spec = parse_generator("poisson:22,prompt=lognormal:1020:0.8,output=lognormal:129:0.9,seed=0")
+        cases.append(("gen-100k-16", lambda: generate(spec, 100_000), 16, 60.0))
+    print(f"timer: {args.timer}; router: {args.router}")
+    print(f"{'case':<14} {'requests':>9} {'replicas':>8} {'steps':>10} {'CPU (s)':>8} {'wall (s)':>8} "
+          f"{'req/CPU s':>10} {'target':>7}  TTFT p50 / TPOT p50 (ms)")
+    for name, load, replicas, target in cases:
+        reqs = load()
+        cfg = ServeConfig(replicas=replicas, scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024,
+                          router=args.router)
+        c0, w0 = time.process_time(), time.perf_counter()
+        r = simulate(reqs, timer, cfg)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        d = r.stats()
+        steps = sum(x.steps for x in r.replicas)
+        print(f"{name:<14} {len(reqs):>9,} {replicas:>8} {steps:>10,} {cpu:>8.1f} {wall:>8.1f} "
+              f"{len(reqs) / cpu:>10,.0f} {'ok' if cpu <= target else 'SLOW':>7}  "
+              f"{1e3 * (d['ttft_p50_s'] or 0):.1f} / {1e3 * (d['tpot_p50_s'] or 0):.2f}")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
