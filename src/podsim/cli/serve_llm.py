@@ -168,7 +168,8 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
 
             def transfers(clock):  # type: ignore[no-untyped-def]
                 return KVTransfers(cluster, sum(pd), gpus, clock, args.pd_backend)
-    where = f"{cfg.num_replicas} x {model.name} on {args.tp * args.pp} x {gpu.name} (tp {args.tp}, pp {args.pp})"
+    where = (f"{cfg.num_replicas} replica{'s' if cfg.num_replicas > 1 else ''} of {model.name}, each on "
+             f"{args.tp * args.pp} x {gpu.name} (tp {args.tp}, pp {args.pp})")
 
     def serve(reqs, record: bool, what: str):  # type: ignore[no-untyped-def]
         bar = count_bar(what)
