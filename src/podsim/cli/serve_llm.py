@@ -105,7 +105,7 @@ def _pair(text: str | None, flag: str, kind: type) -> tuple | None:  # type: ign
 
     if text is None:
         return None
-    a, sep, b = text.partition(":")
+    a, _, b = text.partition(":")
     try:
         return int(a), kind(b)
     except ValueError:
@@ -122,6 +122,7 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
     from ..serving.llm.metrics import format_summary
     from ..serving.llm.requests import (generate, is_generator, load_requests, parse_generator,
                                         with_poisson_arrivals)
+    from ..serving.llm.router import make_router
     from ..serving.llm.schedulers import make_scheduler, vllm_defaults
     from ..serving.llm.simulate import ServeConfig, link_transfer, simulate
     from ..serving.llm.steps import step_timer
@@ -130,8 +131,7 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
 
     model = load_model(args.model, args.model_config)
     gpu = get_gpu(args.gpu)
-    make_scheduler(args.scheduler)            # an unknown name fails here, before any work
-    from ..serving.llm.router import make_router
+    make_scheduler(args.scheduler)            # unknown names fail here, before any work
     make_router(args.router)
     pd = _pair(args.pd, "--pd", int)
     if pd is not None and args.replicas is not None and args.replicas != sum(pd):

@@ -10,8 +10,8 @@ events; timestamps in microseconds with ns precision.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
+from pathlib import Path
 
 from ...fileio import atomic_write_text
 from ...report.perfetto import LARGE_TRACE_BYTES, trace_events
@@ -54,7 +54,7 @@ def trace_document(r: LLMServeResult) -> dict[str, object]:
                           "requests": r.num_requests}}
 
 
-def write_serve_trace(r: LLMServeResult, path: str | os.PathLike[str],
+def write_serve_trace(r: LLMServeResult, path: str | Path,
                       announce: Callable[[str], None] | None = None) -> int:
     """Write the trace JSON atomically; returns its step slices.  ``announce(message)`` hears of
     a trace over :data:`~podsim.report.perfetto.LARGE_TRACE_BYTES` before it is written.
