@@ -16,7 +16,8 @@ JSON fields (``podsim serve-llm --json``):
 * ``requests``: ``[{id, arrival_s, prompt_tokens, output_tokens, replica, ttft_s, tpot_s, e2e_s,
   preemptions}]`` in request order (``replica``: the one that produced its last token);
 * ``kv_use``: ``[{replica, role, blocks, samples: [[t_s, used], ...]}]``: the share of each
-  replica's KV blocks in use, sampled at each step start where it changed (at most
+  replica's KV blocks in use, sampled at each step start where it changed (in a run of
+  identical decode steps simulated in one go, where use only grows, at its last step; at most
   :data:`KV_POINTS` points a replica: beyond, the largest in each of that many equal intervals).
 """
 
