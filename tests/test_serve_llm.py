@@ -237,6 +237,23 @@ def test_runs_of_decode_steps_in_one_go_change_nothing(scheduler: str) -> None:
             [[(x.stages, x.ids) for x in r.records] for r in b.replicas]
 
 
+def test_a_timer_may_time_a_run_of_decode_steps_at_once() -> None:
+    class RunTimer(LinearTimer):
+        calls = 0
+
+        def decode_steps_ns(self, contexts: list[int], steps: int) -> list[int]:
+            RunTimer.calls += 1      # step j: every context one longer, in closed form
+            n, c = len(contexts), sum(contexts)
+            return [round(self.base_ns + self.per_token_ns * n + self.per_context_ns * (c + j * n))
+                    for j in range(steps)]
+    reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"), 300)
+    args = dict(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300)
+    cfg = ServeConfig(replicas=2, kv_blocks=250, max_num_seqs=40)
+    a = simulate(reqs, RunTimer(**args), cfg)
+    b = simulate(reqs, LinearTimer(**args), cfg)
+    assert RunTimer.calls > 0 and a.first_ns == b.first_ns and a.finish_ns == b.finish_ns
+
+
 def test_find_capacity_brackets_the_rate() -> None:
     class Stub:
         def __init__(self, qps: float) -> None:
