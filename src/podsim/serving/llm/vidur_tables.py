@@ -50,8 +50,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import numpy as np
-
 from ...errors import InputError
 from ...fileio import atomic_write_text, read_text
 from ...llm.model import ModelConfig
@@ -346,18 +344,19 @@ def _select(path: Path, sel: list[tuple[int, dict[str, str]]], header: Sequence[
     return out
 
 
-def _interp(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+def _interp(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
     """Linear in ``x`` through the points (xs ascending); linear extrapolation from the two
     nearest points outside them, never below 0."""
-    if len(xs) == 1:
+    n = len(xs)
+    if n == 1:
         return float(ys[0])
-    if x < xs[0]:
-        i = 0
-    elif x > xs[-1]:
-        i = len(xs) - 2
-    else:
-        return float(np.interp(x, xs, ys))
-    return max(0.0, float(ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])))
+    i = bisect_left(xs, x)
+    if i < n and xs[i] == x:
+        return float(ys[i])
+    i = min(max(i, 1), n - 1)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    v = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return float(v) if x0 <= x <= x1 else max(0.0, float(v))
 
 
 @dataclass
@@ -365,9 +364,11 @@ class _Grid2:
     """A table over (x, y) with y's points per x (attention: batch or chunk size, then KV length):
     linear in y along each x that covers y, then linear in x."""
 
-    xs: list[int]
-    ys: dict[int, np.ndarray]
-    vs: dict[int, np.ndarray]
+    xs: list[int]                  #: ascending
+    ys: list[list[float]]          #: y's points along each x, ascending
+    vs: list[list[float]]          #: the values there
+    lo: float = 0.0                #: every x covers the y's from ``lo`` ...
+    hi: float = -1.0               #: ... to ``hi``
 
     @classmethod
     def of(cls, points: dict[tuple[int, int], list[float]]) -> _Grid2:
@@ -375,20 +376,26 @@ class _Grid2:
         for (x, y), v in points.items():
             by_x.setdefault(x, []).append((y, sum(v) / len(v)))
         xs = sorted(by_x)
-        ys = {x: np.array([y for y, _ in sorted(by_x[x])], dtype=float) for x in xs}
-        vs = {x: np.array([v for _, v in sorted(by_x[x])], dtype=float) for x in xs}
-        return cls(xs, ys, vs)
+        ys = [[float(y) for y, _ in sorted(by_x[x])] for x in xs]
+        vs = [[v for _, v in sorted(by_x[x])] for x in xs]
+        return cls(xs, ys, vs, max(a[0] for a in ys), min(a[-1] for a in ys))
 
     def __call__(self, x: float, y: float) -> float:
-        xs = [k for k in self.xs if self.ys[k][0] <= y <= self.ys[k][-1]] or \
-            [k for k in self.xs if len(self.ys[k]) > 1] or self.xs
-        at = [_interp(self.ys[k], self.vs[k], y) for k in xs]
+        ok: Sequence[int]
+        if self.lo <= y <= self.hi:                       # every x covers y (the usual case)
+            ok, xs = range(len(self.xs)), self.xs
+        else:
+            ok = [j for j, a in enumerate(self.ys) if a[0] <= y <= a[-1]] or \
+                [j for j, a in enumerate(self.ys) if len(a) > 1] or range(len(self.xs))
+            xs = [self.xs[j] for j in ok]
         if len(xs) == 1:
-            return at[0] * x / xs[0]
+            return _interp(self.ys[ok[0]], self.vs[ok[0]], y) * x / xs[0]
         i = min(max(bisect_left(xs, x), 1), len(xs) - 1)   # xs[i-1] < x <= xs[i], or the end pair
+        a = _interp(self.ys[ok[i - 1]], self.vs[ok[i - 1]], y)
         if xs[i - 1] == x:
-            return at[i - 1]
-        return max(0.0, at[i - 1] + (at[i] - at[i - 1]) * (x - xs[i - 1]) / (xs[i] - xs[i - 1]))
+            return a
+        b = _interp(self.ys[ok[i]], self.vs[ok[i]], y)
+        return max(0.0, a + (b - a) * (x - xs[i - 1]) / (xs[i] - xs[i - 1]))
 
 
 @dataclass
@@ -396,12 +403,12 @@ class VidurTables:
     """Measured times of one replica's ops (ns), read from Vidur's profile layout."""
 
     files: list[Path]
-    tokens: np.ndarray                     #: mlp.csv's token counts
-    ops: dict[str, np.ndarray]             #: op -> ns at ``tokens``
+    tokens: list[float]                    #: mlp.csv's token counts
+    ops: dict[str, list[float]]            #: op -> ns at ``tokens``
     decode: _Grid2 | None                  #: (batch size, KV length) -> ns
     prefill: _Grid2 | None                 #: (chunk size, KV length) -> ns
-    all_reduce: tuple[np.ndarray, np.ndarray] | None = None   #: (bytes, ns)
-    send_recv: tuple[np.ndarray, np.ndarray] | None = None    #: (bytes, ns)
+    all_reduce: tuple[list[float], list[float]] | None = None   #: (bytes, ns)
+    send_recv: tuple[list[float], list[float]] | None = None    #: (bytes, ns)
 
     def op_ns(self, op: str, tokens: float) -> float:
         """One layer's ``op`` over ``tokens`` tokens."""
@@ -456,9 +463,9 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
     for i, r in sel:
         t = int(_number(mlp_path, i, r, "num_tokens"))   # type: ignore[arg-type]
         acc.setdefault(t, []).append([_number(mlp_path, i, r, _col(op)) * MS for op in MLP_OPS])  # type: ignore[operator]
-    tokens = np.array(sorted(acc), dtype=float)
-    mean = {t: np.mean(np.array(v), axis=0) for t, v in acc.items()}
-    ops = {op: np.array([mean[int(t)][k] for t in tokens]) for k, op in enumerate(MLP_OPS)}
+    tokens = [float(t) for t in sorted(acc)]
+    mean = {t: [sum(col) / len(col) for col in zip(*v)] for t, v in acc.items()}
+    ops = {op: [mean[int(t)][k] for t in tokens] for k, op in enumerate(MLP_OPS)}
 
     # attention.csv: prefill rows by (chunk, context), decode rows by (batch, context)
     need = ["batch_size", "kv_cache_size", "prefill_chunk_size", "num_tensor_parallel_workers"]
@@ -485,7 +492,7 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
             dec.setdefault((b, c), []).append((v + extra) * MS)       # type: ignore[operator]
     tables = VidurTables(files, tokens, ops, _Grid2.of(dec) if dec else None, _Grid2.of(pre) if pre else None)
 
-    def network(name: str, op: str, match: dict[str, float], what: str) -> tuple[np.ndarray, np.ndarray]:
+    def network(name: str, op: str, match: dict[str, float], what: str) -> tuple[list[float], list[float]]:
         path = _find(d, name, "network", net)
         files.append(path)
         need = ["size", _col(op)]
@@ -498,7 +505,7 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
         for i, r in sel:
             acc.setdefault(int(_number(path, i, r, "size")), []).append(_number(path, i, r, _col(op)) * MS)  # type: ignore[operator, arg-type]
         sizes = sorted(acc)
-        return np.array(sizes, dtype=float), np.array([sum(acc[s]) / len(acc[s]) for s in sizes])
+        return [float(s) for s in sizes], [sum(acc[s]) / len(acc[s]) for s in sizes]
 
     if tp > 1:
         tables.all_reduce = network("all_reduce.csv", "all_reduce",
@@ -529,6 +536,7 @@ class TableStepTimer(LLMStepTimer):
 
     tables: VidurTables | None = None
     _table_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+    _outputs: dict[int, float] = field(default_factory=dict, repr=False)
 
     def _table_costs(self, tokens: int) -> tuple[float, float, float]:
         """(GEMMs, element-wise, collectives) of one layer over ``tokens`` tokens (ns)."""
@@ -558,8 +566,10 @@ class TableStepTimer(LLMStepTimer):
         layers = self.layers_per_stage
         m, cm = self.model, self.cm
         seqs = len(batch)
-        # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
-        out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+        out = self._outputs.get(seqs)
+        if out is None:   # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
+            out = self._outputs[seqs] = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + \
+                cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
         send = 0.0
         if self.pp > 1:
             assert self.tables.send_recv is not None
