@@ -1,9 +1,8 @@
 """Step times of LLM inference on one replica: a prefill or decode (or mixed) forward pass over a
 batch, from podsim's compute model (issue #16, ``podsim infer``).
 
-A replica is TP x PP GPUs (EP shards the routed experts of an MoE model over the TP ranks' data
-dimension, as vLLM's expert parallelism does: EP <= TP x DP of the replica; here EP divides the
-replica's GPUs).  A step over a batch of chunks ``(new_tokens, context)`` (:mod:`.timing`) costs,
+A replica is TP x PP GPUs; EP (dividing TP) spreads the routed experts of an MoE model over
+that many of its TP GPUs, as vLLM's expert parallelism does with one data-parallel rank.  A step over a batch of chunks ``(new_tokens, context)`` (:mod:`.timing`) costs,
 per pipeline stage, for each of its layers:
 
 * **GEMMs** (TP-sharded): QKV, attention output, the MLP (MoE: the router, the experts that
@@ -95,7 +94,8 @@ class LLMStepTimer:
     @property
     def weights_bytes_per_gpu(self) -> float:
         """Weights on one GPU of the largest stage (the first: it also holds the embedding, or
-        the last with the output layer), TP-sharded, routed experts EP-sharded."""
+        the last with the output layer), TP-sharded (routed experts: over the EP groups, and
+        within a group by TP / EP)."""
         m = self.model
         per_layer = []
         for i in range(m.layers):
@@ -103,7 +103,8 @@ class LLMStepTimer:
             if m.is_moe_layer(i):
                 experts = m.experts * m.mlp_params(m.expert_ffn)
                 shared = m.shared_experts * m.mlp_params(m.expert_ffn) + m.hidden * m.experts
-                per_layer.append((dense + shared) / self.tp + experts / (self.tp * self.ep))
+                # routed experts: EP groups of TP / EP GPUs, each group its experts TP-sharded
+                per_layer.append((dense + shared + experts) / self.tp)
             else:
                 per_layer.append((dense + m.mlp_params()) / self.tp)
         n = self.layers_per_stage
@@ -152,11 +153,12 @@ class LLMStepTimer:
             local = m.experts / self.ep
             active = local * (1.0 - (1.0 - m.top_k / m.experts) ** t)                # experts that get tokens
             per = t * m.top_k / self.ep / max(active, 1e-9)
-            f = m.expert_ffn / tp
+            f = m.expert_ffn * self.ep / tp   # a local expert's width on one GPU of its EP group
             gemm += cm.gemm_ns(per, f * (m.mlp_matrices - 1), h, active) + cm.gemm_ns(per, h, f, active)
             if m.shared_experts:
-                gemm += cm.gemm_ns(t, f * (m.mlp_matrices - 1) * m.shared_experts, h)
-                gemm += cm.gemm_ns(t, h, f * m.shared_experts)
+                fs = m.expert_ffn / tp
+                gemm += cm.gemm_ns(t, fs * (m.mlp_matrices - 1) * m.shared_experts, h)
+                gemm += cm.gemm_ns(t, h, fs * m.shared_experts)
         else:
             f = m.ffn / tp
             gemm += cm.gemm_ns(t, f * (m.mlp_matrices - 1), h) + cm.gemm_ns(t, h, f)
@@ -166,7 +168,7 @@ class LLMStepTimer:
         act = int(t * h * cm.elem_bytes)
         comm = 2 * self._collective_ns(CollectiveKind.ALL_REDUCE, tuple(range(tp)), act)
         if m.moe and self.ep > 1:
-            ranks = tuple(range(0, self.ep * tp, tp)) if self.ep * tp <= self.tp * self.pp * self.ep else ()
+            ranks = tuple(range(self.ep))   # the experts' GPUs: EP of the replica's TP ranks
             comm += 2 * self._collective_ns(CollectiveKind.ALL_TO_ALL, ranks, int(act * m.top_k))
         out = self._per_tokens[tokens] = (gemm, elem, comm)
         return out
@@ -247,12 +249,14 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
     if ep > 1 and (not model.moe or model.experts % ep):
         raise InputError(f"EP {ep} needs a mixture-of-experts model whose experts it divides; {model.name} has "
                          f"{model.experts} experts", where="--ep")
+    if tp % ep:
+        raise InputError(f"EP {ep} must divide TP {tp}: the routed experts are spread over the replica's TP "
+                         "GPUs (vLLM's expert parallelism with one data-parallel rank)", where="--ep")
     if not 0 < memory_utilization <= 1:
         raise InputError(f"the memory share must be in (0, 1], got {memory_utilization:g}", where="--memory-utilization")
     spec = cluster if isinstance(cluster, ClusterSpec) else \
         load_cluster(cluster or _PRESET_FOR_GPU.get(spec_gpu.key, "dgx-a100-superpod"))
-    gpus = tp * pp * max(1, ep // tp if ep > tp else 1)
-    fabric = build_fabric(spec, max(gpus, tp * pp))
+    fabric = build_fabric(spec, tp * pp)
     planner = CollectivePlanner(fabric, spec.nccl)
     dtype = "fp8" if precision == "fp8" else precision
     cm = ComputeModel.for_gpu(spec_gpu, dtype)
