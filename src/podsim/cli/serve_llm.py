@@ -160,10 +160,9 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
         if args.pd_backend == "link":
             transfer_ns = link_transfer(args.pd_bandwidth, round(args.pd_latency * 1e3))
         else:
-            from ..hardware.cluster import load_cluster
-            from ..llm.run import _PRESET_FOR_GPU
+            from ..llm.run import default_cluster
             from ..serving.llm.transfer import KVTransfers
-            cluster = load_cluster(args.cluster or _PRESET_FOR_GPU.get(gpu.key, "dgx-a100-superpod"))
+            cluster = default_cluster(gpu, None, None, args.cluster)
             gpus = args.tp * args.pp
 
             def transfers(clock):  # type: ignore[no-untyped-def]

@@ -122,6 +122,34 @@ class _Base:
     def skip(self, steps: int) -> None:
         pass
 
+    def _take_running(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float,
+                      decodes_only: bool = False) -> tuple[float, bool]:
+        """Schedule the running requests in order (only those decoding, with ``decodes_only``):
+        each its decode tokens or the rest of its prompt, at most ``budget`` tokens in all,
+        growing its KV blocks and preempting when they run out (:func:`_grow`); stops at the
+        first that cannot grow.  Returns (budget left, whether anything was preempted)."""
+        running = rep.running
+        preempted = False
+        i = 0
+        while i < len(running) and budget > 0:
+            s = running[i]
+            if s.busy or (decodes_only and not s.decoding):
+                i += 1
+                continue
+            rest = s.prompt + s.generated - s.computed
+            n = _decode_tokens(rep, s) if rest == 1 else rest
+            n = int(min(n, budget))
+            ok, pre = _grow(rep, s, n)
+            preempted |= pre
+            if not ok:
+                break
+            s.busy = True
+            seqs.append(s)
+            ns.append(n)
+            budget -= n
+            i += 1
+        return budget, preempted
+
     def _fill(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float) -> None:
         """Admit waiting requests, a chunk each, while budget and sequence slots are left."""
         waiting, running = rep.waiting, rep.running
@@ -165,27 +193,7 @@ class VllmScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        budget: int = self.max_batched_tokens  # type: ignore[assignment]
-        running = rep.running
-        preempted = False
-        i = 0
-        while i < len(running) and budget > 0:
-            s = running[i]
-            if s.busy:
-                i += 1
-                continue
-            rest = s.prompt + s.generated - s.computed
-            n = _decode_tokens(rep, s) if rest == 1 else rest
-            n = min(n, budget)
-            ok, pre = _grow(rep, s, n)
-            preempted |= pre
-            if not ok:
-                break
-            s.busy = True
-            seqs.append(s)
-            ns.append(n)
-            budget -= n
-            i += 1
+        budget, preempted = self._take_running(rep, seqs, ns, self.max_batched_tokens)  # type: ignore[arg-type]
         if not preempted:
             self._fill(rep, seqs, ns, budget)
         return seqs, ns
@@ -211,26 +219,9 @@ class SarathiScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        budget = self.chunk_size
-        running = rep.running
-        preempted = False
-        i = 0
-        while i < len(running) and budget > 0:          # decodes first: they never stall
-            s = running[i]
-            if s.busy or not s.decoding:
-                i += 1
-                continue
-            n = min(_decode_tokens(rep, s), budget)
-            ok, pre = _grow(rep, s, n)
-            preempted |= pre
-            if not ok:
-                break
-            s.busy = True
-            seqs.append(s)
-            ns.append(n)
-            budget -= n
-            i += 1
-        for s in running:                                # then prompts being prefilled
+        # decodes first: they never stall
+        budget, preempted = self._take_running(rep, seqs, ns, self.chunk_size, decodes_only=True)
+        for s in rep.running:                                # then prompts being prefilled
             if budget <= 0:
                 break
             if s.busy or s.decoding:
@@ -265,26 +256,8 @@ class OrcaScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        running = rep.running
-        preempted = False
-        used = 0
-        i = 0
-        while i < len(running):
-            s = running[i]
-            if s.busy:
-                i += 1
-                continue
-            rest = s.prompt + s.generated - s.computed
-            n = _decode_tokens(rep, s) if rest == 1 else rest
-            ok, pre = _grow(rep, s, n)
-            preempted |= pre
-            if not ok:
-                break
-            s.busy = True
-            seqs.append(s)
-            ns.append(n)
-            used += n
-            i += 1
+        _, preempted = self._take_running(rep, seqs, ns, math.inf)   # whole prompts, no budget
+        used = sum(ns)
         if not preempted:
             budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
             self._fill_whole(rep, seqs, ns, used, budget, reserve=False)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from ...compute.model import ComputeModel
 from ...engine.cluster import CollectivePlanner, FabricDelay
 from ...errors import InputError
-from ...hardware.cluster import ClusterSpec, build_fabric, load_cluster
+from ...hardware.cluster import ClusterSpec, build_fabric
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
@@ -235,7 +235,7 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
             the layers, EP not dividing the experts), an unknown precision, a replica larger
             than the cluster, or tables that cannot be read (``profile``).
     """
-    from ...llm.run import _PRESET_FOR_GPU
+    from ...llm.run import default_cluster
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     if precision not in PRECISIONS:
         raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", where="--precision")
@@ -254,8 +254,7 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
                          "GPUs (vLLM's expert parallelism with one data-parallel rank)", where="--ep")
     if not 0 < memory_utilization <= 1:
         raise InputError(f"the memory share must be in (0, 1], got {memory_utilization:g}", where="--memory-utilization")
-    spec = cluster if isinstance(cluster, ClusterSpec) else \
-        load_cluster(cluster or _PRESET_FOR_GPU.get(spec_gpu.key, "dgx-a100-superpod"))
+    spec = default_cluster(spec_gpu, None, None, cluster)
     fabric = build_fabric(spec, tp * pp)
     planner = CollectivePlanner(fabric, spec.nccl)
     dtype = "fp8" if precision == "fp8" else precision

@@ -188,13 +188,13 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
         InputError: for a TP the model or the cluster cannot take, or bad grid bounds.
     """
     from ...engine.cluster import CollectivePlanner, FabricDelay
-    from ...hardware.cluster import build_fabric, load_cluster
+    from ...hardware.cluster import build_fabric
     from ...hardware.gpu import get_gpu
-    from ...llm.run import _PRESET_FOR_GPU
+    from ...llm.run import default_cluster
     from .steps import step_timer
 
     spec_gpu = get_gpu(gpu)
-    spec = load_cluster(cluster or _PRESET_FOR_GPU.get(spec_gpu.key, "dgx-a100-superpod"))
+    spec = default_cluster(spec_gpu, None, None, cluster)
     max_seq_len = max_seq_len or model.seq_len
     for name, v in (("max_tokens", max_tokens), ("max_seq_len", max_seq_len), ("max_batch", max_batch)):
         if v < 1:
