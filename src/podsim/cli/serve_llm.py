@@ -118,77 +118,44 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..fileio import atomic_write_text
-    from ..hardware.gpu import get_gpu
     from ..serving.llm.metrics import format_summary
-    from ..serving.llm.requests import (generate, is_generator, load_requests, parse_generator,
-                                        with_poisson_arrivals)
-    from ..serving.llm.router import make_router
-    from ..serving.llm.schedulers import make_scheduler, vllm_defaults
-    from ..serving.llm.simulate import ServeConfig, link_transfer, simulate
-    from ..serving.llm.steps import step_timer
+    from ..serving.llm.requests import is_generator, load_requests, parse_generator
+    from ..serving.llm.run import PDLink, ReplicaSpec, prepare
+    from ..serving.llm.simulate import ServeConfig
     from ..sweep.search import load_model
     from .options import clear_progress_line
 
     model = load_model(args.model, args.model_config)
-    gpu = get_gpu(args.gpu)
-    make_scheduler(args.scheduler)            # unknown names fail here, before any work
-    make_router(args.router)
     pd = _pair(args.pd, "--pd", int)
     if pd is not None and args.replicas is not None and args.replicas != sum(pd):
         raise InputError(f"--pd {args.pd} makes {sum(pd)} replicas, --replicas says {args.replicas}", where="--pd")
-    spec = _pair(args.spec_decode, "--spec-decode", float)
-    tokens, seqs = args.max_batched_tokens, args.max_num_seqs
-    if args.scheduler.strip().lower() == "vllm":
-        d_tokens, d_seqs = vllm_defaults(gpu.memory_gib, gpu.name)
-        tokens, seqs = tokens or d_tokens, seqs or d_seqs
-    timer = step_timer(model, gpu, args.tp, args.pp, args.ep, args.precision, args.cluster, args.host_overhead_ms,
-                       max_batched_tokens=tokens or args.chunk_size or 8192, max_num_seqs=seqs or 256,
-                       kv_cache_dtype=args.kv_cache_dtype, profile=args.profile)
+    cfg = ServeConfig(replicas=args.replicas or 1, scheduler=args.scheduler, max_num_seqs=args.max_num_seqs,
+                      max_batched_tokens=args.max_batched_tokens, chunk_size=args.chunk_size, router=args.router,
+                      pd=pd, block_size=args.block_size, kv_blocks=args.kv_blocks,
+                      max_context=args.max_context or model.seq_len, prefix_hit_rate=args.prefix_hit_rate,
+                      spec_decode=_pair(args.spec_decode, "--spec-decode", float), slo_ttft_s=args.slo_ttft,
+                      slo_tpot_s=args.slo_tpot)
+    serving = prepare(ReplicaSpec(model, args.gpu, args.tp, args.pp, args.ep, args.precision, args.kv_cache_dtype,
+                                  args.host_overhead_ms, args.cluster, args.profile),
+                      cfg, PDLink(args.pd_backend, args.pd_bandwidth, args.pd_latency))
+    cfg = serving.config
     try:
         requests = load_requests(args.workload, args.requests)
     except InputError as e:
         raise e if e.source or e.where else InputError(e.message, where="--workload") from None
-    cfg = ServeConfig(replicas=args.replicas or 1, scheduler=args.scheduler, max_num_seqs=seqs,
-                      max_batched_tokens=tokens, chunk_size=args.chunk_size, router=args.router, pd=pd,
-                      block_size=args.block_size, kv_blocks=args.kv_blocks,
-                      max_context=args.max_context or model.seq_len, prefix_hit_rate=args.prefix_hit_rate,
-                      spec_decode=spec, slo_ttft_s=args.slo_ttft, slo_tpot_s=args.slo_tpot)
-    cfg.check()
-    transfers = None
-    transfer_ns = None
-    if pd is not None:
-        if args.pd_backend == "link":
-            transfer_ns = link_transfer(args.pd_bandwidth, round(args.pd_latency * 1e3))
-        else:
-            from ..llm.run import default_cluster
-            from ..serving.llm.transfer import KVTransfers
-            cluster = default_cluster(gpu, None, None, args.cluster)
-            gpus = args.tp * args.pp
-
-            def transfers(clock):  # type: ignore[no-untyped-def]
-                return KVTransfers(cluster, sum(pd), gpus, clock, args.pd_backend)
-    where = (f"{cfg.num_replicas} replica{'s' if cfg.num_replicas > 1 else ''} of {model.name}, each on "
-             f"{args.tp * args.pp} x {gpu.name} (tp {args.tp}, pp {args.pp})")
+    where = serving.describe()
 
     def serve(reqs, record: bool, what: str):  # type: ignore[no-untyped-def]
         bar = count_bar(what)
-        r = simulate(reqs, timer, cfg, transfer_ns=transfer_ns, transfers=transfers, record_steps=record,
-                     progress=bar)
+        r = serving.run(reqs, record_steps=record, progress=bar)
         clear_progress_line(bar if sys.stderr.isatty() else None)
         return r
 
     if args.find_capacity:
-        from ..serving.llm.capacity import find_capacity
         gen = parse_generator(args.workload) if is_generator(args.workload) else None
-
-        def requests_at(qps: float):  # type: ignore[no-untyped-def]
-            return generate(gen.with_qps(qps), len(requests)) if gen is not None else \
-                with_poisson_arrivals(requests, qps)
-
-        def at(qps: float):  # type: ignore[no-untyped-def]
-            return serve(requests_at(qps), False, f"{qps:.3g} req/s: served {{done}}/{{total}} requests")
-        start = gen.qps if gen is not None else max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
-        cap = find_capacity(at, args.capacity_target, start_qps=start)
+        cap = serving.capacity(requests, gen, args.capacity_target,
+                               run_at=lambda q, reqs: serve(reqs, False, f"{q:.3g} req/s: served {{done}}/{{total}} "
+                                                                          "requests"))
         print(f"podsim serve-llm --find-capacity: {where}, {len(requests)} requests a run, "
               f"{args.scheduler} scheduler, {args.router} router")
         for q, a in cap.probes:
@@ -200,7 +167,12 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
             print(f"  wrote {args.json}")
         if cap.result is None or not (args.trace or args.plot):
             return 0
-        result = cap.result if not args.trace else serve(requests_at(cap.qps), True, "served {done}/{total} requests")
+        result = cap.result
+        if args.trace:
+            from ..serving.llm.requests import generate, with_poisson_arrivals
+            again = generate(gen.with_qps(cap.qps), len(requests)) if gen is not None else \
+                with_poisson_arrivals(requests, cap.qps)
+            result = serve(again, True, "served {done}/{total} requests")
     else:
         result = serve(requests, bool(args.trace), "served {done}/{total} requests")
         result.info["notes"] = [f"{where}; KV cache {result.info['kv_blocks']:,} blocks of "

@@ -1,0 +1,172 @@
+"""LLM serving in one call: a model on replicas of TP x PP GPUs, served under a scheduler and a
+router, at a workload's rate or at the highest rate meeting the SLOs (issue #16).
+
+This is what ``podsim serve-llm``, the ``serve-llm`` runs of ``podsim sweep`` and the serving
+search of ``podsim search`` share: :func:`prepare` turns the settings into a :class:`Serving`
+(the replica's step timer, the scheduler's limits with ``vllm serve``'s defaults filled in, the
+P/D transfers), whose :meth:`Serving.run` serves a list of requests and whose
+:meth:`Serving.capacity` binary-searches the rate (:mod:`.capacity`).
+
+Cost: ``usd_per_mtok(gpus, usd_per_gpu_hour, tokens_per_s)`` = ``gpus x price / 3600 /
+tokens_per_s x 10^6``, US dollars per million output tokens.  Units: s, tokens, requests/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ...errors import InputError
+from ...hardware.cluster import ClusterSpec
+from ...hardware.gpu import GpuSpec, get_gpu
+from ...llm.model import ModelConfig
+from .capacity import Capacity, find_capacity
+from .metrics import LLMServeResult
+from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
+from .router import make_router
+from .schedulers import make_scheduler, vllm_defaults
+from .simulate import ServeConfig, link_transfer, simulate
+from .steps import LLMStepTimer, step_timer
+
+#: how P/D's KV caches move: over the cluster's fabric (flows that share links, or each alone), or
+#: a fixed link per GPU
+PD_BACKENDS = ("flow", "analytical", "link")
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """What one replica is: the model on TP x PP GPUs (EP of them holding the routed experts).
+
+    Attributes:
+        model: the model.
+        gpu: the GPU (a key, alias or spec).
+        tp, pp, ep: tensor-parallel GPUs, pipeline stages, expert-parallel degree.
+        precision: weights and GEMMs: bf16, fp16 or fp8.
+        kv_cache_dtype: the KV cache's element type (None: bf16).
+        host_overhead_ms: CPU time per step the GPU waits for (ms).
+        cluster: the cluster whose fabric carries the collectives and P/D transfers (None: the
+            GPU's preset).
+        profile: a folder of measured tables in Vidur's layout (None: podsim's compute model).
+    """
+
+    model: ModelConfig
+    gpu: str | GpuSpec
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    precision: str = "bf16"
+    kv_cache_dtype: str | None = None
+    host_overhead_ms: float = 0.0
+    cluster: str | ClusterSpec | None = None
+    profile: str | None = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica."""
+        return self.tp * self.pp
+
+
+@dataclass(frozen=True)
+class PDLink:
+    """How P/D transfers move: ``backend`` flow | analytical (the cluster's fabric) or link (each
+    GPU on its own link of ``bandwidth_gbps`` GB/s = 10^9 B/s and ``latency_us`` us)."""
+
+    backend: str = "flow"
+    bandwidth_gbps: float = 50.0
+    latency_us: float = 10.0
+
+
+@dataclass
+class Serving:
+    """A prepared deployment (see :func:`prepare`)."""
+
+    replica: ReplicaSpec
+    config: ServeConfig
+    timer: LLMStepTimer
+    pd_link: PDLink
+    gpu: GpuSpec
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the whole deployment (every replica's)."""
+        return self.config.num_replicas * self.replica.gpus
+
+    def describe(self) -> str:
+        """``4 replicas of Llama-3-70B, each on 4 x H100 (tp 4, pp 1)``."""
+        n = self.config.num_replicas
+        r = self.replica
+        return (f"{n} replica{'s' if n > 1 else ''} of {r.model.name}, each on {r.gpus} x {self.gpu.name} "
+                f"(tp {r.tp}, pp {r.pp})")
+
+    def run(self, requests: Sequence[Request], record_steps: bool = False,
+            progress: Callable[[int, int], None] | None = None) -> LLMServeResult:
+        """Serve ``requests`` (arrival order); ``record_steps`` keeps each step for a trace."""
+        cfg = self.config
+        transfer_ns = transfers = None
+        if cfg.pd is not None:
+            link = self.pd_link
+            if link.backend == "link":
+                transfer_ns = link_transfer(link.bandwidth_gbps, round(link.latency_us * 1e3))
+            else:
+                from ...llm.run import default_cluster
+                from .transfer import KVTransfers
+                cluster = default_cluster(self.gpu, None, None, self.replica.cluster)
+                replicas, per = cfg.num_replicas, self.replica.gpus
+
+                def transfers(clock):  # type: ignore[no-untyped-def]
+                    return KVTransfers(cluster, replicas, per, clock, link.backend)
+        return simulate(requests, self.timer, cfg, transfer_ns=transfer_ns, transfers=transfers,
+                        record_steps=record_steps, progress=progress)
+
+    def capacity(self, requests: Sequence[Request], generator: GeneratorSpec | None = None,
+                 target: float = 0.99, run_at: Callable[[float, list[Request]], LLMServeResult] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> Capacity:
+        """The highest request rate whose run meets the SLOs for ``target`` of the requests: the
+        generator's requests at each rate (``generator``), else ``requests`` re-timed as Poisson
+        arrivals.  ``run_at(qps, requests)`` serves one probe (default :meth:`run`)."""
+        if not requests:
+            raise InputError("no requests to serve", where="--workload")
+
+        def at(qps: float) -> list[Request]:
+            return generate(generator.with_qps(qps), len(requests)) if generator is not None else \
+                with_poisson_arrivals(list(requests), qps)
+        serve = run_at or (lambda q, reqs: self.run(reqs))
+        start = generator.qps if generator is not None else \
+            max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
+        return find_capacity(lambda q: serve(q, at(q)), target, start_qps=start, progress=progress)
+
+
+def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink()) -> Serving:
+    """Check the settings and build the replica's step timer.  The ``vllm`` scheduler's limits
+    default as ``vllm serve`` sets them for the GPU (:func:`~.schedulers.vllm_defaults`); the
+    timer sizes activations for the step's token budget.
+
+    Raises:
+        InputError: for an unknown scheduler, router or P/D backend, settings
+            :meth:`ServeConfig.check` refuses, or a replica the model cannot take.
+    """
+    gpu = replica.gpu if isinstance(replica.gpu, GpuSpec) else get_gpu(replica.gpu)
+    make_scheduler(config.scheduler)          # unknown names fail here, before any work
+    make_router(config.router)
+    if pd_link.backend not in PD_BACKENDS:
+        raise InputError(f"the P/D backend must be one of {', '.join(PD_BACKENDS)}, got {pd_link.backend!r}",
+                         where="--pd-backend")
+    if config.scheduler.strip().lower() == "vllm":
+        d_tokens, d_seqs = vllm_defaults(gpu.memory_gib, gpu.name)
+        config = replace(config, max_batched_tokens=config.max_batched_tokens or d_tokens,
+                         max_num_seqs=config.max_num_seqs or d_seqs)
+    config.check()
+    timer = step_timer(replica.model, gpu, replica.tp, replica.pp, replica.ep, replica.precision, replica.cluster,
+                       replica.host_overhead_ms,
+                       max_batched_tokens=config.max_batched_tokens or config.chunk_size or 8192,
+                       max_num_seqs=config.max_num_seqs or 256, kv_cache_dtype=replica.kv_cache_dtype,
+                       profile=replica.profile)
+    return Serving(replica, config, timer, pd_link, gpu)
+
+
+def usd_per_mtok(gpus: int, usd_per_gpu_hour: float, tokens_per_s: float | None) -> float | None:
+    """US dollars per million tokens when ``gpus`` GPUs at ``usd_per_gpu_hour`` each produce
+    ``tokens_per_s`` tokens a second (None when they produce none)."""
+    if not tokens_per_s:
+        return None
+    return gpus * usd_per_gpu_hour / 3600 / tokens_per_s * 1e6
