@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..serving.llm.router import ROUTERS
+from ..serving.llm.schedulers import SCHEDULERS
 from ..sweep.search import FLOW_TOP, SIMULATE_TOP
 from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, non_negative_arg, positive_arg
 
@@ -78,11 +80,13 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     src.add_argument("--model-config", metavar="FILE", help="a HuggingFace-style config.json")
     s.add_argument("--gpu", default="a100-80gb", metavar="NAME", help="a GPU key or alias, as in podsim llm")
     s.add_argument("--gpus", type=_ints, required=True, metavar="N[,N...]", help="GPU counts to search")
-    s.add_argument("--global-batch", type=count_arg, required=True, metavar="B", help="sequences per iteration")
-    s.add_argument("--seq-len", type=count_arg, default=2048, metavar="S")
-    s.add_argument("--objective", default="tokens", choices=["tokens", "mfu", "time", "cost"],
+    s.add_argument("--global-batch", type=count_arg, default=None, metavar="B",
+                   help="sequences per iteration (a training search needs it)")
+    s.add_argument("--seq-len", type=count_arg, default=None, metavar="S", help="tokens per sequence (default 2048)")
+    s.add_argument("--objective", default=None, choices=["tokens", "mfu", "time", "cost", "capacity"],
                    help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost per "
-                        "million tokens")
+                        "million tokens; a serving search by capacity (requests/s per GPU meeting the SLOs, its "
+                        "default), tokens (output tokens/s per GPU at capacity) or cost (per million output tokens)")
     s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
                    help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
                         "(with --objective cost and no price, the GPU's price in --gpu-prices)")
@@ -98,8 +102,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     add_workers(s)
     for dim, default in (("tp", "1,2,4,8"), ("pp", "1,2,4,8,16"), ("vpp", "1,2"), ("cp", "1"), ("ep", "1"),
                          ("micro-batch", "1,2,4")):
-        s.add_argument(f"--{dim}-values", type=_ints, default=_ints(default), metavar="N,N,...",
-                       help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try (default {default})")
+        s.add_argument(f"--{dim}-values", type=_ints, default=None if dim == "pp" else _ints(default),
+                       metavar="N,N,...", help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try "
+                       f"(default {default}" + ("; a serving search: 1)" if dim == "pp" else ")"))
     s.add_argument("--zero-values", type=_zero, default=(0,), metavar="N,N,...",
                    help="ZeRO stages to try besides the distributed optimizer (0-3; default 0)")
     for name, choices, default in (("recompute", ("none", "selective", "full"), "none,selective,full"),
@@ -122,10 +127,143 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--store", metavar="PATH", help="a results store (DuckDB file; pip install podsim[search]): "
                    "every evaluated layout is added as it finishes, and a search run again skips what it holds")
     s.add_argument("--json", metavar="OUT", help="evaluated, rejected (by reason) and the best layouts, as JSON")
+    g = s.add_argument_group("a serving search (--workload): the ways to serve the model on --gpus GPUs (TP, PP, EP "
+                             "per replica, the replicas the GPUs leave, scheduler, token budget, P/D split), each at "
+                             "its capacity: the highest request rate meeting the SLOs (podsim serve-llm "
+                             "--find-capacity)")
+    g.add_argument("--workload", metavar="TRACE.csv|poisson:QPS[,...]", default=None,
+                   help="the requests (as podsim serve-llm --workload): makes this a serving search")
+    g.add_argument("--requests", type=count_arg, default=500, metavar="N",
+                   help="requests of each capacity run (default 500)")
+    g.add_argument("--slo-ttft", type=positive_arg, default=None, metavar="S", help="time-to-first-token SLO (s)")
+    g.add_argument("--slo-tpot", type=positive_arg, default=None, metavar="S", help="time-per-output-token SLO (s)")
+    g.add_argument("--capacity-target", type=positive_arg, default=0.99, metavar="SHARE",
+                   help="the share of requests that must meet the SLOs (default 0.99)")
+    g.add_argument("--scheduler-values", type=_words(SCHEDULERS), default=("vllm", "sarathi"), metavar="X,X,...",
+                   help=f"schedulers to try, of {', '.join(SCHEDULERS)} (default vllm,sarathi)")
+    g.add_argument("--chunk-values", type=_ints, default=(512, 2048, 8192), metavar="N,N,...",
+                   help="token budgets of a step to try (vllm's --max-batched-tokens, sarathi's --chunk-size; default "
+                        "512,2048,8192)")
+    g.add_argument("--pd-values", default="off", metavar="off,P:D,all",
+                   help="prefill/decode splits to try: off (mixed replicas; default), P:D, all (every split)")
+    g.add_argument("--router", default="round-robin", choices=list(ROUTERS),
+                   help="how requests are spread over replicas (default round-robin)")
+    g.add_argument("--max-context", type=count_arg, default=None, metavar="TOKENS",
+                   help="the model's context (default: the model's)")
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+#: the options only a training search takes, and those only a serving search (--workload) takes
+_TRAINING_ONLY = ("global_batch", "seq_len", "vpp_values", "cp_values", "micro_batch_values", "zero_values",
+                  "recompute_values", "tp_overlap_values", "sequence_parallel_values", "distributed_optimizer_values",
+                  "overlap_grad_reduce_values", "overlap_param_gather_values", "simulate_top", "flow_top",
+                  "memory_reserve", "train_tokens", "backend", "store", "report")
+_SERVING_ONLY = ("requests", "slo_ttft", "slo_tpot", "capacity_target", "scheduler_values", "chunk_values",
+                 "pd_values", "router", "max_context")
+
+
+def _given(args: argparse.Namespace, dests: tuple[str, ...]) -> list[str]:
+    """The options of ``dests`` given other values than their defaults, as flags."""
+    p = argparse.ArgumentParser()
+    add_parser(p.add_subparsers())
+    defaults = vars(p.parse_args(["search", "--model", "m", "--gpus", "1"]))
+    return ["--" + d.replace("_", "-") for d in dests if getattr(args, d) != defaults[d]]
+
+
 def _run_search(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+
+    if args.workload is not None:
+        given = _given(args, _TRAINING_ONLY)
+        if given:
+            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a training search; a "
+                             "serving search (--workload) takes --requests, --slo-ttft, --slo-tpot, "
+                             "--scheduler-values, --chunk-values, --pd-values and the like", where=given[0])
+        return _run_serving_search(args)
+    given = _given(args, _SERVING_ONLY)
+    if given:
+        raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a serving search: give "
+                         "--workload TRACE.csv|poisson:QPS,... as well", where=given[0])
+    if args.global_batch is None:
+        raise InputError("a training search needs --global-batch B (or --workload for a serving search)",
+                         where="--global-batch")
+    return _run_training_search(args)
+
+
+def _run_serving_search(args: argparse.Namespace) -> int:
+    import json
+
+    from ..fileio import atomic_write_text
+    from ..hardware.gpu import get_gpu
+    from ..sweep.search import gpu_hour_price, load_model
+    from ..sweep.serving_search import ServingSpace, Workload, parse_pd, search_serving
+
+    model = load_model(args.model, args.model_config)
+    gpu = get_gpu(args.gpu)
+    model_arg = f"--model {args.model}" if args.model else f"--model-config {args.model_config}"
+    objective = args.objective or "capacity"
+    price, price_note = args.gpu_hour_price, ""
+    if price is None:
+        from ..errors import InputError
+        try:
+            price = gpu_hour_price(args.gpu, args.gpu_prices)
+            price_note = (f"  a GPU-hour of the {gpu.name} at ${price:g} ({args.gpu_prices or 'podsim/hardware/prices.yaml'}"
+                          "; --gpu-hour-price USD sets another)")
+        except InputError:
+            if objective == "cost" or args.gpu_prices:
+                raise
+    space = ServingSpace(gpus=args.gpus, tp=args.tp_values, pp=args.pp_values or (1,), ep=args.ep_values,
+                         scheduler=args.scheduler_values, chunk=args.chunk_values,
+                         pd=tuple(parse_pd(args.pd_values)))
+    workload = Workload(args.workload, args.requests, args.slo_ttft, args.slo_tpot, args.capacity_target,
+                        args.router, args.max_context)
+    bar = count_bar("capacity of {done}/{total} ways to serve")
+    res = search_serving(model, model_arg, args.gpu, space, workload, objective, args.cluster, price,
+                         args.workers, args.ray, bar)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 80 + "\r")
+    ok = [r for r in res.rows if not r["error"]]
+    slos = " and ".join([f"TTFT <= {args.slo_ttft:g} s"] * (args.slo_ttft is not None)
+                        + [f"TPOT <= {args.slo_tpot:g} s"] * (args.slo_tpot is not None))
+    print(f"podsim search: serving {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, {args.workload} "
+          f"({args.requests} requests a run), {slos} for {100 * args.capacity_target:g}% of requests: "
+          f"{res.evaluated:,} ways evaluated, {len(res.rows) - len(ok):,} could not serve; "
+          f"{sum(res.rejected.values()):,} rejected")
+    for reason, n in res.rejected.most_common():
+        print(f"  rejected {n:>6,}: {reason}")
+    if price_note:
+        print(price_note)
+    cost = price is not None
+    print(f"\n  {'#':>3}  {'req/s':>8}  {'req/s/GPU':>9}  {'tok/s/GPU':>9}  {'TTFT p99':>8}  {'TPOT p99':>8}"
+          + (f"  {'$/Mtok':>8}" if cost else "") + "  serving")
+    for i, r in enumerate(res.rows[:args.top], 1):
+        desc = (f"gpus {r['gpus']} tp {r['tp']} pp {r['pp']}" + (f" ep {r['ep']}" if r["ep"] > 1 else "")
+                + (f" replicas {r['replicas']}" if r["pd"] == "off" else f" pd {r['pd']}") + f" {r['scheduler']}"
+                + (f" chunk {r['chunk']}" if r["chunk"] is not None else ""))
+        if r["error"]:
+            print(f"  {i:>3}  {'-':>8}  {'-':>9}  {'-':>9}  {'-':>8}  {'-':>8}" + (f"  {'-':>8}" if cost else "")
+                  + f"  {desc}: {r['error']}")
+            continue
+
+        def ms(x: float | None) -> str:
+            return f"{'-':>8}" if x is None else f"{1e3 * x:6.0f}ms"
+        print(f"  {i:>3}  {r['capacity_qps']:>8.3g}  {r['capacity_qps_per_gpu']:>9.3g}  {r['tokens_per_s_per_gpu']:>9,.0f}"
+              f"  {ms(r['ttft_p99_s'])}  {ms(r['tpot_p99_s'])}"
+              + (f"  {r['cost_per_mtok_usd']:>8.3f}" if cost and r["cost_per_mtok_usd"] is not None else
+                 f"  {'-':>8}" if cost else "") + f"  {desc}")
+    if ok:
+        print(f"\n  reproduce the best: {ok[0]['command']}")
+    doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "workload": args.workload,
+           "requests": args.requests, "slo_ttft_s": args.slo_ttft, "slo_tpot_s": args.slo_tpot,
+           "capacity_target": args.capacity_target, "objective": objective, "usd_per_gpu_hour": price,
+           "evaluated": res.evaluated, "rejected": dict(res.rejected.most_common()), "best": res.rows[:args.top]}
+    if args.json:
+        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        print(f"  wrote {args.json}")
+    return 0
+
+
+def _run_training_search(args: argparse.Namespace) -> int:
     import json
 
     from ..errors import InputError
@@ -134,6 +272,12 @@ def _run_search(args: argparse.Namespace) -> int:
     from ..sweep.search import gpu_hour_price, load_model, search
     from ..sweep.space import Space
 
+    if args.objective == "capacity":
+        raise InputError("capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time "
+                         "or cost", where="--objective")
+    args.objective = args.objective or "tokens"
+    args.seq_len = args.seq_len or 2048
+    args.pp_values = args.pp_values or (1, 2, 4, 8, 16)
     model = load_model(args.model, args.model_config)
     gpu = get_gpu(args.gpu)
     model_arg = f"--model {args.model}" if args.model else f"--model-config {args.model_config}"

@@ -92,6 +92,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                         "as Poisson arrivals, a generator's own process)")
     s.add_argument("--capacity-target", type=positive_arg, default=0.99, metavar="SHARE",
                    help="--find-capacity: the share of requests that must meet the SLOs (default 0.99)")
+    s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
+                   help="the price of one GPU-hour in US dollars: the summary and JSON then say the cost per million "
+                        "output tokens")
     s.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/serving-llm.md)")
     s.add_argument("--trace", "--chrome-trace", dest="trace", metavar="OUT",
                    help="write a Perfetto/Chrome trace JSON: a track per replica, a slice per step")
@@ -110,6 +113,14 @@ def _pair(text: str | None, flag: str, kind: type) -> tuple | None:  # type: ign
         return int(a), kind(b)
     except ValueError:
         raise InputError(f"expected two numbers as A:B, got {text!r}", where=flag) from None
+
+
+def _cost(gpus: int, usd_per_gpu_hour: float, tokens_per_s: float | None) -> dict[str, object]:
+    """The JSON document's cost fields: ``gpus``, ``usd_per_gpu_hour`` and ``cost_per_mtok_usd``
+    (US dollars per million output tokens at ``tokens_per_s``)."""
+    from ..serving.llm.run import usd_per_mtok
+    return {"gpus": gpus, "usd_per_gpu_hour": usd_per_gpu_hour,
+            "cost_per_mtok_usd": usd_per_mtok(gpus, usd_per_gpu_hour, tokens_per_s)}
 
 
 def _run_serve_llm(args: argparse.Namespace) -> int:
@@ -162,8 +173,15 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
             print(f"  {q:10.4g} req/s   SLO met by {100 * a:5.1f}%   {'meets' if a >= args.capacity_target else '-'}")
         print(f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * args.capacity_target:g}% of requests"
               + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else ""))
+        doc = cap.to_dict()
+        if args.gpu_hour_price is not None:
+            tps = cap.qps * sum(r.output_tokens for r in requests) / len(requests)
+            doc.update(_cost(serving.gpus, args.gpu_hour_price, tps))
+            if doc["cost_per_mtok_usd"] is not None:
+                print(f"  cost: ${doc['cost_per_mtok_usd']:.4g} per million output tokens at capacity "
+                      f"({tps:,.0f} output tokens/s on {serving.gpus} GPUs at ${args.gpu_hour_price:g} a GPU-hour)")
         if args.json:
-            atomic_write_text(args.json, json.dumps(cap.to_dict(), indent=1) + "\n")
+            atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
             print(f"  wrote {args.json}")
         if cap.result is None or not (args.trace or args.plot):
             return 0
@@ -178,8 +196,14 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
         result.info["notes"] = [f"{where}; KV cache {result.info['kv_blocks']:,} blocks of "
                                 f"{cfg.block_size} tokens a replica"]
         print(format_summary(result))
+        doc = result.to_dict()
+        if args.gpu_hour_price is not None:
+            doc.update(_cost(serving.gpus, args.gpu_hour_price, doc["tokens_per_s"]))   # type: ignore[arg-type]
+            if doc["cost_per_mtok_usd"] is not None:
+                print(f"  cost          ${doc['cost_per_mtok_usd']:.4g} per million output tokens ({serving.gpus} GPUs "
+                      f"at ${args.gpu_hour_price:g} a GPU-hour)")
         if args.json:
-            atomic_write_text(args.json, json.dumps(result.to_dict(), indent=1) + "\n")
+            atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
             print(f"\n  wrote {args.json}")
     if args.trace:
         from ..serving.llm.trace import write_serve_trace

@@ -203,8 +203,46 @@ SERVE = RunKind(
     "inference serving: requests, placements, per-GPU queues (podsim serve)",
     {"w": "workload", "p": "placement", "n": "num-nodes", "d": "num-devices-per-node", "c": "memory-capacity"})
 
+SERVE_LLM = RunKind(
+    "serve-llm",
+    (Param("model", "name", help="a zoo model (podsim llm --list)"),
+     Param("model-config", "path", help="a HuggingFace-style config.json"),
+     Param("gpu", "name", "a100-80gb", help="a GPU key or alias"),
+     Param("cluster", "name", help="a cluster preset or YAML (default: the preset for the GPU)"),
+     Param("tp", "count", 1), Param("pp", "count", 1), Param("ep", "count", 1),
+     Param("precision", "choice", "bf16", ("bf16", "fp16", "fp8")),
+     Param("kv-cache-dtype", "choice", None, ("bf16", "fp16", "fp8")),
+     Param("host-overhead-ms", "nonneg", 0.0, help="CPU time per step, ms"),
+     Param("profile", "path", help="measured tables in Vidur's layout (a folder)"),
+     Param("replicas", "count", 1, help="model replicas (without pd)"),
+     Param("pd", "name", help="P:D prefill and decode replicas (instead of replicas), or off"),
+     Param("pd-backend", "choice", "flow", ("flow", "analytical", "link")),
+     Param("workload", "name", help="a request trace CSV or a generator (poisson:QPS,prompt=...,output=...)"),
+     Param("requests", "count", help="the first N requests of a trace, or N generated (default 1000)"),
+     Param("scheduler", "choice", "vllm", ("vllm", "sarathi", "orca", "static", "lightllm", "vllm-v0")),
+     Param("max-num-seqs", "count"), Param("max-batched-tokens", "count"),
+     Param("chunk-size", "count", help="sarathi's token budget of a step"),
+     Param("router", "choice", "round-robin", ("round-robin", "least-outstanding", "jsq", "kv-aware")),
+     Param("block-size", "count", 16), Param("kv-blocks", "count"), Param("max-context", "count"),
+     Param("prefix-hit-rate", "nonneg", 0.0),
+     Param("spec-decode", "name", help="K:A draft length and acceptance rate"),
+     Param("slo-ttft", "number", help="time-to-first-token SLO, s"),
+     Param("slo-tpot", "number", help="time-per-output-token SLO, s"),
+     Param("find-capacity", "bool", False, help="the metrics of the highest rate meeting the SLOs"),
+     Param("capacity-target", "number", 0.99, help="share of requests that must meet the SLOs"),
+     Param("gpu-hour-price", "number", help="US dollars a GPU-hour (default: podsim's price for the GPU, if any)")),
+    (("model", "model-config"), ("workload",)),
+    {"gpus": "BIGINT", "capacity_qps": "DOUBLE", "ttft_mean_s": "DOUBLE", "ttft_p99_s": "DOUBLE",
+     "tpot_mean_s": "DOUBLE", "tpot_p99_s": "DOUBLE", "e2e_mean_s": "DOUBLE", "e2e_p99_s": "DOUBLE",
+     "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE", "requests_per_s": "DOUBLE",
+     "slo_attainment": "DOUBLE", "preemptions": "BIGINT", "usd_per_gpu_hour": "DOUBLE", "cost_per_mtok_usd": "DOUBLE"},
+    ("capacity_qps", "tokens_per_s", "ttft_p99_s", "tpot_p99_s", "slo_attainment", "cost_per_mtok_usd"),
+    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
+    "LLM serving on replicas: continuous batching, a paged KV cache, schedulers, P/D (podsim serve-llm)",
+    {"chrome-trace": "trace"})
+
 #: run kind -> its definition
-RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE)}
+RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE, SERVE_LLM)}
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -287,6 +325,8 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
         except InputError as e:
             raise InputError(e.message, source, where) from None
         return v
+    if v is False and p.name in _OFF_NAMES:   # YAML reads a bare off / no as false
+        return "off"
     if not isinstance(v, str) or not v.strip():
         raise bad("a name" if k == "name" else "a file path")
     if k == "path" and not Path(resolve(v, base)).exists() and not _chakra_prefix(resolve(v, base)):
@@ -298,6 +338,10 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
         except InputError as e:
             raise InputError(e.message, source, where) from None
     return v
+
+
+#: parameters that take ``off`` (which YAML reads as false when bare)
+_OFF_NAMES = ("pd", "spec-decode")
 
 
 def _chakra_prefix(path: str) -> bool:
@@ -331,8 +375,23 @@ def _check_kernel_table(v: str, base: str | None) -> None:
         raise InputError(f"expected a kernel table CSV or 'measured'; no such file: {resolve(v, base)}")
 
 
+def _check_workload(v: str, base: str | None) -> None:
+    from ..serving.llm.requests import is_generator, parse_generator
+    if is_generator(v):
+        parse_generator(v, where="workload")
+    elif not Path(resolve(v, base)).exists():
+        raise InputError(f"expected a request trace file or a generator such as poisson:10,prompt=1000,output=200; "
+                         f"no such file: {resolve(v, base)}")
+
+
+def _check_pair(v: str, base: str | None) -> None:
+    if v.strip().lower() not in ("off", "none"):
+        _pair(v, "")
+
+
 _NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
-    "model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table}
+    "model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table,
+    "workload": _check_workload, "pd": _check_pair, "spec-decode": _check_pair}
 
 
 def _ints(text: str, where: str) -> tuple[int, ...]:
@@ -368,13 +427,22 @@ def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
     return resolve(name, base) if _is_path_like(name) else name
 
 
+def default_cluster_name(gpu: Any) -> str:
+    """The preset (or cluster) ``podsim llm`` and ``podsim serve-llm`` pick for ``gpu`` when
+    given none: what a what-if's cluster overrides change."""
+    from ..llm.run import default_cluster
+    spec = default_cluster(gpu, None, None, None)
+    src = spec.source or ""
+    return src[len("preset "):] if src.startswith("preset ") else spec.name
+
+
 def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim llm`` point: the iteration's time (s), tokens/s, model TFLOP/s per GPU, MFU,
     memory peak per GPU (GiB) and the breakdown of the rank finishing last (s)."""
     from ..hardware.gpu import get_gpu
     from ..llm.layout import Layout
     from ..llm.model import from_hf_config, get_model
-    from ..llm.run import default_cluster, simulate_training
+    from ..llm.run import simulate_training
     from ..units import parse_bandwidth
     from .whatif import apply_gpu
 
@@ -397,11 +465,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
                  account_for_loss=p["account-for-loss-in-pipeline-split"], pipeline_layers=pl,
                  flash_attention=not p["no-flash-attention"], tp_overlap=p["tp-overlap"],
                  overlap_param_gather=not p["no-overlap-param-gather"], loss_fusion=p["loss-fusion"])
-    default = None
-    if whatif.get("cluster") and not p.get("cluster"):
-        spec = default_cluster(gpu, None, None, None)
-        src = spec.source or ""
-        default = src[len("preset "):] if src.startswith("preset ") else spec.name
+    default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
     cluster = _cluster_arg(p, whatif, base, default)
     nic = parse_bandwidth(p["nic-bandwidth"], where="nic-bandwidth") if p.get("nic-bandwidth") else None
     compute = None
@@ -520,8 +584,84 @@ def _per_model(values: list[float] | None, models: int) -> list[float] | None:
     raise InputError(f"{models} models but {len(values)} SLOs", where="slos")
 
 
+def _pair(text: str | None, where: str) -> tuple[int, float] | None:
+    """``A:B`` (a whole number, a number), or None for none / ``off``."""
+    if text is None or str(text).strip().lower() in ("off", "none", ""):
+        return None
+    a, _, b = str(text).partition(":")
+    try:
+        return int(a), float(b)
+    except ValueError:
+        raise InputError(f"expected two numbers as A:B, got {text!r}", where=where) from None
+
+
+def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim serve-llm`` run (or, with ``find-capacity``, the run at the highest rate
+    meeting the SLOs): latencies (s), output tokens/s, requests/s, SLO attainment, preemptions,
+    the GPUs of every replica and the cost of a million output tokens (US dollars) at the
+    GPU-hour price (``gpu-hour-price``, else podsim's price for the GPU, else null).
+
+    Rates: a run's output tokens and requests over the time from its first arrival to its last
+    finish; at capacity, the capacity (requests/s) and it times the workload's mean output
+    tokens (the steady state the SLOs hold at)."""
+    from ..hardware.gpu import get_gpu
+    from ..llm.model import from_hf_config, get_model
+    from ..serving.llm.requests import is_generator, load_requests, parse_generator
+    from ..serving.llm.run import PDLink, ReplicaSpec, prepare, usd_per_mtok
+    from ..serving.llm.simulate import ServeConfig
+    from .search import gpu_hour_price
+    from .whatif import apply_gpu
+
+    model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
+    gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
+    pd = _pair(p.get("pd"), "pd")
+    if pd is not None and pd[1] != int(pd[1]):
+        raise InputError(f"expected whole numbers of replicas as P:D, got {p['pd']!r}", where="pd")
+    spec = _pair(p.get("spec-decode"), "spec-decode")
+    default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
+    cfg = ServeConfig(replicas=p["replicas"], scheduler=p["scheduler"], max_num_seqs=p.get("max-num-seqs"),
+                      max_batched_tokens=p.get("max-batched-tokens"), chunk_size=p.get("chunk-size"),
+                      router=p["router"], pd=None if pd is None else (pd[0], int(pd[1])), block_size=p["block-size"],
+                      kv_blocks=p.get("kv-blocks"), max_context=p.get("max-context") or model.seq_len,
+                      prefix_hit_rate=p["prefix-hit-rate"], spec_decode=None if spec is None else (spec[0], spec[1]),
+                      slo_ttft_s=p.get("slo-ttft"), slo_tpot_s=p.get("slo-tpot"))
+    serving = prepare(ReplicaSpec(model, gpu, p["tp"], p["pp"], p["ep"], p["precision"], p.get("kv-cache-dtype"),
+                                  p["host-overhead-ms"], _cluster_arg(p, whatif, base, default),
+                                  resolve(p["profile"], base) if p.get("profile") else None),
+                      cfg, PDLink(p["pd-backend"]))
+    workload = p["workload"] if is_generator(p["workload"]) else resolve(p["workload"], base)
+    requests = load_requests(workload, p.get("requests"))
+    capacity = None
+    if p["find-capacity"]:
+        cap = serving.capacity(requests, parse_generator(workload) if is_generator(workload) else None,
+                               p["capacity-target"])
+        if cap.result is None:
+            raise InputError(f"no rate tried meets the SLOs for {100 * p['capacity-target']:g}% of requests "
+                             f"(down to {min(q for q, _ in cap.probes):.3g} req/s)", where="find-capacity")
+        capacity, result = cap.qps, cap.result
+    else:
+        result = serving.run(requests)
+    d = result.stats()
+    price = p.get("gpu-hour-price")
+    if price is None:
+        try:
+            price = gpu_hour_price(gpu.key)
+        except InputError:
+            price = None
+    tps, rps = d["tokens_per_s"], d["requests_per_s"]
+    if capacity is not None:   # the steady state the SLOs hold at, not one finite run's drain
+        tps, rps = capacity * sum(r.output_tokens for r in requests) / len(requests), capacity
+    return {"gpus": serving.gpus, "capacity_qps": capacity,
+            **{k: d[k] for k in ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "e2e_mean_s", "e2e_p99_s")},
+            "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / serving.gpus if tps else None,
+            "requests_per_s": rps, "slo_attainment": d["slo_attainment"],
+            "preemptions": result.total_preemptions, "usd_per_gpu_hour": price,
+            "cost_per_mtok_usd": usd_per_mtok(serving.gpus, price, tps) if price is not None else None}
+
+
 _RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any], str | None], dict[str, Any]]] = {
-    "llm": run_llm, "collective": run_collective, "simulate": run_simulate, "serve": run_serve}
+    "llm": run_llm, "collective": run_collective, "simulate": run_simulate, "serve": run_serve,
+    "serve-llm": run_serve_llm}
 
 
 def with_defaults(run: RunKind, params: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ what-ifs, read, checked whole before anything runs, and expanded into points.
 ::
 
     name: llama3-8b-layouts        # optional (default: the file's name); the table's 'sweep' column
-    run: llm                       # llm | collective | simulate | serve
+    run: llm                       # llm | collective | simulate | serve | serve-llm
     fixed: {model: llama3-8b, gpu: h100, global-batch: 256, seq-len: 4096}
     grid: {gpus: [64, 128], tp: [2, 4, 8]}      # every combination (the product)
     points: [{pp: 1}, {pp: 2, vpp: 2}]          # an explicit list; grid x points when both
@@ -334,11 +334,9 @@ def _try_whatif(run: RunKind, full: dict[str, Any], w: dict[str, Any], base: str
             apply_cluster(ov["preset"], None, w["name"], base)
         return
     name = full.get("cluster")
-    if run.name == "llm" and name is None:
-        from ..llm.run import default_cluster
-        spec = default_cluster(get_gpu(full["gpu"]), None, None, None)
-        src = spec.source or ""
-        name = src[len("preset "):] if src.startswith("preset ") else spec.name
+    if run.name in ("llm", "serve-llm") and name is None:
+        from .runs import default_cluster_name
+        name = default_cluster_name(get_gpu(full["gpu"]))
     if name is None and "preset" not in ov:
         raise InputError("it changes the cluster, and the point names none: give cluster")
     cluster_doc(name or ov["preset"], ov, w["name"], base)
