@@ -32,4 +32,20 @@ what-if:
   - {name: 2x peak, gpu: {peak_scale: 2}}
   - {name: half NIC, cluster: {nic_bandwidth_scale: 0.5}}
 """),
+    "serve-llm": (("Llama 3 8B served on 4 H100s: mixed replicas or a prefill/decode split, each at its capacity "
+                   "under the SLOs, and with half the HBM bandwidth"), """\
+# podsim sweep --example serve-llm: Llama 3 8B on four H100s serving prompts of 1,000-3,000
+# tokens and 256-token answers: four mixed replicas, or 1, 2 or 3 of them prefilling for the
+# rest; each point's capacity (the highest request rate meeting TTFT <= 1 s and TPOT <= 15 ms
+# for 99% of requests), its cost per million output tokens, and what if HBM were half as fast.
+# Parameters: podsim serve-llm's flags.
+name: llama3-8b-pd
+run: serve-llm
+fixed: {model: llama3-8b, gpu: h100, replicas: 4, workload: "poisson:20,prompt=uniform:1000-3000,output=256",
+        requests: 300, slo-ttft: 1, slo-tpot: 0.015, find-capacity: true}
+grid: {pd: ["off", "1:3", "2:2", "3:1"]}
+what-if:
+  - {name: baseline}
+  - {name: half HBM, gpu: {hbm_bandwidth_scale: 0.5}}
+"""),
 }
