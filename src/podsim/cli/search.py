@@ -133,8 +133,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                              "--find-capacity)")
     g.add_argument("--workload", metavar="TRACE.csv|poisson:QPS[,...]", default=None,
                    help="the requests (as podsim serve-llm --workload): makes this a serving search")
-    g.add_argument("--requests", type=count_arg, default=500, metavar="N",
-                   help="requests of each capacity run (default 500)")
+    g.add_argument("--requests", type=count_arg, default=1000, metavar="N",
+                   help="requests of each capacity run (default 1000; more make a steadier answer at high rates)")
     g.add_argument("--slo-ttft", type=positive_arg, default=None, metavar="S", help="time-to-first-token SLO (s)")
     g.add_argument("--slo-tpot", type=positive_arg, default=None, metavar="S", help="time-per-output-token SLO (s)")
     g.add_argument("--capacity-target", type=positive_arg, default=0.99, metavar="SHARE",
@@ -251,6 +251,10 @@ def _run_serving_search(args: argparse.Namespace) -> int:
               f"  {ms(r['ttft_p99_s'])}  {ms(r['tpot_p99_s'])}"
               + (f"  {r['cost_per_mtok_usd']:>8.3f}" if cost and r["cost_per_mtok_usd"] is not None else
                  f"  {'-':>8}" if cost else "") + f"  {desc}")
+    shaky = sum(1 for r in res.rows[:args.top] if not r["error"] and not r["steady"])
+    if shaky:
+        print(f"\n  note: {shaky} of these rows' runs at capacity end before their queues can fill (arrivals over less "
+              "than 10 mean end-to-end latencies): their capacity is optimistic; give more --requests")
     if ok:
         print(f"\n  reproduce the best: {ok[0]['command']}")
     doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "workload": args.workload,

@@ -173,6 +173,10 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
             print(f"  {q:10.4g} req/s   SLO met by {100 * a:5.1f}%   {'meets' if a >= args.capacity_target else '-'}")
         print(f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * args.capacity_target:g}% of requests"
               + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else ""))
+        from ..serving.llm.run import transient_note
+        note = transient_note(cap.result) if cap.result is not None else None
+        if note:
+            print(f"  note: at capacity, {note}")
         doc = cap.to_dict()
         if args.gpu_hour_price is not None:
             tps = cap.qps * sum(r.output_tokens for r in requests) / len(requests)

@@ -14,7 +14,9 @@ Row fields: ``gpus``, ``tp``, ``pp``, ``ep``, ``replicas``, ``pd`` (``off`` or `
 ``scheduler``, ``chunk`` (tokens, null for schedulers without a budget), ``capacity_qps``
 (requests/s), ``capacity_qps_per_gpu``, ``tokens_per_s`` (output tokens/s at capacity: the
 rate x the workload's mean output tokens), ``tokens_per_s_per_gpu``, ``ttft_p99_s``,
-``tpot_p99_s`` (s, the run at capacity), ``slo_attainment`` (of that run),
+``tpot_p99_s`` (s, the run at capacity), ``slo_attainment`` (of that run), ``steady`` (whether
+that run's arrivals last at least 10 mean end-to-end latencies: if not, its queues may not have
+filled and the capacity is optimistic; more requests a run make it steady),
 ``cost_per_mtok_usd`` (US dollars per million output tokens at capacity, with a price: ``gpus x
 price / 3600 / tokens_per_s x 10^6``), ``command`` (the ``podsim serve-llm --find-capacity``
 command line that reproduces the row) and ``error`` (why a point could not be served; its
@@ -229,7 +231,9 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     mean_output = sum(r.output_tokens for r in requests) / len(requests)
     tps = cap.qps * mean_output
     d = cap.result.stats() if cap.result is not None else {}
-    row.update({"capacity_qps": cap.qps, "capacity_qps_per_gpu": cap.qps / pt.gpus, "tokens_per_s": tps,
+    from ..serving.llm.run import transient_note
+    row.update({"steady": cap.result is not None and transient_note(cap.result) is None,
+                "capacity_qps": cap.qps, "capacity_qps_per_gpu": cap.qps / pt.gpus, "tokens_per_s": tps,
                 "tokens_per_s_per_gpu": tps / pt.gpus, "ttft_p99_s": d.get("ttft_p99_s"),
                 "tpot_p99_s": d.get("tpot_p99_s"), "slo_attainment": d.get("slo_attainment"),
                 "cost_per_mtok_usd": usd_per_mtok(pt.gpus, price, tps) if price is not None else None,

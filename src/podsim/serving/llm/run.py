@@ -170,3 +170,23 @@ def usd_per_mtok(gpus: int, usd_per_gpu_hour: float, tokens_per_s: float | None)
     if not tokens_per_s:
         return None
     return gpus * usd_per_gpu_hour / 3600 / tokens_per_s * 1e6
+
+
+#: a run is taken as steady when its arrivals last at least this many mean end-to-end latencies
+STEADY_FACTOR = 10
+
+
+def transient_note(result: LLMServeResult, factor: float = STEADY_FACTOR) -> str | None:
+    """A warning when ``result``'s arrivals last less than ``factor`` x its mean end-to-end
+    latency: the replicas' queues may not have filled, so its SLO attainment (and a capacity
+    found from it) is optimistic.  None when the run is long enough."""
+    if result.num_requests < 2:
+        return None
+    span = (max(result.arrival_ns) - min(result.arrival_ns)) / 1e9
+    e2e = result.stats()["e2e_mean_s"] or 0.0
+    if span >= factor * e2e:
+        return None
+    return (f"the requests arrive over {span:.3g} s, less than {factor:g} x their mean end-to-end latency "
+            f"({e2e:.3g} s): the queues may not reach a steady state, so the SLO attainment is optimistic; "
+            f"give more --requests")
+

@@ -14,6 +14,19 @@ KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are
   that the cache cannot take.  Defaults as ``vllm serve`` sets them (``vllm/engine/arg_utils.py``,
   ``EngineArgs.get_batch_defaults``, the OpenAI server context): 8192 tokens and 1024 sequences
   on GPUs of 70 GiB or more other than the A100, else 2048 and 256 (:func:`vllm_defaults`).
+* ``vllm-v0`` -- vLLM V0's default scheduler without chunked prefill, *prefill-first*
+  (``vllm/core/scheduler.py``, ``Scheduler._schedule_default`` and ``_schedule_prefills``, FCFS):
+  if waiting requests can be admitted, the step runs only prefills -- whole prompts, in order,
+  while they fit a budget of ``max_batched_tokens`` tokens and fewer than ``max_num_seqs``
+  requests (running ones counted) run, stopping at the first that does not fit the budget or the
+  KV cache -- and the running decodes stall for that step; otherwise the step decodes every
+  running request, preempting the newest by recompute when the KV cache cannot grow (as
+  ``vllm``).  vLLM V0 refuses a budget below the model's context without chunked prefill, so
+  every prompt fits; here a prompt longer than the budget is admitted alone, in a step of its
+  own.  Defaults (:func:`vllm_v0_defaults`): V0's ``max(max_model_len, 2048)`` tokens -- 8192
+  here, a Llama 3 context, as the scheduler is not told the model's (pass the budget for
+  another) -- and 256 sequences.  V0's block manager kept a 1% watermark at admission
+  (``ServeConfig(watermark=0.01)``; the default here is none).
 * ``sarathi`` -- Sarathi-Serve: a ``chunk_size`` token budget (default 512), decodes first (they
   never stall behind a prompt), then prompts being prefilled, then new requests' chunks;
   preemption as vLLM's, for decodes.
@@ -45,7 +58,7 @@ if TYPE_CHECKING:
     from .replica import Replica
 
 #: the scheduler names
-SCHEDULERS = ("vllm", "sarathi", "orca", "static", "lightllm")
+SCHEDULERS = ("vllm", "vllm-v0", "sarathi", "orca", "static", "lightllm")
 #: "no limit" for a number of steps
 UNLIMITED = 1 << 62
 
@@ -56,6 +69,19 @@ def vllm_defaults(gpu_memory_gib: float | None, gpu_name: str = "") -> tuple[int
     if gpu_memory_gib is not None and gpu_memory_gib >= 70 and "a100" not in gpu_name.lower():
         return 8192, 1024
     return 2048, 256
+
+
+#: vLLM V0's default token budget without chunked prefill for a model of 8192 tokens of context
+V0_DEFAULT_BATCHED_TOKENS = 8192
+
+
+def vllm_v0_defaults(max_model_len: int | None = None) -> tuple[int, int]:
+    """vLLM V0's default (max_num_batched_tokens, max_num_seqs) without chunked prefill
+    (``vllm/config.py``, ``SchedulerConfig``): ``max(max_model_len, 2048)`` tokens and 256
+    sequences; ``max_model_len`` in tokens (None: 8192, a Llama 3 context)."""
+    if max_model_len is None:
+        return V0_DEFAULT_BATCHED_TOKENS, 256
+    return max(max_model_len, 2048), 256
 
 
 class Scheduler(Protocol):
@@ -202,6 +228,31 @@ class VllmScheduler(_Base):
         if len(rep.running) > self.max_batched_tokens:   # type: ignore[operator]
             return 0
         return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+
+
+class VllmV0Scheduler(_Base):
+    """vLLM V0's prefill-first scheduler (see the module docstring)."""
+
+    name = "vllm-v0"
+
+    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = V0_DEFAULT_BATCHED_TOKENS) -> None:
+        super().__init__(max_num_seqs, max_batched_tokens if max_batched_tokens is not None
+                         else V0_DEFAULT_BATCHED_TOKENS)
+
+    def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
+        seqs: list[Seq] = []
+        ns: list[int] = []
+        if rep.waiting:                     # prefills first: whole prompts; the decodes stall
+            self._fill_whole(rep, seqs, ns, 0, self.max_batched_tokens, reserve=False)  # type: ignore[arg-type]
+            if seqs:
+                return seqs, ns
+        self._take_running(rep, seqs, ns, math.inf)     # else every running request decodes
+        return seqs, ns
+
+    def steady_steps(self, rep: "Replica") -> int:
+        # a decode step means the first waiting request could not be admitted: sequence slots
+        # stay full until a request finishes, and free KV blocks only shrink while decodes grow
+        return UNLIMITED
 
 
 class SarathiScheduler(_Base):
@@ -353,8 +404,8 @@ class LightLLMScheduler(_Base):
 def make_scheduler(name: str, max_num_seqs: int | None = None, max_batched_tokens: int | None = None,
                    chunk_size: int | None = None) -> Scheduler:
     """A fresh scheduler by name (one per replica: some keep state).  Limits left ``None`` take
-    the scheduler's defaults (vllm: 2048 tokens, 256 sequences; sarathi: chunks of 512; the
-    others: 256 sequences, no token cap).
+    the scheduler's defaults (vllm: 2048 tokens, 256 sequences; vllm-v0: 8192 tokens, 256
+    sequences; sarathi: chunks of 512; the others: 256 sequences, no token cap).
 
     Raises:
         InputError: for an unknown name (with the closest one), or a limit below 1.
@@ -363,6 +414,8 @@ def make_scheduler(name: str, max_num_seqs: int | None = None, max_batched_token
     seqs = 256 if max_num_seqs is None else max_num_seqs
     if key == "vllm":
         return VllmScheduler(seqs, max_batched_tokens)
+    if key == "vllm-v0":
+        return VllmV0Scheduler(seqs, max_batched_tokens)
     if key == "sarathi":
         return SarathiScheduler(seqs, chunk_size if chunk_size is not None else max_batched_tokens)
     if key == "orca":
