@@ -22,6 +22,7 @@ Workloads: a trace CSV (arrived_at, num_prefill_tokens, num_decode_tokens: the A
 or poisson:QPS[,prompt=D,output=D,seed=S] / gamma:QPS,cv=C[,...] with lengths D = N,
 uniform:A-B or lognormal:MEDIAN:SIGMA.  vLLM's defaults follow `vllm serve`: 8192 batched
 tokens and 1024 sequences on GPUs of 70 GiB or more other than the A100, else 2048 and 256.
+vllm-v0's default budget is the model's context (at least 2048 tokens) and 256 sequences.
 Latencies in s (ms in the summary); docs/serving-llm.md lists every field."""
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
@@ -55,8 +56,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--requests", type=count_arg, default=None, metavar="N",
                    help="the first N requests of a trace (default all), or N generated ones (default 1000)")
     s.add_argument("--scheduler", default="vllm", metavar="NAME",
-                   help="vllm (V1: chunked prefill, token budget, recompute preemption; default), sarathi, orca, "
-                        "static (FasterTransformer), lightllm")
+                   help="vllm (V1: chunked prefill, token budget, recompute preemption; default), vllm-v0 (V0's "
+                        "prefill-first steps, whole prompts), sarathi, orca, static (FasterTransformer), lightllm")
     s.add_argument("--max-num-seqs", type=count_arg, default=None, metavar="N",
                    help="most requests running on a replica (vllm default: see below; others 256)")
     s.add_argument("--max-batched-tokens", type=count_arg, default=None, metavar="N",

@@ -24,7 +24,7 @@ from .capacity import Capacity, find_capacity
 from .metrics import LLMServeResult
 from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
-from .schedulers import make_scheduler, vllm_defaults
+from .schedulers import make_scheduler, vllm_defaults, vllm_v0_defaults
 from .simulate import ServeConfig, link_transfer, simulate
 from .steps import LLMStepTimer, step_timer
 
@@ -138,8 +138,10 @@ class Serving:
 
 def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink()) -> Serving:
     """Check the settings and build the replica's step timer.  The ``vllm`` scheduler's limits
-    default as ``vllm serve`` sets them for the GPU (:func:`~.schedulers.vllm_defaults`); the
-    timer sizes activations for the step's token budget.
+    default as ``vllm serve`` sets them for the GPU (:func:`~.schedulers.vllm_defaults`),
+    ``vllm-v0``'s as vLLM V0 set them for the model's context
+    (:func:`~.schedulers.vllm_v0_defaults`); the timer sizes activations for the step's token
+    budget.
 
     Raises:
         InputError: for an unknown scheduler, router or P/D backend, settings
@@ -151,8 +153,10 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
     if pd_link.backend not in PD_BACKENDS:
         raise InputError(f"the P/D backend must be one of {', '.join(PD_BACKENDS)}, got {pd_link.backend!r}",
                          where="--pd-backend")
-    if config.scheduler.strip().lower() == "vllm":
-        d_tokens, d_seqs = vllm_defaults(gpu.memory_gib, gpu.name)
+    name = config.scheduler.strip().lower()
+    if name in ("vllm", "vllm-v0"):
+        d_tokens, d_seqs = vllm_defaults(gpu.memory_gib, gpu.name) if name == "vllm" else \
+            vllm_v0_defaults(config.max_context or replica.model.seq_len)
         config = replace(config, max_batched_tokens=config.max_batched_tokens or d_tokens,
                          max_num_seqs=config.max_num_seqs or d_seqs)
     config.check()

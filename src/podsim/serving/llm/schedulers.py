@@ -250,8 +250,9 @@ class VllmV0Scheduler(_Base):
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
-        # a decode step means the first waiting request could not be admitted: sequence slots
-        # stay full until a request finishes, and free KV blocks only shrink while decodes grow
+        # a decode step means the first waiting request could not be admitted (one preempted in
+        # that step included: fewer blocks are left free than it held): sequence slots stay full
+        # until a request finishes, and free KV blocks only shrink while the decodes grow
         return UNLIMITED
 
 

@@ -58,7 +58,7 @@ class ServeConfig:
 
     Attributes:
         replicas: replicas (ignored under ``pd``: P + D).
-        scheduler: vllm, sarathi, orca, static or lightllm.
+        scheduler: vllm, vllm-v0, sarathi, orca, static or lightllm.
         max_num_seqs, max_batched_tokens, chunk_size: the scheduler's limits (None: its defaults).
         router: round-robin, least-outstanding, jsq or kv-aware.
         pd: (prefill replicas, decode replicas), or None for mixed replicas.
