@@ -91,6 +91,28 @@ def test_a_full_kv_cache_preempts_the_newest_request_by_recompute() -> None:
                                         (6_210_000 + 1_090_000 + 3 * 1_010_000, 4), (11_340_000, 0)]
 
 
+def test_a_full_kv_cache_preempts_by_swap_and_the_victim_resumes_without_recompute() -> None:
+    # as above, but the victim's blocks go to host memory: a block is 4 tokens x 1 B = 4 B, at
+    # 0.0004 GB/s (0.0004 B/ns) 10 us a copy
+    swap = dict(kv_blocks=5, block_size=4, preemption="swap", swap_space_gib=1.0, swap_bandwidth_gbps=0.0004)
+    r = _run([_req(0, 0, 8, 6), _req(1, 0, 8, 6)], **swap)
+    # step 1: both prompts, 1.16 ms.  Step 2: request 1 is preempted, its 2 blocks copied out
+    #   (20 us, in this step): request 0 decodes alone, 1.01 + 0.02 ms -> 2.19 ms
+    # steps 3-6: request 0 alone (4 x 1.01 ms) -> finishes at 6.23 ms, freeing its 4 blocks
+    # step 7: request 1 comes back with its 8 computed tokens: its 2 blocks copied in (20 us) and
+    #   a third block taken; it decodes its 9th token at once (1.01 + 0.02 ms -> 7.26 ms): no
+    #   recompute of the 9 tokens (1.09 ms by recompute); steps 8-11 decode -> 11.30 ms
+    assert r.preemptions == [0, 1] and r.replicas[0].preemptions == 1
+    assert r.first_ns == [1_160_000, 1_160_000]
+    assert r.finish_ns == [6_230_000, 6_230_000 + 1_030_000 + 4 * 1_010_000]
+    assert r.replicas[0].steps == 11
+    # no host space for two blocks: preempted by recompute, exactly as the test above
+    r = _run([_req(0, 0, 8, 6), _req(1, 0, 8, 6)], **dict(swap, swap_space_gib=4e-9))   # 4.3 B: one block
+    assert r.finish_ns == [6_210_000, 6_210_000 + 1_090_000 + 4 * 1_010_000]
+    with pytest.raises(InputError, match="--preemption"):
+        _run([_req(0, 0, 8, 6)], preemption="evict")
+
+
 def test_chunked_prefill_splits_a_long_prompt_into_budget_sized_steps() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, per_context_ns=100)
     r = _run([_req(0, 0, 1300, 2)], timer, max_batched_tokens=512)
@@ -283,7 +305,8 @@ def test_json_fields_trace_and_plot(tmp_path: Path) -> None:
                  ServeConfig(kv_blocks=100, slo_ttft_s=0.01, slo_tpot_s=0.0010175), record_steps=True)
     d = r.to_dict()
     stats = {f"{m}_{k}_s" for m in ("ttft", "tpot", "e2e") for k in ("mean", "p50", "p90", "p99")}
-    assert set(d) == stats | {"tokens_per_s", "requests_per_s", "slo_attainment", "preemptions", "requests", "kv_use"}
+    assert set(d) == stats | {"tokens_per_s", "requests_per_s", "slo_attainment", "preemptions", "swaps", "requests",
+                              "kv_use"}
     assert set(d["requests"][0]) == {"id", "arrival_s", "prompt_tokens", "output_tokens", "replica", "ttft_s",
                                      "tpot_s", "e2e_s", "preemptions"}
     # TTFTs 2.5 ms meet 10 ms; TPOTs 1.015 ms and 1.02 ms (test_two_requests_share_one_batch): one meets

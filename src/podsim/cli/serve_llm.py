@@ -83,6 +83,13 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                         "prefix_id column, if any)")
     s.add_argument("--spec-decode", default=None, metavar="K:A",
                    help="speculative decoding: draft length K, acceptance rate A (e.g. 4:0.7)")
+    s.add_argument("--preemption", default="recompute", choices=["recompute", "swap"],
+                   help="how a request gives up its KV blocks when the cache is full: recompute (vLLM V1; default) "
+                        "or swap (to host memory and back, vLLM V0's swap mode)")
+    s.add_argument("--swap-space", type=non_negative_arg, default=4.0, metavar="GIB",
+                   help="--preemption swap: host memory for swapped blocks, GiB per GPU (vLLM's default 4)")
+    s.add_argument("--swap-bandwidth", type=positive_arg, default=25.0, metavar="GB/s",
+                   help="--preemption swap: GPU-host copies, GB/s per GPU (default 25, PCIe 4.0 x16; ~50 on PCIe 5.0)")
     s.add_argument("--kv-blocks", type=count_arg, default=None, metavar="N",
                    help="KV blocks per replica (default: what GPU memory holds after weights and activations)")
     s.add_argument("--block-size", type=count_arg, default=16, metavar="TOKENS", help="KV block size (default 16)")
@@ -146,7 +153,8 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
                       pd=pd, block_size=args.block_size, kv_blocks=args.kv_blocks,
                       max_context=args.max_context or model.seq_len, prefix_hit_rate=args.prefix_hit_rate,
                       spec_decode=_pair(args.spec_decode, "--spec-decode", float), slo_ttft_s=args.slo_ttft,
-                      slo_tpot_s=args.slo_tpot)
+                      slo_tpot_s=args.slo_tpot, preemption=args.preemption, swap_space_gib=args.swap_space,
+                      swap_bandwidth_gbps=args.swap_bandwidth)
     serving = prepare(ReplicaSpec(model, args.gpu, args.tp, args.pp, args.ep, args.precision, args.kv_cache_dtype,
                                   args.host_overhead_ms, args.cluster, args.profile),
                       cfg, PDLink(args.pd_backend, args.pd_bandwidth, args.pd_latency))

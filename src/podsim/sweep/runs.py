@@ -223,6 +223,9 @@ SERVE_LLM = RunKind(
      Param("max-num-seqs", "count"), Param("max-batched-tokens", "count"),
      Param("chunk-size", "count", help="sarathi's token budget of a step"),
      Param("router", "choice", "round-robin", ("round-robin", "least-outstanding", "jsq", "kv-aware")),
+     Param("preemption", "choice", "recompute", ("recompute", "swap")),
+     Param("swap-space", "nonneg", 4.0, help="host memory for swapped blocks, GiB per GPU"),
+     Param("swap-bandwidth", "number", 25.0, help="GPU-host copies, GB/s per GPU"),
      Param("block-size", "count", 16), Param("kv-blocks", "count"), Param("max-context", "count"),
      Param("prefix-hit-rate", "nonneg", 0.0),
      Param("spec-decode", "name", help="K:A draft length and acceptance rate"),
@@ -624,7 +627,8 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
                       router=p["router"], pd=None if pd is None else (pd[0], int(pd[1])), block_size=p["block-size"],
                       kv_blocks=p.get("kv-blocks"), max_context=p.get("max-context") or model.seq_len,
                       prefix_hit_rate=p["prefix-hit-rate"], spec_decode=None if spec is None else (spec[0], spec[1]),
-                      slo_ttft_s=p.get("slo-ttft"), slo_tpot_s=p.get("slo-tpot"))
+                      slo_ttft_s=p.get("slo-ttft"), slo_tpot_s=p.get("slo-tpot"), preemption=p["preemption"],
+                      swap_space_gib=p["swap-space"], swap_bandwidth_gbps=p["swap-bandwidth"])
     serving = prepare(ReplicaSpec(model, gpu, p["tp"], p["pp"], p["ep"], p["precision"], p.get("kv-cache-dtype"),
                                   p["host-overhead-ms"], _cluster_arg(p, whatif, base, default),
                                   resolve(p["profile"], base) if p.get("profile") else None),

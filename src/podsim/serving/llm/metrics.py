@@ -12,7 +12,7 @@ JSON fields (``podsim serve-llm --json``):
   ``requests_per_s`` (requests / that time);
 * ``slo_attainment``: the share of requests meeting both ``slo_ttft_s`` and ``slo_tpot_s`` (only
   the SLOs given count; null when none is given; a one-token output meets any TPOT SLO);
-* ``preemptions``: preemptions by recompute over the run;
+* ``preemptions``: preemptions over the run, and ``swaps``: those by swap (the rest by recompute);
 * ``requests``: ``[{id, arrival_s, prompt_tokens, output_tokens, replica, ttft_s, tpot_s, e2e_s,
   preemptions}]`` in request order (``replica``: the one that produced its last token);
 * ``kv_use``: ``[{replica, role, blocks, samples: [[t_s, used], ...]}]``: the share of each
@@ -47,6 +47,7 @@ class ReplicaStats:
     kv_samples: list[tuple[int, int]]
     records: list[StepRecord] = field(default_factory=list)
     pp: int = 1
+    swaps: int = 0
 
 
 @dataclass
@@ -79,7 +80,7 @@ class LLMServeResult:
                 slo_tpot_s: float | None, info: dict[str, object]) -> "LLMServeResult":
         """Gather a finished run's requests and replicas."""
         stats = [ReplicaStats(r.index, r.role, r.kv.num_blocks, r.steps, r.busy_ns, r.preemptions, r.kv_samples,
-                              r.records, r.pp) for r in replicas]
+                              r.records, r.pp, r.swaps) for r in replicas]
         return cls([s.req.id for s in seqs], [s.req.arrival_ns for s in seqs], [s.prompt for s in seqs],
                    [s.output for s in seqs], [s.replica for s in seqs], [s.first_ns for s in seqs],
                    [s.finish_ns for s in seqs], [s.preemptions for s in seqs], stats, slo_ttft_s, slo_tpot_s, info)
@@ -157,7 +158,8 @@ class LLMServeResult:
                          "prompt_tokens": self.prompt_tokens[i], "output_tokens": self.output_tokens[i],
                          "replica": self.replica[i], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
                          "preemptions": self.preemptions[i]})
-        return {**self.stats(), "preemptions": self.total_preemptions, "requests": rows, "kv_use": self.kv_use()}
+        return {**self.stats(), "preemptions": self.total_preemptions,
+                "swaps": sum(r.swaps for r in self.replicas), "requests": rows, "kv_use": self.kv_use()}
 
 
 def thin(samples: list[tuple[int, int]], max_points: int) -> list[tuple[int, int]]:
@@ -200,7 +202,8 @@ def format_summary(r: LLMServeResult) -> str:
         slos = [f"TTFT <= {r.slo_ttft_s:g} s" for _ in [0] if r.slo_ttft_s is not None] + \
                [f"TPOT <= {r.slo_tpot_s:g} s" for _ in [0] if r.slo_tpot_s is not None]
         lines.append(f"  SLO met       {100 * att:.1f}% of requests ({' and '.join(slos)})")
-    lines.append(f"  preemptions   {r.total_preemptions:,}")
+    swaps = sum(rs.swaps for rs in r.replicas)
+    lines.append(f"  preemptions   {r.total_preemptions:,}" + (f" ({swaps:,} by swap)" if swaps else ""))
     for rs in r.replicas:
         peak = max((u for _, u in rs.kv_samples), default=0)
         util = rs.busy_ns / 1e9 / span if span > 0 else 0.0

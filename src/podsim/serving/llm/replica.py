@@ -86,7 +86,7 @@ class Replica:
     def __init__(self, index: int, role: str, timer: StepTimer, kv: KVCache, scheduler: "Scheduler", *,
                  on_finish: Callable[[Seq, int], None], on_prefilled: Callable[[Seq, int], None] | None = None,
                  lookahead: int = 0, accept: float = 0.0, prefix_hit_rate: float = 0.0, record: bool = False,
-                 fast: bool = True) -> None:
+                 fast: bool = True, swap_blocks: int = 0, swap_ns_per_block: float = 0.0) -> None:
         self.index = index
         self.role = role
         self.timer = timer
@@ -111,8 +111,13 @@ class Replica:
         self.pending_tokens = 0                  # tokens still to compute for them here
         self.waiting_blocks = 0                  # blocks the waiting requests' contexts need
         self.incoming_blocks = 0                 # P/D: blocks of requests on their way here
+        # preemption by swap: host blocks free, the copy time of each block, copies due in the next step
+        self.swap_free = swap_blocks
+        self.swap_ns_per_block = swap_ns_per_block
+        self.swap_ns = 0.0
         # statistics
         self.preemptions = 0
+        self.swaps = 0
         self.steps = 0
         self.busy_ns = 0
         self.kv_samples: list[tuple[int, int]] = [(0, 0)]
@@ -132,12 +137,20 @@ class Replica:
         raise AssertionError("no idle running request to preempt")
 
     def preempt(self, s: Seq) -> None:
-        """Preempt ``s`` by recompute: free its blocks, forget its KV, put it first in line."""
+        """Preempt ``s``: free its blocks and put it first in line; by swap (its blocks copied
+        to host memory, the copy timed in the next step) when host blocks are free for it, else
+        by recompute (its KV forgotten)."""
         self.running.remove(s)
         self.kv.release(s.blocks)
+        if 0 < s.blocks <= self.swap_free:
+            self.swap_free -= s.blocks
+            self.swap_ns += s.blocks * self.swap_ns_per_block
+            s.swapped = s.blocks
+            self.swaps += 1
+        else:
+            self.pending_tokens += s.computed
+            s.computed = 0
         s.blocks = 0
-        self.pending_tokens += s.computed
-        s.computed = 0
         s.preemptions += 1
         self.preemptions += 1
         s.demand = self.kv.blocks_for(s.prompt + s.generated)
@@ -169,6 +182,10 @@ class Replica:
         self.waiting.popleft()
         self.waiting_blocks -= s.demand
         s.blocks += got
+        if s.swapped:                        # its blocks come back from host memory
+            self.swap_free += s.swapped
+            self.swap_ns += s.swapped * self.swap_ns_per_block
+            s.swapped = 0
         if c0 != s.computed:
             self.pending_tokens -= c0 - s.computed
             s.computed = c0
@@ -304,9 +321,12 @@ class Replica:
         if not seqs:
             self._sample_kv(now)
             return
-        if self.fast and len(seqs) == len(self.running) and self._start_run(now, seqs, ns):
+        if self.fast and not self.swap_ns and len(seqs) == len(self.running) and self._start_run(now, seqs, ns):
             return
         stage = self.timer.stage_ns(list(zip(ns, [s.computed for s in seqs])))
+        if self.swap_ns:                     # the swaps this step's scheduling made, before its pass
+            stage += int(round(self.swap_ns))
+            self.swap_ns = 0.0
         self.steps += 1
         self.busy_ns += stage
         if self.pp == 1:

@@ -6,7 +6,8 @@ model samples the next one (``generated`` + 1).  So a prompt of P tokens yields 
 token when its last chunk is computed, and each later decode step computes 1 token (the one
 sampled last) and samples another.  A finished request has ``generated == output`` and
 ``computed == prompt + output - 1``.  Preemption by recompute drops the KV cache
-(``computed = 0``) and keeps the tokens generated so far: they are recomputed with the prompt.
+(``computed = 0``) and keeps the tokens generated so far: they are recomputed with the prompt;
+preemption by swap keeps ``computed`` (its blocks wait in host memory, ``swapped``).
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ class Seq:
         spec_steps: speculative decode steps it has taken (for the expected tokens' running sum).
         prefill_replica, prefill_blocks: P/D: the prefill replica and the blocks it keeps there
             until the KV transfer is done.
+        swapped: blocks of its KV cache in host memory (preempted by swap), 0 otherwise.
     """
 
     __slots__ = ("req", "prompt", "output", "computed", "generated", "blocks", "busy", "first_ns", "last_ns",
-                 "finish_ns", "preemptions", "replica", "demand", "spec_steps", "prefill_replica", "prefill_blocks")
+                 "finish_ns", "preemptions", "replica", "demand", "spec_steps", "prefill_replica", "prefill_blocks",
+                 "swapped")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -55,6 +58,7 @@ class Seq:
         self.spec_steps = 0
         self.prefill_replica = -1
         self.prefill_blocks = 0
+        self.swapped = 0
 
     @property
     def decoding(self) -> bool:

@@ -24,6 +24,13 @@ blocks, at most prompt - 1) are found cached and not computed; without it, a req
 ``prefix_id`` a replica has already prefilled finds its ``prefix_tokens`` cached there.  The
 cached tokens still take KV blocks (their sharing is not modelled) and stay cached for good.
 
+**Preemption by swap** (``preemption="swap"``): a victim's blocks are copied to host memory
+(``swap_space_gib`` per GPU) instead of dropped, and copied back when it is admitted again
+(first in line, as a recompute victim); each copy adds ``blocks x block bytes /
+swap_bandwidth`` to the step that makes it (vLLM V0 issues them before the step's forward pass),
+and nothing is recomputed.  A victim the host space cannot take is preempted by recompute (vLLM
+V0 aborts instead).
+
 **Speculative decoding** (``spec_decode=(k, a)``): each decode step verifies 1 + k tokens (timed
 as a chunk of 1 + k new tokens) and yields on average ``(1 - a^(k+1)) / (1 - a)`` tokens; the
 draft model's own time is not counted.
@@ -47,6 +54,8 @@ from .schedulers import make_scheduler
 from .sequence import Seq
 from .timing import StepTimer
 
+#: how a preempted request gives up its KV blocks
+PREEMPTIONS = ("recompute", "swap")
 #: P/D transfers' default link: bytes per ns (50 GB/s) and latency (ns)
 DEFAULT_TRANSFER_BYTES_PER_NS = 50.0
 DEFAULT_TRANSFER_LATENCY_NS = 10_000
@@ -70,6 +79,12 @@ class ServeConfig:
             prefix ids).
         spec_decode: (draft length k, acceptance rate a), or None.
         slo_ttft_s, slo_tpot_s: SLOs (s) for the attainment, or None.
+        preemption: ``recompute`` (drop a preempted request's KV cache; vLLM V1's only mode) or
+            ``swap`` (copy its blocks to host memory and back; vLLM V0's ``preemption_mode="swap"``).
+        swap_space_gib: host memory for swapped blocks, GiB per GPU (vLLM's ``--swap-space``, 4);
+            a victim that does not fit is preempted by recompute.
+        swap_bandwidth_gbps: GPU <-> host copies, GB/s (10^9 B/s) per GPU (25: PCIe 4.0 x16's
+            pinned copies; about 50 on PCIe 5.0).
     """
 
     replicas: int = 1
@@ -87,6 +102,9 @@ class ServeConfig:
     spec_decode: tuple[int, float] | None = None
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
+    preemption: str = "recompute"
+    swap_space_gib: float = 4.0
+    swap_bandwidth_gbps: float = 25.0
 
     def check(self) -> None:
         """Refuse settings that make no sense.
@@ -111,6 +129,15 @@ class ServeConfig:
         for name, v in (("--slo-ttft", self.slo_ttft_s), ("--slo-tpot", self.slo_tpot_s)):
             if v is not None and not (math.isfinite(v) and v > 0):
                 raise InputError(f"an SLO must be a finite number of seconds > 0, got {v}", where=name)
+        if self.preemption not in PREEMPTIONS:
+            raise InputError(f"preemption must be {' or '.join(PREEMPTIONS)}, got {self.preemption!r}",
+                             where="--preemption")
+        if not (math.isfinite(self.swap_space_gib) and self.swap_space_gib >= 0):
+            raise InputError(f"the swap space must be a finite number of GiB >= 0, got {self.swap_space_gib}",
+                             where="--swap-space")
+        if not (math.isfinite(self.swap_bandwidth_gbps) and self.swap_bandwidth_gbps > 0):
+            raise InputError(f"the swap bandwidth must be a finite number of GB/s > 0, got {self.swap_bandwidth_gbps}",
+                             where="--swap-bandwidth")
         if self.max_context is not None and self.max_context < 2:
             raise InputError(f"the model's context must be at least 2 tokens, got {self.max_context}",
                              where="--max-context")
@@ -226,6 +253,9 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
         if progress is not None and done[0] % every == 0:
             progress(done[0], n)
 
+    block_bytes = timer.kv_bytes_per_token * cfg.block_size          # one block on one GPU
+    swap_blocks = int(cfg.swap_space_gib * 2**30 // block_bytes) if cfg.preemption == "swap" else 0
+    swap_ns_per_block = block_bytes / cfg.swap_bandwidth_gbps          # GB/s = bytes per ns
     clock = Clock()
     roles = (["prefill"] * cfg.pd[0] + ["decode"] * cfg.pd[1]) if cfg.pd is not None else ["mixed"] * cfg.replicas
     reps: list[Replica] = []
@@ -233,7 +263,8 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
         sched = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
         reps.append(Replica(i, role, timer, KVCache(blocks, cfg.block_size, cfg.watermark), sched,
                             on_finish=on_finish, on_prefilled=None, lookahead=lookahead if role != "prefill" else 0,
-                            accept=accept, prefix_hit_rate=cfg.prefix_hit_rate, record=record_steps, fast=fast))
+                            accept=accept, prefix_hit_rate=cfg.prefix_hit_rate, record=record_steps, fast=fast,
+                            swap_blocks=swap_blocks, swap_ns_per_block=swap_ns_per_block))
     entry = [r for r in reps if r.role != "decode"]
     decode_pool = [r for r in reps if r.role == "decode"]
     entry_router = make_router(cfg.router)
