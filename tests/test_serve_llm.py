@@ -113,6 +113,39 @@ def test_a_full_kv_cache_preempts_by_swap_and_the_victim_resumes_without_recompu
         _run([_req(0, 0, 8, 6)], preemption="evict")
 
 
+def test_a_draft_model_adds_its_passes_and_takes_memory() -> None:
+    from podsim.serving.llm.drafting import DraftedTimer
+
+    class Draft(LinearTimer):
+        weights_bytes_per_gpu = 200.0
+
+    target = LinearTimer(base_ns=MS, per_token_ns=10_000, kv_bytes_per_token=1.0, kv_capacity_bytes=1000.0)
+    draft = Draft(base_ns=100_000, per_token_ns=1_000, kv_bytes_per_token=0.5)
+    t = DraftedTimer(target, draft, 3)   # type: ignore[arg-type]
+    # two decodes verifying 1 + 3 tokens and a 20-token prompt chunk: the target 1 ms + 28 x 10 us;
+    # the draft one pass over the chunk and the two decodes' first proposals (100 us + 22 x 1 us),
+    # then 2 passes of the two decodes (2 x 102 us)
+    assert t.stage_ns([(4, 100), (4, 50), (20, 0)]) == 1_280_000 + 122_000 + 204_000
+    assert t.kv_bytes_per_token == 1.5 and t.kv_capacity_bytes == 800.0
+    # served: one request, 100-token prompt, 9 output tokens, k = 3 all accepted: the prefill
+    # (2 ms + the draft's 200 us), then two decode steps of 4 tokens each (1.04 ms + 3 x 101 us)
+    r = simulate([_req(0, 0, 100, 9)], t, ServeConfig(kv_blocks=100, spec_decode=(3, 1.0)))
+    assert r.first_ns == [2_200_000] and r.finish_ns == [2_200_000 + 2 * 1_343_000]
+
+
+@pytest.mark.parametrize("extra, match", [
+    ([], "give --spec-decode K:A as well"),
+    (["--spec-decode", "4:0.7", "--pp", "2"], "without pipeline parallelism"),
+    (["--spec-decode", "4:0.7", "--draft-model", "lama3-8b"], "did you mean 'llama3-8b'"),
+])
+def test_a_draft_model_refuses_what_it_cannot_do(extra: list[str], match: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["serve-llm", "--model", "llama3-70b", "--gpu", "h100", "--tp", "4", "--workload", "poisson:1",
+            "--requests", "5", "--draft-model", "llama3-8b", *extra]
+    assert main(args) != 0
+    assert match in capsys.readouterr().err
+
+
 def test_chunked_prefill_splits_a_long_prompt_into_budget_sized_steps() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, per_context_ns=100)
     r = _run([_req(0, 0, 1300, 2)], timer, max_batched_tokens=512)

@@ -90,6 +90,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                    help="--preemption swap: host memory for swapped blocks, GiB per GPU (vLLM's default 4)")
     s.add_argument("--swap-bandwidth", type=positive_arg, default=25.0, metavar="GB/s",
                    help="--preemption swap: GPU-host copies, GB/s per GPU (default 25, PCIe 4.0 x16; ~50 on PCIe 5.0)")
+    s.add_argument("--draft-model", metavar="NAME|FILE", default=None,
+                   help="--spec-decode: the draft model (a zoo name or a HuggingFace config.json), run on the "
+                        "replica's GPUs at its TP: its passes add to each step and its weights and KV cache take "
+                        "memory (default: drafts cost nothing)")
     s.add_argument("--kv-blocks", type=count_arg, default=None, metavar="N",
                    help="KV blocks per replica (default: what GPU memory holds after weights and activations)")
     s.add_argument("--block-size", type=count_arg, default=16, metavar="TOKENS", help="KV block size (default 16)")
@@ -121,6 +125,19 @@ def _pair(text: str | None, flag: str, kind: type) -> tuple | None:  # type: ign
         return int(a), kind(b)
     except ValueError:
         raise InputError(f"expected two numbers as A:B, got {text!r}", where=flag) from None
+
+
+def _draft(name: str | None):  # type: ignore[no-untyped-def]
+    """The draft model: a zoo name, or a HuggingFace-style config file (a path that exists or
+    ends in .json)."""
+    if name is None:
+        return None
+    from pathlib import Path
+
+    from ..sweep.search import load_model
+    if name.endswith(".json") or Path(name).exists():
+        return load_model(None, name)
+    return load_model(name, None)
 
 
 def _cost(gpus: int, usd_per_gpu_hour: float, tokens_per_s: float | None) -> dict[str, object]:
@@ -156,7 +173,7 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
                       slo_tpot_s=args.slo_tpot, preemption=args.preemption, swap_space_gib=args.swap_space,
                       swap_bandwidth_gbps=args.swap_bandwidth)
     serving = prepare(ReplicaSpec(model, args.gpu, args.tp, args.pp, args.ep, args.precision, args.kv_cache_dtype,
-                                  args.host_overhead_ms, args.cluster, args.profile),
+                                  args.host_overhead_ms, args.cluster, args.profile, _draft(args.draft_model)),
                       cfg, PDLink(args.pd_backend, args.pd_bandwidth, args.pd_latency))
     cfg = serving.config
     try:

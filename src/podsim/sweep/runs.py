@@ -229,6 +229,7 @@ SERVE_LLM = RunKind(
      Param("block-size", "count", 16), Param("kv-blocks", "count"), Param("max-context", "count"),
      Param("prefix-hit-rate", "nonneg", 0.0),
      Param("spec-decode", "name", help="K:A draft length and acceptance rate"),
+     Param("draft-model", "name", help="the draft model (a zoo model)"),
      Param("slo-ttft", "number", help="time-to-first-token SLO, s"),
      Param("slo-tpot", "number", help="time-per-output-token SLO, s"),
      Param("find-capacity", "bool", False, help="the metrics of the highest rate meeting the SLOs"),
@@ -393,7 +394,7 @@ def _check_pair(v: str, base: str | None) -> None:
 
 
 _NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
-    "model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table,
+    "model": _check_model, "draft-model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table,
     "workload": _check_workload, "pd": _check_pair, "spec-decode": _check_pair}
 
 
@@ -631,7 +632,8 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
                       swap_space_gib=p["swap-space"], swap_bandwidth_gbps=p["swap-bandwidth"])
     serving = prepare(ReplicaSpec(model, gpu, p["tp"], p["pp"], p["ep"], p["precision"], p.get("kv-cache-dtype"),
                                   p["host-overhead-ms"], _cluster_arg(p, whatif, base, default),
-                                  resolve(p["profile"], base) if p.get("profile") else None),
+                                  resolve(p["profile"], base) if p.get("profile") else None,
+                                  get_model(p["draft-model"]) if p.get("draft-model") else None),
                       cfg, PDLink(p["pd-backend"]))
     workload = p["workload"] if is_generator(p["workload"]) else resolve(p["workload"], base)
     requests = load_requests(workload, p.get("requests"))

@@ -26,7 +26,9 @@ from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
 from .schedulers import make_scheduler, vllm_defaults, vllm_v0_defaults
 from .simulate import ServeConfig, link_transfer, simulate
-from .steps import LLMStepTimer, step_timer
+from .drafting import DraftedTimer
+from .steps import step_timer
+from .timing import StepTimer
 
 #: how P/D's KV caches move: over the cluster's fabric (flows that share links, or each alone), or
 #: a fixed link per GPU
@@ -47,6 +49,8 @@ class ReplicaSpec:
         cluster: the cluster whose fabric carries the collectives and P/D transfers (None: the
             GPU's preset).
         profile: a folder of measured tables in Vidur's layout (None: podsim's compute model).
+        draft_model: speculative decoding's draft model, run on the replica's GPUs at its TP
+            (:mod:`.drafting`; None: the drafts cost nothing).
     """
 
     model: ModelConfig
@@ -59,6 +63,7 @@ class ReplicaSpec:
     host_overhead_ms: float = 0.0
     cluster: str | ClusterSpec | None = None
     profile: str | None = None
+    draft_model: ModelConfig | None = None
 
     @property
     def gpus(self) -> int:
@@ -82,7 +87,7 @@ class Serving:
 
     replica: ReplicaSpec
     config: ServeConfig
-    timer: LLMStepTimer
+    timer: StepTimer
     pd_link: PDLink
     gpu: GpuSpec
 
@@ -160,11 +165,21 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
         config = replace(config, max_batched_tokens=config.max_batched_tokens or d_tokens,
                          max_num_seqs=config.max_num_seqs or d_seqs)
     config.check()
-    timer = step_timer(replica.model, gpu, replica.tp, replica.pp, replica.ep, replica.precision, replica.cluster,
-                       replica.host_overhead_ms,
-                       max_batched_tokens=config.max_batched_tokens or config.chunk_size or 8192,
-                       max_num_seqs=config.max_num_seqs or 256, kv_cache_dtype=replica.kv_cache_dtype,
-                       profile=replica.profile)
+    tokens, seqs = config.max_batched_tokens or config.chunk_size or 8192, config.max_num_seqs or 256
+    timer: StepTimer = step_timer(replica.model, gpu, replica.tp, replica.pp, replica.ep, replica.precision,
+                                  replica.cluster, replica.host_overhead_ms, max_batched_tokens=tokens,
+                                  max_num_seqs=seqs, kv_cache_dtype=replica.kv_cache_dtype, profile=replica.profile)
+    if replica.draft_model is not None:
+        if config.spec_decode is None:
+            raise InputError("a draft model drafts for speculative decoding: give --spec-decode K:A as well",
+                             where="--draft-model")
+        try:
+            draft = step_timer(replica.draft_model, gpu, replica.tp, 1, 1, replica.precision, replica.cluster,
+                               replica.host_overhead_ms, max_batched_tokens=tokens, max_num_seqs=seqs,
+                               kv_cache_dtype=replica.kv_cache_dtype)
+        except InputError as e:
+            raise InputError(f"the draft model: {e.message}", where="--draft-model") from None
+        timer = DraftedTimer(timer, draft, config.spec_decode[0])
     return Serving(replica, config, timer, pd_link, gpu)
 
 

@@ -33,7 +33,7 @@ V0 aborts instead).
 
 **Speculative decoding** (``spec_decode=(k, a)``): each decode step verifies 1 + k tokens (timed
 as a chunk of 1 + k new tokens) and yields on average ``(1 - a^(k+1)) / (1 - a)`` tokens; the
-draft model's own time is not counted.
+draft model's own time is the timer's (:class:`~.drafting.DraftedTimer` adds it; none otherwise).
 """
 
 from __future__ import annotations
