@@ -146,6 +146,20 @@ def test_a_draft_model_refuses_what_it_cannot_do(extra: list[str], match: str,
     assert match in capsys.readouterr().err
 
 
+def test_serve_llm_reports_mfu_from_the_served_tokens(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    assert main(["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--replicas", "2", "--workload",
+                 "poisson:4,prompt=1000,output=100", "--requests", "100", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    # by hand: 2 x 6.98e9 FLOPs per token (2N over Llama 3 8B's matrices: 8.03e9 parameters less
+    # the 128,256 x 4,096 embedding and output layer), 1,099 tokens a request computed once, over
+    # the run on 2 GPUs of 989.4 dense bf16 TFLOP/s; attention (~2%) and the sampled positions'
+    # logits (~1.5%) add a few per cent
+    span = 100 / d["requests_per_s"]
+    rough = 100 * 1099 * 2 * 6.98e9 / (span * 2 * 989.4e12)
+    assert 1.0 < d["mfu"] / rough < 1.08
+
+
 def test_chunked_prefill_splits_a_long_prompt_into_budget_sized_steps() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, per_context_ns=100)
     r = _run([_req(0, 0, 1300, 2)], timer, max_batched_tokens=512)
@@ -338,7 +352,7 @@ def test_json_fields_trace_and_plot(tmp_path: Path) -> None:
                  ServeConfig(kv_blocks=100, slo_ttft_s=0.01, slo_tpot_s=0.0010175), record_steps=True)
     d = r.to_dict()
     stats = {f"{m}_{k}_s" for m in ("ttft", "tpot", "e2e") for k in ("mean", "p50", "p90", "p99")}
-    assert set(d) == stats | {"tokens_per_s", "requests_per_s", "slo_attainment", "preemptions", "swaps", "requests",
+    assert set(d) == stats | {"tokens_per_s", "requests_per_s", "slo_attainment", "mfu", "preemptions", "swaps", "requests",
                               "kv_use"}
     assert set(d["requests"][0]) == {"id", "arrival_s", "prompt_tokens", "output_tokens", "replica", "ttft_s",
                                      "tpot_s", "e2e_s", "preemptions"}

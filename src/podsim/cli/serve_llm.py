@@ -18,7 +18,8 @@ EPILOG = """examples:
   podsim serve-llm --model llama3-8b --gpu a100 --workload poisson:1,prompt=uniform:500-1500,output=200 \\
       --requests 500 --slo-ttft 0.5 --slo-tpot 0.05 --find-capacity
 
-Workloads: a trace CSV (arrived_at, num_prefill_tokens, num_decode_tokens: the Azure LLM trace)
+Workloads: a trace CSV (arrived_at, num_prefill_tokens, num_decode_tokens: the Azure LLM trace as
+Vidur keeps it; or the raw release's TIMESTAMP, ContextTokens, GeneratedTokens)
 or poisson:QPS[,prompt=D,output=D,seed=S] / gamma:QPS,cv=C[,...] with lengths D = N,
 uniform:A-B or lognormal:MEDIAN:SIGMA.  vLLM's defaults follow `vllm serve`: 8192 batched
 tokens and 1024 sequences on GPUs of 70 GiB or more other than the A100, else 2048 and 256.

@@ -24,8 +24,9 @@ from .layout import Layout
 from .model import ModelConfig
 
 
-def _layer_fwd_per_token(model: ModelConfig, i: int, seq: int) -> tuple[float, float]:
-    """(matmul FLOPs, attention-score FLOPs) of layer ``i``'s forward, per token."""
+def layer_fwd_per_token(model: ModelConfig, i: int, seq: int) -> tuple[float, float]:
+    """(matmul FLOPs, attention-score FLOPs over ``seq`` positions) of layer ``i``'s forward, per
+    token (a multiply-add counts 2)."""
     h, d = model.hidden, model.dhead
     att = 2 * (h * model.heads * d + 2 * h * model.kv * d + model.heads * d * h)
     if model.is_moe_layer(i):
@@ -40,7 +41,7 @@ def causal_model_flops(model: ModelConfig, layout: Layout) -> float:
     """Model FLOPs of one iteration as NeMo / Megatron-Bridge count them: the attention scores
     and weighted sum halved for the causal mask (``3 B s [sum (2 P + 2 s a d) + 2 h V]``)."""
     s = layout.seq_len
-    score = sum(_layer_fwd_per_token(model, i, s)[1] for i in range(model.layers))
+    score = sum(layer_fwd_per_token(model, i, s)[1] for i in range(model.layers))
     return iteration_flops(model, layout)[0] - 3 * layout.global_batch * s * score / 2
 
 
@@ -51,7 +52,7 @@ def iteration_flops(model: ModelConfig, layout: Layout) -> tuple[float, float]:
     mat = score = 0.0
     per_layer = []
     for i in range(model.layers):
-        a, b = _layer_fwd_per_token(model, i, s)
+        a, b = layer_fwd_per_token(model, i, s)
         mat += a
         score += b
         per_layer.append(a + b)

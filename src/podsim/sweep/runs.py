@@ -239,7 +239,8 @@ SERVE_LLM = RunKind(
     {"gpus": "BIGINT", "capacity_qps": "DOUBLE", "ttft_mean_s": "DOUBLE", "ttft_p99_s": "DOUBLE",
      "tpot_mean_s": "DOUBLE", "tpot_p99_s": "DOUBLE", "e2e_mean_s": "DOUBLE", "e2e_p99_s": "DOUBLE",
      "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE", "requests_per_s": "DOUBLE",
-     "slo_attainment": "DOUBLE", "preemptions": "BIGINT", "usd_per_gpu_hour": "DOUBLE", "cost_per_mtok_usd": "DOUBLE"},
+     "slo_attainment": "DOUBLE", "preemptions": "BIGINT", "mfu": "DOUBLE", "usd_per_gpu_hour": "DOUBLE",
+     "cost_per_mtok_usd": "DOUBLE"},
     ("capacity_qps", "tokens_per_s", "ttft_p99_s", "tpot_p99_s", "slo_attainment", "cost_per_mtok_usd"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
     "LLM serving on replicas: continuous batching, a paged KV cache, schedulers, P/D (podsim serve-llm)",
@@ -661,7 +662,7 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
             **{k: d[k] for k in ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "e2e_mean_s", "e2e_p99_s")},
             "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / serving.gpus if tps else None,
             "requests_per_s": rps, "slo_attainment": d["slo_attainment"],
-            "preemptions": result.total_preemptions, "usd_per_gpu_hour": price,
+            "preemptions": result.total_preemptions, "mfu": d["mfu"], "usd_per_gpu_hour": price,
             "cost_per_mtok_usd": usd_per_mtok(serving.gpus, price, tps) if price is not None else None}
 
 

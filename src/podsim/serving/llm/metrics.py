@@ -10,6 +10,9 @@ JSON fields (``podsim serve-llm --json``):
   (s; percentiles interpolate linearly between the nearest ranks, as numpy's default);
 * ``tokens_per_s`` (output tokens / the time from the first arrival to the last finish) and
   ``requests_per_s`` (requests / that time);
+* ``mfu``: model FLOPs utilization, every request's model FLOPs (served once: no recompute,
+  no rejected drafts; :mod:`.flops`) over the span x the GPUs x their dense peak (null when the
+  run's model and GPU are not known, as with a test's step timer);
 * ``slo_attainment``: the share of requests meeting both ``slo_ttft_s`` and ``slo_tpot_s`` (only
   the SLOs given count; null when none is given; a one-token output meets any TPOT SLO);
 * ``preemptions``: preemptions over the run, and ``swaps``: those by swap (the rest by recompute);
@@ -60,6 +63,8 @@ class LLMServeResult:
         replicas: per-replica statistics.
         slo_ttft_s, slo_tpot_s: the SLOs (s) attainment counts, or None.
         info: what ran (scheduler, router, replicas, ...), for the summary.
+        mfu: model FLOPs utilization over the run (:func:`~.flops.serving_mfu`), when the
+            caller knows the model and GPU (None otherwise).
     """
 
     ids: list[int]
@@ -74,6 +79,7 @@ class LLMServeResult:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     info: dict[str, object] = field(default_factory=dict)
+    mfu: float | None = None
 
     @classmethod
     def collect(cls, seqs: list[Seq], replicas: list[Replica], slo_ttft_s: float | None,
@@ -142,6 +148,7 @@ class LLMServeResult:
         out["tokens_per_s"] = sum(self.output_tokens) / span if span > 0 else None
         out["requests_per_s"] = self.num_requests / span if span > 0 else None
         out["slo_attainment"] = self.slo_attainment()
+        out["mfu"] = self.mfu
         return out
 
     def kv_use(self, max_points: int = KV_POINTS) -> list[dict[str, object]]:
@@ -196,7 +203,8 @@ def format_summary(r: LLMServeResult) -> str:
     span = r.span_s
     tps, rps = d["tokens_per_s"], d["requests_per_s"]
     lines.append("")
-    lines.append(f"  throughput    {tps or 0:,.1f} output tokens/s, {rps or 0:.3f} requests/s over {span:,.1f} s")
+    lines.append(f"  throughput    {tps or 0:,.1f} output tokens/s, {rps or 0:.3f} requests/s over {span:,.1f} s"
+                 + (f", MFU {100 * r.mfu:.1f}%" if r.mfu is not None else ""))
     att = d["slo_attainment"]
     if att is not None:
         slos = [f"TTFT <= {r.slo_ttft_s:g} s" for _ in [0] if r.slo_ttft_s is not None] + \

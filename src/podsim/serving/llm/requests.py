@@ -5,10 +5,25 @@ of ``prompt_tokens`` and asks for ``output_tokens`` tokens; it may share its fir
 ``prefix_tokens`` prompt tokens with every other request of the same ``prefix_id`` (a system
 prompt, a conversation's history) for prefix caching.
 
-**Trace CSV** (the Azure LLM inference trace 2023 as Vidur processed it): a header naming at least
-``arrived_at`` (s from the first request, non-decreasing), ``num_prefill_tokens`` and
-``num_decode_tokens`` (positive whole numbers); optional ``prefix_id`` (a whole number >= 0, or
-empty for none) and ``prefix_tokens`` (at most the prompt).  Other columns are ignored.
+**Trace CSV**, in either of two column sets (a header naming at least one set; other columns
+are ignored; a header with both is read by the first):
+
+* the Azure LLM inference trace 2023 as Vidur processed it: ``arrived_at`` (s from the first
+  request, non-decreasing), ``num_prefill_tokens`` (prompt) and ``num_decode_tokens`` (output);
+* the raw Azure LLM inference trace (Azure/AzurePublicDataset ``AzureLLMInferenceTrace_*.csv``,
+  2023 and 2024): ``TIMESTAMP``, ``ContextTokens`` (prompt) and ``GeneratedTokens`` (output).
+  A timestamp is a date and time ``YYYY-MM-DD HH:MM:SS[.f...]`` (``T`` also separates them; up
+  to 9 fractional digits count, more are cut at the ns; an optional UTC offset ``+HH:MM`` or
+  ``Z``, none meaning UTC) -- 2023's ``2023-11-16 18:15:46.6805900``, 2024's
+  ``2024-05-10 00:00:00.009930+00:00`` -- or a plain number of seconds, every row the same kind.
+  A request arrives at its timestamp minus the first row's, in integer ns (exact, no float
+  rounding); rows must be in time order (a row earlier than the one before it is refused, not
+  sorted) and at most 9.2e8 s after the first.
+
+Token counts are positive whole numbers: a row of 0 output tokens (raw Azure files may have
+some) is refused in both sets, naming its row, since every request generates at least one token.  Optional in
+both: ``prefix_id`` (a whole number >= 0, or empty for none) and ``prefix_tokens`` (at most the
+prompt).
 
 **Generators**: ``poisson:QPS[,prompt=D,output=D,seed=S,prefixes=K:LEN]`` and
 ``gamma:QPS,cv=C[,...]``: arrivals of a Poisson process of ``QPS`` requests/s (exponential gaps)
@@ -22,10 +37,14 @@ ids drawn uniformly.
 
 from __future__ import annotations
 
+import calendar
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +52,10 @@ import numpy as np
 from ...errors import InputError, closest
 from ...fileio import read_text
 
-#: the columns a trace must have
+#: the columns a trace must have: arrival (s), prompt and output tokens (Vidur's processed trace)
 TRACE_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens")
+#: or the raw Azure LLM inference trace's: timestamp, prompt and output tokens
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 #: the latest arrival (s) a workload may have: beyond, integer ns could overflow
 MAX_SECONDS = 9.2e8
 #: the longest prompt or output podsim takes (tokens)
@@ -62,42 +83,114 @@ class Request:
     prefix_tokens: int = 0
 
 
-def _whole(text: str, what: str, source: str, where: str, low: int = 1) -> int:
-    """A whole number >= ``low`` (``"12"`` or ``"12.0"``), else an error naming the place."""
+def _whole(text: str, what: str, source: str, where: str, low: int = 1, zero_hint: str = "") -> int:
+    """A whole number >= ``low`` (``"12"`` or ``"12.0"``), else an error naming the place
+    (``zero_hint`` added when it is 0)."""
     try:
         v = float(text)
     except ValueError:
         v = math.nan
     if not (math.isfinite(v) and v == int(v) and low <= v <= MAX_TOKENS):
         kind = "a positive whole number" if low == 1 else f"a whole number >= {low}"
-        raise InputError(f"{what} must be {kind}, got {text.strip()!r}", source, where)
+        hint = f" ({zero_hint})" if zero_hint and v == 0 else ""
+        raise InputError(f"{what} must be {kind}, got {text.strip()!r}{hint}", source, where)
     return int(v)
 
 
+#: a raw Azure timestamp: date, time, fraction, UTC offset
+_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:\.(\d+))?\s*(Z|[+-]\d{2}:?\d{2})?")
+_TIMESTAMP_FORMS = "a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM] or a number of seconds"
+
+
+class _Timestamps:
+    """Raw Azure timestamps as integer ns (from 1970 in UTC for dates, from 0 for plain
+    seconds); every row of one file the kind of the first."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.dates: bool | None = None
+        self._second: tuple[str, int] = ("", 0)     # the last whole second parsed (most rows share it)
+
+    def ns(self, text: str, where: str) -> int:
+        t = text.strip()
+        m = _DATETIME.fullmatch(t)
+        if self.dates is None:
+            self.dates = m is not None
+        if self.dates:
+            if m is None:
+                raise InputError(f"TIMESTAMP must be a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM] as the "
+                                 f"first row's, got {t!r}", self.source, where)
+            day, frac, zone = m.groups()
+            if day != self._second[0]:
+                try:
+                    dt = datetime.strptime(day.replace("T", " "), "%Y-%m-%d %H:%M:%S")
+                except ValueError:
+                    raise InputError(f"TIMESTAMP {t!r} is not a valid date and time", self.source, where) from None
+                self._second = (day, calendar.timegm(dt.timetuple()))
+            ns = self._second[1] * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0)
+            if zone and zone != "Z":
+                sign = -1 if zone[0] == "-" else 1
+                hh, mm = int(zone[1:3]), int(zone[-2:])
+                if hh > 23 or mm > 59:
+                    raise InputError(f"TIMESTAMP {t!r} has a UTC offset out of range", self.source, where)
+                ns -= sign * (hh * 3600 + mm * 60) * 1_000_000_000
+            return ns
+        try:
+            d = Decimal(t)
+        except InvalidOperation:
+            d = Decimal("NaN")
+        if m is not None or not d.is_finite() or abs(d) > Decimal("1e12"):
+            what = "a number of seconds as the first row's" if m is not None else _TIMESTAMP_FORMS
+            raise InputError(f"TIMESTAMP must be {what}, got {t!r}", self.source, where)
+        return int((d * 1_000_000_000).to_integral_value(ROUND_HALF_EVEN))
+
+
+def _trace_columns(header: list[str], src: str) -> tuple[str, str, str]:
+    """The column set a trace header has (arrival, prompt, output), else an error naming the
+    missing columns of the closer set."""
+    sets = (TRACE_COLUMNS, AZURE_COLUMNS)
+    for cols in sets:
+        if all(c in header for c in cols):
+            return cols
+    best = max(sets, key=lambda cols: sum(c in header for c in cols))   # a tie: Vidur's
+    other = AZURE_COLUMNS if best is TRACE_COLUMNS else TRACE_COLUMNS
+    missing = [c for c in best if c not in header]
+    others = [h for h in header if h not in best]
+
+    def hint(m: str) -> str:
+        near = next((h for h in others if h.lower() == m.lower()), None) or closest(m, others)
+        return f"{m!r} (found {near!r}?)" if near else repr(m)
+    hints = [hint(m) for m in missing]
+    names = {TRACE_COLUMNS: "Vidur's processed trace", AZURE_COLUMNS: "the raw Azure trace"}
+    raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; a trace needs "
+                     f"{', '.join(best)} ({names[best]}) or {', '.join(other)} ({names[other]}) "
+                     f"(found: {', '.join(header) or 'nothing'})", src, "header")
+
+
 def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
-    """Read a request trace CSV (the module docstring says its columns); ``limit``: the first
-    rows only.
+    """Read a request trace CSV (the module docstring says its columns: Vidur's, or the raw
+    Azure trace's); ``limit``: the first rows only.
 
     Raises:
-        InputError: naming the file, and the row and column where it applies: a missing column,
-            a length that is not a positive whole number, a negative or non-finite arrival,
-            arrivals out of time order, a prefix longer than its prompt, or no rows.
+        InputError: naming the file, and the row and column where it applies: a missing column
+            (of either set), a length that is not a positive whole number (0 output tokens
+            included), a negative or non-finite arrival, a timestamp that is neither a date and
+            time nor a number of seconds (or not the first row's kind), arrivals out of time
+            order or too far apart, a prefix longer than its prompt, or no rows.
     """
     src = str(path)
-    text = read_text(path, "request trace")
+    text = read_text(path, "request trace").removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text))
     header = [h.strip() for h in next(reader, [])]
-    missing = [c for c in TRACE_COLUMNS if c not in header]
-    if missing:
-        others = [h for h in header if h not in TRACE_COLUMNS]
-        hints = [f"{m!r} (found {closest(m, others)!r}?)" if closest(m, others) else repr(m) for m in missing]
-        raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; a trace needs "
-                         f"{', '.join(TRACE_COLUMNS)} (found: {', '.join(header) or 'nothing'})", src, "header")
+    c_arr, c_prompt, c_out = _trace_columns(header, src)
+    raw = c_arr == AZURE_COLUMNS[0]
     col = {c: header.index(c) for c in header}
-    ia, ip, io_ = col["arrived_at"], col["num_prefill_tokens"], col["num_decode_tokens"]
+    ia, ip, io_ = col[c_arr], col[c_prompt], col[c_out]
     ipid, iplen = col.get("prefix_id"), col.get("prefix_tokens")
+    stamps = _Timestamps(src)
     out: list[Request] = []
     last = 0.0
+    first_ns = last_ns = 0
     for row_no, row in enumerate(reader, start=1):
         if limit is not None and len(out) >= limit:
             break
@@ -106,19 +199,34 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
         where = f"row {row_no} (line {reader.line_num})"
         if len(row) < len(header):
             raise InputError(f"expected {len(header)} fields, got {len(row)}", src, where)
-        try:
-            t = float(row[ia])
-        except ValueError:
-            t = math.nan
-        if not (math.isfinite(t) and 0 <= t <= MAX_SECONDS):
-            raise InputError(f"arrived_at must be a finite number of seconds from 0 to {MAX_SECONDS:.3g}, got "
-                             f"{row[ia].strip()!r}", src, f"{where}, column arrived_at")
-        if t < last:
-            raise InputError(f"arrived_at {t:g} s is before the previous row's {last:g} s: rows must be in time "
-                             "order", src, f"{where}, column arrived_at")
-        last = t
-        prompt = _whole(row[ip], "num_prefill_tokens", src, f"{where}, column num_prefill_tokens")
-        output = _whole(row[io_], "num_decode_tokens", src, f"{where}, column num_decode_tokens")
+        if raw:
+            ns = stamps.ns(row[ia], f"{where}, column {c_arr}")
+            if not out:
+                first_ns = last_ns = ns
+            if ns < last_ns:
+                raise InputError(f"TIMESTAMP {row[ia].strip()!r} is {(last_ns - ns) / 1e9:g} s before the previous "
+                                 "row's: rows must be in time order", src, f"{where}, column {c_arr}")
+            if ns - first_ns > MAX_SECONDS * 1e9:
+                raise InputError(f"TIMESTAMP {row[ia].strip()!r} is {(ns - first_ns) / 1e9:.4g} s after the first "
+                                 f"row's, more than {MAX_SECONDS:.3g} s", src, f"{where}, column {c_arr}")
+            last_ns = ns
+            arrival = ns - first_ns
+        else:
+            try:
+                t = float(row[ia])
+            except ValueError:
+                t = math.nan
+            if not (math.isfinite(t) and 0 <= t <= MAX_SECONDS):
+                raise InputError(f"arrived_at must be a finite number of seconds from 0 to {MAX_SECONDS:.3g}, got "
+                                 f"{row[ia].strip()!r}", src, f"{where}, column arrived_at")
+            if t < last:
+                raise InputError(f"arrived_at {t:g} s is before the previous row's {last:g} s: rows must be in time "
+                                 "order", src, f"{where}, column arrived_at")
+            last = t
+            arrival = round(t * 1e9)
+        prompt = _whole(row[ip], c_prompt, src, f"{where}, column {c_prompt}")
+        output = _whole(row[io_], c_out, src, f"{where}, column {c_out}",
+                        zero_hint="every request generates at least one token: drop the rows of 0")
         pid, plen = -1, 0
         if ipid is not None and row[ipid].strip():
             pid = _whole(row[ipid], "prefix_id", src, f"{where}, column prefix_id", low=0)
@@ -128,7 +236,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
             if plen > prompt:
                 raise InputError(f"prefix_tokens {plen} is longer than the prompt ({prompt} tokens)", src,
                                  f"{where}, column prefix_tokens")
-        out.append(Request(len(out), round(t * 1e9), prompt, output, pid, plen))
+        out.append(Request(len(out), arrival, prompt, output, pid, plen))
     if not out:
         raise InputError("the trace has no requests", src)
     return out

@@ -21,6 +21,7 @@ from ...hardware.cluster import ClusterSpec
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
 from .capacity import Capacity, find_capacity
+from .flops import serving_mfu
 from .metrics import LLMServeResult
 from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
@@ -120,8 +121,11 @@ class Serving:
 
                 def transfers(clock):  # type: ignore[no-untyped-def]
                     return KVTransfers(cluster, replicas, per, clock, link.backend)
-        return simulate(requests, self.timer, cfg, transfer_ns=transfer_ns, transfers=transfers,
-                        record_steps=record_steps, progress=progress)
+        result = simulate(requests, self.timer, cfg, transfer_ns=transfer_ns, transfers=transfers,
+                          record_steps=record_steps, progress=progress)
+        result.mfu = serving_mfu(self.replica.model, result.prompt_tokens, result.output_tokens, result.span_s,
+                                 self.gpus, self.gpu.peak(self.replica.precision) / 1e3)
+        return result
 
     def capacity(self, requests: Sequence[Request], generator: GeneratorSpec | None = None,
                  target: float = 0.99, run_at: Callable[[float, list[Request]], LLMServeResult] | None = None,
