@@ -160,6 +160,34 @@ def test_serve_llm_reports_mfu_from_the_served_tokens(tmp_path: Path) -> None:
     assert 1.0 < d["mfu"] / rough < 1.08
 
 
+def test_a_shared_prefix_takes_its_blocks_once_and_is_evicted_when_unused() -> None:
+    # blocks of 4 tokens, 6 blocks; requests of 12-token prompts whose first 8 tokens (2 blocks)
+    # are prefix 0; A at t = 0, B at 0.5 ms (while A's prefill runs)
+    reqs = [_req(0, 0, 12, 2, pid=0, plen=8), _req(1, MS // 2, 12, 2, pid=0, plen=8)]
+    r = _run(reqs, kv_blocks=6, block_size=4)
+    # step 1: A's 12 tokens (1.12 ms); its first 2 blocks become prefix 0's.  Step 2: A decodes (13
+    #   tokens: 4 blocks, 2 of them the prefix's) and B is admitted with 8 tokens cached: its 12
+    #   tokens take 1 block of its own beside the prefix's 2 -- 5 of 6 in use, so it fits;
+    #   1 + 4 tokens, 1.05 ms -> 2.17 ms: A's last token, B's first.  Step 3: B decodes, 3.18 ms.
+    assert r.first_ns == [1_120_000, 2_170_000] and r.finish_ns == [2_170_000, 3_180_000]
+    assert (2_170_000 - MS // 2) / 1e9 == pytest.approx(r.ttft_s()[1])
+    # KV use as steps are formed: 3 (A's prompt), 5 (A 4 + B's own 1), 4 (B: 2 + 2 of its own);
+    # at the end prefix 0 is cached but unused: not counted
+    assert [u for _, u in r.replicas[0].kv_samples] == [3, 5, 4, 0]
+    # without sharing B's 12 tokens would take 3 blocks (7 > 6): it would wait for A to finish
+    # (first token at 3.17 ms).  Here a third request without a prefix needs 5 blocks (6 with
+    # its decode slot) at 4 ms, when only 4 are free and prefix 0's 2 are cached: they are
+    # evicted, so a fourth request of prefix 0 at 20 ms computes its whole prompt again
+    more = reqs + [_req(2, 4 * MS, 20, 2), _req(3, 20 * MS, 12, 2, pid=0, plen=8)]
+    r = _run(more, kv_blocks=6, block_size=4)
+    assert r.first_ns[2] == 4 * MS + 1_200_000                     # 20 tokens, nothing cached
+    assert r.first_ns[3] == 20 * MS + 1_120_000                    # 12 tokens: the prefix was evicted
+    again = _run(reqs + [_req(3, 20 * MS, 12, 2, pid=0, plen=8)], kv_blocks=6, block_size=4)
+    assert again.first_ns[2] == 20 * MS + 1_040_000                # kept: only 4 tokens computed
+    slow = simulate(more, T, ServeConfig(kv_blocks=6, block_size=4), fast=False)
+    assert slow.first_ns == r.first_ns and slow.finish_ns == r.finish_ns
+
+
 def test_chunked_prefill_splits_a_long_prompt_into_budget_sized_steps() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, per_context_ns=100)
     r = _run([_req(0, 0, 1300, 2)], timer, max_batched_tokens=512)
@@ -294,8 +322,10 @@ def test_prefix_caching_skips_the_cached_tokens() -> None:
 # -- the exact fast path, capacity -------------------------------------------------------------------
 
 @pytest.mark.parametrize("scheduler", ["vllm", "sarathi", "orca", "static", "lightllm"])
-def test_runs_of_decode_steps_in_one_go_change_nothing(scheduler: str) -> None:
-    reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"), 300)
+@pytest.mark.parametrize("prefixes", ["", ",prefixes=3:160"])
+def test_runs_of_decode_steps_in_one_go_change_nothing(scheduler: str, prefixes: str) -> None:
+    reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"
+                                    + prefixes), 300)
     timer = LinearTimer(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300)
     for router in ("round-robin", "jsq", "kv-aware"):
         cfg = ServeConfig(replicas=2, scheduler=scheduler, router=router, kv_blocks=250, max_num_seqs=40)

@@ -9,11 +9,18 @@ a block count (vLLM's ``--num-gpu-blocks-override``) to match an engine's log.
 
 A *watermark* keeps a share of the blocks free when admitting new requests (vLLM V0's block
 manager: 1%); running requests may still grow into it.  vLLM V1 has none (the default here).
+
+**Shared prefixes** (vLLM's automatic prefix caching, by prefix id): the whole blocks of a
+prompt prefix that requests share are held once, with a count of the requests using them
+(:meth:`KVCache.register`, :meth:`KVCache.ref`, :meth:`KVCache.unref`).  A prefix no request
+uses stays cached, its blocks neither free nor used, until blocks are needed: then the least
+recently released prefixes are evicted, whole, before an allocation fails.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 from ...errors import InputError
 
@@ -44,7 +51,8 @@ class KVCache:
         watermark: share of the blocks (0 to 1) that admitting a new request must leave free.
     """
 
-    __slots__ = ("num_blocks", "block_size", "free", "watermark_blocks")
+    __slots__ = ("num_blocks", "block_size", "free", "watermark_blocks", "prefix_blocks", "prefix_refs", "cached",
+                 "cached_blocks")
 
     def __init__(self, num_blocks: int, block_size: int = 16, watermark: float = 0.0) -> None:
         if num_blocks < 1 or block_size < 1:
@@ -56,11 +64,62 @@ class KVCache:
         self.block_size = block_size
         self.free = num_blocks
         self.watermark_blocks = int(watermark * num_blocks)
+        self.prefix_blocks: dict[int, int] = {}     # prefix id -> its blocks (held once)
+        self.prefix_refs: dict[int, int] = {}       # prefix id -> requests using it
+        self.cached: OrderedDict[int, None] = OrderedDict()   # unused prefixes, least recent first
+        self.cached_blocks = 0                      # their blocks: evictable
 
     @property
     def used(self) -> int:
-        """Blocks held by requests."""
-        return self.num_blocks - self.free
+        """Blocks held by requests (their own and the prefixes they use); unused cached
+        prefixes are not counted."""
+        return self.num_blocks - self.free - self.cached_blocks
+
+    @property
+    def available(self) -> int:
+        """Blocks an allocation may take: the free ones and the unused cached prefixes'."""
+        return self.free + self.cached_blocks
+
+    def _make_room(self, need: int) -> bool:
+        """Evict unused cached prefixes, least recent first, until ``need`` blocks are free;
+        False (evicting nothing) when even all of them would not do."""
+        if need <= self.free:
+            return True
+        if need > self.free + self.cached_blocks:
+            return False
+        while self.free < need:
+            pid, _ = self.cached.popitem(last=False)
+            n = self.prefix_blocks.pop(pid)
+            del self.prefix_refs[pid]
+            self.cached_blocks -= n
+            self.free += n
+        return True
+
+    # -- shared prefixes ---------------------------------------------------------------------------
+
+    def has_prefix(self, pid: int) -> bool:
+        """Whether prefix ``pid``'s blocks are here (used or cached)."""
+        return pid in self.prefix_blocks
+
+    def register(self, pid: int, blocks: int) -> None:
+        """A request's first ``blocks`` blocks become prefix ``pid``'s, used by that request
+        (they stay taken: only their owner changes)."""
+        self.prefix_blocks[pid] = blocks
+        self.prefix_refs[pid] = 1
+
+    def ref(self, pid: int) -> None:
+        """One more request uses prefix ``pid`` (no longer evictable)."""
+        if self.prefix_refs[pid] == 0:
+            del self.cached[pid]
+            self.cached_blocks -= self.prefix_blocks[pid]
+        self.prefix_refs[pid] += 1
+
+    def unref(self, pid: int) -> None:
+        """One request less uses prefix ``pid``; with none left it stays cached, evictable."""
+        self.prefix_refs[pid] -= 1
+        if self.prefix_refs[pid] == 0:
+            self.cached[pid] = None
+            self.cached_blocks += self.prefix_blocks[pid]
 
     def blocks_for(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` tokens: ``ceil(tokens / block_size)``."""
@@ -72,7 +131,7 @@ class KVCache:
         need = -(-tokens // self.block_size) - held
         if need <= 0:
             return 0
-        if need > self.free:
+        if not self._make_room(need):
             return -1
         self.free -= need
         return need
@@ -82,7 +141,7 @@ class KVCache:
         need = -(-tokens // self.block_size) - held
         if need <= 0:
             return 0
-        if need > self.free - self.watermark_blocks:
+        if not self._make_room(need + self.watermark_blocks):
             return -1
         self.free -= need
         return need

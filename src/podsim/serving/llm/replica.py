@@ -99,7 +99,6 @@ class Replica:
         self.expected_tokens = (lookahead + 1.0 if accept >= 1.0 else (1.0 - accept ** (lookahead + 1)) /
                                 (1.0 - accept)) if lookahead else 1.0
         self.prefix_hit_rate = prefix_hit_rate
-        self.prefixes: set[int] = set()          # prefix ids whose KV this replica has computed
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
         self.inflight: deque[tuple[int, list[Seq], list[int]]] = deque()
@@ -142,10 +141,12 @@ class Replica:
         by recompute (its KV forgotten)."""
         self.running.remove(s)
         self.kv.release(s.blocks)
-        if 0 < s.blocks <= self.swap_free:
-            self.swap_free -= s.blocks
-            self.swap_ns += s.blocks * self.swap_ns_per_block
-            s.swapped = s.blocks
+        held = s.blocks + s.shared                # a shared prefix is copied out with the rest
+        self.drop_prefix(s)
+        if 0 < held <= self.swap_free:
+            self.swap_free -= held
+            self.swap_ns += held * self.swap_ns_per_block
+            s.swapped = held
             self.swaps += 1
         else:
             self.pending_tokens += s.computed
@@ -161,13 +162,32 @@ class Replica:
         """Prompt tokens of ``s`` found in this replica's prefix cache: whole blocks, at most the
         prompt less one token (the last is always computed, as vLLM does)."""
         bs = self.kv.block_size
+        pid = s.req.prefix_id
         if self.prefix_hit_rate:
             hit = int(self.prefix_hit_rate * s.prompt)
-        elif s.req.prefix_id >= 0 and s.req.prefix_id in self.prefixes:
-            hit = s.req.prefix_tokens
+        elif pid >= 0 and self.kv.has_prefix(pid):
+            hit = min(s.req.prefix_tokens, self.kv.prefix_blocks[pid] * bs)
         else:
             return 0
         return min(hit, s.prompt + s.generated - 1) // bs * bs
+
+    def drop_prefix(self, s: Seq) -> None:
+        """``s`` stops using its shared prefix (it finished, left or was preempted)."""
+        if s.shared:
+            self.kv.unref(s.req.prefix_id)
+            s.shared = 0
+
+    def _share_prefix(self, s: Seq) -> None:
+        """``s`` computed its whole prompt: the whole blocks of its prefix become the replica's
+        shared prefix, unless the replica has it already (or hit rates, not ids, are modelled)."""
+        pid = s.req.prefix_id
+        if pid < 0 or s.shared or self.prefix_hit_rate or self.kv.has_prefix(pid):
+            return
+        n = min(s.req.prefix_tokens, s.prompt) // self.kv.block_size
+        if 0 < n <= s.blocks:
+            s.blocks -= n
+            s.shared = n
+            self.kv.register(pid, n)
 
     def admit(self, s: Seq, n_max: int, reserve_tokens: int = 0) -> int:
         """Admit the first waiting request ``s`` with a chunk of at most ``n_max`` tokens, taking
@@ -176,9 +196,15 @@ class Replica:
         cache cannot take it."""
         c0 = s.computed or self.cached_prefix(s)
         n = min(s.prompt + s.generated - c0, n_max)
-        got = self.kv.admit(s.blocks, max(c0 + n, reserve_tokens))
+        shared = c0 // self.kv.block_size if c0 > s.computed and not self.prefix_hit_rate else 0
+        if shared:                               # hold the prefix before anything is evicted
+            self.kv.ref(s.req.prefix_id)
+        got = self.kv.admit(s.blocks + shared, max(c0 + n, reserve_tokens))
         if got < 0:
+            if shared:
+                self.kv.unref(s.req.prefix_id)
             return 0
+        s.shared = shared
         self.waiting.popleft()
         self.waiting_blocks -= s.demand
         s.blocks += got
@@ -262,7 +288,7 @@ class Replica:
         bs = self.kv.block_size
         extra = 0
         for s in seqs:                         # step m + 1's KV slots (the run's bound leaves room)
-            b = -(-(s.computed + 1) // bs)
+            b = -(-(s.computed + 1) // bs) - s.shared
             if b > s.blocks:
                 extra += b - s.blocks
                 s.blocks = b
@@ -292,8 +318,8 @@ class Replica:
         """Free KV blocks at ``t`` (after :meth:`advance_to` ``t``)."""
         run = self.run
         if run is None:
-            return self.kv.free
-        return self.kv.free - run.extra_blocks(bisect_left(run.ends, t) + 1)
+            return self.kv.available
+        return self.kv.available - run.extra_blocks(bisect_left(run.ends, t) + 1)
 
     def process_next(self) -> None:
         """Process the next event alone (replicas whose events others must see in time order)."""
@@ -306,7 +332,7 @@ class Replica:
             self._try(c)
 
     def _sample_kv(self, t: int) -> None:
-        used = self.kv.num_blocks - self.kv.free
+        used = self.kv.used
         if used != self.kv_samples[-1][1]:
             if self.kv_samples[-1][0] == t:
                 self.kv_samples[-1] = (t, used)
@@ -377,8 +403,7 @@ class Replica:
                 if c != total:
                     continue
                 s.generated += 1
-                if s.req.prefix_id >= 0:
-                    self.prefixes.add(s.req.prefix_id)
+                self._share_prefix(s)
             if not prefill_role:
                 if s.first_ns < 0:
                     s.first_ns = end
@@ -401,6 +426,7 @@ class Replica:
     def _finish(self, s: Seq, end: int) -> None:
         self.kv.release(s.blocks)
         s.blocks = 0
+        self.drop_prefix(s)
         if s.first_ns < 0:
             s.first_ns = end
         s.last_ns = end
@@ -436,7 +462,7 @@ class Replica:
         bs = self.kv.block_size
         extra = 0
         for s, c in zip(run.seqs, run.ctx):
-            b = -(-(c + m) // bs)
+            b = -(-(c + m) // bs) - s.shared
             if b > s.blocks:
                 extra += b - s.blocks
                 s.blocks = b
@@ -480,7 +506,7 @@ class _Run:
         self.start = start
         self.seqs = seqs
         self.ctx = [s.computed for s in seqs]
-        self.held = [s.blocks for s in seqs]
+        self.held = [s.blocks + s.shared for s in seqs]
         self.m_cap = m_cap
         self.ends: list[int] = []
 

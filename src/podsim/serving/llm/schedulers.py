@@ -116,7 +116,7 @@ def _grow(rep: "Replica", s: Seq, n: int) -> tuple[bool, bool]:
     kv = rep.kv
     preempted = False
     while True:
-        got = kv.grow(s.blocks, s.computed + n)
+        got = kv.grow(s.blocks + s.shared, s.computed + n)
         if got >= 0:
             s.blocks += got
             return True, preempted
@@ -279,7 +279,7 @@ class SarathiScheduler(_Base):
             if s.busy or s.decoding:
                 continue
             n = min(s.prompt + s.generated - s.computed, budget)
-            got = rep.kv.grow(s.blocks, s.computed + n)
+            got = rep.kv.grow(s.blocks + s.shared, s.computed + n)
             if got < 0:
                 break
             s.blocks += got

@@ -35,11 +35,13 @@ class Seq:
         prefill_replica, prefill_blocks: P/D: the prefill replica and the blocks it keeps there
             until the KV transfer is done.
         swapped: blocks of its KV cache in host memory (preempted by swap), 0 otherwise.
+        shared: blocks of a shared prefix it uses on its replica (held by the replica's prefix
+            cache, not in ``blocks``), 0 otherwise.
     """
 
     __slots__ = ("req", "prompt", "output", "computed", "generated", "blocks", "busy", "first_ns", "last_ns",
                  "finish_ns", "preemptions", "replica", "demand", "spec_steps", "prefill_replica", "prefill_blocks",
-                 "swapped")
+                 "swapped", "shared")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -59,6 +61,7 @@ class Seq:
         self.prefill_replica = -1
         self.prefill_blocks = 0
         self.swapped = 0
+        self.shared = 0
 
     @property
     def decoding(self) -> bool:

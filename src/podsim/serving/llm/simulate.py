@@ -20,9 +20,13 @@ object whose ``start(nbytes_per_gpu, src, dst, on_done)`` runs on the simulation
 (:class:`~.transfer.KVTransfers`: flows on the fabric that contend).
 
 **Prefix caching**: with ``prefix_hit_rate`` h, a prompt's first ``h x prompt`` tokens (whole
-blocks, at most prompt - 1) are found cached and not computed; without it, a request whose
-``prefix_id`` a replica has already prefilled finds its ``prefix_tokens`` cached there.  The
-cached tokens still take KV blocks (their sharing is not modelled) and stay cached for good.
+blocks, at most prompt - 1) are found cached and not computed (those tokens still take the
+request's own blocks: a hit rate names no prefix to share).  Without it, prefixes are shared by
+id: when a request of a ``prefix_id`` has computed its prompt, the whole blocks of its
+``prefix_tokens`` become the replica's, held once for every request of that id that runs there;
+a later request of the id finds them cached (not computed) and takes blocks only for the rest.
+A prefix no request uses stays cached until blocks run short, then the least recently used are
+evicted (:mod:`.kvcache`).
 
 **Preemption by swap** (``preemption="swap"``): a victim's blocks are copied to host memory
 (``swap_space_gib`` per GPU) instead of dropped, and copied back when it is admitted again
@@ -292,6 +296,7 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
                 d.materialize(now)
                 src.kv.release(s.prefill_blocks)
                 s.prefill_blocks = 0
+                src.drop_prefix(s)
                 src.wake(now)
                 d.incoming_blocks -= need
                 s.first_ns = s.last_ns = now
