@@ -17,6 +17,8 @@ EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 8,16,32 --global-batch 64 --objective cost \\
       --gpu-hour-price 2.5   # the cheapest tokens at $2.50 a GPU-hour
   podsim search --model llama3-70b --gpu h100 --gpus 1024 --global-batch 1024 --ray head:6379
+  podsim search --model llama3-70b --gpu h100 --gpus 8 --workload poisson:2,prompt=uniform:1000-3000,output=256 \
+      --slo-ttft 2 --slo-tpot 0.05 --tp-values 2,4,8 --pd-values off,all --objective cost   # ways to serve
 
 Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism, the
 distributed optimizer / ZeRO and the overlap options (the values: --tp-values and the like)
@@ -24,7 +26,12 @@ that the model takes and that fits in the GPU's memory is first estimated in clo
 same kernel and collective times as the simulation), then the best --simulate-top are simulated
 exactly as `podsim llm` would (a small space is simulated whole); each row prints the
 `podsim llm` command that reproduces it.  --store keeps every result in a DuckDB file, so that
-a search run again evaluates only what is missing."""
+a search run again evaluates only what is missing.
+
+With --workload it ranks the ways to serve the model instead (TP, PP, EP per replica, the
+replicas the GPUs leave, scheduler, token budget, P/D split), each at its capacity under the
+SLOs (podsim serve-llm --find-capacity), by requests/s per GPU or cost per million output
+tokens; each row prints the podsim serve-llm command that reproduces it (docs/serving-llm.md)."""
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"search": "_run_search"}
