@@ -1,0 +1,120 @@
+"""Every-rank simulation (issue #17): CPU time, messages/s and flows/s when no two ranks' programs
+are alike, so that the symmetry reduction cannot help.
+
+Cases:
+  * ``ring-N``: N NPUs on an ASTRA-sim Ring (50 GiB/s, 500 ns; 4 splits, 1 active chunk,
+    local-mem-bw 1600, LIFO); every rank computes 10 us, then a 1 MiB ring all-reduce.  The odd
+    ranks write their compute as two 5 us ops, so every rank is simulated, and the answer must
+    equal the symmetric workload's (checked).  ASTRA-sim 2.x simulates all 512 ranks of it in
+    2.7-3.9 s on this machine kind.
+  * ``flow-512``: 64 DGX H100 servers (the ``dgx-h100`` preset), flow backend: every GPU
+    computes 10 us (13 us on the odd ranks), then a 16 MiB all-reduce in its server's 8-GPU TP
+    group and a 64 MiB all-reduce in its 64-GPU DP group (8 rings across the spines), concurrent.
+
+Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's.
+
+    python benchmarks/bench_every_rank.py            # ring-512, flow-512
+    python benchmarks/bench_every_rank.py --big      # also ring-4096 (long before issue #17)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+#: issue #17's targets, CPU s
+TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5}
+
+
+def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+    progs = []
+    for odd in (False, True):
+        b = ProgramBuilder("odd" if odd else "even")
+        if odd and split_odd:
+            first = b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)
+            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2, data_deps=[first])
+        else:
+            c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
+        b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=3,
+              data_deps=[c])
+        progs.append(b.build())
+    return Workload(progs, [i % 2 for i in range(n)])
+
+
+def _flow(nodes: int):  # type: ignore[no-untyped-def]
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+    from podsim.workload.workload import Group
+    progs = []
+    for odd in (False, True):
+        b = ProgramBuilder("odd" if odd else "even")
+        c = b.add(OpKind.COMPUTE, "c", duration_ns=13_000 if odd else 10_000, node_id=1)
+        b.add(OpKind.COLLECTIVE, "tp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=16 << 20, node_id=2,
+              data_deps=[c], group="tp", stream="tp")
+        b.add(OpKind.COLLECTIVE, "dp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=64 << 20, node_id=3,
+              data_deps=[c], group="dp", stream="dp")
+        progs.append(b.build())
+    n = nodes * 8
+    groups = [Group("tp", tuple(range(8 * i, 8 * i + 8))) for i in range(nodes)]
+    groups += [Group("dp", tuple(range(j, n, 8))) for j in range(8)]
+    return Workload(progs, [i % 2 for i in range(n)], groups)
+
+
+def _case(name: str) -> dict:
+    from podsim.api import simulate
+    from podsim.collectives.plan import Algo
+    from podsim.engine import SystemParams
+    from podsim.engine import simulate as engine_simulate
+    from podsim.network.topology import BlockKind, Dimension, Topology
+    from podsim.workload import CollectiveKind
+
+    kind, size = name.split("-")
+    n = int(size)
+    out: dict = {"case": name}
+    if kind == "ring":
+        topo = Topology((Dimension(BlockKind.RING, n, 50 * 2**30 / 1e9, 500.0),))
+        params = SystemParams("LIFO", "localBWAware", 1, 4, 10, 1600.0, 1, {k: (Algo("ring"),) for k in CollectiveKind})
+        t0 = time.process_time()
+        res = engine_simulate(_ring(n, True), topo, params, record_timeline=False)
+        out["cpu_s"] = time.process_time() - t0
+        out["units"] = res.info["messages_simulated"]
+        sym = engine_simulate(_ring(n, False), topo, params, record_timeline=False)
+        out["check"] = "= symmetric" if res.finish_ns == sym.finish_ns else f"!= symmetric {sym.finish_ns}"
+    else:
+        wl = _flow(n // 8)
+        t0 = time.process_time()
+        res = simulate(wl, cluster="dgx-h100", backend="flow", record_timeline=False)
+        out["cpu_s"] = time.process_time() - t0
+        out["units"] = res.info["flows"]
+        out["check"] = f"{res.info['flow_solves']} solves"
+    out["finish_ns"] = res.finish_ns
+    out["ranks"] = res.info["simulated_ranks"]
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--big", action="store_true", help="also ring-4096")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(_case(a.one)))
+        return
+    cases = ["ring-512", "flow-512"] + (["ring-4096"] if a.big else [])
+    print(f"{'case':<10} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
+          f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
+    for name in cases:
+        cmd = [sys.executable, __file__, "--one", name]
+        o = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        what = "messages" if name.startswith("ring") else "flows"
+        print(f"{name:<10} {o['ranks']:>6} {o['cpu_s']:>8.2f} {TARGETS_S[name]:>10.1f} {o['units']:>15,} "
+              f"{o['units'] / o['cpu_s']:>11,.0f} {o['peak_rss_mb']:>13.0f} {o['finish_ns']:>12,}  {what}; {o['check']}")
+
+
+if __name__ == "__main__":
+    main()
