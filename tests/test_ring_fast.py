@@ -1,0 +1,130 @@
+"""Every rank's ring all-reduce in closed form (issue #17, podsim.engine.ring_fast): the same
+answer, rank by rank and chunk by chunk, as the per-message engine (``fast_collectives=False``)
+on workloads whose ranks start their all-reduces at different times."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from podsim.collectives.plan import Algo
+from podsim.engine import SystemParams, simulate
+from podsim.engine.ring_fast import ring_allreduce_ends, ring_allreduce_steps
+from podsim.network.topology import BlockKind, Dimension, Topology
+from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
+RING = {k: (Algo("ring"),) for k in CollectiveKind}
+
+
+def _params(**kw: object) -> SystemParams:
+    base = dict(scheduling_policy="LIFO", collective_optimization="localBWAware", active_chunks_per_dimension=1,
+                preferred_dataset_splits=4, endpoint_delay_ns=10, local_mem_bw_GBps=1600.0, queues_per_dim=1,
+                algorithms=RING)
+    base.update(kw)
+    return SystemParams(**base)  # type: ignore[arg-type]
+
+
+def _skewed(n: int, size: int, seed: int, layers: int = 1, spread: int = 50_000) -> Workload:
+    """Every rank its own program: compute of a random length, then an all-reduce, ``layers``
+    times (the next compute after the all-reduce)."""
+    rng = np.random.default_rng(seed)
+    progs = []
+    for r in range(n):
+        b = ProgramBuilder(f"r{r}")
+        prev = None
+        for layer in range(layers):
+            c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
+                      data_deps=[] if prev is None else [prev])
+            prev = b.add(OpKind.COLLECTIVE, f"ar{layer}", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=size,
+                         node_id=2 * layer + 2, data_deps=[c])
+        progs.append(b.build())
+    return Workload(progs, list(range(n)))
+
+
+def _ring(n: int, bw: float = 50 * 2**30 / 1e9, lat: float = 500.0) -> Topology:
+    return Topology((Dimension(BlockKind.RING, n, bw, lat),))
+
+
+def _both(wl: Workload, topo: Topology, params: SystemParams):  # type: ignore[no-untyped-def]
+    fast = simulate(wl, topo, params, record_timeline=True)
+    slow = simulate(wl, topo, params, record_timeline=True, fast_collectives=False)
+    return fast, slow
+
+
+def _same(fast, slow) -> None:  # type: ignore[no-untyped-def]
+    assert fast.info["messages_closed_form"] > 0 and fast.info["messages_simulated"] == 0
+    assert slow.info["messages_closed_form"] == 0 and slow.info["messages_simulated"] > 0
+    assert [r.finish_ns for r in fast.ranks] == [r.finish_ns for r in slow.ranks]
+    assert [(r.comm_ns, r.exposed_comm_ns) for r in fast.ranks] == [(r.comm_ns, r.exposed_comm_ns) for r in slow.ranks]
+    for r in range(len(fast.ranks)):   # every op and every chunk, as the trace shows them
+        key = lambda s: (s.start_ns, s.end_ns, s.name, s.stream, s.category, sorted(s.args.items()))  # noqa: E731
+        assert sorted(map(key, fast.timelines[r])) == sorted(map(key, slow.timelines[r]))
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 17, 32])
+def test_skewed_ranks_match_the_per_message_engine(n: int) -> None:
+    for seed in range(3):
+        _same(*_both(_skewed(n, 1 << 20, seed), _ring(n), _params()))
+
+
+@pytest.mark.parametrize("kw", [
+    dict(collective_optimization="baseline"),            # the other direction round the ring
+    dict(preferred_dataset_splits=7),                     # 8 chunks of an uneven size (below)
+    dict(preferred_dataset_splits=1, endpoint_delay_ns=0),
+    dict(local_mem_bw_GBps=50.0),                         # reductions of hundreds of ns
+    dict(scheduling_policy="FIFO"),
+])
+def test_other_settings_match(kw: dict) -> None:
+    size = 3 * (1 << 20) + 5 if kw.get("preferred_dataset_splits") == 7 else 1 << 20
+    _same(*_both(_skewed(16, size, 7), _ring(16), _params(**kw)))
+
+
+def test_chained_all_reduces_tiny_messages_and_zero_latency_match() -> None:
+    _same(*_both(_skewed(12, 1 << 18, 3, layers=3), _ring(12), _params()))
+    _same(*_both(_skewed(24, 100, 4), _ring(24), _params()))                     # chunk inflated to the ranks
+    _same(*_both(_skewed(8, 1 << 20, 5), _ring(8, lat=0.0), _params()))
+
+
+def test_the_closed_form_is_the_step_recurrence() -> None:
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5, 16, 64):
+        for hop, e, red in ((500, 10, 3), (0, 0, 0), (7, 0, 100), (1000, 25, 0)):
+            starts = rng.integers(0, 20_000, n)
+            order = rng.permutation(n)
+            pred = np.empty(n, dtype=np.int64)
+            pred[order] = np.roll(order, 1)          # order[j] receives from order[j - 1]
+            for chunks in (1, 3):
+                ends = ring_allreduce_ends(starts, order, chunks, hop, e, red)[-1]
+                assert (ends == ring_allreduce_steps(starts, pred, chunks, hop, e, red)).all()
+
+
+def test_the_symmetric_answer_and_the_message_count() -> None:
+    # the issue's case: odd ranks write their 10 us of compute as two 5 us ops; 4 chunks of
+    # 2(n - 1) messages on each of the n ranks
+    n = 64
+    progs = []
+    for odd in (False, True):
+        b = ProgramBuilder("p")
+        if odd:
+            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2,
+                      data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)])
+        else:
+            c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
+        b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=3,
+              data_deps=[c])
+        progs.append(b.build())
+    res = simulate(Workload(progs, [i % 2 for i in range(n)]), _ring(n), _params(), record_timeline=False)
+    sym = simulate(Workload(progs[:1], [0] * n), _ring(n), _params(), record_timeline=False)
+    assert res.info["simulated_ranks"] == n and sym.info["simulated_ranks"] == 1
+    assert {r.finish_ns for r in res.ranks} == {sym.finish_ns}
+    assert res.info["messages_closed_form"] == n * 4 * 2 * (n - 1)
+
+
+def test_machines_it_does_not_model_send_every_message() -> None:
+    wl = _skewed(8, 1 << 20, 1)
+    two_d = Topology((Dimension(BlockKind.RING, 4, 50.0, 500.0), Dimension(BlockKind.RING, 2, 50.0, 500.0)))
+    for topo, params in ((two_d, _params()), (_ring(8), _params(queues_per_dim=2)),
+                         (_ring(8), _params(active_chunks_per_dimension=2))):
+        res = simulate(wl, topo, params, record_timeline=False)
+        assert res.info["messages_closed_form"] == 0 and res.info["messages_simulated"] > 0
+        assert res.info["closed_form_collectives"] != "ring all-reduces of every rank"
