@@ -1,6 +1,7 @@
-"""Every rank's ring all-reduce in closed form (issue #17, podsim.engine.ring_fast): the same
+"""Every rank's ring collectives in closed form (issue #17, podsim.engine.ring_fast): the same
 answer, rank by rank and chunk by chunk, as the per-message engine (``fast_collectives=False``)
-on workloads whose ranks start their all-reduces at different times."""
+on workloads whose ranks start their all-reduces, reduce-scatters and all-gathers at different
+times."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from podsim.collectives.plan import Algo
 from podsim.engine import SystemParams, simulate
-from podsim.engine.ring_fast import ring_allreduce_ends, ring_allreduce_steps
+from podsim.engine.ring_fast import ring_phase_ends, ring_phase_steps
 from podsim.network.topology import BlockKind, Dimension, Topology
 from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
@@ -24,9 +25,13 @@ def _params(**kw: object) -> SystemParams:
     return SystemParams(**base)  # type: ignore[arg-type]
 
 
-def _skewed(n: int, size: int, seed: int, layers: int = 1, spread: int = 50_000) -> Workload:
-    """Every rank its own program: compute of a random length, then an all-reduce, ``layers``
-    times (the next compute after the all-reduce)."""
+AR, RS, AG = CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER
+
+
+def _skewed(n: int, size: int, seed: int, layers: int = 1, spread: int = 50_000,
+            kinds: tuple[CollectiveKind, ...] = (AR,)) -> Workload:
+    """Every rank its own program: compute of a random length, then a collective (``kinds`` in
+    turn), ``layers`` times (the next compute after the collective)."""
     rng = np.random.default_rng(seed)
     progs = []
     for r in range(n):
@@ -35,7 +40,7 @@ def _skewed(n: int, size: int, seed: int, layers: int = 1, spread: int = 50_000)
         for layer in range(layers):
             c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
                       data_deps=[] if prev is None else [prev])
-            prev = b.add(OpKind.COLLECTIVE, f"ar{layer}", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=size,
+            prev = b.add(OpKind.COLLECTIVE, f"x{layer}", collective=int(kinds[layer % len(kinds)]), size_bytes=size,
                          node_id=2 * layer + 2, data_deps=[c])
         progs.append(b.build())
     return Workload(progs, list(range(n)))
@@ -61,10 +66,11 @@ def _same(fast, slow) -> None:  # type: ignore[no-untyped-def]
         assert sorted(map(key, fast.timelines[r])) == sorted(map(key, slow.timelines[r]))
 
 
+@pytest.mark.parametrize("kind", [AR, RS, AG])
 @pytest.mark.parametrize("n", [2, 3, 8, 17, 32])
-def test_skewed_ranks_match_the_per_message_engine(n: int) -> None:
+def test_skewed_ranks_match_the_per_message_engine(n: int, kind: CollectiveKind) -> None:
     for seed in range(3):
-        _same(*_both(_skewed(n, 1 << 20, seed), _ring(n), _params()))
+        _same(*_both(_skewed(n, 1 << 20, seed, kinds=(kind,)), _ring(n), _params()))
 
 
 @pytest.mark.parametrize("kw", [
@@ -79,8 +85,10 @@ def test_other_settings_match(kw: dict) -> None:
     _same(*_both(_skewed(16, size, 7), _ring(16), _params(**kw)))
 
 
-def test_chained_all_reduces_tiny_messages_and_zero_latency_match() -> None:
+def test_chained_collectives_tiny_messages_and_zero_latency_match() -> None:
     _same(*_both(_skewed(12, 1 << 18, 3, layers=3), _ring(12), _params()))
+    _same(*_both(_skewed(10, 1 << 19, 6, layers=5, kinds=(RS, AG, AR)), _ring(10),
+                 _params(collective_optimization="baseline", preferred_dataset_splits=3)))
     _same(*_both(_skewed(24, 100, 4), _ring(24), _params()))                     # chunk inflated to the ranks
     _same(*_both(_skewed(8, 1 << 20, 5), _ring(8, lat=0.0), _params()))
 
@@ -93,9 +101,11 @@ def test_the_closed_form_is_the_step_recurrence() -> None:
             order = rng.permutation(n)
             pred = np.empty(n, dtype=np.int64)
             pred[order] = np.roll(order, 1)          # order[j] receives from order[j - 1]
-            for chunks in (1, 3):
-                ends = ring_allreduce_ends(starts, order, chunks, hop, e, red)[-1]
-                assert (ends == ring_allreduce_steps(starts, pred, chunks, hop, e, red)).all()
+            # all-reduce, reduce-scatter, all-gather; and longer phases
+            for messages, reducing in ((2 * n - 2, n - 1), (n - 1, n - 1), (n - 1, 0), (3 * n, 2)):
+                for chunks in (1, 3):
+                    ends = ring_phase_ends(starts, order, chunks, hop, e, red, messages, reducing)[-1]
+                    assert (ends == ring_phase_steps(starts, pred, chunks, hop, e, red, messages, reducing)).all()
 
 
 def test_the_symmetric_answer_and_the_message_count() -> None:
@@ -127,4 +137,4 @@ def test_machines_it_does_not_model_send_every_message() -> None:
                          (_ring(8), _params(active_chunks_per_dimension=2))):
         res = simulate(wl, topo, params, record_timeline=False)
         assert res.info["messages_closed_form"] == 0 and res.info["messages_simulated"] > 0
-        assert res.info["closed_form_collectives"] != "ring all-reduces of every rank"
+        assert res.info["closed_form_collectives"] != "ring collectives of every rank"

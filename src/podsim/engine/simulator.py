@@ -27,7 +27,7 @@ from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
 from .rank import CPU, RankRunner
-from .ring_fast import RingAllReduceBatch, fast_path_reason
+from .ring_fast import RingCollectiveBatch, fast_path_reason
 from .system import RankSystem, SystemParams
 
 MAX_FLOWS = 100_000  # point-to-point arrows kept for the trace
@@ -123,8 +123,9 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     ``progress(now_ns, ranks_finished, ranks_simulated)`` is called about once a second of
     wall time, if given.
     ``fast_collectives``: when every rank is simulated and the machine allows it (a 1-D ring,
-    ring all-reduces on all ranks, one queue and one active chunk: :mod:`.ring_fast`), the
-    all-reduces are computed in closed form, exact to the ns; False sends every message.
+    ring all-reduces, reduce-scatters and all-gathers on all ranks, one queue and one active
+    chunk: :mod:`.ring_fast`), the collectives are computed in closed form, exact to the ns;
+    False sends every message.
     """
     t0 = time.perf_counter()
     compute = compute or ComputeModel()
@@ -154,7 +155,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     fast_why = fast_path_reason(workload, topology, system, rendezvous, mirror, compute.replay_only) \
         if fast_collectives else "disabled"
     if fast_why is None:
-        fast_ring = RingAllReduceBatch(n, network)
+        fast_ring = RingCollectiveBatch(n, network)
     runners: list[RankRunner] = []
     for r in ranks:
         b = buckets[r] = RankBuckets(queue)
@@ -176,7 +177,7 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
         "simulated_ranks": len(runners),
         "messages_simulated": msg.messages,
         "messages_closed_form": fast_ring.messages if fast_ring is not None else 0,
-        "closed_form_collectives": fast_why or "ring all-reduces of every rank",
+        "closed_form_collectives": fast_why or "ring collectives of every rank",
         "wall_s": round(wall, 6),
     }
     notes = []

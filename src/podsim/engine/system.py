@@ -138,7 +138,7 @@ class RankSystem:
         #: (queue, stream label, collective, algorithm, bytes, start, end) of every finished phase,
         #: kept when timelines are recorded
         self.phase_log: list[tuple[int, str, str, str, int, int, int]] | None = None
-        #: the closed-form all-reduce batch (:mod:`.ring_fast`), when the simulation allows it
+        #: the closed-form ring collectives (:mod:`.ring_fast`), when the simulation allows it
         self.fast_ring = None
         self.shared_bus = None
         if params.model_shared_bus:
@@ -214,9 +214,9 @@ class RankSystem:
             self._insert(self.ready, st)
             self._schedule()
             return
-        if self.fast_ring is not None:   # every rank's all-reduces in closed form (ring_fast)
+        if self.fast_ring is not None:   # every rank's ring collectives in closed form (ring_fast)
             self.priority(explicit_priority)
-            self.fast_ring.arrive(self, size, on_done, label)
+            self.fast_ring.arrive(self, kind, size, on_done, label)
             return
         dims = self._dims(kind, group)
         levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
