@@ -130,6 +130,14 @@ def test_the_symmetric_answer_and_the_message_count() -> None:
     assert res.info["messages_closed_form"] == n * 4 * 2 * (n - 1)
 
 
+def test_only_the_collectives_a_workload_uses_need_a_ring() -> None:
+    only_ar = _params(algorithms={AR: (Algo("ring"),)})
+    _same(*_both(_skewed(6, 1 << 20, 2), _ring(6), only_ar))
+    res = simulate(_skewed(6, 1 << 20, 2), _ring(6), _params(algorithms={AR: (Algo("direct"),)}),
+                   record_timeline=False)
+    assert res.info["closed_form_collectives"] == "the all-reduce is not a ring"
+
+
 def test_machines_it_does_not_model_send_every_message() -> None:
     wl = _skewed(8, 1 << 20, 1)
     two_d = Topology((Dimension(BlockKind.RING, 4, 50.0, 500.0), Dimension(BlockKind.RING, 2, 50.0, 500.0)))

@@ -45,6 +45,11 @@ from ..workload import NO_VALUE, OpKind, Workload
 from ..workload.ops import CollectiveKind
 
 
+#: the collectives modelled here, and how many of a rank's ``n - 1`` or ``2 (n - 1)`` steps reduce
+_KINDS = [int(CollectiveKind.ALL_REDUCE), int(CollectiveKind.REDUCE_SCATTER), int(CollectiveKind.ALL_GATHER)]
+_REDUCES = {CollectiveKind.ALL_REDUCE: True, CollectiveKind.REDUCE_SCATTER: True, CollectiveKind.ALL_GATHER: False}
+
+
 def _ramp_max(s: np.ndarray, hop_ns: int) -> np.ndarray:
     """For positions ``q`` of a ring (``s`` in ring order): ``max_{j=0..n-1} s[q - j] + j hop_ns``
     (indices mod n), in O(n)."""
@@ -112,29 +117,27 @@ def fast_path_reason(workload: Workload, topology: Topology, system: object, ren
         return "more than one queue or active chunk per dimension"
     if p.collective_optimization not in ("baseline", "localBWAware") or p.local_mem_bw_GBps is None:
         return "another collective optimization, or no local memory bandwidth"
-    for kind in _REDUCES:
-        algos = p.algorithms.get(kind)
-        if not algos or len(algos) != 1 or algos[0].base != "ring" or algos[0].spans_all:
-            return f"the {kind.label.replace('_', '-')} is not a ring"
     world = {g.name for g in workload.groups if len(set(g.ranks)) == workload.num_ranks}
+    used: set[int] = set()
     for prog in workload.programs:
         coll = prog.kind == int(OpKind.COLLECTIVE)
         if not coll.any():
             continue
         if not np.isin(prog.collective[coll], _KINDS).all() or prog.replay_only[coll].any():
             return "collectives other than all-reduces, reduce-scatters and all-gathers"
+        used.update(int(k) for k in np.unique(prog.collective[coll]))
         for i in np.flatnonzero(coll).tolist():
             g = int(prog.group[i])
             if g != NO_VALUE and prog.group_keys[g] not in world:
                 return "collectives on communicator groups"
             if i in prog.extras and prog.extras[i].get("involved_dim") is not None:
                 return "collectives on some dimensions only"
+    for code in sorted(used):
+        kind = CollectiveKind(code)
+        algos = p.algorithms.get(kind)
+        if not algos or len(algos) != 1 or algos[0].base != "ring" or algos[0].spans_all:
+            return f"the {kind.label.replace('_', '-')} is not a ring"
     return None
-
-
-#: the collectives modelled here, and how many of a rank's ``n - 1`` or ``2 (n - 1)`` steps reduce
-_KINDS = [int(CollectiveKind.ALL_REDUCE), int(CollectiveKind.REDUCE_SCATTER), int(CollectiveKind.ALL_GATHER)]
-_REDUCES = {CollectiveKind.ALL_REDUCE: True, CollectiveKind.REDUCE_SCATTER: True, CollectiveKind.ALL_GATHER: False}
 
 
 class RingCollectiveBatch:
