@@ -32,7 +32,7 @@ def test_the_estimate_is_within_a_few_percent_and_the_screen_keeps_the_best() ->
 
 def test_collective_times_do_not_depend_on_what_was_timed_before() -> None:
     """The ring schedules and routes kept per communicator give the times a fresh planner gives."""
-    from podsim.engine.cluster import CollectivePlanner
+    from podsim.collectives.nccl.planner import CollectivePlanner
     from podsim.hardware.cluster import build_fabric, load_cluster
     from podsim.workload import CollectiveKind
     spec = load_cluster("dgx-h100")

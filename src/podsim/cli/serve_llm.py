@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_cluster, announce, count_arg, count_bar, non_negative_arg, positive_arg
+from .options import (
+    add_cluster,
+    announce,
+    count_arg,
+    count_bar,
+    non_negative_arg,
+    positive_arg,
+)
 
 EPILOG = """examples:
   podsim serve-llm --model llama2-70b --gpu h100 --tp 4 --replicas 4 \\
@@ -115,19 +122,6 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
-def _pair(text: str | None, flag: str, kind: type) -> tuple | None:  # type: ignore[type-arg]
-    """``A:B`` as two numbers (``kind`` the second's type), or None."""
-    from ..errors import InputError
-
-    if text is None:
-        return None
-    a, _, b = text.partition(":")
-    try:
-        return int(a), kind(b)
-    except ValueError:
-        raise InputError(f"expected two numbers as A:B, got {text!r}", where=flag) from None
-
-
 def _draft(name: str | None):  # type: ignore[no-untyped-def]
     """The draft model: a zoo name, or a HuggingFace-style config file (a path that exists or
     ends in .json)."""
@@ -157,20 +151,20 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
     from ..fileio import atomic_write_text
     from ..serving.llm.metrics import format_summary
     from ..serving.llm.requests import is_generator, load_requests, parse_generator
-    from ..serving.llm.run import PDLink, ReplicaSpec, prepare
+    from ..serving.llm.run import PDLink, ReplicaSpec, parse_pair, prepare, requests_at
     from ..serving.llm.simulate import ServeConfig
     from ..sweep.search import load_model
     from .options import clear_progress_line
 
     model = load_model(args.model, args.model_config)
-    pd = _pair(args.pd, "--pd", int)
+    pd = parse_pair(args.pd, "--pd", whole=True)
     if pd is not None and args.replicas is not None and args.replicas != sum(pd):
         raise InputError(f"--pd {args.pd} makes {sum(pd)} replicas, --replicas says {args.replicas}", where="--pd")
     cfg = ServeConfig(replicas=args.replicas or 1, scheduler=args.scheduler, max_num_seqs=args.max_num_seqs,
                       max_batched_tokens=args.max_batched_tokens, chunk_size=args.chunk_size, router=args.router,
                       pd=pd, block_size=args.block_size, kv_blocks=args.kv_blocks,
                       max_context=args.max_context or model.seq_len, prefix_hit_rate=args.prefix_hit_rate,
-                      spec_decode=_pair(args.spec_decode, "--spec-decode", float), slo_ttft_s=args.slo_ttft,
+                      spec_decode=parse_pair(args.spec_decode, "--spec-decode"), slo_ttft_s=args.slo_ttft,
                       slo_tpot_s=args.slo_tpot, preemption=args.preemption, swap_space_gib=args.swap_space,
                       swap_bandwidth_gbps=args.swap_bandwidth)
     serving = prepare(ReplicaSpec(model, args.gpu, args.tp, args.pp, args.ep, args.precision, args.kv_cache_dtype,
@@ -218,10 +212,7 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
             return 0
         result = cap.result
         if args.trace:
-            from ..serving.llm.requests import generate, with_poisson_arrivals
-            again = generate(gen.with_qps(cap.qps), len(requests)) if gen is not None else \
-                with_poisson_arrivals(requests, cap.qps)
-            result = serve(again, True, "served {done}/{total} requests")
+            result = serve(requests_at(requests, gen, cap.qps), True, "served {done}/{total} requests")
     else:
         result = serve(requests, bool(args.trace), "served {done}/{total} requests")
         result.info["notes"] = [f"{where}; KV cache {result.info['kv_blocks']:,} blocks of "

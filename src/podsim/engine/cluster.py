@@ -22,7 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..collectives.nccl import NcclTuning, Timer, communicator, select
+from ..collectives.nccl import NcclTuning, Timer
+from ..collectives.nccl.planner import COLLECTIVE_NAMES as _NAMES
+from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ..collectives.nccl.schedule import Schedule
 from ..collectives.nccl.timing import link_capacity
 from ..errors import SimulationError
@@ -42,28 +44,6 @@ from .simulator import (
     equivalent_ranks,
     run_ranks,
 )
-
-_NAMES = {CollectiveKind.ALL_REDUCE: "all_reduce", CollectiveKind.ALL_GATHER: "all_gather",
-          CollectiveKind.REDUCE_SCATTER: "reduce_scatter", CollectiveKind.ALL_TO_ALL: "all_to_all"}
-
-
-class FabricDelay:
-    """Congestion-free point-to-point delay on a fabric: route latency + bytes / bottleneck."""
-
-    def __init__(self, fabric: Fabric, timer: Timer) -> None:
-        self.fabric = fabric
-        self.router = timer.router
-        self._cache: dict[tuple[int, int], tuple[float, float]] = {}
-
-    def delay_ns(self, src: int, dst: int, size: int) -> int:
-        key = (src, dst)
-        v = self._cache.get(key)
-        if v is None:
-            path = self.router.gpu_route(src, dst)
-            lat = float(sum(self.fabric.link_lat[list(path)]))
-            bw = float(min(self.fabric.link_bw[list(path)])) if path else math.inf
-            v = self._cache[key] = (lat, bw)
-        return int(math.ceil(v[0] + size / v[1] - 1e-9))
 
 
 class FlowMessaging(Messaging):
@@ -89,32 +69,6 @@ class _Pending:
     size: int
     callbacks: list[Callable[[int], None]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
-
-
-class CollectivePlanner:
-    """Chooses a collective's schedule (NCCL's selector) and its closed-form time, cached per
-    (ranks, kind, size)."""
-
-    def __init__(self, fabric: Fabric, tuning: NcclTuning, timer: Timer | None = None) -> None:
-        self.fabric = fabric
-        self.tuning = tuning
-        self.timer = timer or Timer(fabric, tuning, "analytical")
-        self._comms: dict[tuple[int, ...], object] = {}
-        self._plans: dict[tuple[tuple[int, ...], CollectiveKind, int], tuple[Schedule, int]] = {}
-
-    def plan(self, ranks: tuple[int, ...], kind: CollectiveKind, size: int) -> tuple[Schedule, int]:
-        """The chosen schedule and its closed-form time (ns)."""
-        key = (ranks, kind, size)
-        hit = self._plans.get(key)
-        if hit is None:
-            if kind not in _NAMES:
-                raise SimulationError(f"collective {kind.name} is not supported on a cluster")
-            comm = self._comms.get(ranks)
-            if comm is None:
-                comm = self._comms[ranks] = communicator(self.fabric, list(ranks))
-            sched, t = select(comm, _NAMES[kind], size, self.tuning, self.timer)  # type: ignore[arg-type]
-            hit = self._plans[key] = (sched, int(t.time_ns))
-        return hit
 
 
 class ClusterCollectives:

@@ -30,14 +30,14 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ..compute.model import ComputeModel
-from ..engine.cluster import CollectivePlanner, FabricDelay
 from ..hardware.cluster import ClusterSpec, build_fabric
 from ..hardware.gpu import GpuSpec
 from ..network.fabric import Fabric
 from ..workload import CollectiveKind
 from ..workload.pipeline_schedules import schedule
-from .generate import BUCKET_PARAMS, Folder, _StageProgram
+from .generate import BUCKET_PARAMS, Folder, StageProgram
 from .layout import Layout
 from .memory import stage_params
 from .model import ModelConfig
@@ -154,7 +154,7 @@ class LayoutEstimator:
         return hit
 
     def _steps_ns(self, key: tuple, steps: Sequence[Step], slow: float, fold: Folder) -> int:
-        """A run of steps fused as :meth:`_StageProgram.step` fuses them: compute rounded up to
+        """A run of steps fused as :meth:`StageProgram.step` fuses them: compute rounded up to
         whole ns after the slowdown, folded collectives added, an overlapped one running beside
         the next compute step."""
         hit = self._pass.get(key)
@@ -208,9 +208,9 @@ class LayoutEstimator:
 
         stages = []
         for s in range(p):
-            prog = _StageProgram(m, lay, costs, s, fold, fold)
+            prog = StageProgram(m, lay, costs, s, fold, fold)
 
-            def dur(forward: bool, chunk: int, special: bool, s: int = s, prog: _StageProgram = prog) -> int:
+            def dur(forward: bool, chunk: int, special: bool, s: int = s, prog: StageProgram = prog) -> int:
                 g = chunk * p + s
                 layers = lay.chunk_layers(m, s, chunk)
                 total = 0

@@ -14,7 +14,7 @@ gradient shard), on a separate stream, overlapping the rest of the backward; the
 optimizer steps.  A sharded optimizer's updated weights are all-gathered bucket by bucket
 under the next forward (``Layout.overlap_param_gather``, as this iteration's first forward
 waits for the previous step's), or after the optimizer step.  Compute that overlaps these
-data-parallel collectives runs slower (:meth:`_StageProgram._dp_interference`).
+data-parallel collectives runs slower (:meth:`StageProgram._dp_interference`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def build_groups(layout: Layout) -> list[Group]:
     return groups
 
 
-class _StageProgram:
+class StageProgram:
     """Builds one pipeline stage's program."""
 
     def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int,
@@ -426,7 +426,7 @@ def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attentio
     costs = costs or LayerCosts(model, layout, cm, flash, comm_ns=estimate)
     programs = []
     for s in range(layout.pp):
-        prog = _StageProgram(model, layout, costs, s, fold, estimate).build().build()
+        prog = StageProgram(model, layout, costs, s, fold, estimate).build().build()
         prog.relative_peers = True
         programs.append(prog)
     n = layout.gpus

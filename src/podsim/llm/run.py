@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ..collectives.nccl.planner import CollectivePlanner
 from ..compute.model import ComputeModel, KernelTimer
-from ..engine.cluster import CollectivePlanner, simulate_cluster
+from ..engine.cluster import simulate_cluster
 from ..errors import InputError
 from ..hardware.cluster import (
     ClusterSpec,
@@ -32,12 +33,12 @@ from ..report.result import Result
 from ..workload import CollectiveKind
 from .flops import causal_model_flops, iteration_flops
 from .generate import generate
-from .ops import LayerCosts
-from .stack import Stack
-from .layout import Layout
 from .kernel_report import kernel_rows
+from .layout import Layout
 from .memory import GIB, memory, stage_params
 from .model import ModelConfig
+from .ops import LayerCosts
+from .stack import Stack
 
 _PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
                    "h200": "dgx-h200", "b200": "dgx-b200", "b300": "dgx-b300", "gb200": "gb200-nvl72",

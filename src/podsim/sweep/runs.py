@@ -390,8 +390,8 @@ def _check_workload(v: str, base: str | None) -> None:
 
 
 def _check_pair(v: str, base: str | None) -> None:
-    if v.strip().lower() not in ("off", "none"):
-        _pair(v, "")
+    from ..serving.llm.run import parse_pair
+    parse_pair(v, "")
 
 
 _NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
@@ -589,17 +589,6 @@ def _per_model(values: list[float] | None, models: int) -> list[float] | None:
     raise InputError(f"{models} models but {len(values)} SLOs", where="slos")
 
 
-def _pair(text: str | None, where: str) -> tuple[int, float] | None:
-    """``A:B`` (a whole number, a number), or None for none / ``off``."""
-    if text is None or str(text).strip().lower() in ("off", "none", ""):
-        return None
-    a, _, b = str(text).partition(":")
-    try:
-        return int(a), float(b)
-    except ValueError:
-        raise InputError(f"expected two numbers as A:B, got {text!r}", where=where) from None
-
-
 def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim serve-llm`` run (or, with ``find-capacity``, the run at the highest rate
     meeting the SLOs): latencies (s), output tokens/s, requests/s, SLO attainment, preemptions,
@@ -612,23 +601,21 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
     from ..hardware.gpu import get_gpu
     from ..llm.model import from_hf_config, get_model
     from ..serving.llm.requests import is_generator, load_requests, parse_generator
-    from ..serving.llm.run import PDLink, ReplicaSpec, prepare, usd_per_mtok
+    from ..serving.llm.run import PDLink, ReplicaSpec, parse_pair, prepare, usd_per_mtok
     from ..serving.llm.simulate import ServeConfig
     from .search import gpu_hour_price
     from .whatif import apply_gpu
 
     model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
-    pd = _pair(p.get("pd"), "pd")
-    if pd is not None and pd[1] != int(pd[1]):
-        raise InputError(f"expected whole numbers of replicas as P:D, got {p['pd']!r}", where="pd")
-    spec = _pair(p.get("spec-decode"), "spec-decode")
+    pd = parse_pair(p.get("pd"), "pd", whole=True)
+    spec = parse_pair(p.get("spec-decode"), "spec-decode")
     default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
     cfg = ServeConfig(replicas=p["replicas"], scheduler=p["scheduler"], max_num_seqs=p.get("max-num-seqs"),
                       max_batched_tokens=p.get("max-batched-tokens"), chunk_size=p.get("chunk-size"),
-                      router=p["router"], pd=None if pd is None else (pd[0], int(pd[1])), block_size=p["block-size"],
+                      router=p["router"], pd=pd, block_size=p["block-size"],
                       kv_blocks=p.get("kv-blocks"), max_context=p.get("max-context") or model.seq_len,
-                      prefix_hit_rate=p["prefix-hit-rate"], spec_decode=None if spec is None else (spec[0], spec[1]),
+                      prefix_hit_rate=p["prefix-hit-rate"], spec_decode=spec,
                       slo_ttft_s=p.get("slo-ttft"), slo_tpot_s=p.get("slo-tpot"), preemption=p["preemption"],
                       swap_space_gib=p["swap-space"], swap_bandwidth_gbps=p["swap-bandwidth"])
     serving = prepare(ReplicaSpec(model, gpu, p["tp"], p["pp"], p["ep"], p["precision"], p.get("kv-cache-dtype"),

@@ -21,13 +21,13 @@ from ...hardware.cluster import ClusterSpec
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
 from .capacity import Capacity, find_capacity
+from .drafting import DraftedTimer
 from .flops import serving_mfu
 from .metrics import LLMServeResult
 from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
 from .schedulers import make_scheduler, vllm_defaults, vllm_v0_defaults
 from .simulate import ServeConfig, link_transfer, simulate
-from .drafting import DraftedTimer
 from .steps import step_timer
 from .timing import StepTimer
 
@@ -135,14 +135,36 @@ class Serving:
         arrivals.  ``run_at(qps, requests)`` serves one probe (default :meth:`run`)."""
         if not requests:
             raise InputError("no requests to serve", where="--workload")
-
-        def at(qps: float) -> list[Request]:
-            return generate(generator.with_qps(qps), len(requests)) if generator is not None else \
-                with_poisson_arrivals(list(requests), qps)
         serve = run_at or (lambda q, reqs: self.run(reqs))
         start = generator.qps if generator is not None else \
             max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
-        return find_capacity(lambda q: serve(q, at(q)), target, start_qps=start, progress=progress)
+        return find_capacity(lambda q: serve(q, requests_at(requests, generator, q)), target, start_qps=start,
+                             progress=progress)
+
+
+def requests_at(requests: Sequence[Request], generator: GeneratorSpec | None, qps: float) -> list[Request]:
+    """The workload at ``qps`` requests/s, as a capacity search runs it: the generator's own
+    process at that rate (as many requests), else ``requests`` re-timed as Poisson arrivals."""
+    if generator is not None:
+        return generate(generator.with_qps(qps), len(requests))
+    return with_poisson_arrivals(list(requests), qps)
+
+
+def parse_pair(text: str | None, where: str, whole: bool = False) -> tuple[int, float] | None:
+    """``A:B`` (``--pd P:D``, ``--spec-decode K:A``) as a whole number and a number (both whole
+    with ``whole``); None for none, ``off`` or ``none``.
+
+    Raises:
+        InputError: naming ``where``.
+    """
+    if text is None or str(text).strip().lower() in ("off", "none", ""):
+        return None
+    a, _, b = str(text).partition(":")
+    try:
+        return int(a), (int(b) if whole else float(b))
+    except ValueError:
+        what = "two whole numbers" if whole else "two numbers"
+        raise InputError(f"expected {what} as A:B, got {text!r}", where=where) from None
 
 
 def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink()) -> Serving:

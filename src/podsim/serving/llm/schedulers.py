@@ -148,6 +148,14 @@ class _Base:
     def skip(self, steps: int) -> None:
         pass
 
+    def _steady_within(self, rep: "Replica", budget: int | None) -> int:
+        """:meth:`Scheduler.steady_steps` of a scheduler that admits waiting requests into a
+        step of at most ``budget`` tokens (None: no cap): none if the decodes alone exceed the
+        budget, else unlimited while no request waits or every sequence slot is taken."""
+        if budget is not None and len(rep.running) > budget:
+            return 0
+        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+
     def _take_running(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float,
                       decodes_only: bool = False) -> tuple[float, bool]:
         """Schedule the running requests in order (only those decoding, with ``decodes_only``):
@@ -225,9 +233,7 @@ class VllmScheduler(_Base):
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
-        if len(rep.running) > self.max_batched_tokens:   # type: ignore[operator]
-            return 0
-        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+        return self._steady_within(rep, self.max_batched_tokens)
 
 
 class VllmV0Scheduler(_Base):
@@ -292,9 +298,7 @@ class SarathiScheduler(_Base):
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
-        if len(rep.running) > self.chunk_size:
-            return 0
-        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+        return self._steady_within(rep, self.chunk_size)
 
 
 class OrcaScheduler(_Base):
@@ -316,9 +320,7 @@ class OrcaScheduler(_Base):
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
-        if self.max_batched_tokens is not None and len(rep.running) > self.max_batched_tokens:
-            return 0
-        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+        return self._steady_within(rep, self.max_batched_tokens)
 
 
 class StaticScheduler(_Base):

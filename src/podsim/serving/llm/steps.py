@@ -30,8 +30,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...compute.model import ComputeModel
-from ...engine.cluster import CollectivePlanner, FabricDelay
 from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
 from ...hardware.gpu import GpuSpec, get_gpu

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ...engine.cluster import FabricDelay
+from ...collectives.nccl.planner import FabricDelay
 from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
 from ...network.fabric import Fabric

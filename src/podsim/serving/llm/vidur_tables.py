@@ -187,7 +187,7 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
     Raises:
         InputError: for a TP the model or the cluster cannot take, or bad grid bounds.
     """
-    from ...engine.cluster import CollectivePlanner, FabricDelay
+    from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
     from ...hardware.cluster import build_fabric
     from ...hardware.gpu import get_gpu
     from ...llm.run import default_cluster
