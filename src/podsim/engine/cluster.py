@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..collectives.nccl import NcclTuning, Timer
 from ..collectives.nccl.planner import COLLECTIVE_NAMES as _NAMES
 from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
@@ -31,6 +33,7 @@ from ..errors import SimulationError
 from ..hardware.remote_memory import RemoteMemory
 from ..network.fabric import Fabric
 from ..network.flow import FlowNetwork
+from ..network.flow.reference import ReferenceFlowNetwork
 from ..report.result import Counter, LinkUse, Result, Slice
 from ..workload import CollectiveKind, Workload
 from .buckets import RankBuckets
@@ -158,8 +161,9 @@ class ClusterCollectives:
 
 
 class _FlowRun:
-    """One collective's rounds on the flow network: each round's flows start together; the
-    next round starts when all have arrived and the round's per-step latency has passed."""
+    """One collective's rounds on the flow network: each round's flows start together (one
+    batch); the next round starts when all have arrived and the round's per-step latency has
+    passed."""
 
     def __init__(self, owner: ClusterCollectives, sched: Schedule, finish: Callable[[], None]) -> None:
         self.o = owner
@@ -167,12 +171,12 @@ class _FlowRun:
         self.finish = finish
         self.step = 0
         self.round = 0
-        self.left = 0
         t = owner.tuning
         key = sched.algorithm if sched.algorithm in t.base_latency_ns else "ring"
         self.key = key
         self.cap = t.channel_cap(key)
         self.wire = 1.0 / float(t.protocol_efficiency[sched.protocol])  # wire bytes per payload byte
+        self._sizes: dict[int, np.ndarray] = {}
 
     def begin(self) -> None:
         base = int(math.ceil(self.o.tuning.base_ns(self.key, self.sched.protocol)))
@@ -183,28 +187,23 @@ class _FlowRun:
             self.finish()
             return
         st = self.sched.steps[self.step]
-        self.left = st.num_flows
         net = self.o.net
         assert net is not None
-        w = self.wire
-        cap = self.cap * w  # the channel cap is on payload; the flow carries wire bytes
+        sizes = self._sizes.get(self.step)
+        if sizes is None:  # wire bytes per flow (the channel cap is on payload, a flow carries wire bytes)
+            mult = st.repeat if self.o.bulk else 1
+            sizes = self._sizes[self.step] = np.ceil(st.nbytes * self.wire * mult).astype(np.int64)
         self.alone = net.active_flows == 0
         self.started = net.flows_started
         self.t_round = self.o.queue.now
-        self.paths = []
-        self.sizes = []
-        mult = st.repeat if self.o.bulk else 1
-        for a, b, x, lab in zip(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(), st.label.tolist()):
-            size = int(math.ceil(x * w * mult))
-            self.paths.append(net.start_nodes(a, b, size, self._arrived, lab, cap))
-            self.sizes.append(size)
-        if self.left == 0:
+        self.sizes = sizes
+        if st.num_flows == 0:
+            self.paths = np.zeros((0, 1), dtype=np.int64)
+            self.latency = np.zeros(0, dtype=np.int64)
             self._next()
-
-    def _arrived(self) -> None:
-        self.left -= 1
-        if self.left == 0:
-            self._next()
+            return
+        got = net.start_batch(st.src, st.dst, sizes, st.label, self._next, self.cap * self.wire, same_as=st)
+        self.paths, self.latency = got.paths, got.latency_ns
 
     def _next(self) -> None:
         st = self.sched.steps[self.step]
@@ -212,9 +211,7 @@ class _FlowRun:
         hop = int(math.ceil(sum(n * t.hop_ns(cls, self.key, self.sched.protocol) for cls, n in st.hops.items())))
         q = self.o.queue
         if self.o.bulk:  # the step's rounds ran as one: add the other rounds' latencies, go on
-            net = self.o.net
-            assert net is not None
-            wire = max((net.path_latency(p) for p in self.paths), default=0)
+            wire = int(self.latency.max()) if len(self.latency) else 0
             self.step += 1
             self.round = 0
             q.schedule(q.now + hop * st.repeat + wire * (st.repeat - 1), lambda _a: self._round())
@@ -250,12 +247,14 @@ class _FlowRun:
 
     def _loads(self, dur: int) -> dict[int, float]:
         """Average load per link over one round (bytes per ns), for the counters."""
+        if dur <= 0 or not self.o.net.record_load:  # type: ignore[union-attr]
+            return {}
         out: dict[int, float] = {}
-        if dur <= 0:
-            return out
-        for path, x in zip(self.paths, self.sizes):
-            for link in path:
-                out[link] = out.get(link, 0.0) + x / dur
+        pad = self.o.fabric.num_links
+        for row, x in zip(self.paths.tolist(), self.sizes.tolist()):
+            for link in row:
+                if link != pad:
+                    out[link] = out.get(link, 0.0) + x / dur
         return out
 
 
@@ -284,7 +283,8 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
                      max_link_tracks: int = 256, fast_forward: bool = True,
                      intra_server_closed_form: bool = False, granularity: str = "round",
-                     rendezvous: bool = False, remote_memory: RemoteMemoryParams | None = None) -> Result:
+                     rendezvous: bool = False, remote_memory: RemoteMemoryParams | None = None,
+                     reference_flows: bool = False) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
@@ -307,7 +307,11 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     the flow backend the handshakes are timed in closed form, not as flows.
 
     ``remote_memory``: the model that times memory load / store ops (host or pooled memory;
-    :class:`podsim.hardware.remote_memory.RemoteMemory`), for workloads that have them."""
+    :class:`podsim.hardware.remote_memory.RemoteMemory`), for workloads that have them.
+
+    ``reference_flows``: run the flow backend on the per-flow reference network
+    (:class:`podsim.network.flow.reference.ReferenceFlowNetwork`, about 20x slower) instead of
+    the array one; the two give the same times (the tests compare them)."""
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()
@@ -324,8 +328,9 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     colls_timer = Timer(fabric, tuning, "analytical")
     net = None
     if backend == "flow":
-        net = FlowNetwork(fabric, queue, router=colls_timer.router, capacity=link_capacity(fabric, tuning),
-                          record_load=record_timeline)
+        network = ReferenceFlowNetwork if reference_flows else FlowNetwork
+        net = network(fabric, queue, router=colls_timer.router, capacity=link_capacity(fabric, tuning),
+                      record_load=record_timeline)
         msg: Messaging = FlowMessaging(queue, net)
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]

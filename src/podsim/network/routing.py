@@ -71,6 +71,9 @@ class Router:
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self._next_cache: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._onward_cache: dict[tuple[int, int], list[int]] = {}
+        self._reads_cache: dict[tuple[int, int], frozenset[int] | None] = {}
+        self._plan_cache: dict[tuple[int, int], list] = {}
+        self._hash_cache: dict[tuple[int, int, int, int], int] = {}
 
     @staticmethod
     def _tables(fabric: Fabric) -> tuple:
@@ -148,7 +151,7 @@ class Router:
             InputError: when no route exists.
         """
         key = (src, dst, label)
-        adaptive = self.adaptive and load is not None
+        adaptive = self.adaptive and load is not None and self.adaptive_reads(src, dst) is not None
         cached = None if adaptive else self._route_cache.get(key)
         if cached is not None:
             return cached
@@ -162,9 +165,12 @@ class Router:
             if cands is None:
                 cands = nxt[(u, dst)] = self._next_hops(u, dst)
             if len(cands) > 1 and adaptive:
-                cands = self._least_congested(cands, dst, load)  # type: ignore[arg-type]
+                cands = self._least_congested(u, cands, dst, load)  # type: ignore[arg-type]
             if len(cands) > 1:
-                link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
+                h = self._hash_cache.get((src, dst, label, u))
+                if h is None:
+                    h = self._hash_cache[(src, dst, label, u)] = mix64(src, dst, label, self.seed, u)
+                link, u = cands[h % len(cands)]
             else:
                 link, u = cands[0]
             path.append(link)
@@ -173,29 +179,69 @@ class Router:
             self._route_cache[key] = out
         return out
 
-    def _least_congested(self, cands: list[tuple[int, int]], dst: int,
+    def _least_congested(self, u: int, cands: list[tuple[int, int]], dst: int,
                          load: np.ndarray | list[int]) -> list[tuple[int, int]]:
         """The adaptive choices whose path is least congested: the most flows on the link or,
         one hop further, on the least-loaded link it can continue on (a spine has one link down
         to each leaf, so choosing the uplink chooses the downlink too: without the look-ahead,
         flows that each take the emptiest uplink collide on the downlink behind it).  Ties: the
         fewest flows on the link itself."""
-        best: tuple[int, int] | None = None
+        plan = self._plan_cache.get((u, dst))
+        if plan is None:  # each choice: (choice, its link, the link after it, several, or -1 at dst)
+            plan = self._plan_cache[(u, dst)] = []
+            for c in cands:
+                after = -1 if c[1] == dst else tuple(self._onward(c[1], dst))
+                plan.append((c, c[0], after[0] if after != -1 and len(after) == 1 else after))
+        best0 = best1 = -1
         out: list[tuple[int, int]] = []
-        for c in cands:
-            link, v = c
-            here = int(load[link])
-            if best is not None and here > best[0]:
+        for c, link, onward in plan:
+            here = load[link]
+            if best0 >= 0 and here > best0:
                 continue   # already worse than the best, whatever lies behind it
-            if v == dst:
-                sc = (here, here)
+            if onward.__class__ is int:
+                if onward < 0:
+                    s0 = here
+                else:
+                    after = load[onward]
+                    s0 = here if here >= after else after
             else:
-                after = min(int(load[x]) for x in self._onward(v, dst))
-                sc = (max(here, after), here)
-            if best is None or sc < best:
-                best, out = sc, [c]
-            elif sc == best:
+                after = min(load[x] for x in onward)
+                s0 = here if here >= after else after
+            if best0 < 0 or s0 < best0 or (s0 == best0 and here < best1):
+                best0, best1, out = s0, here, [c]
+            elif s0 == best0 and here == best1:
                 out.append(c)
+        return out
+
+    def adaptive_reads(self, src: int, dst: int) -> frozenset[int] | None:
+        """The links whose flow counts an adaptive route from ``src`` to ``dst`` may read:
+        ``None`` when the route has no choice to make (then it is the same whatever the load,
+        and :meth:`route` caches it).  A superset: every choice point on every equal-cost path,
+        with the links it and its look-ahead compare."""
+        key = (src, dst)
+        got = self._reads_cache.get(key, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        reads: set[int] = set()
+        if self.adaptive and src != dst:
+            seen = {src}
+            stack = [src]
+            while stack:
+                u = stack.pop()
+                cands = self._next_cache.get((u, dst))
+                if cands is None:
+                    cands = self._next_cache[(u, dst)] = self._next_hops(u, dst)
+                if len(cands) > 1:
+                    for link, v in cands:
+                        reads.add(link)
+                        if v != dst:
+                            reads.update(self._onward(v, dst))
+                for _, v in cands:
+                    if v != dst and v not in seen:
+                        seen.add(v)
+                        stack.append(v)
+        out = frozenset(reads) if reads else None
+        self._reads_cache[key] = out
         return out
 
     def _onward(self, v: int, dst: int) -> list[int]:

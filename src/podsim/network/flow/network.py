@@ -14,6 +14,19 @@ time series of each link's load for Perfetto counter tracks.
 The network needs a clock: any object with an integer ``now`` (ns) and
 ``schedule(time_ns, callback, arg)``; :class:`podsim.engine.events.EventQueue` is one.
 
+How it is fast: flows live in arrays (one slot per running flow: route row, bytes left,
+rate, ...), and flows are started in batches (:meth:`FlowNetwork.start_batch`: a collective's
+round is one call) whose caller hears once, when the batch's last flow has arrived.  Starting
+a batch, finding the component to re-solve (a breadth-first search over the running flows'
+route matrix, one array step per level), re-solving it, and ending the flows that finish at
+one time are each a few array operations, not a loop over flows.  A re-solve schedules one
+event per distinct finish time.  The per-flow network it replaced is kept as
+:class:`podsim.network.flow.reference.ReferenceFlowNetwork`; the tests run both and compare
+every rank's times.
+
+Same-time order: flows that end at one time in one batch are handled in the order they
+started, and a batch's caller is called back at the time its last flow arrives.
+
 Units: bytes, ns, bytes per ns.
 """
 
@@ -26,9 +39,11 @@ from typing import Protocol
 
 import numpy as np
 
+from ...errors import SimulationError
 from ..fabric import Fabric
 from ..routing import Router
 from .maxmin import max_min_rates
+from .routes import RouteBatch, path_latency_ns, route_batch
 
 
 class Clock(Protocol):
@@ -41,26 +56,9 @@ class Clock(Protocol):
 
 Done = Callable[[], None] | None
 
-
-class _Flow:
-    __slots__ = ("fid", "path", "size", "remaining", "rate", "last", "version", "on_done",
-                 "latency", "start", "src", "dst", "max_rate")
-
-    def __init__(self, fid: int, path: tuple[int, ...], size: int, on_done: Done, latency: int,
-                 start: int, src: int, dst: int, max_rate: float) -> None:
-        self.fid = fid
-        self.path = path
-        self.size = size
-        self.remaining = float(size)
-        self.rate = 0.0
-        self.last = start
-        self.version = 0
-        self.on_done = on_done
-        self.latency = latency
-        self.start = start
-        self.src = src
-        self.dst = dst
-        self.max_rate = max_rate
+_INF = math.inf
+_BATCH_CACHE_FLOWS = 2_000_000  #: routed flows kept in the batch-route cache before it is emptied
+_CHOICES_KEPT = 4096  #: adaptive batches' choices remembered (by the counts they read)
 
 
 @dataclass
@@ -74,6 +72,16 @@ class LinkStats:
     bytes: np.ndarray
     busy_ns: np.ndarray
     peak_flows: np.ndarray
+
+
+@dataclass(frozen=True)
+class Started:
+    """What :meth:`FlowNetwork.start_batch` started: each flow's route (rows of link ids
+    padded with ``pad``) and its latency (ns)."""
+
+    paths: np.ndarray
+    latency_ns: np.ndarray
+    pad: int
 
 
 class FlowNetwork:
@@ -94,31 +102,59 @@ class FlowNetwork:
         self.clock = clock
         self.router = router or Router(fabric, seed)
         self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
-        self._link_flows: list[set[int]] = [set() for _ in range(fabric.num_links)]
-        self._flows: dict[int, _Flow] = {}
-        self._next_fid = 0
-        self._dirty: set[int] = set()
+        nl = self._nl = fabric.num_links
+        # per-link arrays, one extra entry for the route padding (never reported)
+        self._count = np.zeros(nl + 1, dtype=np.int64)
+        self._peak = np.zeros(nl + 1, dtype=np.int64)
+        self._busy = np.zeros(nl + 1, dtype=np.int64)
+        self._since = np.zeros(nl + 1, dtype=np.int64)
+        self._bytes = np.zeros(nl + 1, dtype=np.float64)
+        self._load = np.zeros(nl + 1, dtype=np.float64)
+        self._dirty = np.zeros(nl + 1, dtype=bool)
         self._resolve_pending = False
-        nl = fabric.num_links
-        # per-link counters as Python lists: the hot path touches single elements
-        self._bytes = [0.0] * nl
-        self._busy = [0] * nl
-        self._busy_since = [0] * nl
-        self._count = [0] * nl
-        self._peak = [0] * nl
-        self._load = np.zeros(nl)
         self.record_load = record_load
         self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
         self.flows_started = 0
         self.solves = 0
         self.solved_flows = 0
+        # per-flow slots
+        self._slots = 0       # slots allocated
+        self._hi = 0          # slots ever used
+        self._free = np.zeros(0, dtype=np.int64)   # a stack of free slots: the first _nfree
+        self._nfree = 0
+        self._active = 0
+        self._capped = 0      # running flows with a rate cap
+        self._width = 1
+        self._paths = np.full((1, 0), nl, dtype=np.int64)   # route links, one row per position
+        self._size = np.zeros(0, dtype=np.int64)
+        self._plen = np.zeros(0, dtype=np.int64)
+        self._rem = np.zeros(0)
+        self._rate = np.zeros(0)
+        self._last = np.zeros(0, dtype=np.int64)
+        self._lat = np.zeros(0, dtype=np.int64)
+        self._maxr = np.zeros(0)
+        self._token = np.zeros(0, dtype=np.int64)
+        self._order = np.zeros(0, dtype=np.int64)
+        self._group = np.zeros(0, dtype=np.int64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._tokens = 0
+        # batches ("groups") waiting for their flows
+        self._g_left: dict[int, int] = {}
+        self._g_arrive: dict[int, int] = {}
+        self._g_done: dict[int, Callable[[], None] | Callable[[int], None] | None] = {}
+        self._g_each: dict[int, bool] = {}
+        self._g_first: dict[int, int] = {}   # each-mode: the batch's first flow's order number
+        self._next_group = 0
         self._lat_cache: dict[tuple[int, ...], int] = {}
-        self._capped = 0  # flows with a rate cap still running
+        self._batches: dict[tuple[bytes, bytes, bytes], RouteBatch] = {}
+        self._batched_flows = 0
+        self._batches_of: dict[int, tuple[object, RouteBatch]] = {}
+        self._choices: dict[tuple[int, bytes, bytes], tuple[RouteBatch, np.ndarray, np.ndarray]] = {}
 
     # -- public API -------------------------------------------------------------------------
 
     def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
-              max_rate: float = math.inf) -> None:
+              max_rate: float = _INF) -> None:
         """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
         when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
         endpoint limit such as a channel's copy engine); the network may give it less."""
@@ -129,59 +165,85 @@ class FlowNetwork:
         """The summed link latency of a route (ns), as a flow on it pays once."""
         lat = self._lat_cache.get(path)
         if lat is None:
-            lat = self._lat_cache[path] = int(math.ceil(float(sum(self.fabric.link_lat[list(path)])) - 1e-9)) if path else 0
+            lat = self._lat_cache[path] = path_latency_ns(self.router, path)
         return lat
 
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
-                    max_rate: float = math.inf) -> tuple[int, ...]:
+                    max_rate: float = _INF) -> tuple[int, ...]:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
         the flow's route."""
-        clock = self.clock
-        now = clock.now
-        self.flows_started += 1
-        path = self.router.route(src, dst, label, self._count) if src != dst else ()
-        lat = self.path_latency(path)
-        if size <= 0 or not path:
-            if on_done is not None:
-                clock.schedule(now + lat, _call, on_done)
-            return path
-        fid = self._next_fid
-        self._next_fid = fid + 1
-        f = _Flow(fid, path, size, on_done, lat, now, src, dst, max_rate)
-        if max_rate != math.inf:
-            self._capped += 1
-        self._flows[fid] = f
-        lf = self._link_flows
-        count, peak, since = self._count, self._peak, self._busy_since
-        for link in path:
-            lf[link].add(fid)
-            c = count[link] + 1
-            count[link] = c
-            if c == 1:
-                since[link] = now
-            peak[link] = max(peak[link], c)
-        self._dirty.update(path)
-        self._request_resolve()
-        return path
+        one = np.array([src], dtype=np.int64), np.array([dst], dtype=np.int64)
+        st = self.start_batch(one[0], one[1], np.array([size], dtype=np.int64), np.array([label], dtype=np.int64),
+                              on_done, max_rate)
+        row = st.paths[0]
+        return tuple(row[row != st.pad].tolist())
+
+    def start_batch(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, labels: np.ndarray,
+                    on_done: Callable[[], None] | Callable[[int], None] | None, max_rate: float = _INF,
+                    each: bool = False, same_as: object = None) -> Started:
+        """Start flows between fabric nodes together, now: flow ``i`` carries ``nbytes[i]``
+        (int) from ``src[i]`` to ``dst[i]`` with ECMP label ``labels[i]``, at most ``max_rate``
+        bytes per ns.  ``on_done()`` runs once, when the last flow has arrived; with ``each``,
+        ``on_done(i)`` runs as each flow ``i`` arrives.  The same as starting the flows one by
+        one in index order (adaptive routes see the flows started before them).
+
+        ``same_as``: an object that stands for these flows' ends and labels (a schedule's
+        step): batches started with the same object must have the same ``src``, ``dst`` and
+        ``labels``, and their routing is looked up by it rather than by the arrays."""
+        k = len(src)
+        now = self.clock.now
+        self.flows_started += k
+        gid = self._next_group
+        self._next_group = gid + 1
+        rb = self._routes(src, dst, labels, same_as)
+        sizes = np.asarray(nbytes, dtype=np.int64)
+        carry = sizes > 0
+        every = bool(carry.all())
+        if len(rb.in_order):
+            paths, lat = self._place_in_order(rb, src, dst, labels, carry)
+        else:
+            paths, lat = rb.paths, rb.latency_ns
+            self._add_counts(paths if every else paths[carry], now, None)
+        real = carry & (paths[:, 0] != rb.pad)
+        nreal = int(np.count_nonzero(real))
+        self._g_left[gid] = nreal
+        self._g_done[gid] = on_done
+        self._g_each[gid] = each
+        self._g_first[gid] = self.flows_started - k
+        # flows with nothing to carry arrive after their route's latency
+        if nreal < k:
+            idle = np.flatnonzero(~real)
+            if each:
+                if on_done is not None:
+                    for i in idle.tolist():
+                        self.clock.schedule(now + int(lat[i]), _call_each, (on_done, i))
+            self._g_arrive[gid] = now + int(lat[idle].max())
+        else:
+            self._g_arrive[gid] = now
+        if nreal == 0:
+            self._group_done(gid)
+        else:
+            self._add_flows(np.flatnonzero(real) if nreal < k else None, paths, lat, sizes, gid, max_rate, now)
+            self._request_resolve()
+        return Started(paths, lat, rb.pad)
 
     def internal_callbacks(self) -> tuple[Callable[[object], None], ...]:
         """The network's own event callbacks (re-solves and flow ends)."""
         return (self._resolve, self._finish)
 
-    def credit(self, paths: list[tuple[int, ...]], nbytes: list[int], busy_ns: int, times: int,
+    def credit(self, paths: np.ndarray, nbytes: np.ndarray, busy_ns: int, times: int,
                t_from: int, t_to: int, loads: dict[int, float] | None = None) -> None:
-        """Account ``times`` repetitions of a round whose flows took ``paths`` carrying
-        ``nbytes`` each and kept each link busy ``busy_ns``, fast-forwarded from ``t_from`` to
-        ``t_to`` (ns) without simulating them; with ``loads``, the load counters show that
-        load over the interval."""
-        b, busy = self._bytes, self._busy
-        seen: set[int] = set()
-        for path, x in zip(paths, nbytes):
-            for link in path:
-                b[link] += x * times
-                if link not in seen:
-                    seen.add(link)
-                    busy[link] += busy_ns * times
+        """Account ``times`` repetitions of a round whose flows took ``paths`` (rows of link
+        ids padded with the link count) carrying ``nbytes`` each and kept each link busy
+        ``busy_ns``, fast-forwarded from ``t_from`` to ``t_to`` (ns) without simulating them;
+        with ``loads``, the load counters show that load over the interval."""
+        nl = self._nl
+        flat = paths.ravel()
+        w = np.repeat(np.asarray(nbytes, dtype=np.float64) * times, paths.shape[1])
+        self._bytes += np.bincount(flat, weights=w, minlength=nl + 1)
+        used = np.bincount(flat, minlength=nl + 1) > 0
+        used[nl] = False
+        self._busy[used] += busy_ns * times
         if self.record_load and loads:
             for link, load in sorted(loads.items()):
                 self.load_samples.append((t_from, link, load))
@@ -189,124 +251,348 @@ class FlowNetwork:
 
     @property
     def active_flows(self) -> int:
-        return len(self._flows)
+        return self._active
 
     def link_stats(self) -> LinkStats:
         """Statistics so far (busy time counts links still busy up to now)."""
-        busy = np.asarray(self._busy, dtype=np.int64)
-        count = np.asarray(self._count)
-        open_ = count > 0
-        busy[open_] += self.clock.now - np.asarray(self._busy_since, dtype=np.int64)[open_]
-        return LinkStats(np.asarray(self._bytes), busy, np.asarray(self._peak, dtype=np.int64))
+        nl = self._nl
+        busy = self._busy[:nl].copy()
+        open_ = self._count[:nl] > 0
+        busy[open_] += self.clock.now - self._since[:nl][open_]
+        return LinkStats(self._bytes[:nl].copy(), busy, self._peak[:nl].copy())
 
-    # -- internals --------------------------------------------------------------------------
+    # -- starting ---------------------------------------------------------------------------
+
+    def _routes(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray, same_as: object) -> RouteBatch:
+        if same_as is not None:
+            hit = self._batches_of.get(id(same_as))
+            if hit is not None and hit[0] is same_as:
+                return hit[1]
+            rb = self._routes(src, dst, labels, None)
+            self._batches_of[id(same_as)] = (same_as, rb)
+            return rb
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        lab = np.asarray(labels, dtype=np.int64)
+        key = (s.tobytes(), d.tobytes(), lab.tobytes())
+        rb = self._batches.get(key)
+        if rb is None:
+            if self._batched_flows > _BATCH_CACHE_FLOWS:
+                self._batches.clear()
+                self._batches_of.clear()
+                self._batched_flows = 0
+            rb = self._batches[key] = route_batch(self.router, s, d, lab, self._lat_cache)
+            self._batched_flows += len(s)
+        return rb
+
+    def _add_counts(self, paths: np.ndarray, now: int, before: np.ndarray | None) -> None:
+        """Count a batch's flows on their links (``before``: the counts before the batch,
+        when already applied)."""
+        count = self._count
+        if before is None:
+            before = count.copy()
+            count += np.bincount(paths.ravel(), minlength=self._nl + 1)
+            count[self._nl] = 0
+        opened = (before == 0) & (count > 0)
+        self._since[opened] = now
+        np.maximum(self._peak, count, out=self._peak)
+        self._dirty[paths.ravel()] = True
+        self._dirty[self._nl] = False
+
+    def _place_in_order(self, rb: RouteBatch, src: np.ndarray, dst: np.ndarray, labels: np.ndarray,
+                        carry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Route and count a batch where some flows' routes depend on the load: the flows no
+        choice can see are counted at once, the others one by one in batch order (flows that
+        carry nothing are routed but not counted)."""
+        now = self.clock.now
+        count = self._count
+        # The choices are a function of the counts they read (which the other flows do not
+        # touch): a ring's rounds repeat them.
+        key = (id(rb), carry.tobytes(), count[rb.reads].tobytes())
+        hit = self._choices.get(key)
+        if hit is not None and hit[0] is rb:
+            paths, lat = hit[1], hit[2]
+            self._add_counts(paths[carry], now, None)
+            return paths, lat
+        before = count.copy()
+        loose = carry.copy()
+        loose[rb.in_order] = False
+        count += np.bincount(rb.paths[loose].ravel(), minlength=self._nl + 1)
+        count[self._nl] = 0
+        paths = rb.paths.copy()
+        lat = rb.latency_ns.copy()
+        counted = carry.tolist()
+        route = self.router.route
+        s_l, d_l, lab_l = src.tolist(), dst.tolist(), labels.tolist()
+        cl = count.tolist()   # the router reads single counts: a list is faster than the array
+        touched: set[int] = set()
+        for i, chosen in zip(rb.in_order.tolist(), rb.choice.tolist()):
+            if chosen:
+                path = route(s_l[i], d_l[i], lab_l[i], cl)
+                if len(path) > paths.shape[1]:
+                    paths = np.concatenate([paths, np.full((len(paths), len(path) - paths.shape[1]), rb.pad,
+                                                           dtype=np.int64)], axis=1)
+                paths[i, :len(path)] = path
+                lat[i] = self.path_latency(path)
+            else:
+                row = paths[i]
+                path = tuple(row[row != rb.pad].tolist())
+            if counted[i]:
+                for link in path:
+                    cl[link] += 1
+                touched.update(path)
+        if touched:
+            at = np.fromiter(touched, dtype=np.int64, count=len(touched))
+            count[at] = [cl[x] for x in at.tolist()]
+        if len(self._choices) >= _CHOICES_KEPT:
+            self._choices.clear()
+        self._choices[key] = (rb, paths, lat)
+        self._add_counts(paths[carry], now, before)
+        return paths, lat
+
+    def _grow(self, need: int) -> None:
+        n = max(need, 2 * self._slots, 1024)
+        def grown(a: np.ndarray, fill: object) -> np.ndarray:
+            out = np.full((n,) + a.shape[1:], fill, dtype=a.dtype)
+            out[:len(a)] = a
+            return out
+        paths = np.full((self._width, n), self._nl, dtype=np.int64)
+        paths[:, :self._paths.shape[1]] = self._paths
+        self._paths = paths
+        self._size = grown(self._size, 0)
+        self._plen = grown(self._plen, 0)
+        self._rem = grown(self._rem, 0.0)
+        self._rate = grown(self._rate, 0.0)
+        self._last = grown(self._last, 0)
+        self._lat = grown(self._lat, 0)
+        self._maxr = grown(self._maxr, _INF)
+        self._token = grown(self._token, -1)
+        self._order = grown(self._order, 0)
+        self._group = grown(self._group, 0)
+        self._alive = grown(self._alive, False)
+        self._slots = n
+
+    def _add_flows(self, pick: np.ndarray | None, paths: np.ndarray, lat: np.ndarray, sizes: np.ndarray,
+                   gid: int, max_rate: float, now: int) -> None:
+        """Give the batch's flows that carry bytes (rows ``pick``, or all) slots."""
+        first = self.flows_started - len(paths)
+        order = np.arange(first, first + len(paths), dtype=np.int64)
+        if pick is not None:
+            paths, lat, sizes, order = paths[pick], lat[pick], sizes[pick], order[pick]
+        k = len(paths)
+        take = min(k, self._nfree)
+        self._nfree -= take
+        reused = self._free[self._nfree:self._nfree + take]
+        fresh = k - take
+        if self._hi + fresh > self._slots:
+            self._grow(self._hi + fresh)
+        slots = np.concatenate([reused, np.arange(self._hi, self._hi + fresh, dtype=np.int64)])
+        self._hi += fresh
+        w = paths.shape[1]
+        if w > self._width:
+            extra = np.full((w - self._width, self._slots), self._nl, dtype=np.int64)
+            self._paths = np.concatenate([self._paths, extra], axis=0)
+            self._width = w
+        self._paths[:w, slots] = paths.T
+        if w < self._width:
+            self._paths[w:, slots] = self._nl
+        self._size[slots] = sizes
+        self._plen[slots] = (paths != self._nl).sum(axis=1)
+        self._rem[slots] = sizes
+        self._rate[slots] = 0.0
+        self._last[slots] = now
+        self._lat[slots] = lat
+        self._maxr[slots] = max_rate
+        self._token[slots] = -1
+        self._order[slots] = order
+        self._group[slots] = gid
+        self._alive[slots] = True
+        self._active += k
+        if max_rate != _INF:
+            self._capped += k
+
+    # -- re-solving -------------------------------------------------------------------------
 
     def _request_resolve(self) -> None:
         if not self._resolve_pending:
             self._resolve_pending = True
             self.clock.schedule(self.clock.now, self._resolve, None)
 
-    def _component(self) -> tuple[list[_Flow], set[int]]:
-        """Flows connected (through shared links) to the dirty links, and those links."""
-        lf = self._link_flows
-        flows = self._flows
-        seen_links = set(self._dirty)
-        stack = list(seen_links)
-        self._dirty = set()
-        comp: dict[int, _Flow] = {}
-        while stack:
-            link = stack.pop()
-            for fid in lf[link]:
-                if fid in comp:
-                    continue
-                f = flows[fid]
-                comp[fid] = f
-                for l2 in f.path:
-                    if l2 not in seen_links:
-                        seen_links.add(l2)
-                        stack.append(l2)
-        return list(comp.values()), seen_links
+    def _component(self) -> tuple[np.ndarray, np.ndarray]:
+        """The running flows connected (through shared links) to the dirty links, in start
+        order, and the mask of links reached."""
+        nl = self._nl
+        reached = self._dirty
+        self._dirty = np.zeros(nl + 1, dtype=bool)
+        if not self._active or not (reached & (self._count > 0)).any():
+            return np.zeros(0, dtype=np.int64), reached
+        hi = self._hi
+        cols = self._paths[:, :hi]
+        free = self._alive[:hi].copy()   # running flows not yet in the component
+        while True:
+            hit = reached[cols[0]]
+            for j in range(1, len(cols)):
+                hit |= reached[cols[j]]
+            hit &= free
+            if not hit.any():
+                break
+            free &= ~hit
+            reached[cols[:, hit]] = True
+            reached[nl] = False
+        comp = np.flatnonzero(self._alive[:hi] & ~free)
+        return comp[np.argsort(self._order[comp])], reached
 
     def _resolve(self, _arg: object) -> None:
         self._resolve_pending = False
         now = self.clock.now
-        comp, touched = self._component()
+        comp, reached = self._component()
         if self.record_load:
-            self._record_idle(touched, comp, now)
-        if not comp:
+            self._record_idle(reached, now)
+        if not len(comp):
             return
         self.solves += 1
         self.solved_flows += len(comp)
-        local: dict[int, int] = {}
-        links: list[int] = []
-        indptr = [0]
-        for f in comp:
-            el = now - f.last
-            if el:
-                f.remaining -= f.rate * el
-                f.last = now
-            for link in f.path:
-                i = local.get(link)
-                if i is None:
-                    i = local[link] = len(local)
-                links.append(i)
-            indptr.append(len(links))
-        gl = np.fromiter(local.keys(), dtype=np.int64, count=len(local))
-        caps = np.fromiter((f.max_rate for f in comp), dtype=np.float64, count=len(comp)) \
-            if self._capped else None
-        rates = max_min_rates(np.asarray(indptr), np.asarray(links), self.capacity[gl], caps)
-        sched = self.clock.schedule
-        for f, r in zip(comp, rates.tolist()):
-            if r != f.rate:
-                f.rate = r
-                f.version += 1
-                rem = f.remaining
-                dt = int(math.ceil(rem / r - 1e-6)) if rem > 0 else 0
-                sched(now + dt, self._finish, (f.fid, f.version))
+        el = now - self._last[comp]
+        moved = el != 0
+        if moved.any():
+            c = comp[moved]
+            self._rem[c] -= self._rate[c] * el[moved]
+            self._last[comp] = now
+        rows = self._paths[:, comp].T
+        lengths = self._plen[comp]
+        flat = rows[rows != self._nl]
+        mark = np.zeros(self._nl + 1, dtype=bool)
+        mark[flat] = True
+        gl = np.flatnonzero(mark)
+        where = np.empty(self._nl + 1, dtype=np.int64)
+        where[gl] = np.arange(len(gl))
+        local = where[flat]
+        indptr = np.zeros(len(comp) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        caps = self._maxr[comp] if self._capped else None
+        rates = max_min_rates(indptr, local, self.capacity[gl], caps)
+        changed = rates != self._rate[comp]
+        if changed.any():
+            self._reschedule(comp[changed], rates[changed], now)
         if self.record_load:
-            load = np.zeros(len(gl))
-            np.add.at(load, np.asarray(links), np.repeat(rates, np.diff(indptr)))
+            load = np.bincount(local, weights=np.repeat(rates, lengths), minlength=len(gl))
             old = self._load[gl]
-            changed = np.flatnonzero(np.abs(load - old) > 1e-12 * np.maximum(old, 1.0))
-            for i in changed.tolist():
+            moved_links = np.flatnonzero(np.abs(load - old) > 1e-12 * np.maximum(old, 1.0))
+            for i in moved_links.tolist():
                 self.load_samples.append((now, int(gl[i]), float(load[i])))
             self._load[gl] = load
 
-    def _record_idle(self, touched: set[int], comp: list[_Flow], now: int) -> None:
-        """Record a zero load on touched links that no flow crosses any more."""
-        lf = self._link_flows
-        for link in sorted(touched):
-            if not lf[link] and self._load[link] != 0.0:
-                self._load[link] = 0.0
-                self.load_samples.append((now, link, 0.0))
+    def _reschedule(self, slots: np.ndarray, rates: np.ndarray, now: int) -> None:
+        """New rates: each flow's end moves; one event per distinct end time."""
+        if not np.all(rates > 0):
+            raise SimulationError("a flow got no bandwidth (a link of zero capacity on its route)")
+        self._rate[slots] = rates
+        rem = self._rem[slots]
+        with np.errstate(invalid="ignore"):
+            dt = np.where(rem > 0, np.ceil(rem / rates - 1e-6), 0.0).astype(np.int64)
+        tokens = np.arange(self._tokens, self._tokens + len(slots), dtype=np.int64)
+        self._tokens += len(slots)
+        self._token[slots] = tokens
+        ends = now + dt
+        if len(ends) > 1 and not np.all(ends == ends[0]):
+            order = np.argsort(ends, kind="stable")
+            ends, slots, tokens = ends[order], slots[order], tokens[order]
+            cut = np.flatnonzero(np.diff(ends)) + 1
+            bounds = [0, *cut.tolist(), len(ends)]
+        else:
+            bounds = [0, len(ends)]
+        sched = self.clock.schedule
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sched(int(ends[a]), self._finish, (slots[a:b], tokens[a:b]))
+
+    def _record_idle(self, reached: np.ndarray, now: int) -> None:
+        """Record a zero load on reached links that no flow crosses any more."""
+        nl = self._nl
+        idle = np.flatnonzero(reached[:nl] & (self._count[:nl] == 0) & (self._load[:nl] != 0.0))
+        for link in idle.tolist():
+            self._load[link] = 0.0
+            self.load_samples.append((now, link, 0.0))
+
+    # -- ending -----------------------------------------------------------------------------
 
     def _finish(self, arg: object) -> None:
-        fid, version = arg  # type: ignore[misc]
-        f = self._flows.get(fid)
-        if f is None or f.version != version:
-            return
+        slots, tokens = arg  # type: ignore[misc]
+        live = self._token[slots] == tokens
+        if not live.all():
+            slots = slots[live]
+            if not len(slots):
+                return
         now = self.clock.now
-        del self._flows[fid]
-        if f.max_rate != math.inf:
-            self._capped -= 1
-        lf = self._link_flows
-        count, since, busy, nbytes = self._count, self._busy_since, self._busy, self._bytes
-        size = f.size
-        for link in f.path:
-            lf[link].discard(fid)
-            nbytes[link] += size
-            c = count[link] - 1
-            count[link] = c
-            if c == 0:
-                busy[link] += now - since[link]
-        self._dirty.update(f.path)
+        nl = self._nl
+        self._token[slots] = -1
+        self._alive[slots] = False
+        nf = self._nfree + len(slots)
+        if nf > len(self._free):
+            self._free = np.concatenate([self._free[:self._nfree], np.zeros(max(nf, 2 * len(self._free)) - self._nfree,
+                                                                            dtype=np.int64)])
+        self._free[self._nfree:nf] = slots
+        self._nfree = nf
+        self._active -= len(slots)
+        if self._capped:
+            self._capped -= int(np.count_nonzero(self._maxr[slots] != _INF))
+        flat = self._paths[:, slots].ravel()
+        on = np.bincount(flat, minlength=nl + 1)
+        self._bytes += np.bincount(flat, weights=np.tile(self._size[slots].astype(np.float64), self._width),
+                                   minlength=nl + 1)
+        self._count -= on
+        self._count[nl] = 0
+        touched = on > 0
+        touched[nl] = False
+        closed = touched & (self._count == 0)
+        self._busy[closed] += now - self._since[closed]
+        self._dirty |= touched
         self._request_resolve()
-        if f.on_done is not None:
-            self.clock.schedule(now + f.latency, _call, f.on_done)
+        arrive = now + self._lat[slots]
+        groups = self._group[slots]
+        if len(slots) == 1 or np.all(groups == groups[0]):
+            self._arrived(int(groups[0]), len(slots), int(arrive.max()), slots, arrive)
+            return
+        # slots come in start order, and batches start in order: each batch is one run
+        cut = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+        starts = np.concatenate([[0], cut])
+        ends = np.concatenate([cut, [len(groups)]])
+        latest = np.maximum.reduceat(arrive, starts)
+        for a, b, t in zip(starts.tolist(), ends.tolist(), latest.tolist()):
+            self._arrived(int(groups[a]), b - a, t, slots[a:b], arrive[a:b])
+
+    def _arrived(self, gid: int, n: int, latest: int, slots: np.ndarray, arrive: np.ndarray) -> None:
+        """``n`` flows of batch ``gid`` ended now; the last of them arrives at ``latest``."""
+        if self._g_each[gid]:
+            cb = self._g_done[gid]
+            if cb is not None:
+                base = self._g_first[gid]
+                for o, t in zip((self._order[slots] - base).tolist(), arrive.tolist()):
+                    self.clock.schedule(t, _call_each, (cb, o))
+        left = self._g_left[gid] - n
+        if latest > self._g_arrive[gid]:
+            self._g_arrive[gid] = latest
+        if left:
+            self._g_left[gid] = left
+        else:
+            self._group_done(gid)
+
+    def _group_done(self, gid: int) -> None:
+        cb = self._g_done.pop(gid)
+        at = self._g_arrive.pop(gid)
+        del self._g_left[gid]
+        each = self._g_each.pop(gid)
+        del self._g_first[gid]
+        if cb is not None and not each:
+            self.clock.schedule(at, _call, cb)
 
 
 def _call(fn: object) -> None:
     fn()  # type: ignore[operator]
+
+
+def _call_each(arg: object) -> None:
+    fn, i = arg  # type: ignore[misc]
+    fn(i)
 
 
 class _LocalClock:
@@ -343,9 +629,10 @@ def run_batch(fabric: Fabric, src: list[int], dst: list[int], nbytes: list[int],
     clock = _LocalClock()
     net = FlowNetwork(fabric, clock, router=router, capacity=capacity)
     arrivals = [0] * len(src)
-    for i, (a, b, x, lab) in enumerate(zip(src, dst, nbytes, labels)):
-        def done(i: int = i) -> None:
-            arrivals[i] = clock.now
-        net.start_nodes(a, b, x, done, lab, max_rate)
+
+    def done(i: int) -> None:
+        arrivals[i] = clock.now
+    net.start_batch(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                    np.asarray(nbytes, dtype=np.int64), np.asarray(labels, dtype=np.int64), done, max_rate, each=True)
     clock.run()
     return arrivals, net
