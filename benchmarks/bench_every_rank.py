@@ -9,13 +9,17 @@ Cases:
     2.7-3.9 s on this machine kind.
   * ``flow-512``: 64 DGX H100 servers (the ``dgx-h100`` preset), flow backend: every GPU
     computes 10 us (13 us on the odd ranks), then a 16 MiB all-reduce in its server's 8-GPU TP
-    group and a 64 MiB all-reduce in its 64-GPU DP group (8 rings across the spines), concurrent.
+    group and a 64 MiB all-reduce in its 64-GPU DP group (8 rings across the spines, adaptive
+    routing), concurrent: about a million flows.  ``flow-512-per-flow`` runs it on the per-flow
+    reference network (``reference_flows=True``), the flow network before issue #17; both
+    must end at the same nanosecond (checked).
 
 Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's.
 
     python benchmarks/bench_every_rank.py            # ring-512, flow-512
-    python benchmarks/bench_every_rank.py --big      # also ring-4096, and ring-512 sending every
-                                                     # message (the per-message engine, ~13 s)
+    python benchmarks/bench_every_rank.py --big      # also ring-4096, ring-512 sending every
+                                                     # message (the per-message engine, ~13 s) and
+                                                     # flow-512 on the per-flow network (~9 s)
 """
 
 from __future__ import annotations
@@ -27,8 +31,12 @@ import subprocess
 import sys
 import time
 
+#: flow-512's answer on main before issue #17 (the per-flow network); both networks must give it
+FLOW_512_NS = 3_756_348
+
 #: issue #17's targets, CPU s
-TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messages": 0.3}
+TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messages": 0.3,
+             "flow-512-per-flow": 0.5}
 
 
 def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
@@ -89,12 +97,22 @@ def _case(name: str) -> dict:
         out["check"] = "= symmetric" if res.finish_ns == sym.finish_ns else f"!= symmetric {sym.finish_ns}"
     else:
         wl = _flow(n // 8)
+        reference = name.endswith("-per-flow")
         t0 = time.process_time()
-        res = simulate(wl, cluster="dgx-h100", backend="flow", record_timeline=False)
+        if reference:  # the same run as simulate(cluster=..., backend="flow"), on the per-flow network
+            from podsim.engine.cluster import simulate_cluster
+            from podsim.hardware.cluster import build_fabric, load_cluster
+            spec = load_cluster("dgx-h100")
+            res = simulate_cluster(wl, build_fabric(spec, n), spec.nccl, "flow", record_timeline=False,
+                                   reference_flows=True)
+        else:
+            res = simulate(wl, cluster="dgx-h100", backend="flow", record_timeline=False)
         out["cpu_s"] = time.process_time() - t0
         out["units"] = res.info["flows"]
-        out["how"] = "flows"
+        out["how"] = "flows, per-flow network" if reference else "flows"
         out["check"] = f"{res.info['flow_solves']} solves"
+        if res.finish_ns != FLOW_512_NS and n == 512:
+            out["check"] += f"; != {FLOW_512_NS:,} ns before issue #17"
     out["finish_ns"] = res.finish_ns
     out["ranks"] = res.info["simulated_ranks"]
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -109,7 +127,7 @@ def main() -> None:
     if a.one:
         print(json.dumps(_case(a.one)))
         return
-    cases = ["ring-512", "flow-512"] + (["ring-4096", "ring-512-messages"] if a.big else [])
+    cases = ["ring-512", "flow-512"] + (["ring-4096", "ring-512-messages", "flow-512-per-flow"] if a.big else [])
     print(f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
           f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
     for name in cases:

@@ -96,6 +96,29 @@ def test_random_batches_arrive_as_in_the_reference(name: str, seed: int) -> None
     assert [s[2] for s in fa] == pytest.approx([s[2] for s in fb], rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("name", ["rail-adaptive", "rail-ecmp"])
+def test_point_to_point_flows_one_by_one(name: str) -> None:
+    # single flows (the element-by-element path), at random instants, some at the same one
+    fabric = FABRICS[name]()
+    rng = random.Random(7)
+    gpus = fabric.gpus.tolist()
+    msgs = [(rng.randrange(0, 2_000_000, 1_000), rng.randrange(len(gpus)), rng.randrange(len(gpus)),
+             rng.choice([0, 4096, 1 << 20]), rng.randrange(4)) for _ in range(400)]
+    out = []
+    for network in (FlowNetwork, ReferenceFlowNetwork):
+        q = EventQueue()
+        net = network(fabric, q)
+        done: dict[int, int] = {}
+        for i, (t, a, b, x, lab) in enumerate(msgs):
+            q.schedule(t, lambda _a, i=i, a=a, b=b, x=x, lab=lab:
+                       net.start(a, b, x, lambda i=i: done.__setitem__(i, q.now), lab))
+        q.run()
+        st = net.link_stats()
+        out.append((done, st.bytes.tolist(), st.busy_ns.tolist(), st.peak_flows.tolist(), net.solves))
+    assert len(out[0][0]) == len(msgs)
+    assert out[0] == out[1]
+
+
 def test_adaptive_choices_see_the_flows_started_before_them() -> None:
     # One batch of cross-segment flows with many choices: placed one by one, they spread over
     # the spines exactly as the reference places them.  The same batch again while the first

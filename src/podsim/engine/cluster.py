@@ -379,6 +379,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         info["flow_solves"] = net.solves
         info["rounds_fast_forwarded"] = colls.rounds_skipped
         info["granularity"] = granularity
+        info["flow_network"] = "per-flow reference" if reference_flows else "arrays"
     notes = [x for p in workload.programs for x in p.notes]
     res = Result(results, timelines, [], info, notes)
     res.links = links

@@ -74,6 +74,7 @@ class Router:
         self._reads_cache: dict[tuple[int, int], frozenset[int] | None] = {}
         self._plan_cache: dict[tuple[int, int], list] = {}
         self._hash_cache: dict[tuple[int, int, int, int], int] = {}
+        self._pair_cache: dict[tuple[int, int], tuple[int, ...]] = {}
 
     @staticmethod
     def _tables(fabric: Fabric) -> tuple:
@@ -157,9 +158,15 @@ class Router:
             return cached
         if src == dst:
             return ()
+        if not adaptive:
+            same = self._pair_cache.get((src, dst))
+            if same is not None:  # a route with no choice on it: the same for every label
+                self._route_cache[key] = same
+                return same
         path: list[int] = []
         u = src
         nxt = self._next_cache
+        chose = False
         while u != dst:
             cands = nxt.get((u, dst))
             if cands is None:
@@ -167,6 +174,7 @@ class Router:
             if len(cands) > 1 and adaptive:
                 cands = self._least_congested(u, cands, dst, load)  # type: ignore[arg-type]
             if len(cands) > 1:
+                chose = True
                 h = self._hash_cache.get((src, dst, label, u))
                 if h is None:
                     h = self._hash_cache[(src, dst, label, u)] = mix64(src, dst, label, self.seed, u)
@@ -177,6 +185,8 @@ class Router:
         out = tuple(path)
         if not adaptive:
             self._route_cache[key] = out
+            if not chose:
+                self._pair_cache[(src, dst)] = out
         return out
 
     def _least_congested(self, u: int, cands: list[tuple[int, int]], dst: int,
@@ -212,6 +222,26 @@ class Router:
             elif s0 == best0 and here == best1:
                 out.append(c)
         return out
+
+    def batch_routes(self, src: list[int], dst: list[int], labels: list[int]
+                     ) -> tuple[list[tuple[int, ...] | None], set[int]]:
+        """Each flow's route, or ``None`` where an adaptive route has a choice to make (it
+        depends on the flow counts when the flow starts: route it then, with :meth:`route`
+        and the counts), and the links those choices may read."""
+        out: list[tuple[int, ...] | None] = []
+        cache = self._route_cache
+        reads_of = self.adaptive_reads if self.adaptive else None
+        choosing: set[frozenset[int]] = set()
+        for a, b, lab in zip(src, dst, labels):
+            if reads_of is not None:
+                r = reads_of(a, b)
+                if r is not None:
+                    out.append(None)
+                    choosing.add(r)
+                    continue
+            p = cache.get((a, b, lab))
+            out.append(p if p is not None else self.route(a, b, lab))
+        return out, set().union(*choosing)
 
     def adaptive_reads(self, src: int, dst: int) -> frozenset[int] | None:
         """The links whose flow counts an adaptive route from ``src`` to ``dst`` may read:

@@ -116,17 +116,27 @@ class Timer:
     def _routes(self, step: Step) -> list[tuple[int, ...]]:
         """Each flow's route; with adaptive routing, flows are placed one by one on the
         least-loaded equal-cost links."""
+        src, dst, lab = step.src.tolist(), step.dst.tolist(), step.label.tolist()
+        routes, reads = self.router.batch_routes(src, dst, lab)
+        if not reads:
+            return routes  # type: ignore[return-value]
+        # only the counts a choice reads matter: those of the chosen routes and of the
+        # routes through the links it compares
         route = self.router.route
-        if not self.router.adaptive:
-            return [route(a, b, lab) for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist())]
         count = [0] * self.fabric.num_links
-        out = []
-        for a, b, lab in zip(step.src.tolist(), step.dst.tolist(), step.label.tolist()):
-            r = route(a, b, lab, count)
+        touches: dict[tuple[int, ...], bool] = {}
+        for i, r in enumerate(routes):
+            if r is None:
+                r = routes[i] = route(src[i], dst[i], lab[i], count)
+            else:
+                t = touches.get(r)
+                if t is None:
+                    t = touches[r] = not reads.isdisjoint(r)
+                if not t:
+                    continue
             for x in r:
                 count[x] += 1
-            out.append(r)
-        return out
+        return routes  # type: ignore[return-value]
 
     def _round_links(self, step: Step) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(every flow's links, each flow's route length, the longest route's latency in ns) of

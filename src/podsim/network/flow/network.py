@@ -58,6 +58,7 @@ Done = Callable[[], None] | None
 
 _INF = math.inf
 _BATCH_CACHE_FLOWS = 2_000_000  #: routed flows kept in the batch-route cache before it is emptied
+_FEW = 64  #: running flows up to which the component search runs on Python lists
 _CHOICES_KEPT = 4096  #: adaptive batches' choices remembered (by the counts they read)
 
 
@@ -149,7 +150,7 @@ class FlowNetwork:
         self._batches: dict[tuple[bytes, bytes, bytes], RouteBatch] = {}
         self._batched_flows = 0
         self._batches_of: dict[int, tuple[object, RouteBatch]] = {}
-        self._choices: dict[tuple[int, bytes, bytes], tuple[RouteBatch, np.ndarray, np.ndarray]] = {}
+        self._choices: dict[tuple[int, bytes, bytes], tuple[RouteBatch, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # -- public API -------------------------------------------------------------------------
 
@@ -171,12 +172,67 @@ class FlowNetwork:
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
                     max_rate: float = _INF) -> tuple[int, ...]:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
-        the flow's route."""
-        one = np.array([src], dtype=np.int64), np.array([dst], dtype=np.int64)
-        st = self.start_batch(one[0], one[1], np.array([size], dtype=np.int64), np.array([label], dtype=np.int64),
-                              on_done, max_rate)
-        row = st.paths[0]
-        return tuple(row[row != st.pad].tolist())
+        the flow's route.  (:meth:`start_batch` for one flow, element by element: a point-to-
+        point message should not pay for array operations.)"""
+        now = self.clock.now
+        self.flows_started += 1
+        gid = self._next_group
+        self._next_group = gid + 1
+        path = self.router.route(src, dst, label, self._count) if src != dst else ()
+        lat = self.path_latency(path)
+        self._g_done[gid] = on_done
+        self._g_each[gid] = False
+        self._g_first[gid] = self.flows_started - 1
+        if size <= 0 or not path:
+            self._g_left[gid] = 0
+            self._g_arrive[gid] = now + lat
+            self._group_done(gid)
+            return path
+        self._g_left[gid] = 1
+        self._g_arrive[gid] = now
+        count, since, peak, dirty = self._count, self._since, self._peak, self._dirty
+        for link in path:
+            c = count[link] + 1
+            count[link] = c
+            if c == 1:
+                since[link] = now
+            if c > peak[link]:
+                peak[link] = c
+            dirty[link] = True
+        slot = self._take_slot(len(path))
+        col = self._paths[:, slot]
+        col[:] = self._nl
+        col[:len(path)] = path
+        self._plen[slot] = len(path)
+        self._size[slot] = size
+        self._rem[slot] = size
+        self._rate[slot] = 0.0
+        self._last[slot] = now
+        self._lat[slot] = lat
+        self._maxr[slot] = max_rate
+        self._token[slot] = -1
+        self._order[slot] = self.flows_started - 1
+        self._group[slot] = gid
+        self._alive[slot] = True
+        self._active += 1
+        if max_rate != _INF:
+            self._capped += 1
+        self._request_resolve()
+        return path
+
+    def _take_slot(self, width: int) -> int:
+        """A free slot for one flow whose route has ``width`` links."""
+        if width > self._width:
+            extra = np.full((width - self._width, self._slots), self._nl, dtype=np.int64)
+            self._paths = np.concatenate([self._paths, extra], axis=0)
+            self._width = width
+        if self._nfree:
+            self._nfree -= 1
+            return int(self._free[self._nfree])
+        if self._hi >= self._slots:
+            self._grow(self._hi + 1)
+        self._hi += 1
+        return self._hi - 1
 
     def start_batch(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, labels: np.ndarray,
                     on_done: Callable[[], None] | Callable[[int], None] | None, max_rate: float = _INF,
@@ -200,11 +256,11 @@ class FlowNetwork:
         carry = sizes > 0
         every = bool(carry.all())
         if len(rb.in_order):
-            paths, lat = self._place_in_order(rb, src, dst, labels, carry)
+            paths, lat, lengths = self._place_in_order(rb, src, dst, labels, carry, every)
         else:
-            paths, lat = rb.paths, rb.latency_ns
+            paths, lat, lengths = rb.paths, rb.latency_ns, rb.lengths
             self._add_counts(paths if every else paths[carry], now, None)
-        real = carry & (paths[:, 0] != rb.pad)
+        real = carry & (lengths > 0)
         nreal = int(np.count_nonzero(real))
         self._g_left[gid] = nreal
         self._g_done[gid] = on_done
@@ -223,13 +279,14 @@ class FlowNetwork:
         if nreal == 0:
             self._group_done(gid)
         else:
-            self._add_flows(np.flatnonzero(real) if nreal < k else None, paths, lat, sizes, gid, max_rate, now)
+            self._add_flows(np.flatnonzero(real) if nreal < k else None, paths, lat, lengths, sizes, gid, max_rate,
+                            now)
             self._request_resolve()
         return Started(paths, lat, rb.pad)
 
     def internal_callbacks(self) -> tuple[Callable[[object], None], ...]:
         """The network's own event callbacks (re-solves and flow ends)."""
-        return (self._resolve, self._finish)
+        return (self._resolve, self._finish, self._finish_one)
 
     def credit(self, paths: np.ndarray, nbytes: np.ndarray, busy_ns: int, times: int,
                t_from: int, t_to: int, loads: dict[int, float] | None = None) -> None:
@@ -300,7 +357,7 @@ class FlowNetwork:
         self._dirty[self._nl] = False
 
     def _place_in_order(self, rb: RouteBatch, src: np.ndarray, dst: np.ndarray, labels: np.ndarray,
-                        carry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                        carry: np.ndarray, every: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Route and count a batch where some flows' routes depend on the load: the flows no
         choice can see are counted at once, the others one by one in batch order (flows that
         carry nothing are routed but not counted)."""
@@ -311,9 +368,9 @@ class FlowNetwork:
         key = (id(rb), carry.tobytes(), count[rb.reads].tobytes())
         hit = self._choices.get(key)
         if hit is not None and hit[0] is rb:
-            paths, lat = hit[1], hit[2]
-            self._add_counts(paths[carry], now, None)
-            return paths, lat
+            paths = hit[1]
+            self._add_counts(paths if every else paths[carry], now, None)
+            return paths, hit[2], hit[3]
         before = count.copy()
         loose = carry.copy()
         loose[rb.in_order] = False
@@ -346,9 +403,10 @@ class FlowNetwork:
             count[at] = [cl[x] for x in at.tolist()]
         if len(self._choices) >= _CHOICES_KEPT:
             self._choices.clear()
-        self._choices[key] = (rb, paths, lat)
-        self._add_counts(paths[carry], now, before)
-        return paths, lat
+        lengths = (paths != rb.pad).sum(axis=1)
+        self._choices[key] = (rb, paths, lat, lengths)
+        self._add_counts(paths if every else paths[carry], now, before)
+        return paths, lat, lengths
 
     def _grow(self, need: int) -> None:
         n = max(need, 2 * self._slots, 1024)
@@ -372,13 +430,13 @@ class FlowNetwork:
         self._alive = grown(self._alive, False)
         self._slots = n
 
-    def _add_flows(self, pick: np.ndarray | None, paths: np.ndarray, lat: np.ndarray, sizes: np.ndarray,
-                   gid: int, max_rate: float, now: int) -> None:
+    def _add_flows(self, pick: np.ndarray | None, paths: np.ndarray, lat: np.ndarray, lengths: np.ndarray,
+                   sizes: np.ndarray, gid: int, max_rate: float, now: int) -> None:
         """Give the batch's flows that carry bytes (rows ``pick``, or all) slots."""
         first = self.flows_started - len(paths)
         order = np.arange(first, first + len(paths), dtype=np.int64)
         if pick is not None:
-            paths, lat, sizes, order = paths[pick], lat[pick], sizes[pick], order[pick]
+            paths, lat, lengths, sizes, order = paths[pick], lat[pick], lengths[pick], sizes[pick], order[pick]
         k = len(paths)
         take = min(k, self._nfree)
         self._nfree -= take
@@ -397,7 +455,7 @@ class FlowNetwork:
         if w < self._width:
             self._paths[w:, slots] = self._nl
         self._size[slots] = sizes
-        self._plen[slots] = (paths != self._nl).sum(axis=1)
+        self._plen[slots] = lengths
         self._rem[slots] = sizes
         self._rate[slots] = 0.0
         self._last[slots] = now
@@ -427,6 +485,8 @@ class FlowNetwork:
         if not self._active or not (reached & (self._count > 0)).any():
             return np.zeros(0, dtype=np.int64), reached
         hi = self._hi
+        if self._active <= _FEW:
+            return self._component_of_few(reached)
         cols = self._paths[:, :hi]
         free = self._alive[:hi].copy()   # running flows not yet in the component
         while True:
@@ -437,10 +497,43 @@ class FlowNetwork:
             if not hit.any():
                 break
             free &= ~hit
-            reached[cols[:, hit]] = True
+            idx = np.flatnonzero(hit)
+            for j in range(len(cols)):
+                reached[cols[j][idx]] = True
             reached[nl] = False
         comp = np.flatnonzero(self._alive[:hi] & ~free)
-        return comp[np.argsort(self._order[comp])], reached
+        order = self._order[comp]
+        if len(order) > 1 and not (order[1:] > order[:-1]).all():
+            comp = comp[np.argsort(order)]
+        return comp, reached
+
+    def _component_of_few(self, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_component` when few flows run: the same search on Python lists."""
+        act = np.flatnonzero(self._alive[:self._hi])
+        rows = [r[:n] for r, n in zip(self._paths[:, act].T.tolist(), self._plen[act].tolist())]
+        seen = set(np.flatnonzero(reached).tolist())
+        found: list[int] = []
+        pending = list(range(len(rows)))
+        grew = True
+        while grew and pending:
+            grew = False
+            rest = []
+            for i in pending:
+                row = rows[i]
+                if seen.isdisjoint(row):
+                    rest.append(i)
+                else:
+                    found.append(i)
+                    seen.update(row)
+                    grew = True
+            pending = rest
+        if self.record_load:
+            reached[list(seen)] = True
+        comp = act[sorted(found)]
+        order = self._order[comp]
+        if len(order) > 1 and not (order[1:] > order[:-1]).all():
+            comp = comp[np.argsort(order)]
+        return comp, reached
 
     def _resolve(self, _arg: object) -> None:
         self._resolve_pending = False
@@ -503,7 +596,10 @@ class FlowNetwork:
             bounds = [0, len(ends)]
         sched = self.clock.schedule
         for a, b in zip(bounds[:-1], bounds[1:]):
-            sched(int(ends[a]), self._finish, (slots[a:b], tokens[a:b]))
+            if b - a == 1:
+                sched(int(ends[a]), self._finish_one, (int(slots[a]), int(tokens[a])))
+            else:
+                sched(int(ends[a]), self._finish, (slots[a:b], tokens[a:b]))
 
     def _record_idle(self, reached: np.ndarray, now: int) -> None:
         """Record a zero load on reached links that no flow crosses any more."""
@@ -537,8 +633,11 @@ class FlowNetwork:
             self._capped -= int(np.count_nonzero(self._maxr[slots] != _INF))
         flat = self._paths[:, slots].ravel()
         on = np.bincount(flat, minlength=nl + 1)
-        self._bytes += np.bincount(flat, weights=np.tile(self._size[slots].astype(np.float64), self._width),
-                                   minlength=nl + 1)
+        sizes = self._size[slots]
+        if sizes.min() == sizes.max():   # whole integers: the same sums as flow by flow
+            self._bytes += on * float(sizes[0])
+        else:
+            self._bytes += np.bincount(flat, weights=np.tile(sizes.astype(np.float64), self._width), minlength=nl + 1)
         self._count -= on
         self._count[nl] = 0
         touched = on > 0
@@ -559,6 +658,45 @@ class FlowNetwork:
         latest = np.maximum.reduceat(arrive, starts)
         for a, b, t in zip(starts.tolist(), ends.tolist(), latest.tolist()):
             self._arrived(int(groups[a]), b - a, t, slots[a:b], arrive[a:b])
+
+    def _finish_one(self, arg: object) -> None:
+        """:meth:`_finish` for one flow, element by element."""
+        slot, token = arg  # type: ignore[misc]
+        if self._token[slot] != token:
+            return
+        now = self.clock.now
+        self._token[slot] = -1
+        self._alive[slot] = False
+        if self._nfree == len(self._free):
+            self._free = np.concatenate([self._free, np.zeros(max(16, len(self._free)), dtype=np.int64)])
+        self._free[self._nfree] = slot
+        self._nfree += 1
+        self._active -= 1
+        if self._maxr[slot] != _INF:
+            self._capped -= 1
+        size = float(self._size[slot])
+        count, since, busy, nbytes, dirty = self._count, self._since, self._busy, self._bytes, self._dirty
+        for link in self._paths[:self._plen[slot], slot].tolist():
+            nbytes[link] += size
+            c = count[link] - 1
+            count[link] = c
+            if c == 0:
+                busy[link] += now - since[link]
+            dirty[link] = True
+        self._request_resolve()
+        gid = int(self._group[slot])
+        arrive = now + int(self._lat[slot])
+        if self._g_each[gid]:
+            cb = self._g_done[gid]
+            if cb is not None:
+                self.clock.schedule(arrive, _call_each, (cb, int(self._order[slot]) - self._g_first[gid]))
+        if arrive > self._g_arrive[gid]:
+            self._g_arrive[gid] = arrive
+        left = self._g_left[gid] - 1
+        if left:
+            self._g_left[gid] = left
+        else:
+            self._group_done(gid)
 
     def _arrived(self, gid: int, n: int, latest: int, slots: np.ndarray, arrive: np.ndarray) -> None:
         """``n`` flows of batch ``gid`` ended now; the last of them arrives at ``latest``."""

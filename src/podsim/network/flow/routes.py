@@ -56,18 +56,9 @@ def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.nda
     :func:`path_latency_ns` per route)."""
     pad = router.fabric.num_links
     k = len(src)
-    routes: list[tuple[int, ...]] = []
-    choice: list[bool] = []
-    reads: set[int] = set()
-    for a, b, lab in zip(src.tolist(), dst.tolist(), labels.tolist()):
-        r = router.adaptive_reads(a, b) if router.adaptive else None
-        if r is None:
-            routes.append(router.route(a, b, lab) if a != b else ())
-            choice.append(False)
-        else:
-            routes.append(())
-            choice.append(True)
-            reads |= r
+    found, reads = router.batch_routes(src.tolist(), dst.tolist(), labels.tolist())
+    is_choice = np.fromiter((r is None for r in found), dtype=bool, count=k)
+    routes = [r if r is not None else () for r in found]
     lengths = np.fromiter((len(p) for p in routes), dtype=np.int64, count=k)
     width = int(lengths.max()) if k else 0
     paths = np.full((k, max(width, 1)), pad, dtype=np.int64)
@@ -82,7 +73,6 @@ def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.nda
             if v is None:
                 v = latency[p] = path_latency_ns(router, p)
             lat[i] = v
-    is_choice = np.asarray(choice, dtype=bool)
     read = np.asarray(sorted(reads), dtype=np.int64)
     if reads:
         mark = np.zeros(pad + 1, dtype=bool)
