@@ -59,6 +59,7 @@ Done = Callable[[], None] | None
 _INF = math.inf
 _BATCH_CACHE_FLOWS = 2_000_000  #: routed flows kept in the batch-route cache before it is emptied
 _FEW = 64  #: running flows up to which the component search runs on Python lists
+_FEW_SOLVED = 16  #: component size up to which a re-solve's bookkeeping runs element by element
 _CHOICES_KEPT = 4096  #: adaptive batches' choices remembered (by the counts they read)
 
 
@@ -111,7 +112,9 @@ class FlowNetwork:
         self._since = np.zeros(nl + 1, dtype=np.int64)
         self._bytes = np.zeros(nl + 1, dtype=np.float64)
         self._load = np.zeros(nl + 1, dtype=np.float64)
-        self._dirty = np.zeros(nl + 1, dtype=bool)
+        self._dirty = np.zeros(nl + 1, dtype=bool)   # links changed by batches (when _dirty_masked)
+        self._dirty_masked = False
+        self._dirty_links: list[int] = []              # links changed by single flows
         self._resolve_pending = False
         self.record_load = record_load
         self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
@@ -149,6 +152,9 @@ class FlowNetwork:
         self._lat_cache: dict[tuple[int, ...], int] = {}
         self._batches: dict[tuple[bytes, bytes, bytes], RouteBatch] = {}
         self._batched_flows = 0
+        # while few flows run: slot -> (start order, route links), and link -> slots on it
+        self._few: dict[int, tuple[int, list[int]]] | None = {}
+        self._crossing: dict[int, set[int]] | None = {}
         self._batches_of: dict[int, tuple[object, RouteBatch]] = {}
         self._choices: dict[tuple[int, bytes, bytes], tuple[RouteBatch, np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -190,7 +196,7 @@ class FlowNetwork:
             return path
         self._g_left[gid] = 1
         self._g_arrive[gid] = now
-        count, since, peak, dirty = self._count, self._since, self._peak, self._dirty
+        count, since, peak = self._count, self._since, self._peak
         for link in path:
             c = count[link] + 1
             count[link] = c
@@ -198,7 +204,7 @@ class FlowNetwork:
                 since[link] = now
             if c > peak[link]:
                 peak[link] = c
-            dirty[link] = True
+        self._dirty_links.extend(path)
         slot = self._take_slot(len(path))
         col = self._paths[:, slot]
         col[:] = self._nl
@@ -217,6 +223,8 @@ class FlowNetwork:
         self._active += 1
         if max_rate != _INF:
             self._capped += 1
+        if self._few is not None:
+            self._remember([slot], [list(path)], [self.flows_started - 1])
         self._request_resolve()
         return path
 
@@ -355,6 +363,7 @@ class FlowNetwork:
         np.maximum(self._peak, count, out=self._peak)
         self._dirty[paths.ravel()] = True
         self._dirty[self._nl] = False
+        self._dirty_masked = True
 
     def _place_in_order(self, rb: RouteBatch, src: np.ndarray, dst: np.ndarray, labels: np.ndarray,
                         carry: np.ndarray, every: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -468,6 +477,12 @@ class FlowNetwork:
         self._active += k
         if max_rate != _INF:
             self._capped += k
+        if self._few is not None:
+            if self._active > _FEW:
+                self._few = self._crossing = None
+            else:
+                self._remember(slots.tolist(), [r[:n] for r, n in zip(paths.tolist(), lengths.tolist())],
+                               order.tolist())
 
     # -- re-solving -------------------------------------------------------------------------
 
@@ -476,17 +491,27 @@ class FlowNetwork:
             self._resolve_pending = True
             self.clock.schedule(self.clock.now, self._resolve, None)
 
-    def _component(self) -> tuple[np.ndarray, np.ndarray]:
+    def _component(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The running flows connected (through shared links) to the dirty links, in start
-        order, and the mask of links reached."""
+        order, and (when link loads are recorded) the mask of links reached."""
         nl = self._nl
-        reached = self._dirty
-        self._dirty = np.zeros(nl + 1, dtype=bool)
+        extra = self._dirty_links
+        self._dirty_links = []
+        reached: np.ndarray | None = None
+        if self._dirty_masked:
+            reached = self._dirty
+            self._dirty = np.zeros(nl + 1, dtype=bool)
+            self._dirty_masked = False
+        if self._active and self._active <= _FEW:
+            start = np.flatnonzero(reached).tolist() + extra if reached is not None else extra
+            return self._component_of_few(start)
+        if reached is None:
+            reached = np.zeros(nl + 1, dtype=bool)
+        if extra:
+            reached[extra] = True
         if not self._active or not (reached & (self._count > 0)).any():
             return np.zeros(0, dtype=np.int64), reached
         hi = self._hi
-        if self._active <= _FEW:
-            return self._component_of_few(reached)
         cols = self._paths[:, :hi]
         free = self._alive[:hi].copy()   # running flows not yet in the component
         while True:
@@ -507,44 +532,72 @@ class FlowNetwork:
             comp = comp[np.argsort(order)]
         return comp, reached
 
-    def _component_of_few(self, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_component` when few flows run: the same search on Python lists."""
-        act = np.flatnonzero(self._alive[:self._hi])
-        rows = [r[:n] for r, n in zip(self._paths[:, act].T.tolist(), self._plen[act].tolist())]
-        seen = set(np.flatnonzero(reached).tolist())
-        found: list[int] = []
-        pending = list(range(len(rows)))
-        grew = True
-        while grew and pending:
-            grew = False
-            rest = []
-            for i in pending:
-                row = rows[i]
-                if seen.isdisjoint(row):
-                    rest.append(i)
+    def _remember(self, slots: list[int], rows: list[list[int]], orders: list[int]) -> None:
+        """Add running flows to the lists kept while few flows run."""
+        few, crossing = self._few, self._crossing
+        assert few is not None and crossing is not None
+        for slot, row, o in zip(slots, rows, orders):
+            few[slot] = (o, row)
+            for link in row:
+                on = crossing.get(link)
+                if on is None:
+                    crossing[link] = {slot}
                 else:
-                    found.append(i)
-                    seen.update(row)
-                    grew = True
-            pending = rest
+                    on.add(slot)
+
+    def _forget(self, slots: list[int]) -> None:
+        few, crossing = self._few, self._crossing
+        assert few is not None and crossing is not None
+        for slot in slots:
+            for link in few.pop(slot)[1]:
+                crossing[link].discard(slot)
+
+    def _component_of_few(self, start: list[int]) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`_component` when few flows run: the same search over per-link sets of flows,
+        kept while few flows run (rebuilt from the arrays when the flows become few again)."""
+        if self._few is None:
+            self._few, self._crossing = {}, {}
+            act = np.flatnonzero(self._alive[:self._hi])
+            self._remember(act.tolist(), [r[:n] for r, n in zip(self._paths[:, act].T.tolist(),
+                                                                 self._plen[act].tolist())],
+                           self._order[act].tolist())
+        few, crossing = self._few, self._crossing
+        assert crossing is not None
+        stack = list(start)
+        seen = set(stack)
+        found: set[int] = set()
+        while stack:
+            on = crossing.get(stack.pop())
+            if not on:
+                continue
+            for slot in on:
+                if slot not in found:
+                    found.add(slot)
+                    for link in few[slot][1]:
+                        if link not in seen:
+                            seen.add(link)
+                            stack.append(link)
+        reached = None
         if self.record_load:
+            reached = np.zeros(self._nl + 1, dtype=bool)
             reached[list(seen)] = True
-        comp = act[sorted(found)]
-        order = self._order[comp]
-        if len(order) > 1 and not (order[1:] > order[:-1]).all():
-            comp = comp[np.argsort(order)]
-        return comp, reached
+            reached[self._nl] = False
+        comp = sorted(found, key=lambda x: few[x][0])
+        return np.asarray(comp, dtype=np.int64), reached
 
     def _resolve(self, _arg: object) -> None:
         self._resolve_pending = False
         now = self.clock.now
         comp, reached = self._component()
-        if self.record_load:
+        if self.record_load and reached is not None:
             self._record_idle(reached, now)
         if not len(comp):
             return
         self.solves += 1
         self.solved_flows += len(comp)
+        if len(comp) <= _FEW_SOLVED and not self.record_load:
+            self._resolve_few(comp, now)
+            return
         el = now - self._last[comp]
         moved = el != 0
         if moved.any():
@@ -574,6 +627,47 @@ class FlowNetwork:
             for i in moved_links.tolist():
                 self.load_samples.append((now, int(gl[i]), float(load[i])))
             self._load[gl] = load
+
+    def _resolve_few(self, comp: np.ndarray, now: int) -> None:
+        """The rest of :meth:`_resolve` for a small component, element by element (the same
+        arithmetic, one event per flow end)."""
+        rem, rate, last = self._rem, self._rate, self._last
+        slots = comp.tolist()
+        local: dict[int, int] = {}
+        links: list[int] = []
+        indptr = [0]
+        few = self._few
+        if few is not None:
+            rows = [few[x][1] for x in slots]
+        else:
+            rows = [r[:n] for r, n in zip(self._paths[:, comp].T.tolist(), self._plen[comp].tolist())]
+        for slot, row in zip(slots, rows):
+            el = now - int(last[slot])
+            if el:
+                rem[slot] -= rate[slot] * el
+                last[slot] = now
+            for link in row:
+                i = local.get(link)
+                if i is None:
+                    i = local[link] = len(local)
+                links.append(i)
+            indptr.append(len(links))
+        gl = np.fromiter(local, dtype=np.int64, count=len(local))
+        caps = self._maxr[comp] if self._capped else None
+        rates = max_min_rates(np.asarray(indptr, dtype=np.int64), np.asarray(links, dtype=np.int64),
+                              self.capacity[gl], caps)
+        sched = self.clock.schedule
+        for slot, r in zip(slots, rates.tolist()):
+            if r != rate[slot]:
+                if not r > 0:
+                    raise SimulationError("a flow got no bandwidth (a link of zero capacity on its route)")
+                rate[slot] = r
+                left = float(rem[slot])
+                dt = int(math.ceil(left / r - 1e-6)) if left > 0 else 0
+                token = self._tokens
+                self._tokens = token + 1
+                self._token[slot] = token
+                sched(now + dt, self._finish_one, (slot, token))
 
     def _reschedule(self, slots: np.ndarray, rates: np.ndarray, now: int) -> None:
         """New rates: each flow's end moves; one event per distinct end time."""
@@ -629,6 +723,8 @@ class FlowNetwork:
         self._free[self._nfree:nf] = slots
         self._nfree = nf
         self._active -= len(slots)
+        if self._few is not None:
+            self._forget(slots.tolist())
         if self._capped:
             self._capped -= int(np.count_nonzero(self._maxr[slots] != _INF))
         flat = self._paths[:, slots].ravel()
@@ -645,6 +741,7 @@ class FlowNetwork:
         closed = touched & (self._count == 0)
         self._busy[closed] += now - self._since[closed]
         self._dirty |= touched
+        self._dirty_masked = True
         self._request_resolve()
         arrive = now + self._lat[slots]
         groups = self._group[slots]
@@ -672,17 +769,20 @@ class FlowNetwork:
         self._free[self._nfree] = slot
         self._nfree += 1
         self._active -= 1
+        if self._few is not None:
+            self._forget([slot])
         if self._maxr[slot] != _INF:
             self._capped -= 1
         size = float(self._size[slot])
-        count, since, busy, nbytes, dirty = self._count, self._since, self._busy, self._bytes, self._dirty
-        for link in self._paths[:self._plen[slot], slot].tolist():
+        count, since, busy, nbytes = self._count, self._since, self._busy, self._bytes
+        path = self._paths[:self._plen[slot], slot].tolist()
+        for link in path:
             nbytes[link] += size
             c = count[link] - 1
             count[link] = c
             if c == 0:
                 busy[link] += now - since[link]
-            dirty[link] = True
+        self._dirty_links.extend(path)
         self._request_resolve()
         gid = int(self._group[slot])
         arrive = now + int(self._lat[slot])
