@@ -223,25 +223,65 @@ class Router:
                 out.append(c)
         return out
 
-    def batch_routes(self, src: list[int], dst: list[int], labels: list[int]
-                     ) -> tuple[list[tuple[int, ...] | None], set[int]]:
-        """Each flow's route, or ``None`` where an adaptive route has a choice to make (it
-        depends on the flow counts when the flow starts: route it then, with :meth:`route`
-        and the counts), and the links those choices may read."""
-        out: list[tuple[int, ...] | None] = []
-        cache = self._route_cache
-        reads_of = self.adaptive_reads if self.adaptive else None
-        choosing: set[frozenset[int]] = set()
-        for a, b, lab in zip(src, dst, labels):
-            if reads_of is not None:
-                r = reads_of(a, b)
-                if r is not None:
-                    out.append(None)
-                    choosing.add(r)
-                    continue
-            p = cache.get((a, b, lab))
-            out.append(p if p is not None else self.route(a, b, lab))
-        return out, set().union(*choosing)
+    def batch_paths(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ...]], np.ndarray, set[int]]:
+        """Many flows' routes at once, routed once per (source, destination) pair where the
+        label cannot matter (no choice on the way).
+
+        Returns:
+            each route as a row of link ids padded with the link count, the routes' lengths,
+            each flow's index into the list of distinct routes, that list, which flows have an
+            adaptive choice to make (their rows are left empty: route them when they start,
+            with :meth:`route` and the flow counts then), and the links those choices may read.
+        """
+        pad = self.fabric.num_links
+        n = self.fabric.num_nodes
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        pairs, first, inv = np.unique(src * n + dst, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        routes: list[tuple[int, ...]] = []
+        chooses = np.zeros(len(pairs), dtype=bool)
+        by_label: list[int] = []
+        read_sets: set[frozenset[int]] = set()
+        for j, (pair, f) in enumerate(zip(pairs.tolist(), first.tolist())):
+            a, b = divmod(pair, n)
+            path: tuple[int, ...] | None = ()
+            if a != b:
+                reads = self.adaptive_reads(a, b) if self.adaptive else None
+                if reads is not None:
+                    chooses[j] = True
+                    read_sets.add(reads)
+                else:
+                    path = self._pair_cache.get((a, b))
+                    if path is None:
+                        route = self.route(a, b, int(labels[f]))
+                        path = self._pair_cache.get((a, b))
+                        if path is None:   # hashed choices: the route depends on the label
+                            by_label.append(j)
+                            path = route
+            routes.append(path)
+        width = max(1, max((len(r) for r in routes), default=1))
+        table = np.full((len(routes), width), pad, dtype=np.int64)
+        for j, r in enumerate(routes):
+            table[j, :len(r)] = r
+        lengths_of = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
+        paths = table[inv]
+        lengths = lengths_of[inv]
+        route_of = inv.copy()
+        if by_label:
+            for i in np.flatnonzero(np.isin(inv, by_label)).tolist():
+                r = self.route(int(src[i]), int(dst[i]), int(labels[i]))
+                if len(r) > paths.shape[1]:
+                    paths = np.concatenate([paths, np.full((len(paths), len(r) - paths.shape[1]), pad,
+                                                           dtype=np.int64)], axis=1)
+                paths[i] = pad
+                paths[i, :len(r)] = r
+                lengths[i] = len(r)
+                route_of[i] = len(routes)
+                routes.append(r)
+        return paths, lengths, route_of, routes, chooses[inv], set().union(*read_sets)
 
     def adaptive_reads(self, src: int, dst: int) -> frozenset[int] | None:
         """The links whose flow counts an adaptive route from ``src`` to ``dst`` may read:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...network.fabric import Fabric, LinkTier
 from ...network.flow.network import run_batch
+from ...network.flow.routes import place_in_order, route_batch
 from ...network.routing import Router
 from .schedule import Schedule, Step
 from .tuning import NcclTuning
@@ -90,6 +91,7 @@ class Timer:
         self.router = router or Router(fabric)
         self._cap: dict[str, np.ndarray] = {}
         self._links: dict[tuple[bytes, bytes, bytes], tuple[np.ndarray, np.ndarray, float] | None] = {}
+        self._latency: dict[tuple[int, ...], int] = {}
 
     def capacity(self, proto: str) -> np.ndarray:
         cap = self._cap.get(proto)
@@ -113,48 +115,32 @@ class Timer:
             out.steps.append(StepTime(step.name, step.repeat, rnd, lat, step.num_flows))
         return out
 
-    def _routes(self, step: Step) -> list[tuple[int, ...]]:
-        """Each flow's route; with adaptive routing, flows are placed one by one on the
-        least-loaded equal-cost links."""
-        src, dst, lab = step.src.tolist(), step.dst.tolist(), step.label.tolist()
-        routes, reads = self.router.batch_routes(src, dst, lab)
-        if not reads:
-            return routes  # type: ignore[return-value]
-        # only the counts a choice reads matter: those of the chosen routes and of the
-        # routes through the links it compares
-        route = self.router.route
-        count = [0] * self.fabric.num_links
-        touches: dict[tuple[int, ...], bool] = {}
-        for i, r in enumerate(routes):
-            if r is None:
-                r = routes[i] = route(src[i], dst[i], lab[i], count)
-            else:
-                t = touches.get(r)
-                if t is None:
-                    t = touches[r] = not reads.isdisjoint(r)
-                if not t:
-                    continue
-            for x in r:
-                count[x] += 1
-        return routes  # type: ignore[return-value]
-
     def _round_links(self, step: Step) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(every flow's links, each flow's route length, the longest route's latency in ns) of
         a round, cached by its flows' ends and labels: a collective's rounds at any size take the
-        same routes."""
+        same routes.  With adaptive routing the flows are placed one by one, in order, on the
+        least-loaded equal-cost links."""
         key = (step.src.tobytes(), step.dst.tobytes(), step.label.tobytes())
-        hit = self._links.get(key)
-        if hit is None:
-            routes = self._routes(step)
-            if not routes:
-                self._links[key] = None
-                return None
-            lens = np.array([len(r) for r in routes], dtype=np.int64)
-            links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=int(lens.sum()))
-            lat = self.fabric.link_lat
-            longest = max(float(sum(lat[list(r)])) for r in set(routes))
-            hit = self._links[key] = (links, lens, longest)
-        return hit
+        hit = self._links.get(key, False)
+        if hit is not False:
+            return hit  # type: ignore[return-value]
+        if not step.num_flows:
+            self._links[key] = None
+            return None
+        rb = route_batch(self.router, step.src, step.dst, step.label, self._latency)
+        paths, lengths = rb.paths, rb.lengths
+        routes = set(rb.routes)
+        if len(rb.in_order):   # only the flows a choice can see, from an empty fabric
+            paths, _, _ = place_in_order(self.router, rb, step.src.tolist(), step.dst.tolist(), step.label.tolist(),
+                                         [0] * (self.fabric.num_links + 1), [True] * step.num_flows, self._latency)
+            lengths = (paths != rb.pad).sum(axis=1)
+            chose = paths[rb.in_order[rb.choice]]
+            routes.update(tuple(x for x in row if x != rb.pad) for row in chose.tolist())
+        links = paths[paths != rb.pad]
+        lat = self.fabric.link_lat
+        longest = max(float(sum(lat[list(r)])) for r in routes)
+        out = self._links[key] = (links, lengths, longest)
+        return out
 
     def analytical_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Busiest link's load over its capacity (or the largest flow over its rate cap, if

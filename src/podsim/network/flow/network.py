@@ -43,7 +43,7 @@ from ...errors import SimulationError
 from ..fabric import Fabric
 from ..routing import Router
 from .maxmin import max_min_rates
-from .routes import RouteBatch, path_latency_ns, route_batch
+from .routes import RouteBatch, path_latency_ns, place_in_order, route_batch
 
 
 class Clock(Protocol):
@@ -385,28 +385,9 @@ class FlowNetwork:
         loose[rb.in_order] = False
         count += np.bincount(rb.paths[loose].ravel(), minlength=self._nl + 1)
         count[self._nl] = 0
-        paths = rb.paths.copy()
-        lat = rb.latency_ns.copy()
-        counted = carry.tolist()
-        route = self.router.route
-        s_l, d_l, lab_l = src.tolist(), dst.tolist(), labels.tolist()
         cl = count.tolist()   # the router reads single counts: a list is faster than the array
-        touched: set[int] = set()
-        for i, chosen in zip(rb.in_order.tolist(), rb.choice.tolist()):
-            if chosen:
-                path = route(s_l[i], d_l[i], lab_l[i], cl)
-                if len(path) > paths.shape[1]:
-                    paths = np.concatenate([paths, np.full((len(paths), len(path) - paths.shape[1]), rb.pad,
-                                                           dtype=np.int64)], axis=1)
-                paths[i, :len(path)] = path
-                lat[i] = self.path_latency(path)
-            else:
-                row = paths[i]
-                path = tuple(row[row != rb.pad].tolist())
-            if counted[i]:
-                for link in path:
-                    cl[link] += 1
-                touched.update(path)
+        paths, lat, touched = place_in_order(self.router, rb, src.tolist(), dst.tolist(), labels.tolist(), cl,
+                                             carry.tolist(), self._lat_cache)
         if touched:
             at = np.fromiter(touched, dtype=np.int64, count=len(touched))
             count[at] = [cl[x] for x in at.tolist()]

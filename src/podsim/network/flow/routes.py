@@ -30,7 +30,7 @@ class RouteBatch:
     one by one in batch order (sorted), and ``choice``: which of those the router chooses
     for at start time (adaptive routing; their ``paths`` rows are placeholders); ``reads``:
     the links those choices may read (sorted), so the choices are a function of the flow
-    counts there.
+    counts there; ``routes``: the distinct routes of the flows that do not choose.
     """
 
     paths: np.ndarray
@@ -40,6 +40,7 @@ class RouteBatch:
     choice: np.ndarray
     reads: np.ndarray
     pad: int
+    routes: tuple[tuple[int, ...], ...]
 
 
 def path_latency_ns(router: Router, path: tuple[int, ...]) -> int:
@@ -55,24 +56,13 @@ def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.nda
     """Route a batch of flows between fabric nodes (``latency``: the caller's cache of
     :func:`path_latency_ns` per route)."""
     pad = router.fabric.num_links
-    k = len(src)
-    found, reads = router.batch_routes(src.tolist(), dst.tolist(), labels.tolist())
-    is_choice = np.fromiter((r is None for r in found), dtype=bool, count=k)
-    routes = [r if r is not None else () for r in found]
-    lengths = np.fromiter((len(p) for p in routes), dtype=np.int64, count=k)
-    width = int(lengths.max()) if k else 0
-    paths = np.full((k, max(width, 1)), pad, dtype=np.int64)
-    if k and width:
-        rows = np.repeat(np.arange(k), lengths)
-        cols = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        paths[rows, cols] = np.fromiter((x for p in routes for x in p), dtype=np.int64, count=len(rows))
-    lat = np.zeros(k, dtype=np.int64)
-    for i, p in enumerate(routes):
-        if p:
-            v = latency.get(p)
-            if v is None:
-                v = latency[p] = path_latency_ns(router, p)
-            lat[i] = v
+    paths, lengths, route_of, routes, is_choice, reads = router.batch_paths(src, dst, labels)
+    lat = np.zeros(len(routes), dtype=np.int64)
+    for j, p in enumerate(routes):
+        v = latency.get(p)
+        if v is None:
+            v = latency[p] = path_latency_ns(router, p)
+        lat[j] = v
     read = np.asarray(sorted(reads), dtype=np.int64)
     if reads:
         mark = np.zeros(pad + 1, dtype=bool)
@@ -80,4 +70,35 @@ def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.nda
         in_order = np.flatnonzero(is_choice | mark[paths].any(axis=1))
     else:
         in_order = np.zeros(0, dtype=np.int64)
-    return RouteBatch(paths, lengths, lat, in_order, is_choice[in_order], read, pad)
+    return RouteBatch(paths, lengths, lat[route_of], in_order, is_choice[in_order], read, pad, tuple(routes))
+
+
+def place_in_order(router: Router, rb: RouteBatch, src: list[int], dst: list[int], labels: list[int],
+                   count: list[int], counted: list[bool], latency: dict[tuple[int, ...], int]
+                   ) -> tuple[np.ndarray, np.ndarray, set[int]]:
+    """Route a batch's choosing flows one by one in batch order, as if its flows started one
+    after another: ``count`` (flows per link, updated in place) must already hold the flows no
+    choice can see; the batch's other flows are counted as they start (``counted``: those that
+    carry bytes).  Returns the routes, their latencies and the links whose count changed."""
+    paths = rb.paths.copy()
+    lat = rb.latency_ns.copy()
+    touched: set[int] = set()
+    for i, chosen in zip(rb.in_order.tolist(), rb.choice.tolist()):
+        if chosen:
+            path = router.route(src[i], dst[i], labels[i], count)
+            if len(path) > paths.shape[1]:
+                paths = np.concatenate([paths, np.full((len(paths), len(path) - paths.shape[1]), rb.pad,
+                                                       dtype=np.int64)], axis=1)
+            paths[i, :len(path)] = path
+            v = latency.get(path)
+            if v is None:
+                v = latency[path] = path_latency_ns(router, path)
+            lat[i] = v
+        else:
+            row = paths[i]
+            path = tuple(row[row != rb.pad].tolist())
+        if counted[i]:
+            for link in path:
+                count[link] += 1
+            touched.update(path)
+    return paths, lat, touched
