@@ -14,6 +14,12 @@ Cases:
     reference network (``reference_flows=True``), the flow network before issue #17; both
     must end at the same nanosecond (checked).
 
+  * ``chakra-1024``: ``podsim simulate`` as a command on a Chakra workload of 1,024 ranks with
+    per-rank compute skew (4 x (200 us +-10% compute, 8 MiB all-reduce)), written with podsim's
+    own writer, on an ASTRA-sim Ring of 1,024; ``chakra-1024-flow``: the same workload on 1,024
+    GPUs of dgx-h100 with the flow backend.  CPU of the whole command (import, reading the
+    1,024 rank files, simulating, writing the JSON); "in seconds" is the issue's target.
+
 Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's.
 
     python benchmarks/bench_every_rank.py            # ring-512, flow-512
@@ -36,7 +42,7 @@ FLOW_512_NS = 3_756_348
 
 #: issue #17's targets, CPU s
 TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messages": 0.3,
-             "flow-512-per-flow": 0.5}
+             "flow-512-per-flow": 0.5, "chakra-1024": 5.0, "chakra-1024-flow": 5.0}
 
 
 def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
@@ -73,6 +79,65 @@ def _flow(nodes: int):  # type: ignore[no-untyped-def]
     return Workload(progs, [i % 2 for i in range(n)], groups)
 
 
+def _chakra(out: str, n: int) -> None:
+    """A Chakra workload of ``n`` ranks with per-rank compute skew, written with podsim's own
+    writer, and the ASTRA-sim Ring files to run it on."""
+    import json
+    import random
+
+    from podsim.formats.chakra import write_workload
+    from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
+    rng = random.Random(0)
+    progs = []
+    for r in range(n):
+        b = ProgramBuilder(f"rank{r}")
+        prev = None
+        for layer in range(4):   # 200 us +-10% of compute, then an 8 MiB all-reduce, 4 times
+            c = b.add(OpKind.COMPUTE, f"fwd{layer}", duration_ns=int(200_000 * rng.uniform(0.9, 1.1)),
+                      node_id=2 * layer + 1, data_deps=[] if prev is None else [prev])
+            prev = b.add(OpKind.COLLECTIVE, f"ar{layer}", collective=int(CollectiveKind.ALL_REDUCE),
+                         size_bytes=8 << 20, node_id=2 * layer + 2, data_deps=[c])
+        progs.append(b.build())
+    write_workload(Workload(progs, list(range(n))), f"{out}/et")
+    with open(f"{out}/system.json", "w") as f:
+        json.dump({"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+                   "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring"],
+                   "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+                   "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
+                   "local-mem-bw": 1600}, f)
+    with open(f"{out}/network.yml", "w") as f:
+        f.write(f"topology: [ Ring ]\nnpus_count: [ {n} ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+
+
+def _cli(name: str) -> dict:
+    """``podsim simulate`` on the generated Chakra workload, timed as a command (CPU of the
+    child process: import, reading 1,024 files, simulating, writing the JSON)."""
+    import tempfile
+
+    n = int(name.split("-")[1])
+    with tempfile.TemporaryDirectory() as d:
+        _chakra(d, n)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        cmd = ["podsim", "simulate", "--workload-configuration", f"{d}/et"]
+        cmd += ["--cluster", "dgx-h100", "--backend", "flow"] if name.endswith("-flow") else \
+            ["--system-configuration", f"{d}/system.json", "--network-configuration", f"{d}/network.yml"]
+        subprocess.run(cmd + ["--json", f"{d}/out.json"], check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(f"{d}/out.json") as f:
+            res = json.load(f)
+    info = res["info"]
+    units = info.get("flows", info.get("messages_simulated", 0) + info.get("messages_closed_form", 0))
+    how = "flows" if "flows" in info else ("messages in closed form" if info.get("messages_closed_form") else
+                                           "messages sent")
+    return {"case": name, "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "units": units, "how": f"{how}; whole command, {wall:.2f} s wall", "check": f"{info['simulated_ranks']} ranks",
+            "finish_ns": res["finish_ns"], "ranks": info["simulated_ranks"],
+            "peak_rss_mb": after.ru_maxrss / 1024}
+
+
 def _case(name: str) -> dict:
     from podsim.api import simulate
     from podsim.collectives.plan import Algo
@@ -81,6 +146,8 @@ def _case(name: str) -> dict:
     from podsim.network.topology import BlockKind, Dimension, Topology
     from podsim.workload import CollectiveKind
 
+    if name.startswith("chakra"):
+        return _cli(name)
     kind, size = name.split("-")[:2]
     n = int(size)
     per_message = name.endswith("-messages")
@@ -127,7 +194,8 @@ def main() -> None:
     if a.one:
         print(json.dumps(_case(a.one)))
         return
-    cases = ["ring-512", "flow-512"] + (["ring-4096", "ring-512-messages", "flow-512-per-flow"] if a.big else [])
+    cases = ["ring-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
+    cases += ["ring-4096", "ring-512-messages", "flow-512-per-flow"] if a.big else []
     print(f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
           f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
     for name in cases:

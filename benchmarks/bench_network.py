@@ -8,6 +8,10 @@ Cases:
   * tp-dp-512: 64 concurrent 8-GPU tensor-parallel all-reduces (64 MiB, one per server) plus 8
     data-parallel rings (256 MiB, one per rail, 64 GPUs each, crossing the spines), all
     issued at once on 512 GPUs of dgx-a100-superpod, flow backend (``podsim simulate``'s path).
+  * p2p-64: 20,000 point-to-point flows (4 KiB or 1 MiB, random pairs, random instants over
+    10 ms) on 64 GPUs of dgx-h100, adaptive routing: one flow at a time, the flow network's
+    worst case since issue #17 (its arrays pay per call); ``p2p-64-per-flow`` runs the same
+    on the per-flow reference network, for the ratio (the same arrivals, checked by their sum).
 
 Each case runs in a fresh process; prints wall time, peak RSS, flows and flows solved per
 second (flows whose rate a max-min solve computed, over wall time).
@@ -91,7 +95,32 @@ def _simulate_ring_1024() -> dict:
             "finish_us": res.finish_ns / 1000, "skipped": res.info["rounds_fast_forwarded"]}
 
 
-CASES = {"ring-1024": _ring_1024, "sim-ring-1024": _simulate_ring_1024, "tp-dp-512": _tp_dp_512}
+def _p2p(reference: bool) -> dict:
+    import random
+
+    from podsim.engine.events import EventQueue
+    from podsim.hardware.cluster import build_fabric, load_cluster
+    from podsim.network.flow import FlowNetwork
+    from podsim.network.flow.reference import ReferenceFlowNetwork
+
+    fab = build_fabric(load_cluster("dgx-h100"), 64)
+    rng = random.Random(1)
+    msgs = [(rng.randrange(10_000_000), rng.randrange(64), rng.randrange(64), rng.choice([4096, 1 << 20]))
+            for _ in range(20_000)]
+    q = EventQueue()
+    net = (ReferenceFlowNetwork if reference else FlowNetwork)(fab, q)
+    done = []
+    for t, a, b, x in msgs:
+        q.schedule(t, lambda _a, a=a, b=b, x=x: net.start(a, b, x, lambda: done.append(q.now)))
+    t0 = time.perf_counter()
+    q.run()
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "flows": net.flows_started, "solves": net.solves, "flows_per_s": net.flows_started / wall,
+            "finish_us": q.now / 1000, "arrivals": sum(done)}
+
+
+CASES = {"ring-1024": _ring_1024, "sim-ring-1024": _simulate_ring_1024, "tp-dp-512": _tp_dp_512,
+         "p2p-64": lambda: _p2p(False), "p2p-64-per-flow": lambda: _p2p(True)}
 
 
 def main() -> int:
@@ -100,7 +129,7 @@ def main() -> int:
         out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(out))
         return 0
-    print(f"{'case':<13} {'wall (s)':>9} {'RSS (MB)':>9} {'flows':>9} {'flows/s':>10}  result")
+    print(f"{'case':<15} {'wall (s)':>9} {'RSS (MB)':>9} {'flows':>9} {'flows/s':>10}  result")
     for name in CASES:
         proc = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
         if proc.returncode:
@@ -111,9 +140,11 @@ def main() -> int:
             extra = f"{r['time_us']:.0f} us, busbw {r['busbw_gbps']:.1f} GB/s (solve {r['solve_s']:.2f} s)"
         elif name == "sim-ring-1024":
             extra = f"finish {r['finish_us']:.0f} us, {r['skipped']} identical rounds fast-forwarded"
+        elif name.startswith("p2p"):
+            extra = f"finish {r['finish_us']:.0f} us, {r['solves']} solves, arrival sum {r['arrivals']}"
         else:
             extra = f"finish {r['finish_us']:.0f} us, {r['collectives']} collectives, {r['solves']} solves"
-        print(f"{name:<13} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f} {r['flows']:9d} {r['flows_per_s']:10.0f}  {extra}")
+        print(f"{name:<15} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f} {r['flows']:9d} {r['flows_per_s']:10.0f}  {extra}")
     return 0
 
 

@@ -90,9 +90,8 @@ def test_random_batches_arrive_as_in_the_reference(name: str, seed: int) -> None
     assert a.peak_flows.tolist() == b.peak_flows.tolist()
     assert (net.flows_started, net.solves, net.solved_flows) == (ref.flows_started, ref.solves, ref.solved_flows)
     # the load counters: the same changes at the same instants (sums may differ in the last bit)
-    key = lambda s: (s[0], s[1])  # noqa: E731
-    fa, fb = sorted(net.load_samples, key=key), sorted(ref.load_samples, key=key)
-    assert [key(s) for s in fa] == [key(s) for s in fb]
+    fa, fb = sorted(net.load_samples, key=lambda x: x[:2]), sorted(ref.load_samples, key=lambda x: x[:2])
+    assert [x[:2] for x in fa] == [x[:2] for x in fb]
     assert [s[2] for s in fa] == pytest.approx([s[2] for s in fb], rel=1e-12, abs=1e-12)
 
 
@@ -110,7 +109,7 @@ def test_point_to_point_flows_one_by_one(name: str) -> None:
         net = network(fabric, q)
         done: dict[int, int] = {}
         for i, (t, a, b, x, lab) in enumerate(msgs):
-            q.schedule(t, lambda _a, i=i, a=a, b=b, x=x, lab=lab:
+            q.schedule(t, lambda _a, i=i, a=a, b=b, x=x, lab=lab, net=net, q=q, done=done:
                        net.start(a, b, x, lambda i=i: done.__setitem__(i, q.now), lab))
         q.run()
         st = net.link_stats()

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+
 import numpy as np
 
 from ..fabric import Fabric
 from ..routing import Router
 from .maxmin import max_min_rates
 from .network import Clock, LinkStats, Started
-
 
 Done = Callable[[], None] | None
 
