@@ -23,10 +23,13 @@ Units: ns.
 from __future__ import annotations
 
 import bisect
+import gc
 import gzip
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -169,46 +172,136 @@ def read_kineto(path: str | Path) -> KinetoTrace:
     Raises:
         InputError: for a file that is not a chrome trace (no ``traceEvents``).
     """
+    with _gc_paused():
+        return _read_kineto(path)
+
+
+def _read_kineto(path: str | Path) -> KinetoTrace:
     data = load_json_object(path, "Kineto trace")
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) chrome trace", str(path))
     src = str(path)
-    host, notes, gpu = [], [], []
+    host: list[HostOp] = []
+    notes: list[HostOp] = []
+    gpu: list[GpuEvent] = []
     comms: list[tuple[HostOp, str, tuple[int, ...]]] = []
     launches: dict[int, tuple[float, int]] = {}
+    # The common event (plain JSON types, fields in range) is read inline; any other one is
+    # read, and checked, by _kineto_event, which raises the errors.
+    cats, max_time, max_dur, max_field = _KINETO_CATS, _MAX_TIME, _MAX_DURATION, _MAX_FIELD
     for i, e in enumerate(events):
-        if not isinstance(e, dict) or e.get("ph") != "X":
+        if type(e) is not dict:
+            if not isinstance(e, dict):
+                continue
+            _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+            continue
+        if e.get("ph") != "X":
             continue
         cat = e.get("cat")
-        if cat not in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver") + GPU_CATS:
+        if type(cat) is not str:
+            if cat in _KINETO_CAT_ORDER:   # (a non-string equal to a category: not from JSON)
+                _kineto_event(e, i, src, host, notes, gpu, comms, launches)
             continue
-        where = f"traceEvents[{i}]"
+        if cat not in cats:
+            continue
         args = e.get("args") or {}
-        if not isinstance(args, dict):
-            raise InputError(f"expected a mapping, got {args!r}", src, f"{where}.args")
-        ts, tid = _time(e, "ts", src, where), _whole(e.get("tid", 0), src, f"{where}.tid")
-        if cat in ("cpu_op", "user_annotation"):
-            op = HostOp(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True), tid,
-                        _id(args, "Record function id", src, where), _id(args, "External id", src, where))
-            (host if cat == "cpu_op" else notes).append(op)
-            if op.name == "record_param_comms" and "Process Group Name" in args:
-                ranks = args.get("Process Group Ranks") or []
-                if isinstance(ranks, str):   # some PyTorch versions write the list as a string
-                    ranks = [x for x in ranks.strip("[]").replace(" ", "").split(",") if x]
-                if not isinstance(ranks, list):
-                    raise InputError(f"expected a list of ranks, got {ranks!r}", src,
-                                     f"{where}.args.Process Group Ranks")
-                comms.append((op, str(args["Process Group Name"]), tuple(
-                    _whole(r, src, f"{where}.args.Process Group Ranks", lo=0) for r in ranks)))
-        elif cat in ("cuda_runtime", "cuda_driver"):
+        ts = e.get("ts", 0)
+        tid = e.get("tid", 0)
+        if (type(args) is not dict or not ((type(ts) is float or type(ts) is int) and -max_time <= ts <= max_time)
+                or type(tid) is not int or not -max_field <= tid <= max_field):
+            _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+            continue
+        if cat == "cpu_op" or cat == "user_annotation":
+            dur = e.get("dur", 0)
+            rf = args.get("Record function id")
+            ext = args.get("External id")
+            if (not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
+                    or not (rf is None or (type(rf) is int and -max_field <= rf <= max_field))
+                    or not (ext is None or (type(ext) is int and -max_field <= ext <= max_field))):
+                _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+                continue
+            name = e.get("name", "")
+            if type(name) is not str:
+                name = str(name)
+            if name == "record_param_comms" and "Process Group Name" in args:
+                _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+                continue
+            (host if cat == "cpu_op" else notes).append(HostOp(name, float(ts), float(dur), tid, rf, ext))
+        elif cat == "cuda_runtime" or cat == "cuda_driver":
             if "correlation" in args:
-                launches[_whole(args["correlation"], src, f"{where}.args.correlation")] = (ts, tid)
+                corr = args["correlation"]
+                if type(corr) is not int or not -max_field <= corr <= max_field:
+                    _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+                    continue
+                launches[corr] = (float(ts), tid)
         else:
-            stream = args.get("stream", e.get("tid", 0)) or 0
-            gpu.append(GpuEvent(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True),
-                                _whole(stream, src, f"{where}.args.stream"), _id(args, "correlation", src, where)))
+            stream = args.get("stream", tid) or 0
+            dur = e.get("dur", 0)
+            corr = args.get("correlation")
+            if (type(stream) is not int or not -max_field <= stream <= max_field
+                    or not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
+                    or not (corr is None or (type(corr) is int and -max_field <= corr <= max_field))):
+                _kineto_event(e, i, src, host, notes, gpu, comms, launches)
+                continue
+            name = e.get("name", "")
+            if type(name) is not str:
+                name = str(name)
+            gpu.append(GpuEvent(name, float(ts), float(dur), stream, corr))
     return KinetoTrace(src, host, notes, launches, gpu, comms)
+
+
+_KINETO_CAT_ORDER = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver") + GPU_CATS
+_KINETO_CATS = frozenset(_KINETO_CAT_ORDER)
+
+
+def _kineto_event(e: dict, i: int, src: str, host: list[HostOp], notes: list[HostOp], gpu: list[GpuEvent],
+                  comms: list[tuple[HostOp, str, tuple[int, ...]]], launches: dict[int, tuple[float, int]]) -> None:
+    """Read one trace event into the lists of :func:`read_kineto`, every field checked (the
+    reading of any event its inline path does not take)."""
+    if not isinstance(e, dict) or e.get("ph") != "X":
+        return
+    cat = e.get("cat")
+    if cat not in _KINETO_CAT_ORDER:
+        return
+    where = f"traceEvents[{i}]"
+    args = e.get("args") or {}
+    if not isinstance(args, dict):
+        raise InputError(f"expected a mapping, got {args!r}", src, f"{where}.args")
+    ts, tid = _time(e, "ts", src, where), _whole(e.get("tid", 0), src, f"{where}.tid")
+    if cat in ("cpu_op", "user_annotation"):
+        op = HostOp(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True), tid,
+                    _id(args, "Record function id", src, where), _id(args, "External id", src, where))
+        (host if cat == "cpu_op" else notes).append(op)
+        if op.name == "record_param_comms" and "Process Group Name" in args:
+            ranks = args.get("Process Group Ranks") or []
+            if isinstance(ranks, str):   # some PyTorch versions write the list as a string
+                ranks = [x for x in ranks.strip("[]").replace(" ", "").split(",") if x]
+            if not isinstance(ranks, list):
+                raise InputError(f"expected a list of ranks, got {ranks!r}", src,
+                                 f"{where}.args.Process Group Ranks")
+            comms.append((op, str(args["Process Group Name"]), tuple(
+                _whole(r, src, f"{where}.args.Process Group Ranks", lo=0) for r in ranks)))
+    elif cat in ("cuda_runtime", "cuda_driver"):
+        if "correlation" in args:
+            launches[_whole(args["correlation"], src, f"{where}.args.correlation")] = (ts, tid)
+    else:
+        stream = args.get("stream", e.get("tid", 0)) or 0
+        gpu.append(GpuEvent(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True),
+                            _whole(stream, src, f"{where}.args.stream"), _id(args, "correlation", src, where)))
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a trace is read: decoding and reading it allocate
+    millions of objects but no reference cycles, and each collection would rescan them all."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 #: the largest duration (us; 31 years), timestamp (us since the epoch; float-exact) and id or count
@@ -252,6 +345,11 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     Raises:
         InputError: for an unknown schema version (naming the supported ones) or no nodes.
     """
+    with _gc_paused():
+        return _read_execution_trace(path)
+
+
+def _read_execution_trace(path: str | Path) -> ExecutionTrace:
     data = load_json_object(path, "execution trace")
     schema = str(data.get("schema", ""))
     if schema not in ET_SCHEMAS:
@@ -263,38 +361,164 @@ def read_execution_trace(path: str | Path) -> ExecutionTrace:
     src = str(path)
     out = []
     ids: set[int] = set()
+    old_schema = schema == "1.0.1"
+    max_field, max_elements = _MAX_FIELD, _MAX_ELEMENTS
+    # The common node (plain JSON types, fields and tensors in range, an attribute named once) is
+    # read inline; any other one is read, and checked, by _et_node, which raises the errors.
+    # Nothing here changes ``ids`` or ``out`` before the node is known to read inline; a value
+    # that is not a plain tensor goes to _tensors, whose error (if any) is the one _et_node
+    # would raise first, every check before it having passed.
     for i, n in enumerate(nodes):
-        where = f"nodes[{i}]"
-        if not isinstance(n, dict):
-            raise InputError(f"expected a node object, got {n!r:.60}", src, where)
-        if schema == "1.0.1":
-            attrs = n
+        if type(n) is not dict:
+            out.append(_et_node(n, i, schema, src, ids))
+            continue
+        if old_schema:
             values, outs, parent = n.get("inputs") or [], n.get("outputs") or [], n.get("parent")
+            rf, seq = n.get("rf_id"), n.get("seq_id")
         else:
-            attrs = {}
-            for a in _list(n.get("attrs"), src, f"{where}.attrs"):
-                if not isinstance(a, dict) or not isinstance(a.get("name"), str):
-                    raise InputError(f"expected an attribute {{name, type, value}}, got {a!r:.60}", src,
-                                     f"{where}.attrs")
-                attrs[a["name"]] = a.get("value")
-            values = _values(n.get("inputs"), src, f"{where}.inputs")
-            outs = _values(n.get("outputs"), src, f"{where}.outputs")
+            a_list = n.get("attrs")
+            if a_list is None:
+                rf = seq = None
+            elif type(a_list) is list:
+                try:   # each attribute a mapping with a string name (else a TypeError or KeyError)
+                    names = [a["name"] for a in a_list]
+                    "".join(names)
+                except (TypeError, KeyError):
+                    out.append(_et_node(n, i, schema, src, ids))
+                    continue
+                k = names.count("rf_id")
+                if k == 1:
+                    rf = a_list[names.index("rf_id")].get("value")
+                elif k:   # named twice: the last counts
+                    out.append(_et_node(n, i, schema, src, ids))
+                    continue
+                else:
+                    rf = None
+                k = names.count("seq_id")
+                if k == 1:
+                    seq = a_list[names.index("seq_id")].get("value")
+                elif k:
+                    out.append(_et_node(n, i, schema, src, ids))
+                    continue
+                else:
+                    seq = None
+            else:
+                out.append(_et_node(n, i, schema, src, ids))
+                continue
+            values = n.get("inputs")
+            if values is None:
+                values = []
+            elif type(values) is dict:
+                values = values.get("values")
+                if values is None:
+                    values = []
+            else:
+                values = None   # not {values, ...}: _et_node says so
+            outs = n.get("outputs")
+            if outs is None:
+                outs = []
+            elif type(outs) is dict:
+                outs = outs.get("values")
+                if outs is None:
+                    outs = []
+            else:
+                outs = None   # not {values, ...}: _et_node says so
             parent = n.get("ctrl_deps")
-        values, outs = _list(values, src, f"{where}.inputs"), _list(outs, src, f"{where}.outputs")
-        if "id" not in n:
-            raise InputError("a node without an 'id'", src, where)
-        nid = _whole(n["id"], src, f"{where}.id", lo=0)
-        if nid in ids:
-            raise InputError(f"node id {nid} appears twice", src, f"{where}.id")
+        nid = n.get("id")
+        if (type(values) is not list or type(outs) is not list or type(nid) is not int
+                or not 0 <= nid <= max_field or nid in ids
+                or not (rf is None or (type(rf) is int and 0 <= rf <= max_field))):
+            out.append(_et_node(n, i, schema, src, ids))
+            continue
+        # the tensors as _tensors reads them: (storage, bytes) of each, and each argument's bytes
+        tensors: list[tuple[int, int]] = []
+        arg_bytes: list[int] = []
+        odd = False
+        for v in values:
+            if type(v) is list:
+                if len(v) == 6:
+                    t_id, storage, offset, numel, itemsize, device = v
+                    if (type(t_id) is int and type(storage) is int and type(offset) is int and type(numel) is int
+                            and type(itemsize) is int and type(device) is str):
+                        if not (0 <= numel <= max_elements and 0 <= itemsize <= 1024):
+                            odd = True
+                            break
+                        nbytes = numel * itemsize
+                        tensors.append((storage, nbytes))
+                        arg_bytes.append(nbytes)
+                        continue
+                    some = _tensors([v], src, f"nodes[{i}]")   # (a bool among the fields, say)
+                    tensors.extend(some)
+                    arg_bytes.append(sum(b for _, b in some))
+                    continue
+                if v and type(v[0]) is list:   # a list of tensors (or not a tensor at all)
+                    some = _tensors([v], src, f"nodes[{i}]")
+                    tensors.extend(some)
+                    arg_bytes.append(sum(b for _, b in some))
+                    continue
+            arg_bytes.append(0)
+        outputs: list[tuple[int, int]] = []
+        if not odd:
+            for v in outs:
+                if type(v) is list:
+                    if len(v) == 6:
+                        t_id, storage, offset, numel, itemsize, device = v
+                        if (type(t_id) is int and type(storage) is int and type(offset) is int
+                                and type(numel) is int and type(itemsize) is int and type(device) is str):
+                            if not (0 <= numel <= max_elements and 0 <= itemsize <= 1024):
+                                odd = True
+                                break
+                            outputs.append((storage, numel * itemsize))
+                            continue
+                        outputs.extend(_tensors([v], src, f"nodes[{i}]"))
+                        continue
+                    if v and type(v[0]) is list:
+                        outputs.extend(_tensors([v], src, f"nodes[{i}]"))
+        if odd:
+            out.append(_et_node(n, i, schema, src, ids))
+            continue
         ids.add(nid)
-        rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
-        tensors = _tensors(values, src, where)
-        out.append(EtNode(nid, str(n.get("name", "")), _whole(rf, src, f"{where}.rf_id", lo=0) if rf is not None else None,
-                          sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
+        name = n.get("name", "")
+        out.append(EtNode(nid, name if type(name) is str else str(name), rf, sum(arg_bytes),
+                          int(parent) if isinstance(parent, int) else None,
                           int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
-                          tuple(_tensors(outs, src, where)),
-                          tuple(sum(b for _, b in _tensors([v], src, where)) for v in values)))
+                          tuple(outputs), tuple(arg_bytes)))
     return ExecutionTrace(src, schema, out)
+
+
+def _et_node(n: object, i: int, schema: str, src: str, ids: set[int]) -> EtNode:
+    """Execution-trace node ``i``, every field checked (the reading of any node the inline path
+    of :func:`read_execution_trace` does not take); adds its id to ``ids``."""
+    where = f"nodes[{i}]"
+    if not isinstance(n, dict):
+        raise InputError(f"expected a node object, got {n!r:.60}", src, where)
+    if schema == "1.0.1":
+        attrs = n
+        values, outs, parent = n.get("inputs") or [], n.get("outputs") or [], n.get("parent")
+    else:
+        attrs = {}
+        for a in _list(n.get("attrs"), src, f"{where}.attrs"):
+            if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+                raise InputError(f"expected an attribute {{name, type, value}}, got {a!r:.60}", src,
+                                 f"{where}.attrs")
+            attrs[a["name"]] = a.get("value")
+        values = _values(n.get("inputs"), src, f"{where}.inputs")
+        outs = _values(n.get("outputs"), src, f"{where}.outputs")
+        parent = n.get("ctrl_deps")
+    values, outs = _list(values, src, f"{where}.inputs"), _list(outs, src, f"{where}.outputs")
+    if "id" not in n:
+        raise InputError("a node without an 'id'", src, where)
+    nid = _whole(n["id"], src, f"{where}.id", lo=0)
+    if nid in ids:
+        raise InputError(f"node id {nid} appears twice", src, f"{where}.id")
+    ids.add(nid)
+    rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
+    tensors = _tensors(values, src, where)
+    return EtNode(nid, str(n.get("name", "")), _whole(rf, src, f"{where}.rf_id", lo=0) if rf is not None else None,
+                  sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
+                  int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
+                  tuple(_tensors(outs, src, where)),
+                  tuple(sum(b for _, b in _tensors([v], src, where)) for v in values))
 
 
 def _list(v: object, src: str, where: str) -> list:
@@ -497,7 +721,8 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
             starts, groups = comms.setdefault(c.tid, ([], []))
             starts.append(c.ts)
             groups.append((name, ranks))
-    ops = [o for o in sorted(host, key=lambda o: o.ts) if _collective_kind(o.name) is not None and o.rf_id in nodes]
+    ops = sorted((o for o in host if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is not None
+                  and o.rf_id in nodes), key=lambda o: o.ts)
     claimed = {id(by_rf[o.rf_id + 1]) for o in ops if o.rf_id is not None and o.rf_id + 1 in by_rf}
     free = [a for a in backend if id(a) not in claimed]
     free_starts = [a.ts for a in free]
@@ -580,6 +805,12 @@ def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, 
     host's gaps are kept) except where the next one waited for a collective; GPU events on
     their streams; c10d collectives issued when their op runs, the first host op after a
     collective's end that found the host idle waiting for it."""
+    with _gc_paused():   # (the traces are freed before the collector runs again)
+        return _read_rank_program(kineto, et, whole_trace, comm)
+
+
+def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
+                       ) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
     if comm not in ("simulate", "measured"):
         raise InputError(f"comm must be 'simulate' or 'measured', not {comm!r}")
     k, tr, notes = read_linked(kineto, et)
