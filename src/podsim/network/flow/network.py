@@ -86,7 +86,35 @@ class Started:
     pad: int
 
 
-class FlowNetwork:
+class NetworkEnds:
+    """What both flow networks share: GPU ranks to fabric nodes, and route latencies.  Needs
+    ``fabric``, ``router``, ``_lat_cache`` and ``start_nodes``."""
+
+    fabric: Fabric
+    router: Router
+    _lat_cache: dict[tuple[int, ...], int]
+
+    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
+                    max_rate: float = _INF) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
+              max_rate: float = _INF) -> None:
+        """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
+        when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
+        endpoint limit such as a channel's copy engine); the network may give it less."""
+        g = self.fabric.gpus
+        self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
+
+    def path_latency(self, path: tuple[int, ...]) -> int:
+        """The summed link latency of a route (ns), as a flow on it pays once."""
+        lat = self._lat_cache.get(path)
+        if lat is None:
+            lat = self._lat_cache[path] = path_latency_ns(self.router, path)
+        return lat
+
+
+class FlowNetwork(NetworkEnds):
     """Max-min fair flow network over a fabric.
 
     Args:
@@ -159,21 +187,6 @@ class FlowNetwork:
         self._choices: dict[tuple[int, bytes, bytes], tuple[RouteBatch, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # -- public API -------------------------------------------------------------------------
-
-    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
-              max_rate: float = _INF) -> None:
-        """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
-        when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
-        endpoint limit such as a channel's copy engine); the network may give it less."""
-        g = self.fabric.gpus
-        self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
-
-    def path_latency(self, path: tuple[int, ...]) -> int:
-        """The summed link latency of a route (ns), as a flow on it pays once."""
-        lat = self._lat_cache.get(path)
-        if lat is None:
-            lat = self._lat_cache[path] = path_latency_ns(self.router, path)
-        return lat
 
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
                     max_rate: float = _INF) -> tuple[int, ...]:

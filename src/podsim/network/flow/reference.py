@@ -30,7 +30,7 @@ import numpy as np
 from ..fabric import Fabric
 from ..routing import Router
 from .maxmin import max_min_rates
-from .network import Clock, LinkStats, Started
+from .network import Clock, LinkStats, NetworkEnds, Started
 
 Done = Callable[[], None] | None
 
@@ -56,17 +56,9 @@ class _Flow:
         self.max_rate = max_rate
 
 
-class ReferenceFlowNetwork:
-    """Max-min fair flow network over a fabric, one Python object per flow.
-
-    Args:
-        fabric: the fabric.
-        clock: the event loop the network schedules its events on.
-        router: the router (default: ECMP with ``seed``).
-        seed: ECMP hash seed when no router is given.
-        capacity: effective capacity per directed link (bytes per ns); default the fabric's.
-        record_load: keep a time series of link loads (for counter tracks).
-    """
+class ReferenceFlowNetwork(NetworkEnds):
+    """Max-min fair flow network over a fabric, one Python object per flow; arguments as
+    :class:`~podsim.network.flow.network.FlowNetwork`'s."""
 
     def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
                  capacity: np.ndarray | None = None, record_load: bool = False) -> None:
@@ -96,21 +88,6 @@ class ReferenceFlowNetwork:
         self._capped = 0  # flows with a rate cap still running
 
     # -- public API -------------------------------------------------------------------------
-
-    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
-              max_rate: float = math.inf) -> None:
-        """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
-        when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
-        endpoint limit such as a channel's copy engine); the network may give it less."""
-        g = self.fabric.gpus
-        self.start_nodes(int(g[src_rank]), int(g[dst_rank]), size, on_done, label, max_rate)
-
-    def path_latency(self, path: tuple[int, ...]) -> int:
-        """The summed link latency of a route (ns), as a flow on it pays once."""
-        lat = self._lat_cache.get(path)
-        if lat is None:
-            lat = self._lat_cache[path] = int(math.ceil(float(sum(self.fabric.link_lat[list(path)])) - 1e-9)) if path else 0
-        return lat
 
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
                     max_rate: float = math.inf) -> tuple[int, ...]:
