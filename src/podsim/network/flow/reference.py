@@ -1,21 +1,10 @@
 """The per-flow flow network: the reference that :class:`~podsim.network.flow.network.FlowNetwork`
 must agree with, flow object by flow object (slow: about 10 us of Python per flow).
 
-Same model as :mod:`podsim.network.flow.network`:
-
-A flow of ``size`` bytes starts at once on its route; its rate is its max-min fair share of
-the links it crosses, re-solved whenever a flow starts or ends.  Only the *component* touched
-by the change is re-solved: the flows linked to the changed links through shared links.  All
-starts and ends at one timestamp are batched into one re-solve.  The last byte reaches the
-destination after the route's summed link latency, so a lone flow takes
-``latency + size / bottleneck_bandwidth`` (integer ns, rounded up once).
-
-Links are directed (a full-duplex cable is two links that never contend).  The network keeps
-per-link statistics (bytes carried, busy time, peak concurrent flows) and, when asked, a
-time series of each link's load for Perfetto counter tracks.
-
-The network needs a clock: any object with an integer ``now`` (ns) and
-``schedule(time_ns, callback, arg)``; :class:`podsim.engine.events.EventQueue` is one.
+The model is :mod:`podsim.network.flow.network`'s (max-min fair rates re-solved for the
+component a start or an end touches, once per instant; a flow's last byte arrives after its
+route's latency); here each flow is a Python object, each link a set of flow ids, and each flow
+end its own event.  ``tests/test_flow_arrays.py`` runs both.
 
 Units: bytes, ns, bytes per ns.
 """
