@@ -291,6 +291,28 @@ def _kineto_event(e: dict, i: int, src: str, host: list[HostOp], notes: list[Hos
                             _whole(stream, src, f"{where}.args.stream"), _id(args, "correlation", src, where)))
 
 
+_TWICE = object()   #: an attribute named more than once
+
+
+def _named_once(attrs: list, names: list[str], name: str) -> object:
+    """The value of attribute ``name`` (None when absent, ``_TWICE`` when named twice)."""
+    k = names.count(name)
+    if k == 1:
+        return attrs[names.index(name)].get("value")
+    return _TWICE if k else None
+
+
+def _plain_values(v: object) -> object:
+    """An ET node's ``{values: [...]}`` inputs or outputs as their list ([] when absent); None
+    when they are not such a mapping (then _et_node says so)."""
+    if v is None:
+        return []
+    if type(v) is dict:
+        got = v.get("values")
+        return [] if got is None else got
+    return None
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a trace is read: decoding and reading it allocate
@@ -386,43 +408,14 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
                 except (TypeError, KeyError):
                     out.append(_et_node(n, i, schema, src, ids))
                     continue
-                k = names.count("rf_id")
-                if k == 1:
-                    rf = a_list[names.index("rf_id")].get("value")
-                elif k:   # named twice: the last counts
+                rf, seq = _named_once(a_list, names, "rf_id"), _named_once(a_list, names, "seq_id")
+                if rf is _TWICE or seq is _TWICE:   # named twice: the last counts
                     out.append(_et_node(n, i, schema, src, ids))
                     continue
-                else:
-                    rf = None
-                k = names.count("seq_id")
-                if k == 1:
-                    seq = a_list[names.index("seq_id")].get("value")
-                elif k:
-                    out.append(_et_node(n, i, schema, src, ids))
-                    continue
-                else:
-                    seq = None
             else:
                 out.append(_et_node(n, i, schema, src, ids))
                 continue
-            values = n.get("inputs")
-            if values is None:
-                values = []
-            elif type(values) is dict:
-                values = values.get("values")
-                if values is None:
-                    values = []
-            else:
-                values = None   # not {values, ...}: _et_node says so
-            outs = n.get("outputs")
-            if outs is None:
-                outs = []
-            elif type(outs) is dict:
-                outs = outs.get("values")
-                if outs is None:
-                    outs = []
-            else:
-                outs = None   # not {values, ...}: _et_node says so
+            values, outs = _plain_values(n.get("inputs")), _plain_values(n.get("outputs"))
             parent = n.get("ctrl_deps")
         nid = n.get("id")
         if (type(values) is not list or type(outs) is not list or type(nid) is not int

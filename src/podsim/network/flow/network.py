@@ -87,12 +87,22 @@ class Started:
 
 
 class NetworkEnds:
-    """What both flow networks share: GPU ranks to fabric nodes, and route latencies.  Needs
-    ``fabric``, ``router``, ``_lat_cache`` and ``start_nodes``."""
+    """What both flow networks share: their settings and counters, GPU ranks to fabric nodes,
+    route latencies and the load counters of fast-forwarded rounds (arguments as
+    :class:`FlowNetwork`'s)."""
 
-    fabric: Fabric
-    router: Router
-    _lat_cache: dict[tuple[int, ...], int]
+    def __init__(self, fabric: Fabric, clock: Clock, router: Router | None, seed: int | None,
+                 capacity: np.ndarray | None, record_load: bool) -> None:
+        self.fabric = fabric
+        self.clock = clock
+        self.router = router or Router(fabric, seed)
+        self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
+        self.record_load = record_load
+        self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
+        self.flows_started = 0
+        self.solves = 0
+        self.solved_flows = 0
+        self._lat_cache: dict[tuple[int, ...], int] = {}
 
     def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
                     max_rate: float = _INF) -> tuple[int, ...]:
@@ -114,6 +124,15 @@ class NetworkEnds:
         return lat
 
 
+    def _credit_loads(self, loads: dict[int, float] | None, t_from: int, t_to: int) -> None:
+        """The load counters of fast-forwarded rounds: ``loads`` (bytes per ns) from ``t_from``
+        to ``t_to``."""
+        if self.record_load and loads:
+            for link, load in sorted(loads.items()):
+                self.load_samples.append((t_from, link, load))
+                self.load_samples.append((t_to, link, 0.0))
+
+
 class FlowNetwork(NetworkEnds):
     """Max-min fair flow network over a fabric.
 
@@ -128,10 +147,7 @@ class FlowNetwork(NetworkEnds):
 
     def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
                  capacity: np.ndarray | None = None, record_load: bool = False) -> None:
-        self.fabric = fabric
-        self.clock = clock
-        self.router = router or Router(fabric, seed)
-        self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
+        super().__init__(fabric, clock, router, seed, capacity, record_load)
         nl = self._nl = fabric.num_links
         # per-link arrays, one extra entry for the route padding (never reported)
         self._count = np.zeros(nl + 1, dtype=np.int64)
@@ -144,11 +160,6 @@ class FlowNetwork(NetworkEnds):
         self._dirty_masked = False
         self._dirty_links: list[int] = []              # links changed by single flows
         self._resolve_pending = False
-        self.record_load = record_load
-        self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
-        self.flows_started = 0
-        self.solves = 0
-        self.solved_flows = 0
         # per-flow slots
         self._slots = 0       # slots allocated
         self._hi = 0          # slots ever used
@@ -177,7 +188,6 @@ class FlowNetwork(NetworkEnds):
         self._g_each: dict[int, bool] = {}
         self._g_first: dict[int, int] = {}   # each-mode: the batch's first flow's order number
         self._next_group = 0
-        self._lat_cache: dict[tuple[int, ...], int] = {}
         self._batches: dict[tuple[bytes, bytes, bytes], RouteBatch] = {}
         self._batched_flows = 0
         # while few flows run: slot -> (start order, route links), and link -> slots on it
@@ -322,10 +332,7 @@ class FlowNetwork(NetworkEnds):
         used = np.bincount(flat, minlength=nl + 1) > 0
         used[nl] = False
         self._busy[used] += busy_ns * times
-        if self.record_load and loads:
-            for link, load in sorted(loads.items()):
-                self.load_samples.append((t_from, link, load))
-                self.load_samples.append((t_to, link, 0.0))
+        self._credit_loads(loads, t_from, t_to)
 
     @property
     def active_flows(self) -> int:

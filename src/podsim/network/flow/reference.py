@@ -51,10 +51,7 @@ class ReferenceFlowNetwork(NetworkEnds):
 
     def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
                  capacity: np.ndarray | None = None, record_load: bool = False) -> None:
-        self.fabric = fabric
-        self.clock = clock
-        self.router = router or Router(fabric, seed)
-        self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
+        super().__init__(fabric, clock, router, seed, capacity, record_load)
         self._link_flows: list[set[int]] = [set() for _ in range(fabric.num_links)]
         self._flows: dict[int, _Flow] = {}
         self._next_fid = 0
@@ -68,12 +65,6 @@ class ReferenceFlowNetwork(NetworkEnds):
         self._count = [0] * nl
         self._peak = [0] * nl
         self._load = np.zeros(nl)
-        self.record_load = record_load
-        self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
-        self.flows_started = 0
-        self.solves = 0
-        self.solved_flows = 0
-        self._lat_cache: dict[tuple[int, ...], int] = {}
         self._capped = 0  # flows with a rate cap still running
 
     # -- public API -------------------------------------------------------------------------
@@ -158,10 +149,7 @@ class ReferenceFlowNetwork(NetworkEnds):
                 if link not in seen:
                     seen.add(link)
                     busy[link] += busy_ns * times
-        if self.record_load and loads:
-            for link, load in sorted(loads.items()):
-                self.load_samples.append((t_from, link, load))
-                self.load_samples.append((t_to, link, 0.0))
+        self._credit_loads(loads, t_from, t_to)
 
     @property
     def active_flows(self) -> int:
