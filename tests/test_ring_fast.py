@@ -93,6 +93,29 @@ def test_chained_collectives_tiny_messages_and_zero_latency_match() -> None:
     _same(*_both(_skewed(8, 1 << 20, 5), _ring(8, lat=0.0), _params()))
 
 
+def test_broadcasts_replayed_or_timed_as_all_gathers_match() -> None:
+    # a DDP capture's start: parameter broadcasts (one with a recorded duration, replayed for it;
+    # one without, timed as an all-gather of its size) before the skewed all-reduces
+    n = 12
+    rng = np.random.default_rng(11)
+    progs = []
+    for r in range(n):
+        b = ProgramBuilder(f"r{r}")
+        b1 = b.add(OpKind.COLLECTIVE, "bcast timed", collective=int(CollectiveKind.BROADCAST), size_bytes=4096,
+                   duration_ns=int(rng.integers(1_000, 9_000)), node_id=1)
+        b2 = b.add(OpKind.COLLECTIVE, "bcast", collective=int(CollectiveKind.BROADCAST), size_bytes=1 << 16,
+                   duration_ns=-1, node_id=2, data_deps=[b1])
+        c = b.add(OpKind.COMPUTE, "c", duration_ns=int(rng.integers(1, 50_000)), node_id=3, data_deps=[b2])
+        b.add(OpKind.COLLECTIVE, "ar", collective=int(AR), size_bytes=1 << 20, node_id=4, data_deps=[c])
+        progs.append(b.build())
+    wl = Workload(progs, list(range(n)))
+    _same(*_both(wl, _ring(n), _params()))
+    # the duration-less broadcast is an all-gather: without a ring for it, every message is sent
+    res = simulate(wl, _ring(n), _params(algorithms={AR: (Algo("ring"),), AG: (Algo("direct"),)}),
+                   record_timeline=False)
+    assert res.info["closed_form_collectives"] == "the all-gather is not a ring"
+
+
 def test_the_closed_form_is_the_step_recurrence() -> None:
     rng = np.random.default_rng(0)
     for n in (2, 3, 5, 16, 64):

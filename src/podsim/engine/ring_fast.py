@@ -123,9 +123,17 @@ def fast_path_reason(workload: Workload, topology: Topology, system: object, ren
         coll = prog.kind == int(OpKind.COLLECTIVE)
         if not coll.any():
             continue
-        if not np.isin(prog.collective[coll], _KINDS).all() or prog.replay_only[coll].any():
-            return "collectives other than all-reduces, reduce-scatters and all-gathers"
-        used.update(int(k) for k in np.unique(prog.collective[coll]))
+        codes = prog.collective[coll]
+        if not np.isin(codes, _KINDS + [int(CollectiveKind.BROADCAST)]).all() or prog.replay_only[coll].any():
+            return "collectives other than all-reduces, reduce-scatters, all-gathers and broadcasts"
+        # a broadcast with a recorded duration is replayed for it (no messages); one without is
+        # timed as an all-gather of its size (the rank layer's rule)
+        bcast = codes == int(CollectiveKind.BROADCAST)
+        if bcast.any():
+            codes = codes.copy()
+            codes[bcast & (prog.duration_ns[coll] <= 0)] = int(CollectiveKind.ALL_GATHER)
+            codes = codes[codes != int(CollectiveKind.BROADCAST)]
+        used.update(int(k) for k in np.unique(codes))
         for i in np.flatnonzero(coll).tolist():
             g = int(prog.group[i])
             if g != NO_VALUE and prog.group_keys[g] not in world:
