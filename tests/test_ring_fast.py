@@ -76,13 +76,27 @@ def test_skewed_ranks_match_the_per_message_engine(n: int, kind: CollectiveKind)
 @pytest.mark.parametrize("kw", [
     dict(collective_optimization="baseline"),            # the other direction round the ring
     dict(preferred_dataset_splits=7),                     # 8 chunks of an uneven size (below)
-    dict(preferred_dataset_splits=1, endpoint_delay_ns=0),
+    dict(preferred_dataset_splits=1, endpoint_delay_ns=1),
     dict(local_mem_bw_GBps=50.0),                         # reductions of hundreds of ns
     dict(scheduling_policy="FIFO"),
 ])
 def test_other_settings_match(kw: dict) -> None:
     size = 3 * (1 << 20) + 5 if kw.get("preferred_dataset_splits") == 7 else 1 << 20
     _same(*_both(_skewed(16, size, 7), _ring(16), _params(**kw)))
+
+
+def test_what_ends_in_its_own_tick_is_sent_as_messages() -> None:
+    # with no endpoint delay a ring step can end in the tick it is scheduled in, where the engine
+    # orders it among that tick's events by when they were scheduled: every message is sent
+    wl = _skewed(8, 1 << 20, 5)
+    fast, slow = _both(wl, _ring(8), _params(endpoint_delay_ns=0))
+    assert fast.info["messages_closed_form"] == 0 and fast.info["messages_simulated"] == slow.info["messages_simulated"]
+    assert [r.finish_ns for r in fast.ranks] == [r.finish_ns for r in slow.ranks]
+    # a reduce-scatter of 24-byte messages reduces in 0 ns at 50 GB/s: its last step too
+    rs = _skewed(8, 8 * 24 * 4, 5, kinds=(RS,))
+    fast, slow = _both(rs, _ring(8), _params(local_mem_bw_GBps=50.0))
+    assert fast.info["messages_closed_form"] == 0 and fast.info["messages_simulated"] > 0
+    assert [r.finish_ns for r in fast.ranks] == [r.finish_ns for r in slow.ranks]
 
 
 def test_chained_collectives_tiny_messages_and_zero_latency_match() -> None:
@@ -110,10 +124,16 @@ def test_broadcasts_replayed_or_timed_as_all_gathers_match() -> None:
         progs.append(b.build())
     wl = Workload(progs, list(range(n)))
     _same(*_both(wl, _ring(n), _params()))
-    # the duration-less broadcast is an all-gather: without a ring for it, every message is sent
-    res = simulate(wl, _ring(n), _params(algorithms={AR: (Algo("ring"),), AG: (Algo("direct"),)}),
-                   record_timeline=False)
-    assert res.info["closed_form_collectives"] == "the all-gather is not a ring"
+    # the duration-less broadcast is an all-gather: without a ring for it, whole collectives are
+    # not computed, only the all-reduce's ring phases (the all-gather's direct phase sends messages)
+    mixed = _params(algorithms={AR: (Algo("ring"),), AG: (Algo("direct"),)})
+    res = simulate(wl, _ring(n), mixed, record_timeline=False)
+    assert res.info["closed_form_collectives"] == \
+        "ring phases of every rank (whole collectives not: the all-gather is not a ring)"
+    slow = simulate(wl, _ring(n), mixed, record_timeline=False, fast_collectives=False)
+    assert 0 < res.info["messages_simulated"] < slow.info["messages_simulated"]
+    assert res.info["messages_closed_form"] + res.info["messages_simulated"] == slow.info["messages_simulated"]
+    assert [r.finish_ns for r in res.ranks] == [r.finish_ns for r in slow.ranks]
 
 
 def test_the_closed_form_is_the_step_recurrence() -> None:
@@ -129,6 +149,14 @@ def test_the_closed_form_is_the_step_recurrence() -> None:
                 for chunks in (1, 3):
                     ends = ring_phase_ends(starts, order, chunks, hop, e, red, messages, reducing)[-1]
                     assert (ends == ring_phase_steps(starts, pred, chunks, hop, e, red, messages, reducing)).all()
+            # a ring whose hops differ (a communicator group across dimensions), and long phases
+            # that go round several times (a ring all-to-all: n (n - 1) / 2 messages)
+            hops = rng.integers(0, 3_000, n)
+            per_rank = np.empty(n, dtype=np.int64)
+            per_rank[order] = hops                   # hops[j]: the delay into order[j]
+            for messages, reducing in ((2 * n - 2, n - 1), (n - 1, 0), (n * (n - 1) // 2, 0), (5 * n + 1, 3)):
+                ends = ring_phase_ends(starts, order, 2, hops, 10, 7, messages, reducing)[-1]
+                assert (ends == ring_phase_steps(starts, pred, 2, per_rank, 10, 7, messages, reducing)).all()
 
 
 def test_the_symmetric_answer_and_the_message_count() -> None:
@@ -158,14 +186,25 @@ def test_only_the_collectives_a_workload_uses_need_a_ring() -> None:
     _same(*_both(_skewed(6, 1 << 20, 2), _ring(6), only_ar))
     res = simulate(_skewed(6, 1 << 20, 2), _ring(6), _params(algorithms={AR: (Algo("direct"),)}),
                    record_timeline=False)
-    assert res.info["closed_form_collectives"] == "the all-reduce is not a ring"
+    assert res.info["closed_form_collectives"] == \
+        "ring phases of every rank (whole collectives not: the all-reduce is not a ring)"
+    assert res.info["messages_closed_form"] == 0    # a direct all-reduce has no ring phase
 
 
-def test_machines_it_does_not_model_send_every_message() -> None:
+def test_other_machines_compute_ring_phases_not_whole_collectives() -> None:
+    # whole collectives need a 1-D ring with one queue and one active chunk; elsewhere each ring
+    # phase is computed (tests/test_ring_phases.py checks them against every message)
     wl = _skewed(8, 1 << 20, 1)
     two_d = Topology((Dimension(BlockKind.RING, 4, 50.0, 500.0), Dimension(BlockKind.RING, 2, 50.0, 500.0)))
-    for topo, params in ((two_d, _params()), (_ring(8), _params(queues_per_dim=2)),
-                         (_ring(8), _params(active_chunks_per_dimension=2))):
+    for topo, params, why in ((two_d, _params(), "not a one-dimensional ring"),
+                              (_ring(8), _params(queues_per_dim=2), "more than one queue or active chunk per dimension"),
+                              (_ring(8), _params(active_chunks_per_dimension=2),
+                               "more than one queue or active chunk per dimension")):
         res = simulate(wl, topo, params, record_timeline=False)
+        assert res.info["closed_form_collectives"] == f"ring phases of every rank (whole collectives not: {why})"
+        assert res.info["messages_closed_form"] > 0 and res.info["messages_simulated"] == 0
+    # rendezvous messages and a shared memory bus: every message is sent
+    for kw, params in ((dict(rendezvous=True), _params()),
+                       ({}, _params(model_shared_bus=True, loggp=(10.0, 5.0, 2.0, 0.01)))):
+        res = simulate(wl, _ring(8), params, record_timeline=False, **kw)
         assert res.info["messages_closed_form"] == 0 and res.info["messages_simulated"] > 0
-        assert res.info["closed_form_collectives"] != "ring collectives of every rank"

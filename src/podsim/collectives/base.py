@@ -62,10 +62,18 @@ class LogicalRing:
         self.local = local   # ASTRA-sim's Dimension::Local: bus hops use the fixed 10 ns
         if members is not None:
             self._ids = list(members)
+            #: names the ring the same on every member (a hash of the member list)
+            self.key: tuple[int, ...] = (-1, hash(tuple(self._ids)), self._ids[0], size)
         else:
             base = me - index * offset
             self._ids = [base + i * offset for i in range(size)]
+            self.key = (base, offset, size)
         self._pos = {npu: i for i, npu in enumerate(self._ids)}
+
+    @property
+    def members(self) -> list[int]:
+        """The NPUs of the ring, in index order (clockwise)."""
+        return self._ids
 
     def receiver(self, npu: int, direction: Direction) -> int:
         i = self._pos[npu] + (1 if direction is Direction.CLOCKWISE else -1)

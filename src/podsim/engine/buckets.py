@@ -34,6 +34,11 @@ class RankBuckets:
         else:
             lst.append(fn)
 
+    def crowded(self) -> list[Callable[[], None]] | None:
+        """This rank's callbacks for the tick running now, when there is more than one; else None."""
+        lst = self._lists.get(self.queue.now)
+        return lst if lst is not None and len(lst) > 1 else None
+
     def _flush(self, t: object) -> None:
         lst = self._lists[t]  # type: ignore[index]
         i = 0

@@ -45,58 +45,125 @@ from ..workload import NO_VALUE, OpKind, Workload
 from ..workload.ops import CollectiveKind
 
 
+class TieFound(Exception):
+    """A closed-form end fell in a rank's tick beside other events.
+
+    The per-message engine runs a rank's events of one tick in the order they were scheduled,
+    which the closed form does not reproduce: :func:`podsim.engine.simulate` stops the run and
+    runs again with ``collective`` sent as messages.  A collective is named ``(group key, its
+    number among the rank's collectives on that group)``, the same on every member."""
+
+    def __init__(self, collective: tuple[str | None, int], rank: int, time_ns: int) -> None:
+        super().__init__(f"rank {rank} at {time_ns} ns")
+        self.collective = collective
+        self.rank = rank
+        self.time_ns = time_ns
+
+
 #: the collectives modelled here, and how many of a rank's ``n - 1`` or ``2 (n - 1)`` steps reduce
 _KINDS = [int(CollectiveKind.ALL_REDUCE), int(CollectiveKind.REDUCE_SCATTER), int(CollectiveKind.ALL_GATHER)]
 _REDUCES = {CollectiveKind.ALL_REDUCE: True, CollectiveKind.REDUCE_SCATTER: True, CollectiveKind.ALL_GATHER: False}
 
 
-def _ramp_max(s: np.ndarray, hop_ns: int) -> np.ndarray:
-    """For positions ``q`` of a ring (``s`` in ring order): ``max_{j=0..n-1} s[q - j] + j hop_ns``
-    (indices mod n), in O(n)."""
-    n = s.size
-    e = np.arange(2 * n, dtype=np.int64)
-    p = e - (n - 1)                                  # the unwrapped source position q - j, q = 0 .. n-1
-    v = s[p % n] - p * hop_ns
-    v[2 * n - 1] = np.iinfo(np.int64).min // 4       # padding: windows are [q, q + n - 1] of [0, 2n - 2]
+def _window_max(v: np.ndarray) -> np.ndarray:
+    """``w[u] = max(v[u], v[u + 1], ..., v[u + n - 1])`` for ``u = 0 .. n - 1`` of ``v`` of
+    length ``2n - 1``, in O(n) (a suffix maximum of the first block, a prefix maximum of the
+    second)."""
+    n = (v.size + 1) // 2
     suffix = np.maximum.accumulate(v[:n][::-1])[::-1]
-    prefix = np.maximum.accumulate(v[n:])
     w = suffix.copy()
-    w[1:] = np.maximum(suffix[1:], prefix[:n - 1])
-    return w + np.arange(n, dtype=np.int64) * hop_ns
+    if n > 1:
+        w[1:] = np.maximum(suffix[1:], np.maximum.accumulate(v[n:]))
+    return w
 
 
-def ring_phase_ends(starts: np.ndarray, order: np.ndarray, chunks: int, hop_ns: int, endpoint_ns: int,
-                    reduction_ns: int, messages: int, reducing: int) -> list[np.ndarray]:
-    """Each chunk's end on every rank (ns, int64 arrays) of a ring phase of ``messages`` messages a
-    rank (``>= n - 1``), the first ``reducing`` of them reduced on arrival, the chunks back to
-    back from ``starts``; ``order``: the ring order (``order[j]`` receives from ``order[j - 1]``).
-    The module docstring's closed form: ``end = (messages + 1) E + reducing R + shift H +
-    max_{j=0..n-1} (start_{q - shift - j} + j H)`` at ring position ``q``, ``shift = messages -
-    n + 1``."""
+def ring_phase_ends(starts: np.ndarray, order: np.ndarray, chunks: int, hop_ns: int | np.ndarray,
+                    endpoint_ns: int, reduction_ns: int, messages: int, reducing: int) -> list[np.ndarray]:
+    """Each chunk's end on every rank (ns, int64 arrays indexed by rank) of a ring phase of
+    ``messages`` messages a rank (``>= n - 1``), the first ``reducing`` of them reduced on
+    arrival, the chunks back to back from ``starts`` (indexed by rank); ``order``: the ring
+    order (``order[j]`` receives from ``order[j - 1]``); ``hop_ns``: one message's delay, the
+    same on every hop, or per hop (``hop_ns[j]`` into ``order[j]``).
+
+    The module docstring's closed form, with ``P`` the hop delays summed along the ring unrolled
+    (``P(e) = sum of hop_ns over positions 1 .. e``, ``P(e + n) = P(e) + C``, ``C`` one lap):
+    ``end(q) = (messages + 1) E + reducing R + P(q) + max_{e = q - m .. q - m + n - 1}
+    (start(e mod n) - P(e))`` -- every path to ``q`` takes ``m`` steps, each a hop or a wait,
+    and with delays ``>= 0`` the longest from a given rank goes round as often as it can."""
     n = order.size
     shift = messages - n + 1
     if shift < 0:
         raise ValueError(f"a ring phase of {messages} messages on {n} ranks is not modelled")
-    c = (messages + 1) * endpoint_ns + reducing * reduction_ns + shift * hop_ns
+    hops = np.broadcast_to(np.asarray(hop_ns, dtype=np.int64), (n,))
+    cum = np.zeros(n, dtype=np.int64)               # P(0 .. n-1)
+    np.cumsum(hops[1:], out=cum[1:])
+    lap = int(cum[-1] + hops[0])                    # C
+    c = (messages + 1) * endpoint_ns + reducing * reduction_ns
+    # u = q - shift; the window of u is e = u - n + 1 .. u.  w(u + k n) = w(u) - k C, so the
+    # window maxima of u = 0 .. n - 1 (e = -(n - 1) .. n - 1) give every other u.
+    e_cum = np.concatenate((cum[1:] - lap, cum))    # P(e), e = -(n - 1) .. n - 1
+    u = np.arange(n, dtype=np.int64) - shift
+    k, um = np.divmod(u, n)
     s = np.asarray(starts, dtype=np.int64)
     ends = []
     for _ in range(chunks):
-        w = c + np.roll(_ramp_max(s[order], hop_ns), shift)
+        sq = s[order]
+        v = np.concatenate((sq[1:], sq)) - e_cum
+        w = _window_max(v)
+        end_q = c + cum + w[um] - k * lap
         s = np.empty(n, dtype=np.int64)
-        s[order] = w
+        s[order] = end_q
         ends.append(s)
     return ends
 
 
-def ring_phase_steps(starts: np.ndarray, pred: np.ndarray, chunks: int, hop_ns: int, endpoint_ns: int,
-                     reduction_ns: int, messages: int, reducing: int) -> np.ndarray:
+def ring_phase_ends_small(starts: list[int], hops: list[int], endpoint_ns: int, reduction_ns: int, messages: int,
+                          reducing: int) -> list[int]:
+    """:func:`ring_phase_ends` for one chunk, in plain Python (no numpy call overhead: faster on
+    the short rings of multi-dimensional networks); ``starts`` and ``hops`` by ring position
+    (``hops[j]`` into position ``j``), the ends by ring position."""
+    n = len(starts)
+    shift = messages - n + 1
+    if shift < 0:
+        raise ValueError(f"a ring phase of {messages} messages on {n} ranks is not modelled")
+    cum = [0] * n
+    acc = 0
+    for j in range(1, n):
+        acc += hops[j]
+        cum[j] = acc
+    lap = acc + hops[0]
+    c = (messages + 1) * endpoint_ns + reducing * reduction_ns
+    # v[i] = start(e mod n) - P(e) for e = i - (n - 1); the window of u is v[u .. u + n - 1]
+    v = [starts[i + 1] - cum[i + 1] + lap for i in range(n - 1)] + [starts[i] - cum[i] for i in range(n)]
+    w = v[:n]
+    for i in range(n - 2, -1, -1):                  # suffix maxima of the first block
+        if w[i + 1] > w[i]:
+            w[i] = w[i + 1]
+    best = v[n]
+    for u in range(1, n):                           # with prefix maxima of the second
+        x = v[n - 1 + u]
+        if x > best:
+            best = x
+        if best > w[u]:
+            w[u] = best
+    out = []
+    for q in range(n):
+        k, um = divmod(q - shift, n)
+        out.append(c + cum[q] + w[um] - k * lap)
+    return out
+
+
+def ring_phase_steps(starts: np.ndarray, pred: np.ndarray, chunks: int, hop_ns: int | np.ndarray,
+                     endpoint_ns: int, reduction_ns: int, messages: int, reducing: int) -> np.ndarray:
     """The same ends by the step recurrence itself (vector over ranks, loop over messages): the
-    reference the closed form is tested against.  ``pred[r]``: the rank ``r`` receives from."""
+    reference the closed form is tested against.  ``pred[r]``: the rank ``r`` receives from;
+    ``hop_ns``: scalar, or per receiving rank."""
     s = np.asarray(starts, dtype=np.int64)
+    hop = np.asarray(hop_ns, dtype=np.int64)
     for _ in range(chunks):
         t = s + endpoint_ns
         for k in range(1, messages + 1):
-            t = np.maximum(t[pred] + hop_ns, t) + endpoint_ns + (reduction_ns if k <= reducing else 0)
+            t = np.maximum(t[pred] + hop, t) + endpoint_ns + (reduction_ns if k <= reducing else 0)
         s = t
     return s
 
@@ -117,6 +184,8 @@ def fast_path_reason(workload: Workload, topology: Topology, system: object, ren
         return "more than one queue or active chunk per dimension"
     if p.collective_optimization not in ("baseline", "localBWAware") or p.local_mem_bw_GBps is None:
         return "another collective optimization, or no local memory bandwidth"
+    if p.endpoint_delay_ns < 1:
+        return "an endpoint delay under 1 ns"
     world = {g.name for g in workload.groups if len(set(g.ranks)) == workload.num_ranks}
     used: set[int] = set()
     for prog in workload.programs:
@@ -157,12 +226,15 @@ class RingCollectiveBatch:
         self.network = network
         self._count = [0] * n                       # collectives each rank has issued
         self._open: dict[int, tuple[np.ndarray, list, list]] = {}
+        self._modelled: dict[int, bool] = {}        # reduce-scatters by size: closed form or messages
         self.messages = 0                           #: messages the closed form stood for
 
     def arrive(self, sysl: object, kind: CollectiveKind, size: int, on_done: Callable[[int], None],
-               label: str = "") -> None:
+               label: str = "", collective: tuple[str | None, int] = (None, 0)) -> bool:
         """Rank ``sysl.rank`` issues its next collective, ``kind`` of ``size`` bytes, now
-        (``label`` names its chunks in the timeline).
+        (``label`` names its chunks in the timeline, ``collective`` it in :class:`TieFound`).  False: the collective is not one the
+        closed form reproduces (a reduce-scatter whose reductions take 0 ns: its last step
+        ends in the tick it is scheduled); the caller sends its messages, as every rank does.
 
         Raises:
             SimulationError: when ranks issue different collectives as their ``k``-th.
@@ -170,6 +242,13 @@ class RingCollectiveBatch:
         r = sysl.rank  # type: ignore[attr-defined]
         k = self._count[r]
         self._count[r] = k + 1
+        if kind == CollectiveKind.REDUCE_SCATTER:
+            ok = self._modelled.get(size)
+            if ok is None:
+                chunks = self._plan(sysl, kind, size)
+                ok = self._modelled[size] = not chunks or sysl.reduction_ns(chunks[0][0].algorithm.msg_size) > 0
+            if not ok:
+                return False
         entry = self._open.get(k)
         if entry is None:
             entry = self._open[k] = (np.zeros(self.n, dtype=np.int64), [None] * self.n, [0, kind, size])
@@ -179,18 +258,24 @@ class RingCollectiveBatch:
                                   f"rank's a {meta[1].label} of {meta[2]} bytes: every rank must issue the same "
                                   "collectives in the same order")
         starts[r] = sysl.buckets.queue.now  # type: ignore[attr-defined]
-        done[r] = (sysl, on_done, label)
+        done[r] = (sysl, on_done, label, collective)
         meta[0] += 1
         if meta[0] == self.n:
             del self._open[k]
             self._complete(starts, done, kind, size)
+        return True
+
+    @staticmethod
+    def _plan(sysl: object, kind: CollectiveKind, size: int) -> list:
+        p = sysl.p  # type: ignore[attr-defined]
+        return plan_chunks(kind, size, sysl._dims(kind, None), None, sysl.levels,  # type: ignore[attr-defined]
+                           p.preferred_dataset_splits, sysl.total_npus, p.collective_optimization)  # type: ignore[attr-defined]
 
     def _complete(self, starts: np.ndarray, done: list, kind: CollectiveKind, size: int) -> None:
         n = self.n
         sys0 = done[0][0]
         p = sys0.p
-        chunks = plan_chunks(kind, size, sys0._dims(kind, None), None, sys0.levels, p.preferred_dataset_splits,
-                             sys0.total_npus, p.collective_optimization)
+        chunks = self._plan(sys0, kind, size)
         per_chunk: list[np.ndarray] = []
         ends = starts
         if chunks:
@@ -211,7 +296,7 @@ class RingCollectiveBatch:
             ends = per_chunk[-1]
             self.messages += n * len(chunks) * alg.stream_count
         now = sys0.buckets.queue.now
-        for r, (sysl, on_done, label) in enumerate(done):
+        for r, (sysl, on_done, label, collective) in enumerate(done):
             if sysl.phase_log is not None:   # the chunks as the engine logs them
                 a = int(starts[r])
                 for c, e in enumerate(per_chunk):
@@ -221,17 +306,23 @@ class RingCollectiveBatch:
                                            int(ph.algorithm.data_size), a, int(e[r])))
                     a = int(e[r])
             t = int(ends[r])
-            sysl.buckets.register(t - now, _Done(on_done, t - int(starts[r])))
+            sysl.buckets.register(t - now, _Done(sysl, on_done, t - int(starts[r]), collective))
 
 
 class _Done:
-    """``on_done(execution_ns)`` as a bucket callback."""
+    """``on_done(execution_ns)`` as a bucket callback, alone in its rank's tick (else
+    :class:`TieFound`)."""
 
-    __slots__ = ("fn", "ns")
+    __slots__ = ("sysl", "fn", "ns", "collective")
 
-    def __init__(self, fn: Callable[[int], None], ns: int) -> None:
+    def __init__(self, sysl: object, fn: Callable[[int], None], ns: int, collective: tuple[str | None, int]) -> None:
+        self.sysl = sysl
         self.fn = fn
         self.ns = ns
+        self.collective = collective
 
     def __call__(self) -> None:
+        b = self.sysl.buckets  # type: ignore[attr-defined]
+        if b.crowded() is not None:
+            raise TieFound(self.collective, self.sysl.rank, b.queue.now)  # type: ignore[attr-defined]
         self.fn(self.ns)

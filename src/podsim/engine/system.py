@@ -51,13 +51,16 @@ class SystemParams:
 class DataSet:
     """The chunks of one collective; calls ``on_done(execution_ns)`` when all finished."""
 
-    __slots__ = ("total", "finished", "created", "on_done")
+    __slots__ = ("total", "finished", "created", "on_done", "collective")
 
-    def __init__(self, created: int, on_done: Callable[[int], None]) -> None:
+    def __init__(self, created: int, on_done: Callable[[int], None],
+                 collective: tuple[str | None, int] = (None, 0)) -> None:
         self.total = 0
         self.finished = 0
         self.created = created
         self.on_done = on_done
+        #: (group key, number among the rank's collectives on that group): the same on every member
+        self.collective = collective
 
 
 class Stream:
@@ -140,6 +143,11 @@ class RankSystem:
         self.phase_log: list[tuple[int, str, str, str, int, int, int]] | None = None
         #: the closed-form ring collectives (:mod:`.ring_fast`), when the simulation allows it
         self.fast_ring = None
+        #: every rank's ring phases in closed form (:mod:`.ring_phases`), when the simulation allows it
+        self.fast_phases = None
+        #: collectives sent as messages although a closed form could run them (:class:`.ring_fast.TieFound`)
+        self.send_messages: frozenset[tuple[str | None, int]] = frozenset()
+        self._issued: dict[str | None, int] = {}
         self.shared_bus = None
         if params.model_shared_bus:
             L, o, g, G = params.loggp
@@ -214,17 +222,19 @@ class RankSystem:
             self._insert(self.ready, st)
             self._schedule()
             return
-        if self.fast_ring is not None:   # every rank's ring collectives in closed form (ring_fast)
-            self.priority(explicit_priority)
-            self.fast_ring.arrive(self, kind, size, on_done, label)
-            return
+        pri = self.priority(explicit_priority)
+        number = self._issued.get(group_key, 0)
+        self._issued[group_key] = number + 1
+        coll = (group_key, number)
+        if self.fast_ring is not None and coll not in self.send_messages \
+                and self.fast_ring.arrive(self, kind, size, on_done, label, coll):
+            return   # every rank's ring collective in closed form (ring_fast)
         dims = self._dims(kind, group)
         levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
         inv = involved if group is None else None
         chunks = plan_chunks(kind, size, dims, inv, levels, self.p.preferred_dataset_splits,
                              self.total_npus, self.p.collective_optimization)
-        ds = DataSet(self.buckets.queue.now, on_done)
-        pri = self.priority(explicit_priority)
+        ds = DataSet(self.buckets.queue.now, on_done, coll)
         ds.total = len(chunks)
         if not chunks:
             # ASTRA-sim never finishes such a collective; podsim completes it at once.
@@ -266,7 +276,10 @@ class RankSystem:
             self.running[q] += 1
             st.initialized = True
             st.phase_start = self.buckets.queue.now
-            st.phase.algorithm.start(st)  # type: ignore[union-attr]
+            if self.fast_phases is not None and st.dataset.collective not in self.send_messages:
+                self.fast_phases.start(self, st)   # ring phases in closed form (ring_phases)
+            else:
+                st.phase.algorithm.start(st)  # type: ignore[union-attr]
 
     def _removed(self, q: int) -> None:
         self.running[q] -= 1

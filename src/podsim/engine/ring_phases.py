@@ -1,0 +1,202 @@
+"""Every rank's ring phases in closed form, inside the system layer's queues (issue #17).
+
+:mod:`.ring_fast` completes whole collectives when the machine is a one-dimensional ring with
+one queue and one active chunk.  Everywhere else (several dimensions, several queues or active
+chunks, rings on communicator groups, other algorithms on some dimensions, all-to-alls), the
+system layer still splits each collective into chunks and each chunk into phases, and still
+decides, queue by queue and rank by rank, when each phase starts -- exactly as before.  Only a
+*ring phase* is no longer stepped message by message: :class:`RingPhaseBatch` collects the
+start of one phase (a chunk's stream, its phase number, the ring and its direction) on every
+member of the ring, and when the last member has started it computes every member's end with
+:func:`.ring_fast.ring_phase_ends` (its hops may differ, as a communicator group's do) and
+schedules each member's ``proceed`` at its end.
+
+Why this is exact: on the analytical network a message's delay does not depend on other
+traffic, and a phase's packets touch only its own state, so two phases running at once on a
+rank (other chunks, other queues, other algorithms still sent as messages) never change each
+other's times; what couples them is when the queues start them, and that is left to the system
+layer.  What the closed form cannot reproduce is the order of events in one rank's tick, which
+the engine takes from when they were scheduled: an end is therefore run only when it is alone
+in its rank's tick, or shares it only with the ends of *twins*; else
+(:class:`.ring_fast.TieFound`) the simulation stops and runs again with that collective's
+messages sent.  A
+phase is sent as messages when its last step could be scheduled in its own tick (an endpoint
+delay under 1 ns, or a last step that reduces in 0 ns).  Twins are phases of the same ring and
+kind that start at the same times on every member, in the same order on every member (two
+chunks of one collective, with several active chunks a queue): the per-message engine runs
+every event of the first before the same event of the second, so it ends them in their start
+order, and so does the closed form, which completes the first first.
+``tests/test_ring_phases.py`` compares every rank's ops and chunks with the per-message engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collectives.base import Direction
+from ..collectives.ring import RingPhase
+from ..errors import SimulationError
+from ..workload.ops import CollectiveKind
+from .ring_fast import TieFound, ring_phase_ends, ring_phase_ends_small
+
+#: rings up to this many ranks are computed in plain Python, longer ones with numpy
+_SMALL = 128
+
+#: the collectives whose ring phases are modelled, and whether their first ``n - 1`` steps reduce
+_REDUCES = {CollectiveKind.ALL_REDUCE: True, CollectiveKind.REDUCE_SCATTER: True,
+            CollectiveKind.ALL_GATHER: False, CollectiveKind.ALL_TO_ALL: False}
+
+
+def phase_mode_reason(mirror: bool, rendezvous: bool, system: object) -> str | None:
+    """None when ring phases may run in closed form, else why not."""
+    if mirror:
+        return "equivalent ranks are simulated once"
+    if rendezvous:
+        return "rendezvous messages"
+    if system.model_shared_bus:  # type: ignore[attr-defined]
+        return "the shared memory bus couples a rank's phases"
+    return None
+
+
+class _Open:
+    """One ring phase as its members start it."""
+
+    __slots__ = ("starts", "order", "members", "count", "meta")
+
+    def __init__(self, n: int, meta: tuple) -> None:
+        self.starts = [0] * n                        # by position in the ring's direction
+        self.order = [0] * n                         # the batch's count of starts when each member started
+        self.members: list[tuple[object, object] | None] = [None] * n
+        self.count = 0
+        self.meta = meta
+
+
+class _Twins:
+    """What makes two completed phases twins (the module docstring): their ring, direction and
+    parameters, every member's start, and the order they started in."""
+
+    __slots__ = ("key", "starts", "order")
+
+    def __init__(self, key: tuple, starts: list[int], order: list[int]) -> None:
+        self.key = key
+        self.starts = starts
+        self.order = order
+
+    def before(self, other: "_Twins") -> bool:
+        """Whether this phase and ``other`` are twins, this one started first on every member."""
+        return (self.key == other.key and self.starts == other.starts
+                and all(a < b for a, b in zip(self.order, other.order)))
+
+
+class RingPhaseBatch:
+    """Completes ring phases in closed form (the module docstring).  One per simulation; each
+    rank's system layer calls :meth:`start` instead of starting a :class:`RingPhase`."""
+
+    def __init__(self, network: object) -> None:
+        self.network = network
+        self._open: dict[tuple, _Open] = {}
+        self._hops: dict[tuple, list[int]] = {}
+        self._started = 0
+        self.messages = 0          #: messages the closed form stood for
+        self.phases = 0            #: ring phases completed in closed form
+
+    def start(self, sysl: object, st: object) -> None:
+        """Stream ``st`` of rank ``sysl.rank`` starts its current phase now.
+
+        Raises:
+            SimulationError: when the ranks of one ring disagree on the phase.
+        """
+        alg = st.phase.algorithm  # type: ignore[attr-defined]
+        if type(alg) is not RingPhase:
+            alg.start(st)
+            return
+        kind = alg.kind
+        reduces = _REDUCES.get(kind)
+        endpoint = 10 if alg.fast else sysl.p.endpoint_delay_ns  # type: ignore[attr-defined]
+        if reduces is None or endpoint < 1:
+            alg.start(st)
+            return
+        reduction = sysl.reduction_ns(alg.msg_size) if reduces else 0  # type: ignore[attr-defined]
+        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:   # the last step reduces
+            alg.start(st)
+            return
+        ring = alg.ring
+        n = alg.n
+        key = (st.sid, st.steps_finished, ring.key, alg.direction)  # type: ignore[attr-defined]
+        meta = (kind, alg.msg_size, alg.stream_count, endpoint, reduction)
+        entry = self._open.get(key)
+        if entry is None:
+            entry = self._open[key] = _Open(n, meta)
+        elif entry.meta != meta:
+            raise SimulationError(f"rank {sysl.rank}'s phase {st.steps_finished} of stream {st.sid} is a "  # type: ignore[attr-defined]
+                                  f"{kind.label} of {alg.msg_size}-byte messages, another rank's on the same "
+                                  f"ring a {entry.meta[0].label} of {entry.meta[1]}-byte messages: every rank "
+                                  "must issue the same collectives in the same order")
+        pos = ring.index if alg.direction is Direction.CLOCKWISE else n - 1 - ring.index
+        if entry.members[pos] is not None:
+            raise SimulationError(f"two ranks at position {ring.index} of one ring started phase "
+                                  f"{st.steps_finished} of stream {st.sid}")  # type: ignore[attr-defined]
+        entry.starts[pos] = sysl.buckets.queue.now  # type: ignore[attr-defined]
+        self._started += 1
+        entry.order[pos] = self._started
+        entry.members[pos] = (sysl, st)
+        entry.count += 1
+        if entry.count == n:
+            del self._open[key]
+            self._complete(entry, ring, alg)
+
+    def _complete(self, entry: _Open, ring: object, alg: RingPhase) -> None:
+        n = alg.n
+        kind, msg, messages, endpoint, reduction = entry.meta
+        hops = self._hop_delays(ring, alg.direction, msg)
+        reducing = n - 1 if _REDUCES[kind] else 0
+        if n <= _SMALL:
+            ends = ring_phase_ends_small(entry.starts, hops, endpoint, reduction, messages, reducing)
+        else:
+            ends = ring_phase_ends(np.array(entry.starts, dtype=np.int64), np.arange(n), 1, np.array(hops), endpoint,
+                                   reduction, messages, reducing)[0].tolist()
+        self.messages += n * messages
+        self.phases += 1
+        twins = _Twins((ring.key, alg.direction, entry.meta), entry.starts, entry.order)  # type: ignore[attr-defined]
+        now = -1
+        for (sysl, st), t in zip(entry.members, ends):  # type: ignore[misc]
+            b = sysl.buckets  # type: ignore[attr-defined]
+            if now < 0:
+                now = b.queue.now
+            b.register(t - now, _PhaseEnd(sysl, st, twins))
+
+    def _hop_delays(self, ring: object, direction: Direction, msg: int) -> list[int]:
+        """The delay of one message into each position of the ring (in its direction), ns."""
+        key = (ring.key, direction, msg)  # type: ignore[attr-defined]
+        hops = self._hops.get(key)
+        if hops is None:
+            ids = ring.members if direction is Direction.CLOCKWISE else ring.members[::-1]  # type: ignore[attr-defined]
+            delay = self.network.delay_ns  # type: ignore[attr-defined]
+            hops = self._hops[key] = [delay(ids[j - 1], ids[j], msg) for j in range(len(ids))]
+        return hops
+
+
+class _PhaseEnd:
+    """A rank's end of a closed-form ring phase: its stream proceeds, alone in its rank's tick or
+    beside its twins' ends in their start order (else :class:`TieFound`)."""
+
+    __slots__ = ("sysl", "st", "twins")
+
+    def __init__(self, sysl: object, st: object, twins: _Twins) -> None:
+        self.sysl = sysl
+        self.st = st
+        self.twins = twins
+
+    def __call__(self) -> None:
+        b = self.sysl.buckets  # type: ignore[attr-defined]
+        lst = b.crowded()
+        if lst is not None and not _twins_in_order(lst):
+            raise TieFound(self.st.dataset.collective, self.sysl.rank, b.queue.now)  # type: ignore[attr-defined]
+        self.sysl.proceed(self.st)  # type: ignore[attr-defined]
+
+
+def _twins_in_order(callbacks: list) -> bool:
+    """Whether a tick's callbacks are all ends of twin phases, in their start order."""
+    if not all(type(c) is _PhaseEnd for c in callbacks):
+        return False
+    return all(a.twins.before(b.twins) for a, b in zip(callbacks, callbacks[1:]))
