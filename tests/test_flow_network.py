@@ -50,6 +50,30 @@ def test_per_flow_cap() -> None:
     assert rates.tolist() == pytest.approx([1.0, 3.0])
 
 
+def test_the_small_solver_gives_the_same_floats() -> None:
+    # the plain-Python solver for small components must give the numpy solver's floats exactly
+    # (the array network's answers equal the per-flow network's to the ns): the hand-derived
+    # cases above, then random components with shared links, caps and unrouted flows
+    from podsim.network.flow.maxmin import max_min_rates_small
+    cases = [([[0], [0], [0]], [3.0], None), ([[0], [0, 1], [1]], [1.0, 2.0], None),
+             ([[0], [0], [0, 1], [1, 2], [2]], [1.0, 3.0, 10.0], None), ([[0], [0]], [4.0], [1.0, np.inf])]
+    expected = [[1.0, 1.0, 1.0], [0.5, 0.5, 1.5], [1 / 3, 1 / 3, 1 / 3, 8 / 3, 22 / 3], [1.0, 3.0]]
+    for (paths, cap, fc), want in zip(cases, expected):
+        indptr, links = csr(paths)
+        assert max_min_rates_small(indptr.tolist(), links.tolist(), cap, fc) == pytest.approx(want)
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        nf, nl = int(rng.integers(1, 17)), int(rng.integers(1, 12))
+        paths = [rng.choice(nl, size=int(rng.integers(0, min(nl, 5) + 1)), replace=False).tolist()
+                 for _ in range(nf)]
+        cap = rng.choice([100.0, 50.0, 25.0, 400.0 / 3, 0.1], size=nl)
+        fc = rng.choice([np.inf, 10.0, 30.0, 100.0 / 3], size=nf) if rng.random() < 0.4 else None
+        indptr, links = csr(paths)
+        want = max_min_rates(indptr, links, cap, fc).tolist()
+        assert max_min_rates_small(indptr.tolist(), links.tolist(), cap.tolist(),
+                                   None if fc is None else fc.tolist()) == want
+
+
 # ---- fabrics built by hand -----------------------------------------------------------------
 
 def star(n: int, bw: float = 1.0, lat: float = 0.0, up_bw: float | None = None):

@@ -13,6 +13,8 @@ levels.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -80,5 +82,83 @@ def max_min_rates(indptr: np.ndarray, links: np.ndarray, capacity: np.ndarray,
                 rates[active] = cap[active]
             else:
                 rates[active] = np.inf
+            break
+    return rates
+
+
+def max_min_rates_small(indptr: list[int], links: list[int], capacity: list[float],
+                        flow_cap: list[float] | None = None) -> list[float]:
+    """:func:`max_min_rates` for a handful of flows, in plain Python: the same arithmetic in the
+    same order, so the same floats (no numpy call overhead, which dominates below a few dozen
+    flows).  Arguments as :func:`max_min_rates`, as lists."""
+    nflows = len(indptr) - 1
+    rates = [0.0] * nflows
+    if nflows == 0:
+        return rates
+    nlinks = len(capacity)
+    remaining = [float(c) for c in capacity]
+    tol = [1e-9 * max(float(c), 1e-300) for c in capacity]
+    pairs = [(f, links[k]) for f in range(nflows) for k in range(indptr[f], indptr[f + 1])]
+    active = [True] * nflows
+    inf = math.inf
+    level = 0.0
+    while True:
+        users = [0] * nlinks
+        for _, link in pairs:
+            users[link] += 1
+        step = inf
+        for link in range(nlinks):
+            u = users[link]
+            if u > 0:
+                share = remaining[link] / u
+                if share < step:
+                    step = share
+        if flow_cap is not None:
+            gap = inf
+            for f in range(nflows):
+                if active[f]:
+                    g = flow_cap[f] - level
+                    if g < gap:
+                        gap = g
+            step = min(step, gap)
+        if not math.isfinite(step):
+            for f in range(nflows):
+                if active[f]:
+                    rates[f] = inf
+            break
+        step = max(step, 0.0)
+        level += step
+        for link in range(nlinks):
+            remaining[link] -= step * users[link]
+        full = [users[link] > 0 and remaining[link] <= tol[link] for link in range(nlinks)]
+        frozen = [False] * nflows
+        for f, link in pairs:
+            if full[link]:
+                frozen[f] = True
+        if flow_cap is not None:
+            for f in range(nflows):
+                c = flow_cap[f]
+                if active[f] and math.isfinite(c) and c - level <= 1e-12 * max(c, 1.0):
+                    frozen[f] = True
+        frozen = [a and b for a, b in zip(frozen, active)]
+        if not any(frozen):   # numerical corner: freeze the tightest link's flows
+            tight, best = 0, inf
+            for link in range(nlinks):
+                if users[link] > 0 and remaining[link] < best:
+                    tight, best = link, remaining[link]
+            for f, link in pairs:
+                if link == tight and active[f]:
+                    frozen[f] = True
+        for f in range(nflows):
+            if frozen[f]:
+                rates[f] = level
+                active[f] = False
+        if not any(active):
+            break
+        pairs = [(f, link) for f, link in pairs if active[f]]
+        if not pairs:
+            for f in range(nflows):
+                if active[f]:
+                    rates[f] = flow_cap[f] if flow_cap is not None else inf
             break
     return rates

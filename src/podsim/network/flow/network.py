@@ -42,7 +42,7 @@ import numpy as np
 from ...errors import SimulationError
 from ..fabric import Fabric
 from ..routing import Router
-from .maxmin import max_min_rates
+from .maxmin import max_min_rates, max_min_rates_small
 from .routes import RouteBatch, path_latency_ns, place_in_order, route_batch
 
 
@@ -59,7 +59,7 @@ Done = Callable[[], None] | None
 _INF = math.inf
 _BATCH_CACHE_FLOWS = 2_000_000  #: routed flows kept in the batch-route cache before it is emptied
 _FEW = 64  #: running flows up to which the component search runs on Python lists
-_FEW_SOLVED = 16  #: component size up to which a re-solve's bookkeeping runs element by element
+_FEW_SOLVED = 32  #: component size up to which a re-solve's bookkeeping runs element by element
 _CHOICES_KEPT = 4096  #: adaptive batches' choices remembered (by the counts they read)
 
 
@@ -97,6 +97,7 @@ class NetworkEnds:
         self.clock = clock
         self.router = router or Router(fabric, seed)
         self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
+        self._capacity_list: list[float] = self.capacity.tolist()   # for small components, element by element
         self.record_load = record_load
         self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
         self.flows_started = 0
@@ -653,12 +654,11 @@ class FlowNetwork(NetworkEnds):
                     i = local[link] = len(local)
                 links.append(i)
             indptr.append(len(links))
-        gl = np.fromiter(local, dtype=np.int64, count=len(local))
-        caps = self._maxr[comp] if self._capped else None
-        rates = max_min_rates(np.asarray(indptr, dtype=np.int64), np.asarray(links, dtype=np.int64),
-                              self.capacity[gl], caps)
+        capacity = self._capacity_list
+        caps = self._maxr[comp].tolist() if self._capped else None
+        rates = max_min_rates_small(indptr, links, [capacity[link] for link in local], caps)
         sched = self.clock.schedule
-        for slot, r in zip(slots, rates.tolist()):
+        for slot, r in zip(slots, rates):
             if r != rate[slot]:
                 if not r > 0:
                     raise SimulationError("a flow got no bandwidth (a link of zero capacity on its route)")
