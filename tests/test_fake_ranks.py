@@ -137,11 +137,14 @@ def test_a_composed_pipeline_runs_the_hand_derived_1f1b_schedule(tmp_path: Path)
         res = simulate(w, cluster="dgx-h100")   # finishes: no deadlock
         steps[m] = max(r.finish_ns for r in res.ranks) / 1e6
     fb = (FORWARD_S + BACKWARD_S) * 1e3   # 60 ms a micro-batch on a stage
+    # The traced ops take their sleeps plus the pipeline's Python, which grows when the host is
+    # busy (8% of a micro-batch has been seen): the bounds allow 20%, and still tell 1F1B from
+    # running the micro-batches one after another (2M (F + B): 33% and 100% more below).
     for m, got in steps.items():
-        # 1F1B on P = 2 stages: (M + P - 1) * (F + B); the rest is the pipeline's Python
-        assert (m + 1) * fb <= got <= (m + 1) * fb * 1.08, (m, got)
+        # 1F1B on P = 2 stages: (M + P - 1) * (F + B)
+        assert (m + 1) * fb <= got <= (m + 1) * fb * 1.2, (m, got)
     # the bubble, (P - 1) * (F + B), does not grow with the micro-batches: two more add 2 * (F + B)
-    assert steps[4] - steps[2] == pytest.approx(2 * fb, rel=0.08)
+    assert steps[4] - steps[2] == pytest.approx(2 * fb, rel=0.2)
 
 
 def test_rescale_a_traced_job_to_more_gpus(tmp_path: Path) -> None:
