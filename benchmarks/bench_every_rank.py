@@ -7,6 +7,11 @@ Cases:
     ranks write their compute as two 5 us ops, so every rank is simulated, and the answer must
     equal the symmetric workload's (checked).  ASTRA-sim 2.x simulates all 512 ranks of it in
     2.7-3.9 s on this machine kind.
+  * ``2d-512`` and ``3d-512``: the same workload on 512 NPUs of a multi-dimensional ASTRA-sim
+    network, Ring(8) x Switch(64) and Ring(8) x Switch(8) x Ring(8) (200, 50 and 25 GiB/s; 500,
+    1,000 and 2,000 ns), rings on every dimension: each ring phase is computed in closed form
+    inside the system layer's queues (``podsim.engine.ring_phases``).  ``-messages`` sends every
+    message; both must equal the symmetric answer (checked).
   * ``flow-512``: 64 DGX H100 servers (the ``dgx-h100`` preset), flow backend: every GPU
     computes 10 us (13 us on the odd ranks), then a 16 MiB all-reduce in its server's 8-GPU TP
     group and a 64 MiB all-reduce in its 64-GPU DP group (8 rings across the spines, adaptive
@@ -23,10 +28,11 @@ Cases:
 Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's;
 flow-512 reports the best of 3 runs in its process.
 
-    python benchmarks/bench_every_rank.py            # ring-512, flow-512
-    python benchmarks/bench_every_rank.py --big      # also ring-4096, ring-512 sending every
-                                                     # message (the per-message engine, ~13 s) and
-                                                     # flow-512 on the per-flow network (~9 s)
+    python benchmarks/bench_every_rank.py            # ring-512, 2d-512, 3d-512, flow-512, chakra-1024
+    python benchmarks/bench_every_rank.py --big      # also ring-4096, ring-512, 2d-512 and 3d-512
+                                                     # sending every message (the per-message
+                                                     # engine, ~13 s, ~4 s, ~2 s) and flow-512 on
+                                                     # the per-flow network (~9 s)
 """
 
 from __future__ import annotations
@@ -45,6 +51,10 @@ FLOW_512_NS = 3_756_348
 #: issue #17's targets, CPU s
 TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messages": 0.3,
              "flow-512-per-flow": 0.5, "chakra-1024": 5.0, "chakra-1024-flow": 5.0}
+
+#: the multi-dimensional networks: (kind, NPUs, GiB/s, ns) per dimension
+SHAPES = {"2d": (("Ring", 8, 200.0, 500.0), ("Switch", 64, 50.0, 1000.0)),
+          "3d": (("Ring", 8, 200.0, 500.0), ("Switch", 8, 50.0, 1000.0), ("Ring", 8, 25.0, 2000.0))}
 
 
 def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
@@ -154,9 +164,12 @@ def _case(name: str) -> dict:
     n = int(size)
     per_message = name.endswith("-messages")
     out: dict = {"case": name}
-    if kind == "ring":
-        topo = Topology((Dimension(BlockKind.RING, n, 50 * 2**30 / 1e9, 500.0),))
-        params = SystemParams("LIFO", "localBWAware", 1, 4, 10, 1600.0, 1, {k: (Algo("ring"),) for k in CollectiveKind})
+    if kind in ("ring", "2d", "3d"):
+        dims = (("Ring", n, 50.0, 500.0),) if kind == "ring" else SHAPES[kind]
+        assert math.prod(d[1] for d in dims) == n
+        topo = Topology(tuple(Dimension(BlockKind(k), npus, bw * 2**30 / 1e9, lat) for k, npus, bw, lat in dims))
+        params = SystemParams("LIFO", "localBWAware", 1, 4, 10, 1600.0, 1,
+                              {k: (Algo("ring"),) * len(dims) for k in CollectiveKind})
         t0 = time.process_time()
         res = engine_simulate(_ring(n, True), topo, params, record_timeline=False, fast_collectives=not per_message)
         out["cpu_s"] = time.process_time() - t0
@@ -200,15 +213,17 @@ def main() -> None:
     if a.one:
         print(json.dumps(_case(a.one)))
         return
-    cases = ["ring-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
-    cases += ["ring-4096", "ring-512-messages", "flow-512-per-flow"] if a.big else []
+    cases = ["ring-512", "2d-512", "3d-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
+    cases += ["ring-4096", "ring-512-messages", "2d-512-messages", "3d-512-messages", "flow-512-per-flow"] \
+        if a.big else []
     print(f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
           f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
     for name in cases:
         cmd = [sys.executable, __file__, "--one", name]
         o = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         what = o["how"]
-        print(f"{name:<18} {o['ranks']:>6} {o['cpu_s']:>8.2f} {TARGETS_S[name]:>10.1f} {o['units']:>15,} "
+        target = TARGETS_S.get(name)
+        print(f"{name:<18} {o['ranks']:>6} {o['cpu_s']:>8.2f} {'-' if target is None else target:>10} {o['units']:>15,} "
               f"{o['units'] / o['cpu_s']:>11,.0f} {o['peak_rss_mb']:>13.0f} {o['finish_ns']:>12,}  {what}; {o['check']}")
 
 
