@@ -351,11 +351,12 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
         remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
                               remote_memory.npus_per_node, remote_memory.num_nodes,
                               lambda rank, delay, fn: buckets[rank].register(delay, fn))
+    plans: dict = {}   # one ProgramPlan per program, shared by its ranks
     for r in ranks:
         b = buckets[r] = RankBuckets(queue)
         sysl = ClusterRankSystem(r, n, colls, msg)
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,  # type: ignore[arg-type]
-                            remote.issue if remote else None, record_timeline, True, per_stream=True)
+                            remote.issue if remote else None, record_timeline, True, per_stream=True, plans=plans)
         runner.replay_all = compute.replay_only
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)

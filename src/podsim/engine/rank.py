@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import InputError
 from ..intervals import length, merged
 from ..workload import NO_VALUE, SEGMENTS, CollectiveKind, OpKind, Program, Workload
@@ -28,7 +30,8 @@ class RankRunner:
     def __init__(self, rank: int, workload: Workload, program: Program, system: RankSystem,
                  buckets: RankBuckets, compute_ns: Callable[[Program, int], int],
                  remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
-                 record: bool = False, use_ctrl_deps: bool = True, per_stream: bool = False) -> None:
+                 record: bool = False, use_ctrl_deps: bool = True, per_stream: bool = False,
+                 plans: dict[tuple[int, bool, bool], "ProgramPlan"] | None = None) -> None:
         self.rank = rank
         self.w = workload
         self.p = program
@@ -37,20 +40,16 @@ class RankRunner:
         self.compute_ns = compute_ns
         self.remote_mem = remote_mem
         n = len(program)
-        # ASTRA-sim's FeederV3 resolves data and control dependencies alike, each parent once
-        parents = _parent_sets(program, use_ctrl_deps and program.ctrl_deps_order)
-        self.pending_deps = [len(ps) for ps in parents]
-        children: list[list[int]] = [[] for _ in range(n)]
-        for c, ps in enumerate(parents):
-            for q in ps:
-                children[q].append(c)
-        self.child_ptr = [0] * (n + 1)
-        flat: list[int] = []
-        for i in range(n):
-            flat.extend(sorted(children[i]))
-            self.child_ptr[i + 1] = len(flat)
-        self.children = flat
-        self.free: list[int] = sorted(i for i in range(n) if self.pending_deps[i] == 0)
+        key = (id(program), use_ctrl_deps, per_stream)
+        plan = plans.get(key) if plans is not None else None
+        if plan is None:
+            plan = ProgramPlan(program, use_ctrl_deps, per_stream)
+            if plans is not None:
+                plans[key] = plan
+        self.pending_deps = plan.pending_deps[:]
+        self.child_ptr = plan.child_ptr
+        self.children = plan.children
+        self.free: list[int] = plan.free[:]
         self.ongoing = 0
         self.done = 0
         self.finished = False
@@ -60,35 +59,20 @@ class RankRunner:
         self.record = record
         self.starts = [0] * n
         self.ends = [0] * n
-        kinds = program.kind
-        # ASTRA-sim's HardwareResource: CPU ops share one CPU slot; GPU compute ops one compute
-        # slot; every other GPU node (collectives, sends, memory loads/stores, and metadata or
-        # invalid nodes, which hold it only for the instant they take) one communication slot;
-        # receives take none.
-        recv, comp = int(OpKind.RECV), int(OpKind.COMPUTE)
-        self.resource = [NONE if k == recv else CPU if c else GPU_COMP if k == comp else GPU_COMM
-                         for k, c in zip(kinds.tolist(), program.is_cpu.tolist())]
-        # ASTRA-sim has one slot of each kind per rank; with per_stream, each of the program's
-        # streams has its own slots (a trace's or generator's separate CUDA streams)
-        streams = program.stream.tolist() if per_stream else [0] * n
-        self.slot = [r + 3 * st if r != NONE else NONE for r, st in zip(self.resource, streams)]
-        self.in_flight = [0] * (3 * (max(streams, default=0) + 1))
-        self.kinds = kinds.tolist()
-        self._replay = program.replay_only.tolist()
-        self._cpu = program.is_cpu.tolist()
-        self._coll_kind = program.collective.tolist()
-        self._coll_group = program.group.tolist()
-        self._size = program.size_bytes.tolist()
-        self._prio = program.priority.tolist()
-        self._nid = program.node_id.tolist()
+        self.resource = plan.resource
+        self.slot = plan.slot
+        self.in_flight = [0] * plan.slots
+        self.kinds = plan.kinds
+        self._replay = plan.replay
+        self._cpu = plan.cpu
+        self._coll_kind = plan.coll_kind
+        self._coll_group = plan.coll_group
+        self._size = plan.size
+        self._prio = plan.prio
+        self._nid = plan.nid
         self._group_cache: dict[int, tuple] = {}
         self.replay_all = False
-        # fused ops (a generator's compute + closed-form collectives): their collective parts
-        # are communication, not GPU compute -- the op's time outside its compute segments
-        # (a collective that runs beside a kernel overlaps it)
-        self._comm_part = {i: int(program.duration_ns[i]) - length(merged(
-            [(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
-            for i, e in program.extras.items() if SEGMENTS in e}
+        self._comm_part = plan.comm_part
 
     # -- issue loop ------------------------------------------------------------------------
     def fire(self) -> None:
@@ -234,14 +218,61 @@ class RankRunner:
             self.finish_ns = self.buckets.queue.now
 
 
-def _parent_sets(program: Program, use_ctrl: bool) -> list[tuple[int, ...]]:
-    """Each op's distinct parents: data dependencies, plus control dependencies if asked."""
-    dp, di = program.data_ptr, program.data_idx
-    cp, ci = program.ctrl_ptr, program.ctrl_idx
-    out = []
-    for i in range(len(program)):
-        ps = set(di[dp[i]:dp[i + 1]].tolist())
-        if use_ctrl:
-            ps.update(ci[cp[i]:cp[i + 1]].tolist())
-        out.append(tuple(sorted(ps)))
-    return out
+class ProgramPlan:
+    """What every runner of one program shares (read-only): dependencies as child lists,
+    resource slots and the op columns as lists.  :func:`podsim.engine.simulate` builds one per
+    program and run, not one per rank."""
+
+    def __init__(self, program: Program, use_ctrl_deps: bool, per_stream: bool) -> None:
+        n = len(program)
+        # ASTRA-sim's FeederV3 resolves data and control dependencies alike, each parent once
+        child, parent = _edges(program, use_ctrl_deps and program.ctrl_deps_order)
+        self.pending_deps: list[int] = np.bincount(child, minlength=n).tolist()
+        order = np.lexsort((child, parent))                   # by parent, then child
+        self.children: list[int] = child[order].tolist()
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(parent, minlength=n), out=ptr[1:])
+        self.child_ptr: list[int] = ptr.tolist()
+        self.free: list[int] = [i for i, d in enumerate(self.pending_deps) if d == 0]
+        kinds = program.kind
+        # ASTRA-sim's HardwareResource: CPU ops share one CPU slot; GPU compute ops one compute
+        # slot; every other GPU node (collectives, sends, memory loads/stores, and metadata or
+        # invalid nodes, which hold it only for the instant they take) one communication slot;
+        # receives take none.
+        recv, comp = int(OpKind.RECV), int(OpKind.COMPUTE)
+        self.resource = [NONE if k == recv else CPU if c else GPU_COMP if k == comp else GPU_COMM
+                         for k, c in zip(kinds.tolist(), program.is_cpu.tolist())]
+        # ASTRA-sim has one slot of each kind per rank; with per_stream, each of the program's
+        # streams has its own slots (a trace's or generator's separate CUDA streams)
+        streams = program.stream.tolist() if per_stream else [0] * n
+        self.slot = [r + 3 * st if r != NONE else NONE for r, st in zip(self.resource, streams)]
+        self.slots = 3 * (max(streams, default=0) + 1)
+        self.kinds = kinds.tolist()
+        self.replay = program.replay_only.tolist()
+        self.cpu = program.is_cpu.tolist()
+        self.coll_kind = program.collective.tolist()
+        self.coll_group = program.group.tolist()
+        self.size = program.size_bytes.tolist()
+        self.prio = program.priority.tolist()
+        self.nid = program.node_id.tolist()
+        # fused ops (a generator's compute + closed-form collectives): their collective parts
+        # are communication, not GPU compute -- the op's time outside its compute segments
+        # (a collective that runs beside a kernel overlaps it)
+        self.comm_part = {i: int(program.duration_ns[i]) - length(merged(
+            [(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
+            for i, e in program.extras.items() if SEGMENTS in e}
+
+
+def _edges(program: Program, use_ctrl: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every (op, parent) dependency once, data and control alike if asked: two int64 arrays,
+    sorted by op then parent."""
+    n = len(program)
+    dp, di = np.asarray(program.data_ptr, dtype=np.int64), np.asarray(program.data_idx, dtype=np.int64)
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(dp))
+    parent = di
+    if use_ctrl:
+        cp, ci = np.asarray(program.ctrl_ptr, dtype=np.int64), np.asarray(program.ctrl_idx, dtype=np.int64)
+        child = np.concatenate((child, np.repeat(np.arange(n, dtype=np.int64), np.diff(cp))))
+        parent = np.concatenate((parent, ci))
+    pairs = np.unique(child * max(n, 1) + parent)
+    return pairs // max(n, 1), pairs % max(n, 1)

@@ -26,7 +26,7 @@ from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
-from .rank import CPU, RankRunner
+from .rank import CPU, ProgramPlan, RankRunner
 from .ring_fast import RingCollectiveBatch, TieFound, fast_path_reason
 from .ring_phases import RingPhaseBatch, phase_mode_reason
 from .system import RankSystem, SystemParams
@@ -131,8 +131,9 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     :data:`TIE_RUNS` runs, then every message is sent).  False sends every message.
     """
     t0 = time.perf_counter()
+    plans: dict[tuple[int, bool, bool], ProgramPlan] = {}   # one per program, shared by its ranks and every run
     args = (workload, topology, system, compute, remote_memory, use_symmetry, record_timeline, progress, rendezvous,
-            use_ctrl_deps)
+            use_ctrl_deps, plans)
     send: frozenset[tuple[str | None, int]] = frozenset()
     first: TieFound | None = None
     for _ in range(TIE_RUNS if fast_collectives else 1):
@@ -162,7 +163,8 @@ TIE_RUNS = 4
 def _simulate(workload: Workload, topology: Topology, system: SystemParams, compute: ComputeModel | None,
               remote_memory: RemoteMemoryParams | None, use_symmetry: bool, record_timeline: bool,
               progress: Callable[[int, int, int], None] | None, rendezvous: bool, use_ctrl_deps: bool,
-              fast_collectives: bool, send_messages: frozenset[tuple[str | None, int]]) -> Result:
+              plans: dict[tuple[int, bool, bool], ProgramPlan], fast_collectives: bool,
+              send_messages: frozenset[tuple[str | None, int]]) -> Result:
     """One run, ``send_messages`` sent as messages.
 
     Raises:
@@ -208,7 +210,7 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
         sysl.fast_phases = fast_phases
         sysl.send_messages = send_messages
         runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
-                            remote.issue if remote else None, record_timeline, use_ctrl_deps)
+                            remote.issue if remote else None, record_timeline, use_ctrl_deps, plans=plans)
         runner.replay_all = compute.replay_only
         if record_timeline:
             sysl.phase_log = []
