@@ -12,7 +12,9 @@ Cases:
     1,000 and 2,000 ns), rings on every dimension: each ring phase is computed in closed form
     inside the system layer's queues (``podsim.engine.ring_phases``).  ``-messages`` sends every
     message; both must equal the symmetric answer (checked).  ``switch-512``: one Switch of 512
-    with 2 active chunks a dimension (the HGX-H100 system file's setting).
+    with 2 active chunks a dimension (the HGX-H100 system file's setting); ``hd-512``: the same
+    Switch, one active chunk, halving-doubling collectives (their phases timed by the step
+    recurrence, ``podsim.engine.phase_steps``).
   * ``flow-512``: 64 DGX H100 servers (the ``dgx-h100`` preset), flow backend: every GPU
     computes 10 us (13 us on the odd ranks), then a 16 MiB all-reduce in its server's 8-GPU TP
     group and a 64 MiB all-reduce in its 64-GPU DP group (8 rings across the spines, adaptive
@@ -29,12 +31,12 @@ Cases:
 Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's;
 flow-512 reports the best of 3 runs in its process.
 
-    python benchmarks/bench_every_rank.py            # ring-512, 2d-512, 3d-512, switch-512, flow-512,
-                                                     # chakra-1024
-    python benchmarks/bench_every_rank.py --big      # also ring-4096; ring-512, 2d-512, 3d-512, switch-512
-                                                     # sending every message (the per-message
-                                                     # engine, ~13 s, ~2 s, ~1 s, ~15 s) and
-                                                     # flow-512 on the per-flow network (~9 s)
+    python benchmarks/bench_every_rank.py            # ring-512, 2d-512, 3d-512, switch-512, hd-512,
+                                                     # flow-512, chakra-1024
+    python benchmarks/bench_every_rank.py --big      # also ring-4096; ring-512, 2d-512, 3d-512,
+                                                     # switch-512, hd-512 sending every message (the
+                                                     # per-message engine, ~13 s, ~2 s, ~1 s, ~15 s,
+                                                     # ~1 s) and flow-512 on the per-flow network (~9 s)
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messa
 #: the multi-dimensional networks: (kind, NPUs, GiB/s, ns) per dimension
 SHAPES = {"2d": (("Ring", 8, 200.0, 500.0), ("Switch", 64, 50.0, 1000.0)),
           "3d": (("Ring", 8, 200.0, 500.0), ("Switch", 8, 50.0, 1000.0), ("Ring", 8, 25.0, 2000.0)),
-          "switch": (("Switch", 512, 50.0, 500.0),)}
+          "switch": (("Switch", 512, 50.0, 500.0),), "hd": (("Switch", 512, 50.0, 500.0),)}
 
 
 def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
@@ -167,12 +169,13 @@ def _case(name: str) -> dict:
     n = int(size)
     per_message = name.endswith("-messages")
     out: dict = {"case": name}
-    if kind in ("ring", "2d", "3d", "switch"):
+    if kind in ("ring", "2d", "3d", "switch", "hd"):
         dims = (("Ring", n, 50.0, 500.0),) if kind == "ring" else SHAPES[kind]
         assert math.prod(d[1] for d in dims) == n
         topo = Topology(tuple(Dimension(BlockKind(k), npus, bw * 2**30 / 1e9, lat) for k, npus, bw, lat in dims))
         params = SystemParams("LIFO", "localBWAware", 2 if kind == "switch" else 1, 4, 10, 1600.0, 1,
-                              {k: (Algo("ring"),) * len(dims) for k in CollectiveKind})
+                              {k: (Algo("halvingDoubling" if kind == "hd" else "ring"),) * len(dims)
+                               for k in CollectiveKind})
         t0 = time.process_time()
         res = engine_simulate(_ring(n, True), topo, params, record_timeline=False, fast_collectives=not per_message)
         out["cpu_s"] = time.process_time() - t0
@@ -216,9 +219,9 @@ def main() -> None:
     if a.one:
         print(json.dumps(_case(a.one)))
         return
-    cases = ["ring-512", "2d-512", "3d-512", "switch-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
+    cases = ["ring-512", "2d-512", "3d-512", "switch-512", "hd-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
     cases += ["ring-4096", "ring-512-messages", "2d-512-messages", "3d-512-messages", "switch-512-messages",
-              "flow-512-per-flow"] if a.big else []
+              "hd-512-messages", "flow-512-per-flow"] if a.big else []
     print(f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
           f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
     for name in cases:

@@ -108,10 +108,26 @@ def test_queues_active_chunks_and_policies_match(kw: dict) -> None:
 
 def test_other_algorithms_on_some_dimensions_send_their_messages() -> None:
     wl = _skewed(16, 1 << 20, 5, kinds=(AR, RS, AG), layers=3)
-    for algos in (("ring", "direct"), ("halvingDoubling", "ring"), ("direct", "ring")):
-        fast = simulate(wl, _topo((SW, 4), (RING, 4)), _params(2, algos), record_timeline=False)
+    for algos in (("ring", "direct"), ("direct", "ring"), ("doubleBinaryTree", "ring")):
+        kinds = (AR,) if "doubleBinaryTree" in algos else (AR, RS, AG)
+        w = _skewed(16, 1 << 20, 5, kinds=kinds, layers=3)
+        fast = simulate(w, _topo((SW, 4), (RING, 4)), _params(2, algos), record_timeline=False)
         assert 0 < fast.info["messages_simulated"] and 0 < fast.info["messages_closed_form"]
-        _same(wl, _topo((SW, 4), (RING, 4)), _params(2, algos))
+        _same(w, _topo((SW, 4), (RING, 4)), _params(2, algos))
+    # halving-doubling phases are computed by their step recurrence, beside ring phases
+    fast = simulate(wl, _topo((SW, 4), (RING, 4)), _params(2, ("halvingDoubling", "ring")), record_timeline=False)
+    assert fast.info["messages_simulated"] == 0 and fast.info["messages_closed_form"] > 0
+
+
+@pytest.mark.parametrize("dims", [((SW, 8),), ((SW, 4), (SW, 8)), ((RING, 2), (SW, 16)), ((FC, 4), (RING, 3))])
+@pytest.mark.parametrize("kw", [{}, dict(collective_optimization="baseline"), dict(active_chunks_per_dimension=2),
+                                dict(queues_per_dim=2, local_mem_bw_GBps=50.0), dict(preferred_dataset_splits=3)])
+def test_halving_doubling_phases_match_every_message(dims: tuple, kw: dict) -> None:
+    n = int(np.prod([d[1] for d in dims]))
+    algos = tuple("halvingDoubling" if k is not RING else "ring" for k, _ in dims)
+    for seed, kinds in ((0, (AR,)), (1, (RS, AG, AR))):
+        _same(_skewed(n, (1 << 20) + 3 * 64, seed, kinds=kinds, layers=3), _topo(*dims), _params(len(dims), algos, **kw),
+              None if kw.get("queues_per_dim", 1) > 1 else True)
 
 
 def test_ring_all_to_alls_match() -> None:

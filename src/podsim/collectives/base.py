@@ -60,28 +60,45 @@ class LogicalRing:
         self.size = size
         self.index = index
         self.local = local   # ASTRA-sim's Dimension::Local: bus hops use the fixed 10 ns
+        self._ids: list[int] | None
+        self._pos: dict[int, int] | None
         if members is not None:
             self._ids = list(members)
+            self._pos = {npu: i for i, npu in enumerate(self._ids)}
             #: names the ring the same on every member (a hash of the member list)
             self.key: tuple[int, ...] = (-1, hash(tuple(self._ids)), self._ids[0], size)
-        else:
-            base = me - index * offset
-            self._ids = [base + i * offset for i in range(size)]
-            self.key = (base, offset, size)
-        self._pos = {npu: i for i, npu in enumerate(self._ids)}
+        else:   # positions by arithmetic: no per-ring lists (a rank builds one ring per dimension)
+            self._base = me - index * offset
+            self._offset = offset
+            self._ids = self._pos = None
+            self.key = (self._base, offset, size)
 
     @property
     def members(self) -> list[int]:
         """The NPUs of the ring, in index order (clockwise)."""
+        if self._ids is None:
+            return [self._base + i * self._offset for i in range(self.size)]
         return self._ids
 
+    def position(self, npu: int) -> int:
+        """The index of ``npu`` in the ring."""
+        if self._pos is None:
+            return (npu - self._base) // self._offset
+        return self._pos[npu]
+
+    def _at(self, i: int) -> int:
+        i %= self.size
+        return self._base + i * self._offset if self._ids is None else self._ids[i]
+
     def receiver(self, npu: int, direction: Direction) -> int:
-        i = self._pos[npu] + (1 if direction is Direction.CLOCKWISE else -1)
-        return self._ids[i % self.size]
+        return self._at(self.position(npu) + (1 if direction is Direction.CLOCKWISE else -1))
+
+    def receiver_at(self, npu: int, hops: int, direction: Direction) -> int:
+        """The NPU ``hops`` receivers on from ``npu`` (``receiver`` applied ``hops`` times)."""
+        return self._at(self.position(npu) + (hops if direction is Direction.CLOCKWISE else -hops))
 
     def sender(self, npu: int, direction: Direction) -> int:
-        i = self._pos[npu] + (-1 if direction is Direction.CLOCKWISE else 1)
-        return self._ids[i % self.size]
+        return self._at(self.position(npu) + (-1 if direction is Direction.CLOCKWISE else 1))
 
 
 class PhaseAlgorithm:

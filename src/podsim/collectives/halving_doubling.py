@@ -45,10 +45,7 @@ class HalvingDoublingPhase(PhaseAlgorithm):
         return Direction.CLOCKWISE if (self.ring.index // self.rank_offset) % 2 == 0 else Direction.ANTICLOCKWISE
 
     def _aim(self) -> None:
-        d = self._direction()
-        r = self.id
-        for _ in range(self.rank_offset):
-            r = self.ring.receiver(r, d)
+        r = self.ring.receiver_at(self.id, self.rank_offset, self._direction())
         self.curr_receiver = self.curr_sender = r
 
     def _nonzero_packets(self) -> int:

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collectives.base import Direction
+from ..collectives.base import Direction, PhaseAlgorithm
+from ..collectives.halving_doubling import HalvingDoublingPhase
 from ..collectives.ring import RingPhase
 from ..errors import SimulationError
 from ..workload.ops import CollectiveKind
+from .phase_steps import StepPattern, StepTable, step_pattern
 from .ring_fast import TieFound, ring_phase_ends, ring_phase_ends_small
 
 #: rings up to this many ranks are computed in plain Python, longer ones with numpy
@@ -96,6 +98,8 @@ class RingPhaseBatch:
         self.network = network
         self._open: dict[tuple, _Open] = {}
         self._hops: dict[tuple, list[int]] = {}
+        self._patterns: dict[tuple, StepPattern | None] = {}   # (shape, ring position) -> its steps
+        self._tables: dict[tuple, StepTable] = {}               # (ring, shape) -> every member's steps
         self._started = 0
         self.messages = 0          #: messages the closed form stood for
         self.phases = 0            #: ring phases completed in closed form
@@ -107,6 +111,9 @@ class RingPhaseBatch:
             SimulationError: when the ranks of one ring disagree on the phase.
         """
         alg = st.phase.algorithm  # type: ignore[attr-defined]
+        if type(alg) is HalvingDoublingPhase:
+            self._start_steps(sysl, st, alg)
+            return
         if type(alg) is not RingPhase:
             alg.start(st)
             return
@@ -124,40 +131,78 @@ class RingPhaseBatch:
         n = alg.n
         key = (st.sid, st.steps_finished, ring.key, alg.direction)  # type: ignore[attr-defined]
         meta = (kind, alg.msg_size, alg.stream_count, endpoint, reduction)
+        pos = ring.index if alg.direction is Direction.CLOCKWISE else n - 1 - ring.index
+        entry = self._collect(sysl, st, key, meta, n, pos)
+        if entry is None:
+            return
+        hops = self._hop_delays(ring, alg.direction, alg.msg_size)
+        reducing = n - 1 if reduces else 0
+        if n <= _SMALL:
+            ends = ring_phase_ends_small(entry.starts, hops, endpoint, reduction, alg.stream_count, reducing)
+        else:
+            ends = ring_phase_ends(np.array(entry.starts, dtype=np.int64), np.arange(n), 1, np.array(hops), endpoint,
+                                   reduction, alg.stream_count, reducing)[0].tolist()
+        self.messages += n * alg.stream_count
+        self._finish(entry, (ring.key, alg.direction, meta), ends)
+
+    def _start_steps(self, sysl: object, st: object, alg: PhaseAlgorithm) -> None:
+        """A phase timed by its step recurrence (:mod:`.phase_steps`)."""
+        endpoint = 10 if alg.fast else sysl.p.endpoint_delay_ns  # type: ignore[attr-defined]
+        ring = alg.ring
+        shape = (type(alg), alg.kind, alg.n, alg.data_size, alg.fast)
+        pkey = shape + (ring.index,)
+        if pkey not in self._patterns:
+            self._patterns[pkey] = step_pattern(alg)
+        pattern = self._patterns[pkey]
+        if endpoint < 1 or pattern is None or (pattern.bundles[-1][0]
+                                               and sysl.reduction_ns(pattern.bundles[-1][1]) < 1):  # type: ignore[attr-defined]
+            alg.start(st)   # its last step could end in the tick it is scheduled in
+            return
+        meta = shape + (endpoint,)
+        entry = self._collect(sysl, st, (st.sid, st.steps_finished, ring.key, None), meta, alg.n,  # type: ignore[attr-defined]
+                              ring.index)
+        if entry is None:
+            return
+        tkey = (ring.key, meta)
+        table = self._tables.get(tkey)
+        if table is None:
+            patterns = [self._patterns[shape + (i,)] for i in range(alg.n)]
+            sysl0 = entry.members[0][0]  # type: ignore[index]
+            try:
+                table = self._tables[tkey] = StepTable(patterns, ring.members, self.network.delay_ns,  # type: ignore[arg-type, attr-defined]
+                                                       endpoint, sysl0.reduction_ns)  # type: ignore[attr-defined]
+            except ValueError as e:
+                raise SimulationError(f"internal: the {alg.name} phase's steps do not chain: {e}") from None
+        self.messages += table.messages
+        self._finish(entry, tkey, table.ends(entry.starts))
+
+    def _collect(self, sysl: object, st: object, key: tuple, meta: tuple, n: int, pos: int) -> _Open | None:
+        """Note rank ``sysl.rank``'s start of the phase ``key`` at ring position ``pos``; the
+        phase when every member has started it, else None."""
         entry = self._open.get(key)
         if entry is None:
             entry = self._open[key] = _Open(n, meta)
         elif entry.meta != meta:
-            raise SimulationError(f"rank {sysl.rank}'s phase {st.steps_finished} of stream {st.sid} is a "  # type: ignore[attr-defined]
-                                  f"{kind.label} of {alg.msg_size}-byte messages, another rank's on the same "
-                                  f"ring a {entry.meta[0].label} of {entry.meta[1]}-byte messages: every rank "
-                                  "must issue the same collectives in the same order")
-        pos = ring.index if alg.direction is Direction.CLOCKWISE else n - 1 - ring.index
+            raise SimulationError(f"rank {sysl.rank}'s phase {st.steps_finished} of stream {st.sid} differs from "  # type: ignore[attr-defined]
+                                  f"another rank's on the same ring ({meta[:3]} against {entry.meta[:3]}): every "
+                                  "rank must issue the same collectives in the same order")
         if entry.members[pos] is not None:
-            raise SimulationError(f"two ranks at position {ring.index} of one ring started phase "
+            raise SimulationError(f"two ranks at position {pos} of one ring started phase "
                                   f"{st.steps_finished} of stream {st.sid}")  # type: ignore[attr-defined]
         entry.starts[pos] = sysl.buckets.queue.now  # type: ignore[attr-defined]
         self._started += 1
         entry.order[pos] = self._started
         entry.members[pos] = (sysl, st)
         entry.count += 1
-        if entry.count == n:
-            del self._open[key]
-            self._complete(entry, ring, alg)
+        if entry.count < n:
+            return None
+        del self._open[key]
+        return entry
 
-    def _complete(self, entry: _Open, ring: object, alg: RingPhase) -> None:
-        n = alg.n
-        kind, msg, messages, endpoint, reduction = entry.meta
-        hops = self._hop_delays(ring, alg.direction, msg)
-        reducing = n - 1 if _REDUCES[kind] else 0
-        if n <= _SMALL:
-            ends = ring_phase_ends_small(entry.starts, hops, endpoint, reduction, messages, reducing)
-        else:
-            ends = ring_phase_ends(np.array(entry.starts, dtype=np.int64), np.arange(n), 1, np.array(hops), endpoint,
-                                   reduction, messages, reducing)[0].tolist()
-        self.messages += n * messages
+    def _finish(self, entry: _Open, twin_key: tuple, ends: list[int]) -> None:
+        """Schedule every member's end (ns, by position)."""
         self.phases += 1
-        twins = _Twins((ring.key, alg.direction, entry.meta), entry.starts, entry.order)  # type: ignore[attr-defined]
+        twins = _Twins(twin_key, entry.starts, entry.order)
         now = -1
         for (sysl, st), t in zip(entry.members, ends):  # type: ignore[misc]
             b = sysl.buckets  # type: ignore[attr-defined]
