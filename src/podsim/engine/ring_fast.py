@@ -21,14 +21,19 @@ an all-reduce and a reduce-scatter, on none of an all-gather.  Every path throug
 
     done_r = (m + 1) E + (reducing steps) R + shift H + max_{j=0..n-1} (S_{p^(shift + j)(r)} + j H)
 
--- a circular sliding-window maximum of a ramp over the ring order, O(n) per chunk with numpy.
-No event ordering within a tick changes any of these times.  :class:`RingCollectiveBatch`
-collects each rank's start of its ``k``-th collective (the engine matches collectives by their
-order on every rank, as its message tags do), computes every rank's end when the last rank has
-started (each end is at or after every start, so nothing is scheduled in the past) and completes
-each rank's collective at its end.  ``tests/test_ring_fast.py`` checks it against the
-per-message engine (``fast_collectives=False``), rank by rank and chunk by chunk, on skewed
-starts.
+-- a circular sliding-window maximum of a ramp over the ring order, O(n) per chunk.  With hops
+that differ (a communicator group's ring across dimensions) the ramp ``j H`` becomes the hop
+delays summed along the ring (:func:`ring_phase_ends`).  :class:`RingCollectiveBatch` collects
+each rank's start of its ``k``-th collective (the engine matches collectives by their order on
+every rank, as its message tags do), computes every rank's end when the last rank has started
+(each end is after every start, so nothing is scheduled in the past) and completes each rank's
+collective at its end.  No event ordering within a tick changes these times, but the engine
+orders a rank's same-tick events by when they were scheduled, which the closed form does not
+know: an end that shares its rank's tick with other events raises :class:`TieFound`, and
+:func:`podsim.engine.simulate` runs again with that collective's messages sent.
+:mod:`.ring_phases` uses the same closed form phase by phase on every other machine.
+``tests/test_ring_fast.py`` checks it against the per-message engine (``fast_collectives=False``),
+rank by rank and chunk by chunk, on skewed starts.
 """
 
 from __future__ import annotations
