@@ -27,6 +27,24 @@ def one_collective(n: int, kind: CollectiveKind, size: int) -> Workload:
     return Workload([b.build()], [0] * n, name="coll")
 
 
+def written_two_ways(n: int, collectives: list[tuple[CollectiveKind, int]]) -> tuple[Workload, Workload]:
+    """The issue #17 check: 10 us of compute then ``collectives`` (kind, bytes) in turn, the odd
+    ranks writing the compute as two 5 us ops.  Returns (every rank simulated: two programs on
+    alternate ranks, the symmetric workload: one program)."""
+    progs = []
+    for odd in (False, True):
+        b = ProgramBuilder("odd" if odd else "even")
+        if odd:
+            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2,
+                      data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)])
+        else:
+            c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
+        for i, (kind, size) in enumerate(collectives):
+            c = b.add(OpKind.COLLECTIVE, f"x{i}", collective=int(kind), size_bytes=size, node_id=3 + i, data_deps=[c])
+        progs.append(b.build())
+    return Workload(progs, [i % 2 for i in range(n)]), Workload(progs[:1], [0] * n)
+
+
 def importable_module(folder, monkeypatch, name: str, source: str) -> str:  # type: ignore[no-untyped-def]
     """Write ``source`` as module ``name`` in ``folder`` and make it importable for this test
     (a fresh import: any earlier one is forgotten).  Returns ``name``."""

@@ -14,6 +14,8 @@ from podsim.engine.ring_fast import ring_phase_ends, ring_phase_steps
 from podsim.network.topology import BlockKind, Dimension, Topology
 from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
+from helpers import written_two_ways
+
 RING = {k: (Algo("ring"),) for k in CollectiveKind}
 
 
@@ -163,19 +165,9 @@ def test_the_symmetric_answer_and_the_message_count() -> None:
     # the case: odd ranks write their 10 us of compute as two 5 us ops; 4 chunks of
     # 2(n - 1) messages on each of the n ranks
     n = 64
-    progs = []
-    for odd in (False, True):
-        b = ProgramBuilder("p")
-        if odd:
-            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2,
-                      data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)])
-        else:
-            c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
-        b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=3,
-              data_deps=[c])
-        progs.append(b.build())
-    res = simulate(Workload(progs, [i % 2 for i in range(n)]), _ring(n), _params(), record_timeline=False)
-    sym = simulate(Workload(progs[:1], [0] * n), _ring(n), _params(), record_timeline=False)
+    wl, symmetric = written_two_ways(n, [(CollectiveKind.ALL_REDUCE, 1 << 20)])
+    res = simulate(wl, _ring(n), _params(), record_timeline=False)
+    sym = simulate(symmetric, _ring(n), _params(), record_timeline=False)
     assert res.info["simulated_ranks"] == n and sym.info["simulated_ranks"] == 1
     assert {r.finish_ns for r in res.ranks} == {sym.finish_ns}
     assert res.info["messages_closed_form"] == n * 4 * 2 * (n - 1)

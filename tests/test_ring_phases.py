@@ -16,6 +16,8 @@ from podsim.engine import SystemParams, simulate
 from podsim.network.topology import BlockKind, Dimension, Topology
 from podsim.workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 
+from helpers import written_two_ways
+
 AR, RS, AG, A2A = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
                    CollectiveKind.ALL_TO_ALL)
 RING, SW, FC = BlockKind.RING, BlockKind.SWITCH, BlockKind.FULLY_CONNECTED
@@ -168,21 +170,10 @@ def test_collectives_whose_ends_the_closed_form_cannot_order_are_sent_as_message
 def test_every_rank_of_a_symmetric_workload_gives_the_symmetric_answer() -> None:
     # the check on a 2-D network: ranks that differ only in how their programs are
     # written end when the symmetric run (one rank simulated) ends
-    n = 64
-    progs = []
-    for odd in (False, True):
-        b = ProgramBuilder("p")
-        if odd:
-            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2,
-                      data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)])
-        else:
-            c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
-        x = b.add(OpKind.COLLECTIVE, "x", collective=int(AR), size_bytes=1 << 20, node_id=3, data_deps=[c])
-        b.add(OpKind.COLLECTIVE, "y", collective=int(RS), size_bytes=1 << 22, node_id=4, data_deps=[x])
-        progs.append(b.build())
+    wl, symmetric = written_two_ways(64, [(AR, 1 << 20), (RS, 1 << 22)])
     topo = _topo((RING, 8), (SW, 8))
-    res = simulate(Workload(progs, [i % 2 for i in range(n)]), topo, _params(2), record_timeline=False)
-    sym = simulate(Workload(progs[:1], [0] * n), topo, _params(2), record_timeline=False)
-    assert res.info["simulated_ranks"] == n and sym.info["simulated_ranks"] == 1
+    res = simulate(wl, topo, _params(2), record_timeline=False)
+    sym = simulate(symmetric, topo, _params(2), record_timeline=False)
+    assert res.info["simulated_ranks"] == 64 and sym.info["simulated_ranks"] == 1
     assert res.info["messages_simulated"] == 0 and res.info["messages_closed_form"] > 0
     assert {r.finish_ns for r in res.ranks} == {sym.finish_ns}
