@@ -39,6 +39,7 @@ rank by rank and chunk by chunk, on skewed starts.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,15 +51,33 @@ from ..workload import NO_VALUE, OpKind, Workload
 from ..workload.ops import CollectiveKind
 
 
+class CollectiveId(NamedTuple):
+    """A collective as every member names it: its group key, its number among the rank's
+    collectives on that group, its kind (code) and bytes."""
+
+    group: str | None
+    number: int
+    kind: int
+    size: int
+
+    def this(self) -> tuple:
+        """The key that sends this collective's messages."""
+        return ("this", self.group, self.number)
+
+    def like(self) -> tuple:
+        """The key that sends the messages of every collective of its group, kind and size."""
+        return ("like", self.group, self.kind, self.size)
+
+
 class TieFound(Exception):
     """A closed-form end fell in a rank's tick beside other events.
 
     The per-message engine runs a rank's events of one tick in the order they were scheduled,
     which the closed form does not reproduce: :func:`podsim.engine.simulate` stops the run and
-    runs again with ``collective`` sent as messages.  A collective is named ``(group key, its
-    number among the rank's collectives on that group)``, the same on every member."""
+    runs again with ``collective`` sent as messages (and, when a collective like it tied before,
+    every collective like it)."""
 
-    def __init__(self, collective: tuple[str | None, int], rank: int, time_ns: int) -> None:
+    def __init__(self, collective: CollectiveId, rank: int, time_ns: int) -> None:
         super().__init__(f"rank {rank} at {time_ns} ns")
         self.collective = collective
         self.rank = rank
@@ -235,7 +254,7 @@ class RingCollectiveBatch:
         self.messages = 0                           #: messages the closed form stood for
 
     def arrive(self, sysl: object, kind: CollectiveKind, size: int, on_done: Callable[[int], None],
-               label: str = "", collective: tuple[str | None, int] = (None, 0)) -> bool:
+               label: str = "", collective: CollectiveId = CollectiveId(None, 0, 0, 0)) -> bool:
         """Rank ``sysl.rank`` issues its next collective, ``kind`` of ``size`` bytes, now
         (``label`` names its chunks in the timeline, ``collective`` it in :class:`TieFound`).  False: the collective is not one the
         closed form reproduces (a reduce-scatter whose reductions take 0 ns: its last step
@@ -320,7 +339,7 @@ class _Done:
 
     __slots__ = ("sysl", "fn", "ns", "collective")
 
-    def __init__(self, sysl: object, fn: Callable[[int], None], ns: int, collective: tuple[str | None, int]) -> None:
+    def __init__(self, sysl: object, fn: Callable[[int], None], ns: int, collective: CollectiveId) -> None:
         self.sysl = sysl
         self.fn = fn
         self.ns = ns

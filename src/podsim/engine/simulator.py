@@ -127,14 +127,16 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     form, exact to the ns: whole collectives on a 1-D ring with one queue and one active chunk
     (:mod:`.ring_fast`), else each ring phase the system layer starts (:mod:`.ring_phases`; not
     with rendezvous or a shared bus).  A closed-form end that falls in a rank's tick beside other
-    events stops the run, which starts again with that collective sent as messages (up to
-    :data:`TIE_RUNS` runs, then every message is sent).  False sends every message.
+    events stops the run, which starts again with the collectives like it (group, kind, bytes)
+    sent as messages (up to :data:`TIE_RUNS` runs, then every message is sent).  False sends
+    every message.
     """
     t0 = time.perf_counter()
     plans: dict[tuple[int, bool, bool], ProgramPlan] = {}   # one per program, shared by its ranks and every run
     args = (workload, topology, system, compute, remote_memory, use_symmetry, record_timeline, progress, rendezvous,
             use_ctrl_deps, plans)
-    send: frozenset[tuple[str | None, int]] = frozenset()
+    send: frozenset[tuple] = frozenset()
+    tied: set[tuple] = set()       # the like() keys of the collectives that tied
     first: TieFound | None = None
     for _ in range(TIE_RUNS if fast_collectives else 1):
         try:
@@ -142,29 +144,38 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
             break
         except TieFound as tie:
             first = first or tie
-            send = send | {tie.collective}
+            c = tie.collective
+            # this collective; the second time one like it ties, every collective like it
+            send = send | {c.like() if c.like() in tied else c.this()}
+            tied.add(c.like())
     else:
         res = _simulate(*args, False, frozenset())
         res.info["closed_form_collectives"] = (f"none: closed-form ends fell in ticks beside other events in "
                                                f"{TIE_RUNS} runs (first: {first})")
-    if send and fast_collectives and res.info["messages_closed_form"]:
-        res.info["closed_form_collectives"] += (f"; {len(send)} collective{'s' if len(send) > 1 else ''} sent as "
-                                                "messages, closed-form ends falling in ticks beside other events "
-                                                f"(first: {first})")
+        send = frozenset()
+    if send:
+        one = sum(1 for k in send if k[0] == "this")
+        like = len(send) - one
+        what = ", ".join(x for x in (f"{one} collective{'s' if one > 1 else ''}" if one else "",
+                                     f"{like} kind{'s' if like > 1 else ''} of collective (group, kind, bytes)"
+                                     if like else "") if x)
+        res.info["closed_form_collectives"] += (f"; {what} sent as messages, closed-form ends falling in ticks "
+                                                f"beside other events (first: {first})")
     res.info["wall_s"] = round(time.perf_counter() - t0, 6)
     return res
 
 
-#: how many runs :func:`simulate` starts, each sending one more collective as messages, before
-#: it sends every message
-TIE_RUNS = 4
+#: how many runs :func:`simulate` starts, each sending one more collective (or kind of
+#: collective) as messages, before it sends every message
+TIE_RUNS = 6
+
 
 
 def _simulate(workload: Workload, topology: Topology, system: SystemParams, compute: ComputeModel | None,
               remote_memory: RemoteMemoryParams | None, use_symmetry: bool, record_timeline: bool,
               progress: Callable[[int, int, int], None] | None, rendezvous: bool, use_ctrl_deps: bool,
               plans: dict[tuple[int, bool, bool], ProgramPlan], fast_collectives: bool,
-              send_messages: frozenset[tuple[str | None, int]]) -> Result:
+              send_messages: frozenset[tuple]) -> Result:
     """One run, ``send_messages`` sent as messages.
 
     Raises:

@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..workload import Program
 from ..workload.ops import CollectiveKind
 from .buckets import RankBuckets
+from .ring_fast import CollectiveId
 from .shared_bus import SharedBus
 
 
@@ -51,16 +52,18 @@ class SystemParams:
 class DataSet:
     """The chunks of one collective; calls ``on_done(execution_ns)`` when all finished."""
 
-    __slots__ = ("total", "finished", "created", "on_done", "collective")
+    __slots__ = ("total", "finished", "created", "on_done", "collective", "closed_form")
 
     def __init__(self, created: int, on_done: Callable[[int], None],
-                 collective: tuple[str | None, int] = (None, 0)) -> None:
+                 collective: CollectiveId = CollectiveId(None, 0, 0, 0), closed_form: bool = True) -> None:
         self.total = 0
         self.finished = 0
         self.created = created
         self.on_done = on_done
-        #: (group key, number among the rank's collectives on that group): the same on every member
+        #: the collective as every member names it (:class:`.ring_fast.TieFound`)
         self.collective = collective
+        #: whether its phases may run in closed form (not sent as messages after a tie)
+        self.closed_form = closed_form
 
 
 class Stream:
@@ -146,7 +149,7 @@ class RankSystem:
         #: every rank's ring phases in closed form (:mod:`.ring_phases`), when the simulation allows it
         self.fast_phases = None
         #: collectives sent as messages although a closed form could run them (:class:`.ring_fast.TieFound`)
-        self.send_messages: frozenset[tuple[str | None, int]] = frozenset()
+        self.send_messages: frozenset[tuple] = frozenset()   # CollectiveId.this() and .like() keys
         self._issued: dict[str | None, int] = {}
         self.shared_bus = None
         if params.model_shared_bus:
@@ -225,16 +228,17 @@ class RankSystem:
         pri = self.priority(explicit_priority)
         number = self._issued.get(group_key, 0)
         self._issued[group_key] = number + 1
-        coll = (group_key, number)
-        if self.fast_ring is not None and coll not in self.send_messages \
-                and self.fast_ring.arrive(self, kind, size, on_done, label, coll):
+        coll = CollectiveId(group_key, number, int(kind), size)
+        sent = self.send_messages
+        closed = not sent or (coll.this() not in sent and coll.like() not in sent)
+        if self.fast_ring is not None and closed and self.fast_ring.arrive(self, kind, size, on_done, label, coll):
             return   # every rank's ring collective in closed form (ring_fast)
         dims = self._dims(kind, group)
         levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
         inv = involved if group is None else None
         chunks = plan_chunks(kind, size, dims, inv, levels, self.p.preferred_dataset_splits,
                              self.total_npus, self.p.collective_optimization)
-        ds = DataSet(self.buckets.queue.now, on_done, coll)
+        ds = DataSet(self.buckets.queue.now, on_done, coll, closed)
         ds.total = len(chunks)
         if not chunks:
             # ASTRA-sim never finishes such a collective; podsim completes it at once.
@@ -276,7 +280,7 @@ class RankSystem:
             self.running[q] += 1
             st.initialized = True
             st.phase_start = self.buckets.queue.now
-            if self.fast_phases is not None and st.dataset.collective not in self.send_messages:
+            if self.fast_phases is not None and st.dataset.closed_form:
                 self.fast_phases.start(self, st)   # ring phases in closed form (ring_phases)
             else:
                 st.phase.algorithm.start(st)  # type: ignore[union-attr]
