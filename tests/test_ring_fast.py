@@ -127,8 +127,9 @@ def test_broadcasts_replayed_or_timed_as_all_gathers_match() -> None:
     wl = Workload(progs, list(range(n)))
     _same(*_both(wl, _ring(n), _params()))
     # the duration-less broadcast is an all-gather: without a ring for it, whole collectives are
-    # not computed, only the all-reduce's ring phases (the all-gather's direct phase sends messages)
-    mixed = _params(algorithms={AR: (Algo("ring"),), AG: (Algo("direct"),)})
+    # not computed, only the all-reduce's ring phases (the all-gather's direct phase, two
+    # messages at a time, sends its messages)
+    mixed = _params(algorithms={AR: (Algo("ring"),), AG: (Algo("direct", 2),)})
     res = simulate(wl, _ring(n), mixed, record_timeline=False)
     assert res.info["closed_form_collectives"] == \
         "ring phases of every rank (whole collectives not: the all-gather is not a ring)"

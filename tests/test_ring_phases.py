@@ -109,11 +109,14 @@ def test_queues_active_chunks_and_policies_match(kw: dict) -> None:
 
 
 def test_other_algorithms_on_some_dimensions_send_their_messages() -> None:
+    # direct all-reduce phases (the baseline optimization runs an all-reduce on each dimension)
+    # are sent beside computed ring phases
     wl = _skewed(16, 1 << 20, 5, kinds=(AR, RS, AG), layers=3)
     for algos in (("ring", "direct"), ("direct", "ring")):
-        fast = simulate(wl, _topo((SW, 4), (RING, 4)), _params(2, algos), record_timeline=False)
+        params = _params(2, algos, collective_optimization="baseline")
+        fast = simulate(wl, _topo((SW, 4), (RING, 4)), params, record_timeline=False)
         assert 0 < fast.info["messages_simulated"] and 0 < fast.info["messages_closed_form"]
-        _same(wl, _topo((SW, 4), (RING, 4)), _params(2, algos))
+        _same(wl, _topo((SW, 4), (RING, 4)), params)
     # double binary trees (all-reduces only): here their ends meet the ring phases' ends in
     # ticks the closed form cannot order, once in the first all-reduce, once in the second: after
     # the second, every all-reduce like them (group, kind, bytes) is sent as messages
@@ -125,6 +128,27 @@ def test_other_algorithms_on_some_dimensions_send_their_messages() -> None:
     # halving-doubling phases are computed by their step recurrence, beside ring phases
     fast = simulate(wl, _topo((SW, 4), (RING, 4)), _params(2, ("halvingDoubling", "ring")), record_timeline=False)
     assert fast.info["messages_simulated"] == 0 and fast.info["messages_closed_form"] > 0
+
+
+@pytest.mark.parametrize("dims", [((FC, 8),), ((SW, 4), (FC, 4)), ((RING, 4), (FC, 8))])
+@pytest.mark.parametrize("kw", [{}, dict(collective_optimization="baseline"), dict(active_chunks_per_dimension=2),
+                                dict(queues_per_dim=2, local_mem_bw_GBps=50.0)])
+def test_direct_phases_match_every_message(dims: tuple, kw: dict) -> None:
+    # a direct all-gather, reduce-scatter or all-to-all sends to every peer at once: computed;
+    # a direct all-reduce (a reduce-scatter then an all-gather inside one phase) is still sent
+    n = int(np.prod([d[1] for d in dims]))
+    algos = tuple("direct" if k is FC else "ring" for k, _ in dims)
+    either = None if kw.get("queues_per_dim", 1) > 1 else True
+    for seed, kinds in ((0, (AG,)), (1, (RS, A2A)), (2, (RS, AG, AR))):
+        _same(_skewed(n, (1 << 20) + 3 * 64, seed, kinds=kinds, layers=3), _topo(*dims),
+              _params(len(dims), algos, **kw), either)
+    one_dim = _params(1, "direct")
+    fast = simulate(_skewed(8, 1 << 20, 3, kinds=(AG, A2A)), _topo((FC, 8)), one_dim, record_timeline=False)
+    assert fast.info["messages_simulated"] == 0 and fast.info["messages_closed_form"] == 2 * 4 * 8 * 7
+    # a window narrower than the peers sends its messages a few at a time: sent
+    windowed = SystemParams(**{**one_dim.__dict__, "algorithms": {k: (Algo("direct", 2),) for k in CollectiveKind}})
+    fast = simulate(_skewed(8, 1 << 20, 3, kinds=(AG,)), _topo((FC, 8)), windowed, record_timeline=False)
+    assert fast.info["messages_closed_form"] == 0 and fast.info["messages_simulated"] > 0
 
 
 @pytest.mark.parametrize("dims", [((SW, 8),), ((SW, 4), (SW, 8)), ((RING, 2), (SW, 16)), ((FC, 4), (RING, 3))])

@@ -9,7 +9,9 @@ decides, queue by queue and rank by rank, when each phase starts -- exactly as b
 start of one phase (a chunk's stream, its phase number, the ring and its direction) on every
 member of the ring, and when the last member has started it computes every member's end with
 :func:`.ring_fast.ring_phase_ends` (its hops may differ, as a communicator group's do) and
-schedules each member's ``proceed`` at its end.
+schedules each member's ``proceed`` at its end.  Halving-doubling phases are timed the same way
+by their step recurrence (:mod:`.phase_steps`), and direct phases that send to every peer at
+once by their own closed form (:meth:`RingPhaseBatch._start_direct`).
 
 Why this is exact: on the analytical network a message's delay does not depend on other
 traffic, and a phase's packets touch only its own state, so two phases running at once on a
@@ -34,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..collectives.base import Direction, PhaseAlgorithm
+from ..collectives.direct import DirectPhase
 from ..collectives.halving_doubling import HalvingDoublingPhase
 from ..collectives.ring import RingPhase
 from ..errors import SimulationError
@@ -100,6 +103,7 @@ class RingPhaseBatch:
         self._hops: dict[tuple, list[int]] = {}
         self._patterns: dict[tuple, StepPattern | None] = {}   # (shape, ring position) -> its steps
         self._tables: dict[tuple, StepTable] = {}               # (ring, shape) -> every member's steps
+        self._pairs: dict[tuple, np.ndarray] = {}               # (ring, bytes) -> delays between members
         self._started = 0
         self.messages = 0          #: messages the closed form stood for
         self.phases = 0            #: ring phases completed in closed form
@@ -113,6 +117,9 @@ class RingPhaseBatch:
         alg = st.phase.algorithm  # type: ignore[attr-defined]
         if type(alg) is HalvingDoublingPhase:
             self._start_steps(sysl, st, alg)
+            return
+        if type(alg) is DirectPhase:
+            self._start_direct(sysl, st, alg)
             return
         if type(alg) is not RingPhase:
             alg.start(st)
@@ -175,6 +182,46 @@ class RingPhaseBatch:
                 raise SimulationError(f"internal: the {alg.name} phase's steps do not chain: {e}") from None
         self.messages += table.messages
         self._finish(entry, tkey, table.ends(entry.starts))
+
+    def _start_direct(self, sysl: object, st: object, alg: DirectPhase) -> None:
+        """A direct phase whose window covers every peer (not an all-reduce, not on a local
+        ring): each rank's first packets cross the bus together (``E``), it sends to every peer
+        at once and posts every receive, and each arrival crosses the bus (``E``, ``+ R`` in a
+        reduce-scatter), so ``end_r = max(S_r, max_p (S_p + H_pr)) + 2E + R``."""
+        kind, n = alg.kind, alg.n
+        endpoint = sysl.p.endpoint_delay_ns  # type: ignore[attr-defined]
+        if (alg.fast or kind == CollectiveKind.ALL_REDUCE or alg.stream_count != n - 1
+                or alg.parallel_reduce != n - 1 or endpoint < 1 or kind not in _REDUCES):
+            alg.start(st)
+            return
+        reduction = sysl.reduction_ns(alg.msg_size) if kind == CollectiveKind.REDUCE_SCATTER else 0  # type: ignore[attr-defined]
+        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:   # its last packet reduces
+            alg.start(st)
+            return
+        ring = alg.ring
+        meta = ("direct", kind, alg.msg_size, endpoint, reduction)
+        entry = self._collect(sysl, st, (st.sid, st.steps_finished, ring.key, "direct"), meta, n, ring.index)
+        if entry is None:
+            return
+        hop = self._pair_delays(ring, alg.msg_size)
+        arrive = (np.asarray(entry.starts, dtype=np.int64)[:, None] + hop).max(axis=0)   # over senders
+        ends = np.maximum(arrive, entry.starts) + 2 * endpoint + reduction
+        self.messages += n * (n - 1)
+        self._finish(entry, (ring.key, "direct", meta), ends.tolist())
+
+    def _pair_delays(self, ring: object, msg: int) -> np.ndarray:
+        """``d[p, r]``: a message's delay from position ``p`` to ``r`` of the ring (ns); a large
+        negative number on the diagonal, so that a rank is not its own sender."""
+        key = (ring.key, "pairs", msg)  # type: ignore[attr-defined]
+        d = self._pairs.get(key)
+        if d is None:
+            ids = ring.members  # type: ignore[attr-defined]
+            delay = self.network.delay_ns  # type: ignore[attr-defined]
+            n = len(ids)
+            d = np.array([[delay(a, b, msg) if a != b else 0 for b in ids] for a in ids], dtype=np.int64)
+            d[np.arange(n), np.arange(n)] = np.iinfo(np.int64).min // 4
+            self._pairs[key] = d
+        return d
 
     def _collect(self, sysl: object, st: object, key: tuple, meta: tuple, n: int, pos: int) -> _Open | None:
         """Note rank ``sysl.rank``'s start of the phase ``key`` at ring position ``pos``; the
