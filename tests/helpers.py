@@ -27,6 +27,28 @@ def one_collective(n: int, kind: CollectiveKind, size: int) -> Workload:
     return Workload([b.build()], [0] * n, name="coll")
 
 
+def skewed(n: int, size: int, seed: int, kinds: tuple[CollectiveKind, ...] = (CollectiveKind.ALL_REDUCE,),
+           layers: int = 1, group: str | None = None, involved: list[bool] | None = None,
+           spread: int = 50_000) -> Workload:
+    """Every rank its own program: compute of a random length (1 .. ``spread`` ns), then a
+    collective of ``size`` bytes (``kinds`` in turn, on ``group`` if given, on the dimensions
+    ``involved``), ``layers`` times, the next compute after the collective."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    progs = []
+    for r in range(n):
+        b = ProgramBuilder(f"r{r}")
+        prev = None
+        for layer in range(layers):
+            c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
+                      data_deps=[] if prev is None else [prev])
+            prev = b.add(OpKind.COLLECTIVE, f"x{layer}", collective=int(kinds[layer % len(kinds)]), size_bytes=size,
+                         node_id=2 * layer + 2, data_deps=[c], group=group,
+                         extra=None if involved is None else {"involved_dim": involved})
+        progs.append(b.build())
+    return Workload(progs, list(range(n)))
+
+
 def written_two_ways(n: int, collectives: list[tuple[CollectiveKind, int]]) -> tuple[Workload, Workload]:
     """The issue #17 check: 10 us of compute then ``collectives`` (kind, bytes) in turn, the odd
     ranks writing the compute as two 5 us ops.  Returns (every rank simulated: two programs on

@@ -14,7 +14,7 @@ from podsim.engine.ring_fast import ring_phase_ends, ring_phase_steps
 from podsim.network.topology import BlockKind, Dimension, Topology
 from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
-from helpers import written_two_ways
+from helpers import skewed, written_two_ways
 
 RING = {k: (Algo("ring"),) for k in CollectiveKind}
 
@@ -30,22 +30,7 @@ def _params(**kw: object) -> SystemParams:
 AR, RS, AG = CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER
 
 
-def _skewed(n: int, size: int, seed: int, layers: int = 1, spread: int = 50_000,
-            kinds: tuple[CollectiveKind, ...] = (AR,)) -> Workload:
-    """Every rank its own program: compute of a random length, then a collective (``kinds`` in
-    turn), ``layers`` times (the next compute after the collective)."""
-    rng = np.random.default_rng(seed)
-    progs = []
-    for r in range(n):
-        b = ProgramBuilder(f"r{r}")
-        prev = None
-        for layer in range(layers):
-            c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
-                      data_deps=[] if prev is None else [prev])
-            prev = b.add(OpKind.COLLECTIVE, f"x{layer}", collective=int(kinds[layer % len(kinds)]), size_bytes=size,
-                         node_id=2 * layer + 2, data_deps=[c])
-        progs.append(b.build())
-    return Workload(progs, list(range(n)))
+_skewed = skewed
 
 
 def _ring(n: int, bw: float = 50 * 2**30 / 1e9, lat: float = 500.0) -> Topology:

@@ -14,9 +14,9 @@ import pytest
 from podsim.collectives.plan import Algo
 from podsim.engine import SystemParams, simulate
 from podsim.network.topology import BlockKind, Dimension, Topology
-from podsim.workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from podsim.workload import CollectiveKind, Group, Workload
 
-from helpers import written_two_ways
+from helpers import skewed, written_two_ways
 
 AR, RS, AG, A2A = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
                    CollectiveKind.ALL_TO_ALL)
@@ -38,23 +38,9 @@ def _topo(*dims: tuple[BlockKind, int]) -> Topology:
     return Topology(tuple(Dimension(kind, n, bws[d], lats[d]) for d, (kind, n) in enumerate(dims)))
 
 
-def _skewed(n: int, size: int, seed: int, kinds: tuple[CollectiveKind, ...] = (AR,), layers: int = 2,
-            group: str | None = None, involved: list[bool] | None = None, spread: int = 50_000) -> Workload:
-    """Every rank its own program: compute of a random length, then a collective, ``layers``
-    times (the collectives ``kinds`` in turn, on ``group`` if given)."""
-    rng = np.random.default_rng(seed)
-    progs = []
-    for r in range(n):
-        b = ProgramBuilder(f"r{r}")
-        prev = None
-        for layer in range(layers):
-            c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
-                      data_deps=[] if prev is None else [prev])
-            prev = b.add(OpKind.COLLECTIVE, f"x{layer}", collective=int(kinds[layer % len(kinds)]), size_bytes=size,
-                         node_id=2 * layer + 2, data_deps=[c], group=group,
-                         extra=None if involved is None else {"involved_dim": involved})
-        progs.append(b.build())
-    return Workload(progs, list(range(n)))
+def _skewed(n: int, size: int, seed: int, layers: int = 2, **kw: object) -> Workload:
+    """:func:`helpers.skewed`, two layers unless told."""
+    return skewed(n, size, seed, layers=layers, **kw)  # type: ignore[arg-type]
 
 
 def _same(wl: Workload, topo: Topology, params: SystemParams, closed_form: bool | None = True) -> str:

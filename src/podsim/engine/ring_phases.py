@@ -21,9 +21,8 @@ layer.  What the closed form cannot reproduce is the order of events in one rank
 the engine takes from when they were scheduled: an end is therefore run only when it is alone
 in its rank's tick, or shares it only with the ends of *twins*; else
 (:class:`.ring_fast.TieFound`) the simulation stops and runs again with that collective's
-messages sent.  A
-phase is sent as messages when its last step could be scheduled in its own tick (an endpoint
-delay under 1 ns, or a last step that reduces in 0 ns).  Twins are phases of the same ring and
+messages sent.  A phase is sent as messages when its last step could be scheduled in its own
+tick (an endpoint delay under 1 ns, or a last step that reduces in 0 ns).  Twins are phases of the same ring and
 kind that start at the same times on every member, in the same order on every member (two
 chunks of one collective, with several active chunks a queue): the per-message engine runs
 every event of the first before the same event of the second, so it ends them in their start
