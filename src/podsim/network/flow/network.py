@@ -233,24 +233,31 @@ class FlowNetwork(NetworkEnds):
         col = self._paths[:, slot]
         col[:] = self._nl
         col[:len(path)] = path
-        self._plen[slot] = len(path)
-        self._size[slot] = size
-        self._rem[slot] = size
-        self._rate[slot] = 0.0
-        self._last[slot] = now
-        self._lat[slot] = lat
-        self._maxr[slot] = max_rate
-        self._token[slot] = -1
-        self._order[slot] = self.flows_started - 1
-        self._group[slot] = gid
-        self._alive[slot] = True
-        self._active += 1
-        if max_rate != _INF:
-            self._capped += 1
+        self._fill(slot, 1, len(path), size, lat, max_rate, self.flows_started - 1, gid, now)
         if self._few is not None:
             self._remember([slot], [list(path)], [self.flows_started - 1])
         self._request_resolve()
         return path
+
+    def _fill(self, slots: int | np.ndarray, k: int, lengths: int | np.ndarray, sizes: int | np.ndarray,
+              lat: int | np.ndarray, max_rate: float, order: int | np.ndarray, gid: int, now: int) -> None:
+        """Give ``k`` new flows' fields to ``slots`` (one slot and scalars, or arrays): route
+        length, bytes, latency (ns), rate cap (bytes/ns), start order and batch; running from
+        ``now`` (ns) at no rate yet.  Their routes are written by the caller."""
+        self._plen[slots] = lengths
+        self._size[slots] = sizes
+        self._rem[slots] = sizes
+        self._rate[slots] = 0.0
+        self._last[slots] = now
+        self._lat[slots] = lat
+        self._maxr[slots] = max_rate
+        self._token[slots] = -1
+        self._order[slots] = order
+        self._group[slots] = gid
+        self._alive[slots] = True
+        self._active += k
+        if max_rate != _INF:
+            self._capped += k
 
     def _take_slot(self, width: int) -> int:
         """A free slot for one flow whose route has ``width`` links."""
@@ -465,20 +472,7 @@ class FlowNetwork(NetworkEnds):
         self._paths[:w, slots] = paths.T
         if w < self._width:
             self._paths[w:, slots] = self._nl
-        self._size[slots] = sizes
-        self._plen[slots] = lengths
-        self._rem[slots] = sizes
-        self._rate[slots] = 0.0
-        self._last[slots] = now
-        self._lat[slots] = lat
-        self._maxr[slots] = max_rate
-        self._token[slots] = -1
-        self._order[slots] = order
-        self._group[slots] = gid
-        self._alive[slots] = True
-        self._active += k
-        if max_rate != _INF:
-            self._capped += k
+        self._fill(slots, k, lengths, sizes, lat, max_rate, order, gid, now)
         if self._few is not None:
             if self._active > _FEW:
                 self._few = self._crossing = None
