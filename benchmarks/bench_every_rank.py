@@ -10,7 +10,7 @@ Cases:
   * ``2d-512`` and ``3d-512``: the same workload on 512 NPUs of a multi-dimensional ASTRA-sim
     network, Ring(8) x Switch(64) and Ring(8) x Switch(8) x Ring(8) (200, 50 and 25 GiB/s; 500,
     1,000 and 2,000 ns), rings on every dimension: each ring phase is computed in closed form
-    inside the system layer's queues (``podsim.engine.ring_phases``).  ``-messages`` sends every
+    inside the system layer's queues (``podsim.engine.closed_form_phases``).  ``-messages`` sends every
     message; both must equal the symmetric answer (checked).  ``switch-512``: one Switch of 512
     with 2 active chunks a dimension (the HGX-H100 system file's setting); ``hd-512``: the same
     Switch, one active chunk, halving-doubling collectives (their phases timed by the step

@@ -171,11 +171,12 @@ def test_only_the_collectives_a_workload_uses_need_a_ring() -> None:
 
 def test_other_machines_compute_ring_phases_not_whole_collectives() -> None:
     # whole collectives need a 1-D ring with one queue and one active chunk; elsewhere each ring
-    # phase is computed (tests/test_ring_phases.py checks them against every message)
+    # phase is computed (tests/test_closed_form_phases.py checks them against every message)
     wl = _skewed(8, 1 << 20, 1)
     two_d = Topology((Dimension(BlockKind.RING, 4, 50.0, 500.0), Dimension(BlockKind.RING, 2, 50.0, 500.0)))
     for topo, params, why in ((two_d, _params(), "not a one-dimensional ring"),
-                              (_ring(8), _params(queues_per_dim=2), "more than one queue or active chunk per dimension"),
+                              (_ring(8), _params(queues_per_dim=2),
+                               "more than one queue or active chunk per dimension"),
                               (_ring(8), _params(active_chunks_per_dimension=2),
                                "more than one queue or active chunk per dimension")):
         res = simulate(wl, topo, params, record_timeline=False)

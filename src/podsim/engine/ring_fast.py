@@ -31,7 +31,7 @@ collective at its end.  No event ordering within a tick changes these times, but
 orders a rank's same-tick events by when they were scheduled, which the closed form does not
 know: an end that shares its rank's tick with other events raises :class:`TieFound`, and
 :func:`podsim.engine.simulate` runs again with that collective's messages sent.
-:mod:`.ring_phases` uses the same closed form phase by phase on every other machine.
+:mod:`.closed_form_phases` uses the same closed form phase by phase on every other machine.
 ``tests/test_ring_fast.py`` checks it against the per-message engine (``fast_collectives=False``),
 rank by rank and chunk by chunk, on skewed starts.
 """
@@ -39,7 +39,7 @@ rank by rank and chunk by chunk, on skewed starts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -256,9 +256,10 @@ class RingCollectiveBatch:
     def arrive(self, sysl: object, kind: CollectiveKind, size: int, on_done: Callable[[int], None],
                label: str = "", collective: CollectiveId = CollectiveId(None, 0, 0, 0)) -> bool:
         """Rank ``sysl.rank`` issues its next collective, ``kind`` of ``size`` bytes, now
-        (``label`` names its chunks in the timeline, ``collective`` it in :class:`TieFound`).  False: the collective is not one the
-        closed form reproduces (a reduce-scatter whose reductions take 0 ns: its last step
-        ends in the tick it is scheduled); the caller sends its messages, as every rank does.
+        (``label`` names its chunks in the timeline, ``collective`` it in :class:`TieFound`).
+        False: the collective is not one the closed form reproduces (a reduce-scatter whose
+        reductions take 0 ns: its last step ends in the tick it is scheduled); the caller sends
+        its messages, as every rank does.
 
         Raises:
             SimulationError: when ranks issue different collectives as their ``k``-th.
@@ -291,9 +292,9 @@ class RingCollectiveBatch:
 
     @staticmethod
     def _plan(sysl: object, kind: CollectiveKind, size: int) -> list:
-        p = sysl.p  # type: ignore[attr-defined]
-        return plan_chunks(kind, size, sysl._dims(kind, None), None, sysl.levels,  # type: ignore[attr-defined]
-                           p.preferred_dataset_splits, sysl.total_npus, p.collective_optimization)  # type: ignore[attr-defined]
+        s: Any = sysl
+        return plan_chunks(kind, size, s._dims(kind, None), None, s.levels, s.p.preferred_dataset_splits,
+                           s.total_npus, s.p.collective_optimization)
 
     def _complete(self, starts: np.ndarray, done: list, kind: CollectiveKind, size: int) -> None:
         n = self.n

@@ -28,7 +28,7 @@ from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
 from .rank import CPU, ProgramPlan, RankRunner
 from .ring_fast import RingCollectiveBatch, TieFound, fast_path_reason
-from .ring_phases import RingPhaseBatch, phase_mode_reason
+from .closed_form_phases import ClosedFormPhases, phase_mode_reason
 from .system import RankSystem, SystemParams
 
 MAX_FLOWS = 100_000  # point-to-point arrows kept for the trace
@@ -123,13 +123,14 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
 
     ``progress(now_ns, ranks_finished, ranks_simulated)`` is called about once a second of
     wall time, if given.
-    ``fast_collectives``: when every rank is simulated, ring collectives are computed in closed
-    form, exact to the ns: whole collectives on a 1-D ring with one queue and one active chunk
-    (:mod:`.ring_fast`), else each ring phase the system layer starts (:mod:`.ring_phases`; not
-    with rendezvous or a shared bus).  A closed-form end that falls in a rank's tick beside other
-    events stops the run, which starts again with the collectives like it (group, kind, bytes)
-    sent as messages (up to :data:`TIE_RUNS` runs, then every message is sent).  False sends
-    every message.
+    ``fast_collectives``: when every rank is simulated, collectives are computed in closed
+    form, exact to the ns: whole ring collectives on a 1-D ring with one queue and one active
+    chunk (:mod:`.ring_fast`), else each ring, halving-doubling or direct phase the system layer
+    starts (:mod:`.closed_form_phases`; not with rendezvous or a shared bus).  A closed-form end
+    that falls in a rank's tick beside other events stops the run, which starts again with that
+    collective (and, once one like it tied before, every collective of its group, kind and
+    bytes) sent as messages: up to :data:`TIE_RUNS` runs, then every message is sent.  False
+    sends every message.
     """
     t0 = time.perf_counter()
     plans: dict[tuple[int, bool, bool], ProgramPlan] = {}   # one per program, shared by its ranks and every run
@@ -212,7 +213,7 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
     if fast_why is None:
         fast_ring = RingCollectiveBatch(n, network)
     elif fast_collectives and phase_mode_reason(mirror, rendezvous, system) is None:
-        fast_phases = RingPhaseBatch(network)
+        fast_phases = ClosedFormPhases(network)
     runners: list[RankRunner] = []
     for r in ranks:
         b = buckets[r] = RankBuckets(queue)

@@ -146,7 +146,7 @@ class RankSystem:
         self.phase_log: list[tuple[int, str, str, str, int, int, int]] | None = None
         #: the closed-form ring collectives (:mod:`.ring_fast`), when the simulation allows it
         self.fast_ring = None
-        #: every rank's ring phases in closed form (:mod:`.ring_phases`), when the simulation allows it
+        #: every rank's ring phases in closed form (:mod:`.closed_form_phases`), when the simulation allows it
         self.fast_phases = None
         #: collectives sent as messages although a closed form could run them (:class:`.ring_fast.TieFound`)
         self.send_messages: frozenset[tuple] = frozenset()   # CollectiveId.this() and .like() keys
@@ -281,7 +281,7 @@ class RankSystem:
             st.initialized = True
             st.phase_start = self.buckets.queue.now
             if self.fast_phases is not None and st.dataset.closed_form:
-                self.fast_phases.start(self, st)   # ring phases in closed form (ring_phases)
+                self.fast_phases.start(self, st)   # ring phases in closed form (closed_form_phases)
             else:
                 st.phase.algorithm.start(st)  # type: ignore[union-attr]
 

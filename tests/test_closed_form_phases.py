@@ -1,5 +1,5 @@
 """Every rank's ring phases in closed form inside the system layer's queues (issue #17,
-podsim.engine.ring_phases): on multi-dimensional networks, with several queues or active chunks,
+podsim.engine.closed_form_phases): on multi-dimensional networks, with several queues or active chunks,
 both scheduling policies, rings on communicator groups (hops that differ), ring all-to-alls and
 other algorithms on some dimensions, the same answer, rank by rank and chunk by chunk, as the
 per-message engine (``fast_collectives=False``)."""
@@ -72,7 +72,8 @@ def test_multi_dimensional_networks_match_every_message(dims: tuple, kind: Colle
     n = int(np.prod([d[1] for d in dims]))
     for seed in range(2):
         for opt in ("localBWAware", "baseline"):
-            _same(_skewed(n, 1 << 20, seed, kinds=(kind,)), _topo(*dims), _params(len(dims), collective_optimization=opt))
+            _same(_skewed(n, 1 << 20, seed, kinds=(kind,)), _topo(*dims),
+                  _params(len(dims), collective_optimization=opt))
 
 
 @pytest.mark.parametrize("kw", [
@@ -144,7 +145,8 @@ def test_halving_doubling_phases_match_every_message(dims: tuple, kw: dict) -> N
     n = int(np.prod([d[1] for d in dims]))
     algos = tuple("halvingDoubling" if k is not RING else "ring" for k, _ in dims)
     for seed, kinds in ((0, (AR,)), (1, (RS, AG, AR))):
-        _same(_skewed(n, (1 << 20) + 3 * 64, seed, kinds=kinds, layers=3), _topo(*dims), _params(len(dims), algos, **kw),
+        _same(_skewed(n, (1 << 20) + 3 * 64, seed, kinds=kinds, layers=3), _topo(*dims),
+              _params(len(dims), algos, **kw),
               None if kw.get("queues_per_dim", 1) > 1 else True)
 
 
