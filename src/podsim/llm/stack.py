@@ -18,6 +18,29 @@ import yaml
 from ..errors import InputError
 
 
+#: a stack.yaml value read from the GPU's shipped measured training steps
+#: (``compute/tables/<gpu>-steps.csv``) instead of written down
+MEASURED = "measured"
+IN_STEP = ("gemm_efficiency", "attention_efficiency")
+
+
+def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
+    """The values of ``keys`` (``gemm_efficiency``, ``attention_efficiency``) measured in whole
+    training steps on ``gpu_key`` (:func:`podsim.llm.single_gpu_steps.in_step_efficiency`).
+
+    Raises:
+        InputError: a key that is not measured, or a GPU without shipped measurements.
+    """
+    other = [k for k in keys if k not in IN_STEP]
+    if other:
+        raise InputError(f"{other[0]} cannot be 'measured' (only {', '.join(IN_STEP)} are read from measured "
+                         "training steps)", "podsim/llm/stack.yaml", gpu_key)
+    # imported here: single_gpu_steps simulates steps, whose kernel timing reads this module
+    from .single_gpu_steps import shipped_efficiency
+    got = dict(shipped_efficiency(gpu_key))
+    return {k: got[k] for k in keys}
+
+
 @dataclass(frozen=True)
 class Stack:
     """How the software stack and overlapped communication cost time."""
@@ -48,6 +71,9 @@ class Stack:
         if bad:
             raise InputError(f"unknown stack parameter {bad[0]!r} (known: {', '.join(sorted(known))})",
                              "podsim/llm/stack.yaml")
+        wanted = sorted(k for k, v in values.items() if v == MEASURED)
+        if wanted:
+            values.update(measured_values(gpu_key, wanted))
         return cls(**{k: float(v) for k, v in values.items()})
 
     def overlapped_ns(self, compute_ns: float, comm_ns: float, engine: str, chunks: int = 1) -> float:

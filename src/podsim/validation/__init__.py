@@ -45,6 +45,9 @@ class Check:
 
 
 def _config(r: dict) -> str:
+    if r.get("kind") == "training_step":
+        return (f"{r.get('model')} {r.get('layers')}L s{r.get('seq_len')} b{r.get('micro_batch')} {r.get('mode')} "
+                f"{r.get('attention')} {r.get('optimizer')}" + (" ckpt" if r.get("checkpoint") == "full" else ""))
     parts = [r.get("model") or r.get("gpu") or ""]
     if r.get("gpus"):
         parts.append(f"{r['gpus']} x {r.get('gpu') or 'GPU'}")
@@ -146,7 +149,8 @@ _FAMILIES = (("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
              ("megatron_sc21_t2_PTD", "Megatron SC'21 Table 2, PTD-P (A100)"),
              ("megatron_sc21_t2_ZeRO", "Megatron SC'21 Table 2, ZeRO-3 (DeepSpeed 2021; see docs/compute.md)"),
              ("mcore_h100", "Megatron-Core r0.8 weak scaling (H100)"), ("llama3_405b", "Llama 3 405B (H100)"),
-             ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth"))
+             ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth"),
+             ("steps_", "podsim's measured single-GPU training steps"))
 
 
 def format_checks(checks: list[Check], skipped: int) -> str:

@@ -17,7 +17,9 @@
     count that PP x VPP does not divide is split as Megatron-Core does with the embedding and
     the loss counted as layers.
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
-* **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``.
+* **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``;
+* **measured single-GPU training steps** (``kind`` = ``training_step``): the row's Llama shape
+  and configuration on one GPU (:mod:`podsim.llm.single_gpu_steps`).
 """
 
 from __future__ import annotations
@@ -259,8 +261,18 @@ def inference(r: dict) -> float:
             "tpot_s": res.decode_step_mean_s, "e2e_s": res.e2e_s}[r["metric"]]
 
 
+def training_step(r: dict) -> float:
+    """A measured single-GPU training step (``benchmarks/gpu/training_steps.py``), in s."""
+    from ..compute.steps import step_row
+    from ..llm.single_gpu_steps import predict_step_s
+
+    return predict_step_s(step_row(r, r.get("source_loc") or "training steps"))
+
+
 def handler(r: dict) -> Callable[..., float] | None:
     """What predicts row ``r`` (None: a row podsim cannot run)."""
+    if r.get("kind") == "training_step":
+        return training_step
     if r["metric"] in INFERENCE and r.get("batch") and r.get("hidden"):
         return inference
     if r["metric"] in THROUGHPUT and r.get("hidden") and r.get("gpus"):

@@ -4,7 +4,8 @@ Two sets, told apart in every report:
 
 * ``fitted`` (``calibration.csv``): the measurements podsim's parameters were fitted to
   (Megatron-LM SC'21 Tables 1-2 on A100, Megatron-Core's H100 weak-scaling table, Llama 3 405B
-  on 8K-16K H100, Korthikanti et al.'s memory figures, NCCL bus bandwidths);
+  on 8K-16K H100, Korthikanti et al.'s memory figures, NCCL bus bandwidths) and podsim's own
+  measured single-GPU training steps (``compute/tables/<gpu>-steps.csv``, where shipped);
 * ``reported`` (``reported.csv``): every other published figure found, never used to set a
   parameter -- podsim's error on them is its error on data it has not seen.
 
@@ -20,6 +21,7 @@ import math
 from importlib import resources
 from pathlib import Path
 
+from ..compute.steps import StepSet, read_steps, shipped_steps
 from ..errors import InputError
 from ..fileio import read_text
 
@@ -35,8 +37,28 @@ COUNTS = {**dict.fromkeys(("layers", "hidden", "heads", "ffn_hidden", "vocab", "
 MAX_COUNT = 2**31
 
 
+def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
+    """Measured training steps (``podsim/compute/steps.py``) as rows to predict: metric
+    ``step_time_s`` on one GPU, ``kind`` = ``training_step``; rows that did not run (``status``
+    other than ``ok``) are left out."""
+    prov = steps.provenance
+    where = ", ".join(x for x in (prov.get("device", ""), prov.get("date", "")[:10], f"torch {prov['torch']}"
+                                  if prov.get("torch") else "") if x)
+    out = []
+    for r in steps.rows:
+        if not r.ok:
+            continue
+        d = dict(r.values)
+        d.update(row_id=r.row_id, metric="step_time_s", value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu,
+                 gpus="1", kind="training_step", set=set_name,
+                 source=f"podsim benchmarks/gpu/training_steps.py ({where})", source_loc=r.source)
+        out.append(d)
+    return out
+
+
 def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
-    """The rows of one CSV (``#`` lines are comments), each with ``set`` = ``set_name``.
+    """The rows of one CSV (``#`` lines are comments), each with ``set`` = ``set_name``; a
+    training-steps CSV (``benchmarks/gpu/training_steps.py``'s) is read as :func:`step_rows`.
 
     Raises:
         InputError: for an unreadable file, a missing column or a non-numeric value.
@@ -45,6 +67,8 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     text = read_text(path, "rows file")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
+    if "step_ms" in (reader.fieldnames or []) and "metric" not in (reader.fieldnames or []):
+        return step_rows(read_steps(path), set_name)
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"missing column {missing[0]!r} (rows need {', '.join(REQUIRED)})", src)
@@ -75,4 +99,7 @@ def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[st
             p = resources.files("podsim.validation") / name
             if p.is_file():
                 out += read_rows(Path(str(p)), s)
+        if s == "fitted":   # podsim's own measured training steps (compute/tables/<gpu>-steps.csv)
+            for steps in shipped_steps():
+                out += step_rows(steps, s)
     return out

@@ -1,0 +1,233 @@
+"""A Llama-shaped decoder in plain PyTorch, built from a shape with random weights (no download).
+
+The model a single-GPU PyTorch training stack (torchtitan's ``llama3`` model, a hand-written
+trainer) runs, written here so that every kernel it launches is known and labelled:
+
+* token embedding (``vocab x hidden``), then ``layers`` blocks of
+  ``x + attention(rms_norm(x))`` and ``x + swiglu_mlp(rms_norm(x))``, a final RMS norm and an
+  untied output projection to the vocabulary, cross entropy on the logits;
+* attention: separate ``wq`` / ``wk`` / ``wv`` projections (grouped-query: ``kv_heads`` key and
+  value heads, each repeated to the query heads as torchtitan's ``repeat_kv`` does: a copy),
+  rotary position embedding (the rotate-half form, in fp32), causal
+  ``scaled_dot_product_attention`` (the backend is the caller's: ``sdpa_kernel``), ``wo``;
+* MLP: ``w2(silu(w1 x) * w3 x)``, width ``ffn_hidden``.
+
+Every forward region is wrapped in ``record_function("podsim::<region>")`` (``embedding``,
+``norm``, ``qkv``, ``rope``, ``attention``, ``attn_out``, ``mlp_up``, ``swiglu``, ``mlp_down``,
+``residual``, ``output``, ``loss``) so that :mod:`podsim.capture.breakdown` can put each kernel of
+a profiled step, the backward's included, in its place.  Outside a profiler the annotations
+cost ~1 us a region on the host and nothing on the GPU.
+
+``podsim trace --model`` takes a ``module:callable``: :func:`trace_builder` makes one for a shape.
+torch is imported when a model is built; it is an optional dependency.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable
+
+from ..optional import require
+
+
+@dataclass(frozen=True)
+class LlamaShape:
+    """The shape of a Llama decoder (counts; ``rope_theta`` dimensionless)."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    rope_theta: float = 500000.0
+    norm_eps: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    def with_layers(self, layers: int) -> "LlamaShape":
+        """The same shape cut (or grown) to ``layers`` blocks."""
+        return replace(self, layers=layers)
+
+    def params(self) -> int:
+        """Parameters (embedding and output projection counted apart, norms included)."""
+        h, d = self.hidden, self.head_dim
+        attn = h * self.heads * d + 2 * h * self.kv_heads * d + self.heads * d * h
+        mlp = 3 * h * self.ffn_hidden
+        return self.layers * (attn + mlp + 2 * h) + 2 * self.vocab * h + h
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Meta's Llama 3 shapes (the config.json files of meta-llama/Meta-Llama-3-8B and -70B)
+SHAPES = {
+    "llama3-8b": LlamaShape("llama3-8b", 32, 4096, 32, 8, 14336, 128256),
+    "llama3-70b": LlamaShape("llama3-70b", 80, 8192, 64, 8, 28672, 128256),
+    # a tiny shape of the same structure: the CPU checks of the benchmarks run it
+    "tiny": LlamaShape("tiny", 2, 64, 4, 2, 128, 256),
+}
+
+
+def _torch() -> Any:
+    return require("torch", "the Llama example model")
+
+
+def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int = 0) -> Any:
+    """The model (``torch.nn.Module``) of ``shape`` on ``device`` with random weights in ``dtype``
+    (default fp32: master weights; run it under ``torch.autocast`` for bf16 compute).
+
+    Calling it with token ids ``(batch, seq)`` returns the logits ``(batch, seq, vocab)``."""
+    torch = _torch()
+    nn, F = torch.nn, torch.nn.functional
+    region = torch.profiler.record_function
+
+    class Rope:
+        """cos / sin tables of the rotate-half rotary embedding for one sequence length."""
+
+        def __init__(self) -> None:
+            self.cache: dict[tuple, tuple[Any, Any]] = {}
+
+        def tables(self, seq: int, dev: Any) -> tuple[Any, Any]:
+            key = (seq, str(dev))
+            if key not in self.cache:
+                d = shape.head_dim
+                inv = 1.0 / (shape.rope_theta ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d))
+                ang = torch.outer(torch.arange(seq, device=dev, dtype=torch.float32), inv)
+                ang = torch.cat((ang, ang), dim=-1)
+                self.cache[key] = (ang.cos()[None, None], ang.sin()[None, None])
+            return self.cache[key]
+
+    def rotate(x: Any, cos: Any, sin: Any) -> Any:
+        x32 = x.float()
+        half = x32.shape[-1] // 2
+        rot = torch.cat((-x32[..., half:], x32[..., :half]), dim=-1)
+        return (x32 * cos + rot * sin).to(x.dtype)
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            h, d = shape.hidden, shape.head_dim
+            self.attention_norm = nn.RMSNorm(h, eps=shape.norm_eps)
+            self.wq = nn.Linear(h, shape.heads * d, bias=False)
+            self.wk = nn.Linear(h, shape.kv_heads * d, bias=False)
+            self.wv = nn.Linear(h, shape.kv_heads * d, bias=False)
+            self.wo = nn.Linear(shape.heads * d, h, bias=False)
+            self.ffn_norm = nn.RMSNorm(h, eps=shape.norm_eps)
+            self.w1 = nn.Linear(h, shape.ffn_hidden, bias=False)
+            self.w3 = nn.Linear(h, shape.ffn_hidden, bias=False)
+            self.w2 = nn.Linear(shape.ffn_hidden, h, bias=False)
+
+        def forward(self, x: Any, cos: Any, sin: Any) -> Any:
+            b, s, _ = x.shape
+            a, g, d = shape.heads, shape.kv_heads, shape.head_dim
+            with region("podsim::norm"):
+                y = self.attention_norm(x)
+            with region("podsim::qkv"):
+                q = self.wq(y).view(b, s, a, d).transpose(1, 2)
+                k = self.wk(y).view(b, s, g, d).transpose(1, 2)
+                v = self.wv(y).view(b, s, g, d).transpose(1, 2)
+            with region("podsim::rope"):
+                q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            with region("podsim::attention"):
+                if g != a:   # torchtitan's repeat_kv: every KV head copied to its query heads
+                    k = k[:, :, None].expand(b, g, a // g, s, d).reshape(b, a, s, d)
+                    v = v[:, :, None].expand(b, g, a // g, s, d).reshape(b, a, s, d)
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            with region("podsim::attn_out"):
+                o = self.wo(o.transpose(1, 2).reshape(b, s, a * d))
+            with region("podsim::residual"):
+                x = x + o
+            with region("podsim::norm"):
+                y = self.ffn_norm(x)
+            with region("podsim::mlp_up"):
+                gate, up = self.w1(y), self.w3(y)
+            with region("podsim::swiglu"):
+                y = F.silu(gate) * up
+            with region("podsim::mlp_down"):
+                y = self.w2(y)
+            with region("podsim::residual"):
+                return x + y
+
+    class Llama(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shape = shape
+            self.tok_embeddings = nn.Embedding(shape.vocab, shape.hidden)
+            self.layers = nn.ModuleList(Block() for _ in range(shape.layers))
+            self.norm = nn.RMSNorm(shape.hidden, eps=shape.norm_eps)
+            self.output = nn.Linear(shape.hidden, shape.vocab, bias=False)
+            self.rope = Rope()
+            #: set by the trainer: each block re-run in the backward (activation checkpointing)
+            self.checkpoint = False
+
+        def forward(self, tokens: Any) -> Any:
+            with region("podsim::embedding"):
+                x = self.tok_embeddings(tokens)
+            cos, sin = self.rope.tables(tokens.shape[1], tokens.device)
+            for layer in self.layers:
+                if self.checkpoint and self.training:
+                    x = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, use_reentrant=False)
+                else:
+                    x = layer(x, cos, sin)
+            with region("podsim::norm"):
+                x = self.norm(x)
+            with region("podsim::output"):
+                return self.output(x)
+
+    with torch.device("meta"):
+        model = Llama()
+    model = model.to_empty(device=device)
+    torch.manual_seed(seed)
+    std = 0.02
+    with torch.no_grad():   # drawn where the weights live: a GPU fills a billion in milliseconds
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.fill_(1.0)
+            else:
+                out = name.endswith("w2.weight") or name.endswith("wo.weight")
+                p.normal_(0.0, std / math.sqrt(2 * shape.layers) if out else std)
+    if dtype is not None:
+        model = model.to(dtype)
+    return model
+
+
+def loss_fn(autocast_device: str | None) -> Callable[[Any, Any, Any], Any]:
+    """The training loss ``f(model, tokens, targets)``: cross entropy of the logits over the
+    vocabulary, under bf16 autocast on ``autocast_device`` (None: in the model's precision)."""
+    torch = _torch()
+    F = torch.nn.functional
+    region = torch.profiler.record_function
+
+    def f(model: Any, tokens: Any, targets: Any) -> Any:
+        if autocast_device is None:
+            logits = model(tokens)
+        else:
+            with torch.autocast(autocast_device, dtype=torch.bfloat16):
+                logits = model(tokens)
+        with region("podsim::loss"):
+            return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(0, 1))
+    return f
+
+
+def batch(shape: LlamaShape, micro_batch: int, seq_len: int, device: str = "cpu", seed: int = 0) -> tuple[Any, Any]:
+    """Random token ids and next-token targets, ``(micro_batch, seq_len)`` each."""
+    torch = _torch()
+    gen = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, shape.vocab, (micro_batch, seq_len + 1), generator=gen)
+    return tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
+
+
+def trace_builder(shape: LlamaShape, seq_len: int, dtype: str = "bf16") -> Callable[[int], tuple]:
+    """A ``module:callable`` target for ``podsim trace --model``: ``f(batch_size)`` returns
+    ``(model, tokens, targets, loss_fn)`` of ``shape`` at ``seq_len`` tokens, weights in
+    ``dtype`` (``bf16`` or ``fp32``), built on the CPU (the tracer moves it to its device)."""
+    def f(batch_size: int) -> tuple:
+        torch = _torch()
+        x, y = batch(shape, batch_size, seq_len)
+        return build(shape, dtype=torch.bfloat16 if dtype == "bf16" else None), x, y, loss_fn(None)
+    return f

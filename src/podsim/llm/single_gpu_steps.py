@@ -1,0 +1,145 @@
+"""podsim's prediction of a measured single-GPU training step, and the in-step kernel
+efficiencies the measurements give (``podsim/compute/steps.py`` reads the rows).
+
+A row (:class:`~podsim.compute.steps.StepRow`) is simulated as ``podsim llm`` would on one GPU:
+the row's Llama shape (SwiGLU, grouped-query attention, rotary positions, untied output layer,
+no bias or dropout), ``global_batch = micro_batch`` (one micro-batch), bf16, activation
+recomputation ``full`` where the row checkpointed, unfused attention for SDPA's math backend,
+no fused cross entropy.
+
+:func:`predicted_categories` splits podsim's kernel list into the measured categories of
+:mod:`podsim.capture.breakdown`, so that each category's measured and predicted device time
+can be read side by side.  :func:`in_step_efficiency` is the ratio of the compute model's
+isolated GEMM (attention) time to the GEMM (attention) time measured inside the whole step, the
+median over the GPU's rows: ``gemm_efficiency`` / ``attention_efficiency`` of ``llm/stack.yaml``
+measured instead of fitted (a value ``measured`` there reads it from the GPU's shipped rows).
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import lru_cache
+
+from ..capture.breakdown import CATEGORIES
+from ..compute.steps import StepRow, read_steps, shipped_path
+from ..errors import InputError
+from .layout import Layout
+from .model import ModelConfig
+from .run import TrainingResult, simulate_training
+from .stack import Stack
+
+
+def model_of(row: StepRow) -> ModelConfig:
+    """The row's decoder as podsim's model config."""
+    return ModelConfig(row.model or row.row_id, row.layers, row.hidden, row.heads, row.ffn_hidden, row.vocab,
+                       row.seq_len, kv_heads=row.kv_heads, activation="swiglu", bias=False, learned_positions=False,
+                       tied_embeddings=False, dropout=0.0)
+
+
+def layout_of(row: StepRow) -> Layout:
+    """One GPU, one micro-batch of the row's size, as the row ran."""
+    return Layout(1, global_batch=row.micro_batch, micro_batch=row.micro_batch, seq_len=row.seq_len,
+                  recompute="full" if row.checkpoint == "full" else "none", precision="bf16",
+                  flash_attention=row.attention != "math", loss_fusion=False)
+
+
+def _gpu(row: StepRow) -> str:
+    if not row.gpu:
+        raise InputError(f"row {row.row_id} was measured on {row.device_name or 'a device'!r}, not a GPU podsim "
+                         "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)", row.source)
+    return row.gpu
+
+
+def predict(row: StepRow, stack: Stack | None = None) -> TrainingResult:
+    """podsim's simulation of the row's step (``stack``: default the GPU's ``llm/stack.yaml``).
+
+    Raises:
+        InputError: a row without a GPU key, or a shape podsim's model refuses.
+    """
+    return simulate_training(model_of(row), layout_of(row), _gpu(row), None, "analytical", record_timeline=False,
+                             stack=stack)
+
+
+def predict_step_s(row: StepRow, stack: Stack | None = None) -> float:
+    """The predicted step time (s)."""
+    return predict(row, stack).iteration_time_s
+
+
+def category_of(k: dict, section: str) -> str:
+    """The measured category (``podsim.capture.breakdown``) a kernel row of ``podsim llm
+    --kernels`` belongs to."""
+    name, module, kind = k["name"], k["module"], k["kind"]
+    backward = section.endswith("backward")
+    if kind == "gemm":
+        return "gemm"
+    if kind.startswith("attention"):
+        return "attention_bwd" if backward else "attention_fwd"
+    if section == "optimizer":
+        return "optimizer"
+    if module == "norm" and "residual" not in name:
+        return "norm"
+    if "rotary" in name:
+        return "rope"
+    if module == "mlp" and "residual" not in name:
+        return "swiglu"
+    if module == "loss":
+        return "cross_entropy"
+    if module == "embedding":
+        return "embedding"
+    if module == "fp8":
+        return "cast"
+    return "elementwise"
+
+
+def predicted_categories(res: TrainingResult, row: StepRow) -> dict[str, float]:
+    """podsim's device ms of the step by measured category: each layer section times the
+    layers (the forward twice with full recomputation), the embedding, output and optimizer
+    sections once."""
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    times = {"layer_forward": row.layers * (2 if row.checkpoint == "full" else 1), "layer_backward": row.layers}
+    for section, rows in res.kernels.items():
+        n = times.get(section, 1)
+        for k in rows:
+            out[category_of(k, section)] += n * k["step_us"] / 1000.0
+    return out
+
+
+def in_step_efficiency(rows: list[StepRow], gpu: str) -> dict[str, float]:
+    """``gemm_efficiency`` and ``attention_efficiency`` measured on ``gpu``: the compute model's
+    isolated kernel time over the time measured in the step, the median over the GPU's ``ok``
+    rows (attention: its cuDNN rows, Transformer Engine's backend, else its flash rows).
+
+    Raises:
+        InputError: no ``ok`` row of ``gpu`` with a GEMM (attention) breakdown.
+    """
+    mine = [r for r in rows if r.ok and r.gpu == gpu and r.category_ms.get("gemm", 0) > 0]
+    if not mine:
+        raise InputError(f"no measured training step of {gpu} with a kernel breakdown", "podsim/compute/tables")
+    isolated = Stack.for_gpu(gpu, gemm_efficiency=1.0, attention_efficiency=1.0)
+    gemm, attn = [], {"cudnn": [], "flash": []}
+    for r in mine:
+        pred = predicted_categories(predict(r, isolated), r)
+        gemm.append(pred["gemm"] / r.category_ms["gemm"])
+        measured_attn = r.category_ms.get("attention_fwd", 0.0) + r.category_ms.get("attention_bwd", 0.0)
+        if r.attention in attn and measured_attn > 0:
+            attn[r.attention].append((pred["attention_fwd"] + pred["attention_bwd"]) / measured_attn)
+    ratios = attn["cudnn"] or attn["flash"]
+    if not ratios:
+        raise InputError(f"no measured training step of {gpu} with fused attention in its breakdown",
+                         "podsim/compute/tables")
+    return {"gemm_efficiency": round(statistics.median(gemm), 4),
+            "attention_efficiency": round(statistics.median(ratios), 4)}
+
+
+@lru_cache(maxsize=None)
+def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
+    """:func:`in_step_efficiency` of ``gpu``'s shipped rows (``compute/tables/<gpu>-steps.csv``).
+
+    Raises:
+        InputError: no shipped measurements of ``gpu``.
+    """
+    path = shipped_path(gpu)
+    if path is None:
+        raise InputError(f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
+                         f"measured training steps of {gpu} (compute/tables/{gpu}-steps.csv)", "podsim/llm/stack.yaml")
+    return tuple(in_step_efficiency(read_steps(path).rows, gpu).items())
