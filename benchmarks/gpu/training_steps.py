@@ -121,18 +121,19 @@ def plan(memory_bytes: float, quick: bool) -> list[Config]:
     layers70 = 2 if memory_estimate(SHAPES[big].with_layers(2), 4096, 1, "none") <= 0.9 * memory_bytes else 1
     e8 = [("llama3-8b", 4, s, b) for s, b in ((2048, 1), (4096, 1), (8192, 1), (2048, 4), (4096, 2))]
     e70 = [(big, layers70, s, 1) for s in (2048, 4096, 8192)]
-    out = [Config(*e8[0], trace=False)]
+    out = [Config(*e8[0])]
     out += [Config(*c) for c in e8[1:3]]
+    out += [Config(*e8[0], trace=True)]   # the first again, captured by podsim trace and replayed
     out += [Config("llama3-8b", 4, 4096, 1, mode="compile")]
     out += [Config(*c, attention="cudnn") for c in e8[:3]]
     out += [Config(*c) for c in e70]
+    out += [Config("llama3-8b", 4, s, 1, mode="compile") for s in (2048, 8192)]
     out += [Config(*c) for c in e8[3:]]
     out += [Config("llama3-8b", 4, s, 1, checkpoint="full") for s in (4096, 8192)]
     out += [Config("llama3-8b", 4, 4096, 1, optimizer="foreach"), Config("llama3-8b", 4, 2048, 1, attention="math")]
     out += [Config(big, layers70, 4096, 1, attention="cudnn"), Config(big, layers70, 4096, 1, mode="compile")]
-    out += [Config("llama3-8b", 4, s, b, mode="compile") for s, b in ((2048, 1), (8192, 1), (2048, 4))]
-    out += [Config("llama3-8b", 4, 8192, 1, mode="compile", checkpoint="full")]
-    out += [Config(*e8[0], trace=True)]   # last: the capture writes large traces
+    out += [Config("llama3-8b", 4, 2048, 4, mode="compile"),
+            Config("llama3-8b", 4, 8192, 1, mode="compile", checkpoint="full")]
     fits = [c for c in out if memory_estimate(c.shape, c.seq_len, c.micro_batch, c.checkpoint) <= 0.95 * memory_bytes]
     return fits
 
@@ -279,7 +280,7 @@ def measure(torch: Any, c: Config, device: str, steps: int, warmup: int, compile
 # -- the podsim trace capture, replayed ------------------------------------------------------
 
 
-def trace_and_replay(c: Config, device: str, folder: Path) -> dict:
+def trace_and_replay(c: Config, device: str, folder: Path, timeout_s: float = 300.0) -> dict:
     """Capture ``c`` with ``podsim trace`` (eager, bf16 weights, Adam: the tracer's own loop)
     and replay it with ``podsim simulate`` on one GPU: the traced step's measured ms and the
     replay's simulated ms."""
@@ -292,12 +293,14 @@ def trace_and_replay(c: Config, device: str, folder: Path) -> dict:
     cmd = [sys.executable, "-m", "podsim", "trace", "--model", "podsim_bench_llama:build", "--batch-size",
            str(c.micro_batch), "--device", "cuda" if device.startswith("cuda") else "cpu", "--steps", "2",
            "--out", str(out)]
-    subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
     info = json.loads((out / "capture.json").read_text())
     res = folder / "replay.json"
     cmd = [sys.executable, "-m", "podsim", "simulate", "--workload-configuration", str(out), "--cluster",
            "dgx-h100", "--gpus", "1", "--json", str(res)]
-    subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+    subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True,
+                   timeout=max(timeout_s - (time.perf_counter() - t0), 30.0))
     doc = json.loads(res.read_text())
     return {"trace_step_ms": info["step_ms"], "replay_ms": round(replay_ms(doc), 4)}
 
@@ -412,7 +415,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     traceback.print_exc()
             if c.trace and row.get("status") == "ok":
                 try:
-                    row.update(trace_and_replay(c, device, Path(tmp)))
+                    left = args.budget_s - (time.perf_counter() - start)
+                    row.update(trace_and_replay(c, device, Path(tmp), max(min(300.0, left), 60.0)))
                 except Exception as e:  # noqa: BLE001
                     msg = e.stderr.strip().splitlines()[-1] if getattr(e, "stderr", None) else str(e)
                     row["notes"] = f"trace failed: {type(e).__name__}: {msg[:160]}"

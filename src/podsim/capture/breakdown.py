@@ -129,13 +129,28 @@ class _Stacks:
         self.by_tid = {t: sorted(es, key=lambda e: (e["ts"], -e["dur"])) for t, es in by_tid.items()}
         self.starts = {t: [e["ts"] for e in es] for t, es in self.by_tid.items()}
 
-    def at(self, tid: Any, ts: float) -> list[dict]:
-        """The events of ``tid`` that contain ``ts``, outermost first."""
-        es = self.by_tid.get(tid)
-        if not es:
-            return []
-        i = bisect.bisect_right(self.starts[tid], ts)
-        out = [e for e in es[:i] if e["ts"] + e["dur"] >= ts]
+    def at_many(self, queries: list[tuple[Any, float]]) -> list[list[dict]]:
+        """For each ``(tid, ts)``, the events of ``tid`` open at ``ts`` (outermost first): one
+        sweep per thread over its events and its queries in time order."""
+        out: list[list[dict]] = [[] for _ in queries]
+        by_tid: dict[Any, list[int]] = {}
+        for i, (tid, _ts) in enumerate(queries):
+            by_tid.setdefault(tid, []).append(i)
+        for tid, idx in by_tid.items():
+            es = self.by_tid.get(tid, [])
+            idx.sort(key=lambda i: queries[i][1])
+            stack: list[dict] = []
+            j = 0
+            for i in idx:
+                ts = queries[i][1]
+                while j < len(es) and es[j]["ts"] <= ts:
+                    e = es[j]
+                    while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
+                        stack.pop()
+                    stack.append(e)
+                    j += 1
+                open_now = [e for e in stack if e["ts"] + e["dur"] >= ts]
+                out[i] = open_now
         return out
 
     def own_times(self, lo: float, hi: float) -> list[tuple[dict, list[dict], float]]:
@@ -185,9 +200,7 @@ def classify(kernel: str, context: list[str], forward: list[str], backward: bool
         return "optimizer"
     inner = context[-1] if context else ""
     if any(_SDPA.search(n) for n in names) or _SDPA_KERNEL.search(kernel):
-        attention_op = any(_SDPA.search(n) for n in context + forward[-1:]) or _SDPA_KERNEL.search(kernel)
-        if attention_op:
-            return "attention_bwd" if backward else "attention_fwd"
+        return "attention_bwd" if backward else "attention_fwd"
     if (_GEMM_OP.search(inner) or any(_GEMM_OP.search(n) for n in forward[-1:] if backward)
             or _GEMM_KERNEL.search(kernel)) and not _CAST_OP.search(inner):
         return "gemm"
@@ -230,23 +243,24 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
     lo, hi = step["ts"], step["ts"] + step["dur"]
     host = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
     stacks = _Stacks(host)
+    fwd = [e for e in host if (e.get("args") or {}).get("Sequence number") is not None and lo <= e["ts"] <= hi
+           and not e["name"].startswith(_BACKWARD)]
     by_seq: dict[Any, list[str]] = {}
-    for e in host:
-        seq = (e.get("args") or {}).get("Sequence number")
-        if seq is not None and lo <= e["ts"] <= hi and not e["name"].startswith(_BACKWARD) and seq not in by_seq:
-            by_seq[seq] = [x["name"] for x in stacks.at(e["tid"], e["ts"] + e["dur"] / 2)]
+    for e, ctx in zip(fwd, stacks.at_many([(e["tid"], e["ts"] + e["dur"] / 2) for e in fwd])):
+        by_seq.setdefault(e["args"]["Sequence number"], [x["name"] for x in ctx])
     launches = {(e.get("args") or {}).get("correlation"): e for e in events if e.get("cat") in _LAUNCH_CATS}
     device = [e for e in events if e.get("cat") in _DEVICE_CATS]
     items: list[tuple[dict, list[dict]]] = []
     if device:
         kind = "cuda"
+        placed = []
         for e in device:
             launch = launches.get((e.get("args") or {}).get("correlation"))
             at = launch["ts"] if launch is not None else e["ts"]
-            if not lo <= at <= hi:
-                continue
-            ctx = stacks.at(launch["tid"], launch["ts"]) if launch is not None else []
-            items.append((e, ctx))
+            if lo <= at <= hi:
+                placed.append((e, launch))
+        ctxs = stacks.at_many([(la["tid"], la["ts"]) if la is not None else (None, 0.0) for _e, la in placed])
+        items = [(e, ctx if la is not None else []) for (e, la), ctx in zip(placed, ctxs)]
     else:   # a CPU run: each operator's own time is its "kernel"
         kind = "cpu"
         for e, ctx, own in stacks.own_times(lo, hi):

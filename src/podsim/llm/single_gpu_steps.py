@@ -143,3 +143,29 @@ def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
         raise InputError(f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
                          f"measured training steps of {gpu} (compute/tables/{gpu}-steps.csv)", "podsim/llm/stack.yaml")
     return tuple(in_step_efficiency(read_steps(path).rows, gpu).items())
+
+
+def compare(rows: list[StepRow], efficiency: dict[str, float] | None = None) -> list[dict]:
+    """Each ``ok`` GPU row measured against podsim: the step (ms) as the GPU's stack predicts it
+    and, with ``efficiency`` (``gemm_efficiency`` / ``attention_efficiency``, e.g.
+    :func:`in_step_efficiency` of these rows), as it predicts it with those; and the device ms by
+    category, measured and predicted.  Fields: docs/compute.md, "Measured training steps"."""
+    out = []
+    for r in rows:
+        if not r.ok or not r.gpu:
+            continue
+        res = predict(r)
+        entry = {"row_id": r.row_id, "gpu": r.gpu, "model": r.model, "layers": r.layers, "seq_len": r.seq_len,
+                 "micro_batch": r.micro_batch, "mode": r.mode, "attention": r.attention, "optimizer": r.optimizer,
+                 "checkpoint": r.checkpoint, "measured_ms": r.step_ms,
+                 "predicted_ms": round(res.iteration_time_s * 1e3, 4),
+                 "idle_ms": None if r.idle_ms != r.idle_ms else r.idle_ms,
+                 "categories": {c: {"measured_ms": r.category_ms.get(c), "predicted_ms": round(v, 4)}
+                                for c, v in predicted_categories(res, r).items()}}
+        entry["error"] = entry["predicted_ms"] / r.step_ms - 1
+        if efficiency:
+            fitted = predict_step_s(r, Stack.for_gpu(r.gpu, **efficiency)) * 1e3
+            entry["predicted_fitted_ms"] = round(fitted, 4)
+            entry["error_fitted"] = fitted / r.step_ms - 1
+        out.append(entry)
+    return out
