@@ -26,7 +26,7 @@ where ``nvidia-smi`` reads them, driver, CUDA, cuDNN, torch, date, podsim commit
 it holds each configuration's longest kernels by category.  Columns: docs/compute.md,
 "Measured training steps".
 
-    python benchmarks/gpu/training_steps.py --out src/podsim/compute/tables/h100-80gb-steps.csv
+    python benchmarks/gpu/training_steps.py --out src/podsim/compute/tables/steps/h100-80gb.csv
     python benchmarks/gpu/training_steps.py --quick --out /tmp/steps.csv     # CPU, tiny shapes, ~1 min
 
 ``--quick`` runs the same code path on tiny shapes (on the CPU unless ``--device cuda``;

@@ -9,7 +9,7 @@ idle time in that step, the peak memory, and for the traced configuration the ``
 capture's step and its replay.  ``#`` lines above the header are the provenance
 (``# key: value``: device, clocks, power limit, driver, CUDA, torch, date).
 
-Shipped measurements live in ``podsim/compute/tables/<gpu>-steps.csv`` (``<gpu>`` a podsim GPU
+Shipped measurements live in ``podsim/compute/tables/steps/<gpu>.csv`` (``<gpu>`` a podsim GPU
 key): the compute model's in-step efficiencies and ``podsim validate``'s fitted set read them.
 Columns and units: docs/compute.md, "Measured training steps".
 """
@@ -206,13 +206,12 @@ def step_row(values: dict[str, str | None], src: str = "training steps", where: 
 
 
 def shipped_path(gpu: str) -> Path | None:
-    """The shipped measured steps of podsim GPU ``gpu``, or None."""
-    p = resources.files("podsim.compute") / "tables" / f"{gpu}-steps.csv"
+    """The shipped measured steps of podsim GPU ``gpu`` (``compute/tables/steps/<gpu>.csv``), or None."""
+    p = resources.files("podsim.compute") / "tables" / "steps" / f"{gpu}.csv"
     return Path(str(p)) if p.is_file() else None
 
 
 def shipped_steps() -> list[StepSet]:
     """Every shipped training-steps file (one per measured GPU), by GPU key."""
-    folder = resources.files("podsim.compute") / "tables"
-    return [read_steps(Path(str(p))) for p in sorted(folder.iterdir(), key=lambda p: p.name)
-            if p.name.endswith("-steps.csv")]
+    folder = Path(str(resources.files("podsim.compute") / "tables" / "steps"))
+    return [read_steps(p) for p in sorted(folder.glob("*.csv"))] if folder.is_dir() else []

@@ -133,7 +133,7 @@ def in_step_efficiency(rows: list[StepRow], gpu: str) -> dict[str, float]:
 
 @lru_cache(maxsize=None)
 def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
-    """:func:`in_step_efficiency` of ``gpu``'s shipped rows (``compute/tables/<gpu>-steps.csv``).
+    """:func:`in_step_efficiency` of ``gpu``'s shipped rows (``compute/tables/steps/<gpu>.csv``).
 
     Raises:
         InputError: no shipped measurements of ``gpu``.
@@ -141,7 +141,7 @@ def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
     path = shipped_path(gpu)
     if path is None:
         raise InputError(f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
-                         f"measured training steps of {gpu} (compute/tables/{gpu}-steps.csv)", "podsim/llm/stack.yaml")
+                         f"measured training steps of {gpu} (compute/tables/steps/{gpu}.csv)", "podsim/llm/stack.yaml")
     return tuple(in_step_efficiency(read_steps(path).rows, gpu).items())
 
 

@@ -19,7 +19,7 @@ from ..errors import InputError
 
 
 #: a stack.yaml value read from the GPU's shipped measured training steps
-#: (``compute/tables/<gpu>-steps.csv``) instead of written down
+#: (``compute/tables/steps/<gpu>.csv``) instead of written down
 MEASURED = "measured"
 IN_STEP = ("gemm_efficiency", "attention_efficiency")
 

@@ -5,7 +5,7 @@ Two sets, told apart in every report:
 * ``fitted`` (``calibration.csv``): the measurements podsim's parameters were fitted to
   (Megatron-LM SC'21 Tables 1-2 on A100, Megatron-Core's H100 weak-scaling table, Llama 3 405B
   on 8K-16K H100, Korthikanti et al.'s memory figures, NCCL bus bandwidths) and podsim's own
-  measured single-GPU training steps (``compute/tables/<gpu>-steps.csv``, where shipped);
+  measured single-GPU training steps (``compute/tables/steps/<gpu>.csv``, where shipped);
 * ``reported`` (``reported.csv``): every other published figure found, never used to set a
   parameter -- podsim's error on them is its error on data it has not seen.
 
@@ -99,7 +99,7 @@ def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[st
             p = resources.files("podsim.validation") / name
             if p.is_file():
                 out += read_rows(Path(str(p)), s)
-        if s == "fitted":   # podsim's own measured training steps (compute/tables/<gpu>-steps.csv)
+        if s == "fitted":   # podsim's own measured training steps (compute/tables/steps/<gpu>.csv)
             for steps in shipped_steps():
                 out += step_rows(steps, s)
     return out
