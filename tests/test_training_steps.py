@@ -103,6 +103,7 @@ def test_breakdown_of_a_hand_built_cuda_step() -> None:
     assert b.busy_ms == pytest.approx((195 + 6 + 320 + 135 + 5) / 1000)
     assert b.step_ms == pytest.approx(1.0)
     assert b.idle_ms == pytest.approx(1.0 - 0.661)
+    assert b.host_ms == pytest.approx(0.612)   # the step's last launch (the copy's, at 610 us) ends at 612 us
     assert sum(b.ms.values()) == pytest.approx(b.busy_ms + 0.010)   # the overlap counted in both kernels
 
 

@@ -270,7 +270,8 @@ def measure(torch: Any, c: Config, device: str, steps: int, warmup: int, compile
         row["peak_mem_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 3)
         row["reserved_gib"] = round(torch.cuda.max_memory_reserved() / GIB, 3)
     b = profile_step(torch, tr, device, folder)
-    row.update(profiled_step_ms=b["step_ms"], busy_ms=b["busy_ms"], idle_ms=b["idle_ms"], kernels=b["kernels"])
+    row.update(profiled_step_ms=b["step_ms"], busy_ms=b["busy_ms"], idle_ms=b["idle_ms"], host_ms=b["host_ms"],
+               kernels=b["kernels"])
     for cat in CATEGORIES:
         row[f"{cat}_ms"] = b["ms"][cat]
     del tr
@@ -340,11 +341,14 @@ def provenance(torch: Any, device: str, argv: list[str]) -> dict[str, str]:
         pass
     query = "driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit,power.max_limit,temperature.gpu"
     try:
-        got = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20).stdout.strip().splitlines()
-        if got:
+        smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20)
+        got = smi.stdout.strip().splitlines()
+        if smi.returncode == 0 and got:
             for k, v in zip(query.split(","), got[0].split(",")):
                 p[k.replace(".", "_")] = v.strip()
+        else:
+            p["nvidia_smi"] = "not readable"
     except (OSError, subprocess.SubprocessError):
         p["nvidia_smi"] = "not readable"
     return p

@@ -84,6 +84,9 @@ class Breakdown:
     #: the longest-running kernel names of each category (name -> ms), for reading what a
     #: category holds; at most 5 each
     top: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: on a GPU, the host's time to issue the step: the step's start to the end of its last
+    #: kernel launch (None on a CPU, where the host runs the step itself)
+    host_ms: float | None = None
 
     @property
     def idle_ms(self) -> float:
@@ -93,7 +96,8 @@ class Breakdown:
     def to_dict(self) -> dict:
         return {"device": self.device, "step_ms": round(self.step_ms, 4), "busy_ms": round(self.busy_ms, 4),
                 "idle_ms": round(self.idle_ms, 4), "kernels": self.kernels,
-                "ms": {c: round(self.ms.get(c, 0.0), 4) for c in CATEGORIES}, "top": self.top}
+                "ms": {c: round(self.ms.get(c, 0.0), 4) for c in CATEGORIES}, "top": self.top,
+                "host_ms": None if self.host_ms is None else round(self.host_ms, 4)}
 
 
 def load_trace(path: str | Path) -> dict:
@@ -261,8 +265,11 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
                 placed.append((e, launch))
         ctxs = stacks.at_many([(la["tid"], la["ts"]) if la is not None else (None, 0.0) for _e, la in placed])
         items = [(e, ctx if la is not None else []) for (e, la), ctx in zip(placed, ctxs)]
+        issued = [la["ts"] + la["dur"] for _e, la in placed if la is not None]
+        host_ms = (max(issued) - lo) / 1000.0 if issued else None
     else:   # a CPU run: each operator's own time is its "kernel"
         kind = "cpu"
+        host_ms = None
         for e, ctx, own in stacks.own_times(lo, hi):
             if own > 0:
                 items.append(({**e, "dur": own}, ctx))
@@ -283,4 +290,4 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
         end = max(end, e["ts"] + e["dur"])
     busy = _union_ms([(e["ts"], e["ts"] + e["dur"]) for e, _ in items])
     tops = {c: {n: round(v, 4) for n, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]} for c, d in names.items()}
-    return Breakdown(kind, (end - lo) / 1000.0, busy, len(items), ms, tops)
+    return Breakdown(kind, (end - lo) / 1000.0, busy, len(items), ms, tops, host_ms)

@@ -35,7 +35,7 @@ CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "k
 #: what it measured (ms, GiB, s, counts; empty where not measured)
 MEASURED_COLUMNS = ("step_ms", "step_ms_min", "step_ms_max", "steps", "wall_step_ms", "tokens_per_s",
                     "peak_mem_gib", "reserved_gib", "compile_s", "profiled_step_ms", "busy_ms", "idle_ms",
-                    "kernels", *(f"{c}_ms" for c in CATEGORIES), "trace_step_ms", "replay_ms")
+                    "host_ms", "kernels", *(f"{c}_ms" for c in CATEGORIES), "trace_step_ms", "replay_ms")
 COLUMNS = (*CONFIG_COLUMNS, *MEASURED_COLUMNS, "notes")
 COUNT_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "micro_batch")
 #: the allowed values of the choice columns

@@ -163,6 +163,13 @@ def compare(rows: list[StepRow], efficiency: dict[str, float] | None = None) -> 
                  "categories": {c: {"measured_ms": r.category_ms.get(c), "predicted_ms": round(v, 4)}
                                 for c, v in predicted_categories(res, r).items()}}
         entry["error"] = entry["predicted_ms"] / r.step_ms - 1
+        host = float(r.values.get("host_ms") or "nan")
+        listed = sum(len(ks) * {"layer_forward": r.layers * (2 if r.checkpoint == "full" else 1),
+                                "layer_backward": r.layers}.get(sec, 1) for sec, ks in res.kernels.items())
+        entry["host_ms"] = None if host != host else host
+        entry["listed_kernels"] = listed
+        #: the host's issue time per kernel podsim lists (llm/stack.yaml's host_ns, for this stack)
+        entry["host_us_per_listed_kernel"] = None if host != host else round(host * 1e3 / listed, 3)
         if efficiency:
             fitted = predict_step_s(r, Stack.for_gpu(r.gpu, **efficiency)) * 1e3
             entry["predicted_fitted_ms"] = round(fitted, 4)

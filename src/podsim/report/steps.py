@@ -35,8 +35,10 @@ def format_step_comparison(entries: list[dict], efficiency: dict[str, float] | N
     if efficiency:
         lines.append("  in-step efficiency measured: " + ", ".join(
             f"{k} {v:g} (llm/stack.yaml: {stack_values.get(k, 1.0):g})" for k, v in efficiency.items()))
-    lines.append("\n  device time by category, measured / podsim (ms; idle: the device waited on the host)")
-    lines.append(f"  {'configuration':<30}" + "".join(f" {c[:13]:>15}" for c in (*SHOWN, "rest")) + f" {'idle':>9}")
+    lines.append("\n  device time by category, measured / podsim (ms; idle: the device waited on the host; host: the "
+                 "host's time to issue the step, and per kernel podsim lists, us)")
+    lines.append(f"  {'configuration':<30}" + "".join(f" {c[:13]:>15}" for c in (*SHOWN, "rest"))
+                 + f" {'idle':>9} {'host':>9} {'us/kernel':>9}")
     for e in entries:
         cats = e["categories"]
         label = f"{e['model']} s{e['seq_len']} b{e['micro_batch']} {e['mode'][:3]} {e['attention'][:5]}"
@@ -44,5 +46,7 @@ def format_step_comparison(entries: list[dict], efficiency: dict[str, float] | N
         rest_m = [v["measured_ms"] for c, v in cats.items() if c not in SHOWN and v["measured_ms"] is not None]
         rest_p = sum(v["predicted_ms"] for c, v in cats.items() if c not in SHOWN)
         cells.append(f"{_ms(sum(rest_m) if rest_m else None)}/{_ms(rest_p)}")
-        lines.append(f"  {label[:30]:<30}" + "".join(f" {c:>15}" for c in cells) + f" {_ms(e['idle_ms']):>9}")
+        per = e.get("host_us_per_listed_kernel")
+        lines.append(f"  {label[:30]:<30}" + "".join(f" {c:>15}" for c in cells) + f" {_ms(e['idle_ms']):>9}"
+                     f" {_ms(e.get('host_ms')):>9} {'-' if per is None else f'{per:.1f}':>9}")
     return "\n".join(lines)
