@@ -357,3 +357,11 @@ def test_shipped_steps_join_the_fitted_set(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(vrows, "shipped_steps", lambda: [read_steps(p)])
     checks, _skipped = run_validation(sets=("fitted",), only="steps_")
     assert [(c.set, c.metric, c.gpu) for c in checks] == [("fitted", "step_time_s", "h100-80gb")]
+
+
+def test_the_example_shapes_are_llama_3s() -> None:
+    from podsim.examples.llama import SHAPES
+    # Meta's model cards: Llama 3 8B has 8.03 B parameters, Llama 3 70B 70.6 B
+    assert SHAPES["llama3-8b"].params() / 1e9 == pytest.approx(8.03, abs=0.005)
+    assert SHAPES["llama3-70b"].params() / 1e9 == pytest.approx(70.55, abs=0.05)
+    assert SHAPES["llama3-8b"].head_dim == SHAPES["llama3-70b"].head_dim == 128

@@ -27,6 +27,7 @@ it holds each configuration's longest kernels by category.  Columns: docs/comput
 "Measured training steps".
 
     python benchmarks/gpu/training_steps.py --out src/podsim/compute/tables/steps/h100-80gb.csv
+    python benchmarks/gpu/training_steps.py --out "$OUT"      # the GPU machine: $OUT/<gpu>.csv
     python benchmarks/gpu/training_steps.py --quick --out /tmp/steps.csv     # CPU, tiny shapes, ~1 min
 
 ``--quick`` runs the same code path on tiny shapes (on the CPU unless ``--device cuda``;
@@ -383,6 +384,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     warmup = args.warmup or (1 if quick else 3)
     compile_backend = "aot_eager" if quick and device == "cpu" else "inductor"
     out = Path(args.out)
+    if out.is_dir():   # a folder (the GPU machine's $OUT): the file is named for the GPU
+        out = out / f"{gpu or ('cpu-quick' if quick else 'unknown-gpu')}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     detail: dict[str, Any] = {"provenance": prov, "configs": {}}
@@ -452,9 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="columns: docs/compute.md, 'Measured training steps'")
-    ap.add_argument("--out", default=None, metavar="CSV",
-                    help="the rows (default benchmarks/gpu/results/training_steps-<gpu>.csv); a JSON of the "
-                         "longest kernels is written beside it")
+    ap.add_argument("--out", default=None, metavar="CSV|DIR",
+                    help="the rows (a folder: <folder>/<gpu>.csv; default benchmarks/gpu/results/"
+                         "training_steps-<quick|gpu>.csv); a JSON of the longest kernels is written beside it")
     ap.add_argument("--quick", action="store_true", help="tiny shapes, the same code path (the tests run it)")
     ap.add_argument("--device", default=None, choices=["cuda", "cpu"],
                     help="default: cuda, or cpu with --quick")

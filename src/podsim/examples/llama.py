@@ -181,6 +181,8 @@ def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int =
 
     with torch.device("meta"):
         model = Llama()
+    if dtype is not None:   # allocated in its precision from the start: no fp32 copy on the way
+        model = model.to(dtype)
     model = model.to_empty(device=device)
     torch.manual_seed(seed)
     std = 0.02
@@ -191,8 +193,6 @@ def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int =
             else:
                 out = name.endswith("w2.weight") or name.endswith("wo.weight")
                 p.normal_(0.0, std / math.sqrt(2 * shape.layers) if out else std)
-    if dtype is not None:
-        model = model.to(dtype)
     return model
 
 
@@ -225,9 +225,11 @@ def batch(shape: LlamaShape, micro_batch: int, seq_len: int, device: str = "cpu"
 def trace_builder(shape: LlamaShape, seq_len: int, dtype: str = "bf16") -> Callable[[int], tuple]:
     """A ``module:callable`` target for ``podsim trace --model``: ``f(batch_size)`` returns
     ``(model, tokens, targets, loss_fn)`` of ``shape`` at ``seq_len`` tokens, weights in
-    ``dtype`` (``bf16`` or ``fp32``), built on the CPU (the tracer moves it to its device)."""
+    ``dtype`` (``bf16`` or ``fp32``), built on a GPU where there is one (a billion weights drawn
+    in milliseconds; the tracer moves the model to its device)."""
     def f(batch_size: int) -> tuple:
         torch = _torch()
         x, y = batch(shape, batch_size, seq_len)
-        return build(shape, dtype=torch.bfloat16 if dtype == "bf16" else None), x, y, loss_fn(None)
+        where = "cuda" if torch.cuda.is_available() else "cpu"
+        return build(shape, where, dtype=torch.bfloat16 if dtype == "bf16" else None), x, y, loss_fn(None)
     return f
