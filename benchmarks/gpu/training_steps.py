@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
 import gc
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -52,22 +50,13 @@ import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-# Kineto and the C++ side log every profiler start and stop: quiet unless asked (read at torch's import)
-os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-try:   # the checkout's podsim (the GPU machine runs this from a copy of the tree, nothing installed)
-    import podsim  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "src"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_common import GIB, ROOT, provenance, quiet_torch  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
-from podsim.compute.steps import COLUMNS, gpu_key_for_device, write_steps  # noqa: E402
+from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, batch, build  # noqa: E402
-
-GIB = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -315,46 +304,6 @@ def replay_ms(doc: dict) -> float:
     return finish / 1e6
 
 
-# -- provenance ------------------------------------------------------------------------------
-
-
-def provenance(torch: Any, device: str, argv: list[str]) -> dict[str, str]:
-    """What the rows were measured on (every value a string)."""
-    p: dict[str, str] = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "torch": torch.__version__, "python": platform.python_version(),
-                         "host": platform.platform(), "command": " ".join(["training_steps.py", *argv])}
-    try:
-        p["podsim_commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                            capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    if not device.startswith("cuda"):
-        p["device"] = "cpu"
-        return p
-    props = torch.cuda.get_device_properties(0)
-    p.update(device=torch.cuda.get_device_name(0), memory_gib=f"{props.total_memory / GIB:.1f}",
-             sms=str(props.multi_processor_count), capability=f"{props.major}.{props.minor}",
-             cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
-    try:
-        import triton
-        p["triton"] = triton.__version__
-    except ImportError:
-        pass
-    query = "driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit,power.max_limit,temperature.gpu"
-    try:
-        smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-        got = smi.stdout.strip().splitlines()
-        if smi.returncode == 0 and got:
-            for k, v in zip(query.split(","), got[0].split(",")):
-                p[k.replace(".", "_")] = v.strip()
-        else:
-            p["nvidia_smi"] = "not readable"
-    except (OSError, subprocess.SubprocessError):
-        p["nvidia_smi"] = "not readable"
-    return p
-
-
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -362,11 +311,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     from podsim.optional import require
 
     torch = require("torch", "measuring training steps")
-    if not args.debug:   # dynamo says once that it drops the profiler regions in compiled code; known
-        import logging
-        import warnings
-        torch._logging.set_logs(dynamo=logging.ERROR)
-        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+    if not args.debug:
+        quiet_torch(torch)
     device = args.device
     if device == "cuda" and not torch.cuda.is_available():
         print("training_steps: no CUDA device visible to PyTorch (use --quick for the CPU check)", file=sys.stderr)

@@ -32,7 +32,6 @@ Units: milliseconds in the result (the trace's microseconds / 1000).  Pure Pytho
 
 from __future__ import annotations
 
-import bisect
 import gzip
 import json
 import re

@@ -233,3 +233,152 @@ def trace_builder(shape: LlamaShape, seq_len: int, dtype: str = "bf16") -> Calla
         where = "cuda" if torch.cuda.is_available() else "cpu"
         return build(shape, where, dtype=torch.bfloat16 if dtype == "bf16" else None), x, y, loss_fn(None)
     return f
+
+
+class ServingStep:
+    """One serving engine's forward step over a batch of the model, with a static KV cache.
+
+    A step is a list of *parts*, each of ``sequences`` sequences: a ``prefill`` part processes
+    ``tokens`` new tokens per sequence from context 0 (causal attention over them), a ``decode``
+    part one new token per sequence at ``context`` cached tokens (attention over the cache).  As
+    vLLM does, the parts' tokens go through the GEMMs, norms and the MLP together, attention runs
+    per part, each new token's key and value are written into the cache (region ``kv_write``),
+    and each sequence's last token is turned into logits and a greedy sample (region ``sample``).
+
+    ``slots`` sequences of ``max_context`` tokens are cached per layer (bf16,
+    ``(slots, kv_heads, max_context, head_dim)`` for keys and for values).  Shapes are static for
+    a given step, so a step can be captured in a CUDA graph (:meth:`capture`).
+    """
+
+    def __init__(self, model: Any, parts: list[tuple[str, int, int, int]], max_context: int) -> None:
+        """``parts``: ``(kind, sequences, tokens, context)`` each (``tokens`` 1 for a decode)."""
+        torch = _torch()
+        self.torch = torch
+        self.model = model
+        self.parts = parts
+        sh = model.shape
+        dev = next(model.parameters()).device
+        dtype = next(model.parameters()).dtype
+        self.slots = sum(n for _k, n, _t, _c in parts)
+        shape = (self.slots, sh.kv_heads, max_context, sh.head_dim)
+        self.cache = [(torch.zeros(shape, device=dev, dtype=dtype), torch.zeros(shape, device=dev, dtype=dtype))
+                      for _ in range(sh.layers)]
+        tokens, positions = [], []
+        for kind, n, t, c in parts:
+            if kind == "decode":
+                t = 1
+            tokens.append(torch.randint(0, sh.vocab, (n * t,), device=dev))
+            positions.append((torch.arange(t, device=dev) + c).repeat(n))
+        self.tokens = torch.cat(tokens)
+        self.positions = torch.cat(positions)
+        self.out: Any = None
+        self.graph: Any = None
+
+    def _rope(self, positions: Any) -> tuple[Any, Any]:
+        torch = self.torch
+        sh = self.model.shape
+        d = sh.head_dim
+        inv = 1.0 / (sh.rope_theta ** (torch.arange(0, d, 2, device=positions.device, dtype=torch.float32) / d))
+        ang = positions.float()[:, None] * inv[None]
+        ang = torch.cat((ang, ang), dim=-1)
+        return ang.cos(), ang.sin()
+
+    def forward(self) -> Any:
+        """The step: the sampled token of every sequence (``(sequences,)`` token ids)."""
+        torch = self.torch
+        F = torch.nn.functional
+        region = torch.profiler.record_function
+        m, sh = self.model, self.model.shape
+        a, g, d = sh.heads, sh.kv_heads, sh.head_dim
+        with torch.no_grad():
+            with region("podsim::embedding"):
+                x = m.tok_embeddings(self.tokens)
+            with region("podsim::rope"):
+                cos, sin = self._rope(self.positions)
+            for li, layer in enumerate(m.layers):
+                ck, cv = self.cache[li]
+                with region("podsim::norm"):
+                    y = layer.attention_norm(x)
+                with region("podsim::qkv"):
+                    q, k, v = layer.wq(y), layer.wk(y), layer.wv(y)
+                with region("podsim::rope"):
+                    q = _rotate_rows(torch, q.view(-1, a, d), cos, sin)
+                    k = _rotate_rows(torch, k.view(-1, g, d), cos, sin)
+                v = v.view(-1, g, d)
+                outs, row, slot = [], 0, 0
+                for kind, n, t, c in self.parts:
+                    t = 1 if kind == "decode" else t
+                    rows = slice(row, row + n * t)
+                    qp = q[rows].view(n, t, a, d).transpose(1, 2)
+                    kp = k[rows].view(n, t, g, d).transpose(1, 2)
+                    vp = v[rows].view(n, t, g, d).transpose(1, 2)
+                    with region("podsim::kv_write"):
+                        ck[slot:slot + n, :, c:c + t].copy_(kp)
+                        cv[slot:slot + n, :, c:c + t].copy_(vp)
+                    with region("podsim::attention"):
+                        if kind == "decode":   # every cached key and value of the sequence, and its own
+                            kp, vp = ck[slot:slot + n, :, :c + 1], cv[slot:slot + n, :, :c + 1]
+                        if g != a:
+                            s_ = kp.shape[2]
+                            kp = kp[:, :, None].expand(n, g, a // g, s_, d).reshape(n, a, s_, d)
+                            vp = vp[:, :, None].expand(n, g, a // g, s_, d).reshape(n, a, s_, d)
+                        o = F.scaled_dot_product_attention(qp, kp, vp, is_causal=kind != "decode")
+                    outs.append(o.transpose(1, 2).reshape(n * t, a * d))
+                    row += n * t
+                    slot += n
+                with region("podsim::attn_out"):
+                    o = layer.wo(torch.cat(outs) if len(outs) > 1 else outs[0])
+                with region("podsim::residual"):
+                    x = x + o
+                with region("podsim::norm"):
+                    y = layer.ffn_norm(x)
+                with region("podsim::mlp_up"):
+                    gate, up = layer.w1(y), layer.w3(y)
+                with region("podsim::swiglu"):
+                    y = F.silu(gate) * up
+                with region("podsim::mlp_down"):
+                    y = layer.w2(y)
+                with region("podsim::residual"):
+                    x = x + y
+            last, row = [], 0
+            for kind, n, t, _c in self.parts:   # each sequence's last token
+                t = 1 if kind == "decode" else t
+                last.append(torch.arange(n, device=x.device) * t + row + t - 1)
+                row += n * t
+            with region("podsim::norm"):
+                h = m.norm(x[torch.cat(last)])
+            with region("podsim::output"):
+                logits = m.output(h)
+            with region("podsim::sample"):
+                self.out = torch.argmax(logits.float(), dim=-1)
+        return self.out
+
+    def capture(self) -> None:
+        """Capture :meth:`forward` in a CUDA graph (after a warm-up on a side stream, as vLLM
+        captures its decode steps); :meth:`replay` then runs it."""
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self.forward()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.forward()
+
+    def replay(self) -> Any:
+        """The captured step (:meth:`capture`), or the eager one."""
+        if self.graph is None:
+            return self.forward()
+        self.graph.replay()
+        return self.out
+
+
+def _rotate_rows(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
+    """Rotate-half rotary embedding of ``x`` ``(tokens, heads, head_dim)`` at each token's own
+    position (``cos``, ``sin``: ``(tokens, head_dim)``), in fp32."""
+    x32 = x.float()
+    half = x32.shape[-1] // 2
+    rot = torch.cat((-x32[..., half:], x32[..., :half]), dim=-1)
+    return (x32 * cos[:, None] + rot * sin[:, None]).to(x.dtype)
