@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -225,8 +226,9 @@ def profile_step(torch: Any, tr: Trainer, device: str, folder: Path) -> dict:
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
     path = folder / "profile.json"
-    with profile(activities=acts, schedule=schedule(wait=0, warmup=1, active=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+    with warnings.catch_warnings(), profile(activities=acts, schedule=schedule(wait=0, warmup=1, active=1),
+                                            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        warnings.simplefilter("ignore")   # "Profiler clears events at the end of each cycle": known
         for _ in range(2):
             tr.step()
             _sync(torch, device)

@@ -20,7 +20,8 @@ Each device event is put in one of :data:`CATEGORIES` from what launched it:
   CUTLASS kernel name) -> ``gemm``; the ``podsim::<region>`` annotation of
   :mod:`podsim.examples.llama` (``norm``, ``rope``, ``swiglu``, ``loss`` -> ``cross_entropy``,
   ``embedding``; ``grad_cast``, ``clip``, ``param_cast`` (a trainer's master-weight work around
-  the optimizer step) -> ``optimizer``; other kernels under ``attention`` -> ``attention_other``:
+  the optimizer step) -> ``optimizer``; a serving step's ``kv_write`` -> ``kv_cache`` and
+  ``sample`` -> ``sampling``; other kernels under ``attention`` -> ``attention_other``:
   grouped-query KV copies; the type casts autocast adds to the GEMM regions -> ``cast``; ``residual`` ->
   ``elementwise``); gradient accumulation -> ``grad_accumulate``; finally the kernel's own name
   (the fused Triton kernels of ``torch.compile`` name their ops: ``rsqrt`` -> ``norm``,
@@ -43,8 +44,8 @@ from ..errors import InputError
 
 #: the categories of device time, in the order reports list them
 CATEGORIES = ("gemm", "attention_fwd", "attention_bwd", "attention_other", "norm", "rope", "swiglu",
-              "cross_entropy", "embedding", "optimizer", "cast", "grad_accumulate", "elementwise", "memcpy",
-              "other")
+              "cross_entropy", "embedding", "optimizer", "kv_cache", "sampling", "cast", "grad_accumulate",
+              "elementwise", "memcpy", "other")
 
 _DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -59,7 +60,8 @@ _GEMM_KERNEL = re.compile(r"gemm|nvjet|xmma|cutlass|cublas|wgmma|ampere_.*_(tn|n
                           re.I)
 _CAST_OP = re.compile(r"^aten::(_to_copy|to|copy_|_copy_from|_copy_from_and_resize)$|ToCopyBackward")
 _REGION = {"norm": "norm", "rope": "rope", "swiglu": "swiglu", "loss": "cross_entropy", "embedding": "embedding",
-           "residual": "elementwise", "grad_cast": "optimizer", "param_cast": "optimizer", "clip": "optimizer"}
+           "residual": "elementwise", "grad_cast": "optimizer", "param_cast": "optimizer", "clip": "optimizer",
+           "kv_write": "kv_cache", "sample": "sampling"}
 #: the kernel name's own word, for kernels no operator or region places (fused Triton kernels)
 _NAME_RULES = ((re.compile(r"adam|multi_tensor|foreach", re.I), "optimizer"),
                (re.compile(r"log_softmax|logsoftmax|nll_loss|cross_entropy", re.I), "cross_entropy"),

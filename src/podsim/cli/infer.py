@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_cluster, count_arg, non_negative_arg
+from .options import add_cluster, count_arg, host_overhead_arg
 
 EPILOG_INFER = """examples:
   podsim infer --model llama2-70b --gpu h100 --tp 4 --batch 1 --prompt-tokens 1024 --output-tokens 128
@@ -44,9 +44,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                    help="weights and GEMMs (fp8: 1-byte weights, fp8 tensor cores); default bf16")
     s.add_argument("--kv-cache-dtype", default=None, choices=["bf16", "fp16", "fp8"],
                    help="the KV cache's element type (default bf16)")
-    s.add_argument("--host-overhead-ms", type=non_negative_arg, default=0.0, metavar="MS",
+    s.add_argument("--host-overhead-ms", type=host_overhead_arg, default=0.0, metavar="MS|eager|cuda-graphs",
                    help="CPU time per step that the GPU waits for (scheduling, input preparation, sampling; "
-                        "default 0)")
+                        "default 0), or eager / cuda-graphs: the host time measured on this GPU for such an "
+                        "engine, by the step's sequences (docs/serving-llm.md, 'Measured serving steps')")
     s.add_argument("--profile", metavar="DIR",
                    help="step times from measured tables in Vidur's profile layout: DIR holds mlp.csv, attention.csv "
                         "(all_reduce.csv for TP > 1, send_recv.csv for PP > 1), or Vidur's compute/<device>/<model>/ "

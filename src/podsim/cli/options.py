@@ -91,6 +91,17 @@ def non_negative_arg(text: str) -> float:
     return bounded_number(text, False, 0, False, "a finite number >= 0")
 
 
+def host_overhead_arg(text: str) -> float | str:
+    """``--host-overhead-ms``: a finite number >= 0 (ms), or ``eager`` / ``cuda-graphs`` (the host
+    time measured on the GPU for such an engine)."""
+    if text in ("eager", "cuda-graphs"):
+        return text
+    try:
+        return non_negative_arg(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number of ms >= 0, eager or cuda-graphs, got {text!r}") from None
+
+
 def progress_line():  # type: ignore[no-untyped-def]
     """A one-line progress display on stderr, only when it is a terminal."""
     if not sys.stderr.isatty():

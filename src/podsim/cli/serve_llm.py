@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .options import (
+    host_overhead_arg,
     add_cluster,
     announce,
     count_arg,
@@ -54,8 +55,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp8"], help="weights and GEMMs")
     s.add_argument("--kv-cache-dtype", default=None, choices=["bf16", "fp16", "fp8"],
                    help="the KV cache's element type (default bf16)")
-    s.add_argument("--host-overhead-ms", type=non_negative_arg, default=0.0, metavar="MS",
-                   help="CPU time per step that the GPU waits for (default 0)")
+    s.add_argument("--host-overhead-ms", type=host_overhead_arg, default=0.0, metavar="MS|eager|cuda-graphs",
+                   help="CPU time per step that the GPU waits for (scheduling, input preparation, sampling; "
+                        "default 0), or eager / cuda-graphs: the host time measured on this GPU for such an "
+                        "engine, by the step's sequences (docs/serving-llm.md, 'Measured serving steps')")
     s.add_argument("--profile", metavar="DIR", help="step times from measured tables in Vidur's profile layout "
                    "(as podsim infer --profile)")
     s.add_argument("--replicas", type=count_arg, default=None, metavar="R", help="model replicas (default 1)")

@@ -45,6 +45,8 @@ class Check:
 
 
 def _config(r: dict) -> str:
+    if r.get("kind") == "serving_step":
+        return r.get("label", "")
     if r.get("kind") == "training_step":
         return (f"{r.get('model')} {r.get('layers')}L s{r.get('seq_len')} b{r.get('micro_batch')} {r.get('mode')} "
                 f"{r.get('attention')} {r.get('optimizer')}" + (" ckpt" if r.get("checkpoint") == "full" else ""))
@@ -150,7 +152,8 @@ _FAMILIES = (("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
              ("megatron_sc21_t2_ZeRO", "Megatron SC'21 Table 2, ZeRO-3 (DeepSpeed 2021; see docs/compute.md)"),
              ("mcore_h100", "Megatron-Core r0.8 weak scaling (H100)"), ("llama3_405b", "Llama 3 405B (H100)"),
              ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth"),
-             ("steps_", "podsim's measured single-GPU training steps"))
+             ("steps_", "podsim's measured single-GPU training steps"),
+             ("serve_", "podsim's measured serving steps"))
 
 
 def format_checks(checks: list[Check], skipped: int) -> str:

@@ -19,7 +19,9 @@
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``;
 * **measured single-GPU training steps** (``kind`` = ``training_step``): the row's Llama shape
-  and configuration on one GPU (:mod:`podsim.llm.single_gpu_steps`).
+  and configuration on one GPU (:mod:`podsim.llm.single_gpu_steps`);
+* **measured serving steps** (``kind`` = ``serving_step``): ``podsim infer``'s step model over
+  the row's prefill, decode or mixed batch on one GPU.
 """
 
 from __future__ import annotations
@@ -269,10 +271,32 @@ def training_step(r: dict) -> float:
     return predict_step_s(step_row(r, r.get("source_loc") or "training steps"))
 
 
+def serving_step(r: dict) -> float:
+    """A measured serving step on one GPU (``benchmarks/gpu/inference_steps.py``), in s: the
+    row's Llama shape, ``podsim infer``'s step model over its chunks, no host overhead (what
+    the measurement says of the host is ``--host-overhead-ms eager|cuda-graphs``)."""
+    from ..llm.model import ModelConfig
+    from ..serving.llm.measured_steps import serving_step_row
+    from ..serving.llm.steps import step_timer
+
+    row = serving_step_row({**r, "kind": r.get("step_kind", "")}, r.get("source_loc") or "serving steps")
+    if not row.gpu:
+        raise InputError(f"row {row.row_id} was measured on {r.get('device_name') or 'a device'!r}, not a GPU podsim "
+                         "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)", row.source)
+    model = ModelConfig(row.model or row.row_id, row.layers, row.hidden, row.heads, row.ffn_hidden, row.vocab,
+                        max(row.prompt_tokens, row.context + 1), kv_heads=row.kv_heads, activation="swiglu",
+                        bias=False, learned_positions=False, tied_embeddings=False, dropout=0.0)
+    timer = step_timer(model, row.gpu, max_batched_tokens=max(8192, sum(n for n, _ in row.chunks)),
+                       max_num_seqs=max(256, len(row.chunks)))
+    return timer.stage_ns(row.chunks) / 1e9
+
+
 def handler(r: dict) -> Callable[..., float] | None:
     """What predicts row ``r`` (None: a row podsim cannot run)."""
     if r.get("kind") == "training_step":
         return training_step
+    if r.get("kind") == "serving_step":
+        return serving_step
     if r["metric"] in INFERENCE and r.get("batch") and r.get("hidden"):
         return inference
     if r["metric"] in THROUGHPUT and r.get("hidden") and r.get("gpus"):

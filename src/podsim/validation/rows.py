@@ -5,7 +5,8 @@ Two sets, told apart in every report:
 * ``fitted`` (``calibration.csv``): the measurements podsim's parameters were fitted to
   (Megatron-LM SC'21 Tables 1-2 on A100, Megatron-Core's H100 weak-scaling table, Llama 3 405B
   on 8K-16K H100, Korthikanti et al.'s memory figures, NCCL bus bandwidths) and podsim's own
-  measured single-GPU training steps (``compute/tables/steps/<gpu>.csv``, where shipped);
+  measured single-GPU training steps (``compute/tables/steps/<gpu>.csv``) and serving steps
+  (``serving/profiles/steps/<gpu>.csv``), where shipped;
 * ``reported`` (``reported.csv``): every other published figure found, never used to set a
   parameter -- podsim's error on them is its error on data it has not seen.
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from ..compute.steps import StepSet, read_steps, shipped_steps
 from ..errors import InputError
 from ..fileio import read_text
+from ..serving.llm.measured_steps import ServingStepSet, read_serving_steps, shipped_serving_steps
 
 #: each set's files (the inference step times are reported rows of their own columns)
 SETS = {"fitted": ("calibration.csv",), "reported": ("reported.csv", "reported_inference.csv")}
@@ -56,6 +58,24 @@ def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
     return out
 
 
+def serving_step_rows(steps: ServingStepSet, set_name: str) -> list[dict[str, str]]:
+    """Measured serving steps (``podsim/serving/llm/measured_steps.py``) as rows to predict:
+    metric ``step_s`` on one GPU, ``kind`` = ``serving_step``; rows that did not run are left out."""
+    prov = steps.provenance
+    where = ", ".join(x for x in (prov.get("device", ""), prov.get("date", "")[:10], f"torch {prov['torch']}"
+                                  if prov.get("torch") else "") if x)
+    out = []
+    for r in steps.rows:
+        if not r.ok:
+            continue
+        d = dict(r.values)
+        d.update(row_id=r.row_id, metric="step_s", value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu, gpus="1",
+                 kind="serving_step", step_kind=r.kind, label=r.label, set=set_name,
+                 source=f"podsim benchmarks/gpu/inference_steps.py ({where})", source_loc=r.source)
+        out.append(d)
+    return out
+
+
 def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     """The rows of one CSV (``#`` lines are comments), each with ``set`` = ``set_name``; a
     training-steps CSV (``benchmarks/gpu/training_steps.py``'s) is read as :func:`step_rows`.
@@ -68,6 +88,8 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
     if "step_ms" in (reader.fieldnames or []) and "metric" not in (reader.fieldnames or []):
+        if "kind" in (reader.fieldnames or []):   # serving steps (benchmarks/gpu/inference_steps.py)
+            return serving_step_rows(read_serving_steps(path), set_name)
         return step_rows(read_steps(path), set_name)
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
@@ -102,4 +124,6 @@ def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[st
         if s == "fitted":   # podsim's own measured training steps (compute/tables/steps/<gpu>.csv)
             for steps in shipped_steps():
                 out += step_rows(steps, s)
+            for serving in shipped_serving_steps():
+                out += serving_step_rows(serving, s)
     return out

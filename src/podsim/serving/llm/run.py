@@ -46,7 +46,7 @@ class ReplicaSpec:
         tp, pp, ep: tensor-parallel GPUs, pipeline stages, expert-parallel degree.
         precision: weights and GEMMs: bf16, fp16 or fp8.
         kv_cache_dtype: the KV cache's element type (None: bf16).
-        host_overhead_ms: CPU time per step the GPU waits for (ms).
+        host_overhead_ms: CPU time per step the GPU waits for (ms), or eager / cuda-graphs (measured).
         cluster: the cluster whose fabric carries the collectives and P/D transfers (None: the
             GPU's preset).
         profile: a folder of measured tables in Vidur's layout (None: podsim's compute model).
@@ -61,7 +61,7 @@ class ReplicaSpec:
     ep: int = 1
     precision: str = "bf16"
     kv_cache_dtype: str | None = None
-    host_overhead_ms: float = 0.0
+    host_overhead_ms: float | str = 0.0
     cluster: str | ClusterSpec | None = None
     profile: str | None = None
     draft_model: ModelConfig | None = None

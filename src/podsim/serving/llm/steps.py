@@ -37,6 +37,7 @@ from ...hardware.cluster import ClusterSpec, build_fabric
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
+from .measured_steps import HostOverhead, host_overhead
 from .timing import Chunk
 
 GIB = 2**30
@@ -67,7 +68,14 @@ class LLMStepTimer:
     max_num_seqs: int
     memory_utilization: float = MEMORY_UTILIZATION
     kv_dtype_bytes: float = 2.0
+    #: the host time of a step by its sequences, measured (``--host-overhead-ms eager|cuda-graphs``);
+    #: None: ``host_ns`` for every step
+    host_table: HostOverhead | None = None
     _per_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+
+    def step_host_ns(self, sequences: int) -> float:
+        """The host's time of a step over ``sequences`` sequences (ns)."""
+        return self.host_table.at(sequences) * 1e6 if self.host_table is not None else float(self.host_ns)
 
     # -- shapes -------------------------------------------------------------------------------
 
@@ -209,7 +217,7 @@ class LLMStepTimer:
         """``stage_ns`` by part (ns): ``gemm``, ``attention``, ``elementwise``, ``communication``
         (TP / EP collectives, the pipeline send), ``output`` (the logits), ``host``."""
         if not batch:
-            return {"host": float(self.host_ns)}
+            return {"host": self.step_host_ns(0)}
         tokens = sum(n for n, _ in batch)
         gemm, elem, comm = self._token_costs(tokens)
         layers = self.layers_per_stage
@@ -218,17 +226,20 @@ class LLMStepTimer:
         out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
         send = float(self.delay.delay_ns(0, self.tp, int(tokens * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
         return {"gemm": layers * gemm, "attention": layers * self._attention_ns(batch), "elementwise": layers * elem,
-                "communication": layers * comm + send, "output": out, "host": float(self.host_ns)}
+                "communication": layers * comm + send, "output": out, "host": self.step_host_ns(seqs)}
 
 
 def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1, ep: int = 1,
-               precision: str = "bf16", cluster: str | ClusterSpec | None = None, host_overhead_ms: float = 0.0,
+               precision: str = "bf16", cluster: str | ClusterSpec | None = None, host_overhead_ms: float | str = 0.0,
                max_batched_tokens: int = 8192, max_num_seqs: int = 256, kv_cache_dtype: str | None = None,
                memory_utilization: float = MEMORY_UTILIZATION, profile: str | None = None) -> LLMStepTimer:
     """The step timer of one replica of ``model`` on TP x PP GPUs of ``gpu`` (``cluster``:
     default the GPU's preset, as ``podsim llm`` picks it).  ``profile``: a folder of measured
     tables in Vidur's layout, whose times replace the compute model's GEMMs, attention,
     element-wise kernels and collectives (:class:`~.vidur_tables.TableStepTimer`).
+    ``host_overhead_ms``: the host time of every step (ms), or ``eager`` / ``cuda-graphs``: the
+    host time measured on the GPU for such an engine, by the step's sequences
+    (:func:`~.measured_steps.host_overhead`).
 
     Raises:
         InputError: for a layout the model cannot take (TP not dividing the heads, PP more than
@@ -262,9 +273,10 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
     kv_bytes = {"fp8": 1.0, None: 2.0, "bf16": 2.0, "fp16": 2.0}.get(kv_cache_dtype)
     if kv_bytes is None:
         raise InputError(f"--kv-cache-dtype must be bf16, fp16 or fp8, got {kv_cache_dtype!r}", where="--kv-cache-dtype")
+    table = host_overhead(spec_gpu.key, host_overhead_ms) if isinstance(host_overhead_ms, str) else None
     timer = LLMStepTimer(model, spec_gpu, tp, pp, ep, precision, cm, planner, FabricDelay(fabric, planner.timer),
-                         int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs, memory_utilization,
-                         kv_bytes)
+                         0 if table is not None else int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs,
+                         memory_utilization, kv_bytes, table)
     if profile is None:
         return timer
     from .vidur_tables import table_step_timer

@@ -559,7 +559,7 @@ class TableStepTimer(LLMStepTimer):
         """``stage_ns`` by part (ns), as :meth:`LLMStepTimer.parts_ns`: ``gemm``, ``attention``,
         ``elementwise``, ``communication`` from the tables; ``output`` and ``host`` from podsim's model."""
         if not batch:
-            return {"host": float(self.host_ns)}
+            return {"host": self.step_host_ns(0)}
         assert self.tables is not None
         tokens = sum(n for n, _ in batch)
         gemm, elem, comm = self._table_costs(tokens)
@@ -576,7 +576,7 @@ class TableStepTimer(LLMStepTimer):
             send = _interp(*self.tables.send_recv, tokens * m.hidden * cm.elem_bytes)
         return {"gemm": layers * gemm, "attention": layers * self.tables.attention_ns(batch),
                 "elementwise": layers * elem, "communication": layers * comm + send, "output": out,
-                "host": float(self.host_ns)}
+                "host": self.step_host_ns(seqs)}
 
 
 def table_step_timer(timer: LLMStepTimer, directory: str | Path, gpus_per_node: int = 8) -> TableStepTimer:
