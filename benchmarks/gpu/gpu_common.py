@@ -68,3 +68,45 @@ def provenance(torch: Any, device: str, argv: list[str]) -> dict[str, str]:
     return p
 
 
+
+
+def add_arguments(ap: Any, name: str, unit: str, steps: int) -> None:
+    """The options both scripts take (``name``: the script's stem, for the default output;
+    ``unit``: what a row measures, for the help; ``steps``: timed steps by default)."""
+    ap.add_argument("--out", default=None, metavar="CSV|DIR",
+                    help=f"the rows (a folder: <folder>/{name}/<gpu>.csv; default benchmarks/gpu/results/"
+                         f"{name}-<quick|gpu>.csv)")
+    ap.add_argument("--quick", action="store_true", help="tiny shapes, the same code path (the tests run it)")
+    ap.add_argument("--device", default=None, choices=["cuda", "cpu"], help="default: cuda, or cpu with --quick")
+    ap.add_argument("--budget-s", type=float, default=480.0, metavar="S",
+                    help=f"device seconds to spend; the {unit}s that would not finish are skipped (default 480)")
+    ap.add_argument("--steps", type=int, default=None, help=f"timed steps per {unit} (default {steps}; quick 3)")
+    ap.add_argument("--only", default=None, metavar="TEXT", help=f"run the {unit}s whose label contains TEXT")
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--debug", action="store_true", help=f"print tracebacks of failed {unit}s")
+
+
+def settle_arguments(args: Any, name: str) -> None:
+    """The defaults that depend on other options: the device (cpu with --quick) and the output."""
+    if args.device is None:
+        args.device = "cpu" if args.quick else "cuda"
+    if args.out is None:
+        args.out = str(ROOT / "benchmarks" / "gpu" / "results" / f"{name}-{'quick' if args.quick else 'gpu'}.csv")
+
+
+def output_path(out: str, name: str, gpu: str, quick: bool) -> Path:
+    """The CSV to write: ``out``, or ``out/<name>/<gpu>.csv`` when ``out`` is a folder (the GPU
+    machine's $OUT, where both scripts write); its folder made."""
+    path = Path(out)
+    if path.is_dir():
+        path = path / name / f"{gpu or ('cpu-quick' if quick else 'unknown-gpu')}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def failure_status(e: BaseException) -> str:
+    """A failed configuration's ``status``: ``oom``, or the error's type and first line."""
+    if "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError":
+        return "oom"
+    first = (str(e).splitlines() or [""])[0]
+    return f"error: {type(e).__name__}: {first[:160]}"

@@ -19,7 +19,7 @@ idle time, the host's time to issue the step, device time by kernel category), t
 memory.  Rows are written after every shape (atomically); a shape that fails is a row with its
 ``status``.  Provenance as ``#`` lines.  Columns: docs/serving-llm.md, "Measured serving steps".
 
-    python benchmarks/gpu/inference_steps.py --out "$OUT"       # the GPU machine: $OUT/<gpu>.csv
+    python benchmarks/gpu/inference_steps.py --out "$OUT"       # the GPU machine: $OUT/inference_steps/<gpu>.csv
     python benchmarks/gpu/inference_steps.py --quick --out /tmp/serve.csv   # CPU, tiny shapes
 
 ``--quick`` runs the same code path on tiny shapes (on the CPU there are no CUDA graphs: those
@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import GIB, ROOT, provenance, quiet_torch  # noqa: E402  (puts the checkout's podsim on the path)
+from gpu_common import (GIB, add_arguments, failure_status, output_path, provenance, quiet_torch,
+                        settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, ServingStep, build  # noqa: E402
@@ -193,10 +194,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     memory = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 64 * GIB
     prov = provenance(torch, device, argv)
     gpu = gpu_key_for_device(prov.get("device", "cpu")) or ""
-    out = Path(args.out)
-    if out.is_dir():
-        out = out / f"{gpu or ('cpu-quick' if quick else 'unknown-gpu')}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = output_path(args.out, "inference_steps", gpu, quick)
     steps = args.steps or (3 if quick else 20)
     shapes = [s for s in plan(quick) if not args.only or args.only in s.label()]
     rows: list[dict] = []
@@ -236,8 +234,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                         model = build(shape, device, dtype=torch.bfloat16).eval()
                     row = measure(torch, model, s, device, steps, Path(tmp))
                 except Exception as e:  # noqa: BLE001 - one shape's failure is its row; the run goes on
-                    oom = "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
-                    row = {"status": "oom" if oom else f"error: {type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+                    row = {"status": failure_status(e)}
                     if args.debug:
                         traceback.print_exc()
                 rows.append({**base, **row})
@@ -258,27 +255,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="columns: docs/serving-llm.md, 'Measured serving steps'")
-    ap.add_argument("--out", default=None, metavar="CSV|DIR",
-                    help="the rows (a folder: <folder>/<gpu>.csv; default benchmarks/gpu/results/"
-                         "inference_steps-<quick|gpu>.csv)")
-    ap.add_argument("--quick", action="store_true", help="tiny shapes, the same code path (the tests run it)")
-    ap.add_argument("--device", default=None, choices=["cuda", "cpu"], help="default: cuda, or cpu with --quick")
-    ap.add_argument("--budget-s", type=float, default=480.0, metavar="S",
-                    help="device seconds to spend; the shapes left when it runs out are skipped (default 480)")
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per shape (default 20; quick 3)")
-    ap.add_argument("--only", default=None, metavar="TEXT", help="run the shapes whose label contains TEXT")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--debug", action="store_true", help="print tracebacks of failed shapes")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="columns: docs/serving-llm.md, 'Measured serving steps'")
+    add_arguments(ap, "inference_steps", "step shape", 20)
     args = ap.parse_args(argv)
-    if args.device is None:
-        args.device = "cpu" if args.quick else "cuda"
-    if args.out is None:
-        args.out = str(ROOT / "benchmarks" / "gpu" / "results" /
-                       f"inference_steps-{'quick' if args.quick else 'gpu'}.csv")
+    settle_arguments(args, "inference_steps")
     return run(args, argv)
-
 
 if __name__ == "__main__":
     sys.exit(main())

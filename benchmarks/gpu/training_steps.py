@@ -27,7 +27,7 @@ it holds each configuration's longest kernels by category.  Columns: docs/comput
 "Measured training steps".
 
     python benchmarks/gpu/training_steps.py --out src/podsim/compute/tables/steps/h100-80gb.csv
-    python benchmarks/gpu/training_steps.py --out "$OUT"      # the GPU machine: $OUT/<gpu>.csv
+    python benchmarks/gpu/training_steps.py --out "$OUT"      # the GPU machine: $OUT/training_steps/<gpu>.csv
     python benchmarks/gpu/training_steps.py --quick --out /tmp/steps.csv     # CPU, tiny shapes, ~1 min
 
 ``--quick`` runs the same code path on tiny shapes (on the CPU unless ``--device cuda``;
@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import GIB, ROOT, provenance, quiet_torch  # noqa: E402  (puts the checkout's podsim on the path)
+from gpu_common import (GIB, ROOT, add_arguments, failure_status, output_path, provenance, quiet_torch,
+                        settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, batch, build  # noqa: E402
@@ -331,10 +332,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     steps = args.steps or (3 if quick else 10)
     warmup = args.warmup or (1 if quick else 3)
     compile_backend = "aot_eager" if quick and device == "cpu" else "inductor"
-    out = Path(args.out)
-    if out.is_dir():   # a folder (the GPU machine's $OUT): the file is named for the GPU
-        out = out / f"{gpu or ('cpu-quick' if quick else 'unknown-gpu')}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = output_path(args.out, "training_steps", gpu, quick)
     rows: list[dict] = []
     detail: dict[str, Any] = {"provenance": prov, "configs": {}}
     start = time.perf_counter()
@@ -364,8 +362,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             try:
                 row, top = measure(torch, c, device, steps, warmup, compile_backend, Path(tmp))
             except Exception as e:  # noqa: BLE001 - one configuration's failure is its row; the run goes on
-                oom = "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
-                row = {"status": "oom" if oom else f"error: {type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+                row = {"status": failure_status(e)}
                 if args.debug:
                     traceback.print_exc()
             if c.trace and row.get("status") == "ok":
@@ -401,30 +398,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="columns: docs/compute.md, 'Measured training steps'")
-    ap.add_argument("--out", default=None, metavar="CSV|DIR",
-                    help="the rows (a folder: <folder>/<gpu>.csv; default benchmarks/gpu/results/"
-                         "training_steps-<quick|gpu>.csv); a JSON of the longest kernels is written beside it")
-    ap.add_argument("--quick", action="store_true", help="tiny shapes, the same code path (the tests run it)")
-    ap.add_argument("--device", default=None, choices=["cuda", "cpu"],
-                    help="default: cuda, or cpu with --quick")
-    ap.add_argument("--budget-s", type=float, default=480.0, metavar="S",
-                    help="device seconds to spend; configurations that would not finish are skipped (default 480)")
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per configuration (default 10; quick 3)")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="columns: docs/compute.md, 'Measured training steps'")
+    add_arguments(ap, "training_steps", "configuration", 10)
     ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3; quick 1)")
-    ap.add_argument("--only", default=None, metavar="TEXT", help="run the configurations whose label contains TEXT")
     ap.add_argument("--no-trace", action="store_true", help="skip the podsim trace capture and replay")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--debug", action="store_true", help="print tracebacks of failed configurations")
     args = ap.parse_args(argv)
-    if args.device is None:
-        args.device = "cpu" if args.quick else "cuda"
-    if args.out is None:
-        args.out = str(ROOT / "benchmarks" / "gpu" / "results" /
-                       f"training_steps-{'quick' if args.quick else 'gpu'}.csv")
+    settle_arguments(args, "training_steps")
     return run(args, argv)
-
 
 if __name__ == "__main__":
     sys.exit(main())

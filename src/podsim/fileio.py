@@ -81,3 +81,56 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.6g}"
+    return str(v)
+
+
+def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str], columns: tuple[str, ...],
+                       rows: list[dict]) -> None:
+    """A CSV of measurements, atomically: a ``# title`` line, the provenance as ``# key: value``
+    lines, the header and the rows (dicts keyed by ``columns``; missing keys empty, NaN empty,
+    floats to 6 significant digits).
+
+    Raises:
+        ValueError: a row with a key outside ``columns`` (a programming error).
+    """
+    import csv
+    import io
+
+    buf = io.StringIO()
+    buf.write(f"# {title}\n")
+    for k, v in provenance.items():
+        buf.write(f"# {k}: {str(v).replace(chr(10), ' ')}\n")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        unknown = sorted(set(r) - set(columns))
+        if unknown:
+            raise ValueError(f"unknown column {unknown[0]!r}")
+        w.writerow([_cell(r.get(c)) for c in columns])
+    atomic_write_text(path, buf.getvalue())
+
+
+def read_measured_csv(path: Path | str, what: str) -> tuple[dict[str, str], list[str]]:
+    """The provenance (``# key: value`` lines; other ``#`` lines are comments) and the CSV lines
+    (header first) of a file :func:`write_measured_csv` wrote.
+
+    Raises:
+        InputError: the file cannot be read.
+    """
+    prov: dict[str, str] = {}
+    lines = []
+    for ln in read_text(path, what).splitlines():
+        if ln.lstrip().startswith("#"):
+            key, sep, val = ln.lstrip()[1:].partition(":")
+            if sep and key.strip() and " " not in key.strip():
+                prov[key.strip()] = val.strip()
+        elif ln.strip():
+            lines.append(ln)
+    return prov, lines

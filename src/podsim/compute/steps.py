@@ -17,7 +17,6 @@ Columns and units: docs/compute.md, "Measured training steps".
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from ..capture.breakdown import CATEGORIES
 from ..errors import InputError
-from ..fileio import atomic_write_text, read_text
+from ..fileio import read_measured_csv, write_measured_csv
 
 #: what a row says of its configuration (strings and counts)
 CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
@@ -106,29 +105,11 @@ def gpu_key_for_device(name: str) -> str | None:
     return None
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
-
-
 def write_steps(path: str | Path, rows: list[dict], provenance: dict[str, str]) -> None:
     """Write ``rows`` (dicts keyed by :data:`COLUMNS`; missing keys are empty) under the
     provenance lines, atomically."""
-    buf = io.StringIO()
-    buf.write("# podsim measured training steps v1 (benchmarks/gpu/training_steps.py; columns: docs/compute.md)\n")
-    for k, v in provenance.items():
-        buf.write(f"# {k}: {str(v).replace(chr(10), ' ')}\n")
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in rows:
-        unknown = sorted(set(r) - set(COLUMNS))
-        if unknown:
-            raise ValueError(f"unknown step column {unknown[0]!r}")
-        w.writerow([_fmt(r.get(c)) for c in COLUMNS])
-    atomic_write_text(path, buf.getvalue())
+    write_measured_csv(path, "podsim measured training steps v1 (benchmarks/gpu/training_steps.py; columns: "
+                       "docs/compute.md)", provenance, COLUMNS, rows)
 
 
 def _number(v: str, src: str, where: str, col: str) -> float:
@@ -152,16 +133,7 @@ def read_steps(path: str | Path) -> StepSet:
             non-numeric measurement, or an ``ok`` row without its step time.
     """
     src = str(path)
-    text = read_text(path, "training-steps file")
-    prov: dict[str, str] = {}
-    lines = []
-    for ln in text.splitlines():
-        if ln.lstrip().startswith("#"):
-            key, sep, val = ln.lstrip()[1:].partition(":")
-            if sep and key.strip() and " " not in key.strip():
-                prov[key.strip()] = val.strip()
-        elif ln.strip():
-            lines.append(ln)
+    prov, lines = read_measured_csv(path, "training-steps file")
     reader = csv.DictReader(lines)
     need = [c for c in ("model", "layers", "hidden", "heads", "seq_len", "micro_batch", "mode", "status", "step_ms")
             if c not in (reader.fieldnames or [])]

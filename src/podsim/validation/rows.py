@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..compute.steps import StepSet, read_steps, shipped_steps
 from ..errors import InputError
@@ -39,10 +41,11 @@ COUNTS = {**dict.fromkeys(("layers", "hidden", "heads", "ffn_hidden", "vocab", "
 MAX_COUNT = 2**31
 
 
-def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
-    """Measured training steps (``podsim/compute/steps.py``) as rows to predict: metric
-    ``step_time_s`` on one GPU, ``kind`` = ``training_step``; rows that did not run (``status``
-    other than ``ok``) are left out."""
+def _measured(steps: StepSet | ServingStepSet, set_name: str, kind: str, metric: str, script: str,
+              extra: Callable[[Any], dict[str, str]]) -> list[dict[str, str]]:
+    """podsim's own measurements as rows to predict, ``ok`` rows only: each row's columns, and
+    ``metric`` (its ``step_ms`` in s) on one GPU, ``kind``, the source (``script`` and the
+    provenance) and what ``extra`` adds."""
     prov = steps.provenance
     where = ", ".join(x for x in (prov.get("device", ""), prov.get("date", "")[:10], f"torch {prov['torch']}"
                                   if prov.get("torch") else "") if x)
@@ -51,29 +54,24 @@ def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
         if not r.ok:
             continue
         d = dict(r.values)
-        d.update(row_id=r.row_id, metric="step_time_s", value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu,
-                 gpus="1", kind="training_step", set=set_name,
-                 source=f"podsim benchmarks/gpu/training_steps.py ({where})", source_loc=r.source)
+        d.update(row_id=r.row_id, metric=metric, value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu, gpus="1",
+                 kind=kind, set=set_name, source=f"podsim {script} ({where})", source_loc=r.source, **extra(r))
         out.append(d)
     return out
+
+
+def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
+    """Measured training steps (``podsim/compute/steps.py``): metric ``step_time_s``, ``kind``
+    ``training_step``."""
+    return _measured(steps, set_name, "training_step", "step_time_s", "benchmarks/gpu/training_steps.py",
+                     lambda r: {})
 
 
 def serving_step_rows(steps: ServingStepSet, set_name: str) -> list[dict[str, str]]:
-    """Measured serving steps (``podsim/serving/llm/measured_steps.py``) as rows to predict:
-    metric ``step_s`` on one GPU, ``kind`` = ``serving_step``; rows that did not run are left out."""
-    prov = steps.provenance
-    where = ", ".join(x for x in (prov.get("device", ""), prov.get("date", "")[:10], f"torch {prov['torch']}"
-                                  if prov.get("torch") else "") if x)
-    out = []
-    for r in steps.rows:
-        if not r.ok:
-            continue
-        d = dict(r.values)
-        d.update(row_id=r.row_id, metric="step_s", value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu, gpus="1",
-                 kind="serving_step", step_kind=r.kind, label=r.label, set=set_name,
-                 source=f"podsim benchmarks/gpu/inference_steps.py ({where})", source_loc=r.source)
-        out.append(d)
-    return out
+    """Measured serving steps (``podsim/serving/llm/measured_steps.py``): metric ``step_s``,
+    ``kind`` ``serving_step`` (the step's own kind as ``step_kind``)."""
+    return _measured(steps, set_name, "serving_step", "step_s", "benchmarks/gpu/inference_steps.py",
+                     lambda r: {"step_kind": r.kind, "label": r.label})
 
 
 def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:

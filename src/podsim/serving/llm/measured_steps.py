@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import csv
-import io
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from ...capture.breakdown import CATEGORIES
 from ...errors import InputError
-from ...fileio import atomic_write_text, read_text
+from ...fileio import read_measured_csv, write_measured_csv
 
 CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                   "precision", "kind", "batch", "prompt_tokens", "context", "decodes", "step_tokens", "mode",
@@ -106,28 +105,10 @@ class ServingStepSet:
     rows: list[ServingStepRow]
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
-
-
 def write_serving_steps(path: str | Path, rows: list[dict], provenance: dict[str, str]) -> None:
     """Write ``rows`` (dicts keyed by :data:`COLUMNS`) under the provenance lines, atomically."""
-    buf = io.StringIO()
-    buf.write("# podsim measured serving steps v1 (benchmarks/gpu/inference_steps.py; columns: docs/serving-llm.md)\n")
-    for k, v in provenance.items():
-        buf.write(f"# {k}: {str(v).replace(chr(10), ' ')}\n")
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in rows:
-        unknown = sorted(set(r) - set(COLUMNS))
-        if unknown:
-            raise ValueError(f"unknown serving-step column {unknown[0]!r}")
-        w.writerow([_fmt(r.get(c)) for c in COLUMNS])
-    atomic_write_text(path, buf.getvalue())
+    write_measured_csv(path, "podsim measured serving steps v1 (benchmarks/gpu/inference_steps.py; columns: "
+                       "docs/serving-llm.md)", provenance, COLUMNS, rows)
 
 
 def _count(r: dict[str, str], col: str, src: str, where: str, lo: int = 1) -> int:
@@ -184,16 +165,7 @@ def read_serving_steps(path: str | Path) -> ServingStepSet:
         InputError: a missing column, or a bad row (:func:`serving_step_row`).
     """
     src = str(path)
-    text = read_text(path, "serving-steps file")
-    prov: dict[str, str] = {}
-    lines = []
-    for ln in text.splitlines():
-        if ln.lstrip().startswith("#"):
-            key, sep, val = ln.lstrip()[1:].partition(":")
-            if sep and key.strip() and " " not in key.strip():
-                prov[key.strip()] = val.strip()
-        elif ln.strip():
-            lines.append(ln)
+    prov, lines = read_measured_csv(path, "serving-steps file")
     reader = csv.DictReader(lines)
     need = [c for c in ("model", "layers", "hidden", "heads", "kind", "batch", "mode", "status", "step_ms")
             if c not in (reader.fieldnames or [])]
