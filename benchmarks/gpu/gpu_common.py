@@ -110,3 +110,17 @@ def failure_status(e: BaseException) -> str:
         return "oom"
     first = (str(e).splitlines() or [""])[0]
     return f"error: {type(e).__name__}: {first[:160]}"
+
+
+def open_device(args: Any, name: str) -> tuple[Any, float]:
+    """torch (its known warnings quiet unless --debug) and the device's memory in bytes (64 GiB
+    taken for a CPU); exits with status 2 when --device cuda finds no GPU."""
+    from podsim.optional import require
+
+    torch = require("torch", f"{name} (measuring steps)")
+    if not args.debug:
+        quiet_torch(torch)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"{name}: no CUDA device visible to PyTorch (use --quick for the CPU check)", file=sys.stderr)
+        raise SystemExit(2)
+    return torch, (torch.cuda.get_device_properties(0).total_memory if args.device == "cuda" else 64.0 * GIB)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import (GIB, add_arguments, failure_status, output_path, provenance, quiet_torch,
+from gpu_common import (GIB, add_arguments, failure_status, open_device, output_path, provenance,
                         settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device  # noqa: E402
@@ -181,17 +181,9 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    from podsim.optional import require
-
-    torch = require("torch", "measuring serving steps")
-    if not args.debug:
-        quiet_torch(torch)
+    torch, memory = open_device(args, "inference_steps")
     device = args.device
-    if device == "cuda" and not torch.cuda.is_available():
-        print("inference_steps: no CUDA device visible to PyTorch (use --quick for the CPU check)", file=sys.stderr)
-        return 2
     quick = args.quick
-    memory = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 64 * GIB
     prov = provenance(torch, device, argv)
     gpu = gpu_key_for_device(prov.get("device", "cpu")) or ""
     out = output_path(args.out, "inference_steps", gpu, quick)

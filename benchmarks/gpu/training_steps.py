@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import (GIB, ROOT, add_arguments, failure_status, output_path, provenance, quiet_torch,
+from gpu_common import (GIB, ROOT, add_arguments, failure_status, open_device, output_path, provenance,
                         settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
@@ -311,17 +311,9 @@ def replay_ms(doc: dict) -> float:
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    from podsim.optional import require
-
-    torch = require("torch", "measuring training steps")
-    if not args.debug:
-        quiet_torch(torch)
+    torch, memory = open_device(args, "training_steps")
     device = args.device
-    if device == "cuda" and not torch.cuda.is_available():
-        print("training_steps: no CUDA device visible to PyTorch (use --quick for the CPU check)", file=sys.stderr)
-        return 2
     quick = args.quick
-    memory = torch.cuda.get_device_properties(0).total_memory if device == "cuda" else 64 * GIB
     configs = plan(memory, quick)
     if args.only:
         configs = [c for c in configs if args.only in c.label()]

@@ -134,3 +134,12 @@ def read_measured_csv(path: Path | str, what: str) -> tuple[dict[str, str], list
         elif ln.strip():
             lines.append(ln)
     return prov, lines
+
+
+def package_files(package: str, folder: str, suffix: str = ".csv") -> list[Path]:
+    """The files ending in ``suffix`` of a data folder shipped inside ``package`` (``podsim.compute``,
+    ``tables/steps``), sorted by name; none when the folder is not there."""
+    from importlib import resources
+
+    root = Path(str(resources.files(package) / folder))
+    return sorted(root.glob(f"*{suffix}")) if root.is_dir() else []

@@ -20,12 +20,11 @@ import csv
 import math
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from ..capture.breakdown import CATEGORIES
 from ..errors import InputError
-from ..fileio import read_measured_csv, write_measured_csv
+from ..fileio import package_files, read_measured_csv, write_measured_csv
 
 #: what a row says of its configuration (strings and counts)
 CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
@@ -179,11 +178,9 @@ def step_row(values: dict[str, str | None], src: str = "training steps", where: 
 
 def shipped_path(gpu: str) -> Path | None:
     """The shipped measured steps of podsim GPU ``gpu`` (``compute/tables/steps/<gpu>.csv``), or None."""
-    p = resources.files("podsim.compute") / "tables" / "steps" / f"{gpu}.csv"
-    return Path(str(p)) if p.is_file() else None
+    return next((p for p in package_files("podsim.compute", "tables/steps") if p.stem == gpu), None)
 
 
 def shipped_steps() -> list[StepSet]:
-    """Every shipped training-steps file (one per measured GPU), by GPU key."""
-    folder = Path(str(resources.files("podsim.compute") / "tables" / "steps"))
-    return [read_steps(p) for p in sorted(folder.glob("*.csv"))] if folder.is_dir() else []
+    """Every shipped training-steps file (one per measured GPU)."""
+    return [read_steps(p) for p in package_files("podsim.compute", "tables/steps")]

@@ -25,12 +25,11 @@ import bisect
 import csv
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from ...capture.breakdown import CATEGORIES
 from ...errors import InputError
-from ...fileio import read_measured_csv, write_measured_csv
+from ...fileio import package_files, read_measured_csv, write_measured_csv
 
 CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                   "precision", "kind", "batch", "prompt_tokens", "context", "decodes", "step_tokens", "mode",
@@ -176,15 +175,13 @@ def read_serving_steps(path: str | Path) -> ServingStepSet:
 
 
 def shipped_path(gpu: str) -> Path | None:
-    """The shipped measured serving steps of podsim GPU ``gpu``, or None."""
-    p = resources.files("podsim.serving") / "profiles" / "steps" / f"{gpu}.csv"
-    return Path(str(p)) if p.is_file() else None
+    """The shipped measured serving steps of podsim GPU ``gpu`` (``serving/profiles/steps/<gpu>.csv``), or None."""
+    return next((p for p in package_files("podsim.serving", "profiles/steps") if p.stem == gpu), None)
 
 
 def shipped_serving_steps() -> list[ServingStepSet]:
-    """Every shipped serving-steps file."""
-    folder = Path(str(resources.files("podsim.serving") / "profiles" / "steps"))
-    return [read_serving_steps(p) for p in sorted(folder.glob("*.csv"))] if folder.is_dir() else []
+    """Every shipped serving-steps file (one per measured GPU)."""
+    return [read_serving_steps(p) for p in package_files("podsim.serving", "profiles/steps")]
 
 
 @dataclass(frozen=True)
