@@ -365,3 +365,16 @@ def test_the_example_shapes_are_llama_3s() -> None:
     assert SHAPES["llama3-8b"].params() / 1e9 == pytest.approx(8.03, abs=0.005)
     assert SHAPES["llama3-70b"].params() / 1e9 == pytest.approx(70.55, abs=0.05)
     assert SHAPES["llama3-8b"].head_dim == SHAPES["llama3-70b"].head_dim == 128
+
+
+@pytest.mark.parametrize("script", ["training_steps.py", "inference_steps.py"])
+def test_a_gpu_run_without_a_gpu_says_so(script: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    torch = __import__("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / script), "--out", str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "no CUDA device visible to PyTorch" in done.stderr
+    assert "Traceback" not in done.stderr and not list(tmp_path.iterdir())
