@@ -257,7 +257,8 @@ def test_in_step_efficiency_is_read_off_the_measured_kernels(tmp_path: Path, mon
     p = tmp_path / "h100-80gb.csv"
     write_steps(p, _synthetic_rows(0.8, 0.7), {"device": "NVIDIA H100 80GB HBM3"})
     got = sgs.in_step_efficiency(read_steps(p).rows, "h100-80gb")
-    assert got == {"gemm_efficiency": pytest.approx(0.8, abs=1e-3), "attention_efficiency": pytest.approx(0.7, abs=1e-3)}
+    assert got == {"gemm_efficiency": pytest.approx(0.8, abs=1e-3),
+                   "attention_efficiency": pytest.approx(0.7, abs=1e-3)}
     # a stack.yaml value 'measured' reads the GPU's shipped rows
     monkeypatch.setattr(sgs, "shipped_path", lambda gpu: p if gpu == "h100-80gb" else None)
     sgs.shipped_efficiency.cache_clear()

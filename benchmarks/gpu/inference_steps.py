@@ -247,7 +247,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="columns: docs/serving-llm.md, 'Measured serving steps'")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="columns: docs/serving-llm.md, 'Measured serving steps'")
     add_arguments(ap, "inference_steps", "step shape", 20)
     args = ap.parse_args(argv)
     settle_arguments(args, "inference_steps")

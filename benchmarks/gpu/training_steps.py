@@ -59,6 +59,7 @@ from gpu_common import (GIB, ROOT, add_arguments, failure_status, open_device, o
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, batch, build  # noqa: E402
+from podsim.fileio import atomic_write_text  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     warmup = args.warmup or (1 if quick else 3)
     compile_backend = "aot_eager" if quick and device == "cpu" else "inductor"
     out = output_path(args.out, "training_steps", gpu, quick)
+    side = out.with_suffix(".json")
     rows: list[dict] = []
     detail: dict[str, Any] = {"provenance": prov, "configs": {}}
     start = time.perf_counter()
@@ -368,7 +370,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                         traceback.print_exc()
             rows.append({**base, **row})
             detail["configs"][c.label()] = top
-            write_steps(out, rows, prov)
+            write_steps(out, rows, prov)   # after every configuration: a run cut short keeps what it measured
+            atomic_write_text(side, json.dumps(detail, indent=1) + "\n")
             say(f"  [{i + 1}/{len(configs)}] {c.label()}: {row.get('status')}, step {row.get('step_ms', '-')} ms, "
                 f"peak {row.get('peak_mem_gib', '-')} GiB, idle {row.get('idle_ms', '-')} ms "
                 f"({time.perf_counter() - t:.1f} s)")
@@ -378,10 +381,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             if device == "cuda":
                 torch.cuda.empty_cache()
     write_steps(out, rows, prov)
-    side = out.with_suffix(".json")
-    tmp_side = side.with_name(side.name + ".tmp")
-    tmp_side.write_text(json.dumps(detail, indent=1) + "\n")
-    tmp_side.replace(side)
+    atomic_write_text(side, json.dumps(detail, indent=1) + "\n")
     ok = sum(r.get("status") == "ok" for r in rows)
     say(f"training_steps: {ok} of {len(rows)} configurations measured in {time.perf_counter() - start:.0f} s; "
         f"wrote {out} and {side}")
@@ -390,7 +390,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="columns: docs/compute.md, 'Measured training steps'")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="columns: docs/compute.md, 'Measured training steps'")
     add_arguments(ap, "training_steps", "configuration", 10)
     ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3; quick 1)")
     ap.add_argument("--no-trace", action="store_true", help="skip the podsim trace capture and replay")
