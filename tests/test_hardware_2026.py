@@ -221,3 +221,50 @@ def test_every_gpu_has_its_own_platform() -> None:
 def test_dgx_fabrics(name) -> None:
     fab = build_fabric(load_cluster(name), 144)   # 144 / 8 = 18 servers, one NIC per GPU
     assert fab.num_servers == 18 and fab.gpus_per_node == 8 and nic_cables(fab) == 144
+
+
+# ---- the GPU registry: aliases and default presets are data (gpus.yaml) --------------------
+
+#: every alias users script against (the names podsim has taken since issue #12)
+OLD_ALIASES = {"a100": "a100-80gb", "h100": "h100-80gb", "v100": "v100-32gb", "a100-sxm4-80gb": "a100-80gb",
+               "a100-sxm4-40gb": "a100-40gb", "h100-sxm5-80gb": "h100-80gb", "h100-sxm": "h100-80gb",
+               "b200 (hgx)": "b200", "b200-sxm-180gb": "b200", "hgx-b200": "b200", "h200-sxm-141gb": "h200",
+               "h200-sxm": "h200", "gb200-nvl72": "gb200", "gb200 nvl72": "gb200", "b200 (gb200)": "gb200",
+               "gb300-nvl72": "gb300", "gb300 nvl72": "gb300", "b300 (gb300)": "gb300", "blackwell-ultra": "gb300",
+               "b300-sxm6-ac": "b300", "b300 sxm6 ac": "b300", "hgx-b300": "b300", "b300 (hgx)": "b300",
+               "mi300": "mi300x", "amd instinct mi300x": "mi300x", "instinct-mi300x": "mi300x"}
+
+
+@pytest.mark.parametrize("alias, key", sorted(OLD_ALIASES.items()))
+def test_every_alias_still_names_its_gpu(alias: str, key: str) -> None:
+    assert get_gpu(alias).key == key and get_gpu(alias.upper()).key == key
+
+
+def test_every_shipped_gpu_names_a_preset_that_exists() -> None:
+    from podsim.hardware.gpu import gpu_specs
+    for key, spec in gpu_specs().items():
+        assert spec.preset in preset_names(), key
+
+
+def test_a_gpu_without_a_preset_needs_a_cluster(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from podsim.errors import InputError
+    from podsim.hardware.gpu import gpu_specs
+    from podsim.llm import get_model
+    from podsim.llm.layout import Layout
+    from podsim.llm.run import simulate_training
+
+    new = replace(get_gpu("h100"), key="h100-new", name="H100 (new)", preset="", aliases=())
+    lay = Layout(8, tp=8, global_batch=8, seq_len=2048)
+    with pytest.raises(InputError, match="no cluster preset for GPU h100-new .* give --cluster"):
+        simulate_training(get_model("gpt3-1.3b"), lay, new, record_timeline=False)
+    got = simulate_training(get_model("gpt3-1.3b"), lay, new, "dgx-h100", record_timeline=False)
+    assert got.cluster == "dgx-h100"
+    # an alias that names two GPUs is refused, naming both
+    p = tmp_path / "gpus.yaml"
+    entry = ("  name: X\n  memory_gib: 80\n  hbm_bandwidth: 3000 GB/s\n  nvlink_bandwidth: 450 GB/s\n"
+             "  peak_tflops: {bf16: 900}\n  aliases: [fast]\n")
+    p.write_text("a:\n" + entry + "b:\n" + entry)
+    with pytest.raises(InputError, match="alias 'fast' names both a and b"):
+        gpu_specs(p)

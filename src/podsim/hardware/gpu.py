@@ -21,7 +21,7 @@ from ..units import parse_bandwidth
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 _REQUIRED = ("name", "memory_gib", "hbm_bandwidth", "nvlink_bandwidth", "peak_tflops")
 _OPTIONAL = ("efficiency", "sources", "nvlink_generation", "sm_count", "boost_clock_mhz", "tdp_w", "vendor",
-             "architecture")
+             "architecture", "aliases", "preset")
 _KEYS = frozenset(_REQUIRED + _OPTIONAL)
 _VENDORS = ("nvidia", "amd")
 #: what a dtype falls back to on a GPU without it (fp4 -> fp8 -> bf16)
@@ -77,6 +77,10 @@ class GpuSpec:
     efficiency_scale: dict = field(default_factory=dict)
     #: parameter -> the GPU whose published kernels stood in for this one's (the same die)
     efficiency_measured_as: dict = field(default_factory=dict)
+    #: other names users give it (``h100``); lower case
+    aliases: tuple[str, ...] = ()
+    #: the cluster preset a run on this GPU uses without --cluster ("": --cluster is needed)
+    preset: str = ""
 
     def peak(self, dtype: str) -> float:
         """Dense peak in FLOP per ns (= TFLOP/s x 1000) for ``dtype``.  A GPU without fp4 (or
@@ -178,6 +182,12 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
     if vendor not in _VENDORS:
         e = unknown_key_error(str(vendor), _VENDORS, source, what="vendor")
         raise InputError(e.message, source, f"{key}.vendor")
+    aliases = d.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(x, str) and x.strip() for x in aliases):
+        raise InputError("expected a list of names", source, f"{key}.aliases")
+    preset = d.get("preset") or ""
+    if not isinstance(preset, str):
+        raise InputError(f"expected the name of a cluster preset, got {preset!r}", source, f"{key}.preset")
     opt = {}
     for k, integer in (("nvlink_generation", True), ("sm_count", True), ("boost_clock_mhz", False),
                        ("tdp_w", False)):
@@ -188,7 +198,8 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
                    parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
                    {str(k): float(v) for k, v in peaks.items()}, dict(eff), tuple(sources),
                    vendor=str(vendor), architecture=str(d.get("architecture", "")), efficiency_from=eff_from,
-                   efficiency_scale=scale, efficiency_measured_as=measured_as, **opt)
+                   efficiency_scale=scale, efficiency_measured_as=measured_as,
+                   aliases=tuple(a.strip().lower() for a in aliases), preset=preset.strip(), **opt)
 
 
 #: the compute-model parameters a derived fit may scale
@@ -262,17 +273,16 @@ def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
         raise yaml_error(e, source, column=False) from None
     if not isinstance(data, dict):
         raise InputError("expected a mapping of GPU key -> spec", source)
-    return {str(key): _spec(str(key), d, data, source) for key, d in data.items()}
+    specs = {str(key): _spec(str(key), d, data, source) for key, d in data.items()}
+    seen: dict[str, str] = {}
+    for key, spec in specs.items():
+        for name in spec.aliases:
+            other = seen.get(name) or (name if name in specs and name != key else None)
+            if other is not None:
+                raise InputError(f"alias {name!r} names both {other} and {key}", source, f"{key}.aliases")
+            seen[name] = key
+    return specs
 
-
-_ALIASES = {"a100": "a100-80gb", "h100": "h100-80gb", "v100": "v100-32gb", "a100-sxm4-80gb": "a100-80gb",
-            "a100-sxm4-40gb": "a100-40gb", "h100-sxm5-80gb": "h100-80gb", "h100-sxm": "h100-80gb",
-            "b200 (hgx)": "b200", "b200-sxm-180gb": "b200", "hgx-b200": "b200",
-            "h200-sxm-141gb": "h200", "h200-sxm": "h200",
-            "gb200-nvl72": "gb200", "gb200 nvl72": "gb200", "b200 (gb200)": "gb200",
-            "gb300-nvl72": "gb300", "gb300 nvl72": "gb300", "b300 (gb300)": "gb300", "blackwell-ultra": "gb300",
-            "b300-sxm6-ac": "b300", "b300 sxm6 ac": "b300", "hgx-b300": "b300", "b300 (hgx)": "b300",
-            "mi300": "mi300x", "amd instinct mi300x": "mi300x", "instinct-mi300x": "mi300x"}
 
 
 def get_gpu(name: str) -> GpuSpec:
@@ -283,7 +293,8 @@ def get_gpu(name: str) -> GpuSpec:
     """
     specs = gpu_specs()
     key = name.lower()
-    key = _ALIASES.get(key, key)
+    if key not in specs:
+        key = next((k for k, sp in specs.items() if key in sp.aliases), key)
     if key not in specs:
         by_name = {s.name.lower(): k for k, s in specs.items()}
         key = by_name.get(name.lower(), key)

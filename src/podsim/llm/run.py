@@ -40,11 +40,6 @@ from .model import ModelConfig
 from .ops import LayerCosts
 from .stack import Stack
 
-_PRESET_FOR_GPU = {"a100-80gb": "dgx-a100-superpod", "a100-40gb": "azure-nd-a100-v4", "h100-80gb": "dgx-h100",
-                   "h200": "dgx-h200", "b200": "dgx-b200", "b300": "dgx-b300", "gb200": "gb200-nvl72",
-                   "gb300": "gb300-nvl72", "mi300x": "mi300x-platform"}
-
-
 @dataclass
 class TrainingResult:
     """What one simulated iteration says."""
@@ -163,7 +158,10 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
     if isinstance(cluster, ClusterSpec):
         spec = cluster
     else:
-        spec = load_cluster(cluster or _PRESET_FOR_GPU.get(gpu.key, "dgx-a100-superpod"))
+        if cluster is None and not gpu.preset:
+            raise InputError(f"no cluster preset for GPU {gpu.key} ({gpu.name}): give --cluster (a preset or a cluster "
+                             "YAML), or a `preset:` in its GPU entry", where="--cluster")
+        spec = load_cluster(cluster or gpu.preset)
     if gpus_per_node is None and nic_bandwidth is None:
         return spec
     inter = dict(spec.inter)
