@@ -40,12 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compute.steps import CATEGORIES
 from ..errors import InputError
 
-#: the categories of device time, in the order reports list them
-CATEGORIES = ("gemm", "attention_fwd", "attention_bwd", "attention_other", "norm", "rope", "swiglu",
-              "cross_entropy", "embedding", "optimizer", "kv_cache", "sampling", "cast", "grad_accumulate",
-              "elementwise", "memcpy", "other")
 
 _DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")

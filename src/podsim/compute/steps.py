@@ -4,7 +4,7 @@ A row is one configuration of a Llama-shaped decoder (``podsim.examples.llama``)
 GPU: its shape, sequence length and micro-batch, how it ran (``mode``: eager | compile;
 ``attention``: the SDPA backend, flash | cudnn | math; ``optimizer``: AdamW fused | foreach;
 ``checkpoint``: none | full), the median step time and one profiled step's device time by
-category (``<category>_ms``, :data:`podsim.capture.breakdown.CATEGORIES`), the device's busy and
+category (``<category>_ms``, :data:`CATEGORIES`), the device's busy and
 idle time in that step, the peak memory, and for the traced configuration the ``podsim trace``
 capture's step and its replay.  ``#`` lines above the header are the provenance
 (``# key: value``: device, clocks, power limit, driver, CUDA, torch, date).
@@ -22,10 +22,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..capture.breakdown import CATEGORIES
 from ..errors import InputError
 from ..fileio import package_files, read_measured_csv, write_measured_csv
 
+#: the categories of a profiled step's device time (``podsim/capture/breakdown.py`` puts each
+#: kernel in one), in the order reports list them
+CATEGORIES = ("gemm", "attention_fwd", "attention_bwd", "attention_other", "norm", "rope", "swiglu",
+              "cross_entropy", "embedding", "optimizer", "kv_cache", "sampling", "cast", "grad_accumulate",
+              "elementwise", "memcpy", "other")
 #: what a row says of its configuration (strings and counts)
 CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                   "seq_len", "micro_batch", "precision", "mode", "compile_backend", "attention", "optimizer",

@@ -20,8 +20,7 @@ from __future__ import annotations
 import statistics
 from functools import lru_cache
 
-from ..capture.breakdown import CATEGORIES
-from ..compute.steps import StepRow, read_steps, shipped_path
+from ..compute.steps import CATEGORIES, StepRow, read_steps, shipped_path
 from ..errors import InputError
 from .layout import Layout
 from .model import ModelConfig

@@ -8,7 +8,7 @@ build them), run ``eager`` or replayed from a CUDA ``graph``, with SDPA's ``flas
 backend.  Measured: the median step with its synchronisation (``step_ms``: what an engine's
 scheduler waits for each step), the GPU's own time (``gpu_ms``, CUDA events), the profiled
 step's busy and idle device time and the host's time to issue it, the peak memory, and the
-device time by kernel category (:data:`podsim.capture.breakdown.CATEGORIES`).  ``#`` lines
+device time by kernel category (:data:`podsim.compute.steps.CATEGORIES`).  ``#`` lines
 are the provenance.  Columns: docs/serving-llm.md, "Measured serving steps".
 
 Shipped measurements live in ``podsim/serving/profiles/steps/<gpu>.csv``.  They give:
@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...capture.breakdown import CATEGORIES
+from ...compute.steps import CATEGORIES
 from ...errors import InputError
 from ...fileio import package_files, read_measured_csv, write_measured_csv
 
