@@ -95,18 +95,9 @@ def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int =
         def tables(self, seq: int, dev: Any) -> tuple[Any, Any]:
             key = (seq, str(dev))
             if key not in self.cache:
-                d = shape.head_dim
-                inv = 1.0 / (shape.rope_theta ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d))
-                ang = torch.outer(torch.arange(seq, device=dev, dtype=torch.float32), inv)
-                ang = torch.cat((ang, ang), dim=-1)
-                self.cache[key] = (ang.cos()[None, None], ang.sin()[None, None])
+                cos, sin = _rope_tables(torch, shape, torch.arange(seq, device=dev))
+                self.cache[key] = (cos[None, None], sin[None, None])
             return self.cache[key]
-
-    def rotate(x: Any, cos: Any, sin: Any) -> Any:
-        x32 = x.float()
-        half = x32.shape[-1] // 2
-        rot = torch.cat((-x32[..., half:], x32[..., :half]), dim=-1)
-        return (x32 * cos + rot * sin).to(x.dtype)
 
     class Block(nn.Module):
         def __init__(self) -> None:
@@ -132,16 +123,18 @@ def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int =
                 k = self.wk(y).view(b, s, g, d).transpose(1, 2)
                 v = self.wv(y).view(b, s, g, d).transpose(1, 2)
             with region("podsim::rope"):
-                q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+                q, k = _rotate(torch, q, cos, sin), _rotate(torch, k, cos, sin)
             with region("podsim::attention"):
-                if g != a:   # torchtitan's repeat_kv: every KV head copied to its query heads
-                    k = k[:, :, None].expand(b, g, a // g, s, d).reshape(b, a, s, d)
-                    v = v[:, :, None].expand(b, g, a // g, s, d).reshape(b, a, s, d)
+                k, v = _repeat_kv(k, a), _repeat_kv(v, a)
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             with region("podsim::attn_out"):
                 o = self.wo(o.transpose(1, 2).reshape(b, s, a * d))
             with region("podsim::residual"):
                 x = x + o
+            return self.feed_forward(x)
+
+        def feed_forward(self, x: Any) -> Any:
+            """The block's second half: ``x + w2(silu(w1 y) * w3 y)``, ``y = rms_norm(x)``."""
             with region("podsim::norm"):
                 y = self.ffn_norm(x)
             with region("podsim::mlp_up"):
@@ -274,15 +267,6 @@ class ServingStep:
         self.out: Any = None
         self.graph: Any = None
 
-    def _rope(self, positions: Any) -> tuple[Any, Any]:
-        torch = self.torch
-        sh = self.model.shape
-        d = sh.head_dim
-        inv = 1.0 / (sh.rope_theta ** (torch.arange(0, d, 2, device=positions.device, dtype=torch.float32) / d))
-        ang = positions.float()[:, None] * inv[None]
-        ang = torch.cat((ang, ang), dim=-1)
-        return ang.cos(), ang.sin()
-
     def forward(self) -> Any:
         """The step: the sampled token of every sequence (``(sequences,)`` token ids)."""
         torch = self.torch
@@ -293,8 +277,8 @@ class ServingStep:
         with torch.no_grad():
             with region("podsim::embedding"):
                 x = m.tok_embeddings(self.tokens)
-            with region("podsim::rope"):
-                cos, sin = self._rope(self.positions)
+            with region("podsim::rope"):   # (tokens, 1, head_dim): each token at its own position
+                cos, sin = (t[:, None] for t in _rope_tables(torch, sh, self.positions))
             for li, layer in enumerate(m.layers):
                 ck, cv = self.cache[li]
                 with region("podsim::norm"):
@@ -302,8 +286,8 @@ class ServingStep:
                 with region("podsim::qkv"):
                     q, k, v = layer.wq(y), layer.wk(y), layer.wv(y)
                 with region("podsim::rope"):
-                    q = _rotate_rows(torch, q.view(-1, a, d), cos, sin)
-                    k = _rotate_rows(torch, k.view(-1, g, d), cos, sin)
+                    q = _rotate(torch, q.view(-1, a, d), cos, sin)
+                    k = _rotate(torch, k.view(-1, g, d), cos, sin)
                 v = v.view(-1, g, d)
                 outs, row, slot = [], 0, 0
                 for kind, n, t, c in self.parts:
@@ -318,10 +302,7 @@ class ServingStep:
                     with region("podsim::attention"):
                         if kind == "decode":   # every cached key and value of the sequence, and its own
                             kp, vp = ck[slot:slot + n, :, :c + 1], cv[slot:slot + n, :, :c + 1]
-                        if g != a:
-                            s_ = kp.shape[2]
-                            kp = kp[:, :, None].expand(n, g, a // g, s_, d).reshape(n, a, s_, d)
-                            vp = vp[:, :, None].expand(n, g, a // g, s_, d).reshape(n, a, s_, d)
+                        kp, vp = _repeat_kv(kp, a), _repeat_kv(vp, a)
                         o = F.scaled_dot_product_attention(qp, kp, vp, is_causal=kind != "decode")
                     outs.append(o.transpose(1, 2).reshape(n * t, a * d))
                     row += n * t
@@ -330,16 +311,7 @@ class ServingStep:
                     o = layer.wo(torch.cat(outs) if len(outs) > 1 else outs[0])
                 with region("podsim::residual"):
                     x = x + o
-                with region("podsim::norm"):
-                    y = layer.ffn_norm(x)
-                with region("podsim::mlp_up"):
-                    gate, up = layer.w1(y), layer.w3(y)
-                with region("podsim::swiglu"):
-                    y = F.silu(gate) * up
-                with region("podsim::mlp_down"):
-                    y = layer.w2(y)
-                with region("podsim::residual"):
-                    x = x + y
+                x = layer.feed_forward(x)
             last, row = [], 0
             for kind, n, t, _c in self.parts:   # each sequence's last token
                 t = 1 if kind == "decode" else t
@@ -375,10 +347,28 @@ class ServingStep:
         return self.out
 
 
-def _rotate_rows(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
-    """Rotate-half rotary embedding of ``x`` ``(tokens, heads, head_dim)`` at each token's own
-    position (``cos``, ``sin``: ``(tokens, head_dim)``), in fp32."""
+def _rope_tables(torch: Any, shape: LlamaShape, positions: Any) -> tuple[Any, Any]:
+    """cos and sin of the rotate-half rotary embedding at ``positions`` (``(tokens, head_dim)``, fp32)."""
+    d = shape.head_dim
+    inv = 1.0 / (shape.rope_theta ** (torch.arange(0, d, 2, device=positions.device, dtype=torch.float32) / d))
+    ang = positions.float()[:, None] * inv[None]
+    ang = torch.cat((ang, ang), dim=-1)
+    return ang.cos(), ang.sin()
+
+
+def _rotate(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
+    """The rotate-half rotary embedding of ``x`` (head size last; ``cos`` / ``sin`` broadcast
+    to it), in fp32, back in ``x``'s precision."""
     x32 = x.float()
     half = x32.shape[-1] // 2
     rot = torch.cat((-x32[..., half:], x32[..., :half]), dim=-1)
-    return (x32 * cos[:, None] + rot * sin[:, None]).to(x.dtype)
+    return (x32 * cos + rot * sin).to(x.dtype)
+
+
+def _repeat_kv(x: Any, heads: int) -> Any:
+    """torchtitan's ``repeat_kv``: ``(batch, kv_heads, seq, head_dim)`` with every KV head copied
+    to its ``heads / kv_heads`` query heads (a copy; ``x`` itself where they are equal)."""
+    b, g, s, d = x.shape
+    if g == heads:
+        return x
+    return x[:, :, None].expand(b, g, heads // g, s, d).reshape(b, heads, s, d)
