@@ -117,13 +117,20 @@ def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str],
     atomic_write_text(path, buf.getvalue())
 
 
-def read_measured_csv(path: Path | str, what: str) -> tuple[dict[str, str], list[str]]:
-    """The provenance (``# key: value`` lines; other ``#`` lines are comments) and the CSV lines
-    (header first) of a file :func:`write_measured_csv` wrote.
+def read_measured_csv(path: Path | str, what: str, required: tuple[str, ...],
+                      doc: str) -> tuple[dict[str, str], list[tuple[int, dict[str, str]]]]:
+    """The provenance (``# key: value`` lines; other ``#`` lines are comments) and the rows, each
+    with its line number in the table (the header is 1), of a file :func:`write_measured_csv`
+    wrote.
 
     Raises:
-        InputError: the file cannot be read.
+        InputError: the file cannot be read, or lacks one of the ``required`` columns (the
+            message points at ``doc``, where the columns are described).
     """
+    import csv
+
+    from .errors import InputError
+
     prov: dict[str, str] = {}
     lines = []
     for ln in read_text(path, what).splitlines():
@@ -133,7 +140,11 @@ def read_measured_csv(path: Path | str, what: str) -> tuple[dict[str, str], list
                 prov[key.strip()] = val.strip()
         elif ln.strip():
             lines.append(ln)
-    return prov, lines
+    reader = csv.DictReader(lines)
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"missing column {missing[0]!r} (a {what}: {doc})", str(path))
+    return prov, list(enumerate(reader, start=2))
 
 
 def package_files(package: str, folder: str, suffix: str = ".csv") -> list[Path]:

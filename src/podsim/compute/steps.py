@@ -16,7 +16,6 @@ Columns and units: docs/compute.md, "Measured training steps".
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from dataclasses import dataclass, field
@@ -136,14 +135,10 @@ def read_steps(path: str | Path) -> StepSet:
             non-numeric measurement, or an ``ok`` row without its step time.
     """
     src = str(path)
-    prov, lines = read_measured_csv(path, "training-steps file")
-    reader = csv.DictReader(lines)
-    need = [c for c in ("model", "layers", "hidden", "heads", "seq_len", "micro_batch", "mode", "status", "step_ms")
-            if c not in (reader.fieldnames or [])]
-    if need:
-        raise InputError(f"missing column {need[0]!r} (a training-steps CSV: docs/compute.md, 'Measured training "
-                         "steps')", src)
-    rows = [step_row(r, src, f"row {n}") for n, r in enumerate(reader, start=2)]
+    prov, table = read_measured_csv(path, "training-steps CSV", ("model", "layers", "hidden", "heads", "seq_len",
+                                    "micro_batch", "mode", "status", "step_ms"), "docs/compute.md, 'Measured "
+                                    "training steps'")
+    rows = [step_row(r, src, f"row {n}") for n, r in table]
     return StepSet(src, prov, rows)
 
 

@@ -22,7 +22,6 @@ Shipped measurements live in ``podsim/serving/profiles/steps/<gpu>.csv``.  They 
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,15 +163,9 @@ def read_serving_steps(path: str | Path) -> ServingStepSet:
         InputError: a missing column, or a bad row (:func:`serving_step_row`).
     """
     src = str(path)
-    prov, lines = read_measured_csv(path, "serving-steps file")
-    reader = csv.DictReader(lines)
-    need = [c for c in ("model", "layers", "hidden", "heads", "kind", "batch", "mode", "status", "step_ms")
-            if c not in (reader.fieldnames or [])]
-    if need:
-        raise InputError(f"missing column {need[0]!r} (a serving-steps CSV: docs/serving-llm.md, 'Measured "
-                         "serving steps')", src)
-    return ServingStepSet(src, prov, [serving_step_row(r, src, f"row {n}") for n, r in enumerate(reader, start=2)])
-
+    prov, table = read_measured_csv(path, "serving-steps CSV", ("model", "layers", "hidden", "heads", "kind", "batch",
+                                    "mode", "status", "step_ms"), "docs/serving-llm.md, 'Measured serving steps'")
+    return ServingStepSet(src, prov, [serving_step_row(r, src, f"row {n}") for n, r in table])
 
 def shipped_path(gpu: str) -> Path | None:
     """The shipped measured serving steps of podsim GPU ``gpu`` (``serving/profiles/steps/<gpu>.csv``), or None."""
