@@ -58,7 +58,7 @@ from gpu_common import (GIB, ROOT, add_arguments, failure_status, open_device, o
                         settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
-from podsim.examples.llama import SHAPES, LlamaShape, batch, build  # noqa: E402
+from podsim.examples.llama import SHAPES, LlamaShape, batch, build, loss_fn  # noqa: E402
 from podsim.fileio import atomic_write_text  # noqa: E402
 
 
@@ -148,8 +148,6 @@ class Trainer:
     precision run it; :meth:`step` is one training step."""
 
     def __init__(self, torch: Any, c: Config, device: str, compile_backend: str) -> None:
-        from podsim.examples.llama import loss_fn
-
         self.torch = torch
         self.c = c
         self.model = build(c.shape, device, dtype=torch.bfloat16)

@@ -25,7 +25,7 @@ torch is imported when a model is built; it is an optional dependency.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..optional import require
@@ -59,9 +59,6 @@ class LlamaShape:
         attn = h * self.heads * d + 2 * h * self.kv_heads * d + self.heads * d * h
         mlp = 3 * h * self.ffn_hidden
         return self.layers * (attn + mlp + 2 * h) + 2 * self.vocab * h + h
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 #: Meta's Llama 3 shapes (the config.json files of meta-llama/Meta-Llama-3-8B and -70B)
