@@ -620,7 +620,7 @@ _SIMAI_TOPOLOGY = """4 2 1 1 4 H100
 
 
 def _run_simai_topology(d: Path) -> object:
-    from podsim.collective_api import collective
+    from podsim.api import collective
     from podsim.formats.simai import read_topology
     fab = read_topology(d / "topo.txt")
     t = collective("all_reduce", str(d / "topo.txt"), fab.num_gpus, min_bytes="1M", max_bytes="1M")
@@ -721,7 +721,7 @@ nccl:
 
 
 def _run_cluster(d: Path, gpus: int = 8) -> object:
-    from podsim.collective_api import collective
+    from podsim.api import collective
     from podsim.hardware.cluster import load_cluster
     spec = load_cluster(str(d / "cluster.yaml"))
     t = collective("all_reduce", spec, gpus, min_bytes="1M", max_bytes="1M")

@@ -4,7 +4,7 @@ spine-to-leaf link while others are idle."""
 
 from __future__ import annotations
 
-from podsim.collective_api import collective
+from podsim.api import collective
 from podsim.network.fabric import FabricBuilder, LinkTier, NodeKind
 from podsim.network.routing import Router
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from podsim.cli import main
-from podsim.collective_api import collective
+from podsim.api import collective
 from podsim.sweep.spec import load_spec, spec_from_text
 from podsim.sweep.sweep import run_sweep
 

@@ -6,8 +6,7 @@
 
 __version__ = "0.1.0"
 
-from .api import simulate  # noqa: E402
-from .collective_api import collective  # noqa: E402
+from .api import collective, simulate  # noqa: E402
 from .report.result import RankResult, Result  # noqa: E402
 
 __all__ = ["collective", "simulate", "Result", "RankResult", "__version__"]

@@ -49,7 +49,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 def _run_collective(args: argparse.Namespace) -> int:
     import json
 
-    from ..collective_api import collective, format_table
+    from ..api.collective import collective, format_table
     from ..errors import InputError
     from ..fileio import atomic_write_text
     from ..hardware.cluster import load_cluster, preset_names

@@ -491,7 +491,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
 
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
-    from ..collective_api import collective
+    from ..api.collective import collective
     n = size_bytes(p["size"], "size")
     cluster = _cluster_arg(p, whatif, base, None)
     assert cluster is not None   # a required parameter

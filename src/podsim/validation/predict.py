@@ -237,7 +237,7 @@ def memory(r: dict) -> float:
 
 def busbw(r: dict) -> float:
     """An 8-GPU all-reduce's bus bandwidth at 4 GiB (GB/s)."""
-    from ..collective_api import collective
+    from ..api.collective import collective
 
     algo = "ring" if "algorithm: ring" in r.get("notes", "") else None
     if not r.get("system"):

@@ -16,11 +16,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__
-from .engine import ComputeModel, RemoteMemoryParams, SystemParams
-from .engine import simulate as _simulate
-from .errors import InputError, SimulationError
-from .formats.astra_sim import (
+from .. import __version__
+from ..engine import ComputeModel, RemoteMemoryParams, SystemParams
+from ..engine import simulate as _simulate
+from ..errors import InputError, SimulationError
+from ..formats.astra_sim import (
     RemoteMemoryConfig,
     SystemConfig,
     read_comm_groups,
@@ -28,23 +28,23 @@ from .formats.astra_sim import (
     read_remote_memory,
     read_system,
 )
-from .network.topology import Topology
-from .report.result import Result
-from .workload import Group, Workload
+from ..network.topology import Topology
+from ..report.result import Result
+from ..workload import Group, Workload
 
 PathLike = str | os.PathLike[str]
 
 
 def load_custom_collective(prefix: str) -> list:
     """The programs of a custom collective: ``<prefix>.<position>.et`` for every participant."""
-    from .formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
+    from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
 
     n = discover_ranks(prefix)
     return [trace_to_program(read_trace(rank_file(prefix, pos)), rank=pos, num_ranks=n) for pos in range(n)]
 
 
 def _per_node_custom(path: str, source: str) -> dict[int, list]:
-    from .formats.astra_sim.common import load_yaml
+    from ..formats.astra_sim.common import load_yaml
 
     data = load_yaml(path)
     out = {}
@@ -178,11 +178,11 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     Raises:
         InputError: for a missing ``gpus`` where the format does not say, or a bad file.
     """
-    from .formats.chakra import discover_ranks, read_workload
+    from ..formats.chakra import discover_ranks, read_workload
 
     p = Path(path)
     if str(path).endswith((".json", ".json.gz")) and p.is_file():
-        from .formats.pytorch_trace import (
+        from ..formats.pytorch_trace import (
             execution_trace_to_workload,
             is_execution_trace,
             pytorch_to_workload,
@@ -191,24 +191,24 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
             return execution_trace_to_workload(p, gpus or 2)
         return pytorch_to_workload(p, execution_trace, whole_trace, gpus or 1)
     if (p / "trace.csv").is_file():
-        from .formats.triosim import read_triosim, triosim_to_workload
+        from ..formats.triosim import read_triosim, triosim_to_workload
         return triosim_to_workload(read_triosim(p))
-    from .formats.rank_traces import compose, is_rank_trace
+    from ..formats.rank_traces import compose, is_rank_trace
     if is_rank_trace(p):
         return compose(p, gpus)
     if _is_capture(p):
-        from .formats.pytorch_trace import capture_to_workload
+        from ..formats.pytorch_trace import capture_to_workload
         w = capture_to_workload(p)
         if gpus is not None and gpus != w.num_ranks:
             raise InputError(f"the capture has {w.num_ranks} ranks, not {gpus}: simulate it on its own ranks, or "
                              "scale its rank 0 with --pytorch DIR --gpus N --parallel ...", str(path))
         return w
     if str(path).endswith(".txt"):
-        from .formats.astra_sim.text_workload import (
+        from ..formats.astra_sim.text_workload import (
             is_text_workload,
             read_text_workload,
         )
-        from .formats.simai import simai_to_workload
+        from ..formats.simai import simai_to_workload
         if is_text_workload(path):
             if gpus is None:
                 raise InputError("an ASTRA-sim 1.0 text workload does not say how many GPUs run it: give --gpus",
@@ -233,7 +233,7 @@ def _load_workload(workload: PathLike | Workload, n: int,
                    comm_groups: PathLike | dict[str, tuple[int, ...]] | None) -> tuple[Workload, str]:
     """The workload (read from Chakra files if a prefix) with the comm groups applied, and its
     label for messages."""
-    from .formats.chakra import read_workload
+    from ..formats.chakra import read_workload
 
     groups = None
     if comm_groups is None and not isinstance(workload, Workload):
@@ -260,9 +260,9 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
                          progress: Callable[[int, int, int], None] | None, gpus: int | None = None,
                          execution_trace: PathLike | None = None, whole_trace: bool = False,
                          remote_memory: PathLike | RemoteMemoryConfig | None = None) -> Result:
-    from .engine.cluster import simulate_cluster
-    from .formats.chakra import discover_ranks
-    from .hardware.cluster import build_fabric, load_cluster
+    from ..engine.cluster import simulate_cluster
+    from ..formats.chakra import discover_ranks
+    from ..hardware.cluster import build_fabric, load_cluster
 
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .collectives.nccl import BACKENDS, COLLECTIVES, SweepRow
-from .collectives.nccl.sweep import sizes, sweep
-from .errors import InputError
-from .hardware.cluster import ClusterSpec, build_fabric, load_cluster
-from .units import parse_size
+from ..collectives.nccl import BACKENDS, COLLECTIVES, SweepRow
+from ..collectives.nccl.sweep import sizes, sweep
+from ..errors import InputError
+from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster
+from ..units import parse_size
 
 DTYPES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8}
 
