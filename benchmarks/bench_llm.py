@@ -34,7 +34,7 @@ CASES = {
 def _run(case: str, granularity: str, trace: bool) -> dict:
     from podsim.llm import get_model
     from podsim.llm.layout import Layout
-    from podsim.llm.run import simulate_training
+    from podsim.api.train import simulate_training
 
     model, gpu, lay = CASES[case]
     t0 = time.perf_counter()

@@ -41,7 +41,7 @@ def main() -> None:
     print(f"  flow      {ph['flow_s']:6.1f} s   ({res.flow} layouts)")
     print(f"  total     {wall:6.1f} s   ({res.evaluated / wall:,.0f} layouts/s end to end)")
     from podsim.llm.estimate import LayoutEstimator
-    from podsim.llm.run import default_cluster
+    from podsim.llm.training import default_cluster
     from podsim.sweep.space import enumerate_layouts
     best = res.rows[0]
     print(f"  best: {best['tokens_per_s']:,.0f} tokens/s, MFU {best['mfu']:.3f}, {best['iteration_time_s']:.3f} s"

@@ -11,7 +11,7 @@ from podsim.hardware.cluster import build_fabric, domain_size, load_cluster
 from podsim.llm.kernels import mlp_kernels, optimizer_kernels
 from podsim.llm.layout import QUANT_BYTES, Layout
 from podsim.llm.model import get_model
-from podsim.llm.run import simulate_training
+from podsim.api.train import simulate_training
 from podsim.validation.predict import balanced_split, precision_of
 
 

@@ -53,7 +53,7 @@ def test_shipped_factors_follow_the_published_rows(key: str) -> None:
 def test_derived_model_uses_the_scaled_ceiling() -> None:
     cm = ComputeModel.for_gpu(get_gpu("gb200"), "bf16")
     assert cm.gemm_max == pytest.approx(0.793 * 0.908, abs=1e-4)
-    from podsim.llm.run import calibration_of
+    from podsim.llm.training import calibration_of
     c = calibration_of(get_gpu("gb200"), False)
     assert c["status"] == "derived" and c["scale"]["gemm_max"] == pytest.approx(0.908)
     assert "published kernel measurements" in c["source"]

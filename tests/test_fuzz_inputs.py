@@ -771,7 +771,7 @@ def _hf_seed(moe: bool) -> Callable[[], dict[str, bytes]]:
 def _run_hf(d: Path) -> object:
     from podsim.llm.layout import Layout
     from podsim.llm.model import from_hf_config
-    from podsim.llm.run import simulate_training
+    from podsim.api.train import simulate_training
     m = from_hf_config(d / "config.json")
     res = simulate_training(m, Layout(gpus=2, tp=2, global_batch=2, micro_batch=1, seq_len=128), "h100-80gb",
                             record_timeline=False)

@@ -211,7 +211,7 @@ def test_mi300x_platform_is_a_mesh_without_nvls() -> None:
 
 
 def test_every_gpu_has_its_own_platform() -> None:
-    from podsim.llm.run import default_cluster
+    from podsim.llm.training import default_cluster
 
     for gpu, preset in [("b300", "dgx-b300"), ("mi300x", "mi300x-platform"), ("h200", "dgx-h200")]:
         assert default_cluster(get_gpu(gpu), None, None, None).name == preset
@@ -253,7 +253,7 @@ def test_a_gpu_without_a_preset_needs_a_cluster(tmp_path) -> None:  # type: igno
     from podsim.hardware.gpu import gpu_specs
     from podsim.llm import get_model
     from podsim.llm.layout import Layout
-    from podsim.llm.run import simulate_training
+    from podsim.api.train import simulate_training
 
     new = replace(get_gpu("h100"), key="h100-new", name="H100 (new)", preset="", aliases=())
     lay = Layout(8, tp=8, global_batch=8, seq_len=2048)

@@ -18,7 +18,7 @@ from podsim.llm import get_model
 from podsim.llm.export import simai_text, write_simai
 from podsim.llm.generate import generate
 from podsim.llm.layout import Layout
-from podsim.llm.run import simulate_training
+from podsim.api.train import simulate_training
 
 CM = ComputeModel.for_gpu(get_gpu("a100-80gb"))
 

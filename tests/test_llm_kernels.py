@@ -211,7 +211,7 @@ def test_zero3_gathers_every_unit_and_prefetches_layers() -> None:
 
 
 def test_calibration_status_per_gpu() -> None:
-    from podsim.llm.run import calibration_of
+    from podsim.llm.training import calibration_of
     # fitted on their own measurements: A100 80GB (Table 1), H100 (kernel table)
     assert calibration_of(get_gpu("a100-80gb"), False)["status"] == "fitted"
     assert calibration_of(get_gpu("h100"), False)["status"] == "fitted"

@@ -125,7 +125,7 @@ def test_uneven_pipeline_split() -> None:
 ])
 def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # fusing compute with closed-form TP / EP collectives must not change a single ns
-    import podsim.llm.run as run
+    import podsim.api.train as run
     m = get_model(name)
     layout = Layout(**lay)
     fused = run.simulate_training(m, layout, "h100-80gb", None, backend)

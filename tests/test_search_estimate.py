@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from podsim.llm.estimate import LayoutEstimator
 from podsim.llm.model import get_model
-from podsim.llm.run import default_cluster, simulate_training
+from podsim.api.train import simulate_training
+from podsim.llm.training import default_cluster
 from podsim.hardware.gpu import get_gpu
 from podsim.sweep.search import search
 from podsim.sweep.space import Space, enumerate_layouts

@@ -467,7 +467,7 @@ def test_ten_thousand_rows_load_in_the_browser(tmp_path: Path) -> None:
 def test_real_rows_from_the_simulator(tmp_path: Path) -> None:
     from podsim.llm.layout import Layout
     from podsim.llm.model import get_model
-    from podsim.llm.run import simulate_training
+    from podsim.api.train import simulate_training
     from podsim.sweep.search import llm_command
     model = get_model("llama3-8b")
     rows = []

@@ -18,7 +18,7 @@ from podsim.cli import main
 from podsim.compute.steps import COLUMNS, gpu_key_for_device, read_steps, step_row, write_steps
 from podsim.compute.table import read_table, shipped_table
 from podsim.errors import InputError
-from podsim.llm import single_gpu_steps as sgs
+from podsim.validation import training_steps as sgs
 from podsim.llm.stack import Stack, measured_values
 
 ROOT = Path(__file__).resolve().parents[1]

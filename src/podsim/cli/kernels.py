@@ -75,7 +75,7 @@ def _steps(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..fileio import atomic_write_text
     from ..hardware.gpu import get_gpu
-    from ..llm.single_gpu_steps import compare, in_step_efficiency
+    from ..validation.training_steps import compare, in_step_efficiency
     from ..llm.stack import Stack
     from ..report.steps import format_step_comparison
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable
+
+from ..params import Param, add_arguments
 
 #: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
 TRACE_RANKS = 64
@@ -100,6 +103,16 @@ def host_overhead_arg(text: str) -> float | str:
         return non_negative_arg(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a number of ms >= 0, eager or cuda-graphs, got {text!r}") from None
+
+
+#: the parser of each parameter kind's text (podsim.params): every number a flag takes is
+#: checked the same way; kinds not listed take the text as it is
+CONVERTERS = {"count": count_arg, "natural": natural_arg, "number": positive_arg, "nonneg": non_negative_arg}
+
+
+def add_params(p: argparse.ArgumentParser, params: Iterable[Param], skip: Iterable[str] = ()) -> None:
+    """The flags of ``params`` (a job spec's parameters, :mod:`podsim.params`) on ``p``."""
+    add_arguments(p, params, CONVERTERS, skip)
 
 
 def progress_line():  # type: ignore[no-untyped-def]

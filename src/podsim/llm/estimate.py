@@ -1,6 +1,6 @@
 """A closed-form estimate of one training iteration, for screening many layouts fast
 (``podsim search``): the same kernel times, collective times and pipeline schedule as
-:func:`podsim.llm.run.simulate_training` with the analytical backend, without building the
+:func:`podsim.api.train.simulate_training` with the analytical backend, without building the
 workload or running the event engine.
 
 What it keeps from the simulation: each pipeline stage's passes in its schedule's order
@@ -112,7 +112,7 @@ class LayoutEstimator:
     def folder(self, layout: Layout) -> Folder:
         """A layout's closed-form collective time, ``(kind, bytes, group) -> ns | None``, with the
         plans shared across layouts of the same GPU count."""
-        from .run import group_ranks
+        from .training import group_ranks
         _, planner, _ = self._fabric(layout.gpus)
         curves = self._curves
 

@@ -57,26 +57,3 @@ def kernel_rows(costs: LayerCosts, params_local: float, shard: float) -> dict[st
         "output_backward": _rows(costs, output_kernels(m, lay, True, lay.loss_fusion)),
         "optimizer": _rows(costs, costs.optimizer_kernels(params_local, shard)),
     }
-
-
-def format_kernels(rows: dict[str, list[dict]], host_ns: float) -> str:
-    """The kernel table as text: one block per section, times in us, with each kernel's share
-    of its section."""
-    lines = []
-    for sec in SECTIONS:
-        rs = rows.get(sec) or []
-        if not rs:
-            continue
-        total = sum(r["step_us"] for r in rs)
-        lines.append(f"\n{sec.replace('_', ' ')} (one GPU, one micro-batch{'' if sec != 'optimizer' else ', once per iteration'}): "
-                     f"{total:,.1f} us in {len(rs)} kernels")
-        lines.append(f"  {'kernel':<34} {'shape':<26} {'dtype':<5} {'GFLOP':>9} {'MB':>9} {'us':>9} "
-                     f"{'in step us':>10} {'share':>6} {'TFLOP/s':>8} {'GB/s':>7}  overlapped collective")
-        for r in rs:
-            share = 100 * r["step_us"] / total if total else 0.0
-            lines.append(f"  {r['name'][:34]:<34} {r['shape'][:26]:<26} {r['dtype']:<5} {r['gflop']:>9.2f} "
-                         f"{r['mbytes']:>9.2f} {r['time_us']:>9.1f} {r['step_us']:>10.1f} {share:>5.1f}% "
-                         f"{r['tflops']:>8.0f} {r['gbps']:>7.0f}  {r['collective']}")
-    lines.append(f"\n(a layer pass lasts at least its kernel launches x {host_ns / 1e3:g} us of host time; "
-                 "'in step' includes an overlapped TP collective's interference)")
-    return "\n".join(lines).lstrip("\n")

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..params import Param, param
 from .model import ModelConfig
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -49,58 +50,103 @@ RECOMPUTE_MODULES = ("core_attn", "act", "mlp", "layernorm")
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallelism and batching of one training run."""
+    """Parallelism and batching of one training run, and the training options that change its
+    time (precision, recompute, overlap).  Every field a user sets declares its flag
+    (:mod:`podsim.params`)."""
 
-    gpus: int
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vpp: int = 1                      #: virtual stages per pipeline rank (interleaved 1F1B)
-    global_batch: int = 1             #: sequences per iteration
-    micro_batch: int = 1              #: sequences per micro-batch
-    seq_len: int = 2048
-    sequence_parallel: bool = False
-    recompute: str = "none"           #: none | selective | full
+    gpus: int = param(Param("gpus", "count", help="GPUs in the job (required)", metavar="N"), required=True)
+    tp: int = param(Param("tp", "count", 1, help="tensor-parallel size", metavar="T"))
+    pp: int = param(Param("pp", "count", 1, help="pipeline-parallel size", metavar="P"))
+    cp: int = param(Param("cp", "count", 1, help="context-parallel size", metavar="C"))
+    ep: int = param(Param("ep", "count", 1, help="expert-parallel size (inside DP x CP)", metavar="E"))
+    vpp: int = param(Param("vpp", "count", 1, help="virtual stages per pipeline rank (interleaved 1F1B)",
+                           metavar="V"))
+    global_batch: int = param(Param("global-batch", "count", help="sequences per iteration (required)",
+                                    metavar="B"), 1)
+    micro_batch: int = param(Param("micro-batch", "count", 1, help="sequences per micro-batch", metavar="M",
+                                   aliases=("micro-batch-size",)))
+    seq_len: int = param(Param("seq-len", "count", help="tokens per sequence (default: the model's)",
+                               metavar="S"), 2048)
+    sequence_parallel: bool = param(Param("sequence-parallel", "bool", False,
+                                          help="Megatron's sequence parallelism (with TP)"))
+    recompute: str = param(Param("recompute", "choice", "none", RECOMPUTE,
+                                 help="activation recomputation: none, selective or full"))
     #: selective recompute's modules (Megatron-Core's --recompute-modules): core_attn (the
     #: attention core), act (the MLP activation), mlp (the whole MLP), layernorm (the norms)
-    recompute_modules: tuple[str, ...] = ("core_attn",)
+    recompute_modules: tuple[str, ...] = param(Param(
+        "recompute-modules", "list", "core_attn", metavar="M,M,...",
+        help="selective recompute's modules: core_attn (default), act, mlp, layernorm"))
     #: full recompute of only the first N layers of each virtual stage (Megatron's
     #: --recompute-method block --recompute-num-layers N); None: every layer
-    recompute_layers: int | None = None
-    schedule: str = "1f1b"            #: gpipe | 1f1b | interleaved (vpp > 1 implies interleaved)
-    zero: int = 0                     #: DeepSpeed ZeRO stage 0-3
-    distributed_optimizer: bool = False  #: Megatron's (= ZeRO-1 style sharding, fp32 grads)
-    precision: str = "bf16"
+    recompute_layers: int | None = param(Param(
+        "recompute-num-layers", "count", field="recompute_layers", metavar="N",
+        help="full recompute of only the first N layers of each virtual stage (Megatron's block method)"))
+    schedule: str = param(Param("schedule", "choice", "1f1b", SCHEDULES, aliases=("pipeline-schedule",),
+                                help="pipeline schedule (--vpp > 1 implies interleaved)"))
+    zero: int = param(Param("zero", "natural", 0, (0, 1, 2, 3), help="DeepSpeed ZeRO stage 0-3",
+                            exclusive="optimizer"),
+                      also=(Param("fsdp", "bool", False, help="fully sharded data parallelism (= --zero 3)",
+                                  field="zero", const=3, exclusive="optimizer"),))
+    distributed_optimizer: bool = param(Param(
+        "distributed-optimizer", "bool", False, exclusive="optimizer",
+        help="Megatron's distributed optimizer (ZeRO-1 style sharding, fp32 gradients)"))
+    precision: str = param(Param(
+        "precision", "choice", "bf16", PRECISIONS,
+        help="fp8: Transformer Engine's per-tensor scaling (delayed or current); mxfp8, nvfp4: Blackwell's "
+             "block-scaled formats (layer GEMMs at the fp8 / fp4 peak)"))
     #: reduce gradients while the backward runs (Megatron-core's --overlap-grad-reduce); off,
     #: they are reduced after the whole backward (Megatron-LM of 2021)
-    overlap_grad_reduce: bool = True
+    overlap_grad_reduce: bool = param(Param("no-overlap-grad-reduce", "bool", False, negate=True,
+                                            field="overlap_grad_reduce",
+                                            help="reduce gradients after the backward"))
     #: bytes per gradient element in the data-parallel reduction (4: fp32, Megatron's default
     #: for bf16; 2: reduced in the training precision)
     grad_reduce_bytes: int = 4
     #: fused (flash) attention: no s x s scores are stored or materialised
-    flash_attention: bool = True
+    flash_attention: bool = param(Param("no-flash-attention", "bool", False, negate=True, field="flash_attention",
+                                        help="unfused attention (Megatron of 2021)"))
     #: uneven pipeline split (Megatron's --decoder-first/last-pipeline-num-layers): layers on the
     #: first / last pipeline rank; the others share the rest evenly
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
+    first_stage_layers: int | None = param(Param(
+        "first-stage-layers", "natural", aliases=("decoder-first-pipeline-num-layers",), metavar="L",
+        help="uneven pipeline split: layers on the first pipeline rank (with --vpp V, a multiple of V, split "
+             "evenly over its virtual stages)"))
+    last_stage_layers: int | None = param(Param(
+        "last-stage-layers", "natural", aliases=("decoder-last-pipeline-num-layers",), metavar="L",
+        help="uneven pipeline split: layers on the last pipeline rank (likewise)"))
     #: Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-
     #: split: the embedding / the loss counts as one layer of the first / last virtual stage
-    account_for_embedding: bool = False
-    account_for_loss: bool = False
+    account_for_embedding: bool = param(Param(
+        "account-for-embedding-in-pipeline-split", "bool", False, field="account_for_embedding",
+        help="count the embedding as one layer of the split: the first virtual stage gets one transformer layer "
+             "fewer"))
+    account_for_loss: bool = param(Param(
+        "account-for-loss-in-pipeline-split", "bool", False, field="account_for_loss",
+        help="count the loss (output layer) as one layer of the split: the last virtual stage gets one "
+             "transformer layer fewer"))
     #: explicit layers per virtual stage (pp * vpp counts, virtual-stage order)
-    pipeline_layers: tuple[int, ...] | None = None
+    pipeline_layers: tuple[int, ...] | None = param(Param(
+        "pipeline-layers", "list", item=int, items="layer counts", metavar="N,N,...",
+        help="explicit split: layers per virtual stage, PP x VPP numbers (chunk 0 of ranks 0..PP-1, then chunk 1, "
+             "...)"))
     #: TP communication overlap: ``te`` (Transformer Engine's --tp-comm-overlap: every
     #: sequence-parallel collective pipelined with its GEMM), ``async`` (Megatron-Core's
     #: default: the backward's input re-gather and dgrad reduction run under dgrad / wgrad
     #: GEMMs), ``none`` (Megatron-LM of 2021: every TP collective blocks)
-    tp_overlap: str = "te"
+    tp_overlap: str = param(Param(
+        "tp-overlap", "choice", "te", TP_OVERLAP,
+        help="TP communication overlap: te = Transformer Engine's --tp-comm-overlap (default; needs "
+             "--sequence-parallel), async = Megatron-Core's default (backward only), none = blocking"))
     #: the distributed optimizer's parameter all-gather runs under the next forward
     #: (Megatron-Core's --overlap-param-gather); off, it follows the optimizer step
-    overlap_param_gather: bool = True
+    overlap_param_gather: bool = param(Param(
+        "no-overlap-param-gather", "bool", False, negate=True, field="overlap_param_gather",
+        help="the distributed optimizer's parameter all-gather follows the optimizer step instead of running "
+             "under the next forward"))
     #: a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion); off, the
     #: vocabulary-parallel cross entropy runs in fp32 as separate kernels
-    loss_fusion: bool = False
+    loss_fusion: bool = param(Param("loss-fusion", "bool", False,
+                                    help="a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion)"))
 
     @property
     def dp(self) -> int:

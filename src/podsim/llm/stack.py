@@ -26,7 +26,7 @@ IN_STEP = ("gemm_efficiency", "attention_efficiency")
 
 def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
     """The values of ``keys`` (``gemm_efficiency``, ``attention_efficiency``) measured in whole
-    training steps on ``gpu_key`` (:func:`podsim.llm.single_gpu_steps.in_step_efficiency`).
+    training steps on ``gpu_key`` (:func:`podsim.validation.training_steps.in_step_efficiency`).
 
     Raises:
         InputError: a key that is not measured, or a GPU without shipped measurements.
@@ -35,8 +35,8 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
     if other:
         raise InputError(f"{other[0]} cannot be 'measured' (only {', '.join(IN_STEP)} are read from measured "
                          "training steps)", "podsim/llm/stack.yaml", gpu_key)
-    # imported here: single_gpu_steps simulates steps, whose kernel timing reads this module
-    from .single_gpu_steps import shipped_efficiency
+    # imported here: the measured steps are simulated, and their kernel timing reads this module
+    from ..validation.training_steps import shipped_efficiency
     got = dict(shipped_efficiency(gpu_key))
     return {k: got[k] for k in keys}
 

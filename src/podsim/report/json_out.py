@@ -17,3 +17,8 @@ def result_json(result: Result) -> str:
 def write_json(result: Result, path: str | os.PathLike[str]) -> None:
     """Write the JSON document atomically."""
     atomic_write_text(path, result_json(result) + "\n")
+
+
+def write_document(doc: dict, path: str | os.PathLike[str]) -> None:
+    """Write a result's JSON document (a dict, indented by one) atomically."""
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")

@@ -12,7 +12,7 @@ def _ms(v: float | None) -> str:
 
 def format_step_comparison(entries: list[dict], efficiency: dict[str, float] | None,
                            stack_values: dict[str, float], header: str) -> str:
-    """The rows of :func:`podsim.llm.single_gpu_steps.compare`: step measured, predicted and
+    """The rows of :func:`podsim.validation.training_steps.compare`: step measured, predicted and
     predicted with the measured in-step efficiency (ms, error); then, per row, each category's
     measured / predicted device ms and the idle time podsim does not model as such."""
     lines = [header]

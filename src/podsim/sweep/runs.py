@@ -17,51 +17,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..api.train import train
 from ..errors import InputError, PodsimError, unknown_key_error
+from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
+from ..jobs.train import TRAIN_PARAMS, TrainJob
+from ..params import Param
+from .whatif import apply_cluster, apply_gpu
 
 #: the largest integer or number a parameter may take
 _MAX_INT = 2**31
 _MAX_NUMBER = 1e15
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter of a run kind.
-
-    Attributes:
-        name: the subcommand's flag without its dashes (``global-batch``); a spec may write it
-            with underscores (``global_batch``), and its table column is the underscore form.
-        kind: ``count`` (integer >= 1), ``natural`` (integer >= 0), ``number`` (> 0),
-            ``nonneg`` (>= 0), ``bool``, ``choice``, ``name`` (a word such as a model or a
-            preset), ``path`` (a file, relative to the spec's folder), ``size`` (bytes: 1048576,
-            "1M" = 1 MiB as in nccl-tests, "16 MB"), ``bandwidth`` ("200 Gbps"; a number is GB/s)
-            or ``list`` (comma-separated values, or a YAML list).
-        default: the value when a point does not give one (None: none).
-        choices: the values a ``choice`` takes.
-        help: what it is, with its unit.
-    """
-
-    name: str
-    kind: str
-    default: Any = None
-    choices: tuple[str, ...] = ()
-    help: str = ""
-
-    @property
-    def column(self) -> str:
-        """The results table's column (``global_batch``)."""
-        return self.name.replace("-", "_")
-
-    @property
-    def sql_type(self) -> str:
-        """The DuckDB type of its column."""
-        return {"count": "BIGINT", "natural": "BIGINT", "number": "DOUBLE", "nonneg": "DOUBLE",
-                "bool": "BOOLEAN"}.get(self.kind, "VARCHAR")
 
 
 @dataclass(frozen=True)
@@ -94,38 +64,7 @@ _BACKENDS = ("analytical", "flow")
 
 LLM = RunKind(
     "llm",
-    (Param("model", "name", help="a zoo model (podsim llm --list)"),
-     Param("model-config", "path", help="a HuggingFace-style config.json"),
-     Param("gpu", "name", "a100-80gb", help="a GPU key or alias"),
-     Param("gpus", "count", help="GPUs in the job"),
-     Param("tp", "count", 1), Param("pp", "count", 1), Param("vpp", "count", 1), Param("cp", "count", 1),
-     Param("ep", "count", 1),
-     Param("global-batch", "count", help="sequences per iteration"),
-     Param("micro-batch", "count", 1, help="sequences per micro-batch"),
-     Param("seq-len", "count", help="tokens per sequence (default: the model's)"),
-     Param("recompute", "choice", "none", ("none", "selective", "full")),
-     Param("recompute-modules", "list", "core_attn", help="selective recompute's modules"),
-     Param("recompute-num-layers", "count"),
-     Param("sequence-parallel", "bool", False),
-     Param("schedule", "choice", "1f1b", ("1f1b", "gpipe", "interleaved")),
-     Param("distributed-optimizer", "bool", False),
-     Param("zero", "natural", 0, help="ZeRO stage 0-3"),
-     Param("fsdp", "bool", False, help="= zero 3"),
-     Param("precision", "choice", "bf16", ("bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32")),
-     Param("no-flash-attention", "bool", False), Param("no-overlap-grad-reduce", "bool", False),
-     Param("no-overlap-param-gather", "bool", False),
-     Param("tp-overlap", "choice", "te", ("te", "async", "none")),
-     Param("loss-fusion", "bool", False),
-     Param("first-stage-layers", "natural"), Param("last-stage-layers", "natural"),
-     Param("account-for-embedding-in-pipeline-split", "bool", False),
-     Param("account-for-loss-in-pipeline-split", "bool", False),
-     Param("pipeline-layers", "list", help="layers per virtual stage"),
-     Param("cluster", "name", help="a cluster preset or YAML (default: the preset for the GPU)"),
-     Param("gpus-per-node", "count"),
-     Param("nic-bandwidth", "bandwidth", help="per-GPU NIC bandwidth"),
-     Param("backend", "choice", "analytical", _BACKENDS),
-     Param("granularity", "choice", "bulk", ("bulk", "round")),
-     Param("kernel-table", "name", help="a kernel table CSV, or 'measured'")),
+    tuple(p for p in TRAIN_PARAMS if p.sweep),
     (("model", "model-config"), ("gpus",), ("global-batch",)),
     {"iteration_time_s": "DOUBLE", "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE",
      "model_tflops_per_gpu": "DOUBLE", "mfu": "DOUBLE", "memory_peak_gib": "DOUBLE", "memory_fits": "BOOLEAN",
@@ -133,9 +72,7 @@ LLM = RunKind(
     ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
     "one training iteration of an LLM under a parallel layout (podsim llm)",
-    {"micro-batch-size": "micro-batch", "pipeline-schedule": "schedule",
-     "decoder-first-pipeline-num-layers": "first-stage-layers",
-     "decoder-last-pipeline-num-layers": "last-stage-layers"})
+    {a: p.name for p in TRAIN_PARAMS if p.sweep for a in p.aliases})
 
 COLLECTIVE = RunKind(
     "collective",
@@ -422,7 +359,6 @@ def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
                  default: str | None) -> str | ClusterSpec | None:
     """The cluster a run uses: None (the run's default), a path or preset name, or a
     :class:`ClusterSpec` with the what-if's cluster overrides."""
-    from .whatif import apply_cluster
     name = p.get("cluster") or default
     ov = whatif.get("cluster")
     if ov:
@@ -435,7 +371,7 @@ def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
 def default_cluster_name(gpu: Any) -> str:
     """The preset (or cluster) ``podsim llm`` and ``podsim serve-llm`` pick for ``gpu`` when
     given none: what a what-if's cluster overrides change."""
-    from ..llm.run import default_cluster
+    from ..llm.training import default_cluster
     spec = default_cluster(gpu, None, None, None)
     src = spec.source or ""
     return src[len("preset "):] if src.startswith("preset ") else spec.name
@@ -444,42 +380,15 @@ def default_cluster_name(gpu: Any) -> str:
 def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim llm`` point: the iteration's time (s), tokens/s, model TFLOP/s per GPU, MFU,
     memory peak per GPU (GiB) and the breakdown of the rank finishing last (s)."""
-    from ..hardware.gpu import get_gpu
-    from ..llm.layout import Layout
-    from ..llm.model import from_hf_config, get_model
-    from ..llm.run import simulate_training
-    from ..units import parse_bandwidth
-    from .whatif import apply_gpu
-
     if p["fsdp"] and p["zero"] not in (0, 3):
         raise InputError(f"fsdp means zero 3, and the point says zero {p['zero']}: give one of them", where="fsdp")
-    model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
-    vpp = p["vpp"]
-    pl = _ints(p["pipeline-layers"], "pipeline-layers") if p.get("pipeline-layers") else None
-    lay = Layout(p["gpus"], tp=p["tp"], pp=p["pp"], cp=p["cp"], ep=p["ep"], vpp=vpp,
-                 global_batch=p["global-batch"], micro_batch=p["micro-batch"],
-                 seq_len=p.get("seq-len") or model.seq_len, sequence_parallel=p["sequence-parallel"],
-                 recompute=p["recompute"], recompute_layers=p.get("recompute-num-layers"),
-                 recompute_modules=tuple(x.strip() for x in p["recompute-modules"].split(",") if x.strip()),
-                 schedule="interleaved" if vpp > 1 else p["schedule"],
-                 zero=3 if p["fsdp"] else p["zero"], distributed_optimizer=p["distributed-optimizer"],
-                 precision=p["precision"], overlap_grad_reduce=not p["no-overlap-grad-reduce"],
-                 first_stage_layers=p.get("first-stage-layers"), last_stage_layers=p.get("last-stage-layers"),
-                 account_for_embedding=p["account-for-embedding-in-pipeline-split"],
-                 account_for_loss=p["account-for-loss-in-pipeline-split"], pipeline_layers=pl,
-                 flash_attention=not p["no-flash-attention"], tp_overlap=p["tp-overlap"],
-                 overlap_param_gather=not p["no-overlap-param-gather"], loss_fusion=p["loss-fusion"])
     default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
-    cluster = _cluster_arg(p, whatif, base, default)
-    nic = parse_bandwidth(p["nic-bandwidth"], where="nic-bandwidth") if p.get("nic-bandwidth") else None
-    compute = None
-    if p.get("kernel-table"):
-        from ..compute.table import table_model
-        kt = p["kernel-table"]
-        compute = table_model(kt if kt == "measured" else resolve(kt, base), gpu, lay.compute_dtype)
-    r = simulate_training(model, lay, gpu, cluster, p["backend"], p.get("gpus-per-node"), nic,
-                          record_timeline=True, compute=compute, granularity=p["granularity"])
+    paths = {k: resolve(p[k], base) for k in ("model-config", "kernel-table") if p.get(k) and p[k] != "measured"}
+    job = TrainJob.from_values({**p, **paths})
+    job = replace(job, hardware=replace(job.hardware, gpu=gpu, cluster=_cluster_arg(p, whatif, base, default)))
+    r = train(job, record_timeline=True)
+    lay = r.layout
     d = r.to_dict()
     b = d["breakdown"]
     return {"iteration_time_s": d["iteration_time_s"], "tokens_per_s": d["tokens_per_s"],
@@ -604,7 +513,6 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
     from ..serving.llm.run import PDLink, ReplicaSpec, parse_pair, prepare, usd_per_mtok
     from ..serving.llm.simulate import ServeConfig
     from .search import gpu_hour_price
-    from .whatif import apply_gpu
 
     model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))

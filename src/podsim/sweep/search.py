@@ -7,7 +7,7 @@ Three passes over the layouts that :func:`~podsim.sweep.space.enumerate_layouts`
    simulation, shared across layouts; within a few per cent of it), in batches on worker
    processes or Ray;
 2. **simulate**: the best ``simulate_top`` estimated layouts simulated exactly as ``podsim llm``
-   does (:func:`podsim.llm.run.simulate_training`, with the timeline for the time breakdown);
+   does (:func:`podsim.api.train.simulate_training`, with the timeline for the time breakdown);
    when the space is no larger than that, every layout is simulated and the estimate is skipped;
 3. **flow**: the best ``flow_top`` of those re-run with the flow backend (congestion), reported
    beside the analytical figures.
@@ -110,7 +110,8 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
     from ..hardware.gpu import get_gpu
     from ..llm.estimate import LayoutEstimator
     from ..llm.flops import iteration_flops
-    from ..llm.run import default_cluster, layout_dict, simulate_training
+    from ..api.train import simulate_training
+    from ..llm.training import default_cluster, layout_dict
     model, model_arg, gpu, cluster, layouts, memory_gib = task
     spec_gpu = get_gpu(gpu)
     est = LayoutEstimator(model, spec_gpu, default_cluster(spec_gpu, None, None, cluster))
@@ -132,7 +133,7 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
 
 def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
     """One layout simulated as ``podsim llm`` does, with its time breakdown."""
-    from ..llm.run import simulate_training
+    from ..api.train import simulate_training
     model, layout, gpu, cluster, backend, model_arg = task
     r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend,
                           record_timeline=backend == "analytical")

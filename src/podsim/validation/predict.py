@@ -19,7 +19,7 @@
 * **memory** (Korthikanti et al. Figures 1 and 7): podsim's memory model;
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``;
 * **measured single-GPU training steps** (``kind`` = ``training_step``): the row's Llama shape
-  and configuration on one GPU (:mod:`podsim.llm.single_gpu_steps`);
+  and configuration on one GPU (:mod:`podsim.validation.training_steps`);
 * **measured serving steps** (``kind`` = ``serving_step``): ``podsim infer``'s step model over
   the row's prefill, decode or mixed batch on one GPU.
 """
@@ -187,7 +187,7 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
 
 def throughput(r: dict, backend: str = "analytical", compute=None, stack=None):  # type: ignore[no-untyped-def]
     """The row's metric, predicted (``stack``: the step parameters to use, default the GPU's)."""
-    from ..llm.run import simulate_training
+    from ..api.train import simulate_training
 
     model = model_of(r)
     lay = layout_of(r, model)
@@ -266,7 +266,7 @@ def inference(r: dict) -> float:
 def training_step(r: dict) -> float:
     """A measured single-GPU training step (``benchmarks/gpu/training_steps.py``), in s."""
     from ..compute.steps import step_row
-    from ..llm.single_gpu_steps import predict_step_s
+    from .training_steps import predict_step_s
 
     return predict_step_s(step_row(r, r.get("source_loc") or "training steps"))
 

@@ -21,11 +21,12 @@ import statistics
 from functools import lru_cache
 
 from ..compute.steps import CATEGORIES, StepRow, read_steps, shipped_path
+from ..api.train import simulate_training
 from ..errors import InputError
-from .layout import Layout
-from .model import ModelConfig
-from .run import TrainingResult, simulate_training
-from .stack import Stack
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig
+from ..llm.stack import Stack
+from ..llm.training import TrainingResult
 
 
 def model_of(row: StepRow) -> ModelConfig:

@@ -1,4 +1,6 @@
-"""Simulate one training iteration of an LLM layout on a cluster (``podsim llm``).
+"""What one simulated training iteration says (:class:`TrainingResult`, the result of
+:func:`podsim.api.train`), and the choices it rests on: the cluster for a GPU, how the GPU's
+kernel times are known, the ranks of a layout's groups.
 
 Result fields (``TrainingResult.to_dict``; times in s, FLOP/s in 10^12, memory in GiB):
 ``iteration_time_s``; ``model_tflops_per_gpu`` (model FLOPs, :mod:`podsim.llm.flops`, over
@@ -13,32 +15,18 @@ stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from ..collectives.nccl.planner import CollectivePlanner
-from ..compute.model import ComputeModel, KernelTimer
-from ..engine.cluster import simulate_cluster
-from ..errors import InputError
-from ..hardware.cluster import (
-    ClusterSpec,
-    build_fabric,
-    cluster_from_dict,
-    load_cluster,
-)
-from ..hardware.gpu import GpuSpec, get_gpu
+from ..hardware.cluster import ClusterSpec, cluster_from_dict, load_cluster
+from ..hardware.gpu import GpuSpec
 from ..intervals import length, merged, subtract
-from ..network.fabric import Fabric
+from ..errors import InputError
 from ..report.result import Result
-from ..workload import CollectiveKind
-from .flops import causal_model_flops, iteration_flops
-from .generate import generate
-from .kernel_report import kernel_rows
+from .flops import causal_model_flops
 from .layout import Layout
-from .memory import GIB, memory, stage_params
+from .memory import GIB
 from .model import ModelConfig
-from .ops import LayerCosts
-from .stack import Stack
+
 
 @dataclass
 class TrainingResult:
@@ -63,6 +51,8 @@ class TrainingResult:
     #: per-kernel rows of one layer, the embedding, the output layer and the optimizer
     #: (:mod:`podsim.llm.kernel_report`)
     kernels: dict = field(default_factory=dict)
+    #: CPU ns the stack spends launching one kernel (``llm/stack.yaml``'s ``host_ns``)
+    host_ns: float = 0.0
 
     @property
     def iteration_time_s(self) -> float:
@@ -182,60 +172,6 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
                        spec.description, None, spec.source, gpus_per_tray=tray)
 
 
-def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
-                      cluster: str | ClusterSpec | None = None, backend: str = "analytical",
-                      gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
-                      flash_attention: bool | None = None, record_timeline: bool = True,
-                      compute: KernelTimer | None = None, granularity: str = "bulk",
-                      progress: Callable[[int, int, int], None] | None = None,
-                      rendezvous: bool = True, stack: Stack | None = None) -> TrainingResult:
-    """Simulate one iteration.
-
-    ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
-    identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
-    ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
-    about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
-    stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
-    point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
-overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
-
-    Raises:
-        InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
-    """
-    spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
-    if layout.precision in ("mxfp8", "nvfp4") and "fp4" not in spec_gpu.peak_tflops:
-        raise InputError(f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
-                         f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)")
-    if flash_attention is not None and flash_attention != layout.flash_attention:
-        layout = replace(layout, flash_attention=flash_attention)
-    layout.check(model)
-    cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
-    spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
-    fabric = build_fabric(spec, layout.gpus)
-    fold, estimate = _folder(layout, fabric, spec, backend)
-    costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
-    w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
-    # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
-    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
-                           intra_server_closed_form=True, granularity=granularity, progress=progress,
-                           rendezvous=rendezvous)
-    mf, hf = iteration_flops(model, layout)
-    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
-                         memory=memory(model, layout))
-    out.breakdown = breakdown(res)
-    out.compute_model = cm.describe()
-    out.calibration = calibration_of(spec_gpu, compute is not None and not isinstance(compute, ComputeModel))
-    params = stage_params(model, layout, 0)
-    sharded = layout.distributed_optimizer or layout.zero >= 1
-    out.kernels = kernel_rows(costs, params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
-                              params / (layout.dp * layout.cp) if sharded else params)
-    if out.memory_peak_gib > spec_gpu.memory_gib:
-        worst = max(out.memory, key=lambda s: s.total)
-        out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
-                         f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB")
-    return out
-
-
 def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
     """The ranks of the first ``tp`` / ``cp`` / ``ep`` / ``dp`` (DP x CP) group of ``layout``, or
     None for a group of one rank or another name."""
@@ -244,35 +180,6 @@ def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
     if group not in stride or size[group] < 2:
         return None
     return tuple(i * stride[group] for i in range(size[group]))
-
-
-def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]
-    """(fold, estimate).  ``fold``: what generate() may fuse: blocking collectives the engine
-    would time in closed form anyway -- every one with the analytical backend; with the flow
-    backend those of groups inside one server (TP; CP and EP when they fit in a server too).
-    Exact: the fused ops give the same timeline as separate ones.  ``estimate``: the
-    closed-form time of a collective on any group (DP too), for the interference of overlapped
-    communication (an estimate under the flow backend, which times them itself)."""
-    g = fabric.gpus_per_node
-    planner = CollectivePlanner(fabric, spec.nccl)
-
-    def ranks_of(group: str) -> tuple[int, ...] | None:
-        return group_ranks(layout, group)
-
-    def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or group == "dp":
-            return None
-        if backend != "analytical" and len({r // g for r in ranks}) > 1:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
-
-    def estimate(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or nbytes <= 0:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
-    return fold, estimate
 
 
 def breakdown(res: Result) -> dict[str, float]:

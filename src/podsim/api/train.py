@@ -1,0 +1,205 @@
+"""``podsim llm`` as a Python call: one training iteration of an LLM under a parallel layout.
+
+:func:`train` takes a :class:`~podsim.jobs.train.TrainJob` (what the command line and the
+sweep build from their flags); :func:`simulate_training` takes the typed pieces (a model
+config, a layout, a GPU) for scripts that build them themselves.  Both return a
+:class:`~podsim.llm.training.TrainingResult`.
+
+Example::
+
+    from podsim.api import train
+    from podsim.jobs.train import TrainJob
+    job = TrainJob.from_values({"model": "llama3-8b", "gpu": "h100", "gpus": 64, "tp": 8,
+                                "global-batch": 64})
+    print(train(job).iteration_time_s)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ..collectives.nccl.planner import CollectivePlanner
+from ..compute.model import ComputeModel, KernelTimer
+from ..compute.table import table_model
+from ..engine.cluster import simulate_cluster
+from ..errors import InputError
+from ..hardware.cluster import ClusterSpec, build_fabric
+from ..formats.chakra import write_workload_with_groups
+from ..hardware.gpu import GpuSpec, get_gpu, gpu_specs
+from ..jobs.train import TrainJob
+from ..llm.flops import iteration_flops
+from ..llm.generate import generate
+from ..llm.kernel_report import kernel_rows
+from ..llm.layout import Layout
+from ..llm.memory import memory, stage_params
+from ..llm.export import write_simai
+from ..llm.model import ModelConfig, from_hf_config, get_model, zoo
+from ..llm.ops import LayerCosts
+from ..llm.stack import Stack
+from ..llm.training import TrainingResult, breakdown, calibration_of, default_cluster, group_ranks
+from ..network.fabric import Fabric
+from ..units import parse_bandwidth
+from ..workload import CollectiveKind
+
+
+def load_model(job: TrainJob) -> ModelConfig:
+    """The job's model: a zoo name or a HuggingFace-style config file.
+
+    Raises:
+        InputError: neither or both given, an unknown name, a bad file."""
+    m = job.model
+    if m.model and m.model_config:
+        raise InputError("give either --model or --model-config, not both")
+    if not (m.model or m.model_config):
+        raise InputError("give --model NAME (see --list) or --model-config FILE")
+    return get_model(m.model) if m.model else from_hf_config(str(m.model_config))
+
+
+def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
+    """The job's layout with what it leaves open filled in: the model's sequence length, and
+    the interleaved schedule when ``vpp > 1``.
+
+    Raises:
+        InputError: ``gpus`` or ``global-batch`` missing."""
+    lay = job.layout
+    for flag, value in (("--gpus", lay.gpus), ("--global-batch", lay.global_batch)):
+        if value is None:
+            raise InputError(f"{flag} is required")
+    return replace(lay, seq_len=lay.seq_len or model.seq_len,
+                   schedule="interleaved" if lay.vpp > 1 else lay.schedule)
+
+
+def train(job: TrainJob, *, record_timeline: bool = True,
+          progress: Callable[[int, int, int], None] | None = None) -> TrainingResult:
+    """Simulate one training iteration of ``job``.
+
+    ``progress(now_ns, stages_finished, stages)`` is called about once a second of wall time.
+
+    Raises:
+        InputError: a missing or contradictory input, a layout the model or cluster cannot take.
+    """
+    model = load_model(job)
+    lay = resolved_layout(job, model)
+    hw = job.hardware
+    gpu = hw.gpu if isinstance(hw.gpu, GpuSpec) else get_gpu(hw.gpu)
+    nic = parse_bandwidth(hw.nic_bandwidth, where="--nic-bandwidth") if hw.nic_bandwidth else None
+    compute = None
+    if job.timing.kernel_table:
+        table = job.timing.kernel_table
+        compute = table_model(table if table == "measured" else str(Path(table)), gpu, lay.compute_dtype)
+    return simulate_training(model, lay, gpu, hw.cluster, job.simulation.backend, hw.gpus_per_node, nic,
+                             record_timeline=record_timeline, compute=compute,
+                             granularity=job.simulation.granularity, progress=progress)
+
+
+def _kernel_timer(result: TrainingResult, job: TrainJob) -> KernelTimer:
+    """The kernel timer a result was simulated with (for exporting its workload)."""
+    if job.timing.kernel_table:
+        return table_model(job.timing.kernel_table, job.hardware.gpu, result.layout.compute_dtype)
+    return ComputeModel.for_gpu(result.gpu, result.layout.compute_dtype)
+
+
+def export_simai(result: TrainingResult, job: TrainJob, path: str) -> None:
+    """Write pipeline stage 0 of the simulated iteration as a SimAI/AICB workload file."""
+    write_simai(result.model, result.layout, _kernel_timer(result, job), path)
+
+
+def export_chakra(result: TrainingResult, job: TrainJob, prefix: str) -> tuple[list[str], str]:
+    """Write the iteration's workload as Chakra ET files ``prefix.<rank>.et`` and its comm
+    groups JSON; returns (the ET paths, the groups file)."""
+    w = generate(result.model, result.layout, _kernel_timer(result, job))
+    paths, groups = write_workload_with_groups(w, prefix)
+    return list(paths), str(groups)
+
+
+def catalog() -> tuple[list[tuple[str, ModelConfig]], list[tuple[str, GpuSpec]]]:
+    """The zoo's models and the GPUs podsim knows, by name (what ``podsim llm --list`` shows)."""
+    return list(zoo().items()), list(gpu_specs().items())
+
+
+def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
+                      cluster: str | ClusterSpec | None = None, backend: str = "analytical",
+                      gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
+                      flash_attention: bool | None = None, record_timeline: bool = True,
+                      compute: KernelTimer | None = None, granularity: str = "bulk",
+                      progress: Callable[[int, int, int], None] | None = None,
+                      rendezvous: bool = True, stack: Stack | None = None) -> TrainingResult:
+    """Simulate one iteration.
+
+    ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
+    identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
+    ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
+    about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
+    stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
+    point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
+overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
+
+    Raises:
+        InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
+    """
+    spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    if layout.precision in ("mxfp8", "nvfp4") and "fp4" not in spec_gpu.peak_tflops:
+        raise InputError(f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
+                         f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)")
+    if flash_attention is not None and flash_attention != layout.flash_attention:
+        layout = replace(layout, flash_attention=flash_attention)
+    layout.check(model)
+    cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
+    spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
+    fabric = build_fabric(spec, layout.gpus)
+    fold, estimate = _folder(layout, fabric, spec, backend)
+    costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
+    w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
+    # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
+    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
+                           intra_server_closed_form=True, granularity=granularity, progress=progress,
+                           rendezvous=rendezvous)
+    mf, hf = iteration_flops(model, layout)
+    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
+                         memory=memory(model, layout))
+    out.breakdown = breakdown(res)
+    out.compute_model = cm.describe()
+    out.calibration = calibration_of(spec_gpu, compute is not None and not isinstance(compute, ComputeModel))
+    params = stage_params(model, layout, 0)
+    sharded = layout.distributed_optimizer or layout.zero >= 1
+    out.kernels = kernel_rows(costs, params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
+                              params / (layout.dp * layout.cp) if sharded else params)
+    out.host_ns = (stack or Stack.for_gpu(spec_gpu.key)).host_ns
+    if out.memory_peak_gib > spec_gpu.memory_gib:
+        worst = max(out.memory, key=lambda s: s.total)
+        out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
+                         f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB")
+    return out
+
+
+def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]
+    """(fold, estimate).  ``fold``: what generate() may fuse: blocking collectives the engine
+    would time in closed form anyway -- every one with the analytical backend; with the flow
+    backend those of groups inside one server (TP; CP and EP when they fit in a server too).
+    Exact: the fused ops give the same timeline as separate ones.  ``estimate``: the
+    closed-form time of a collective on any group (DP too), for the interference of overlapped
+    communication (an estimate under the flow backend, which times them itself)."""
+    g = fabric.gpus_per_node
+    planner = CollectivePlanner(fabric, spec.nccl)
+
+    def ranks_of(group: str) -> tuple[int, ...] | None:
+        return group_ranks(layout, group)
+
+    def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        ranks = ranks_of(group)
+        if ranks is None or group == "dp":
+            return None
+        if backend != "analytical" and len({r // g for r in ranks}) > 1:
+            return None
+        return planner.plan(ranks, kind, nbytes)[1]
+
+    def estimate(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        ranks = ranks_of(group)
+        if ranks is None or nbytes <= 0:
+            return None
+        return planner.plan(ranks, kind, nbytes)[1]
+    return fold, estimate
+
+

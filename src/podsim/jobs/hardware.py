@@ -1,0 +1,31 @@
+"""The hardware a job asks for: a GPU (a key or alias of ``hardware/gpus.yaml``) and the
+cluster around it (a preset name or a cluster YAML; default: the GPU's preset), with the
+node size and NIC bandwidth a user may override."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..params import Param, param
+
+#: the GPU a job runs on when it names none
+DEFAULT_GPU = "a100-80gb"
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """GPU and cluster of a job.  ``gpu`` and ``cluster`` may also hold typed specs
+    (:class:`~podsim.hardware.gpu.GpuSpec`, :class:`~podsim.hardware.cluster.ClusterSpec`):
+    a what-if overrides them with :func:`dataclasses.replace`."""
+
+    gpu: Any = param(Param("gpu", "name", DEFAULT_GPU, metavar="NAME",
+                           help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, "
+                                "h100-80gb, h200, b200, b300, gb200, gb300, mi300x"))
+    cluster: Any = param(Param("cluster", "name", metavar="PRESET_OR_YAML",
+                               help="the cluster (default: the preset for --gpu; presets: podsim collective "
+                                    "--list)"))
+    gpus_per_node: int | None = param(Param("gpus-per-node", "count", metavar="K",
+                                            help="GPUs per node, overriding the cluster's"))
+    nic_bandwidth: str | None = param(Param("nic-bandwidth", "bandwidth", metavar="BW", unit="GB/s",
+                                            help="per-GPU NIC bandwidth, e.g. 200Gbps (a number: GB/s)"))

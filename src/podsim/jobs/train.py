@@ -1,0 +1,63 @@
+"""One training iteration of an LLM (``podsim llm``, the sweep's ``run: llm``): the model, the
+hardware, the layout (with the training options that change its time), how it is simulated
+and timed, and what the command line also writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm.layout import Layout
+from ..params import Param, build, nested, param, params_of
+from .hardware import Hardware
+from .model import ModelChoice
+from .outputs import Outputs
+from .simulation import Simulation
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How kernels are timed."""
+
+    kernel_table: str | None = param(Param(
+        "kernel-table", "name", metavar="CSV|measured",
+        help="time kernels by interpolating a measured kernel table (podsim kernels measure); 'measured' = the "
+             "table podsim ships for --gpu (h100-80gb)"))
+
+
+@dataclass(frozen=True)
+class TrainExports:
+    """What ``podsim llm`` prints or writes besides the result (not sweep parameters)."""
+
+    kernels: bool = param(Param("kernels", "bool", False, sweep=False,
+                                help="print the per-kernel list of one layer, the embedding, the output layer and "
+                                     "the optimizer with their times (also in --json under 'kernels')"))
+    simai: str | None = param(Param("simai", "path", metavar="OUT.txt", sweep=False,
+                                    help="also write pipeline stage 0 as a SimAI/AICB workload file"))
+    chakra: str | None = param(Param("chakra", "path", metavar="PREFIX", sweep=False,
+                                     help="also write Chakra ET files PREFIX.<rank>.et and PREFIX.comm_groups.json "
+                                          "(ASTRA-sim inputs)"))
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """Everything one training iteration depends on.  ``layout.seq_len`` None-like values are
+    resolved by :func:`podsim.api.train` (the model's sequence length)."""
+
+    layout: Layout = field(metadata={"nested": Layout})
+    model: ModelChoice = nested(ModelChoice)
+    hardware: Hardware = nested(Hardware)
+    simulation: Simulation = nested(Simulation)
+    timing: Timing = nested(Timing)
+    outputs: Outputs = nested(Outputs)
+    exports: TrainExports = nested(TrainExports)
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> "TrainJob":
+        """A job from flag values keyed by parameter or field name (argparse's namespace as a
+        dict, or a sweep point); missing ones take their defaults."""
+        return build(cls, values)
+
+
+#: every parameter of ``podsim llm``, in --help order
+TRAIN_PARAMS: tuple[Param, ...] = params_of(TrainJob)

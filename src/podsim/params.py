@@ -1,0 +1,243 @@
+"""Job parameters, each declared once.
+
+A job's inputs live on typed dataclasses (the model, the hardware, the layout, the options of
+a training or serving run).  Each field that a user can set carries a :class:`Param` in its
+metadata: its flag name, the other spellings users script against (Megatron's, vLLM's), its
+help, unit, choices and default.  From those fields podsim generates
+
+* the argparse flags of a subcommand (:func:`add_arguments`),
+* the sweep's parameters of a run kind (the same :class:`Param` objects),
+* the JSON echo of a job's inputs (:func:`echo`),
+* the docs' flag tables (:func:`markdown_table`),
+
+so a new knob is one field, and a test compares the four.
+
+Values travel in two forms.  *Flag values* are what a user writes (``--no-flash-attention``
+is ``True``, ``--recompute-modules core_attn,mlp`` is a string); *field values* are what the
+dataclass holds (``flash_attention=False``, ``recompute_modules=("core_attn", "mlp")``).
+:meth:`Param.to_field` and :meth:`Param.to_flag` convert.
+
+Kinds: ``count`` (integer >= 1), ``natural`` (integer >= 0), ``number`` (> 0), ``nonneg``
+(>= 0), ``bool`` (a flag that takes no value), ``choice``, ``name`` (a word such as a model or
+a preset), ``path`` (a file), ``size`` (bytes, "1M", "16 MB"), ``bandwidth`` ("200 Gbps"),
+``list`` (comma-separated values) and ``text`` (any string, e.g. "eager" or a number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .errors import InputError
+
+KINDS = ("count", "natural", "number", "nonneg", "bool", "choice", "name", "path", "size", "bandwidth", "list",
+         "text")
+
+_SQL = {"count": "BIGINT", "natural": "BIGINT", "number": "DOUBLE", "nonneg": "DOUBLE", "bool": "BOOLEAN"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One parameter of a job, as a user sets it.
+
+    Attributes:
+        name: the flag without its dashes (``global-batch``); sweep specs may write it with
+            underscores, and a results table's column is the underscore form.
+        kind: one of :data:`KINDS`.
+        default: the flag value when none is given (None: none).
+        choices: the values a ``choice`` takes.
+        help: what it is, with its unit.
+        unit: the unit of a number (``s``, ``GiB``, ``GB/s``), for tables.
+        aliases: other spellings of the flag, without dashes (``micro-batch-size``).
+        metavar: the placeholder in ``--help``.
+        field: the dataclass field it sets (default: ``name`` with underscores).
+        negate: a ``bool`` flag that turns its field off (``no-flash-attention`` sets
+            ``flash_attention=False``).
+        item: the type of a ``list``'s items (``str`` or ``int``).
+        sweep: also a sweep parameter (outputs such as ``--json`` are not).
+        exclusive: the name of the mutually exclusive group the flag belongs to, if any.
+        const: a ``bool`` flag that sets its field to this value (``--fsdp`` sets ``zero=3``);
+            declared beside the field's own parameter (:func:`param`'s ``also``).
+        items: what a ``list``'s items are, for messages ("layer counts").
+    """
+
+    name: str
+    kind: str
+    default: Any = None
+    choices: tuple[Any, ...] = ()
+    help: str = ""
+    unit: str = ""
+    aliases: tuple[str, ...] = ()
+    metavar: str | None = None
+    field: str | None = None
+    negate: bool = False
+    item: type = str
+    sweep: bool = True
+    exclusive: str | None = None
+    const: Any = None
+    items: str = "values"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"parameter {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind == "choice" and not self.choices:
+            raise ValueError(f"parameter {self.name}: a choice needs its choices")
+
+    @property
+    def column(self) -> str:
+        """The results table's column (``global_batch``)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination: the flag's own name (``no_flash_attention``), or the field
+        a constant flag sets (``--fsdp`` sets ``zero``)."""
+        return (self.field or self.column) if self.const is not None else self.column
+
+    @property
+    def sql_type(self) -> str:
+        """The DuckDB type of its column."""
+        return _SQL.get(self.kind, "VARCHAR")
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Every spelling on the command line (``--micro-batch``, ``--micro-batch-size``)."""
+        return tuple(f"--{n}" for n in (self.name, *self.aliases))
+
+    def to_field(self, value: Any) -> Any:
+        """A flag value as its field holds it."""
+        if self.negate:
+            return not value
+        if self.kind == "list" and isinstance(value, str):
+            out = []
+            for part in (x for x in value.replace(" ", "").split(",") if x):
+                try:
+                    out.append(self.item(part))
+                except ValueError:
+                    raise InputError(f"--{self.name} takes comma-separated {self.items}, e.g. 1,2,2,1; got "
+                                     f"{part!r} in {value!r}") from None
+            return tuple(out)
+        return value
+
+    def to_flag(self, value: Any) -> Any:
+        """A field value as a user writes it."""
+        if self.negate:
+            return not value
+        if self.kind == "list" and isinstance(value, (tuple, list)):
+            return ",".join(str(x) for x in value)
+        return value
+
+
+def param(p: Param, default: Any = dataclasses.MISSING, also: tuple[Param, ...] = (),
+          required: bool = False) -> Any:
+    """A dataclass field declared by ``p``; ``default`` is the field's default (derived from
+    ``p.default`` when not given); ``also``: other flags that set this field to a constant
+    (:attr:`Param.const`); ``required``: the field has no default."""
+    if default is dataclasses.MISSING and not required:
+        default = None if p.default is None else p.to_field(p.default)
+    meta = {"param": p, "also": also}
+    if isinstance(default, (list, dict, set)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def params_of(cls: type) -> tuple[Param, ...]:
+    """The parameters declared on ``cls`` and, depth first, on its dataclass-typed fields."""
+    out: list[Param] = []
+    for f in dataclasses.fields(cls):
+        p = f.metadata.get("param")
+        if p is not None:
+            out.append(p)
+            out.extend(f.metadata.get("also", ()))
+        elif f.metadata.get("nested") is not None:
+            out.extend(params_of(f.metadata["nested"]))
+    return tuple(out)
+
+
+def nested(cls: type) -> Any:
+    """A dataclass field holding a ``cls`` (whose parameters :func:`params_of` collects)."""
+    return dataclasses.field(default_factory=cls, metadata={"nested": cls})
+
+
+def build(cls: type, values: Mapping[str, Any]) -> Any:
+    """A ``cls`` from flag values keyed by parameter name (``global-batch``) or field name
+    (``global_batch``); a missing one takes its flag's default, as on the command line (so a
+    parameter without a default is None, for the API to resolve or refuse).  Nested dataclass
+    fields are built from the same values."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        p = f.metadata.get("param")
+        if p is not None:
+            key = next((k for k in (p.name, p.column, p.dest) if k in values), None)
+            kwargs[f.name] = p.to_field(values[key] if key is not None else p.default)
+            for c in f.metadata.get("also", ()):
+                if values.get(c.name) or values.get(c.column):
+                    kwargs[f.name] = c.const
+        elif f.metadata.get("nested") is not None:
+            kwargs[f.name] = build(f.metadata["nested"], values)
+    return cls(**kwargs)
+
+
+def echo(obj: Any) -> dict[str, Any]:
+    """The parameters of a job as flag values keyed by parameter name: the JSON echo of its
+    inputs (nested dataclasses flattened, as on the command line)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        p = f.metadata.get("param")
+        value = getattr(obj, f.name)
+        if p is not None:
+            out[p.name] = p.to_flag(value)
+        elif f.metadata.get("nested") is not None:
+            out.update(echo(value))
+    return out
+
+
+#: argument types by kind: the parser's converters (given by the CLI, which owns their messages)
+Converters = Mapping[str, Callable[[str], Any]]
+
+
+def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], converters: Converters,
+                  skip: Iterable[str] = ()) -> None:
+    """Add one flag per parameter to ``parser`` (aliases as extra spellings, mutually exclusive
+    groups by :attr:`Param.exclusive`); ``converters`` maps a kind to the function that parses
+    its text (kinds without one take the text as it is)."""
+    groups: dict[str, Any] = {}
+    skipped = set(skip)
+    for p in params:
+        if p.name in skipped:
+            continue
+        target = parser
+        if p.exclusive:
+            if p.exclusive not in groups:
+                groups[p.exclusive] = parser.add_mutually_exclusive_group()
+            target = groups[p.exclusive]
+        kw: dict[str, Any] = {"dest": p.dest, "help": p.help or None}
+        if p.kind == "bool" and p.const is not None:   # sets another flag's field: that flag's default stays
+            kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
+        elif p.kind == "bool":
+            kw.update(action="store_true", default=bool(p.default))
+        else:
+            kw.update(default=p.default, metavar=p.metavar or p.name.split("-")[-1].upper())
+            if p.choices:
+                kw.update(choices=list(p.choices))
+                kw.pop("metavar")
+            if p.kind in converters:
+                kw["type"] = converters[p.kind]
+        target.add_argument(*p.flags, **kw)
+
+
+def markdown_table(params: Iterable[Param]) -> str:
+    """The docs' table of ``params``: flag (and aliases), default, what it is."""
+    rows = ["| flag | default | what it is |", "|---|---|---|"]
+    for p in params:
+        flags = ", ".join(f"`{f}`" for f in p.flags)
+        if p.kind == "choice":
+            flags += " " + "\\|".join(str(c) for c in p.choices)
+        default = "" if p.default in (None, False) else f"`{p.default}`"
+        text = p.help.replace("|", "\\|")
+        if p.unit and p.unit not in text:
+            text += f" ({p.unit})"
+        rows.append(f"| {flags} | {default} | {text} |")
+    return "\n".join(rows)
