@@ -180,17 +180,22 @@ def build(cls: type, values: Mapping[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-def echo(obj: Any) -> dict[str, Any]:
+def echo(obj: Any, inputs_only: bool = True) -> dict[str, Any]:
     """The parameters of a job as flag values keyed by parameter name: the JSON echo of its
-    inputs (nested dataclasses flattened, as on the command line)."""
+    inputs (nested dataclasses flattened, as on the command line).  ``inputs_only``: leave out
+    the outputs (parameters that are no sweep parameters, such as ``--json``).  A value that is
+    a typed spec (a what-if's GPU or cluster) is echoed by its name."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         p = f.metadata.get("param")
         value = getattr(obj, f.name)
-        if p is not None:
-            out[p.name] = p.to_flag(value)
+        if p is not None and (p.sweep or not inputs_only):
+            value = p.to_flag(value)
+            if dataclasses.is_dataclass(value):
+                value = getattr(value, "key", None) or getattr(value, "name", None) or str(value)
+            out[p.name] = value
         elif f.metadata.get("nested") is not None:
-            out.update(echo(value))
+            out.update(echo(value, inputs_only))
     return out
 
 

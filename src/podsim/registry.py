@@ -90,6 +90,10 @@ class Registry(Generic[T]):
     def items(self) -> Iterator[tuple[str, T]]:
         return iter(self._entries.items())
 
+    def __iter__(self) -> Iterator[str]:
+        """The registered names (so a registry serves as a list of choices)."""
+        return iter(self._entries)
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._aliases
 

@@ -6,6 +6,7 @@ import argparse
 
 from ..api.train import catalog, export_chakra, export_simai, train
 from ..jobs.train import TRAIN_PARAMS, TrainJob
+from ..params import echo
 from ..report import write_trace
 from ..report.json_out import write_document
 from ..report.training import format_catalog, format_kernels, format_training
@@ -67,7 +68,7 @@ def _run_llm(args: argparse.Namespace) -> int:
         print(format_kernels(r.kernels, r.host_ns))
     out = job.outputs
     if out.json:
-        write_document(r.to_dict(), out.json)
+        write_document({**r.to_dict(), "inputs": echo(job)}, out.json)
         print(f"  wrote {out.json}")
     if out.trace:
         shown = write_trace(r.result, out.trace, max_ranks=out.trace_ranks, announce=announce)
