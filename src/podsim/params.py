@@ -47,7 +47,8 @@ class Param:
             underscores, and a results table's column is the underscore form.
         kind: one of :data:`KINDS`.
         default: the flag value when none is given (None: none).
-        choices: the values a ``choice`` takes.
+        choices: the values a ``choice`` takes; for a ``name``, the names its registry holds
+            (checked there, with the closest name in the error, rather than by argparse).
         help: what it is, with its unit.
         unit: the unit of a number (``s``, ``GiB``, ``GB/s``), for tables.
         aliases: other spellings of the flag, without dashes (``micro-batch-size``).
@@ -225,7 +226,7 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
             kw.update(action="store_true", default=bool(p.default))
         else:
             kw.update(default=p.default, metavar=p.metavar or p.name.split("-")[-1].upper())
-            if p.choices:
+            if p.choices and p.kind != "name":   # a name's choices come from a registry, whose error is kinder
                 kw.update(choices=list(p.choices))
                 kw.pop("metavar")
             if p.kind in converters:

@@ -35,26 +35,13 @@ from ..llm.kernel_report import kernel_rows
 from ..llm.layout import Layout
 from ..llm.memory import memory, stage_params
 from ..llm.export import write_simai
-from ..llm.model import ModelConfig, from_hf_config, get_model, zoo
+from ..llm.model import ModelConfig, zoo
 from ..llm.ops import LayerCosts
 from ..llm.stack import Stack
 from ..llm.training import TrainingResult, breakdown, calibration_of, default_cluster, group_ranks
 from ..network.fabric import Fabric
 from ..units import parse_bandwidth
 from ..workload import CollectiveKind
-
-
-def load_model(job: TrainJob) -> ModelConfig:
-    """The job's model: a zoo name or a HuggingFace-style config file.
-
-    Raises:
-        InputError: neither or both given, an unknown name, a bad file."""
-    m = job.model
-    if m.model and m.model_config:
-        raise InputError("give either --model or --model-config, not both")
-    if not (m.model or m.model_config):
-        raise InputError("give --model NAME (see --list) or --model-config FILE")
-    return get_model(m.model) if m.model else from_hf_config(str(m.model_config))
 
 
 def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
@@ -80,16 +67,17 @@ def train(job: TrainJob, *, record_timeline: bool = True,
     Raises:
         InputError: a missing or contradictory input, a layout the model or cluster cannot take.
     """
-    model = load_model(job)
+    model = job.model.load()
     lay = resolved_layout(job, model)
     hw = job.hardware
     gpu = hw.gpu if isinstance(hw.gpu, GpuSpec) else get_gpu(hw.gpu)
-    nic = parse_bandwidth(hw.nic_bandwidth, where="--nic-bandwidth") if hw.nic_bandwidth else None
+    over = job.cluster
+    nic = parse_bandwidth(over.nic_bandwidth, where="--nic-bandwidth") if over.nic_bandwidth else None
     compute = None
     if job.timing.kernel_table:
         table = job.timing.kernel_table
         compute = table_model(table if table == "measured" else str(Path(table)), gpu, lay.compute_dtype)
-    return simulate_training(model, lay, gpu, hw.cluster, job.simulation.backend, hw.gpus_per_node, nic,
+    return simulate_training(model, lay, gpu, hw.cluster, job.simulation.backend, over.gpus_per_node, nic,
                              record_timeline=record_timeline, compute=compute,
                              granularity=job.simulation.granularity, progress=progress)
 

@@ -15,7 +15,7 @@ DEFAULT_GPU = "a100-80gb"
 
 @dataclass(frozen=True)
 class Hardware:
-    """GPU and cluster of a job.  ``gpu`` and ``cluster`` may also hold typed specs
+    """GPU and cluster of a job (every job that simulates a cluster).  ``gpu`` and ``cluster`` may also hold typed specs
     (:class:`~podsim.hardware.gpu.GpuSpec`, :class:`~podsim.hardware.cluster.ClusterSpec`):
     a what-if overrides them with :func:`dataclasses.replace`."""
 
@@ -25,6 +25,12 @@ class Hardware:
     cluster: Any = param(Param("cluster", "name", metavar="PRESET_OR_YAML",
                                help="the cluster (default: the preset for --gpu; presets: podsim collective "
                                     "--list)"))
+
+
+@dataclass(frozen=True)
+class ClusterOverrides:
+    """What ``podsim llm`` may change of the cluster without a YAML of its own."""
+
     gpus_per_node: int | None = param(Param("gpus-per-node", "count", metavar="K",
                                             help="GPUs per node, overriding the cluster's"))
     nic_bandwidth: str | None = param(Param("nic-bandwidth", "bandwidth", metavar="BW", unit="GB/s",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError
+from ..llm.model import ModelConfig, from_hf_config, get_model
 from ..params import Param, param
 
 
@@ -15,3 +17,14 @@ class ModelChoice:
                                     help="a zoo model (podsim llm --list shows them)"))
     model_config: str | None = param(Param("model-config", "path", metavar="FILE", exclusive="model",
                                            help="a HuggingFace-style config.json"))
+
+    def load(self) -> ModelConfig:
+        """The model: the zoo's, or read from the config file.
+
+        Raises:
+            InputError: neither or both given, an unknown name, a bad file."""
+        if self.model and self.model_config:
+            raise InputError("give either --model or --model-config, not both", where="--model")
+        if not (self.model or self.model_config):
+            raise InputError("give --model NAME (see --list) or --model-config FILE", where="--model")
+        return get_model(self.model) if self.model else from_hf_config(str(self.model_config))

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..llm.layout import Layout
 from ..params import Param, build, nested, param, params_of
-from .hardware import Hardware
+from .hardware import ClusterOverrides, Hardware
 from .model import ModelChoice
 from .outputs import Outputs
 from .simulation import Simulation
@@ -47,6 +47,7 @@ class TrainJob:
     layout: Layout = field(metadata={"nested": Layout})
     model: ModelChoice = nested(ModelChoice)
     hardware: Hardware = nested(Hardware)
+    cluster: ClusterOverrides = nested(ClusterOverrides)
     simulation: Simulation = nested(Simulation)
     timing: Timing = nested(Timing)
     outputs: Outputs = nested(Outputs)

@@ -21,10 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..api.serve_llm import serve_llm, with_hardware
 from ..api.train import train
+from ..serving.llm.deployment import usd_per_mtok
+from ..serving.llm.requests import is_generator
 from ..errors import InputError, PodsimError, unknown_key_error
 from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
+from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
 from .whatif import apply_cluster, apply_gpu
@@ -142,36 +146,7 @@ SERVE = RunKind(
 
 SERVE_LLM = RunKind(
     "serve-llm",
-    (Param("model", "name", help="a zoo model (podsim llm --list)"),
-     Param("model-config", "path", help="a HuggingFace-style config.json"),
-     Param("gpu", "name", "a100-80gb", help="a GPU key or alias"),
-     Param("cluster", "name", help="a cluster preset or YAML (default: the preset for the GPU)"),
-     Param("tp", "count", 1), Param("pp", "count", 1), Param("ep", "count", 1),
-     Param("precision", "choice", "bf16", ("bf16", "fp16", "fp8")),
-     Param("kv-cache-dtype", "choice", None, ("bf16", "fp16", "fp8")),
-     Param("host-overhead-ms", "nonneg", 0.0, help="CPU time per step, ms"),
-     Param("profile", "path", help="measured tables in Vidur's layout (a folder)"),
-     Param("replicas", "count", 1, help="model replicas (without pd)"),
-     Param("pd", "name", help="P:D prefill and decode replicas (instead of replicas), or off"),
-     Param("pd-backend", "choice", "flow", ("flow", "analytical", "link")),
-     Param("workload", "name", help="a request trace CSV or a generator (poisson:QPS,prompt=...,output=...)"),
-     Param("requests", "count", help="the first N requests of a trace, or N generated (default 1000)"),
-     Param("scheduler", "choice", "vllm", ("vllm", "sarathi", "orca", "static", "lightllm", "vllm-v0")),
-     Param("max-num-seqs", "count"), Param("max-batched-tokens", "count"),
-     Param("chunk-size", "count", help="sarathi's token budget of a step"),
-     Param("router", "choice", "round-robin", ("round-robin", "least-outstanding", "jsq", "kv-aware")),
-     Param("preemption", "choice", "recompute", ("recompute", "swap")),
-     Param("swap-space", "nonneg", 4.0, help="host memory for swapped blocks, GiB per GPU"),
-     Param("swap-bandwidth", "number", 25.0, help="GPU-host copies, GB/s per GPU"),
-     Param("block-size", "count", 16), Param("kv-blocks", "count"), Param("max-context", "count"),
-     Param("prefix-hit-rate", "nonneg", 0.0),
-     Param("spec-decode", "name", help="K:A draft length and acceptance rate"),
-     Param("draft-model", "name", help="the draft model (a zoo model)"),
-     Param("slo-ttft", "number", help="time-to-first-token SLO, s"),
-     Param("slo-tpot", "number", help="time-per-output-token SLO, s"),
-     Param("find-capacity", "bool", False, help="the metrics of the highest rate meeting the SLOs"),
-     Param("capacity-target", "number", 0.99, help="share of requests that must meet the SLOs"),
-     Param("gpu-hour-price", "number", help="US dollars a GPU-hour (default: podsim's price for the GPU, if any)")),
+    tuple(p for p in SERVE_LLM_PARAMS if p.sweep),
     (("model", "model-config"), ("workload",)),
     {"gpus": "BIGINT", "capacity_qps": "DOUBLE", "ttft_mean_s": "DOUBLE", "ttft_p99_s": "DOUBLE",
      "tpot_mean_s": "DOUBLE", "tpot_p99_s": "DOUBLE", "e2e_mean_s": "DOUBLE", "e2e_p99_s": "DOUBLE",
@@ -181,7 +156,7 @@ SERVE_LLM = RunKind(
     ("capacity_qps", "tokens_per_s", "ttft_p99_s", "tpot_p99_s", "slo_attainment", "cost_per_mtok_usd"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
     "LLM serving on replicas: continuous batching, a paged KV cache, schedulers, P/D (podsim serve-llm)",
-    {"chrome-trace": "trace"})
+    {a: p.name for p in SERVE_LLM_PARAMS if p.sweep for a in p.aliases})
 
 #: run kind -> its definition
 RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE, SERVE_LLM)}
@@ -267,12 +242,20 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
         except InputError as e:
             raise InputError(e.message, source, where) from None
         return v
+    if k == "text":   # a number >= 0 or a word (host-overhead-ms: 0.5, eager, cuda-graphs)
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)) or (isinstance(v, str) and not v.strip()):
+            raise bad("a number or a word")
+        if isinstance(v, (int, float)) and not (math.isfinite(v) and 0 <= v <= _MAX_NUMBER):
+            raise bad("a finite number >= 0")
+        return v
     if v is False and p.name in _OFF_NAMES:   # YAML reads a bare off / no as false
         return "off"
     if not isinstance(v, str) or not v.strip():
         raise bad("a name" if k == "name" else "a file path")
     if k == "path" and not Path(resolve(v, base)).exists() and not _chakra_prefix(resolve(v, base)):
         raise InputError(f"no such file or folder: {resolve(v, base)}", source, where)
+    if k == "name" and p.choices and v not in p.choices:
+        raise InputError(unknown_key_error(v, p.choices, None, "value").message, source, where)
     checker = _NAME_CHECKS.get(p.name)
     if checker is not None:
         try:
@@ -327,7 +310,7 @@ def _check_workload(v: str, base: str | None) -> None:
 
 
 def _check_pair(v: str, base: str | None) -> None:
-    from ..serving.llm.run import parse_pair
+    from ..serving.llm.deployment import parse_pair
     parse_pair(v, "")
 
 
@@ -507,42 +490,20 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
     Rates: a run's output tokens and requests over the time from its first arrival to its last
     finish; at capacity, the capacity (requests/s) and it times the workload's mean output
     tokens (the steady state the SLOs hold at)."""
-    from ..hardware.gpu import get_gpu
-    from ..llm.model import from_hf_config, get_model
-    from ..serving.llm.requests import is_generator, load_requests, parse_generator
-    from ..serving.llm.run import PDLink, ReplicaSpec, parse_pair, prepare, usd_per_mtok
-    from ..serving.llm.simulate import ServeConfig
     from .search import gpu_hour_price
 
-    model = get_model(p["model"]) if p.get("model") else from_hf_config(resolve(p["model-config"], base))
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
-    pd = parse_pair(p.get("pd"), "pd", whole=True)
-    spec = parse_pair(p.get("spec-decode"), "spec-decode")
     default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
-    cfg = ServeConfig(replicas=p["replicas"], scheduler=p["scheduler"], max_num_seqs=p.get("max-num-seqs"),
-                      max_batched_tokens=p.get("max-batched-tokens"), chunk_size=p.get("chunk-size"),
-                      router=p["router"], pd=pd, block_size=p["block-size"],
-                      kv_blocks=p.get("kv-blocks"), max_context=p.get("max-context") or model.seq_len,
-                      prefix_hit_rate=p["prefix-hit-rate"], spec_decode=spec,
-                      slo_ttft_s=p.get("slo-ttft"), slo_tpot_s=p.get("slo-tpot"), preemption=p["preemption"],
-                      swap_space_gib=p["swap-space"], swap_bandwidth_gbps=p["swap-bandwidth"])
-    serving = prepare(ReplicaSpec(model, gpu, p["tp"], p["pp"], p["ep"], p["precision"], p.get("kv-cache-dtype"),
-                                  p["host-overhead-ms"], _cluster_arg(p, whatif, base, default),
-                                  resolve(p["profile"], base) if p.get("profile") else None,
-                                  get_model(p["draft-model"]) if p.get("draft-model") else None),
-                      cfg, PDLink(p["pd-backend"]))
-    workload = p["workload"] if is_generator(p["workload"]) else resolve(p["workload"], base)
-    requests = load_requests(workload, p.get("requests"))
-    capacity = None
-    if p["find-capacity"]:
-        cap = serving.capacity(requests, parse_generator(workload) if is_generator(workload) else None,
-                               p["capacity-target"])
-        if cap.result is None:
-            raise InputError(f"no rate tried meets the SLOs for {100 * p['capacity-target']:g}% of requests "
-                             f"(down to {min(q for q, _ in cap.probes):.3g} req/s)", where="find-capacity")
-        capacity, result = cap.qps, cap.result
-    else:
-        result = serving.run(requests)
+    paths = {k: resolve(p[k], base) for k in ("model-config", "profile") if p.get(k)}
+    if p.get("workload") and not is_generator(p["workload"]):
+        paths["workload"] = resolve(p["workload"], base)
+    job = ServeLLMJob.from_values({**p, **paths})
+    outcome = serve_llm(with_hardware(job, gpu, _cluster_arg(p, whatif, base, default)))
+    if outcome.capacity is not None and outcome.result is None:
+        raise InputError(f"no rate tried meets the SLOs for {100 * p['capacity-target']:g}% of requests "
+                         f"(down to {min(q for q, _ in outcome.capacity.probes):.3g} req/s)", where="find-capacity")
+    result, serving, requests = outcome.result, outcome.serving, outcome.requests
+    capacity = outcome.capacity.qps if outcome.capacity is not None else None
     d = result.stats()
     price = p.get("gpu-hour-price")
     if price is None:
