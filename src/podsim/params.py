@@ -207,8 +207,8 @@ Converters = Mapping[str, Callable[[str], Any]]
 def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], converters: Converters,
                   skip: Iterable[str] = ()) -> None:
     """Add one flag per parameter to ``parser`` (aliases as extra spellings, mutually exclusive
-    groups by :attr:`Param.exclusive`); ``converters`` maps a kind to the function that parses
-    its text (kinds without one take the text as it is)."""
+    groups by :attr:`Param.exclusive`); ``converters`` maps a parameter's name, or else its
+    kind, to the function that parses its text (others take the text as it is)."""
     groups: dict[str, Any] = {}
     skipped = set(skip)
     for p in params:
@@ -229,8 +229,9 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
             if p.choices and p.kind != "name":   # a name's choices come from a registry, whose error is kinder
                 kw.update(choices=list(p.choices))
                 kw.pop("metavar")
-            if p.kind in converters:
-                kw["type"] = converters[p.kind]
+            convert = converters.get(p.name) or converters.get(p.kind)
+            if convert is not None:
+                kw["type"] = convert
         target.add_argument(*p.flags, **kw)
 
 

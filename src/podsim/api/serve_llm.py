@@ -117,7 +117,7 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
                       slo_tpot_s=slo.slo_tpot, preemption=eng.preemption, swap_space_gib=eng.swap_space,
                       swap_bandwidth_gbps=eng.swap_bandwidth)
     replica = ReplicaSpec(model, hw.gpu, rep.tp, rep.pp, rep.ep, rep.precision, rep.kv_cache_dtype,
-                          rep.host_overhead_ms, hw.cluster, rep.profile, _draft(rep.draft_model))
+                          rep.host_overhead_ms, hw.cluster, rep.profile, _draft(eng.draft_model))
     return model, prepare(replica, cfg, PDLink(eng.pd_backend, eng.pd_bandwidth, eng.pd_latency))
 
 

@@ -105,9 +105,10 @@ def host_overhead_arg(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"expected a number of ms >= 0, eager or cuda-graphs, got {text!r}") from None
 
 
-#: the parser of each parameter kind's text (podsim.params): every number a flag takes is
-#: checked the same way; kinds not listed take the text as it is
-CONVERTERS = {"count": count_arg, "natural": natural_arg, "number": positive_arg, "nonneg": non_negative_arg}
+#: the parser of a parameter's text by its name or else its kind (podsim.params): every number a
+#: flag takes is checked the same way; kinds not listed take the text as it is
+CONVERTERS = {"count": count_arg, "natural": natural_arg, "number": positive_arg, "nonneg": non_negative_arg,
+              "host-overhead-ms": host_overhead_arg}
 
 
 def add_params(p: argparse.ArgumentParser, params: Iterable[Param], skip: Iterable[str] = ()) -> None:

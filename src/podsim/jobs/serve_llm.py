@@ -13,35 +13,7 @@ from ..serving.llm.router import ROUTERS
 from ..serving.llm.schedulers import SCHEDULERS
 from .hardware import Hardware
 from .model import ModelChoice
-
-#: element types of served weights and KV cache
-SERVING_DTYPES = ("bf16", "fp16", "fp8")
-
-
-@dataclass(frozen=True)
-class ReplicaOptions:
-    """One model replica: its GPUs, numerics and the engine's costs on them."""
-
-    tp: int = param(Param("tp", "count", 1, help="tensor-parallel GPUs of a replica"))
-    pp: int = param(Param("pp", "count", 1, help="pipeline stages of a replica"))
-    ep: int = param(Param("ep", "count", 1, help="expert-parallel degree (MoE models)"))
-    precision: str = param(Param("precision", "choice", "bf16", SERVING_DTYPES, help="weights and GEMMs"))
-    kv_cache_dtype: str | None = param(Param("kv-cache-dtype", "choice", None, SERVING_DTYPES,
-                                             help="the KV cache's element type (default bf16)"))
-    host_overhead_ms: Any = param(Param(
-        "host-overhead-ms", "text", 0.0, metavar="MS|eager|cuda-graphs", unit="ms",
-        help="CPU time per step that the GPU waits for (scheduling, input preparation, sampling; default 0), or "
-             "eager / cuda-graphs: the host time measured on this GPU for such an engine, by the step's sequences "
-             "(docs/serving-llm.md, 'Measured serving steps')"))
-    profile: str | None = param(Param("profile", "path", metavar="DIR",
-                                      help="step times from measured tables in Vidur's profile layout (as podsim "
-                                           "infer --profile)"))
-    draft_model: str | None = param(Param(
-        "draft-model", "name", metavar="NAME|FILE",
-        help="--spec-decode: the draft model (a zoo name or a HuggingFace config.json), run on the replica's GPUs "
-             "at its TP: its passes add to each step and its weights and KV cache take memory (default: drafts "
-             "cost nothing)"))
-
+from .replica import ReplicaOptions
 
 @dataclass(frozen=True)
 class EngineOptions:
@@ -97,6 +69,11 @@ class EngineOptions:
     max_context: int | None = param(Param("max-context", "count", metavar="TOKENS",
                                           help="the model's context: longer prompt + output is refused (default: "
                                                "the model's)"))
+    draft_model: str | None = param(Param(
+        "draft-model", "name", metavar="NAME|FILE",
+        help="--spec-decode: the draft model (a zoo name or a HuggingFace config.json), run on the replica's GPUs "
+             "at its TP: its passes add to each step and its weights and KV cache take memory (default: drafts "
+             "cost nothing)"))
 
 
 @dataclass(frozen=True)

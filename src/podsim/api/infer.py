@@ -1,0 +1,62 @@
+"""``podsim infer`` as a Python call: the prefill and decode step times of an LLM on one
+replica, from podsim's compute model and the cluster's fabric, or from measured tables in
+Vidur's profile layout.
+
+Example::
+
+    from podsim.api import infer
+    from podsim.jobs.infer import InferJob
+    r = infer(InferJob.from_values({"model": "llama2-70b", "gpu": "h100", "tp": 4,
+                                    "prompt-tokens": 1024, "output-tokens": 128})).report
+    print(r.prefill_s, r.decode_step_mean_s)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..jobs.infer import InferJob
+from ..serving.llm.steps import InferenceReport, LLMStepTimer
+from ..serving.llm.steps import infer as time_steps
+from ..serving.llm.steps import step_timer
+from ..serving.llm.vidur_tables import write_vidur_profiles
+
+
+@dataclass
+class InferOutcome:
+    """What one ``infer`` job gives: the step times (``report``) and the replica's step timer
+    they came from (its GPU and the share of memory it may use)."""
+
+    job: InferJob
+    report: InferenceReport
+    timer: LLMStepTimer
+
+
+def infer(job: InferJob) -> InferOutcome:
+    """Time one prefill of the job's batch and the decode steps after it.
+
+    Raises:
+        InputError: a missing input, lengths below 1, a sequence longer than the model's context."""
+    for flag, value in (("--prompt-tokens", job.batch.prompt_tokens), ("--output-tokens", job.batch.output_tokens)):
+        if value is None:
+            raise InputError(f"{flag} is required")
+    model = job.model.load()
+    rep, hw = job.replica, job.hardware
+    timer = step_timer(model, hw.gpu, rep.tp, rep.pp, rep.ep, rep.precision, hw.cluster, rep.host_overhead_ms,
+                       kv_cache_dtype=rep.kv_cache_dtype, profile=rep.profile)
+    b = job.batch
+    return InferOutcome(job, time_steps(timer, b.batch, b.prompt_tokens, b.output_tokens), timer)
+
+
+def write_profiles(job: InferJob, folder: str) -> tuple[list[int], list[Path]]:
+    """Write podsim's compute-model times of the job's model, GPU and cluster as Vidur's
+    profiling CSVs under ``folder``, for TP 1, 2, 4, 8 (those dividing the heads) and the job's
+    TP; returns (the TPs, the files written)."""
+    model = job.model.load()
+    tp = job.replica.tp
+    tps = [t for t in sorted({1, 2, 4, 8, tp}) if t == tp or (model.heads % t == 0 and t <= 8)]
+    files = write_vidur_profiles(folder, model, job.hardware.gpu, tps, precision=job.replica.precision,
+                                 cluster=job.hardware.cluster)
+    return tps, [Path(f) for f in files]
