@@ -14,7 +14,7 @@ Example::
     class FirstComeFirstServed(Scheduler): ...
 
     SCHEDULERS.get("fifo")        # -> FirstComeFirstServed
-    SCHEDULERS.get("fcsf")        # InputError: unknown scheduler 'fcsf' (did you mean 'fcfs'?) ...
+    SCHEDULERS.get("fcsf")        # InputError: --scheduler: unknown scheduler 'fcsf'; did you mean 'fcfs'?
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ class Registry(Generic[T]):
             return o
         return add if obj is None else add(obj)
 
+    def alias(self, alias: str, name: str) -> None:
+        """Let ``alias`` name the registered ``name`` too (ValueError if taken or unknown)."""
+        if name not in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is not registered")
+        if alias in self._entries or alias in self._aliases:
+            raise ValueError(f"{self.kind} {alias!r} registered twice")
+        self._aliases[alias] = name
+
     def canonical(self, name: str) -> str:
         """The registered name of ``name`` (itself or the name it is an alias of)."""
         if name in self._entries:
@@ -68,12 +76,14 @@ class Registry(Generic[T]):
         return self._entries[self.canonical(name)]
 
     def unknown(self, name: str, source: str | None = None) -> InputError:
-        """The error for a name this registry does not hold: what it holds, the closest name."""
+        """The error for a name this registry does not hold, in podsim's one style: the closest
+        name if one is close, else every name (placed at the registry's flag, if any)."""
         hint = closest(name, self.spellings())
-        did = f" (did you mean {hint!r}?)" if hint else ""
-        flag = f" for {self.flag}" if self.flag else ""
-        return InputError(f"unknown {self.kind} {name!r}{flag}{did}; expected one of: "
-                          f"{', '.join(self.names())}", source)
+        if hint:
+            msg = f"unknown {self.kind} {name!r}; did you mean {hint!r}?"
+        else:
+            msg = f"unknown {self.kind} {name!r}; expected one of: {', '.join(self.names())}"
+        return InputError(msg, source, self.flag)
 
     def names(self) -> tuple[str, ...]:
         """The registered names, in registration order (aliases not included)."""

@@ -22,6 +22,7 @@ GPU count into a :class:`~podsim.network.fabric.Fabric`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -30,6 +31,7 @@ import yaml
 from ..collectives.nccl.tuning import NcclTuning, tuning_from_dict
 from ..errors import InputError, unknown_key_error, yaml_error
 from ..fileio import read_text
+from ..registry import Registry
 from ..network.fabric import Fabric, FabricBuilder
 from ..units import parse_bandwidth, parse_time_ns
 
@@ -71,10 +73,20 @@ class ClusterSpec:
         return get_gpu(self.gpu).memory_bytes if self.gpu else None
 
 
+@lru_cache(maxsize=1)
+def preset_registry() -> Registry[str]:
+    """The shipped cluster presets (``hardware/presets/<name>.yaml``) by name -> the file's
+    name.  Adding a preset is one YAML file there."""
+    reg: Registry[str] = Registry("cluster preset", flag="--cluster")
+    root = resources.files("podsim.hardware") / "presets"
+    for name in sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml")):
+        reg.register(name, f"{name}.yaml")
+    return reg
+
+
 def preset_names() -> list[str]:
     """Names of the shipped presets."""
-    root = resources.files("podsim.hardware") / "presets"
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    return list(preset_registry().names())
 
 
 def load_cluster(name_or_path: str) -> ClusterSpec:
@@ -105,10 +117,10 @@ def cluster_document(name_or_path: str) -> tuple[object, str]:
         text = read_text(path, "cluster file")
         source = str(path)
     else:
-        names = preset_names()
-        if name_or_path not in names:
-            raise unknown_key_error(name_or_path, names, None, what="cluster preset")
-        text = (resources.files("podsim.hardware") / "presets" / f"{name_or_path}.yaml").read_text()
+        presets = preset_registry()
+        if name_or_path not in presets:
+            raise unknown_key_error(name_or_path, presets.names(), None, what="cluster preset")
+        text = (resources.files("podsim.hardware") / "presets" / presets.get(name_or_path)).read_text()
         source = f"preset {name_or_path}"
     try:
         return yaml.safe_load(text), source

@@ -8,6 +8,7 @@ driver reports), bandwidths in bytes per ns (= GB/s, 10^9 B/s), ``boost_clock_mh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import yaml
 
 from ..errors import InputError, unknown_key_error, yaml_error
 from ..fileio import read_text
+from ..registry import Registry
 from ..units import parse_bandwidth
 
 #: the dtypes a ``peak_tflops`` mapping may name
@@ -285,19 +287,27 @@ def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
 
 
 
+@lru_cache(maxsize=1)
+def gpu_registry() -> Registry[GpuSpec]:
+    """The shipped GPUs (``hardware/gpus.yaml``) by key, with their ``aliases:`` and their
+    datasheet names (lower case) as other names.  Adding a GPU is one entry in that file."""
+    reg: Registry[GpuSpec] = Registry("GPU", flag="--gpu")
+    specs = gpu_specs()
+    for key, spec in specs.items():
+        reg.register(key, spec, aliases=spec.aliases)
+    for key, spec in specs.items():
+        if spec.name.lower() not in reg:
+            reg.alias(spec.name.lower(), key)
+    return reg
+
+
 def get_gpu(name: str) -> GpuSpec:
     """A GPU by key, its datasheet name, or a short alias (``a100`` = ``a100-80gb``).
 
     Raises:
         InputError: for an unknown GPU, suggesting the closest key.
     """
-    specs = gpu_specs()
-    key = name.lower()
-    if key not in specs:
-        key = next((k for k, sp in specs.items() if key in sp.aliases), key)
-    if key not in specs:
-        by_name = {s.name.lower(): k for k, s in specs.items()}
-        key = by_name.get(name.lower(), key)
-    if key not in specs:
-        raise unknown_key_error(name, specs, None, what="GPU")
-    return specs[key]
+    reg = gpu_registry()
+    if name.lower() not in reg:
+        raise unknown_key_error(name, reg.names(), None, what="GPU")
+    return reg.get(name.lower())

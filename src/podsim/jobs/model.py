@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
-from ..llm.model import ModelConfig, from_hf_config, get_model
+from ..llm.model import ModelConfig, load_model
 from ..params import Param, param
 
 
@@ -23,8 +22,4 @@ class ModelChoice:
 
         Raises:
             InputError: neither or both given, an unknown name, a bad file."""
-        if self.model and self.model_config:
-            raise InputError("give either --model or --model-config, not both", where="--model")
-        if not (self.model or self.model_config):
-            raise InputError("give --model NAME (see --list) or --model-config FILE", where="--model")
-        return get_model(self.model) if self.model else from_hf_config(str(self.model_config))
+        return load_model(self.model, self.model_config)

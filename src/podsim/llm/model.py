@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import yaml
 
 from ..errors import InputError, unknown_key_error
 from ..fileio import read_text
+from ..registry import Registry
 
 
 #: the largest value each size may take (beyond any model trained; they bound the work and memory a
@@ -182,13 +184,19 @@ class ModelConfig:
 _FIELDS = {f.name for f in fields(ModelConfig)}
 
 
+@lru_cache(maxsize=1)
+def model_registry() -> Registry[ModelConfig]:
+    """The shipped models (``llm/models.yaml``) by name.  Adding a model is one entry there."""
+    text = (resources.files("podsim.llm") / "models.yaml").read_text()
+    reg: Registry[ModelConfig] = Registry("model", flag="--model")
+    for name, spec in yaml.safe_load(text).items():
+        reg.register(name, ModelConfig(name=name, **spec))
+    return reg
+
+
 def zoo() -> dict[str, ModelConfig]:
     """The shipped models (``llm/models.yaml``), by name."""
-    text = (resources.files("podsim.llm") / "models.yaml").read_text()
-    out = {}
-    for name, spec in yaml.safe_load(text).items():
-        out[name] = ModelConfig(name=name, **spec)
-    return out
+    return dict(model_registry().items())
 
 
 def get_model(name: str) -> ModelConfig:
@@ -197,10 +205,10 @@ def get_model(name: str) -> ModelConfig:
     Raises:
         InputError: for an unknown name, suggesting the closest.
     """
-    models = zoo()
+    models = model_registry()
     if name not in models:
-        raise unknown_key_error(name, models, None, what="model")
-    return models[name]
+        raise unknown_key_error(name, models.names(), None, what="model")
+    return models.get(name)
 
 
 # -- HuggingFace config.json ------------------------------------------------------------------
@@ -298,6 +306,20 @@ def from_hf_config(path: str | Path) -> ModelConfig:
         raise e.with_source(src) from None
     except (TypeError, ValueError) as e:
         raise InputError(f"bad value: {e}", src) from None
+
+
+def load_model(model: str | None, model_config: str | Path | None) -> ModelConfig:
+    """A zoo model by name (``--model``), or one from a HuggingFace-style config file
+    (``--model-config``): exactly one of them.
+
+    Raises:
+        InputError: neither or both given, or an unknown name / bad file.
+    """
+    if model and model_config:
+        raise InputError("give either --model or --model-config, not both", where="--model")
+    if not (model or model_config):
+        raise InputError("give --model NAME (see --list) or --model-config FILE", where="--model")
+    return get_model(model) if model else from_hf_config(model_config)  # type: ignore[arg-type]
 
 
 def with_overrides(model: ModelConfig, **kw: object) -> ModelConfig:
