@@ -15,9 +15,9 @@ stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ..hardware.cluster import ClusterSpec, cluster_from_dict, load_cluster
+from ..hardware.cluster import ClusterSpec, load_cluster
 from ..hardware.gpu import GpuSpec
 from ..intervals import length, merged, subtract
 from ..errors import InputError
@@ -156,20 +156,11 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
         return spec
     inter = dict(spec.inter)
     if nic_bandwidth is not None:
-        inter["nic_bandwidth"] = f"{nic_bandwidth} GB/s"
-    for k in ("nic_latency", "switch_latency", "latency", "hop_latency"):
-        if k in inter:
-            inter[k] = f"{inter[k]} ns"
-    for k in ("uplink_bandwidth", "bandwidth"):
-        if k in inter:
-            inter[k] = f"{inter[k]} GB/s"
-    intra = {k: (f"{v} GB/s" if "bandwidth" in k else f"{v} ns" if k == "latency" else v) for k, v in spec.intra.items()}
-    doc = {"name": spec.name + "-custom", "gpu": spec.gpu, "gpus_per_node": gpus_per_node or spec.gpus_per_node,
-           "intra_node": intra, "inter_node": inter}
-    custom = cluster_from_dict(doc, spec.source)
-    tray = spec.gpus_per_tray if spec.gpus_per_tray and custom.gpus_per_node % spec.gpus_per_tray == 0 else None
-    return ClusterSpec(custom.name, custom.gpu, custom.gpus_per_node, custom.intra, custom.inter, spec.nccl,
-                       spec.description, None, spec.source, gpus_per_tray=tray)
+        inter["nic_bandwidth"] = nic_bandwidth
+    gpn = gpus_per_node or spec.gpus_per_node
+    tray = spec.gpus_per_tray if spec.gpus_per_tray and gpn % spec.gpus_per_tray == 0 else None
+    return replace(spec, name=spec.name + "-custom", gpus_per_node=gpn, inter=inter, max_gpus=None,
+                   gpus_per_tray=tray, topology_file=None)
 
 
 def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
