@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.infer import infer, write_profiles
-from ..jobs.infer import INFER_PARAMS, InferJob
+from ..api.jobs import INFER_PARAMS, InferJob
 from ..report.infer import format_infer
 from ..report.json_out import write_document
 from .options import add_params

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.train import catalog, export_chakra, export_simai, train
-from ..jobs.train import TRAIN_PARAMS, TrainJob
-from ..params import echo
+from ..api.jobs import TRAIN_PARAMS, TrainJob, echo
 from ..report import write_trace
 from ..report.json_out import write_document
 from ..report.training import format_catalog, format_kernels, format_training

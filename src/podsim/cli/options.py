@@ -8,7 +8,9 @@ import os
 import sys
 from collections.abc import Iterable
 
-from ..params import Param, add_arguments
+from ..api.jobs import Param, add_arguments
+from ..report.outputs import check_output_paths as check_outputs_of
+from ..report.outputs import progress_text
 
 #: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
 TRACE_RANKS = 64
@@ -120,10 +122,8 @@ def progress_line():  # type: ignore[no-untyped-def]
     """A one-line progress display on stderr, only when it is a terminal."""
     if not sys.stderr.isatty():
         return None
-    from ..units import format_ns
-
     def show(now_ns: int, done: int, total: int) -> None:
-        sys.stderr.write(f"\r  simulating: t = {format_ns(now_ns):>12}, {done}/{total} ranks finished ")
+        sys.stderr.write(progress_text(now_ns, done, total))
         sys.stderr.flush()
     return show
 
@@ -190,16 +190,7 @@ def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     return 0
 
 
-#: options that name an output file, by their argparse dest
-OUTPUT_FILES = {"json": "--json", "trace": "--trace", "plot": "--plot", "layers": "--layers", "cdf": "--cdf",
-                 "chrome_trace": "--chrome-trace"}
-
-
 def check_output_paths(args: argparse.Namespace) -> None:
     """Output paths that cannot be written are refused before any subcommand runs."""
-    from ..fileio import check_output_file
     own = args.command in ("simulate", "example")   # their check_outputs says more about folders
-    for dest, flag in OUTPUT_FILES.items():
-        v = getattr(args, dest, None)
-        if isinstance(v, str) and v and not (own and os.path.isdir(v)):
-            check_output_file(v, flag)
+    check_outputs_of(vars(args), folders_allowed=own)

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ..api.serve_llm import serve_llm, write_plot, write_trace
-from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
+from ..api.jobs import SERVE_LLM_PARAMS, ServeLLMJob
 from ..report.json_out import write_document
 from ..report.serving_llm import format_serve_llm, serve_llm_document
 from .options import add_params, announce, clear_progress_line, count_bar

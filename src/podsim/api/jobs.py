@@ -1,0 +1,14 @@
+"""The job specs the API's calls take, and the tools that turn their declared parameters into
+a command line (:mod:`podsim.params`): what the CLI needs to parse a job, without reaching
+past the API."""
+
+from __future__ import annotations
+
+from ..jobs.infer import INFER_PARAMS, InferJob
+from ..jobs.kinds import PARAMS_BY_COMMAND
+from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
+from ..jobs.train import TRAIN_PARAMS, TrainJob
+from ..params import Param, add_arguments, echo
+
+__all__ = ["INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "Param", "SERVE_LLM_PARAMS", "ServeLLMJob",
+           "TRAIN_PARAMS", "TrainJob", "add_arguments", "echo"]
