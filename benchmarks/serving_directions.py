@@ -16,7 +16,7 @@ range over every seed.  Runs of 500 (check 1) and 1500 (check 2) requests: a cap
 throughput (TTFT growing without bound) is overestimated by short runs, which end before the
 queues have grown (check 2's loose-SLO capacity of 4 mixed replicas: 35 req/s in runs of 300
 requests, 21 with 1000, 19 with 3000); the tight-SLO capacities hardly move (P/D 15.5, 14.5,
-14.0).  A capacity whose run at that rate still ended too soon (:func:`~podsim.serving.llm.run.
+14.0).  A capacity whose run at that rate still ended too soon (:func:`~podsim.serving.llm.deployment.
 transient_note`: arrivals over less than 10 mean end-to-end latencies) is marked with a dagger.
 Prints its own run time (about 1.5-2 min on one core).
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from podsim.llm.model import get_model
 from podsim.serving.llm.capacity import find_capacity
 from podsim.serving.llm.requests import Request, generate, parse_generator
-from podsim.serving.llm.run import transient_note
+from podsim.serving.llm.deployment import transient_note
 from podsim.serving.llm.schedulers import vllm_v0_defaults
 from podsim.serving.llm.simulate import ServeConfig, link_transfer, simulate
 from podsim.serving.llm.steps import step_timer

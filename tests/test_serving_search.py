@@ -12,7 +12,7 @@ import pytest
 from podsim.cli import main
 from podsim.errors import InputError
 from podsim.llm.model import get_model
-from podsim.sweep.serving_search import ServingSpace, Workload, enumerate_serving, parse_pd, search_serving
+from podsim.sweep.serving_search import RequestMix, ServingSpace, enumerate_serving, parse_pd, search_serving
 
 GEN = "poisson:10,prompt=uniform:500-1500,output=64"
 
@@ -53,7 +53,7 @@ def test_parse_pd_refuses_bad_splits() -> None:
 
 def test_rows_rank_by_capacity_per_gpu_and_cost_follows_the_formula() -> None:
     space = ServingSpace(gpus=(2,), tp=(1, 2), scheduler=("sarathi",), chunk=(512,))
-    w = Workload(GEN, 200, slo_ttft_s=0.5, slo_tpot_s=0.02)
+    w = RequestMix(GEN, 200, slo_ttft_s=0.5, slo_tpot_s=0.02)
     res = search_serving(get_model("llama3-8b"), "--model llama3-8b", "h100", space, w, "capacity",
                          gpu_hour_usd=2.0, workers=1)
     assert res.evaluated == 2 and all(r["error"] is None for r in res.rows)

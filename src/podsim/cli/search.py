@@ -146,14 +146,15 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     g.add_argument("--slo-tpot", type=positive_arg, default=None, metavar="S", help="time-per-output-token SLO (s)")
     g.add_argument("--capacity-target", type=positive_arg, default=0.99, metavar="SHARE",
                    help="the share of requests that must meet the SLOs (default 0.99)")
-    g.add_argument("--scheduler-values", type=_words(SCHEDULERS), default=("vllm", "sarathi"), metavar="X,X,...",
-                   help=f"schedulers to try, of {', '.join(SCHEDULERS)} (default vllm,sarathi)")
+    g.add_argument("--scheduler-values", type=_words(SCHEDULERS.names()), default=("vllm", "sarathi"),
+                   metavar="X,X,...",
+                   help=f"schedulers to try, of {', '.join(SCHEDULERS.names())} (default vllm,sarathi)")
     g.add_argument("--chunk-values", type=_ints, default=(512, 2048, 8192), metavar="N,N,...",
                    help="token budgets of a step to try (vllm's --max-batched-tokens, sarathi's --chunk-size; default "
                         "512,2048,8192)")
     g.add_argument("--pd-values", default="off", metavar="off,P:D,all",
                    help="prefill/decode splits to try: off (mixed replicas; default), P:D, all (every split)")
-    g.add_argument("--router", default="round-robin", choices=list(ROUTERS),
+    g.add_argument("--router", default="round-robin", choices=list(ROUTERS.spellings()),
                    help="how requests are spread over replicas (default round-robin)")
     g.add_argument("--max-context", type=count_arg, default=None, metavar="TOKENS",
                    help="the model's context (default: the model's)")
@@ -203,7 +204,7 @@ def _run_serving_search(args: argparse.Namespace) -> int:
     from ..fileio import atomic_write_text
     from ..hardware.gpu import get_gpu
     from ..sweep.search import gpu_hour_price, load_model
-    from ..sweep.serving_search import ServingSpace, Workload, parse_pd, search_serving
+    from ..sweep.serving_search import RequestMix, ServingSpace, parse_pd, search_serving
 
     model = load_model(args.model, args.model_config)
     gpu = get_gpu(args.gpu)
@@ -222,7 +223,7 @@ def _run_serving_search(args: argparse.Namespace) -> int:
     space = ServingSpace(gpus=args.gpus, tp=args.tp_values, pp=args.pp_values or (1,), ep=args.ep_values,
                          scheduler=args.scheduler_values, chunk=args.chunk_values,
                          pd=tuple(parse_pd(args.pd_values)))
-    workload = Workload(args.workload, args.requests, args.slo_ttft, args.slo_tpot, args.capacity_target,
+    workload = RequestMix(args.workload, args.requests, args.slo_ttft, args.slo_tpot, args.capacity_target,
                         args.router, args.max_context)
     bar = count_bar("capacity of {done}/{total} ways to serve")
     res = search_serving(model, model_arg, args.gpu, space, workload, objective, args.cluster, price,

@@ -5,6 +5,26 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..api.serve import (
+    MEMORY_CHECKS,
+    SCHEDULERS,
+    ServeJob,
+    describe_schedulers,
+    generate_workload,
+    numbers,
+    per_model,
+    serve,
+    whole_numbers,
+    write_workload,
+)
+from ..errors import InputError
+from ..report.serving import (
+    format_serve_summary,
+    plot_latency_cdf,
+    summarize,
+    write_serve_json,
+    write_serving_trace,
+)
 from .options import (
     add_cluster,
     count_arg,
@@ -62,14 +82,14 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                     help="GPU memory in GB (default 16)")
     sv.add_argument("--profile", default=None, metavar="FILE",
                     help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)")
-    sv.add_argument("--scheduler", default="fifo", choices=["fifo", "rr", "least-outstanding"],
-                    help="replica choice: fifo (DLSIM: first stage idle soonest), rr, least-outstanding")
+    sv.add_argument("--scheduler", default=ServeJob.scheduler, choices=SCHEDULERS.spellings(),
+                    help=f"replica choice (serve-llm's --router): {describe_schedulers()}")
     sv.add_argument("--dispatch-overhead", default="dlsim", metavar="dlsim|none|MS",
                     help="added to a stage's start when its mesh is busy: dlsim (3 ms multi-stage, 4 ms single-"
                          "stage), none, or a number of ms")
     sv.add_argument("--drop-late", action="store_true",
                     help="drop a request whose predicted finish misses its SLO (AlpaServe)")
-    sv.add_argument("--memory-check", default="error", choices=["error", "warn", "off"],
+    sv.add_argument("--memory-check", default=ServeJob.memory_check, choices=MEMORY_CHECKS,
                     help="placements whose weights exceed a GPU's memory: refuse (default), warn, or skip the check")
     sv.add_argument("--name", default=None, help="run name (default: the workload's); names the Chrome trace")
     sv.add_argument("--trace", "--chrome-trace", "--chrome_trace", dest="chrome_trace", nargs="?", const="",
@@ -108,57 +128,28 @@ def _dlsim_path(path: str, folder: str) -> str:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    import json
-
-    from ..errors import InputError
-    from ..fileio import atomic_write_text
-    from ..serving import load_profiles, read_placement, simulate_serving
-    from ..serving.placement import check_placement, serve_cluster
-    from ..serving.plot import plot_latency_cdf
-    from ..serving.simulator import parse_overhead
-    from ..serving.stats import format_summary, summarize
-    from ..serving.trace import write_serving_trace
-
     for flag, path in (("--json", args.json), ("--cdf", args.cdf), ("--chrome-trace", args.chrome_trace)):
         if path and os.path.isdir(path):
             raise InputError(f"{path} is a folder; give the file to write", where=flag)
-    from ..serving import ClosedLoop
-    from ..serving.workload import read_any_workload
-
-    if (args.workload is None) == (args.closed_loop is None):
-        raise InputError("give a workload (-w FILE) or closed-loop clients (--closed-loop C0,C1,...), one of them",
-                         where="-w")
-    slos = _floats(args.slos, "--slos")
-    if args.closed_loop is not None:
-        clients = _floats(args.closed_loop, "--closed-loop") or []
-        if any(c != int(c) or c < 0 for c in clients):
-            raise InputError(f"expected whole numbers of clients, got {args.closed_loop!r}", where="--closed-loop")
-        if args.duration is None:
-            raise InputError("closed-loop clients need --duration S", where="--duration")
-        workload = ClosedLoop([int(c) for c in clients], args.think_ms / 1e3, args.duration,
-                              _per_model(slos, len(clients), "--slos") or [float("inf")] * len(clients),
-                              args.name or "closed-loop", args.seed)
-    else:
-        workload = read_any_workload(_dlsim_path(args.workload, "workload"))
-        if slos:
-            workload.slos_s = _per_model(slos, workload.num_models, "--slos")  # type: ignore[assignment]
-    placement = read_placement(_dlsim_path(args.placement, "placements"))
-    executables = load_profiles(args.profile)
-    cluster = serve_cluster(placement, args.cluster, args.num_nodes, args.gpus_per_node, args.memory_gb)
-    overhead = parse_overhead(args.dispatch_overhead)
-    warnings = check_placement(placement, executables, cluster, args.memory_check)
-    result = simulate_serving(workload, placement, executables, cluster, scheduler=args.scheduler,
-                              overhead_ns=overhead, drop_late=args.drop_late)
-    result.notes[:0] = warnings
+    job = ServeJob(
+        placement=_dlsim_path(args.placement, "placements"),
+        workload=None if args.workload is None else _dlsim_path(args.workload, "workload"),
+        closed_loop=None if args.closed_loop is None else whole_numbers(args.closed_loop, "--closed-loop"),
+        think_ms=args.think_ms, duration_s=args.duration,
+        slos_s=None if args.slos is None else tuple(numbers(args.slos, "--slos")), seed=args.seed,
+        profile=args.profile, cluster=args.cluster, num_nodes=args.num_nodes, gpus_per_node=args.gpus_per_node,
+        memory_gb=args.memory_gb, scheduler=args.scheduler, dispatch_overhead=args.dispatch_overhead,
+        drop_late=args.drop_late, memory_check=args.memory_check, name=args.name)
+    result = serve(job)
     doc = summarize(result)
-    print(format_summary(doc))
-    name = args.name or workload.name or "serve"
+    print(format_serve_summary(doc))
+    name = args.name or result.workload.name or "serve"
     if args.chrome_trace is not None:
         out = args.chrome_trace or os.path.join("chrome_trace", f"{name}.json")
         write_serving_trace(result, out)
         print(f"\n  wrote {out} (open it at https://ui.perfetto.dev)")
     if args.json:
-        atomic_write_text(args.json, json.dumps({"name": name, **doc}, indent=1) + "\n")
+        write_serve_json(doc, name, args.json)
         print(f"  wrote {args.json}")
     if args.cdf:
         plot_latency_cdf(result, args.cdf)
@@ -166,41 +157,12 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _per_model(values: list[float] | None, models: int, flag: str) -> list[float] | None:
-    """One value per model: a single value stands for all of them."""
-    from ..errors import InputError
-
-    if values is None or len(values) == models:
-        return values
-    if len(values) == 1:
-        return values * models
-    raise InputError(f"{models} models but {len(values)} values", where=flag)
-
-
-def _floats(text: str | None, flag: str) -> list[float] | None:
-    from ..errors import InputError
-
-    if text is None:
-        return None
-    import math
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        vals = []
-    if not vals or not all(math.isfinite(v) for v in vals):
-        raise InputError(f"expected comma-separated finite numbers, got {text!r}", where=flag)
-    return vals
-
-
 def _run_serve_workload(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..serving import generate_workload, write_workload
-
     if args.action != "generate":
         raise InputError("say what to do: podsim serve-workload generate ... (see --help)")
-    rates = _floats(args.rates, "--rates")
-    props = _floats(args.proportions, "--proportions")
-    slos = _per_model(_floats(args.slos, "--slos"), args.models, "--slos")
+    rates = None if args.rates is None else numbers(args.rates, "--rates")
+    props = None if args.proportions is None else numbers(args.proportions, "--proportions")
+    slos = per_model(None if args.slos is None else numbers(args.slos, "--slos"), args.models, "--slos")
     if (rates is None) == (args.rate is None):
         raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
     name = args.name or os.path.basename(args.out)

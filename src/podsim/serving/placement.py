@@ -22,6 +22,9 @@ import yaml
 from ..errors import InputError, yaml_error
 from .profiles import Executable
 
+#: what :func:`check_placement` does with weights over a GPU's memory (``--memory-check``)
+MEMORY_CHECKS = ("error", "warn", "off")
+
 
 @dataclass(frozen=True)
 class ServeCluster:

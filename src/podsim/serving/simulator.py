@@ -9,10 +9,11 @@ scheduler, ties to the first -- until nothing is left:
   request at 0 and each next one an exponential think time (seeded) after its previous one is
   done or dropped, while the run lasts.
 * **scheduler** (at each request's arrival, in arrival order): model ``m`` is served by the
-  ``m``-th service of the placement; ``fifo`` (DLSIM) picks, among the service's replicas, the
-  one whose first-stage mesh is idle soonest, ``rr`` takes them in turn, ``least-outstanding``
-  the one with the fewest requests in flight (ties: the first in the placement).  With
-  ``drop_late``, a request whose predicted finish misses its SLO is dropped (AlpaServe).
+  ``m``-th service of the placement; the scheduler (:mod:`.schedulers`) picks one of the
+  service's replicas: ``fifo`` (DLSIM) the one whose first-stage mesh is idle soonest,
+  ``round-robin`` (``rr``) them in turn, ``least-outstanding`` the one with the fewest requests
+  in flight (ties: the first in the placement).  With ``drop_late``, a request whose predicted
+  finish misses its SLO is dropped (AlpaServe).
 * **a stage receives a request at t**: mesh idle time ``mi`` = the latest idle time of its GPUs;
   start = max(mi, t), plus the dispatch overhead when the mesh is busy (``mi`` > 0; DLSIM: 3 ms
   for a multi-stage executable, 4 ms for a single-stage one); the task (start, start + stage
@@ -36,9 +37,9 @@ import numpy as np
 from ..errors import InputError
 from .placement import Placement, ServeCluster
 from .profiles import Executable
+from .schedulers import DEFAULT_SCHEDULER, QueueView, make_scheduler
 from .workload import ClosedLoop, ServeWorkload
 
-SCHEDULERS = ("fifo", "rr", "least-outstanding")
 DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)   #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
 
 
@@ -77,7 +78,7 @@ class ServeResult:
     cluster: ServeCluster
     placement: Placement
     workload: ServeWorkload
-    scheduler: str
+    scheduler: str                             #: as the run was asked for (a name or an alias)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -92,18 +93,19 @@ class ServeResult:
 
 
 def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement, executables: dict[str, Executable],
-                     cluster: ServeCluster, *, scheduler: str = "fifo",
+                     cluster: ServeCluster, *, scheduler: str = DEFAULT_SCHEDULER,
                      overhead_ns: tuple[int, int] = DLSIM_OVERHEAD_NS, drop_late: bool = False) -> ServeResult:
     """Serve ``workload`` (open-loop arrivals, or closed-loop clients) on ``placement``
-    (checked beforehand with :func:`podsim.serving.placement.check_placement`).  The result's
-    workload holds the arrivals that happened (a closed loop's are known only now).
+    (checked beforehand with :func:`podsim.serving.placement.check_placement`) under the
+    scheduler named ``scheduler`` (:data:`podsim.serving.schedulers.SCHEDULERS`: a name or an
+    alias).  The result's workload holds the arrivals that happened (a closed loop's are known
+    only now).
 
     Raises:
-        InputError: for an unknown scheduler, or a workload with more models than the placement
-            has services.
+        InputError: for an unknown scheduler (with the closest name), or a workload with more
+            models than the placement has services.
     """
-    if scheduler not in SCHEDULERS:
-        raise InputError(f"scheduler must be one of {', '.join(SCHEDULERS)}, not {scheduler!r}", where="--scheduler")
+    picker = make_scheduler(scheduler)
     services = placement.services()
     if workload.num_models > len(services):
         raise InputError(f"the workload has {workload.num_models} models but the placement serves "
@@ -134,7 +136,6 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
     executor_of: list[int] = []
     pending: dict[tuple[int, int], int] = {}   # (request, stage) -> GPUs still running it
     outstanding = [0] * len(placement.executors)
-    rr_next = [0] * len(services)
     heap: list[tuple[float, int]] = []         # (event time, entity): GPUs 0..n-1, then the scheduler
 
     def idle(g: int) -> int:
@@ -182,16 +183,11 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
             if incoming[0][1] == order - 1:
                 heapq.heappush(heap, (nxt, n_gpus))
 
+    view = QueueView(mesh_idle, outstanding)
+
     def choose(req: int) -> int:
-        reps = replicas[model_ids[req]]
-        if scheduler == "fifo":
-            return min(reps, key=lambda k: (mesh_idle(k, 0), reps.index(k)))
-        if scheduler == "rr":
-            m = model_ids[req]
-            k = reps[rr_next[m] % len(reps)]
-            rr_next[m] += 1
-            return k
-        return min(reps, key=lambda k: (outstanding[k], reps.index(k)))
+        m = model_ids[req]
+        return picker.choose(m, replicas[m], view)
 
     if incoming:
         heapq.heappush(heap, (incoming[0][0], n_gpus))

@@ -1,4 +1,5 @@
-"""Serving statistics, their JSON document and text summary.
+"""Serving statistics and their JSON document (its text summary, the JSON file, the trace and
+the latency CDF: :mod:`podsim.report.serving`).
 
 JSON fields (``podsim serve --json``), times in seconds:
 
@@ -80,30 +81,3 @@ def summarize(r: ServeResult) -> dict[str, object]:
                       "latency_s": None if lat_ns[i] is None else lat_ns[i] / 1e9, "executor": r.executor_of[i]}
                      for i in range(n)],
     }
-
-
-def format_summary(doc: dict[str, object]) -> str:
-    """Lines for the terminal: overall and per-model latency, SLO attainment, GPU use."""
-    def ms(x: object) -> str:
-        return f"{'-':>9}" if x is None else f"{float(x) * 1e3:9.2f}"  # type: ignore[arg-type]
-
-    def pct(x: object) -> str:
-        return "-" if x is None else f"{100 * float(x):.1f}%"  # type: ignore[arg-type]
-
-    lines = [f"podsim serve: {doc['workload']} on {doc['placement']} ({doc['scheduler']} scheduler)",
-             f"  requests {doc['num_requests']}, completed {doc['completed']}, dropped {doc['dropped']}; "
-             f"throughput {float(doc['throughput_rps']):.3f} req/s; SLO attainment {pct(doc['slo_attainment'])}",
-             "",
-             "  model  service               requests  mean (ms)  p50 (ms)  p90 (ms)  p99 (ms)  SLO met",
-             "  -----  --------------------  --------  ---------  --------  --------  --------  -------"]
-    rows = [("all", "", doc["num_requests"], doc)] + [
-        (m, v["service"] or "", v["requests"], v) for m, v in doc["per_model"].items()]  # type: ignore[union-attr]
-    for m, svc, cnt, v in rows:
-        lines.append(f"  {m:<5}  {svc[:20]:<20}  {cnt:>8}  {ms(v['latency_mean_s'])}  {ms(v['latency_p50_s'])[1:]}  "
-                     f"{ms(v['latency_p90_s'])[1:]}  {ms(v['latency_p99_s'])[1:]}  {pct(v['slo_attainment']):>7}")
-    gpus = doc["gpus"]
-    lines.append("")
-    lines.append("  GPU utilization: " + ", ".join(f"node {g['node']} gpu {g['gpu']} {100 * g['utilization']:.1f}%"
-                                                   for g in gpus))  # type: ignore[union-attr]
-    lines.extend(f"  note: {x}" for x in doc["notes"])  # type: ignore[union-attr]
-    return "\n".join(lines)

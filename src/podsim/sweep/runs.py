@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..api.serve import MEMORY_CHECKS, ServeJob, numbers, serve, whole_numbers
+from ..api.serve import SCHEDULERS as SERVE_SCHEDULERS
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.train import train
 from ..serving.llm.deployment import usd_per_mtok
@@ -31,6 +33,7 @@ from ..hardware.cluster import ClusterSpec
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
+from ..report.serving import summarize
 from .whatif import apply_cluster, apply_gpu
 
 #: the largest integer or number a parameter may take
@@ -131,10 +134,10 @@ SERVE = RunKind(
      Param("num-nodes", "count"), Param("num-devices-per-node", "count"),
      Param("memory-capacity", "number", help="GPU memory, GB"),
      Param("profile", "path"),
-     Param("scheduler", "choice", "fifo", ("fifo", "rr", "least-outstanding")),
+     Param("scheduler", "choice", ServeJob.scheduler, SERVE_SCHEDULERS.spellings()),
      Param("dispatch-overhead", "name", "dlsim", help="dlsim, none, or ms"),
      Param("drop-late", "bool", False),
-     Param("memory-check", "choice", "error", ("error", "warn", "off"))),
+     Param("memory-check", "choice", ServeJob.memory_check, MEMORY_CHECKS)),
     (("workload", "closed-loop"), ("placement",)),
     {"num_requests": "BIGINT", "completed": "BIGINT", "dropped": "BIGINT", "latency_mean_s": "DOUBLE",
      "latency_p50_s": "DOUBLE", "latency_p90_s": "DOUBLE", "latency_p99_s": "DOUBLE", "slo_attainment": "DOUBLE",
@@ -326,16 +329,6 @@ def _ints(text: str, where: str) -> tuple[int, ...]:
         raise InputError(f"expected comma-separated whole numbers, got {text!r}", where=where) from None
 
 
-def _floats(text: str, where: str) -> list[float]:
-    try:
-        out = [float(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        out = []
-    if not out or not all(math.isfinite(x) for x in out):
-        raise InputError(f"expected comma-separated finite numbers, got {text!r}", where=where)
-    return out
-
-
 # -- runs ----------------------------------------------------------------------------------------
 
 def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
@@ -436,49 +429,26 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
 
 
 def run_serve(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
-    """One ``podsim serve`` run: requests, latencies (s), SLO attainment, throughput (req/s)."""
-    from ..serving import ClosedLoop, load_profiles, read_placement, simulate_serving
-    from ..serving.placement import check_placement, serve_cluster
-    from ..serving.simulator import parse_overhead
-    from ..serving.stats import summarize
-    from ..serving.workload import read_any_workload
-
-    slos = _floats(p["slos"], "slos") if p.get("slos") else None
-    if p.get("closed-loop"):
-        clients = _floats(p["closed-loop"], "closed-loop")
-        if any(c != int(c) or c < 0 for c in clients):
-            raise InputError(f"expected whole numbers of clients, got {p['closed-loop']!r}", where="closed-loop")
-        if p.get("duration") is None:
-            raise InputError("closed-loop clients need a duration (s)", where="duration")
-        workload: Any = ClosedLoop([int(c) for c in clients], p["think-ms"] / 1e3, p["duration"],
-                                   _per_model(slos, len(clients)) or [float("inf")] * len(clients),
-                                   "closed-loop", p["seed"])
-    else:
-        workload = read_any_workload(resolve(p["workload"], base))
-        if slos:
-            workload.slos_s = _per_model(slos, workload.num_models)
-    placement = read_placement(resolve(p["placement"], base))
-    executables = load_profiles(resolve(p["profile"], base) if p.get("profile") else None)
+    """One ``podsim serve`` run (:func:`podsim.api.serve.serve`): requests, latencies (s), SLO
+    attainment, throughput (req/s).  A what-if's GPU memory and its cluster's preset and GPUs
+    per node override the point's."""
     gpu_ov = whatif.get("gpu") or {}
     memory_gb = gpu_ov["memory_gib"] * 2**30 / 1e9 if "memory_gib" in gpu_ov else p.get("memory-capacity")
     cl_ov = whatif.get("cluster") or {}
-    per_node = cl_ov.get("gpus_per_node", p.get("num-devices-per-node"))
     preset = cl_ov.get("preset", p.get("cluster"))
-    cluster = serve_cluster(placement, resolve(preset, base) if preset and _is_path_like(preset) else preset,
-                            p.get("num-nodes"), per_node, memory_gb)
-    check_placement(placement, executables, cluster, p["memory-check"])
-    result = simulate_serving(workload, placement, executables, cluster, scheduler=p["scheduler"],
-                              overhead_ns=parse_overhead(p["dispatch-overhead"]), drop_late=p["drop-late"])
-    doc = summarize(result)
+    job = ServeJob(
+        placement=resolve(p["placement"], base),
+        workload=None if p.get("closed-loop") else resolve(p["workload"], base),
+        closed_loop=whole_numbers(p["closed-loop"], "closed-loop") if p.get("closed-loop") else None,
+        think_ms=p["think-ms"], duration_s=p.get("duration"),
+        slos_s=tuple(numbers(p["slos"], "slos")) if p.get("slos") else None, seed=p["seed"],
+        profile=resolve(p["profile"], base) if p.get("profile") else None,
+        cluster=resolve(preset, base) if preset and _is_path_like(preset) else preset,
+        num_nodes=p.get("num-nodes"), gpus_per_node=cl_ov.get("gpus_per_node", p.get("num-devices-per-node")),
+        memory_gb=memory_gb, scheduler=p["scheduler"], dispatch_overhead=p["dispatch-overhead"],
+        drop_late=p["drop-late"], memory_check=p["memory-check"])
+    doc = summarize(serve(job))
     return {k: doc[k] for k in SERVE.metrics}
-
-
-def _per_model(values: list[float] | None, models: int) -> list[float] | None:
-    if values is None or len(values) == models:
-        return values
-    if len(values) == 1:
-        return values * models
-    raise InputError(f"{models} models but {len(values)} SLOs", where="slos")
 
 
 def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:

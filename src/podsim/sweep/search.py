@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..llm.layout import Layout
-from ..llm.model import ModelConfig, from_hf_config, get_model
+from ..llm.model import ModelConfig, load_model  # noqa: F401 (load_model: re-exported)
 from .executors import default_workers, run_tasks
 from .space import Space, enumerate_layouts
 
@@ -57,17 +57,6 @@ class SearchResult:
     simulated: int = 0   #: rows simulated exactly (the rest estimated)
     flow: int = 0        #: rows re-run with the flow backend
     phases_s: dict[str, float] = field(default_factory=dict)   #: wall time of each pass (s)
-
-
-def load_model(model: str | None, model_config: str | None) -> ModelConfig:
-    """A zoo model by name, or one from a HuggingFace-style config.
-
-    Raises:
-        InputError: neither or both given, or an unknown name / bad file.
-    """
-    if (model is None) == (model_config is None):
-        raise InputError("give --model NAME or --model-config FILE", where="--model")
-    return get_model(model) if model is not None else from_hf_config(model_config)  # type: ignore[arg-type]
 
 
 def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, backend: str) -> str:

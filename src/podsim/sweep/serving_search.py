@@ -1,13 +1,14 @@
-"""``podsim search --workload``: rank the ways to serve an LLM on a number of GPUs (issue #16).
+"""``podsim search --workload``: rank the ways to serve an LLM on a number of GPUs.
 
 A :class:`ServingSpace` lists what may vary: the GPU counts, TP, PP and EP of a replica (the
 replicas are what the GPU count leaves), the scheduler, its token budget per step (``chunk``:
 vLLM's ``max_num_batched_tokens``, Sarathi's chunk size; the other schedulers have none) and the
 prefill/decode split (``off``: mixed replicas; ``P:D``; ``all``: every split of the replicas).
+The requests, their SLOs and the router are a :class:`RequestMix`.
 :func:`enumerate_serving` keeps the points whose replica the model takes and whose weights leave
 room for a KV cache, counting the rest by reason; :func:`search_serving` finds each point's
 capacity -- the highest request rate meeting the SLOs for ``target`` of the requests
-(:meth:`podsim.serving.llm.run.Serving.capacity`, Vidur-Search's binary search) -- on worker
+(:meth:`podsim.serving.llm.deployment.Serving.capacity`, Vidur-Search's binary search) -- on worker
 processes or Ray, and ranks them.
 
 Row fields: ``gpus``, ``tp``, ``pp``, ``ep``, ``replicas``, ``pd`` (``off`` or ``P:D``),
@@ -35,11 +36,13 @@ from typing import Any
 
 from ..errors import InputError, PodsimError
 from ..llm.model import ModelConfig
+from ..serving.llm.router import DEFAULT_ROUTER
+from ..serving.llm.schedulers import SCHEDULERS, scheduler_class
 from .executors import run_tasks
 
 SERVING_OBJECTIVES = ("capacity", "tokens", "cost")
-#: schedulers whose step has a token budget (``chunk``)
-CHUNKED = ("vllm", "sarathi")
+#: schedulers whose step has a token budget (``chunk``): those that declare the flag that sets it
+CHUNKED = tuple(name for name, cls in SCHEDULERS.items() if cls.chunk_flag)
 
 
 @dataclass(frozen=True)
@@ -75,15 +78,15 @@ class ServingPoint:
 
 
 @dataclass(frozen=True)
-class Workload:
-    """The requests each capacity run serves and what they must meet."""
+class RequestMix:
+    """The requests each capacity run serves, how they are routed, and the SLOs they must meet."""
 
     spec: str                      #: a trace CSV or a generator (``podsim serve-llm --workload``)
     requests: int | None           #: the first N of a trace / N generated (None: all / 1000)
     slo_ttft_s: float | None
     slo_tpot_s: float | None
     target: float = 0.99           #: the share of requests that must meet the SLOs
-    router: str = "round-robin"
+    router: str = DEFAULT_ROUTER
     max_context: int | None = None
 
 
@@ -141,10 +144,9 @@ def enumerate_serving(model: ModelConfig, gpu: str, space: ServingSpace, cluster
     Raises:
         InputError: an unknown scheduler, or nothing left (naming the commonest reason).
     """
-    from ..serving.llm.schedulers import make_scheduler
     from ..serving.llm.steps import step_timer
     for s in space.scheduler:
-        make_scheduler(s)
+        scheduler_class(s)
     rejected: Counter[str] = Counter()
     points: list[ServingPoint] = []
     fits: dict[tuple[int, int, int], str | None] = {}
@@ -179,7 +181,7 @@ def enumerate_serving(model: ModelConfig, gpu: str, space: ServingSpace, cluster
     return points, rejected
 
 
-def serve_command(model_arg: str, gpu: str, cluster: str | None, pt: ServingPoint, w: Workload) -> str:
+def serve_command(model_arg: str, gpu: str, cluster: str | None, pt: ServingPoint, w: RequestMix) -> str:
     """The ``podsim serve-llm --find-capacity`` command line of a point."""
     parts = ["podsim serve-llm", model_arg, f"--gpu {gpu}", f"--tp {pt.tp}"]
     if pt.pp > 1:
@@ -189,8 +191,8 @@ def serve_command(model_arg: str, gpu: str, cluster: str | None, pt: ServingPoin
     parts.append(f"--pd {pt.pd[0]}:{pt.pd[1]}" if pt.pd else f"--replicas {pt.replicas}")
     parts.append(f"--scheduler {pt.scheduler}")
     if pt.chunk is not None:
-        parts.append(f"--{'max-batched-tokens' if pt.scheduler == 'vllm' else 'chunk-size'} {pt.chunk}")
-    if w.router != "round-robin":
+        parts.append(f"--{scheduler_class(pt.scheduler).chunk_flag} {pt.chunk}")
+    if w.router != DEFAULT_ROUTER:
         parts.append(f"--router {w.router}")
     parts.append(f"--workload {w.spec}")
     if w.requests is not None:
@@ -205,23 +207,24 @@ def serve_command(model_arg: str, gpu: str, cluster: str | None, pt: ServingPoin
     return " ".join(parts + ["--find-capacity"])
 
 
-#: (model, model argument, GPU, cluster, point, workload, price per GPU-hour or None)
-Task = tuple[ModelConfig, str, str, "str | None", ServingPoint, Workload, "float | None"]
+#: (model, model argument, GPU, cluster, point, requests, price per GPU-hour or None)
+Task = tuple[ModelConfig, str, str, "str | None", ServingPoint, RequestMix, "float | None"]
 
 
 def evaluate_point(task: Task) -> dict[str, Any]:
     """One point's capacity and the run at it (a worker's task; an error becomes a row's
     ``error``)."""
     from ..serving.llm.requests import is_generator, load_requests, parse_generator
-    from ..serving.llm.run import PDLink, ReplicaSpec, prepare, usd_per_mtok
+    from ..serving.llm.deployment import PDLink, ReplicaSpec, prepare, usd_per_mtok
     from ..serving.llm.simulate import ServeConfig
     model, model_arg, gpu, cluster, pt, w, price = task
     row = pt.as_row()
     row["command"] = serve_command(model_arg, gpu, cluster, pt, w)
     try:
+        flag = scheduler_class(pt.scheduler).chunk_flag
         cfg = ServeConfig(replicas=pt.replicas, scheduler=pt.scheduler, pd=pt.pd, router=w.router,
-                          max_batched_tokens=pt.chunk if pt.scheduler == "vllm" else None,
-                          chunk_size=pt.chunk if pt.scheduler == "sarathi" else None,
+                          max_batched_tokens=pt.chunk if flag == "max-batched-tokens" else None,
+                          chunk_size=pt.chunk if flag == "chunk-size" else None,
                           max_context=w.max_context or model.seq_len, slo_ttft_s=w.slo_ttft_s, slo_tpot_s=w.slo_tpot_s)
         serving = prepare(ReplicaSpec(model, gpu, pt.tp, pt.pp, pt.ep, cluster=cluster), cfg, PDLink())
         requests = load_requests(w.spec, w.requests)
@@ -231,7 +234,7 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     mean_output = sum(r.output_tokens for r in requests) / len(requests)
     tps = cap.qps * mean_output
     d = cap.result.stats() if cap.result is not None else {}
-    from ..serving.llm.run import transient_note
+    from ..serving.llm.deployment import transient_note
     row.update({"steady": cap.result is not None and transient_note(cap.result) is None,
                 "capacity_qps": cap.qps, "capacity_qps_per_gpu": cap.qps / pt.gpus, "tokens_per_s": tps,
                 "tokens_per_s_per_gpu": tps / pt.gpus, "ttft_p99_s": d.get("ttft_p99_s"),
@@ -251,12 +254,12 @@ def _rank(objective: str) -> Callable[[dict[str, Any]], tuple[int, float]]:
     return key
 
 
-def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingSpace, workload: Workload,
+def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingSpace, mix: RequestMix,
                    objective: str = "capacity", cluster: str | None = None, gpu_hour_usd: float | None = None,
                    workers: int | None = None, ray_address: str | None = None,
                    progress: Callable[[int, int], None] | None = None) -> ServingSearchResult:
     """Every point of ``space`` that can serve ``model`` on ``gpu``, each at its capacity under
-    ``workload``'s SLOs, ranked by ``objective`` (module docstring).
+    ``mix``'s SLOs, ranked by ``objective`` (module docstring).
 
     Raises:
         InputError: an unknown objective, a cost objective without a price, no SLO, or nothing
@@ -267,16 +270,16 @@ def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingS
                          where="--objective")
     if objective == "cost" and gpu_hour_usd is None:
         raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD", where="--objective")
-    if workload.slo_ttft_s is None and workload.slo_tpot_s is None:
+    if mix.slo_ttft_s is None and mix.slo_tpot_s is None:
         raise InputError("a serving search finds each point's capacity under SLOs: give --slo-ttft S and/or "
                          "--slo-tpot S", where="--workload")
-    if not 0 < workload.target <= 1:
-        raise InputError(f"the SLO attainment target must be in (0, 1], got {workload.target}",
+    if not 0 < mix.target <= 1:
+        raise InputError(f"the SLO attainment target must be in (0, 1], got {mix.target}",
                          where="--capacity-target")
     from ..serving.llm.requests import load_requests
-    load_requests(workload.spec, 1)   # a bad workload fails once, here, not in every worker
+    load_requests(mix.spec, 1)   # a bad workload fails once, here, not in every worker
     points, rejected = enumerate_serving(model, gpu, space, cluster)
-    tasks: list[Task] = [(model, model_arg, gpu, cluster, pt, workload, gpu_hour_usd) for pt in points]
+    tasks: list[Task] = [(model, model_arg, gpu, cluster, pt, mix, gpu_hour_usd) for pt in points]
     rows: list[dict[str, Any]] = []
     for _, row in run_tasks(evaluate_point, tasks, workers, ray_address):
         rows.append(row)

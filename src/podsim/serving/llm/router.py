@@ -10,25 +10,29 @@ which decode replica takes it when its prompt is done).
   have the blocks their contexts need.
 
 Ties go to the lowest replica index.  Routers other than round-robin see each replica as it is
-at that instant (the simulation advances them first).
+at that instant (the simulation advances them first).  ``podsim serve`` calls its replica choice
+a scheduler (``--scheduler round-robin | least-outstanding``, :mod:`podsim.serving.schedulers`).
+
+Each router is a class registered in :data:`ROUTERS` (the :func:`router` decorator) that
+declares its ``name``, ``aliases`` and a ``help`` line; adding one is a class here with its test
+and a line in docs/serving-llm.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-from ...errors import InputError, closest
+from ...registry import Registry
 from .replica import Replica
-
-#: the router names
-ROUTERS = ("round-robin", "least-outstanding", "jsq", "kv-aware")
 
 
 class Router(Protocol):
     """Picks a replica of a pool."""
 
-    name: str
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]]
+    help: ClassVar[str]
     #: whether it reads the replicas' state (they must be brought up to the present first)
     observes: bool
 
@@ -36,10 +40,25 @@ class Router(Protocol):
         """The index, in ``pool``, of the replica to use at ``now`` (ns)."""
 
 
+#: the routers, by name
+ROUTERS: Registry[type[Router]] = Registry("router", flag="--router")
+#: the router a run uses when it names none
+DEFAULT_ROUTER = "round-robin"
+
+
+def router(cls: type) -> type:
+    """Register ``cls`` in :data:`ROUTERS` under its ``name`` and ``aliases``."""
+    ROUTERS.register(cls.name, cls, aliases=cls.aliases)
+    return cls
+
+
+@router
 class RoundRobin:
     """Replicas in turn."""
 
     name = "round-robin"
+    aliases = ("rr",)
+    help = ""
     observes = False
 
     def __init__(self) -> None:
@@ -51,30 +70,39 @@ class RoundRobin:
         return i
 
 
+@router
 class LeastOutstanding:
     """The fewest outstanding requests."""
 
     name = "least-outstanding"
+    aliases = ()
+    help = ""
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
         return min(range(len(pool)), key=lambda i: pool[i].outstanding)
 
 
+@router
 class ShortestQueue:
     """The fewest tokens still to compute."""
 
     name = "jsq"
+    aliases = ()
+    help = "fewest tokens to compute"
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
         return min(range(len(pool)), key=lambda i: pool[i].pending_at(now))
 
 
+@router
 class KVAware:
     """The most free KV blocks after the waiting and incoming requests' needs."""
 
     name = "kv-aware"
+    aliases = ()
+    help = "most free KV blocks"
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
@@ -84,16 +112,19 @@ class KVAware:
 
 
 def make_router(name: str) -> Router:
-    """A fresh router by name (one per pool: round-robin keeps its turn).
+    """A fresh router by name or alias, in any case (one per pool: round-robin keeps its turn).
 
     Raises:
         InputError: for an unknown name, with the closest one.
     """
-    key = name.strip().lower()
-    table = {"round-robin": RoundRobin, "least-outstanding": LeastOutstanding, "jsq": ShortestQueue,
-             "kv-aware": KVAware}
-    if key in table:
-        return table[key]()  # type: ignore[return-value]
-    hint = closest(key, ROUTERS)
-    raise InputError(f"unknown router {name!r}" + (f"; did you mean {hint!r}?" if hint else "") +
-                     f" (routers: {', '.join(ROUTERS)})", where="--router")
+    return ROUTERS.get(name.strip().lower())()
+
+
+def describe(default: str = DEFAULT_ROUTER) -> str:
+    """The routers for ``--help``: ``round-robin (rr; default), least-outstanding, jsq (...)``."""
+    parts = []
+    for name, cls in ROUTERS.items():
+        notes = [*ROUTERS.aliases(name), *([cls.help] if cls.help else []),
+                 *(["default"] if name == default else [])]
+        parts.append(f"{name} ({'; '.join(notes)})" if notes else name)
+    return ", ".join(parts)

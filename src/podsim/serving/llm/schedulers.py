@@ -44,21 +44,31 @@ KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are
 
 Speculative decoding (``lookahead`` k on the replica): a decode computes 1 + k tokens (the last
 sampled and k drafts to verify) and needs KV slots for them.
+
+Each scheduler is a class registered in :data:`SCHEDULERS` (with the :func:`scheduler`
+decorator) that declares its ``name``, ``aliases``, a ``help`` line for ``--help``, its limits'
+defaults (:meth:`_Base.default_limits`, :meth:`_Base.from_limits`) and which limit a serving
+search varies (``chunk_flag``).  Adding one is a class here with its test and a line in
+docs/serving-llm.md.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from ...errors import InputError, closest
+from ...errors import InputError
+from ...registry import Registry
 from .sequence import Seq
 
 if TYPE_CHECKING:
+    from ...hardware.gpu import GpuSpec
     from .replica import Replica
 
-#: the scheduler names
-SCHEDULERS = ("vllm", "vllm-v0", "sarathi", "orca", "static", "lightllm")
+#: the replica schedulers, by name (each a :class:`_Base` subclass)
+SCHEDULERS: Registry[type["_Base"]] = Registry("scheduler", flag="--scheduler")
+#: the scheduler a run uses when it names none
+DEFAULT_SCHEDULER = "vllm"
 #: "no limit" for a number of steps
 UNLIMITED = 1 << 62
 
@@ -133,7 +143,26 @@ def _decode_tokens(rep: "Replica", s: Seq) -> int:
 
 
 class _Base:
-    name = "base"
+    #: the registered name, its other spellings, and a note for ``--help`` ("" for none)
+    name: ClassVar[str] = "base"
+    aliases: ClassVar[tuple[str, ...]] = ()
+    help: ClassVar[str] = ""
+    #: the flag that sets the step's token budget a serving search varies (``podsim search
+    #: --chunk-values``), or None where the search varies none
+    chunk_flag: ClassVar[str | None] = None
+
+    @classmethod
+    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None,
+                    chunk_size: int | None) -> "_Base":
+        """A fresh scheduler from the run's limits (``--max-num-seqs``, ``--max-batched-tokens``,
+        ``--chunk-size``); None takes the scheduler's default (256 sequences)."""
+        return cls(256 if max_num_seqs is None else max_num_seqs, max_batched_tokens)  # type: ignore[call-arg]
+
+    @classmethod
+    def default_limits(cls, gpu: "GpuSpec", max_context: int | None) -> tuple[int, int] | None:
+        """The (max_batched_tokens, max_num_seqs) a deployment fills in where the run gives none,
+        for ``gpu`` and a model context of ``max_context`` tokens; None: leave them unset."""
+        return None
 
     def __init__(self, max_num_seqs: int, max_batched_tokens: int | None) -> None:
         _positive(max_num_seqs, "max_num_seqs", "--max-num-seqs")
@@ -216,10 +245,23 @@ class _Base:
             used += n
 
 
+def scheduler(cls: type[_Base]) -> type[_Base]:
+    """Register ``cls`` in :data:`SCHEDULERS` under its ``name`` and ``aliases``."""
+    SCHEDULERS.register(cls.name, cls, aliases=cls.aliases)
+    return cls
+
+
+@scheduler
 class VllmScheduler(_Base):
     """vLLM V1 (see the module docstring)."""
 
     name = "vllm"
+    help = "V1: chunked prefill, token budget, recompute preemption"
+    chunk_flag = "max-batched-tokens"
+
+    @classmethod
+    def default_limits(cls, gpu: "GpuSpec", max_context: int | None) -> tuple[int, int] | None:
+        return vllm_defaults(gpu.memory_gib, gpu.name)
 
     def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = 2048) -> None:
         super().__init__(max_num_seqs, max_batched_tokens if max_batched_tokens is not None else 2048)
@@ -236,10 +278,16 @@ class VllmScheduler(_Base):
         return self._steady_within(rep, self.max_batched_tokens)
 
 
+@scheduler
 class VllmV0Scheduler(_Base):
     """vLLM V0's prefill-first scheduler (see the module docstring)."""
 
     name = "vllm-v0"
+    help = "V0's prefill-first steps, whole prompts"
+
+    @classmethod
+    def default_limits(cls, gpu: "GpuSpec", max_context: int | None) -> tuple[int, int] | None:
+        return vllm_v0_defaults(max_context)
 
     def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = V0_DEFAULT_BATCHED_TOKENS) -> None:
         super().__init__(max_num_seqs, max_batched_tokens if max_batched_tokens is not None
@@ -262,10 +310,19 @@ class VllmV0Scheduler(_Base):
         return UNLIMITED
 
 
+@scheduler
 class SarathiScheduler(_Base):
     """Sarathi-Serve (see the module docstring)."""
 
     name = "sarathi"
+    chunk_flag = "chunk-size"
+
+    @classmethod
+    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None,
+                    chunk_size: int | None) -> "_Base":
+        """Its budget is ``chunk_size``, else ``max_batched_tokens`` (default 512)."""
+        return cls(256 if max_num_seqs is None else max_num_seqs,
+                   chunk_size if chunk_size is not None else max_batched_tokens)
 
     def __init__(self, max_num_seqs: int = 256, chunk_size: int | None = 512) -> None:
         super().__init__(max_num_seqs, chunk_size if chunk_size is not None else 512)
@@ -301,6 +358,7 @@ class SarathiScheduler(_Base):
         return self._steady_within(rep, self.chunk_size)
 
 
+@scheduler
 class OrcaScheduler(_Base):
     """Orca (see the module docstring)."""
 
@@ -323,10 +381,12 @@ class OrcaScheduler(_Base):
         return self._steady_within(rep, self.max_batched_tokens)
 
 
+@scheduler
 class StaticScheduler(_Base):
     """FasterTransformer's static batching (see the module docstring)."""
 
     name = "static"
+    help = "FasterTransformer"
 
     def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = None) -> None:
         super().__init__(max_num_seqs, max_batched_tokens)
@@ -357,6 +417,7 @@ class StaticScheduler(_Base):
         return UNLIMITED
 
 
+@scheduler
 class LightLLMScheduler(_Base):
     """LightLLM (see the module docstring)."""
 
@@ -406,27 +467,30 @@ class LightLLMScheduler(_Base):
 
 def make_scheduler(name: str, max_num_seqs: int | None = None, max_batched_tokens: int | None = None,
                    chunk_size: int | None = None) -> Scheduler:
-    """A fresh scheduler by name (one per replica: some keep state).  Limits left ``None`` take
-    the scheduler's defaults (vllm: 2048 tokens, 256 sequences; vllm-v0: 8192 tokens, 256
-    sequences; sarathi: chunks of 512; the others: 256 sequences, no token cap).
+    """A fresh scheduler by name, in any case (one per replica: some keep state).  Limits left
+    ``None`` take the scheduler's defaults (vllm: 2048 tokens, 256 sequences; vllm-v0: 8192
+    tokens, 256 sequences; sarathi: chunks of 512; the others: 256 sequences, no token cap).
 
     Raises:
         InputError: for an unknown name (with the closest one), or a limit below 1.
     """
-    key = name.strip().lower()
-    seqs = 256 if max_num_seqs is None else max_num_seqs
-    if key == "vllm":
-        return VllmScheduler(seqs, max_batched_tokens)
-    if key == "vllm-v0":
-        return VllmV0Scheduler(seqs, max_batched_tokens)
-    if key == "sarathi":
-        return SarathiScheduler(seqs, chunk_size if chunk_size is not None else max_batched_tokens)
-    if key == "orca":
-        return OrcaScheduler(seqs, max_batched_tokens)
-    if key == "static":
-        return StaticScheduler(seqs, max_batched_tokens)
-    if key == "lightllm":
-        return LightLLMScheduler(seqs, max_batched_tokens)
-    hint = closest(key, SCHEDULERS)
-    raise InputError(f"unknown scheduler {name!r}" + (f"; did you mean {hint!r}?" if hint else "") +
-                     f" (schedulers: {', '.join(SCHEDULERS)})", where="--scheduler")
+    return scheduler_class(name).from_limits(max_num_seqs, max_batched_tokens, chunk_size)  # type: ignore[return-value]
+
+
+def scheduler_class(name: str) -> type[_Base]:
+    """The scheduler class named ``name`` (or an alias of it), in any case.
+
+    Raises:
+        InputError: for an unknown name, with the closest one.
+    """
+    return SCHEDULERS.get(name.strip().lower())
+
+
+def describe(default: str = DEFAULT_SCHEDULER) -> str:
+    """The schedulers for ``--help``: ``vllm (V1: ...; default), vllm-v0 (...), sarathi, ...``."""
+    parts = []
+    for name, cls in SCHEDULERS.items():
+        notes = [*SCHEDULERS.aliases(name), *([cls.help] if cls.help else []),
+                 *(["default"] if name == default else [])]
+        parts.append(f"{name} ({'; '.join(notes)})" if notes else name)
+    return ", ".join(parts)

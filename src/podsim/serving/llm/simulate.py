@@ -53,8 +53,8 @@ from .kvcache import KVCache, blocks_from_memory
 from .metrics import LLMServeResult
 from .replica import INF, Replica
 from .requests import Request
-from .router import make_router
-from .schedulers import make_scheduler
+from .router import DEFAULT_ROUTER, make_router
+from .schedulers import DEFAULT_SCHEDULER, make_scheduler
 from .sequence import Seq
 from .timing import StepTimer
 
@@ -71,9 +71,9 @@ class ServeConfig:
 
     Attributes:
         replicas: replicas (ignored under ``pd``: P + D).
-        scheduler: vllm, vllm-v0, sarathi, orca, static or lightllm.
+        scheduler: a name of :data:`.schedulers.SCHEDULERS` (vllm, vllm-v0, sarathi, ...).
         max_num_seqs, max_batched_tokens, chunk_size: the scheduler's limits (None: its defaults).
-        router: round-robin, least-outstanding, jsq or kv-aware.
+        router: a name of :data:`.router.ROUTERS` (round-robin, least-outstanding, ...).
         pd: (prefill replicas, decode replicas), or None for mixed replicas.
         block_size: KV block size (tokens).
         kv_blocks: KV blocks per replica, or None for what the timer's memory holds.
@@ -92,11 +92,11 @@ class ServeConfig:
     """
 
     replicas: int = 1
-    scheduler: str = "vllm"
+    scheduler: str = DEFAULT_SCHEDULER
     max_num_seqs: int | None = None
     max_batched_tokens: int | None = None
     chunk_size: int | None = None
-    router: str = "round-robin"
+    router: str = DEFAULT_ROUTER
     pd: tuple[int, int] | None = None
     block_size: int = 16
     kv_blocks: int | None = None

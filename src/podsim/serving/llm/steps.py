@@ -246,7 +246,7 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
             the layers, EP not dividing the experts), an unknown precision, a replica larger
             than the cluster, or tables that cannot be read (``profile``).
     """
-    from ...llm.run import default_cluster
+    from ...llm.training import default_cluster
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     if precision not in PRECISIONS:
         raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", where="--precision")

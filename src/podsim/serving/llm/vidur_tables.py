@@ -190,7 +190,7 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
     from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
     from ...hardware.cluster import build_fabric
     from ...hardware.gpu import get_gpu
-    from ...llm.run import default_cluster
+    from ...llm.training import default_cluster
     from .steps import step_timer
 
     spec_gpu = get_gpu(gpu)

@@ -1,5 +1,5 @@
-"""LLM serving in one call: a model on replicas of TP x PP GPUs, served under a scheduler and a
-router, at a workload's rate or at the highest rate meeting the SLOs (issue #16).
+"""A deployment of LLM serving: a model on replicas of TP x PP GPUs, served under a scheduler
+and a router, at a workload's rate or at the highest rate meeting the SLOs.
 
 This is what ``podsim serve-llm``, the ``serve-llm`` runs of ``podsim sweep`` and the serving
 search of ``podsim search`` share: :func:`prepare` turns the settings into a :class:`Serving`
@@ -26,7 +26,7 @@ from .flops import serving_mfu
 from .metrics import LLMServeResult
 from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
-from .schedulers import make_scheduler, vllm_defaults, vllm_v0_defaults
+from .schedulers import scheduler_class
 from .simulate import ServeConfig, link_transfer, simulate
 from .steps import step_timer
 from .timing import StepTimer
@@ -114,7 +114,7 @@ class Serving:
             if link.backend == "link":
                 transfer_ns = link_transfer(link.bandwidth_gbps, round(link.latency_us * 1e3))
             else:
-                from ...llm.run import default_cluster
+                from ...llm.training import default_cluster
                 from .transfer import KVTransfers
                 cluster = default_cluster(self.gpu, None, None, self.replica.cluster)
                 replicas, per = cfg.num_replicas, self.replica.gpus
@@ -168,10 +168,10 @@ def parse_pair(text: str | None, where: str, whole: bool = False) -> tuple[int, 
 
 
 def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink()) -> Serving:
-    """Check the settings and build the replica's step timer.  The ``vllm`` scheduler's limits
-    default as ``vllm serve`` sets them for the GPU (:func:`~.schedulers.vllm_defaults`),
-    ``vllm-v0``'s as vLLM V0 set them for the model's context
-    (:func:`~.schedulers.vllm_v0_defaults`); the timer sizes activations for the step's token
+    """Check the settings and build the replica's step timer.  Limits the run leaves unset take
+    the scheduler's defaults for the GPU and the model's context
+    (:meth:`~.schedulers._Base.default_limits`: the ``vllm`` scheduler's as ``vllm serve`` sets
+    them, ``vllm-v0``'s as vLLM V0 set them); the timer sizes activations for the step's token
     budget.
 
     Raises:
@@ -179,15 +179,14 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
             :meth:`ServeConfig.check` refuses, or a replica the model cannot take.
     """
     gpu = replica.gpu if isinstance(replica.gpu, GpuSpec) else get_gpu(replica.gpu)
-    make_scheduler(config.scheduler)          # unknown names fail here, before any work
+    sched = scheduler_class(config.scheduler)          # unknown names fail here, before any work
     make_router(config.router)
     if pd_link.backend not in PD_BACKENDS:
         raise InputError(f"the P/D backend must be one of {', '.join(PD_BACKENDS)}, got {pd_link.backend!r}",
                          where="--pd-backend")
-    name = config.scheduler.strip().lower()
-    if name in ("vllm", "vllm-v0"):
-        d_tokens, d_seqs = vllm_defaults(gpu.memory_gib, gpu.name) if name == "vllm" else \
-            vllm_v0_defaults(config.max_context or replica.model.seq_len)
+    limits = sched.default_limits(gpu, config.max_context or replica.model.seq_len)
+    if limits is not None:
+        d_tokens, d_seqs = limits
         config = replace(config, max_batched_tokens=config.max_batched_tokens or d_tokens,
                          max_num_seqs=config.max_num_seqs or d_seqs)
     config.check()
