@@ -1,4 +1,4 @@
-"""Topologies and network backends (analytical; more in later issues)."""
+"""Topologies, fabrics and network backends (analytical; flow-level in :mod:`.flow`)."""
 
 from .topology import BlockKind, Dimension, Topology
 

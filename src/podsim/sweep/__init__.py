@@ -1,5 +1,5 @@
-"""Search and sweeps: many configurations, many runs (issue #15; in progress: the space of
-training layouts so far)."""
+"""Search and sweeps: many configurations, many runs (the space of training layouts,
+the search, the sweep and their store and report)."""
 
 from .space import Enumerated, Space, enumerate_layouts
 

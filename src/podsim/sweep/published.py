@@ -1,5 +1,5 @@
-"""Where a published training layout ranks in ``podsim search`` (issue #15, "published best
-layouts").
+"""Where a published training layout ranks in ``podsim search`` among the layouts
+of the same job.
 
 For a published training run (a row of podsim's shipped validation set: Megatron-LM SC'21,
 Llama 3 405B, ...), search the layouts of the same model on the same GPUs with the same global

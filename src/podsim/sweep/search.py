@@ -1,4 +1,4 @@
-"""``podsim search``: rank every training layout of a space (issue #15).
+"""``podsim search``: rank every training layout of a space.
 
 Three passes over the layouts that :func:`~podsim.sweep.space.enumerate_layouts` keeps:
 

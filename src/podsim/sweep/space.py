@@ -1,4 +1,4 @@
-"""The training layouts a search considers, and why the rest are rejected (issue #15, first part).
+"""The training layouts a search considers, and why the rest are rejected.
 
 A :class:`Space` lists the values of each dimension (TP, PP, VPP, CP, EP, micro-batch,
 recomputation, sequence parallelism, distributed optimizer); :func:`enumerate_layouts` walks

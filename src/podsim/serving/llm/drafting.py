@@ -1,4 +1,4 @@
-"""Speculative decoding's draft model on the target's GPUs: its time and its memory (issue #16).
+"""Speculative decoding's draft model on the target's GPUs: its time and its memory.
 
 With ``spec_decode=(k, a)`` a decode step verifies ``1 + k`` tokens on the target (a chunk of
 ``1 + k`` new tokens, :mod:`.simulate`); the ``k`` draft tokens come from a small model run

@@ -1,4 +1,4 @@
-"""LLM inference requests: the Azure LLM trace CSV and seeded generators (issue #16).
+"""LLM inference requests: the Azure LLM trace CSV and seeded generators.
 
 A :class:`Request` arrives at ``arrival_ns`` (integer ns from the workload's start) with a prompt
 of ``prompt_tokens`` and asks for ``output_tokens`` tokens; it may share its first

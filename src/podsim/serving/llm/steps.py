@@ -1,5 +1,5 @@
 """Step times of LLM inference on one replica: a prefill or decode (or mixed) forward pass over a
-batch, from podsim's compute model (issue #16, ``podsim infer``).
+batch, from podsim's compute model (``podsim infer``).
 
 A replica is TP x PP GPUs; EP (dividing TP) spreads the routed experts of an MoE model over
 that many of its TP GPUs, as vLLM's expert parallelism does with one data-parallel rank.  A step over a batch of chunks ``(new_tokens, context)`` (:mod:`.timing`) costs,

@@ -1,4 +1,4 @@
-"""The interface between LLM step times and the serving simulation (issue #16).
+"""The interface between LLM step times and the serving simulation.
 
 A *step* is one forward pass of a replica over a batch: each running request contributes a
 chunk ``(new_tokens, context)``: ``new_tokens`` computed in this step (a prompt or a chunk of

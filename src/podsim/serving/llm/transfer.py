@@ -1,5 +1,5 @@
 """KV-cache transfers from prefill to decode replicas over the cluster's fabric (prefill/decode
-disaggregation, issue #16).
+disaggregation).
 
 Replicas take whole servers' GPUs in order: replica ``r`` of ``g`` GPUs (TP x PP) is GPUs
 ``r g .. r g + g - 1`` of the fabric (prefill replicas first, then decode replicas).  A request's

@@ -1,4 +1,4 @@
-"""Measured step tables in Vidur's profile layout, both ways (issue #16).
+"""Measured step tables in Vidur's profile layout, both ways.
 
 Vidur (Agrawal et al., MLSys 2024) times an LLM step from per-operation tables that its profiler
 measures on a GPU; podsim reads the same tables (:class:`TableStepTimer`, ``podsim infer
