@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..serving.llm.router import ROUTERS
+from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
 from ..serving.llm.schedulers import SCHEDULERS
 from ..sweep.search import FLOW_TOP, SIMULATE_TOP
 from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, non_negative_arg, positive_arg
@@ -154,7 +154,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                         "512,2048,8192)")
     g.add_argument("--pd-values", default="off", metavar="off,P:D,all",
                    help="prefill/decode splits to try: off (mixed replicas; default), P:D, all (every split)")
-    g.add_argument("--router", default="round-robin", choices=list(ROUTERS.spellings()),
+    g.add_argument("--router", default=DEFAULT_ROUTER, choices=list(ROUTERS.spellings()),
                    help="how requests are spread over replicas (default round-robin)")
     g.add_argument("--max-context", type=count_arg, default=None, metavar="TOKENS",
                    help="the model's context (default: the model's)")

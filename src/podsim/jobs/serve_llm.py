@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..params import Param, build, nested, param, params_of
-from ..serving.llm.router import ROUTERS
-from ..serving.llm.schedulers import SCHEDULERS
+from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
+from ..serving.llm.router import describe as describe_routers
+from ..serving.llm.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
+from ..serving.llm.schedulers import describe as describe_schedulers
 from .hardware import Hardware
 from .model import ModelChoice
 from .replica import ReplicaOptions
@@ -21,9 +23,8 @@ class EngineOptions:
 
     replicas: int | None = param(Param("replicas", "count", metavar="R", help="model replicas (default 1)"))
     scheduler: str = param(Param(
-        "scheduler", "name", "vllm", SCHEDULERS.spellings(), metavar="NAME",
-        help="vllm (V1: chunked prefill, token budget, recompute preemption; default), vllm-v0 (V0's prefill-first "
-             "steps, whole prompts), sarathi, orca, static (FasterTransformer), lightllm"))
+        "scheduler", "name", DEFAULT_SCHEDULER, SCHEDULERS.spellings(), metavar="NAME",
+        help=describe_schedulers()))
     max_num_seqs: int | None = param(Param("max-num-seqs", "count", metavar="N",
                                            help="most requests running on a replica (vllm default: see below; "
                                                 "others 256)"))
@@ -33,9 +34,7 @@ class EngineOptions:
     chunk_size: int | None = param(Param("chunk-size", "count", metavar="N",
                                          help="sarathi's token budget of a step (default 512)"))
     router: str = param(Param(
-        "router", "name", "round-robin", ROUTERS.spellings(), metavar="NAME",
-        help="round-robin (default), least-outstanding, jsq (fewest tokens to compute), kv-aware (most free KV "
-             "blocks)"))
+        "router", "name", DEFAULT_ROUTER, ROUTERS.spellings(), metavar="NAME", help=describe_routers()))
     pd: str | None = param(Param("pd", "name", metavar="P:D",
                                  help="prefill/decode disaggregation: P prefill and D decode replicas (instead of "
                                       "--replicas), or off"))
