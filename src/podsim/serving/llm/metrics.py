@@ -1,4 +1,5 @@
-"""What an LLM serving run measured, its JSON document and text summary.
+"""What an LLM serving run measured and its JSON document (its text summary:
+:func:`podsim.report.serving_llm.format_serve_llm_run`).
 
 Per request (times in s): ``ttft_s`` = its first output token's time - its arrival; ``tpot_s``
 = the mean time between its later tokens, (last token - first token) / (output tokens - 1)
@@ -182,42 +183,3 @@ def thin(samples: list[tuple[int, int]], max_points: int) -> list[tuple[int, int
         if k not in best or u > best[k][1]:
             best[k] = (t, u)
     return [samples[0]] + [best[k] for k in sorted(best)]
-
-
-def format_summary(r: LLMServeResult) -> str:
-    """Lines for the terminal: what ran, latencies (ms), rates, SLO attainment, replica use."""
-    d = r.stats()
-
-    def ms(x: float | None) -> str:
-        return f"{'-':>9}" if x is None else f"{x * 1e3:9.1f}"
-
-    info = r.info
-    head = f"podsim serve-llm: {r.num_requests} requests on {info.get('replicas_text', len(r.replicas))} " \
-           f"({info.get('scheduler', '?')} scheduler, {info.get('router', '?')} router)"
-    lines = [head, "",
-             "  latency (ms)      mean       p50       p90       p99",
-             "  ------------  --------  --------  --------  --------"]
-    for name, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "end to end")):
-        lines.append(f"  {label:<12}" + "".join(ms(d[f"{name}_{k}_s"]) + " " for k in ("mean", "p50", "p90", "p99"))
-                     .rstrip())
-    span = r.span_s
-    tps, rps = d["tokens_per_s"], d["requests_per_s"]
-    lines.append("")
-    lines.append(f"  throughput    {tps or 0:,.1f} output tokens/s, {rps or 0:.3f} requests/s over {span:,.1f} s"
-                 + (f", MFU {100 * r.mfu:.1f}%" if r.mfu is not None else ""))
-    att = d["slo_attainment"]
-    if att is not None:
-        slos = [f"TTFT <= {r.slo_ttft_s:g} s" for _ in [0] if r.slo_ttft_s is not None] + \
-               [f"TPOT <= {r.slo_tpot_s:g} s" for _ in [0] if r.slo_tpot_s is not None]
-        lines.append(f"  SLO met       {100 * att:.1f}% of requests ({' and '.join(slos)})")
-    swaps = sum(rs.swaps for rs in r.replicas)
-    lines.append(f"  preemptions   {r.total_preemptions:,}" + (f" ({swaps:,} by swap)" if swaps else ""))
-    for rs in r.replicas:
-        peak = max((u for _, u in rs.kv_samples), default=0)
-        util = rs.busy_ns / 1e9 / span if span > 0 else 0.0
-        role = "" if rs.role == "mixed" else f" ({rs.role})"
-        lines.append(f"  replica {rs.index}{role}: {rs.steps:,} steps, busy {100 * min(util, 1.0):.1f}%, KV peak "
-                     f"{100 * peak / rs.blocks:.1f}% of {rs.blocks:,} blocks, {rs.preemptions:,} preemptions")
-    notes = info.get("notes")
-    lines.extend(f"  note: {n}" for n in (notes if isinstance(notes, list) else []))
-    return "\n".join(lines)
