@@ -20,7 +20,7 @@ from podsim.serving.llm.router import ROUTERS, make_router
 from podsim.serving.llm.schedulers import SCHEDULERS as LLM_SCHEDULERS
 from podsim.serving.llm.schedulers import make_scheduler, scheduler_class
 from podsim.serving.placement import ServeCluster
-from podsim.serving.schedulers import SCHEDULERS, RoundRobin
+from podsim.serving.schedulers import SCHEDULERS, RoundRobinReplica
 from podsim.sweep.runs import RUNS
 from podsim.sweep.serving_search import CHUNKED
 
@@ -44,7 +44,7 @@ def _workload(models: list[int], gap_s: float = 0.001) -> ServeWorkload:
 
 def test_dlsim_schedulers_by_name_and_alias() -> None:
     assert SCHEDULERS.names() == ("fifo", "round-robin", "least-outstanding")
-    assert SCHEDULERS.canonical("rr") == "round-robin" and SCHEDULERS.get("rr") is RoundRobin
+    assert SCHEDULERS.canonical("rr") == "round-robin" and SCHEDULERS.get("rr") is RoundRobinReplica
     assert SCHEDULERS.aliases("round-robin") == ("rr",)
     for name, cls in SCHEDULERS.items():
         assert cls.name == name and isinstance(cls.help, str)

@@ -78,7 +78,7 @@ def describe() -> str:
 
 
 @scheduler
-class FirstIdle:
+class FirstIdleReplica:
     """DLSIM's choice: the replica whose first-stage mesh is idle soonest."""
 
     name = "fifo"
@@ -90,7 +90,7 @@ class FirstIdle:
 
 
 @scheduler
-class RoundRobin:
+class RoundRobinReplica:
     """The replicas of a service in turn (a turn per model)."""
 
     name = "round-robin"
@@ -107,7 +107,7 @@ class RoundRobin:
 
 
 @scheduler
-class LeastOutstanding:
+class LeastOutstandingReplica:
     """The replica with the fewest requests in flight."""
 
     name = "least-outstanding"

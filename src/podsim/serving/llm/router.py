@@ -27,7 +27,7 @@ from ...registry import Registry
 from .replica import Replica
 
 
-class Router(Protocol):
+class RequestRouter(Protocol):
     """Picks a replica of a pool."""
 
     name: ClassVar[str]
@@ -41,7 +41,7 @@ class Router(Protocol):
 
 
 #: the routers, by name
-ROUTERS: Registry[type[Router]] = Registry("router", flag="--router")
+ROUTERS: Registry[type[RequestRouter]] = Registry("router", flag="--router")
 #: the router a run uses when it names none
 DEFAULT_ROUTER = "round-robin"
 
@@ -111,7 +111,7 @@ class KVAware:
         return max(range(len(pool)), key=lambda i: (headroom(pool[i]), -i))
 
 
-def make_router(name: str) -> Router:
+def make_router(name: str) -> RequestRouter:
     """A fresh router by name or alias, in any case (one per pool: round-robin keeps its turn).
 
     Raises:

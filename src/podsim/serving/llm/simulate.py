@@ -170,7 +170,7 @@ def link_transfer(bytes_per_ns: float = DEFAULT_TRANSFER_BYTES_PER_NS,
     return transfer_ns
 
 
-class Clock:
+class EventLoop:
     """The simulation's event loop as other parts see it: ``now`` (ns) and
     ``schedule(time_ns, callback, arg)`` (the flow network's clock)."""
 
@@ -187,7 +187,7 @@ class Clock:
 
 
 class _ClosedForm:
-    def __init__(self, clock: Clock, fn: Callable[[int, int, int], int]) -> None:
+    def __init__(self, clock: EventLoop, fn: Callable[[int, int, int], int]) -> None:
         self.clock, self.fn = clock, fn
 
     def start(self, nbytes_per_gpu: int, src: int, dst: int, on_done: Callable[[], None]) -> None:
@@ -215,7 +215,7 @@ def _check_requests(requests: Sequence[Request], cfg: ServeConfig, blocks: int, 
 
 def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = ServeConfig(), *,
              transfer_ns: Callable[[int, int, int], int] | None = None,
-             transfers: Callable[[Clock], Transfers] | None = None, record_steps: bool = False,
+             transfers: Callable[[EventLoop], Transfers] | None = None, record_steps: bool = False,
              fast: bool = True, progress: Callable[[int, int], None] | None = None) -> LLMServeResult:
     """Serve ``requests`` (in arrival order) on replicas timed by ``timer``.
 
@@ -260,7 +260,7 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
     block_bytes = timer.kv_bytes_per_token * cfg.block_size          # one block on one GPU
     swap_blocks = int(cfg.swap_space_gib * 2**30 // block_bytes) if cfg.preemption == "swap" else 0
     swap_ns_per_block = block_bytes / cfg.swap_bandwidth_gbps          # GB/s = bytes per ns
-    clock = Clock()
+    clock = EventLoop()
     roles = (["prefill"] * cfg.pd[0] + ["decode"] * cfg.pd[1]) if cfg.pd is not None else ["mixed"] * cfg.replicas
     reps: list[Replica] = []
     for i, role in enumerate(roles):

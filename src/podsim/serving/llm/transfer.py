@@ -14,20 +14,12 @@ congestion-free time of its route (latency + bytes / bottleneck).  Units: bytes,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from ...collectives.nccl.planner import FabricDelay
 from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
 from ...network.fabric import Fabric
-
-
-class Clock(Protocol):
-    """An event loop in ns: ``now`` and ``schedule(time_ns, callback, arg)``."""
-
-    now: int
-
-    def schedule(self, time_ns: int, callback: Callable[[object], None], arg: object = None) -> None: ...
+from ...network.flow.network import Clock
 
 
 class KVTransfers:
