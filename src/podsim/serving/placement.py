@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, yaml_error
+from ..hardware.cluster import load_cluster
 from .profiles import Executable
 
 #: what :func:`check_placement` does with weights over a GPU's memory (``--memory-check``)
@@ -52,7 +53,6 @@ def serve_cluster(placement: Placement | None = None, preset: str | None = None,
         InputError: for a count or memory that is not a finite positive number.
     """
     if preset is not None:
-        from ..hardware.cluster import load_cluster
         spec = load_cluster(preset)
         used = 1 + max((n for e in placement.executors for st in e.stages for n, _ in st), default=0) \
             if placement is not None else 1

@@ -36,8 +36,12 @@ from typing import Any
 
 from ..errors import InputError, PodsimError
 from ..llm.model import ModelConfig
+from ..serving.llm.deployment import PDLink, ReplicaSpec, prepare, transient_note, usd_per_mtok
+from ..serving.llm.requests import is_generator, load_requests, parse_generator
 from ..serving.llm.router import DEFAULT_ROUTER
 from ..serving.llm.schedulers import SCHEDULERS, scheduler_class
+from ..serving.llm.simulate import ServeConfig
+from ..serving.llm.steps import step_timer
 from .executors import run_tasks
 
 SERVING_OBJECTIVES = ("capacity", "tokens", "cost")
@@ -144,7 +148,6 @@ def enumerate_serving(model: ModelConfig, gpu: str, space: ServingSpace, cluster
     Raises:
         InputError: an unknown scheduler, or nothing left (naming the commonest reason).
     """
-    from ..serving.llm.steps import step_timer
     for s in space.scheduler:
         scheduler_class(s)
     rejected: Counter[str] = Counter()
@@ -214,9 +217,6 @@ Task = tuple[ModelConfig, str, str, "str | None", ServingPoint, RequestMix, "flo
 def evaluate_point(task: Task) -> dict[str, Any]:
     """One point's capacity and the run at it (a worker's task; an error becomes a row's
     ``error``)."""
-    from ..serving.llm.requests import is_generator, load_requests, parse_generator
-    from ..serving.llm.deployment import PDLink, ReplicaSpec, prepare, usd_per_mtok
-    from ..serving.llm.simulate import ServeConfig
     model, model_arg, gpu, cluster, pt, w, price = task
     row = pt.as_row()
     row["command"] = serve_command(model_arg, gpu, cluster, pt, w)
@@ -234,7 +234,6 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     mean_output = sum(r.output_tokens for r in requests) / len(requests)
     tps = cap.qps * mean_output
     d = cap.result.stats() if cap.result is not None else {}
-    from ..serving.llm.deployment import transient_note
     row.update({"steady": cap.result is not None and transient_note(cap.result) is None,
                 "capacity_qps": cap.qps, "capacity_qps_per_gpu": cap.qps / pt.gpus, "tokens_per_s": tps,
                 "tokens_per_s_per_gpu": tps / pt.gpus, "ttft_p99_s": d.get("ttft_p99_s"),
@@ -276,7 +275,6 @@ def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingS
     if not 0 < mix.target <= 1:
         raise InputError(f"the SLO attainment target must be in (0, 1], got {mix.target}",
                          where="--capacity-target")
-    from ..serving.llm.requests import load_requests
     load_requests(mix.spec, 1)   # a bad workload fails once, here, not in every worker
     points, rejected = enumerate_serving(model, gpu, space, cluster)
     tasks: list[Task] = [(model, model_arg, gpu, cluster, pt, mix, gpu_hour_usd) for pt in points]

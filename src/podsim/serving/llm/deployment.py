@@ -20,6 +20,7 @@ from ...errors import InputError
 from ...hardware.cluster import ClusterSpec
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
+from ...llm.training import default_cluster
 from .capacity import Capacity, find_capacity
 from .drafting import DraftedTimer
 from .flops import serving_mfu
@@ -30,6 +31,7 @@ from .schedulers import scheduler_class
 from .simulate import ServeConfig, link_transfer, simulate
 from .steps import step_timer
 from .timing import StepTimer
+from .transfer import KVTransfers
 
 #: how P/D's KV caches move: over the cluster's fabric (flows that share links, or each alone), or
 #: a fixed link per GPU
@@ -114,8 +116,6 @@ class Serving:
             if link.backend == "link":
                 transfer_ns = link_transfer(link.bandwidth_gbps, round(link.latency_us * 1e3))
             else:
-                from ...llm.training import default_cluster
-                from .transfer import KVTransfers
                 cluster = default_cluster(self.gpu, None, None, self.replica.cluster)
                 replicas, per = cfg.num_replicas, self.replica.gpus
 

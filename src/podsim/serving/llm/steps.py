@@ -36,6 +36,7 @@ from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
 from ...hardware.gpu import GpuSpec, get_gpu
 from ...llm.model import ModelConfig
+from ...llm.training import default_cluster
 from ...workload import CollectiveKind
 from .measured_steps import HostOverhead, host_overhead
 from .timing import Chunk
@@ -246,7 +247,6 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
             the layers, EP not dividing the experts), an unknown precision, a replica larger
             than the cluster, or tables that cannot be read (``profile``).
     """
-    from ...llm.training import default_cluster
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     if precision not in PRECISIONS:
         raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", where="--precision")

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from ...errors import InputError
 from ...fileio import atomic_write_text
 from ...report.perfetto import LARGE_TRACE_BYTES, trace_events
 from ...report.result import RankResult, Result, Slice
@@ -62,8 +63,6 @@ def write_serve_trace(r: LLMServeResult, path: str | Path,
     Raises:
         InputError: when the run kept no steps (simulate with ``record_steps=True``).
     """
-    from ...errors import InputError
-
     steps = sum(len(rs.records) for rs in r.replicas)
     if not steps:
         raise InputError("no steps recorded: simulate with record_steps=True", where="--trace")

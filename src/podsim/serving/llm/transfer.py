@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...collectives.nccl.planner import FabricDelay
+from ...collectives.nccl.timing import Timer
 from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
 from ...network.fabric import Fabric
-from ...network.flow.network import Clock
+from ...network.flow.network import Clock, FlowNetwork
 
 
 class KVTransfers:
@@ -33,12 +34,10 @@ class KVTransfers:
         self.clock = clock
         self.backend = backend
         self.fabric: Fabric = build_fabric(cluster, replicas * gpus_per_replica)
-        from ...collectives.nccl.timing import Timer
         timer = Timer(self.fabric, cluster.nccl, "analytical")
         self._delay = FabricDelay(self.fabric, timer)
         self._net = None
         if backend == "flow":
-            from ...network.flow.network import FlowNetwork
             self._net = FlowNetwork(self.fabric, clock, router=timer.router)
         self.transfers = 0
         self.bytes = 0

@@ -50,11 +50,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...errors import InputError
 from ...fileio import atomic_write_text, read_text
+from ...hardware.cluster import build_fabric
+from ...hardware.gpu import get_gpu
 from ...llm.model import ModelConfig
+from ...llm.training import default_cluster
 from ...workload import CollectiveKind
-from .steps import LLMStepTimer
+from .steps import LLMStepTimer, step_timer
 from .timing import Chunk
 
 #: Vidur's per-layer ops in mlp.csv: the GEMMs, then the element-wise kernels
@@ -187,12 +191,6 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
     Raises:
         InputError: for a TP the model or the cluster cannot take, or bad grid bounds.
     """
-    from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
-    from ...hardware.cluster import build_fabric
-    from ...hardware.gpu import get_gpu
-    from ...llm.training import default_cluster
-    from .steps import step_timer
-
     spec_gpu = get_gpu(gpu)
     spec = default_cluster(spec_gpu, None, None, cluster)
     max_seq_len = max_seq_len or model.seq_len
