@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import __version__
-from ..engine import ComputeModel, RemoteMemoryParams, SystemParams
+from ..engine import ComputeTiming, RemoteMemoryParams, SystemParams
 from ..engine import simulate as _simulate
 from ..errors import InputError, SimulationError
 from ..formats.astra_sim import (
@@ -130,7 +130,7 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
         rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
     wl, label = _load_workload(workload, topo.num_npus, comm_groups)
     params = system_params(sys_cfg, num_queues_per_dim, injection_scale)
-    compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
+    compute = ComputeTiming(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
                            sys_cfg.replay_only)
     rm = None
     if rm_cfg is not None:
@@ -275,10 +275,10 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         n = discover_ranks(workload)
     wl, label = _load_workload(workload, n, comm_groups)
     fabric = build_fabric(spec, n)
-    compute = ComputeModel()
+    compute = ComputeTiming()
     if system is not None:
         sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
-        compute = ComputeModel(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
+        compute = ComputeTiming(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
                                sys_cfg.replay_only)
     rm = None
     if remote_memory is not None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..api.collective import ALGORITHMS, COLLECTIVES, DTYPES, PROTOCOLS, cluster_presets, collective
+from ..errors import InputError
+from ..report.collective import format_cluster_list, format_collective
+from ..report.json_out import write_document
 from .options import (
     add_backend,
     add_cluster,
     count_arg,
 )
-
 
 EPILOG_COLLECTIVE = """examples:
   podsim collective all_reduce --cluster dgx-a100-superpod --gpus 16 -b 1K -e 4G
@@ -30,16 +33,17 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",
                        epilog=EPILOG_COLLECTIVE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("name", nargs="?", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv")
+    c.add_argument("name", nargs="?", help=", ".join(COLLECTIVES))
     add_cluster(c, "a preset name or a cluster YAML file")
     c.add_argument("--gpus", "-g", type=count_arg, metavar="N", help="number of GPUs")
     c.add_argument("--min-bytes", "-b", default="1K", metavar="SIZE", help="smallest size (default 1K)")
     c.add_argument("--max-bytes", "-e", default="1G", metavar="SIZE", help="largest size (default 1G)")
     c.add_argument("--factor", "-f", type=count_arg, default=2, metavar="X", help="size multiplier (default 2)")
     add_backend(c)
-    c.add_argument("--dtype", "-d", default="float", metavar="TYPE", help="element type for the count column (default float)")
-    c.add_argument("--algo", default=None, metavar="ALGO", help="force an algorithm (ring, tree, nvls, hierarchical)")
-    c.add_argument("--proto", default=None, metavar="PROTO", help="force a protocol (LL, LL128, Simple)")
+    c.add_argument("--dtype", "-d", default="float", metavar="TYPE",
+                   help=f"element type for the count column: {', '.join(DTYPES)} (default float)")
+    c.add_argument("--algo", default=None, metavar="ALGO", help=f"force an algorithm ({', '.join(ALGORITHMS)})")
+    c.add_argument("--proto", default=None, metavar="PROTO", help=f"force a protocol ({', '.join(PROTOCOLS)})")
     c.add_argument("--json", metavar="OUT", help="write the rows as JSON")
     c.add_argument("--list", "--list-clusters", dest="list_clusters", action="store_true",
                    help="list the shipped cluster presets")
@@ -47,16 +51,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def _run_collective(args: argparse.Namespace) -> int:
-    import json
-
-    from ..api.collective import collective, format_table
-    from ..errors import InputError
-    from ..fileio import atomic_write_text
-    from ..hardware.cluster import load_cluster, preset_names
-
     if args.list_clusters:
-        for n in preset_names():
-            print(f"  {n:<20} {load_cluster(n).description}")
+        presets = cluster_presets()
+        if presets:
+            print(format_cluster_list(presets))
         return 0
     for flag, val in (("NAME", args.name), ("--cluster", args.cluster), ("--gpus", args.gpus)):
         if val is None:
@@ -74,8 +72,8 @@ def _run_collective(args: argparse.Namespace) -> int:
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\r" + " " * 30 + "\r")
-    print(format_table(table))
+    print(format_collective(table))
     if args.json:
-        atomic_write_text(args.json, json.dumps(table.to_dict(), indent=1) + "\n")
+        write_document(table.to_dict(), args.json)
         print(f"# wrote {args.json}")
     return 0

@@ -14,14 +14,30 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..workload.ops import CollectiveKind
+
+if TYPE_CHECKING:
+    from .plan import LogicalDim
 
 
 class Direction(Enum):
     CLOCKWISE = 1
     ANTICLOCKWISE = -1
+
+
+class ClosedForm(Enum):
+    """How the engine may time a phase without sending its messages one by one (on the
+    analytical network, every member's end from every member's start; see
+    :mod:`podsim.engine.closed_form_phases`)."""
+
+    #: the ring recurrence: each step one message to the next member, ``stream_count`` steps
+    RING = "ring"
+    #: a chain of one send, one receive and one packet a step, timed by its step recurrence
+    STEPS = "steps"
+    #: every peer at once: all messages sent together, every arrival crossing the bus
+    DIRECT = "direct"
 
 
 class PhaseHost(Protocol):
@@ -106,9 +122,53 @@ class PhaseAlgorithm:
 
     Subclasses set ``stream_count``, ``msg_size``, ``final_data_size``, ``parallel_reduce``
     and override :meth:`_nonzero_packets`, :meth:`_after_release` and :meth:`on_general`.
+
+    Each algorithm declares what it supports in class attributes, which the planner, the
+    system-JSON reader and the engine read instead of testing its type:
+
+    * ``kinds``: the collectives it implements;
+    * ``closed_form``: how the engine may time it without its messages (None: it may not).
+      A subclass changes the state machine, so it never inherits a closed form: it declares
+      its own or has none;
+    * ``has_one_variant``: whether a ``one*`` variant (one ring over every NPU) exists;
+    * ``windowed``: whether the name takes a window suffix (``direct4``);
+    * ``on_groups``: whether it runs on a communicator group (one ring in the group's order);
+    * ``roles_differ``: why ranks running it are not interchangeable (None: they are), which
+      rules out simulating equivalent ranks once;
+    * ``nccl``: the NCCL algorithm it corresponds to (:mod:`podsim.collectives.registry`).
+
+    The planner makes a phase with :meth:`for_dim`; :meth:`prepare_dim` builds what a dimension
+    needs once (a tree).
     """
 
     name = "base"
+    kinds: ClassVar[frozenset[CollectiveKind]] = frozenset()
+    closed_form: ClassVar[ClosedForm | None] = None
+    has_one_variant: ClassVar[bool] = True
+    windowed: ClassVar[bool] = False
+    on_groups: ClassVar[bool] = True
+    roles_differ: ClassVar[str | None] = None
+    nccl: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "closed_form" not in cls.__dict__:   # never inherited (see the class docstring)
+            cls.closed_form = None
+
+    @classmethod
+    def prepare_dim(cls, rank: int, size: int, offset: int, last: bool) -> object | None:
+        """What one dimension of ``size`` NPUs ``offset`` apart needs for this algorithm on
+        ``rank`` (``last``: the last listed dimension), kept on the dimension; None by default.
+
+        Raises:
+            InputError: when the algorithm cannot run on such a dimension."""
+        return None
+
+    @classmethod
+    def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
+        """This algorithm's phase for ``kind`` of ``data_size`` bytes on ``dim``, going round in
+        ``direction`` (where the algorithm has one)."""
+        return cls(kind, dim.ring, data_size)
 
     def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int) -> None:
         self.kind = kind

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ..workload import OpKind, Program
 from ..workload.ops import CollectiveKind
+from .base import ClosedForm
 
 
 class CustomHost(Protocol):
@@ -26,6 +27,7 @@ class CustomPhase:
     """Runs one participant's custom-collective program."""
 
     name = "custom"
+    closed_form: ClosedForm | None = None   #: its messages are always sent (a program, no recurrence)
 
     def __init__(self, kind: CollectiveKind, program: Program, members: Sequence[int] | None, data_size: int) -> None:
         self.kind = kind

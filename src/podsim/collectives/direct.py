@@ -3,15 +3,29 @@ rank of the dimension, ``window`` messages at a time (all ``N-1`` if no window).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..workload.ops import CollectiveKind
-from .base import Direction, LogicalRing
+from .base import ClosedForm, Direction, LogicalRing, PhaseAlgorithm
+from .registry import register_phase
 from .ring import RingPhase
 
+if TYPE_CHECKING:
+    from .plan import LogicalDim
 
+
+@register_phase
 class DirectPhase(RingPhase):
     """One rank's part of a direct phase (ASTRA-sim's AllToAll class)."""
 
     name = "direct"
+    closed_form = ClosedForm.DIRECT   # when its window covers every peer (the engine checks the rest)
+    windowed = True
+    nccl = "direct"
+
+    @classmethod
+    def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
+        return cls(kind, dim.ring, data_size, dim.algo.window, direction)
 
     def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int, window: int = -1,
                  direction: Direction = Direction.CLOCKWISE) -> None:

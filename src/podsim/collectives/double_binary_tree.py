@@ -10,9 +10,15 @@ children; the root reduces its child's data and sends it back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..errors import InputError
 from ..workload.ops import CollectiveKind
-from .base import PhaseAlgorithm, PhaseHost
+from .base import Direction, PhaseAlgorithm, PhaseHost
+from .registry import register_phase
+
+if TYPE_CHECKING:
+    from .plan import LogicalDim
 
 
 @dataclass
@@ -86,10 +92,33 @@ class DoubleBinaryTree:
         return t
 
 
+@register_phase
 class DoubleBinaryTreePhase(PhaseAlgorithm):
     """One rank's part of a tree all-reduce of one chunk (always an all-reduce)."""
 
     name = "doubleBinaryTree"
+    kinds = frozenset((CollectiveKind.ALL_REDUCE,))
+    has_one_variant = False
+    on_groups = False
+    roles_differ = "double binary trees (ranks play different roles)"
+    nccl = "tree"
+
+    @classmethod
+    def prepare_dim(cls, rank: int, size: int, offset: int, last: bool) -> DoubleBinaryTree:
+        """The pair of trees of ``rank`` over a power-of-two dimension."""
+        if size & (size - 1):
+            raise InputError(f"doubleBinaryTree needs a power-of-two dimension, got {size} NPUs",
+                             where="all-reduce-implementation")
+        start = rank % offset if last else (rank - rank % (offset * size)) + rank % offset
+        return DoubleBinaryTree(size, start, offset)
+
+    @classmethod
+    def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
+        """The next tree's phase (the trees alternate chunk by chunk); whatever ``kind``, a tree
+        phase is an all-reduce."""
+        if not isinstance(dim.prepared, DoubleBinaryTree):   # a one* form: no trees were built
+            raise InputError(f"unsupported collective algorithm {dim.algo.name!r}")
+        return cls(dim.prepared.next_tree(), dim.ring.me, data_size)
 
     def __init__(self, tree: BinaryTree, me: int, data_size: int) -> None:
         self.kind = CollectiveKind.ALL_REDUCE

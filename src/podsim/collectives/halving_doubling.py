@@ -8,13 +8,17 @@ import math
 
 from ..errors import InputError
 from ..workload.ops import CollectiveKind
-from .base import Direction, LogicalRing, PhaseAlgorithm
+from .base import ClosedForm, Direction, LogicalRing, PhaseAlgorithm
+from .registry import register_phase
 
 
+@register_phase
 class HalvingDoublingPhase(PhaseAlgorithm):
     """One rank's part of a halving-doubling phase."""
 
     name = "halvingDoubling"
+    kinds = frozenset((CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER))
+    closed_form = ClosedForm.STEPS
 
     def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int) -> None:
         super().__init__(kind, ring, data_size)

@@ -19,10 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..workload.ops import CollectiveKind
 from .base import Direction, LogicalRing, PhaseAlgorithm
-from .direct import DirectPhase
-from .double_binary_tree import DoubleBinaryTree, DoubleBinaryTreePhase
-from .halving_doubling import HalvingDoublingPhase
-from .ring import RingPhase
+from .registry import PHASE_ALGORITHMS
 
 SUPPORTED = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
              CollectiveKind.ALL_TO_ALL)
@@ -30,8 +27,9 @@ SUPPORTED = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, Collectiv
 
 @dataclass(frozen=True)
 class Algo:
-    """An algorithm choice for one dimension: ``ring``, ``direct`` (with window),
-    ``halvingDoubling``, ``doubleBinaryTree``, or a ``one*`` variant spanning all dims."""
+    """An algorithm choice for one dimension: a name of
+    :data:`~podsim.collectives.registry.PHASE_ALGORITHMS` (``ring``, ``direct`` with a window,
+    ``halvingDoubling``, ``doubleBinaryTree``), or a ``one*`` variant spanning all dims."""
 
     name: str
     window: int = -1
@@ -47,15 +45,23 @@ class Algo:
             return b[0].lower() + b[1:]
         return self.name
 
+    @property
+    def phase(self) -> type[PhaseAlgorithm]:
+        """The algorithm's class (what it supports, how it makes a phase).
+
+        Raises:
+            InputError: for a name no algorithm is registered under."""
+        return PHASE_ALGORITHMS.get(self.base)
+
 
 @dataclass
 class LogicalDim:
-    """One dimension of the logical topology for one rank: a ring (or tree pair) and its
-    algorithm."""
+    """One dimension of the logical topology for one rank: a ring, its algorithm and what the
+    algorithm prepared for it (:meth:`PhaseAlgorithm.prepare_dim`: a tree pair)."""
 
     ring: LogicalRing
     algo: Algo
-    tree: DoubleBinaryTree | None = None
+    prepared: object | None = None
 
 
 def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list[LogicalDim]:
@@ -76,30 +82,14 @@ def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list
             return out
         size = shape[d]
         ring = LogicalRing(rank, size, (rank % (offset * size)) // offset, offset)
-        if algo.base == "doubleBinaryTree":
-            if size & (size - 1):
-                raise InputError(f"doubleBinaryTree needs a power-of-two dimension, got {size} NPUs",
-                                 where="all-reduce-implementation")
-            start = rank % offset if d == len(algos) - 1 else (rank - rank % (offset * size)) + rank % offset
-            out.append(LogicalDim(ring, algo, DoubleBinaryTree(size, start, offset)))
-        else:
-            out.append(LogicalDim(ring, algo))
+        out.append(LogicalDim(ring, algo, algo.phase.prepare_dim(rank, size, offset, d == len(algos) - 1)))
         offset *= size
     return out
 
 
 def make_phase(kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
     """Instantiate the algorithm of ``dim`` for ``kind`` on ``data_size`` bytes."""
-    base = dim.algo.base
-    if dim.tree is not None:
-        return DoubleBinaryTreePhase(dim.tree.next_tree(), dim.ring.me, data_size)
-    if base == "ring":
-        return RingPhase(kind, dim.ring, data_size, direction)
-    if base == "direct":
-        return DirectPhase(kind, dim.ring, data_size, dim.algo.window, direction)
-    if base == "halvingDoubling":
-        return HalvingDoublingPhase(kind, dim.ring, data_size)
-    raise InputError(f"unsupported collective algorithm {dim.algo.name!r}")
+    return dim.algo.phase.for_dim(kind, dim, data_size, direction)
 
 
 class QueueLevel:

@@ -7,15 +7,30 @@ reduce-scatter ``N-1`` reducing steps of ``size/N``; all-gather ``N-1`` steps of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import InputError
 from ..workload.ops import CollectiveKind
-from .base import Direction, LogicalRing, PhaseAlgorithm
+from .base import ClosedForm, Direction, LogicalRing, PhaseAlgorithm
+from .registry import register_phase
+
+if TYPE_CHECKING:
+    from .plan import LogicalDim
 
 
+@register_phase
 class RingPhase(PhaseAlgorithm):
     """One rank's part of a ring phase."""
 
     name = "ring"
+    kinds = frozenset((CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
+                       CollectiveKind.ALL_TO_ALL))
+    closed_form = ClosedForm.RING
+    nccl = "ring"
+
+    @classmethod
+    def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
+        return cls(kind, dim.ring, data_size, direction)
 
     def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int,
                  direction: Direction = Direction.CLOCKWISE) -> None:

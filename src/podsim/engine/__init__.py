@@ -1,6 +1,6 @@
 """The discrete-event engine: ranks, streams, rendezvous, and the deadlock check."""
 
-from .simulator import ComputeModel, RemoteMemoryParams, equivalent_ranks, simulate
+from .simulator import ComputeTiming, RemoteMemoryParams, equivalent_ranks, simulate
 from .system import SystemParams
 
-__all__ = ["ComputeModel", "RemoteMemoryParams", "SystemParams", "equivalent_ranks", "simulate"]
+__all__ = ["ComputeTiming", "RemoteMemoryParams", "SystemParams", "equivalent_ranks", "simulate"]

@@ -1,5 +1,10 @@
 """Every rank's ring, halving-doubling and direct phases in closed form, inside the system
-layer's queues (issue #17).
+layer's queues.
+
+Which phases: those whose algorithm declares a closed form
+(:attr:`~podsim.collectives.base.PhaseAlgorithm.closed_form`): ``RING`` (the ring recurrence
+below), ``STEPS`` (a step recurrence) or ``DIRECT`` (every peer at once).  A phase that declares
+none is sent as messages.
 
 :mod:`.ring_fast` completes whole collectives when the machine is a one-dimensional ring with
 one queue and one active chunk.  Everywhere else (several dimensions, several queues or active
@@ -37,9 +42,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..collectives.base import Direction, PhaseAlgorithm
+from ..collectives.base import ClosedForm, Direction, PhaseAlgorithm
 from ..collectives.direct import DirectPhase
-from ..collectives.halving_doubling import HalvingDoublingPhase
 from ..collectives.ring import RingPhase
 from ..errors import SimulationError
 from ..workload.ops import CollectiveKind
@@ -101,9 +105,9 @@ class _Twins:
 
 
 class ClosedFormPhases:
-    """Completes ring, halving-doubling and direct phases in closed form (the module
-    docstring); any other phase is started as messages.  One per simulation; each rank's system
-    layer calls :meth:`start` instead of starting a phase."""
+    """Completes the phases whose algorithm declares a closed form (the module docstring); any
+    other phase is started as messages.  One per simulation; each rank's system layer calls
+    :meth:`start` instead of starting a phase."""
 
     def __init__(self, network: AnalyticalNetwork) -> None:
         self.network = network
@@ -123,15 +127,18 @@ class ClosedFormPhases:
             SimulationError: when the ranks of one ring disagree on the phase.
         """
         alg = st.phase.algorithm  # type: ignore[union-attr]
-        if type(alg) is HalvingDoublingPhase:
+        form = alg.closed_form
+        if form is ClosedForm.STEPS:
             self._start_steps(sysl, st, alg)
-            return
-        if type(alg) is DirectPhase:
-            self._start_direct(sysl, st, alg)
-            return
-        if type(alg) is not RingPhase:
+        elif form is ClosedForm.DIRECT:
+            self._start_direct(sysl, st, alg)  # type: ignore[arg-type]
+        elif form is ClosedForm.RING:
+            self._start_ring(sysl, st, alg)  # type: ignore[arg-type]
+        else:
             alg.start(st)  # type: ignore[arg-type]
-            return
+
+    def _start_ring(self, sysl: RankSystem, st: Stream, alg: RingPhase) -> None:
+        """A phase timed by the ring recurrence (:func:`.ring_fast.ring_phase_ends`)."""
         kind = alg.kind
         reduces = _REDUCES.get(kind)
         endpoint = 10 if alg.fast else sysl.p.endpoint_delay_ns

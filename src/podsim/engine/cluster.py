@@ -41,7 +41,7 @@ from .events import EventQueue
 from .messaging import Messaging, Rendezvous
 from .rank import RankRunner
 from .simulator import (
-    ComputeModel,
+    ComputeTiming,
     RemoteMemoryParams,
     _collect,
     equivalent_ranks,
@@ -279,7 +279,7 @@ class ClusterRankSystem:
 
 
 def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, backend: str = "flow",
-                     compute: ComputeModel | None = None, use_symmetry: bool = True,
+                     compute: ComputeTiming | None = None, use_symmetry: bool = True,
                      record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
                      max_link_tracks: int = 256, fast_forward: bool = True,
                      intra_server_closed_form: bool = False, granularity: str = "round",
@@ -315,7 +315,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     if granularity not in ("round", "bulk"):
         raise SimulationError(f"granularity must be 'round' or 'bulk', not {granularity!r}")
     t0 = time.perf_counter()
-    compute = compute or ComputeModel()
+    compute = compute or ComputeTiming()
     n = fabric.num_gpus
     if workload.num_ranks != n:
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the cluster has {n} GPUs")

@@ -7,6 +7,7 @@ ties), so a run is deterministic bit for bit.
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 
 
@@ -42,8 +43,6 @@ class EventQueue:
 
     def run_with_progress(self, report: Callable[[], None], every_s: float = 1.0) -> int:
         """Like :meth:`run`, calling ``report()`` about every ``every_s`` seconds of wall time."""
-        import time
-
         heap = self._heap
         pop = heapq.heappop
         last = time.perf_counter()

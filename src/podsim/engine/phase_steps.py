@@ -1,5 +1,5 @@
 """A phase algorithm's steps read off its own state machine, and every member's end by the step
-recurrence, vectorised over the members (issue #17): the closed form for halving-doubling
+recurrence, vectorised over the members: the closed form for halving-doubling
 phases, whose partners and message sizes change from step to step.
 
 An algorithm that keeps one packet in flight (``parallel_reduce == 1``) runs a chain on each

@@ -1,5 +1,4 @@
-"""Every rank's ring collectives in closed form, exact to the ns of the per-message engine
-(issue #17).
+"""Every rank's ring collectives in closed form, exact to the ns of the per-message engine.
 
 When every rank is simulated (no two programs alike), the engine's cost is its messages: a ring
 all-reduce on ``n`` ranks sends ``2 (n - 1)`` messages per rank and chunk, a reduce-scatter or an
@@ -39,16 +38,19 @@ rank by rank and chunk by chunk, on skewed starts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..collectives.base import ClosedForm
 from ..collectives.plan import plan_chunks
-from ..collectives.ring import RingPhase
 from ..errors import SimulationError
 from ..network.topology import BlockKind, Topology
 from ..workload import NO_VALUE, OpKind, Workload
 from ..workload.ops import CollectiveKind
+
+if TYPE_CHECKING:
+    from .system import SystemParams
 
 
 class CollectiveId(NamedTuple):
@@ -192,11 +194,10 @@ def ring_phase_steps(starts: np.ndarray, pred: np.ndarray, chunks: int, hop_ns: 
     return s
 
 
-def fast_path_reason(workload: Workload, topology: Topology, system: object, rendezvous: bool,
+def fast_path_reason(workload: Workload, topology: Topology, system: SystemParams, rendezvous: bool,
                      mirror: bool, replay_only: bool) -> str | None:
     """None when every collective of ``workload`` may run in closed form, else why not."""
-    from .system import SystemParams
-    p: SystemParams = system  # type: ignore[assignment]
+    p = system
     if mirror:
         return "equivalent ranks are simulated once"
     dims = topology.dims
@@ -236,7 +237,7 @@ def fast_path_reason(workload: Workload, topology: Topology, system: object, ren
     for code in sorted(used):
         kind = CollectiveKind(code)
         algos = p.algorithms.get(kind)
-        if not algos or len(algos) != 1 or algos[0].base != "ring" or algos[0].spans_all:
+        if not algos or len(algos) != 1 or algos[0].spans_all or algos[0].phase.closed_form is not ClosedForm.RING:
             return f"the {kind.label.replace('_', '-')} is not a ring"
     return None
 
@@ -305,7 +306,7 @@ class RingCollectiveBatch:
         ends = starts
         if chunks:
             alg = chunks[0][0].algorithm
-            if any(len(c) != 1 for c in chunks) or not isinstance(alg, RingPhase) or alg.ring.local:
+            if any(len(c) != 1 for c in chunks) or alg.closed_form is not ClosedForm.RING or alg.ring.local:
                 raise SimulationError("internal: the closed-form ring collective met a chunk it does not model")
             # the ring order: each rank receives from its sender in the chunk's direction
             order = np.empty(n, dtype=np.int64)

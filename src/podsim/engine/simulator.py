@@ -24,19 +24,21 @@ from ..report.result import Flow, RankResult, Result, Slice
 from ..report.summary import rank_ranges
 from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
+from .closed_form_phases import ClosedFormPhases, phase_mode_reason
 from .events import EventQueue
 from .messaging import Messaging, MirrorMessaging, Rendezvous
 from .rank import CPU, ProgramPlan, RankRunner
 from .ring_fast import RingCollectiveBatch, TieFound, fast_path_reason
-from .closed_form_phases import ClosedFormPhases, phase_mode_reason
 from .system import RankSystem, SystemParams
 
 MAX_FLOWS = 100_000  # point-to-point arrows kept for the trace
 
 
 @dataclass
-class ComputeModel:
-    """How compute ops are timed: replayed durations, or ASTRA-sim's roofline.
+class ComputeTiming:
+    """How the engine times a trace's compute ops: their replayed durations, or ASTRA-sim's
+    roofline from their flops and bytes (kernels on a GPU and a software stack are timed by
+    :class:`podsim.compute.model.ComputeModel` instead).
 
     Units: ``local_mem_bw_GBps`` in 10^9 B/s, ``peak_TFLOPS`` in 10^12 FLOP/s.
     """
@@ -78,8 +80,10 @@ def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
     if system is not None:
         if system.custom or system.custom_per_node:
             return False, "custom collectives"
-        if any(a.base == "doubleBinaryTree" for algos in system.algorithms.values() for a in algos):
-            return False, "double binary trees (ranks play different roles)"
+        for algos in system.algorithms.values():
+            for a in algos:
+                if a.phase.roles_differ:
+                    return False, a.phase.roles_differ
     sigs = {p.signature() for p in workload.programs}
     if len(sigs) != 1:
         return False, "ranks run different programs"
@@ -110,7 +114,7 @@ def _categories(p: Program) -> list[tuple[str, str]]:
 
 
 def simulate(workload: Workload, topology: Topology, system: SystemParams,
-             compute: ComputeModel | None = None, remote_memory: RemoteMemoryParams | None = None,
+             compute: ComputeTiming | None = None, remote_memory: RemoteMemoryParams | None = None,
              use_symmetry: bool = True, record_timeline: bool = True,
              progress: Callable[[int, int, int], None] | None = None, rendezvous: bool = False,
              use_ctrl_deps: bool = True, fast_collectives: bool = True) -> Result:
@@ -172,7 +176,7 @@ TIE_RUNS = 6
 
 
 
-def _simulate(workload: Workload, topology: Topology, system: SystemParams, compute: ComputeModel | None,
+def _simulate(workload: Workload, topology: Topology, system: SystemParams, compute: ComputeTiming | None,
               remote_memory: RemoteMemoryParams | None, use_symmetry: bool, record_timeline: bool,
               progress: Callable[[int, int, int], None] | None, rendezvous: bool, use_ctrl_deps: bool,
               plans: dict[tuple[int, bool, bool], ProgramPlan], fast_collectives: bool,
@@ -183,14 +187,15 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
         TieFound: when a closed-form end falls in a rank's tick beside other events.
     """
     t0 = time.perf_counter()
-    compute = compute or ComputeModel()
+    compute = compute or ComputeTiming()
     n = topology.num_npus
     if workload.num_ranks != n:
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the network has {n} NPUs")
     network = AnalyticalNetwork(topology)
     queue = EventQueue()
     mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
-    msg: Messaging | MirrorMessaging | Rendezvous = MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    msg: Messaging | MirrorMessaging | Rendezvous = (MirrorMessaging(queue, network) if mirror
+                                                     else Messaging(queue, network))
     if rendezvous:
         msg = Rendezvous(msg)
     flows: list[Flow] = []

@@ -175,8 +175,8 @@ class RankSystem:
                 if algo.spans_all:
                     algo = Algo(algo.base, algo.window)
                 ring = LogicalRing(self.rank, len(members), members.index(self.rank), members=members, local=True)
-                if algo.base == "doubleBinaryTree":
-                    raise InputError("doubleBinaryTree on a communicator group is not supported",
+                if not algo.phase.on_groups:
+                    raise InputError(f"{algo.phase.name} on a communicator group is not supported",
                                      where="all-reduce-implementation")
                 dims = [LogicalDim(ring, algo)]
             self._dims_cache[key] = dims

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..api.collective import ALGORITHMS as NCCL_ALGORITHMS
+from ..api.collective import COLLECTIVES, DTYPES, PROTOCOLS, collective
 from ..api.serve import MEMORY_CHECKS, ServeJob, numbers, serve, whole_numbers
 from ..api.serve import SCHEDULERS as SERVE_SCHEDULERS
 from ..api.serve_llm import serve_llm, with_hardware
@@ -83,15 +85,14 @@ LLM = RunKind(
 
 COLLECTIVE = RunKind(
     "collective",
-    (Param("collective", "choice", None, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
-                                          "send_recv"), help="the collective (podsim collective NAME)"),
+    (Param("collective", "choice", None, COLLECTIVES, help="the collective (podsim collective NAME)"),
      Param("cluster", "name", help="a cluster preset or YAML"),
      Param("gpus", "count"),
      Param("size", "size", help="message size: bytes, or 1K / 1M / 1G (KiB, MiB, GiB as nccl-tests), '16 MB'"),
      Param("backend", "choice", "analytical", _BACKENDS),
-     Param("dtype", "choice", "float", ("int8", "uint8", "half", "bfloat16", "float", "int32", "double")),
-     Param("algo", "choice", None, ("ring", "tree", "nvls", "hierarchical"), help="force an algorithm"),
-     Param("proto", "choice", None, ("LL", "LL128", "Simple"))),
+     Param("dtype", "choice", "float", tuple(DTYPES)),
+     Param("algo", "choice", None, NCCL_ALGORITHMS, help="force an algorithm"),
+     Param("proto", "choice", None, PROTOCOLS)),
     (("collective",), ("cluster",), ("gpus",), ("size",)),
     {"bytes": "BIGINT", "time_us": "DOUBLE", "algbw_gbps": "DOUBLE", "busbw_gbps": "DOUBLE", "algorithm": "VARCHAR",
      "protocol": "VARCHAR", "servers": "BIGINT"},
@@ -376,7 +377,6 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
 
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
-    from ..api.collective import collective
     n = size_bytes(p["size"], "size")
     cluster = _cluster_arg(p, whatif, base, None)
     assert cluster is not None   # a required parameter

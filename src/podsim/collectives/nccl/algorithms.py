@@ -20,6 +20,10 @@ The communicator's GPUs are grouped by server.  With ``C`` channels:
 
 ``S`` follows nccl-tests: the buffer size of all-reduce, broadcast and all-to-all, and the
 *total* (output of all-gather, input of reduce-scatter) size of all-gather and reduce-scatter.
+
+Each algorithm is registered at the end of this module in
+:data:`~podsim.collectives.registry.NCCL_ALGORITHMS` with what it supports, in the order the
+selector tries them.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ import numpy as np
 
 from ...errors import InputError
 from ...network.fabric import Fabric, LinkTier, NodeKind
+from ..registry import NcclAlgorithm, register_nccl
 from .schedule import FlowList, Schedule, Step
+from .tuning import NcclTuning
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 
@@ -320,3 +326,49 @@ def send_recv(comm: Communicator, size: int, proto: str) -> Schedule:
 def _widest(comm: Communicator) -> str:
     """The link class of the slowest hop: the network when the GPUs span servers."""
     return "net" if len(comm.servers) > 1 else comm.intra_class
+
+
+# -- the registered algorithms: one uniform build(comm, collective, size, proto, tuning) each --
+
+def _build_ring(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
+    if collective == "broadcast":
+        return broadcast(comm, size, tuning.channels, proto)
+    return ring(comm, collective, size, tuning.channels, tuning.pxn, proto)
+
+
+def _build_tree(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
+    return tree(comm, collective, size, tuning.channels, proto)
+
+
+def _build_nvls(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
+    return nvls(comm, collective, size, proto)
+
+
+def _build_hierarchical(comm: Communicator, collective: str, size: int, proto: str,
+                        tuning: NcclTuning) -> Schedule:
+    return hierarchical(comm, collective, size, tuning.channels, tuning.pxn, proto)
+
+
+def _build_direct(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
+    return all_to_all(comm, size, proto)
+
+
+def _build_p2p(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
+    return send_recv(comm, size, proto)
+
+
+def _one_nvswitch_server(comm: Communicator) -> bool:
+    return len(comm.servers) == 1 and bool(nvswitches_of(comm.fabric, comm.ranks[0]))
+
+
+def _equal_servers(comm: Communicator) -> bool:
+    return len({len(s) for s in comm.servers}) == 1
+
+
+register_nccl(NcclAlgorithm("ring", ("all_reduce", "all_gather", "reduce_scatter", "broadcast"), _build_ring,
+                            astra_sim="ring"))
+register_nccl(NcclAlgorithm("tree", ("all_reduce",), _build_tree, astra_sim="doubleBinaryTree"))
+register_nccl(NcclAlgorithm("nvls", ("all_reduce",), _build_nvls, fits=_one_nvswitch_server, protocols=("Simple",)))
+register_nccl(NcclAlgorithm("hierarchical", ("all_reduce",), _build_hierarchical, fits=_equal_servers))
+register_nccl(NcclAlgorithm("direct", ("all_to_all",), _build_direct, tuned=False, astra_sim="direct"))
+register_nccl(NcclAlgorithm("p2p", ("send_recv",), _build_p2p, tuned=False))

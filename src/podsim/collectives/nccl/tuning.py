@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ...errors import InputError, unknown_key_error
 from ...units import parse_bandwidth, parse_time_ns
+from ..registry import tuned_nccl_algorithms
 
-ALGORITHMS = ("ring", "tree", "nvls", "hierarchical")
 PROTOCOLS = ("LL", "LL128", "Simple")
 LINK_CLASSES = ("nvlink", "pcie", "net")
 TIERS = ("nvlink", "pcie", "nic", "fabric", "optical")
@@ -102,6 +102,7 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
     t = NcclTuning()
     if not data:
         return t
+    algorithms = tuned_nccl_algorithms()
     if not isinstance(data, dict):
         raise InputError("expected a mapping", source, "nccl")
     for key in data:
@@ -112,7 +113,7 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
         if not isinstance(ch, int) or isinstance(ch, bool) or not 1 <= ch <= 64:
             raise InputError(f"expected an integer from 1 to 64, got {ch!r}", source, "nccl.channels")
         kw["channels"] = ch
-    for key, valid in (("algorithms", ALGORITHMS), ("protocols", PROTOCOLS)):
+    for key, valid in (("algorithms", algorithms), ("protocols", PROTOCOLS)):
         if key in data:
             vals = data[key]
             if not isinstance(vals, list) or not vals:
@@ -126,7 +127,7 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
         kw["pxn"] = data["pxn"]
     base = {a: dict(d) for a, d in t.base_latency_ns.items()}
     for algo, protos in _mapping(data.get("base_latency") or {}, source, "nccl.base_latency").items():
-        _check_key(algo, ALGORITHMS, source, "nccl.base_latency")
+        _check_key(algo, algorithms, source, "nccl.base_latency")
         for proto, val in _mapping(protos, source, f"nccl.base_latency.{algo}").items():
             _check_key(proto, PROTOCOLS, source, f"nccl.base_latency.{algo}")
             base[algo][proto] = parse_time_ns(val, source, f"nccl.base_latency.{algo}.{proto}")
@@ -135,7 +136,7 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
     for cls, algos in _mapping(data.get("hop_latency") or {}, source, "nccl.hop_latency").items():
         _check_key(cls, LINK_CLASSES, source, "nccl.hop_latency")
         for algo, protos in _mapping(algos, source, f"nccl.hop_latency.{cls}").items():
-            _check_key(algo, ALGORITHMS, source, f"nccl.hop_latency.{cls}")
+            _check_key(algo, algorithms, source, f"nccl.hop_latency.{cls}")
             for proto, val in _mapping(protos, source, f"nccl.hop_latency.{cls}.{algo}").items():
                 _check_key(proto, PROTOCOLS, source, f"nccl.hop_latency.{cls}.{algo}")
                 hop[cls][algo][proto] = parse_time_ns(val, source, f"nccl.hop_latency.{cls}.{algo}.{proto}")
@@ -150,7 +151,7 @@ def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning
         kw[key] = eff
     caps = {}
     for algo, val in _mapping(data.get("channel_bandwidth") or {}, source, "nccl.channel_bandwidth").items():
-        _check_key(algo, ALGORITHMS, source, "nccl.channel_bandwidth")
+        _check_key(algo, algorithms, source, "nccl.channel_bandwidth")
         caps[algo] = parse_bandwidth(val, source, f"nccl.channel_bandwidth.{algo}")
         if caps[algo] <= 0:
             raise InputError(f"expected a positive bandwidth, got {val!r}", source, f"nccl.channel_bandwidth.{algo}")

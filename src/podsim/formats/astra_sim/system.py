@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...collectives.plan import Algo
+from ...collectives.registry import PHASE_ALGORITHMS, one_name, phase_spellings
 from ...errors import InputError, closest
 from ...units import MAX_BYTES, MAX_NS
 from ...workload.ops import CollectiveKind
@@ -37,33 +38,47 @@ KEYS = (
     "replay-only", "track-local-mem", "local-mem-trace-filename", "per-node-custom-implementation",
     *IMPL_KEYS, *CUSTOM_KEYS, *IGNORED_KEYS,
 )
-ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
-              "oneHalvingDoubling")
-
-
 AlgorithmSpec = Algo
 """A native collective algorithm for one dimension (``name``, and ``window`` for direct)."""
 
 
-_DIRECT = re.compile(r"^(one)?direct(\d*)$", re.IGNORECASE)
+def _names() -> dict[str, str]:
+    """Every spelling a system JSON may use (lower case) -> the algorithm name it stands for:
+    the registered algorithms, their aliases (NCCL's names for them) and their ``one*`` forms."""
+    out: dict[str, str] = {}
+    for name, cls in PHASE_ALGORITHMS.items():
+        for spelling in (name, *PHASE_ALGORITHMS.aliases(name)):
+            out[spelling.lower()] = name
+            if cls.has_one_variant:
+                out[one_name(spelling).lower()] = one_name(name)
+    return out
+
+
+def _windowed() -> re.Pattern[str]:
+    """``directK`` and ``oneDirectK`` for every algorithm that takes a window."""
+    names = "|".join(re.escape(n) for n, cls in PHASE_ALGORITHMS.items() if cls.windowed)
+    return re.compile(rf"^(one)?({names})(\d*)$", re.IGNORECASE)
 
 
 def parse_algorithm(text: object, source: str, where: str) -> AlgorithmSpec:
-    """Parse one algorithm string, e.g. ``"ring"``, ``"direct4"``, ``"oneHalvingDoubling"``."""
+    """Parse one algorithm string, e.g. ``"ring"``, ``"direct4"``, ``"oneHalvingDoubling"``
+    (any name of :data:`~podsim.collectives.registry.PHASE_ALGORITHMS`, in any case)."""
     if not isinstance(text, str):
         raise InputError(f"expected an algorithm name, got {text!r}", source, where)
-    m = _DIRECT.match(text)
+    m = _windowed().match(text)
     if m:
-        window = int(m.group(2)) if m.group(2) else -1
-        if m.group(2) and window < 1:
-            raise InputError(f"direct window must be >= 1, got {text!r}", source, where)
-        return AlgorithmSpec("oneDirect" if m.group(1) else "direct", window)
-    for name in ALGORITHMS:
-        if name.lower() == text.lower():
-            return AlgorithmSpec(name)
-    hint = closest(text, ALGORITHMS + ("directK",))
+        name = next(n for n in PHASE_ALGORITHMS if n.lower() == m.group(2).lower())
+        window = int(m.group(3)) if m.group(3) else -1
+        if m.group(3) and window < 1:
+            raise InputError(f"{name} window must be >= 1, got {text!r}", source, where)
+        return AlgorithmSpec(one_name(name) if m.group(1) else name, window)
+    name = _names().get(text.lower())
+    if name is not None:
+        return AlgorithmSpec(name)
+    spellings = phase_spellings()
+    hint = closest(text, spellings)
     msg = f"unknown collective algorithm {text!r}" + (f"; did you mean {hint!r}?" if hint else
-                                                      f"; expected one of {', '.join(ALGORITHMS)}, directK")
+                                                      f"; expected one of {', '.join(spellings)}")
     raise InputError(msg, source, where)
 
 

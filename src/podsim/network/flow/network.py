@@ -32,6 +32,7 @@ Units: bytes, ns, bytes per ns.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -832,8 +833,6 @@ class _LocalClock:
     """A minimal event loop for running a batch of flows on their own."""
 
     def __init__(self) -> None:
-        import heapq
-
         self._push = heapq.heappush
         self._pop = heapq.heappop
         self._heap: list[tuple[int, int, Callable[[object], None], object]] = []
