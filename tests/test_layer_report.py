@@ -11,7 +11,7 @@ from podsim.engine.cluster import simulate_cluster
 from podsim.errors import InputError
 from podsim.hardware.cluster import build_fabric, load_cluster
 from podsim.parallelize import OneGpuStep, StepOp, data_parallel, tensor_parallel
-from podsim.parallelize.trace import label_layers
+from podsim.parallelize import label_layers
 from podsim.report.layers import format_layers, layer_breakdown
 
 MS = 1_000_000

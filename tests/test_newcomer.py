@@ -98,7 +98,7 @@ def test_cpu_capture_summary_shows_host_time() -> None:
 def test_triosim_export_reads_back(tmp_path) -> None:
     from podsim.formats.triosim import read_triosim
     from podsim.formats.triosim_write import write_triosim
-    from podsim.parallelize.trace import OneGpuStep, StepOp, from_triosim, to_triosim
+    from podsim.parallelize import OneGpuStep, StepOp, from_triosim, to_triosim
     ops = [StepOp("aten::conv2d", 120_000, "forward", param_bytes=4096, tp_split=True, output_bytes=8192),
            StepOp("aten::relu", 30_000, "forward", output_bytes=8192),
            StepOp("aten::linear", 50_000, "forward", param_bytes=2048, tp_split=True, output_bytes=400),

@@ -17,7 +17,7 @@ from podsim.parallelize import (
     footprint,
     load_step,
 )
-from podsim.parallelize.trace import label_layers
+from podsim.parallelize import label_layers
 
 MIB, MS = 1 << 20, 1_000_000
 VGG13_PARAMS = 133_047_848

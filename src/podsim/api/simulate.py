@@ -1,4 +1,10 @@
-"""The Python API: ``podsim.simulate(...)`` returns a :class:`~podsim.report.Result`.
+"""The Python API for traces: ``podsim.simulate(...)`` returns a :class:`~podsim.report.Result`.
+
+A workload is a :class:`~podsim.workload.Workload` or a path in any trace format podsim reads
+(:mod:`podsim.formats.registry`: sniffed, or named by ``trace_format``).  With ``parallel`` (a
+:class:`ParallelSpec`), the path's one-GPU training step is taken to many GPUs first: read
+(``load_step``), checked against the GPU's memory (``fit_memory``, offloading what does not fit
+when a remote bandwidth is given), parallelized (``parallelize``) and simulated.
 
 Example::
 
@@ -8,17 +14,22 @@ Example::
         system="system.json", network="network.yml",
         remote_memory="remote_memory.json")        # optional
     print(res.finish_ns)
+
+    res = podsim.simulate("traces/resnet50", cluster="dgx-h100",
+                          parallel=podsim.api.ParallelSpec("ddp", gpus=8))
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
 from ..engine import ComputeTiming, RemoteMemoryParams, SystemParams
 from ..engine import simulate as _simulate
+from ..engine.cluster import simulate_cluster
 from ..errors import InputError, SimulationError
 from ..formats.astra_sim import (
     RemoteMemoryConfig,
@@ -28,24 +39,30 @@ from ..formats.astra_sim import (
     read_remote_memory,
     read_system,
 )
+from ..formats.astra_sim.common import load_yaml
+from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
+from ..formats.one_gpu_step import OneGpuStep
+from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_groups
+from ..formats.registry import to_workload as _to_workload
+from ..formats.registry import trace_format as find_format
+from ..hardware.cluster import build_fabric, load_cluster
 from ..network.topology import Topology
+from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
+from ..parallelize.plan import micro_batches
+from ..report.layers import layer_breakdown
 from ..report.result import Result
-from ..workload import Group, Workload
+from ..workload import Workload
 
 PathLike = str | os.PathLike[str]
 
 
 def load_custom_collective(prefix: str) -> list:
     """The programs of a custom collective: ``<prefix>.<position>.et`` for every participant."""
-    from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
-
     n = discover_ranks(prefix)
     return [trace_to_program(read_trace(rank_file(prefix, pos)), rank=pos, num_ranks=n) for pos in range(n)]
 
 
 def _per_node_custom(path: str, source: str) -> dict[int, list]:
-    from ..formats.astra_sim.common import load_yaml
-
     data = load_yaml(path)
     out = {}
     for key, prefix in data.items():
@@ -82,34 +99,82 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
     )
 
 
-def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | None = None,
+@dataclass(frozen=True)
+class ParallelSpec:
+    """How a one-GPU trace's training step runs on many GPUs (``podsim simulate --parallel``).
+
+    Attributes:
+        mode: ``dp`` (one all-reduce after the backward), ``ddp`` (bucketed, overlapped), ``tp``
+            (split convolutions / linear layers, all-reduce their outputs) or ``pp`` (one
+            pipeline stage per GPU).
+        gpus: GPUs in all.
+        micro_batch: pp: samples per micro-batch (default: one micro-batch per stage).
+        pipeline_schedule: pp: ``1f1b`` or ``gpipe``.
+        dp: pp: data-parallel pipelines of ``gpus / dp`` stages each.
+        bucket_mb: ddp: gradient bucket size, MiB.
+        batch_size: the batch the trace was taken at (a ``podsim trace`` folder says it).
+        batch_size_sim: the batch per GPU to simulate (forward and backward scale with it).
+        gpu_memory_gib: memory per GPU, GiB (default: the cluster's GPU).
+        remote_bandwidth_gbps: offload activations that do not fit to remote memory of this
+            bandwidth per GPU, GB/s (10^9 B/s); None: a step that does not fit is an error.
+    """
+
+    mode: str = "ddp"
+    gpus: int = 1
+    micro_batch: int | None = None
+    pipeline_schedule: str = "1f1b"
+    dp: int = 1
+    bucket_mb: float = 25.0
+    batch_size: int | None = None
+    batch_size_sim: int | None = None
+    gpu_memory_gib: float | None = None
+    remote_bandwidth_gbps: float | None = None
+
+
+#: how a one-GPU step can run on many GPUs (:attr:`ParallelSpec.mode`)
+PARALLEL_MODES = MODES
+
+#: the cluster a one-GPU trace runs on when none is named
+DEFAULT_PARALLEL_CLUSTER = "dgx-h100"
+
+
+def simulate(workload: PathLike | Workload | OneGpuStep, system: PathLike | SystemConfig | None = None,
              network: PathLike | Topology | None = None,
              remote_memory: PathLike | RemoteMemoryConfig | None = None,
              comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
              *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
              record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
              rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical",
-             gpus: int | None = None, execution_trace: PathLike | None = None, whole_trace: bool = False) -> Result:
+             gpus: int | None = None, execution_trace: PathLike | None = None, whole_trace: bool = False,
+             trace_format: str | None = None, parallel: ParallelSpec | None = None) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
     Args:
-        workload: a Chakra ET prefix (``<prefix>.<rank>.et`` per rank) or a built Workload.
+        workload: a path in any trace format (:mod:`podsim.formats.registry`; a Chakra ET
+            prefix ``<prefix>.<rank>.et``, a TrioSim or ``podsim trace`` folder, a Kineto
+            ``.json``, an ASTRA-sim 1.0 or SimAI ``.txt``), a built Workload, or (with
+            ``parallel``) a one-GPU step.
         system: ASTRA-sim system JSON (path or parsed); optional with ``cluster`` (its compute
             model settings are used when given).
         network: ASTRA-sim analytical network YAML (path or Topology); not used with ``cluster``.
         cluster: a cluster preset name or YAML file: rank ``r`` runs on GPU ``r`` of that
-            cluster, collectives are NCCL-like (see docs/calibration.md).
+            cluster, collectives are NCCL-like (see docs/calibration.md).  With ``parallel``
+            the default is ``dgx-h100``.
         backend: with ``cluster``, ``analytical`` (no contention) or ``flow`` (max-min fair
             sharing of every link).
         gpus: with ``cluster``, how many GPUs run a workload file that does not say (SimAI:
             default its ``all_gpus``; ASTRA-sim 1.0 text: required; PyTorch trace: default 1).
         execution_trace, whole_trace: for a PyTorch (Kineto) trace: its execution trace, and
             whether to take the whole trace when no ``ProfilerStep`` marks a step.
+        trace_format: the format of a workload path (a name of
+            :data:`~podsim.formats.registry.TRACE_FORMATS`); default: sniffed.
+        parallel: take the workload's one-GPU training step to ``parallel.gpus`` GPUs (see
+            :class:`ParallelSpec`); the result's ``info["layers"]`` breaks rank 0 down by layer.
         remote_memory: ASTRA-sim remote memory JSON, if the workload has memory ops.
         comm_groups: ASTRA-sim comm-group JSON ``{id: [ranks]}``.
         num_queues_per_dim, injection_scale: ASTRA-sim's CLI options of those names.
         use_symmetry: simulate equivalent ranks once (same results, much faster).
-        record_timeline: keep per-op slices for traces.
+        record_timeline: keep per-op slices for traces (always with ``parallel``).
         rendezvous: ASTRA-sim's ``--rendezvous-protocol`` (an 8 KiB handshake before each message).
         progress: called as ``progress(now_ns, ranks_finished, ranks_simulated)`` about once a
             second on long runs.
@@ -117,10 +182,18 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     Returns:
         The :class:`Result` (times in integer ns).
     """
-
+    if parallel is not None:
+        return _simulate_parallel(workload, parallel, system, network, remote_memory, comm_groups,
+                                  num_queues_per_dim=num_queues_per_dim, injection_scale=injection_scale,
+                                  use_symmetry=use_symmetry, progress=progress, rendezvous=rendezvous,
+                                  cluster=cluster, backend=backend, execution_trace=execution_trace,
+                                  whole_trace=whole_trace, trace_format=trace_format)
+    if isinstance(workload, OneGpuStep):
+        raise InputError("a one-GPU step runs on many GPUs with parallel=ParallelSpec(...)")
+    read = ReadOptions(gpus, execution_trace, whole_trace)
     if cluster is not None:
         return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
-                                    record_timeline, progress, gpus, execution_trace, whole_trace, remote_memory)
+                                    record_timeline, progress, read, trace_format, remote_memory)
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
@@ -128,7 +201,8 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
     rm_cfg = None
     if remote_memory is not None:
         rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
-    wl, label = _load_workload(workload, topo.num_npus, comm_groups)
+    wl, label = _load_workload(workload, topo.num_npus, comm_groups, trace_format,
+                               ReadOptions(topo.num_npus, execution_trace, whole_trace))
     params = system_params(sys_cfg, num_queues_per_dim, injection_scale)
     compute = ComputeTiming(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
                            sys_cfg.replay_only)
@@ -159,8 +233,9 @@ def simulate(workload: PathLike | Workload, system: PathLike | SystemConfig | No
 
 
 def load_workload(path: PathLike, gpus: int | None = None, execution_trace: PathLike | None = None,
-                  whole_trace: bool = False) -> Workload:
-    """Read a workload in any format podsim knows, by what ``path`` is:
+                  whole_trace: bool = False, trace_format: str | None = None) -> Workload:
+    """Read a workload in any format podsim knows (``trace_format``, or sniffed from ``path`` in
+    the order of :data:`podsim.formats.registry.SNIFF_ORDER`):
 
     * a ``.json`` file: a PyTorch profiler (Kineto) trace, linked with ``execution_trace`` if
       given; its ``ProfilerStep`` (or, with ``whole_trace``, everything) on ``gpus`` ranks
@@ -176,104 +251,76 @@ def load_workload(path: PathLike, gpus: int | None = None, execution_trace: Path
     * otherwise a Chakra ET prefix (``<path>.<rank>.et``; ``gpus`` default: the files found).
 
     Raises:
-        InputError: for a missing ``gpus`` where the format does not say, or a bad file.
+        InputError: for an unknown format, a missing ``gpus`` where the format does not say, or a
+            bad file.
     """
-    from ..formats.chakra import discover_ranks, read_workload
-
-    p = Path(path)
-    if str(path).endswith((".json", ".json.gz")) and p.is_file():
-        from ..formats.pytorch_trace import (
-            execution_trace_to_workload,
-            is_execution_trace,
-            pytorch_to_workload,
-        )
-        if is_execution_trace(p):
-            return execution_trace_to_workload(p, gpus or 2)
-        return pytorch_to_workload(p, execution_trace, whole_trace, gpus or 1)
-    if (p / "trace.csv").is_file():
-        from ..formats.triosim import read_triosim, triosim_to_workload
-        return triosim_to_workload(read_triosim(p))
-    from ..formats.rank_traces import compose, is_rank_trace
-    if is_rank_trace(p):
-        return compose(p, gpus)
-    if _is_capture(p):
-        from ..formats.pytorch_trace import capture_to_workload
-        w = capture_to_workload(p)
-        if gpus is not None and gpus != w.num_ranks:
-            raise InputError(f"the capture has {w.num_ranks} ranks, not {gpus}: simulate it on its own ranks, or "
-                             "scale its rank 0 with --pytorch DIR --gpus N --parallel ...", str(path))
-        return w
-    if str(path).endswith(".txt"):
-        from ..formats.astra_sim.text_workload import (
-            is_text_workload,
-            read_text_workload,
-        )
-        from ..formats.simai import simai_to_workload
-        if is_text_workload(path):
-            if gpus is None:
-                raise InputError("an ASTRA-sim 1.0 text workload does not say how many GPUs run it: give --gpus",
-                                 str(path))
-            return read_text_workload(path, gpus)
-        return simai_to_workload(path, gpus)
-    return read_workload(path, gpus or discover_ranks(path))
+    return _to_workload(path, trace_format, ReadOptions(gpus, execution_trace, whole_trace))
 
 
-def _is_capture(p: Path) -> bool:
-    return p.is_dir() and (any(p.glob("kineto.json*")) or any(p.glob("kineto.[0-9]*.json*")))
+def format_of(path: PathLike, trace_format: str | None = None) -> TraceFormat:
+    """The trace format of ``path``: the one named ``trace_format``, else the sniffed one.
+
+    Raises:
+        InputError: for an unknown format name (with the closest one).
+    """
+    return find_format(path, trace_format)
 
 
-def _not_chakra(path: PathLike) -> bool:
-    """Whether ``path`` names a workload file or folder :func:`load_workload` reads other than
-    a Chakra prefix."""
-    p = Path(path)
-    return str(path).endswith((".txt", ".json", ".json.gz")) or (p / "trace.csv").is_file() or _is_capture(p)
+def trace_formats() -> tuple[str, ...]:
+    """The names of the trace formats podsim reads, in sniffing order."""
+    return TRACE_FORMATS.names()
 
 
-def _load_workload(workload: PathLike | Workload, n: int,
-                   comm_groups: PathLike | dict[str, tuple[int, ...]] | None) -> tuple[Workload, str]:
-    """The workload (read from Chakra files if a prefix) with the comm groups applied, and its
-    label for messages."""
-    from ..formats.chakra import read_workload
-
-    groups = None
+def _comm_groups(workload: PathLike | Workload, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
+                 n: int) -> tuple[PathLike | dict[str, tuple[int, ...]] | None, dict[str, tuple[int, ...]] | None]:
+    """(the comm-group configuration in effect, its groups): ``comm_groups``, or for a path the
+    ``<path>.comm_groups.json`` beside it."""
     if comm_groups is None and not isinstance(workload, Workload):
         # `podsim llm --chakra PREFIX` / `podsim convert` write PREFIX.comm_groups.json beside the traces
         beside = Path(f"{workload}.comm_groups.json")
         if beside.is_file():
             comm_groups = beside
-    if comm_groups is not None:
-        groups = comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
-    if not isinstance(workload, Workload) and _not_chakra(workload):
-        workload = load_workload(workload, n)
+    if comm_groups is None:
+        return None, None
+    return comm_groups, comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
+
+
+def _load_workload(workload: PathLike | Workload, n: int,
+                   comm_groups: PathLike | dict[str, tuple[int, ...]] | None, fmt_name: str | None = None,
+                   read: ReadOptions | None = None) -> tuple[Workload, str]:
+    """The workload (read with ``read`` in its format if a path; ``n`` ranks for a rank-file
+    prefix) with the comm groups applied, and its label for messages."""
+    comm_groups, groups = _comm_groups(workload, comm_groups, n)
     if isinstance(workload, Workload):
-        if groups:
-            workload = Workload(workload.programs, workload.rank_program,
-                                [Group(k, tuple(v)) for k, v in groups.items()], workload.name)
-        return workload, workload.name
-    label = str(workload) + (f" (groups: {comm_groups})" if isinstance(comm_groups, (str, os.PathLike)) else "")
-    return read_workload(workload, n, groups), label
+        return (with_groups(workload, groups) if groups else workload), workload.name
+    fmt = find_format(workload, fmt_name)
+    opts = read or ReadOptions(n)
+    if fmt.rank_files:
+        w = fmt.to_workload(Path(workload), ReadOptions(n, opts.execution_trace, opts.whole_trace, groups))
+        label = str(workload) + (f" (groups: {comm_groups})" if isinstance(comm_groups, (str, os.PathLike)) else "")
+        return w, label
+    w = fmt.to_workload(Path(workload), opts)
+    return (with_groups(w, groups) if groups else w), w.name
 
 
 def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
                          backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
                          use_symmetry: bool, record_timeline: bool,
-                         progress: Callable[[int, int, int], None] | None, gpus: int | None = None,
-                         execution_trace: PathLike | None = None, whole_trace: bool = False,
+                         progress: Callable[[int, int, int], None] | None, read: ReadOptions,
+                         fmt_name: str | None = None,
                          remote_memory: PathLike | RemoteMemoryConfig | None = None) -> Result:
-    from ..engine.cluster import simulate_cluster
-    from ..formats.chakra import discover_ranks
-    from ..hardware.cluster import build_fabric, load_cluster
-
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
-    if not isinstance(workload, Workload) and _not_chakra(workload):
-        workload = load_workload(workload, gpus, execution_trace, whole_trace)
+    fmt = None if isinstance(workload, Workload) else find_format(workload, fmt_name)
+    if fmt is not None and not fmt.rank_files:
+        workload = fmt.to_workload(Path(workload), read)
     if isinstance(workload, Workload):
         n = workload.num_ranks
-    else:
-        n = discover_ranks(workload)
-    wl, label = _load_workload(workload, n, comm_groups)
+    else:   # rank files: as many ranks as files
+        assert fmt is not None and fmt.ranks is not None
+        n = fmt.ranks(Path(workload))
+    wl, label = _load_workload(workload, n, comm_groups, fmt_name)
     fabric = build_fabric(spec, n)
     compute = ComputeTiming()
     if system is not None:
@@ -300,6 +347,72 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     if wl.rank_labels is not None:
         result.info["rank_labels"] = list(wl.rank_labels)
     return result
+
+
+def _simulate_parallel(workload: PathLike | Workload | OneGpuStep, spec: ParallelSpec,
+                       system: PathLike | SystemConfig | None, network: PathLike | Topology | None,
+                       remote_memory: PathLike | RemoteMemoryConfig | None,
+                       comm_groups: PathLike | dict[str, tuple[int, ...]] | None, *, num_queues_per_dim: int,
+                       injection_scale: float, use_symmetry: bool,
+                       progress: Callable[[int, int, int], None] | None, rendezvous: bool, cluster: str | None,
+                       backend: str, execution_trace: PathLike | None, whole_trace: bool,
+                       trace_format: str | None) -> Result:
+    """One GPU's training step (read from ``workload``, or given) on ``spec.gpus`` GPUs of
+    ``cluster``: memory checked (and offloaded), parallelized, simulated; notes say the one-GPU
+    time against the simulated one and the memory per GPU; ``info["layers"]`` rank 0 by layer."""
+    if isinstance(workload, Workload):
+        raise InputError("parallel= takes a one-GPU trace (or step), not a built multi-rank workload")
+    if spec.mode not in MODES:
+        raise InputError(f"parallel mode must be one of {', '.join(MODES)}, not {spec.mode!r}", where="--parallel")
+    if isinstance(workload, OneGpuStep):
+        step = workload
+    else:
+        step = load_step(whole_trace=whole_trace, traced_batch=spec.batch_size, simulated_batch=spec.batch_size_sim,
+                         execution_trace=execution_trace, path=workload, trace_format=trace_format)
+    cluster = cluster or DEFAULT_PARALLEL_CLUSTER
+    step, memory_note, remote = _fit_memory(step, spec, cluster, remote_memory)
+    wl = parallelize(step, spec.mode, spec.gpus, batch=step.batch, micro_batch=spec.micro_batch,
+                     bucket_bytes=int(spec.bucket_mb * 2**20), pipeline_schedule=spec.pipeline_schedule,
+                     pp_replicas=spec.dp)
+    res = simulate(wl, system, network, remote, comm_groups, num_queues_per_dim=num_queues_per_dim,
+                   injection_scale=injection_scale, use_symmetry=use_symmetry, record_timeline=True,
+                   progress=progress, rendezvous=rendezvous, cluster=cluster, backend=backend)
+    mode = f"pp x dp {spec.dp}" if spec.mode == "pp" and spec.dp > 1 else spec.mode
+    res.notes.append(summary(step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
+    res.notes.append(memory_note)
+    res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
+                           "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
+                           "exposed_comm_ns": r.exposed_comm_ns} for r in layer_breakdown(res, 0)]
+    return res
+
+
+def _fit_memory(step: OneGpuStep, spec: ParallelSpec, cluster: str,
+                remote_memory: PathLike | RemoteMemoryConfig | None
+                ) -> tuple[OneGpuStep, str, PathLike | RemoteMemoryConfig | None]:
+    """(step with offloads marked, a note on memory per GPU, the remote memory to simulate with)."""
+    if spec.gpu_memory_gib is not None:
+        if spec.gpu_memory_gib <= 0:
+            raise InputError(f"expected a positive number of GiB, got {spec.gpu_memory_gib:g}", where="--gpu-memory")
+        capacity, source = int(spec.gpu_memory_gib * 2**30), "--gpu-memory"
+    else:
+        cl = load_cluster(cluster)
+        if cl.gpu_memory_bytes is None:
+            raise InputError(f"the cluster {cluster} names no GPU type: give --gpu-memory GIB", where="--cluster")
+        capacity, source = int(cl.gpu_memory_bytes), cl.gpu
+    bw = spec.remote_bandwidth_gbps
+    if bw is not None and bw <= 0:
+        raise InputError(f"expected a positive bandwidth in GB/s, got {bw:g}", where="--remote-bandwidth")
+    gpus = spec.gpus or 1
+    micro = micro_batches(gpus // max(spec.dp, 1), step.batch, spec.micro_batch) if spec.mode == "pp" else 1
+    step, fp = fit_memory(step, spec.mode, gpus, capacity, offload=bw is not None, micro_batches=micro,
+                          pipeline_schedule=spec.pipeline_schedule, pp_replicas=spec.dp)
+    offloaded = sum(o.offload_bytes for o in step.ops)
+    note = f"memory per GPU: {fp.describe()} of {capacity / 2**30:.2f} GiB ({source})"
+    remote = remote_memory
+    if offloaded:
+        note += f"; {offloaded / 2**30:.2f} GiB of activations offloaded at {bw:g} GB/s"
+        remote = RemoteMemoryConfig("PER_NODE_MEMORY_EXPANSION", 0.0, bw, None, 1, "--remote-bandwidth")
+    return step, note, remote
 
 
 def _attribute(e: InputError, sys_cfg: SystemConfig, rm_cfg: RemoteMemoryConfig | None, workload: str,

@@ -43,7 +43,6 @@ from typing import Any
 from ..compute.steps import CATEGORIES
 from ..errors import InputError
 
-
 _DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 _BACKWARD = "autograd::engine::evaluate_function"

@@ -24,6 +24,7 @@ a failed trace leaves no half-written folder.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -37,9 +38,14 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..fileio import atomic_write_text
-from .models import torch_module
+from ..formats.pytorch_trace import read_kineto, step_window
+from ..formats.rank_traces import compose
+from .hf_parallel import build as build_hf
+from .megatron import build as build_megatron
+from .models import _cross_entropy, torch_module, user_callable
 from .parallel import DIMS, Layout, ParallelContext, TrainingStep, parse_layout
 from .recorder import STEP_FRAME, records, register_backends, reset
+from .run import _free_port, job_process, spawn_errors
 
 
 @dataclass
@@ -60,22 +66,18 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[list[An
     says."""
     kind, _, rest = model.partition(":")
     if kind == "hf" and rest:
-        from .hf_parallel import build
-        got: Any = build(rest, batch_size, ctx)
+        got: Any = build_hf(rest, batch_size, ctx)
     elif kind == "megatron" and rest:
-        from .megatron import build as build_megatron
         got = build_megatron(rest, batch_size, ctx)
     elif kind == "torchvision" or not rest:
         raise InputError(f"{model}: a parallel job needs a builder: hf:CONFIG.json (ready-made FSDP2 / TP / "
                          "pipelining), megatron:CONFIG.json (Megatron-Core's GPT) or module:callable, called as "
                          "callable(batch_size, parallel)", where="--model")
     else:
-        from .models import user_callable
         got = user_callable(kind, rest)(batch_size, ctx)
     if isinstance(got, TrainingStep):
         return list(got.parameters), got.step
     if isinstance(got, tuple) and len(got) in (3, 4):
-        from .models import _cross_entropy
         net, x, y = got[:3]
         loss_fn = got[3] if len(got) == 4 else _cross_entropy
         return list(net.parameters()), lambda: loss_fn(net, x, y).backward()
@@ -160,7 +162,6 @@ def _groups_on_the_fake_backend(dist: Any) -> None:
     program asks for: a ``backend="gloo"`` group (Megatron-Core makes some for CPU-side work)
     would otherwise wait forever for peers that are not there.  Each rank is traced in a
     process of its own, so this does not outlive the trace."""
-    import inspect
     c10d = dist.distributed_c10d
     original = c10d.new_group
     if getattr(original, "_podsim_fake", False):
@@ -220,7 +221,6 @@ def _join(context: Any, timeout_s: float, what: str) -> None:
     Raises:
         InputError: a process failed (its own message), died, or ran past the timeout (then
             every process is stopped)."""
-    from .run import spawn_errors
     deadline = time.monotonic() + timeout_s
     with spawn_errors():
         while not context.join(timeout=min(5.0, max(0.1, deadline - time.monotonic()))):
@@ -299,9 +299,6 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
     step_ms: dict[int, float] = {}
     try:
         import torch.multiprocessing as mp
-
-        from ..formats.pytorch_trace import read_kineto, step_window
-        from .run import _free_port, job_process
         if fake:   # one rank after another, each in a fresh process (see the module docstring)
             for i, r in enumerate(ranks):
                 _join(mp.start_processes(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1,
@@ -310,7 +307,8 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
                     progress(i + 1, len(ranks))
         else:
             _join(mp.start_processes(job_process, args=(nproc, _free_port(), trace_rank, args, list(sys.path)),
-                                     nprocs=nproc, join=False, start_method="spawn"), timeout_s, f"the {nproc} processes")
+                                     nprocs=nproc, join=False, start_method="spawn"), timeout_s,
+                  f"the {nproc} processes")
         for r in ranks:
             lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
             step_ms[r] = round((hi - lo) / 1000, 6)
@@ -323,7 +321,6 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
                 "captured": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "files": {"kineto": "kineto.<rank>.json", "comms": "comms.<rank>.json"}}
         atomic_write_text(tmp / "capture.json", json.dumps(info, indent=1) + "\n")
-        from ..formats.rank_traces import compose
         compose(tmp)   # ranks that disagree on a group's calls are refused here, before the folder is kept
         _finish(tmp, out_dir)
     except BaseException:

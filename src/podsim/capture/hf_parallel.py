@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..optional import require
+from .models import transformers_module
 from .parallel import ParallelContext, TrainingStep, one_f_one_b
 
 _COLWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
@@ -29,7 +30,6 @@ _ROWWISE = ("o_proj", "down_proj")
 
 
 def _config(path: str) -> Any:
-    from .models import transformers_module
     p = Path(path)
     if not p.is_file():
         raise InputError("no such config file", path, "--model")

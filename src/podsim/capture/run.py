@@ -30,6 +30,8 @@ from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from ..fileio import atomic_write_text
+from ..formats.chakra import write_workload_with_groups
+from ..formats.pytorch_trace import capture_to_workload, read_kineto
 from .models import resolve, torch_module
 
 
@@ -223,8 +225,6 @@ def capture(model: str, batch_size: int, out: str | Path, steps: int = 3, device
     _remove_stale(folder, nproc)   # an earlier capture's files, before they are read as this one's
     if progress is not None:
         progress(steps + 1, steps + 1)
-    from ..formats.chakra import write_workload_with_groups
-    from ..formats.pytorch_trace import capture_to_workload, read_kineto
     kineto, et = (folder / n for n in _trace_names(0, nproc))
     steps_ms = []
     for r in range(nproc):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 
+from ..api.convert import convert, writable_formats
+from ..report.traces import format_converted
 from .options import count_arg
-
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"convert": "_run_convert"}
@@ -22,34 +22,20 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                                "--to chakra writes OUT.<rank>.et for every rank (and OUT.comm_groups.json when the\n"
                                "workload has communicator groups); run them with podsim simulate or ASTRA-sim.\n"
                                "--to triosim writes OUT/trace.csv and OUT/tensor.csv from a one-GPU trace (a podsim\n"
-                               "trace folder, a Kineto trace or a TrioSim folder); run it with simulate --triosim.",
+                               "trace folder, a Kineto trace or a TrioSim folder); run it with simulate --triosim.\n"
+                               "The input's format is sniffed (docs/traces.md); --format names it.",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     cv.add_argument("input", help="a TrioSim trace directory, a podsim trace folder (every rank), a PyTorch Kineto "
                                   "or execution trace (.json), a .txt workload or a Chakra prefix")
-    cv.add_argument("--to", required=True, choices=["chakra", "triosim"], help="the output format")
+    cv.add_argument("--to", required=True, choices=list(writable_formats()), help="the output format")
     cv.add_argument("output", metavar="OUT", help="the output prefix (chakra) or folder (triosim)")
+    cv.add_argument("--format", dest="trace_format", default=None, metavar="NAME",
+                    help="the input's format, instead of sniffing it (docs/traces.md)")
     cv.add_argument("--gpus", type=count_arg, default=None, metavar="N",
                     help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)")
     cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from ..api import load_workload
-    from ..formats.chakra import write_workload_with_groups
-
-    if args.to == "triosim":
-        from ..formats.triosim_write import write_triosim
-        from ..parallelize import load_step
-        from ..parallelize.trace import to_triosim
-        triosim = os.path.isfile(os.path.join(args.input, "trace.csv"))
-        step = load_step(args.input if triosim else None, None if triosim else args.input)
-        trace, tensors = write_triosim(to_triosim(step), args.output)
-        print(f"podsim convert: {step.source}: {len(step.ops)} ops of one GPU's step -> {trace} and {tensors} "
-              f"(TrioSim's format; run it with podsim simulate --triosim {args.output})")
-        return 0
-
-    w = load_workload(args.input, args.gpus)
-    paths, groups = write_workload_with_groups(w, args.output)
-    print(f"podsim convert: {w.name}: {len(paths)} Chakra ET file{'s' if len(paths) != 1 else ''} "
-          f"{args.output}.<rank>.et" + (f" and {groups}" if groups else ""))
+    print(format_converted(convert(args.input, args.to, args.output, args.gpus, args.trace_format)))
     return 0

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 
+from ..api.example import EXAMPLES, example_input_name, run_example, serve_example_args, write_example
+from ..errors import InputError
 from .options import (
     add_outputs,
     check_outputs,
@@ -35,10 +36,6 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def _run_example(args: argparse.Namespace) -> int:
-    from ..api import simulate
-    from ..errors import InputError
-    from ..examples import CLUSTER_EXAMPLES, EXAMPLES, SERVE_EXAMPLES, write_example
-
     check_outputs(args)
     if args.list:
         for k, v in EXAMPLES.items():
@@ -50,28 +47,17 @@ def _run_example(args: argparse.Namespace) -> int:
         paths = write_example(args.name, args.write or tmp)
         if args.write:
             print(f"podsim example: wrote the inputs of '{args.name}' to {args.write}/: "
-                  + ", ".join(sorted(_shown(p) for p in paths.values())))
-        if args.name in SERVE_EXAMPLES:
-            argv = ["serve", *SERVE_EXAMPLES[args.name], "-w", paths["workload"], "-p", paths["placement"]]
+                  + ", ".join(sorted(example_input_name(p) for p in paths.values())))
+        serve_flags = serve_example_args(args.name)
+        if serve_flags is not None:
+            argv = ["serve", *serve_flags, "-w", paths["workload"], "-p", paths["placement"]]
             if args.json:
                 argv += ["--json", args.json]
             if args.trace:
                 argv += ["--trace", args.trace]
             print("podsim example: running podsim " + " ".join(argv))
-            from . import main
+            from . import main  # the package that holds this module: imported once the CLI runs
             return main(argv)
-        if args.name in CLUSTER_EXAMPLES:
-            preset, backend = CLUSTER_EXAMPLES[args.name]
-            res = simulate(paths["workload"], cluster=preset, backend=backend,
-                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot))
-        else:
-            res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
-                           use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot))
-        res.info["workload"] = f"built-in example '{args.name}': {EXAMPLES[args.name]}"
+        res = run_example(args.name, paths, use_symmetry=not args.no_symmetry,
+                          record_timeline=bool(args.trace or args.plot))
         return emit(res, args)
-
-
-def _shown(path: str) -> str:
-    """An input's file name; a Chakra prefix (no extension) as its ``<rank>.et`` files."""
-    name = os.path.basename(path)
-    return name if os.path.splitext(name)[1] else f"{name}.<rank>.et"

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..api.simulate import ParallelSpec, format_of, simulate, trace_formats
+from ..errors import InputError
+from ..report.layers import layer_breakdown, write_layers_csv
+from ..report.traces import format_layer_section
 from .options import (
     add_backend,
     add_cluster,
@@ -16,7 +20,6 @@ from .options import (
     positive_arg,
     progress_line,
 )
-
 
 EPILOG_SIMULATE = """examples:
   podsim simulate --workload-configuration=traces/all_reduce \\
@@ -30,6 +33,7 @@ EPILOG_SIMULATE = """examples:
       --parallel ddp --layers layers.csv --plot timeline.png   # TrioSim's flags, a one-GPU trace
   podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel tp --trace tp.json
   podsim simulate --workload-configuration traces/ddp2 --cluster dgx-h100   # every rank of a capture
+  podsim simulate --workload vgg13 --format triosim --gpus 4 --parallel ddp   # any format, sniffed or named
   podsim simulate --triosim vgg13 --batch-size 128 --batch-size-sim 1024 --gpus 4 \
       --remote-bandwidth 64          # offload what does not fit in the GPU's memory at 64 GB/s
 
@@ -45,10 +49,14 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s = sub.add_parser("simulate", help="simulate a workload (Chakra, SimAI, TrioSim, PyTorch trace, ASTRA-sim 1.0 "
                        "text) on an ASTRA-sim network or a cluster",
                        epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--workload-configuration", metavar="PREFIX",
-                   help="Chakra ET prefix: <PREFIX>.<rank>.et for every rank; or an ASTRA-sim 1.0 text "
-                        "workload (.txt); with --cluster also a SimAI/AICB .txt, a TrioSim trace directory or a "
-                        "PyTorch profiler (Kineto) .json")
+    s.add_argument("--workload-configuration", "--workload", dest="workload_configuration", metavar="PATH",
+                   help="the workload, in any trace format (sniffed; --format to name it): a Chakra ET prefix "
+                        "(<PATH>.<rank>.et for every rank), an ASTRA-sim 1.0 text workload (.txt); with --cluster "
+                        "also a SimAI/AICB .txt, a TrioSim trace directory, a podsim trace folder or a PyTorch "
+                        "profiler (Kineto) .json; with --parallel, a one-GPU trace to run on --gpus GPUs")
+    s.add_argument("--format", dest="trace_format", default=None, metavar="NAME",
+                   help="the format of --workload, instead of sniffing it: " + ", ".join(trace_formats())
+                        + " (docs/traces.md)")
     s.add_argument("--execution-trace", metavar="ET.json",
                    help="with a PyTorch profiler (Kineto) trace as the workload: its execution trace, linked "
                         "by record-function id (names, collective sizes)")
@@ -70,10 +78,11 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--layers", metavar="FILE.csv",
                    help="with --triosim / --pytorch: write the per-layer breakdown (forward, backward, optimizer, "
                         "comm, exposed comm; ns) of rank 0 as CSV")
-    s.add_argument("--parallel", default="ddp", choices=["dp", "ddp", "tp", "pp"],
+    s.add_argument("--parallel", default=None, choices=["dp", "ddp", "tp", "pp"],
                    help="with --triosim / --pytorch: dp (one all-reduce after the backward), ddp (bucketed, "
                         "overlapped; default), tp (split convolutions / linear layers, all-reduce outputs) "
-                        "or pp (one pipeline stage per GPU)")
+                        "or pp (one pipeline stage per GPU); with --workload: take its one-GPU step to --gpus "
+                        "GPUs this way")
     s.add_argument("--micro-batch", "--micro-batch-size", dest="micro_batch_size", type=count_arg, default=None,
                    metavar="M",
                    help="with --parallel pp: micro-batch size (micro-batches = batch / M; default: one "
@@ -103,8 +112,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--comm-group-configuration", metavar="FILE", default=None,
                    help="communicator groups JSON {id: [ranks]} ('empty' for none)")
     s.add_argument("--num-queues-per-dim", type=count_arg, default=1, metavar="N")
-    s.add_argument("--comm-scale", type=positive_arg, default=1.0, metavar="X", help="accepted and ignored, as ASTRA-sim 2.x does")
-    s.add_argument("--injection-scale", type=positive_arg, default=1.0, metavar="X", help="multiply endpoint-delay by X (when the system JSON sets it)")
+    s.add_argument("--comm-scale", type=positive_arg, default=1.0, metavar="X",
+                   help="accepted and ignored, as ASTRA-sim 2.x does")
+    s.add_argument("--injection-scale", type=positive_arg, default=1.0, metavar="X",
+                   help="multiply endpoint-delay by X (when the system JSON sets it)")
     s.add_argument("--compute-scale", type=positive_arg, default=1.0, metavar="X", help=argparse.SUPPRESS)
     s.add_argument("--rendezvous-protocol", default=None, metavar="BOOL",
                    help="true: every message waits for an 8 KiB handshake from its receiver")
@@ -114,9 +125,6 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-    from ..api import simulate
-    from ..errors import InputError
-
     check_outputs(args)
     rv = (args.rendezvous_protocol or "false").lower()
     if rv not in ("0", "1", "false", "true"):
@@ -126,33 +134,32 @@ def _run_simulate(args: argparse.Namespace) -> int:
     groups = args.comm_group_configuration
     if groups is not None and "empty" in groups:
         groups = None
-    workload = args.workload_configuration
-    parallel_step = None
-    memory_note = None
-    remote = args.remote_memory_configuration
+    workload, trace_format = args.workload_configuration, args.trace_format
     if args.layers and os.path.isdir(args.layers):
         raise InputError(f"{args.layers} is a folder; give the CSV file to write", where="--layers")
-    from ..formats.rank_traces import is_rank_trace
-    rank_trace = bool(workload) and is_rank_trace(workload)
-    if args.layers and not (args.triosim or args.pytorch or rank_trace):
-        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR or --pytorch DIR) "
-                         "or a parallel job traced rank by rank (podsim trace --world-size N --layout ...)",
-                         where="--layers")
+    one_gpu = bool(args.triosim or args.pytorch) or (bool(workload) and args.parallel is not None)
     if args.triosim or args.pytorch:
-        from ..parallelize import load_step, parallelize
         if workload:
             raise InputError("give one of --workload-configuration, --triosim and --pytorch")
-        parallel_step = load_step(args.triosim, args.pytorch, args.whole_trace, args.batch_size, args.batch_size_sim,
-                                  args.execution_trace)
-        args.cluster = args.cluster or "dgx-h100"
-        parallel_step, memory_note, remote = _fit_memory(parallel_step, args)
-        workload = parallelize(parallel_step, args.parallel, args.gpus or 1,
-                               batch=parallel_step.batch, micro_batch=args.micro_batch_size,
-                               bucket_bytes=int(args.bucket_mb * 2**20), pipeline_schedule=args.pipeline_schedule,
-                               pp_replicas=args.dp)
+        if args.triosim and args.pytorch:
+            raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
+        if trace_format is not None:
+            raise InputError("--format names the format of --workload PATH; --triosim and --pytorch name their own",
+                             where="--format")
+        workload, trace_format = (args.triosim, "triosim") if args.triosim else (args.pytorch, "pytorch")
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
-    if args.cluster is None:
+    rank_layers = not one_gpu and format_of(workload, trace_format).layers
+    if args.layers and not (one_gpu or rank_layers):
+        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR, --pytorch DIR, or "
+                         "--workload PATH --parallel MODE) or a parallel job traced rank by rank (podsim trace "
+                         "--world-size N --layout ...)", where="--layers")
+    parallel = None
+    if one_gpu:
+        parallel = ParallelSpec(args.parallel or "ddp", args.gpus or 1, args.micro_batch_size, args.pipeline_schedule,
+                                args.dp, args.bucket_mb, args.batch_size, args.batch_size_sim, args.gpu_memory,
+                                args.remote_bandwidth)
+    elif args.cluster is None:
         for flag, val in (("--system-configuration", args.system_configuration),
                           ("--network-configuration", args.network_configuration)):
             if val is None:
@@ -160,73 +167,25 @@ def _run_simulate(args: argparse.Namespace) -> int:
     progress = progress_line()
     try:
         res = simulate(workload, args.system_configuration, args.network_configuration,
-                       remote, groups, num_queues_per_dim=args.num_queues_per_dim,
+                       args.remote_memory_configuration, groups, num_queues_per_dim=args.num_queues_per_dim,
                        injection_scale=args.injection_scale, use_symmetry=not args.no_symmetry,
-                       record_timeline=bool(args.trace or args.plot or args.layers) or parallel_step is not None,
+                       record_timeline=bool(args.trace or args.plot or args.layers),
                        progress=progress,
                        rendezvous=rv in ("1", "true"),
                        cluster=args.cluster, backend=args.backend, gpus=args.gpus,
-                       execution_trace=args.execution_trace, whole_trace=args.whole_trace)
+                       execution_trace=args.execution_trace, whole_trace=args.whole_trace,
+                       trace_format=trace_format, parallel=parallel)
     finally:
         clear_progress_line(progress)
-    layers = None
-    if parallel_step is not None:
-        from ..parallelize import summary
-        from ..report.layers import layer_breakdown
-        mode = f"pp x dp {args.dp}" if args.parallel == "pp" and args.dp > 1 else args.parallel
-        res.notes.append(summary(parallel_step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
-        res.notes.append(memory_note)
-        layers = layer_breakdown(res, 0)
-        res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
-                               "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
-                               "exposed_comm_ns": r.exposed_comm_ns} for r in layers]
     if args.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {args.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if args.compute_scale != 1.0:
         res.notes.append(f"--compute-scale {args.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
-    if rank_trace and args.layers:
-        from ..report.layers import layer_breakdown
-        layers = layer_breakdown(res, 0)
+    layers = layer_breakdown(res, 0) if one_gpu or (rank_layers and args.layers) else None
     code = emit(res, args)
     if layers is not None:
-        from ..report.layers import format_layers, write_layers_csv
-        print(f"\n  per layer, rank 0 ({len(layers)} layers; the 15 longest by compute + exposed comm):")
-        print(format_layers(layers))
+        print(format_layer_section(layers))
         if args.layers:
             write_layers_csv(layers, args.layers)
             print(f"  wrote {args.layers}")
     return code
-
-
-def _fit_memory(step, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """(step with offloads marked, a note on memory per GPU, remote memory config or None)."""
-    from ..errors import InputError
-    from ..formats.astra_sim.remote_memory import RemoteMemoryConfig
-    from ..hardware.cluster import load_cluster
-    from ..parallelize import fit_memory
-    from ..parallelize.plan import micro_batches
-
-    if args.gpu_memory is not None:
-        if args.gpu_memory <= 0:
-            raise InputError(f"expected a positive number of GiB, got {args.gpu_memory:g}", where="--gpu-memory")
-        capacity, source = int(args.gpu_memory * 2**30), "--gpu-memory"
-    else:
-        spec = load_cluster(args.cluster)
-        if spec.gpu_memory_bytes is None:
-            raise InputError(f"the cluster {args.cluster} names no GPU type: give --gpu-memory GIB", where="--cluster")
-        capacity, source = int(spec.gpu_memory_bytes), spec.gpu
-    if args.remote_bandwidth is not None and args.remote_bandwidth <= 0:
-        raise InputError(f"expected a positive bandwidth in GB/s, got {args.remote_bandwidth:g}",
-                         where="--remote-bandwidth")
-    gpus = args.gpus or 1
-    micro = micro_batches(gpus // max(args.dp, 1), step.batch, args.micro_batch_size) if args.parallel == "pp" else 1
-    step, fp = fit_memory(step, args.parallel, gpus, capacity, offload=args.remote_bandwidth is not None,
-                          micro_batches=micro, pipeline_schedule=args.pipeline_schedule, pp_replicas=args.dp)
-    offloaded = sum(o.offload_bytes for o in step.ops)
-    note = f"memory per GPU: {fp.describe()} of {capacity / 2**30:.2f} GiB ({source})"
-    remote = args.remote_memory_configuration
-    if offloaded:
-        note += f"; {offloaded / 2**30:.2f} GiB of activations offloaded at {args.remote_bandwidth:g} GB/s"
-        remote = RemoteMemoryConfig("PER_NODE_MEMORY_EXPANSION", 0.0, args.remote_bandwidth, None, 1,
-                                    "--remote-bandwidth")
-    return step, note, remote

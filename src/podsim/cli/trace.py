@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from ..api.capture import capture, trace_ranks
+from ..errors import InputError
+from ..report.traces import format_capture, format_rank_capture, rank_capture_json, write_json_doc
 from .options import (
     count_arg,
+    count_bar,
     positive_arg,
 )
+
+EPILOG_TRACE = """examples:
+  podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50
+  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn
+  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2
+  podsim trace --model torchvision:resnet18 --batch-size 16 --nproc 2 --out t/ddp2   # DDP, gloo
+  podsim trace --model hf:llama/config.json --batch-size 2 --world-size 64 \\
+      --layout tp=4,pp=2,fsdp --fake-ranks --out t/llama64   # 8 of 64 ranks, one device
+  podsim trace --model myjob:build --batch-size 8 --world-size 4 --layout tp=2,fsdp \\
+      --nproc 4 --out t/real4   # the same job for real over gloo, recorded alike
+  podsim simulate --workload-configuration t/cnn --cluster dgx-h100   # replay
+  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel ddp   # scale out
+
+module:callable names a function f(batch_size) returning (model, inputs, targets)
+(cross-entropy loss) or (model, inputs, targets, loss_fn).  With --world-size, it is
+called as f(batch_size, parallel) (parallel: rank, world_size, layout, mesh) and builds
+that rank's parallel model (or returns podsim.capture.TrainingStep).  Needs torch."""
 
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
@@ -17,26 +39,13 @@ RUNNERS = {"trace": "_run_trace"}
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     tr = sub.add_parser("trace", help="profile one training step of a PyTorch model (profiler + execution trace)",
-                        epilog="examples:\n  podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50\n"
-                               "  podsim trace --model mymodels:small_cnn --batch-size 32 --device cuda --out t/cnn\n"
-                               "  podsim trace --model hf:gpt2/config.json --batch-size 4 --seq-len 256 --out t/gpt2\n"
-                               "  podsim trace --model torchvision:resnet18 --batch-size 16 --nproc 2 --out t/ddp2   # DDP, gloo\n"
-                               "  podsim trace --model hf:llama/config.json --batch-size 2 --world-size 64 \\\n"
-                               "      --layout tp=4,pp=2,fsdp --fake-ranks --out t/llama64   # 8 of 64 ranks, one device\n"
-                               "  podsim trace --model myjob:build --batch-size 8 --world-size 4 --layout tp=2,fsdp \\\n"
-                               "      --nproc 4 --out t/real4   # the same job for real over gloo, recorded alike\n"
-                               "  podsim simulate --workload-configuration t/cnn --cluster dgx-h100   # replay\n"
-                               "  podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel ddp   # scale out\n\n"
-                               "module:callable names a function f(batch_size) returning (model, inputs, targets)\n"
-                               "(cross-entropy loss) or (model, inputs, targets, loss_fn).  With --world-size, it is\n"
-                               "called as f(batch_size, parallel) (parallel: rank, world_size, layout, mesh) and builds\n"
-                               "that rank's parallel model (or returns podsim.capture.TrainingStep).  Needs torch.",
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+                        epilog=EPILOG_TRACE, formatter_class=argparse.RawDescriptionHelpFormatter)
     tr.add_argument("--model", required=True, metavar="MODEL",
                     help="torchvision:NAME, hf:CONFIG.json, module:callable; with --world-size also "
                          "megatron:CONFIG.json (Megatron-Core's GPT)")
     tr.add_argument("--batch-size", type=count_arg, required=True, metavar="B")
-    tr.add_argument("--steps", type=count_arg, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)")
+    tr.add_argument("--steps", type=count_arg, default=3, metavar="K",
+                    help="warm-up steps before the profiled one (default 3)")
     tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
     tr.add_argument("--nproc", type=count_arg, default=1, metavar="N",
@@ -61,10 +70,6 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def _run_trace(args: argparse.Namespace) -> int:
-    import os
-
-    from ..capture import capture
-
     if os.getcwd() not in sys.path:  # module:callable from the working folder, as `python -m` finds it
         sys.path.insert(0, os.getcwd())
     if not args.debug and "torch" not in sys.modules:
@@ -86,26 +91,12 @@ def _run_trace(args: argparse.Namespace) -> int:
                 progress, args.nproc, args.bucket_mb)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 40 + "\r")
-    procs = f" x {c.nproc} processes (DDP)" if c.nproc > 1 else ""
-    print(f"podsim trace: {c.model} on {c.device}{procs}, batch {args.batch_size}: profiled step {c.step_ms:.3f} ms")
-    if c.nproc > 1:
-        print(f"  wrote {c.folder}/kineto.<rank>.json, et.<rank>.json, {c.workload_prefix}.<rank>.et, capture.json "
-              f"for ranks 0-{c.nproc - 1}")
-    else:
-        print(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
-    print(f"  replay it:   podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
-    print(f"  scale it:    podsim simulate --pytorch {c.folder} --gpus 4 --parallel ddp|tp|pp")
+    print(format_capture(c, args.batch_size))
     return 0
 
 
 def _run_parallel(args: argparse.Namespace) -> int:
     """A parallel job: its distinct ranks on a fake process group, or every rank for real."""
-    import json
-
-    from ..capture import trace_ranks
-    from ..errors import InputError
-    from ..fileio import atomic_write_text
-
     if args.world_size is None or args.layout is None:
         raise InputError("a parallel job needs both --world-size N and --layout tp=T[,pp=P][,cp=C][,fsdp]",
                          where="--world-size" if args.world_size is None else "--layout")
@@ -116,29 +107,13 @@ def _run_parallel(args: argparse.Namespace) -> int:
     if args.fake_ranks == real:
         raise InputError("say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
                          f"--nproc {args.world_size} (every rank for real over gloo)", where="--fake-ranks")
-    from .options import count_bar
     ranks_done = count_bar("traced {done}/{total} ranks")
     c = trace_ranks(args.model, args.batch_size, args.out, args.world_size, args.layout, args.steps, args.device,
                     args.optimizer, args.seq_len, args.nproc if real else 0, ranks_done, args.rank_timeout)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
-    how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
-    print(f"podsim trace: {args.model}, {c.world_size} ranks ({c.layout.spec()}, dp={c.layout.dp}), batch "
-          f"{args.batch_size} a rank: traced {len(c.ranks_traced)} of {c.world_size} ranks {how} in {c.trace_s:.1f} s")
-    for r in c.ranks_traced[:8]:
-        coords = ", ".join(f"{d}={v}" for d, v in c.layout.coords(r).items())
-        print(f"  rank {r:>5} ({coords}): profiled step {c.step_ms[r]:.3f} ms")
-    if len(c.ranks_traced) > 8:
-        print(f"  ... and {len(c.ranks_traced) - 8} more")
-    print(f"  wrote {c.folder}/kineto.<rank>.json, comms.<rank>.json, capture.json")
-    print(f"  simulate it: podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
-    if c.fake:
-        print(f"  rescale it:  podsim simulate --workload-configuration {c.folder} --cluster dgx-h100 --gpus "
-              f"{c.world_size * 2}   # dp={c.layout.dp * 2}")
+    print(format_rank_capture(c, args.model, args.batch_size))
     if args.json:
-        info = {"world_size": c.world_size, "layout": c.layout.to_json(), "ranks_traced": c.ranks_traced,
-                "ranks_traced_count": len(c.ranks_traced), "fake_ranks": c.fake, "trace_s": round(c.trace_s, 3),
-                "step_ms_per_rank": {str(r): v for r, v in c.step_ms.items()}, "folder": str(c.folder)}
-        atomic_write_text(args.json, json.dumps(info, indent=1) + "\n")
+        write_json_doc(rank_capture_json(c), args.json)
         print(f"  wrote {args.json}")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import InputError
-from .trace import OneGpuStep
+from ..formats.one_gpu_step import OneGpuStep
 
 
 def extrapolate(step: OneGpuStep, traced: int, target: int) -> OneGpuStep:

@@ -16,9 +16,9 @@ bytes as traced (fp32 for an fp32 trace).
 from __future__ import annotations
 
 from ..errors import InputError
+from ..formats.one_gpu_step import OneGpuStep
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from .memory import Offload
-from .trace import OneGpuStep
 
 DDP_BUCKET_BYTES = 25 * 2**20   #: PyTorch DDP's default bucket_cap_mb
 

@@ -18,8 +18,8 @@ earliest forward ops' outputs (used last in the backward) are offloaded until it
 TrioSim keeps tensors that do not fit in its remote memory: each is stored after the op that
 made it, overlapping the forward ops after it, and loaded again before its layer's backward
 ops; loads run one layer ahead (the first offloaded layer's is issued when the backward
-starts, the next one's when a layer's backward starts).  Stores and loads share one first-come, first-served channel per GPU of
-``bandwidth`` bytes per ns (:class:`podsim.hardware.remote_memory.RemoteMemory`).
+starts, the next one's when a layer's backward starts).  Stores and loads share one first-come,
+first-served channel per GPU of ``bandwidth`` bytes per ns (:class:`podsim.hardware.remote_memory.RemoteMemory`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InputError
+from ..formats.one_gpu_step import OneGpuStep, StepOp
 from ..workload import OpKind, ProgramBuilder
-from .trace import OneGpuStep, StepOp
 
 GIB = 1 << 30
 

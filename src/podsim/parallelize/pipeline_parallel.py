@@ -27,9 +27,9 @@ import math
 import numpy as np
 
 from ..errors import InputError
+from ..formats.one_gpu_step import OneGpuStep, StepOp
 from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from ..workload.pipeline_schedules import schedule
-from .trace import OneGpuStep, StepOp
 
 
 def _balanced_cuts(times: list[int], stages: int) -> list[int]:

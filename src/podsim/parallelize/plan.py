@@ -1,4 +1,5 @@
-"""One entry point: a one-GPU trace (TrioSim folder or ``podsim trace`` folder) to the workload
+"""One entry point: a one-GPU trace (any trace format with one-GPU steps: a TrioSim folder, a
+``podsim trace`` folder, a Kineto file; :mod:`podsim.formats.registry`) to the workload
 of a parallel mode, with batch extrapolation and micro-batching resolved and checked."""
 
 from __future__ import annotations
@@ -6,55 +7,46 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..formats.one_gpu_step import OneGpuStep
+from ..formats.registry import ReadOptions, to_step
 from ..workload import Workload
 from .batch import extrapolate
 from .data_parallel import DDP_BUCKET_BYTES, data_parallel
 from .memory import GIB, Footprint, footprint, plan_offload
 from .pipeline_parallel import partition, pipeline_parallel
 from .tensor_parallel import tensor_parallel
-from .trace import OneGpuStep, from_pytorch, from_triosim
 
 MODES = ("dp", "ddp", "tp", "pp")
 
 
 def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = None,
               whole_trace: bool = False, traced_batch: int | None = None,
-              simulated_batch: int | None = None, execution_trace: str | Path | None = None) -> OneGpuStep:
-    """The one-GPU step of a TrioSim trace folder or a ``podsim trace`` folder (exactly one),
-    extrapolated from ``traced_batch`` to ``simulated_batch`` when that is given.  A ``podsim
-    trace`` folder says its batch (``capture.json``): ``traced_batch`` may be left out, and
-    must agree when given.  ``pytorch`` may also be a Kineto trace file, with its
-    ``execution_trace`` (a capture made elsewhere).
+              simulated_batch: int | None = None, execution_trace: str | Path | None = None, *,
+              path: str | Path | None = None, trace_format: str | None = None) -> OneGpuStep:
+    """The one-GPU step of a trace, extrapolated from ``traced_batch`` to ``simulated_batch``
+    when that is given.  Name the trace exactly one way: ``triosim`` (a TrioSim trace folder),
+    ``pytorch`` (a ``podsim trace`` folder, or a Kineto trace file with its
+    ``execution_trace``: a capture made elsewhere), or ``path`` in ``trace_format`` (default:
+    sniffed, :func:`podsim.formats.registry.trace_format`).  A trace that says its batch (a
+    ``podsim trace`` folder's ``capture.json``) needs no ``traced_batch``, which must agree
+    when given.
 
     Raises:
-        InputError: for neither folder or both, an unreadable folder, a traced batch that is not
-            the capture's, or a simulated batch without the traced one.
+        InputError: for no trace or more than one, an unreadable trace, a format without one-GPU
+            steps, a traced batch that is not the capture's, or a simulated batch without the
+            traced one.
     """
-    if (triosim is None) == (pytorch is None):
+    given = [(p, f) for p, f in ((triosim, "triosim"), (pytorch, "pytorch"), (path, trace_format)) if p is not None]
+    if len(given) != 1:
         raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
-    if triosim is not None:
-        from ..formats.triosim import read_triosim
-        step = from_triosim(read_triosim(triosim))   # TrioSim's traces step Adam
-    else:
-        from ..formats.pytorch_trace import capture_files
-        if not Path(pytorch).exists():  # type: ignore[arg-type]
-            raise InputError(f"{pytorch}: no such folder or file; expected a `podsim trace --out` folder or a "
-                             "Kineto trace JSON", where="--pytorch")
-        if Path(pytorch).is_file():  # type: ignore[arg-type]
-            kineto, et = Path(pytorch), (Path(execution_trace) if execution_trace else None)  # type: ignore[arg-type]
-        else:
-            kineto, et = capture_files(pytorch)[0]  # type: ignore[arg-type]   # rank 0 of a distributed capture
-        step = from_pytorch(kineto, et, whole_trace)
-        step.source = str(pytorch)   # the capture folder names the run
-        info = _capture_info(kineto.parent)
-        if info.get("optimizer") == "sgd":   # podsim trace's SGD has no momentum
-            step.optimizer_states = 0
-        captured = info.get("batch_size")
-        if isinstance(captured, int):
-            if traced_batch is not None and traced_batch != captured:
-                raise InputError(f"the capture was taken at batch {captured} (capture.json), not {traced_batch}",
-                                 str(pytorch), "--batch-size")
-            traced_batch = captured
+    source, fmt = given[0]
+    step = to_step(source, fmt, ReadOptions(execution_trace=execution_trace, whole_trace=whole_trace))
+    captured = step.batch
+    if captured is not None:
+        if traced_batch is not None and traced_batch != captured:
+            raise InputError(f"the capture was taken at batch {captured} (capture.json), not {traced_batch}",
+                             str(source), "--batch-size")
+        traced_batch = captured
     step.batch = traced_batch
     if simulated_batch is not None:
         if traced_batch is None:
@@ -62,26 +54,6 @@ def load_step(triosim: str | Path | None = None, pytorch: str | Path | None = No
         step = extrapolate(step, traced_batch, simulated_batch)
         step.batch = simulated_batch
     return step
-
-
-def _capture_info(folder: Path) -> dict:
-    """``capture.json`` of a ``podsim trace`` folder, or {} when it has none (a trace from
-    elsewhere).
-
-    Raises:
-        InputError: for a capture.json that is not a JSON object.
-    """
-    import json
-    p = folder / "capture.json"
-    if not p.is_file():
-        return {}
-    try:
-        info = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read: {e}", str(p)) from None
-    if not isinstance(info, dict):
-        raise InputError("expected a JSON object", str(p))
-    return info
 
 
 def micro_batches(stages: int, batch: int | None, micro_batch: int | None) -> int:

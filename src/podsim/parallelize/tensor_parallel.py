@@ -10,9 +10,9 @@ holds its own shard of the split weights, whole copies of the rest).
 from __future__ import annotations
 
 from ..errors import InputError
+from ..formats.one_gpu_step import OneGpuStep
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from .memory import Offload
-from .trace import OneGpuStep
 
 
 def tensor_parallel(step: OneGpuStep, gpus: int) -> Workload:

@@ -1,4 +1,5 @@
-"""Summaries of Chakra traces: what ``podsim inspect`` prints."""
+"""Summaries of Chakra traces: what ``podsim inspect`` reports (printed by
+:func:`podsim.report.traces.format_trace_summaries`)."""
 
 from __future__ import annotations
 
@@ -62,20 +63,3 @@ def summarize_prefix(prefix: str | os.PathLike[str], max_ranks: int = 8) -> tupl
     n = discover_ranks(prefix)
     return n, [summarize_trace(rank_file(prefix, r)) for r in range(min(n, max_ranks))]
 
-
-def format_summaries(n: int, sums: list[TraceSummary]) -> str:
-    lines = []
-    for s in sums:
-        lines.append(f"{s.path}  (schema {s.schema or '?'})")
-        lines.append(f"  nodes        {s.nodes:,}: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.by_type.items())))
-        lines.append(f"  CPU ops      {s.cpu_ops:,}")
-        if s.collectives:
-            lines.append("  collectives  " + ", ".join(f"{k} {v}" for k, v in sorted(s.collectives.items())))
-        lines.append(f"  deps         {s.data_deps:,} data, {s.ctrl_deps:,} control")
-        lines.append(f"  durations    {s.total_duration_us:,} us in all; {s.zero_duration:,} nodes of 0 us")
-        lines.append(f"  comm bytes   {s.comm_bytes:,}")
-    if n > len(sums):
-        lines.append(f"... and {n - len(sums)} more rank files ({n} in all)")
-    else:
-        lines.append(f"{n} rank file{'s' if n != 1 else ''}")
-    return "\n".join(lines)

@@ -1,8 +1,10 @@
 """A one-GPU training step as parallelization needs it: ops in order with their time, stage and
-the parameter gradients each backward op makes ready.
+the parameter gradients each backward op makes ready.  The IR of one-GPU trace formats: what
+:mod:`podsim.parallelize` takes to many GPUs.
 
-Built from TrioSim's processed traces (:func:`from_triosim`) or a PyTorch profiler trace with
-its execution trace (:func:`from_pytorch`).
+Built from TrioSim's processed traces (:func:`from_triosim`, :func:`read_triosim_step`) or a
+PyTorch profiler trace with its execution trace (:func:`from_pytorch`, :func:`read_pytorch_step`:
+a ``podsim trace`` folder or a Kineto file).
 
 TrioSim traces: which backward op finishes which parameters' gradients: parametrized forward
 ops (those reading weights) are matched in reverse order with the backward ops of the same kinds
@@ -23,12 +25,14 @@ update, or ``"(optimizer)"`` for ops over many layers' parameters at once (``_fo
 from __future__ import annotations
 
 import bisect
+import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
-from ..formats.triosim import TriosimOp, TriosimTensor, TriosimTrace
+from .pytorch_trace import capture_files, linked_nodes, read_linked, step_window, top_level_ops
+from .triosim import TriosimOp, TriosimTensor, TriosimTrace, read_triosim
 
 #: forward ops tensor parallelism splits (when they read parameters), as TrioSim's tpflag
 _TP_SPLIT = ("conv1d", "conv2d", "conv3d", "convolution", "linear", "addmm", "mm", "matmul", "embedding")
@@ -202,13 +206,6 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
     Raises:
         InputError: as :func:`podsim.formats.pytorch_trace.pytorch_to_workload`.
     """
-    from ..formats.pytorch_trace import (
-        linked_nodes,
-        read_linked,
-        step_window,
-        top_level_ops,
-    )
-
     k, et, notes = read_linked(kineto, execution_trace)
     lo, hi, _step = step_window(k, whole_trace)
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
@@ -382,3 +379,61 @@ class _EtFacts:
                 if len(owners) == 1:
                     f.opt_of[i] = owners.pop()
         return f
+
+
+def read_triosim_step(folder: str | Path) -> OneGpuStep:
+    """The one-GPU step of a TrioSim trace folder (``trace.csv``, ``tensor.csv``); TrioSim's
+    traces step Adam.  Its batch is unknown (``batch`` None).
+
+    Raises:
+        InputError: as :func:`podsim.formats.triosim.read_triosim`.
+    """
+    return from_triosim(read_triosim(folder))
+
+
+def read_pytorch_step(path: str | Path, execution_trace: str | Path | None = None,
+                      whole_trace: bool = False) -> OneGpuStep:
+    """The one-GPU step of a ``podsim trace`` folder (rank 0 of a distributed capture), or of a
+    Kineto trace file with its ``execution_trace`` (a capture made elsewhere).  A folder's
+    ``capture.json`` gives the step's batch (``batch``) and optimizer (plain SGD keeps no state).
+
+    Raises:
+        InputError: for a path that does not exist, a folder without traces, a bad trace or a
+            capture.json that is not a JSON object.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such folder or file; expected a `podsim trace --out` folder or a "
+                         "Kineto trace JSON", where="--pytorch")
+    if p.is_file():
+        kineto, et = p, (Path(execution_trace) if execution_trace else None)
+    else:
+        kineto, et = capture_files(p)[0]   # rank 0 of a distributed capture
+    step = from_pytorch(kineto, et, whole_trace)
+    step.source = str(path)   # the capture folder names the run
+    info = _capture_info(kineto.parent)
+    if info.get("optimizer") == "sgd":   # podsim trace's SGD has no momentum
+        step.optimizer_states = 0
+    captured = info.get("batch_size")
+    if isinstance(captured, int):
+        step.batch = captured
+    return step
+
+
+def _capture_info(folder: Path) -> dict:
+    """``capture.json`` of a ``podsim trace`` folder, or {} when it has none (a trace from
+    elsewhere).
+
+    Raises:
+        InputError: for a capture.json that is not a JSON object.
+    """
+    p = folder / "capture.json"
+    if not p.is_file():
+        return {}
+    try:
+        info = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read: {e}", str(p)) from None
+    if not isinstance(info, dict):
+        raise InputError("expected a JSON object", str(p))
+    return info
