@@ -26,6 +26,7 @@ from ..api.collective import COLLECTIVES, DTYPES, PROTOCOLS, collective
 from ..api.serve import MEMORY_CHECKS, ServeJob, numbers, serve, whole_numbers
 from ..api.serve import SCHEDULERS as SERVE_SCHEDULERS
 from ..api.serve_llm import serve_llm, with_hardware
+from ..api.simulate import PARALLEL_MODES, ParallelSpec, simulate, trace_formats
 from ..api.train import train
 from ..serving.llm.deployment import usd_per_mtok
 from ..serving.llm.requests import is_generator
@@ -113,14 +114,28 @@ SIMULATE = RunKind(
      Param("comm-group-configuration", "path"),
      Param("execution-trace", "path"),
      Param("whole-trace", "bool", False),
-     Param("rendezvous-protocol", "bool", False)),
+     Param("rendezvous-protocol", "bool", False),
+     Param("format", "choice", None, trace_formats(), help="the workload's trace format (default: sniffed)"),
+     Param("parallel", "choice", None, PARALLEL_MODES,
+           help="take the workload's one-GPU step to gpus GPUs: dp, ddp, tp or pp"),
+     Param("dp", "count", 1, help="with parallel pp: data-parallel pipelines"),
+     Param("micro-batch", "count", help="with parallel pp: samples per micro-batch"),
+     Param("schedule", "choice", "1f1b", ("1f1b", "gpipe"), help="with parallel pp: the pipeline schedule"),
+     Param("bucket-mb", "number", 25.0, help="with parallel ddp: gradient bucket size, MiB", unit="MiB"),
+     Param("batch-size", "count", help="with parallel: the batch the trace was taken at"),
+     Param("batch-size-sim", "count", help="with parallel: the batch per GPU to simulate"),
+     Param("gpu-memory", "number", help="with parallel: memory per GPU, GiB (default: the cluster's GPU)",
+           unit="GiB"),
+     Param("remote-bandwidth", "number", help="with parallel: offload what does not fit at this bandwidth, GB/s",
+           unit="GB/s")),
     (("workload-configuration",),),
     {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE",
      "exposed_comm_s": "DOUBLE"},
     ("time_s", "compute_s", "exposed_comm_s"),
     (), _ALL_CLUSTER,
     "a workload on a cluster or an ASTRA-sim machine (podsim simulate)",
-    {"workload": "workload-configuration", "system": "system-configuration", "network": "network-configuration"})
+    {"workload": "workload-configuration", "system": "system-configuration", "network": "network-configuration",
+     "micro-batch-size": "micro-batch", "pipeline-schedule": "schedule"})
 
 SERVE = RunKind(
     "serve",
@@ -410,19 +425,23 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
     communication and exposed communication (s)."""
     import tempfile
 
-    from ..api import simulate
     opt = {k: resolve(p[k], base) if p.get(k) else None
            for k in ("workload-configuration", "system-configuration", "network-configuration",
                      "comm-group-configuration", "execution-trace")}
     with tempfile.TemporaryDirectory(prefix="podsim-sweep-") as tmp:
         cluster = _cluster_file(p, whatif, base, tmp)
-        if cluster is None and not (opt["system-configuration"] and opt["network-configuration"]):
+        parallel = None
+        if p.get("parallel"):
+            parallel = ParallelSpec(p["parallel"], p.get("gpus") or 1, p.get("micro-batch"), p["schedule"], p["dp"],
+                                    p["bucket-mb"], p.get("batch-size"), p.get("batch-size-sim"), p.get("gpu-memory"),
+                                    p.get("remote-bandwidth"))
+        elif cluster is None and not (opt["system-configuration"] and opt["network-configuration"]):
             raise InputError("give cluster, or system-configuration and network-configuration")
         res = simulate(opt["workload-configuration"], opt["system-configuration"],   # type: ignore[arg-type]
                        None if cluster else opt["network-configuration"], None, opt["comm-group-configuration"],
                        record_timeline=False, rendezvous=p["rendezvous-protocol"], cluster=cluster,
                        backend=p["backend"], gpus=p.get("gpus"), execution_trace=opt["execution-trace"],
-                       whole_trace=p["whole-trace"])
+                       whole_trace=p["whole-trace"], trace_format=p.get("format"), parallel=parallel)
     last = max(res.ranks, key=lambda r: r.finish_ns)
     return {"time_s": res.finish_ns / 1e9, "num_ranks": res.num_ranks, "compute_s": last.compute_ns / 1e9,
             "comm_s": last.comm_ns / 1e9, "exposed_comm_s": last.exposed_comm_ns / 1e9}
