@@ -13,7 +13,7 @@ from podsim.llm import get_model
 from podsim.llm.generate import build_groups, generate, rank_of
 from podsim.llm.layout import Layout
 from podsim.llm.model import ModelConfig
-from podsim.llm.ops import LayerCosts, Step
+from podsim.llm.ops import LayerCosts, PassStep
 from podsim.workload.pipeline_schedules import interleaved, one_f_one_b, schedule
 
 
@@ -51,20 +51,20 @@ def test_every_pass_once_forward_first(kind, p, m, v) -> None:
 class FixedCosts(LayerCosts):
     """Every layer's forward takes 100 ns, its backward 200 ns; nothing else costs time."""
 
-    def forward(self, moe: bool) -> list[Step]:
-        return [Step("f", 100.0)]
+    def forward(self, moe: bool) -> list[PassStep]:
+        return [PassStep("f", 100.0)]
 
-    def backward(self, moe: bool) -> list[Step]:
-        return [Step("b", 200.0)]
+    def backward(self, moe: bool) -> list[PassStep]:
+        return [PassStep("b", 200.0)]
 
-    def embedding_steps(self, backward: bool) -> list[Step]:
-        return [Step("e", 0.0)]
+    def embedding_steps(self, backward: bool) -> list[PassStep]:
+        return [PassStep("e", 0.0)]
 
-    def output_steps(self, backward: bool) -> list[Step]:
-        return [Step("o", 0.0)]
+    def output_steps(self, backward: bool) -> list[PassStep]:
+        return [PassStep("o", 0.0)]
 
-    def optimizer(self, params: float, params_local: float | None = None) -> Step:
-        return Step("opt", 0.0)
+    def optimizer(self, params: float, params_local: float | None = None) -> PassStep:
+        return PassStep("opt", 0.0)
 
 
 def one_server(tmp_path, gpus: int) -> str:

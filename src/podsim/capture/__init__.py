@@ -3,8 +3,8 @@ a parallel job rank by rank on one device (``podsim trace --fake-ranks``)."""
 
 from .fake_ranks import RankCapture, trace_ranks
 from .models import TrainingSetup, resolve
-from .parallel import Layout, ParallelContext, TrainingStep, parse_layout
+from .parallel import MeshLayout, ParallelContext, TrainingStep, parse_layout
 from .run import Capture, capture
 
-__all__ = ["Capture", "Layout", "ParallelContext", "RankCapture", "TrainingSetup", "TrainingStep", "capture",
+__all__ = ["Capture", "MeshLayout", "ParallelContext", "RankCapture", "TrainingSetup", "TrainingStep", "capture",
            "parse_layout", "resolve", "trace_ranks"]

@@ -43,7 +43,7 @@ from ..formats.rank_traces import compose
 from .hf_parallel import build as build_hf
 from .megatron import build as build_megatron
 from .models import _cross_entropy, torch_module, user_callable
-from .parallel import DIMS, Layout, ParallelContext, TrainingStep, parse_layout
+from .parallel import DIMS, MeshLayout, ParallelContext, TrainingStep, parse_layout
 from .recorder import STEP_FRAME, records, register_backends, reset
 from .run import _free_port, job_process, spawn_errors
 
@@ -54,7 +54,7 @@ class RankCapture:
 
     folder: Path
     world_size: int
-    layout: Layout
+    layout: MeshLayout
     ranks_traced: list[int]
     step_ms: dict[int, float]      #: each traced rank's profiled step (ms)
     trace_s: float                 #: wall time of the whole trace (s)
@@ -85,7 +85,7 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[list[An
                      "podsim.capture.TrainingStep", where="--model")
 
 
-def trace_rank(rank: int, world_size: int, layout: Layout, model: str, batch_size: int, folder: str, steps: int,
+def trace_rank(rank: int, world_size: int, layout: MeshLayout, model: str, batch_size: int, folder: str, steps: int,
                device: str, optimizer: str, seq_len: int, fake: bool) -> None:
     """Run rank ``rank``'s training step (``steps`` warm-up steps and one profiled) on the fake
     (or, in a process of a real job, the recording gloo) backend and write its files to

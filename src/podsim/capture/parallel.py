@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..workload.mesh import DIMS, Layout, layout_from_json, parse_layout
+from ..workload.mesh import DIMS, MeshLayout, layout_from_json, parse_layout
 
-__all__ = ["DIMS", "Layout", "ParallelContext", "TrainingStep", "layout_from_json", "one_f_one_b", "parse_layout"]
+__all__ = ["DIMS", "MeshLayout", "ParallelContext", "TrainingStep", "layout_from_json", "one_f_one_b", "parse_layout"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ParallelContext:
 
     rank: int
     world_size: int
-    layout: Layout
+    layout: MeshLayout
     mesh: Any
     device: str = "cpu"
     seq_len: int = 128

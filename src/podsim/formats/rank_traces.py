@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
-from ..workload.mesh import DIMS, Layout, layout_from_json
+from ..workload.mesh import DIMS, MeshLayout, layout_from_json
 from .pytorch_trace import load_json_object, read_kineto, step_window, top_level_ops
 
 _KINDS = {"all_reduce": CollectiveKind.ALL_REDUCE, "all_gather": CollectiveKind.ALL_GATHER,
@@ -269,7 +269,7 @@ def _gpu_events(b: ProgramBuilder, k: Any, lo: float, hi: float, seg_start: list
     return out
 
 
-def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:
+def capture_info(folder: str | Path) -> tuple[dict[str, Any], MeshLayout]:
     """``capture.json`` of a rank-by-rank trace and its layout.
 
     Raises:
@@ -287,7 +287,7 @@ def capture_info(folder: str | Path) -> tuple[dict[str, Any], Layout]:
     return info, layout
 
 
-def _spans(members: tuple[int, ...], layout: Layout) -> tuple[str, ...] | None:
+def _spans(members: tuple[int, ...], layout: MeshLayout) -> tuple[str, ...] | None:
     """The mesh dimensions a group spans, when it is a whole slice of the mesh along them (None
     otherwise)."""
     coords = [layout.coords(m) for m in members]
@@ -298,7 +298,7 @@ def _spans(members: tuple[int, ...], layout: Layout) -> tuple[str, ...] | None:
     return dims if size == len(set(members)) else None
 
 
-def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layout, rep: int) -> tuple[int, ...]:
+def _translate_group(members: tuple[int, ...], rank: int, old: MeshLayout, new: MeshLayout, rep: int) -> tuple[int, ...]:
     """The group of ``rank`` (in layout ``new``) that plays the part ``members`` play for the
     traced rank ``rep`` (in layout ``old``)."""
     dims = _spans(members, old)
@@ -311,7 +311,7 @@ def _translate_group(members: tuple[int, ...], rank: int, old: Layout, new: Layo
     return _slice(dims, rank, new)
 
 
-def _slice(dims: tuple[str, ...], rank: int, layout: Layout) -> tuple[int, ...]:
+def _slice(dims: tuple[str, ...], rank: int, layout: MeshLayout) -> tuple[int, ...]:
     """The ranks of ``layout`` that differ from ``rank`` only along the mesh dimensions ``dims``."""
     c = layout.coords(rank)
     grid = [[c[d]] if d not in dims else list(range(getattr(layout, d))) for d in DIMS]
@@ -319,7 +319,7 @@ def _slice(dims: tuple[str, ...], rank: int, layout: Layout) -> tuple[int, ...]:
                         for t in grid[3]))
 
 
-def _translate_peer(peer: int, rep: int, rank: int, old: Layout, new: Layout) -> int:
+def _translate_peer(peer: int, rep: int, rank: int, old: MeshLayout, new: MeshLayout) -> int:
     """The peer of ``rank`` (layout ``new``) that ``peer`` is of ``rep`` (layout ``old``)."""
     pc, rc, c = old.coords(peer), old.coords(rep), new.coords(rank)
     out = {d: (pc[d] if pc[d] != rc[d] else c[d]) for d in DIMS}

@@ -41,7 +41,7 @@ from .generate import BUCKET_PARAMS, Folder, StageProgram
 from .layout import Layout
 from .memory import stage_params
 from .model import ModelConfig
-from .ops import LayerCosts, Step
+from .ops import LayerCosts, PassStep
 from .stack import Stack
 
 _GRID_FROM = 1 << 20      #: collectives above this size are timed on a grid of sizes (B)
@@ -153,7 +153,7 @@ class LayoutEstimator:
                                                 layout.flash_attention, comm_ns=self.folder(layout), stack=self.stack)
         return hit
 
-    def _steps_ns(self, key: tuple, steps: Sequence[Step], slow: float, fold: Folder) -> int:
+    def _steps_ns(self, key: tuple, steps: Sequence[PassStep], slow: float, fold: Folder) -> int:
         """A run of steps fused as :meth:`StageProgram.step` fuses them: compute rounded up to
         whole ns after the slowdown, folded collectives added, an overlapped one running beside
         the next compute step."""

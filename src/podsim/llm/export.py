@@ -31,13 +31,13 @@ from ..workload import CollectiveKind
 from .layout import Layout
 from .memory import stage_params
 from .model import ModelConfig
-from .ops import LayerCosts, Step
+from .ops import LayerCosts, PassStep
 
 _SIMAI_NAME = {CollectiveKind.ALL_REDUCE: "ALLREDUCE", CollectiveKind.ALL_GATHER: "ALLGATHER",
                CollectiveKind.REDUCE_SCATTER: "REDUCESCATTER", CollectiveKind.ALL_TO_ALL: "ALLTOALL"}
 
 
-def _segments(steps: list[Step]) -> list[tuple[int, str, int]]:
+def _segments(steps: list[PassStep]) -> list[tuple[int, str, int]]:
     """(compute ns, collective after it or NONE, bytes): one per collective, plus the tail."""
     out: list[tuple[int, str, int]] = []
     ns = 0.0
@@ -53,7 +53,7 @@ def _segments(steps: list[Step]) -> list[tuple[int, str, int]]:
     return out
 
 
-def _rows(name: str, fwd: list[Step], bwd: list[Step], dp: tuple[str, int] | None) -> list[str]:
+def _rows(name: str, fwd: list[PassStep], bwd: list[PassStep], dp: tuple[str, int] | None) -> list[str]:
     f, b = _segments(fwd), _segments(bwd)
     n = max(len(f), len(b))
     lines = []

@@ -31,7 +31,7 @@ from ..workload.pipeline_schedules import schedule
 from .layout import Layout
 from .memory import embedding_params, output_params, stage_layers, stage_params
 from .model import ModelConfig
-from .ops import LayerCosts, Step
+from .ops import LayerCosts, PassStep
 
 BUCKET_PARAMS = 40_000_000  #: Megatron's default gradient bucket (elements)
 
@@ -125,7 +125,7 @@ class StageProgram:
         self.prev = [op]
         return op
 
-    def step(self, st: Step, label: str) -> None:
+    def step(self, st: PassStep, label: str) -> None:
         if st.collective is None:
             if st.ns > 0 and self.slow != 1.0:
                 st = replace(st, ns=st.ns * self.slow)

@@ -55,7 +55,7 @@ CommTimer = Callable[[CollectiveKind, int, str], "int | None"]
 
 
 @dataclass(frozen=True)
-class Step:
+class PassStep:
     """One step of a layer pass: compute (``ns``) or a collective on ``group``."""
 
     name: str
@@ -97,7 +97,7 @@ class LayerCosts:
         self.tokens = layout.micro_batch * layout.seq_len // layout.cp   # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
         self._timers: dict[str, KernelTimer] = {cm.dtype: cm}
-        self._cache: dict[tuple, list[Step]] = {}
+        self._cache: dict[tuple, list[PassStep]] = {}
 
     # -- timing -------------------------------------------------------------------------------
 
@@ -165,9 +165,9 @@ class LayerCosts:
 
     # -- steps --------------------------------------------------------------------------------
 
-    def steps(self, kernels: Sequence[Kernel], label: str = "") -> list[Step]:
+    def steps(self, kernels: Sequence[Kernel], label: str = "") -> list[PassStep]:
         """Cut a kernel list into compute and collective steps (see the module docstring)."""
-        out: list[Step] = []
+        out: list[PassStep] = []
         run: list[Kernel] = []
 
         def flush() -> None:
@@ -195,7 +195,7 @@ class LayerCosts:
                 continue
             kind, cname = tp
             engine = self._overlapped(k)
-            coll = Step(f"{label}tp {cname}".strip(), collective=kind, nbytes=self.act_bytes, group="tp",
+            coll = PassStep(f"{label}tp {cname}".strip(), collective=kind, nbytes=self.act_bytes, group="tp",
                         overlap=bool(engine))
             if engine:
                 flush()
@@ -212,7 +212,7 @@ class LayerCosts:
         flush()
         return self._host_bound(out, kernels)
 
-    def _host_bound(self, steps: list[Step], kernels: Sequence[Kernel]) -> list[Step]:
+    def _host_bound(self, steps: list[PassStep], kernels: Sequence[Kernel]) -> list[PassStep]:
         """A pass lasts at least its kernel launches x ``host_ns`` (the CPU issues kernels
         ahead of the GPU while they are long, and the GPU waits for it when they are short):
         the shortfall is added to the pass's last compute step."""
@@ -230,7 +230,7 @@ class LayerCosts:
         steps[last] = replace(st, ns=st.ns + host - gpu)
         return steps
 
-    def _marker(self, k: Kernel) -> Step | None:
+    def _marker(self, k: Kernel) -> PassStep | None:
         """The collective a ``comm`` marker stands for (None when this layout has none)."""
         lay = self.lay
         nb = int(k.nbytes)
@@ -239,15 +239,15 @@ class LayerCosts:
                 return None
             if lay.sequence_parallel:
                 kind = CollectiveKind.ALL_GATHER if "gather" in k.name else CollectiveKind.REDUCE_SCATTER
-                return Step(k.name, collective=kind, nbytes=self.act_bytes, group="tp")
+                return PassStep(k.name, collective=kind, nbytes=self.act_bytes, group="tp")
             if "reduce" in k.name:
-                return Step("tp all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes, group="tp")
+                return PassStep("tp all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes, group="tp")
             return None
         if k.name.startswith("ep "):
-            return None if lay.ep == 1 else Step(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
+            return None if lay.ep == 1 else PassStep(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
         if k.name.startswith("cp "):
             kind = CollectiveKind.REDUCE_SCATTER if k.backward else CollectiveKind.ALL_GATHER
-            return Step(f"{k.name} {'reduce-scatter' if k.backward else 'all-gather'}", collective=kind,
+            return PassStep(f"{k.name} {'reduce-scatter' if k.backward else 'all-gather'}", collective=kind,
                         nbytes=nb, group="cp", overlap=True)
         return None
 
@@ -262,10 +262,10 @@ class LayerCosts:
         return self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
 
     def _compute_step(self, label: str, ks: Sequence[Kernel], beside: CollectiveKind | None = None,
-                      engine: str = "") -> Step:
+                      engine: str = "") -> PassStep:
         gpu = self._in_step_ns(sum(self.kernel_ns(k) for k in ks), beside, engine)
         name = ks[0].name if len(ks) == 1 else f"{ks[0].module} {ks[0].name} .. {ks[-1].name}"
-        return Step(f"{label}{name}".strip(), gpu, sum(k.flops for k in ks))
+        return PassStep(f"{label}{name}".strip(), gpu, sum(k.flops for k in ks))
 
     def timed(self, kernels: Sequence[Kernel]) -> list[TimedKernel]:
         """Each kernel with its time alone and in its step (for ``podsim llm --kernels``)."""
@@ -291,13 +291,13 @@ class LayerCosts:
 
     # -- passes -------------------------------------------------------------------------------
 
-    def forward(self, moe: bool) -> list[Step]:
+    def forward(self, moe: bool) -> list[PassStep]:
         key = (moe, "fwd")
         if key not in self._cache:
             self._cache[key] = self.steps(self.layer_kernels(moe, False))
         return self._cache[key]
 
-    def backward(self, moe: bool) -> list[Step]:
+    def backward(self, moe: bool) -> list[PassStep]:
         key = (moe, "bwd")
         if key not in self._cache:
             self._cache[key] = self.steps(self.layer_kernels(moe, True))
@@ -305,7 +305,7 @@ class LayerCosts:
 
     # -- the rest of the model ----------------------------------------------------------------
 
-    def embedding_steps(self, backward: bool) -> list[Step]:
+    def embedding_steps(self, backward: bool) -> list[PassStep]:
         """The input embedding; with TP, its vocabulary-parallel partial sums are all-reduced
         (reduce-scattered with SP) and, backward, the gradient all-gathered (SP)."""
         key = ("emb", backward)
@@ -319,13 +319,13 @@ class LayerCosts:
                 else:
                     kind = None if backward else CollectiveKind.ALL_REDUCE
                 if kind is not None:
-                    coll = Step(f"embedding tp {kind.name.lower().replace('_', '-')}", collective=kind,
+                    coll = PassStep(f"embedding tp {kind.name.lower().replace('_', '-')}", collective=kind,
                                 nbytes=self.act_bytes, group="tp")
                     steps = [coll] + steps if backward else steps + [coll]
             self._cache[key] = steps
         return self._cache[key]
 
-    def output_steps(self, backward: bool) -> list[Step]:
+    def output_steps(self, backward: bool) -> list[PassStep]:
         """The final norm, output layer and loss; with TP (SP) the norm's output is gathered
         first, the loss all-reduces its max and sums (three tiny all-reduces), and backward
         the gradient into the final norm is reduce-scattered (all-reduced without SP)."""
@@ -333,28 +333,28 @@ class LayerCosts:
         if key not in self._cache:
             ks = output_kernels(self.m, self.lay, backward, self.lay.loss_fusion)
             lay = self.lay
-            steps: list[Step]
+            steps: list[PassStep]
             if lay.tp == 1:
                 steps = self.steps(ks)
             elif not backward:
                 steps = [self._compute_step("", ks[:1])]
                 if lay.sequence_parallel:
-                    steps.append(Step("output tp all-gather", collective=CollectiveKind.ALL_GATHER,
+                    steps.append(PassStep("output tp all-gather", collective=CollectiveKind.ALL_GATHER,
                                       nbytes=self.act_bytes, group="tp"))
                 steps += [self._compute_step("", ks[1:])]
                 small = int(self.tokens * 4)
-                steps += [Step(f"cross entropy tp all-reduce {w}", collective=CollectiveKind.ALL_REDUCE,
+                steps += [PassStep(f"cross entropy tp all-reduce {w}", collective=CollectiveKind.ALL_REDUCE,
                                nbytes=small, group="tp") for w in ("max", "sum", "target")]
             else:
                 kind = CollectiveKind.REDUCE_SCATTER if lay.sequence_parallel else CollectiveKind.ALL_REDUCE
                 steps = [self._compute_step("", ks[:-1]),
-                         Step(f"output grad tp {'reduce-scatter' if lay.sequence_parallel else 'all-reduce'}",
+                         PassStep(f"output grad tp {'reduce-scatter' if lay.sequence_parallel else 'all-reduce'}",
                               collective=kind, nbytes=self.act_bytes, group="tp"),
                          self._compute_step("", ks[-1:])]
             self._cache[key] = steps
         return self._cache[key]
 
-    def embedding(self, backward: bool) -> Step:
+    def embedding(self, backward: bool) -> PassStep:
         """The embedding's compute as one step (its collectives left out)."""
         return _merge("embedding grad" if backward else "embedding", self.embedding_steps(backward))
 
@@ -363,7 +363,7 @@ class LayerCosts:
         ``shard`` of them."""
         return optimizer_kernels(params_local, shard, self.lay, float(self.lay.grad_reduce_bytes))
 
-    def optimizer(self, params: float, params_local: float | None = None) -> Step:
+    def optimizer(self, params: float, params_local: float | None = None) -> PassStep:
         """The per-iteration work of a GPU updating ``params`` (its optimizer shard) and holding
         ``params_local`` (default: the same): gradient-buffer zeroing and scaling, the gradient
         norm, Adam, the bf16 copy of the weights (and fp8 weight casts)."""
@@ -372,6 +372,6 @@ class LayerCosts:
         return replace(st, ns=max(st.ns, len(ks) * self.stack.host_ns))
 
 
-def _merge(name: str, steps: list[Step]) -> Step:
+def _merge(name: str, steps: list[PassStep]) -> PassStep:
     comp = [s for s in steps if s.collective is None]
-    return Step(name, sum(s.ns for s in comp), sum(s.flops for s in comp))
+    return PassStep(name, sum(s.ns for s in comp), sum(s.flops for s in comp))

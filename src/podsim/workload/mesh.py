@@ -22,7 +22,7 @@ DIMS = ("pp", "dp", "cp", "tp")
 
 
 @dataclass(frozen=True)
-class Layout:
+class MeshLayout:
     """Degrees of each parallel dimension; ``fsdp``: parameters sharded over dp (FSDP2)."""
 
     world_size: int
@@ -67,7 +67,7 @@ class Layout:
         c = self.coords(rank)
         return self.rank_of(pp=c["pp"], tp=c["tp"])
 
-    def with_world_size(self, world_size: int, where: str = "--gpus") -> Layout:
+    def with_world_size(self, world_size: int, where: str = "--gpus") -> MeshLayout:
         """The same TP/PP/CP layout on ``world_size`` ranks (another data-parallel degree).
 
         Raises:
@@ -80,7 +80,7 @@ class Layout:
         return {"spec": self.spec(), "tp": self.tp, "pp": self.pp, "cp": self.cp, "dp": self.dp, "fsdp": self.fsdp}
 
 
-def parse_layout(spec: str, world_size: int, where: str = "--layout") -> Layout:
+def parse_layout(spec: str, world_size: int, where: str = "--layout") -> MeshLayout:
     """``tp=T[,pp=P][,cp=C][,fsdp]`` (``dp`` alone: plain data parallel) on ``world_size`` ranks.
 
     Raises:
@@ -108,11 +108,11 @@ def parse_layout(spec: str, world_size: int, where: str = "--layout") -> Layout:
     if world_size % product:
         raise InputError(f"layout {spec!r} needs a multiple of tp x pp x cp = {product} ranks; the world size is "
                          f"{world_size}", where=where)
-    return Layout(world_size, degrees["tp"], degrees["pp"], degrees["cp"], fsdp)
+    return MeshLayout(world_size, degrees["tp"], degrees["pp"], degrees["cp"], fsdp)
 
 
-def layout_from_json(d: Any, world_size: int, source: str) -> Layout:
-    """The layout ``capture.json`` stored (see :meth:`Layout.to_json`).
+def layout_from_json(d: Any, world_size: int, source: str) -> MeshLayout:
+    """The layout ``capture.json`` stored (see :meth:`MeshLayout.to_json`).
 
     Raises:
         InputError: for a missing or malformed layout.
