@@ -9,11 +9,20 @@ result.  The command line and the sweep call these functions and nothing below t
 * :func:`serve` -- inference serving as DLSIM models it (:class:`ServeJob`: requests, a
   placement, per-GPU queues, a replica scheduler); returns a
   :class:`~podsim.serving.simulator.ServeResult`.
+* :func:`search` -- the best training layouts of a model on N GPUs, or the best ways to serve
+  it (:class:`SearchJob`).
+* :func:`sweep` -- any run over a grid of parameters and hardware what-ifs, into one table.
+* :func:`validate` -- predictions against published measurements.
+* :func:`fabric` -- a cluster's fabric; :func:`measure_kernels`, :func:`fit_kernels` and
+  :func:`compare_steps` -- kernel tables and measured training steps.
 """
 
 from __future__ import annotations
 
 from .collective import CollectiveTable, collective
+from .fabric import fabric
+from .kernels import compare_steps, fit_kernels, measure_kernels
+from .search import SearchJob, search
 from .serve import ServeJob, serve
 from .simulate import (
     ParallelSpec,
@@ -24,6 +33,9 @@ from .simulate import (
     system_params,
     trace_formats,
 )
+from .sweep import sweep
+from .validate import validate
 
 __all__ = ["CollectiveTable", "ServeJob", "collective", "describe_topology", "load_workload", "serve", "simulate",
-           "system_params", "ParallelSpec", "format_of", "trace_formats"]
+           "system_params", "ParallelSpec", "format_of", "trace_formats",
+           "SearchJob", "compare_steps", "fabric", "fit_kernels", "measure_kernels", "search", "sweep", "validate"]

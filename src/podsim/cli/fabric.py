@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..api.fabric import fabric, write_simai_topology
+from ..report.fabric import format_fabric
 from .options import (
     add_cluster,
     count_arg,
 )
-
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"fabric": "_run_fabric"}
@@ -26,13 +27,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 
 def _run_fabric(args: argparse.Namespace) -> int:
-    from ..formats.simai import write_topology
-    from ..hardware.cluster import build_fabric, load_cluster
-    from ..network.describe import describe_fabric
-
-    fab = build_fabric(load_cluster(args.cluster), args.gpus)
-    print(describe_fabric(fab))
+    fab = fabric(args.cluster, args.gpus)
+    print(format_fabric(fab))
     if args.simai:
-        write_topology(fab, args.simai)
+        write_simai_topology(fab, args.simai)
         print(f"  wrote {args.simai}")
     return 0

@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
-from ..serving.llm.schedulers import SCHEDULERS
-from ..sweep.search import FLOW_TOP, SIMULATE_TOP
-from .options import add_backend, add_cluster, add_workers, count_arg, count_bar, natural_arg, non_negative_arg, positive_arg
+from ..api.search import (
+    DEFAULT_ROUTER,
+    FLOW_TOP,
+    RECOMPUTE,
+    ROUTERS,
+    SCHEDULERS,
+    SIMULATE_TOP,
+    TP_OVERLAP,
+    SearchJob,
+    check_kind,
+    job_fields,
+    search,
+    write_search_report,
+)
+from ..errors import InputError
+from ..report.json_out import write_document
+from ..report.search import format_search
+from .options import (
+    add_backend,
+    add_cluster,
+    add_workers,
+    count_arg,
+    count_bar,
+    natural_arg,
+    non_negative_arg,
+    positive_arg,
+)
 
 EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 64 --global-batch 256 --seq-len 8192
@@ -91,8 +115,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
                    help="sequences per iteration (a training search needs it)")
     s.add_argument("--seq-len", type=count_arg, default=None, metavar="S", help="tokens per sequence (default 2048)")
     s.add_argument("--objective", default=None, choices=["tokens", "mfu", "time", "cost", "capacity"],
-                   help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost per "
-                        "million tokens; a serving search by capacity (requests/s per GPU meeting the SLOs, its "
+                   help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost "
+                        "per million tokens; a serving search by capacity (requests/s per GPU meeting the SLOs, its "
                         "default), tokens (output tokens/s per GPU at capacity) or cost (per million output tokens)")
     s.add_argument("--gpu-hour-price", type=positive_arg, default=None, metavar="USD",
                    help="the price of one GPU-hour in US dollars: rows then say their cost per million tokens "
@@ -110,12 +134,12 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     for dim, default in (("tp", "1,2,4,8"), ("pp", "1,2,4,8,16"), ("vpp", "1,2"), ("cp", "1"), ("ep", "1"),
                          ("micro-batch", "1,2,4")):
         s.add_argument(f"--{dim}-values", type=_ints, default=None if dim == "pp" else _ints(default),
-                       metavar="N,N,...", help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try "
-                       f"(default {default}" + ("; a serving search: 1)" if dim == "pp" else ")"))
+                       metavar="N,N,...",
+                       help=f"{dim.upper() if dim != 'micro-batch' else 'micro-batch'} values to try (default "
+                       f"{default}" + ("; a serving search: 1)" if dim == "pp" else ")"))
     s.add_argument("--zero-values", type=_zero, default=(0,), metavar="N,N,...",
                    help="ZeRO stages to try besides the distributed optimizer (0-3; default 0)")
-    for name, choices, default in (("recompute", ("none", "selective", "full"), "none,selective,full"),
-                                   ("tp-overlap", ("te", "async", "none"), "te")):
+    for name, choices, default in (("recompute", RECOMPUTE, ",".join(RECOMPUTE)), ("tp-overlap", TP_OVERLAP, "te")):
         s.add_argument(f"--{name}-values", type=_words(choices), default=tuple(default.split(",")), metavar="X,X,...",
                        help=f"{name} values to try, of {', '.join(choices)} (default {default})")
     for name, default in (("sequence-parallel", "on,off"), ("distributed-optimizer", "on,off"),
@@ -161,152 +185,13 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
-#: the options only a training search takes, and those only a serving search (--workload) takes
-_TRAINING_ONLY = ("global_batch", "seq_len", "vpp_values", "cp_values", "micro_batch_values", "zero_values",
-                  "recompute_values", "tp_overlap_values", "sequence_parallel_values", "distributed_optimizer_values",
-                  "overlap_grad_reduce_values", "overlap_param_gather_values", "simulate_top", "flow_top",
-                  "memory_reserve", "train_tokens", "backend", "store", "report")
-_SERVING_ONLY = ("requests", "slo_ttft", "slo_tpot", "capacity_target", "scheduler_values", "chunk_values",
-                 "pd_values", "router", "max_context")
-
-
-def _given(args: argparse.Namespace, dests: tuple[str, ...]) -> list[str]:
-    """The options of ``dests`` given other values than their defaults, as flags."""
-    p = argparse.ArgumentParser()
-    add_parser(p.add_subparsers())
-    defaults = vars(p.parse_args(["search", "--model", "m", "--gpus", "1"]))
-    return ["--" + d.replace("_", "-") for d in dests if getattr(args, d) != defaults[d]]
-
-
 def _run_search(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-
-    if args.workload is not None:
-        given = _given(args, _TRAINING_ONLY)
-        if given:
-            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a training search; a "
-                             "serving search (--workload) takes --requests, --slo-ttft, --slo-tpot, "
-                             "--scheduler-values, --chunk-values, --pd-values and the like", where=given[0])
-        return _run_serving_search(args)
-    given = _given(args, _SERVING_ONLY)
-    if given:
-        raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a serving search: give "
-                         "--workload TRACE.csv|poisson:QPS,... as well", where=given[0])
-    if args.global_batch is None:
-        raise InputError("a training search needs --global-batch B (or --workload for a serving search)",
-                         where="--global-batch")
-    return _run_training_search(args)
-
-
-def _run_serving_search(args: argparse.Namespace) -> int:
-    import json
-
-    from ..fileio import atomic_write_text
-    from ..hardware.gpu import get_gpu
-    from ..sweep.search import gpu_hour_price, load_model
-    from ..sweep.serving_search import RequestMix, ServingSpace, parse_pd, search_serving
-
-    model = load_model(args.model, args.model_config)
-    gpu = get_gpu(args.gpu)
-    model_arg = f"--model {args.model}" if args.model else f"--model-config {args.model_config}"
-    objective = args.objective or "capacity"
-    price, price_note = args.gpu_hour_price, ""
-    if price is None:
-        from ..errors import InputError
-        try:
-            price = gpu_hour_price(args.gpu, args.gpu_prices)
-            price_note = (f"  a GPU-hour of the {gpu.name} at ${price:g} ({args.gpu_prices or 'podsim/hardware/prices.yaml'}"
-                          "; --gpu-hour-price USD sets another)")
-        except InputError:
-            if objective == "cost" or args.gpu_prices:
-                raise
-    space = ServingSpace(gpus=args.gpus, tp=args.tp_values, pp=args.pp_values or (1,), ep=args.ep_values,
-                         scheduler=args.scheduler_values, chunk=args.chunk_values,
-                         pd=tuple(parse_pd(args.pd_values)))
-    workload = RequestMix(args.workload, args.requests, args.slo_ttft, args.slo_tpot, args.capacity_target,
-                        args.router, args.max_context)
-    bar = count_bar("capacity of {done}/{total} ways to serve")
-    res = search_serving(model, model_arg, args.gpu, space, workload, objective, args.cluster, price,
-                         args.workers, args.ray, bar)
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 80 + "\r")
-    ok = [r for r in res.rows if not r["error"]]
-    slos = " and ".join([f"TTFT <= {args.slo_ttft:g} s"] * (args.slo_ttft is not None)
-                        + [f"TPOT <= {args.slo_tpot:g} s"] * (args.slo_tpot is not None))
-    print(f"podsim search: serving {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, {args.workload} "
-          f"({args.requests} requests a run), {slos} for {100 * args.capacity_target:g}% of requests: "
-          f"{res.evaluated:,} ways evaluated, {len(res.rows) - len(ok):,} could not serve; "
-          f"{sum(res.rejected.values()):,} rejected")
-    for reason, n in res.rejected.most_common():
-        print(f"  rejected {n:>6,}: {reason}")
-    if price_note:
-        print(price_note)
-    cost = price is not None
-    print(f"\n  {'#':>3}  {'req/s':>8}  {'req/s/GPU':>9}  {'tok/s/GPU':>9}  {'TTFT p99':>8}  {'TPOT p99':>8}"
-          + (f"  {'$/Mtok':>8}" if cost else "") + "  serving")
-    for i, r in enumerate(res.rows[:args.top], 1):
-        desc = (f"gpus {r['gpus']} tp {r['tp']} pp {r['pp']}" + (f" ep {r['ep']}" if r["ep"] > 1 else "")
-                + (f" replicas {r['replicas']}" if r["pd"] == "off" else f" pd {r['pd']}") + f" {r['scheduler']}"
-                + (f" chunk {r['chunk']}" if r["chunk"] is not None else ""))
-        if r["error"]:
-            print(f"  {i:>3}  {'-':>8}  {'-':>9}  {'-':>9}  {'-':>8}  {'-':>8}" + (f"  {'-':>8}" if cost else "")
-                  + f"  {desc}: {r['error']}")
-            continue
-
-        def ms(x: float | None) -> str:
-            return f"{'-':>8}" if x is None else f"{1e3 * x:6.0f}ms"
-        print(f"  {i:>3}  {r['capacity_qps']:>8.3g}  {r['capacity_qps_per_gpu']:>9.3g}  {r['tokens_per_s_per_gpu']:>9,.0f}"
-              f"  {ms(r['ttft_p99_s'])}  {ms(r['tpot_p99_s'])}"
-              + (f"  {r['cost_per_mtok_usd']:>8.3f}" if cost and r["cost_per_mtok_usd"] is not None else
-                 f"  {'-':>8}" if cost else "") + f"  {desc}")
-    shaky = sum(1 for r in res.rows[:args.top] if not r["error"] and not r["steady"])
-    if shaky:
-        print(f"\n  note: {shaky} of these rows' runs at capacity end before their queues can fill (arrivals over less "
-              "than 10 mean end-to-end latencies): their capacity is optimistic; give more --requests")
-    if ok:
-        print(f"\n  reproduce the best: {ok[0]['command']}")
-    doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "workload": args.workload,
-           "requests": args.requests, "slo_ttft_s": args.slo_ttft, "slo_tpot_s": args.slo_tpot,
-           "capacity_target": args.capacity_target, "objective": objective, "usd_per_gpu_hour": price,
-           "evaluated": res.evaluated, "rejected": dict(res.rejected.most_common()), "best": res.rows[:args.top]}
-    if args.json:
-        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
-        print(f"  wrote {args.json}")
-    return 0
-
-
-def _run_training_search(args: argparse.Namespace) -> int:
-    import json
-
-    from ..errors import InputError
-    from ..fileio import atomic_write_text
-    from ..hardware.gpu import get_gpu
-    from ..sweep.search import gpu_hour_price, load_model, search
-    from ..sweep.space import Space
-
-    if args.objective == "capacity":
-        raise InputError("capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time "
-                         "or cost", where="--objective")
-    args.objective = args.objective or "tokens"
-    args.seq_len = args.seq_len or 2048
-    args.pp_values = args.pp_values or (1, 2, 4, 8, 16)
-    model = load_model(args.model, args.model_config)
-    gpu = get_gpu(args.gpu)
-    model_arg = f"--model {args.model}" if args.model else f"--model-config {args.model_config}"
-    space = Space(gpus=args.gpus, global_batch=args.global_batch, seq_len=args.seq_len, tp=args.tp_values,
-                  pp=args.pp_values, vpp=args.vpp_values, cp=args.cp_values, ep=args.ep_values,
-                  micro_batch=args.micro_batch_values, recompute=args.recompute_values,
-                  sequence_parallel=args.sequence_parallel_values,
-                  distributed_optimizer=args.distributed_optimizer_values, zero=args.zero_values,
-                  tp_overlap=args.tp_overlap_values, overlap_grad_reduce=args.overlap_grad_reduce_values,
-                  overlap_param_gather=args.overlap_param_gather_values)
-    if args.report:
-        from pathlib import Path
-        if Path(args.report).is_dir() or not Path(args.report).resolve().parent.is_dir():
-            raise InputError("cannot write the report there: give a file in an existing folder", args.report,
-                             "--report")
+    job = SearchJob(**{name: getattr(args, name) for name in job_fields()})
+    check_kind(job, ["--report"] if args.report is not None else [])
+    if args.report and (Path(args.report).is_dir() or not Path(args.report).resolve().parent.is_dir()):
+        raise InputError("cannot write the report there: give a file in an existing folder", args.report, "--report")
     words = {"screen": "estimated {done}/{total} layouts", "simulate": "simulated {done}/{total} best layouts",
-             "flow": "flow backend: {done}/{total} best layouts"}
+             "flow": "flow backend: {done}/{total} best layouts", "serve": "capacity of {done}/{total} ways to serve"}
     bars: dict = {}
 
     def progress(phase: str, done: int, total: int) -> None:
@@ -316,58 +201,14 @@ def _run_training_search(args: argparse.Namespace) -> int:
             bars[phase] = count_bar(words[phase])
         bars[phase](done, total)
 
-    price = args.gpu_hour_price
-    if price is None and (args.objective == "cost" or args.gpu_prices):
-        price = gpu_hour_price(args.gpu, args.gpu_prices)
-        print(f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({args.gpu_prices or 'podsim/hardware/prices.yaml'}"
-              "; --gpu-hour-price USD sets another)")
-    room = gpu.memory_gib - args.memory_reserve
-    if room <= 0:
-        raise InputError(f"the {gpu.name} has {gpu.memory_gib:g} GiB: a reserve of {args.memory_reserve:g} GiB "
-                         "leaves nothing", where="--memory-reserve")
-    res = search(model, model_arg, space, args.gpu, room, args.cluster, args.backend, args.objective,
-                 args.workers, progress, args.store, price, args.simulate_top, args.flow_top,
-                 args.ray, args.train_tokens)
+    ranked = search(job, progress)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
-    print(f"podsim search: {model.name} on {', '.join(map(str, args.gpus))} x {gpu.name}, global batch "
-          f"{args.global_batch} x {args.seq_len} tokens: {res.evaluated:,} layouts evaluated "
-          f"({res.evaluated - res.simulated:,} estimated, {res.simulated:,} simulated"
-          + (f", {res.flow} also with the flow backend" if res.flow else "") + ")"
-          + (f", {res.reused:,} results taken from {args.store}" if res.reused else "")
-          + f"; {sum(res.rejected.values()):,} rejected")
-    for reason, n in res.rejected.most_common():
-        print(f"  rejected {n:>6,}: {reason}")
-    cost = price is not None
-    flow = res.flow > 0
-    print(f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}" + (f"  {'flow (s)':>9}" if flow else "")
-          + f"  {'mem (GiB)':>9}" + (f"  {'$/Mtok':>8}" if cost else "")
-          + (f"  {'train (h)':>10}" if args.train_tokens else "") + "  layout")
-    for i, r in enumerate(res.rows[:args.top], 1):
-        lay = r["layout"]
-        desc = (f"gpus {lay['gpus']} tp {lay['tp']} pp {lay['pp']} vpp {lay['vpp']} cp {lay['cp']} ep {lay['ep']} "
-                f"dp {lay['dp']} mb {lay['micro_batch']} recompute {lay['recompute']}"
-                + (" sp" if lay["sequence_parallel"] else "") + (" dist-opt" if lay["distributed_optimizer"] else "")
-                + (f" zero-{lay['zero']}" if lay["zero"] else "")
-                + (f" tp-overlap {lay['tp_overlap']}" if lay["tp"] > 1 and lay["tp_overlap"] != "te" else "")
-                + ("" if lay["overlap_grad_reduce"] else " no-overlap-grad-reduce")
-                + ("" if r["method"] == "simulated" else "  (estimated)"))
-        fl = r.get("flow")
-        print(f"  {i:>3}  {r['tokens_per_s']:>12,.0f}  {r['mfu']:>6.3f}  {r['iteration_time_s']:>9.3f}  "
-              + (f"{fl['iteration_time_s']:>9.3f}  " if fl else " " * 11 if flow else "")
-              + f"{r['memory_peak_gib']:>9.1f}  " + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "")
-              + (f"{r['time_to_train_h']:>10,.1f}  " if args.train_tokens else "") + desc)
-    if res.rows:
-        print(f"\n  reproduce the best: {res.rows[0]['command']}")
-    doc = {"model": model.name, "gpu": gpu.name, "gpus": list(args.gpus), "global_batch": args.global_batch,
-           "seq_len": args.seq_len, "objective": args.objective, "train_tokens": args.train_tokens, "evaluated": res.evaluated,
-           "simulated": res.simulated, "flow": res.flow, "reused": res.reused,
-           "rejected": dict(res.rejected.most_common()), "best": res.rows[:min(args.top, res.simulated)]}
+    print(format_search(ranked, args.top))
     if args.json:
-        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        write_document(ranked.to_dict(args.top), args.json)
         print(f"  wrote {args.json}")
     if args.report:
-        from ..sweep.report import write_report
-        write_report(args.report, dict(doc, rows=res.rows))
+        write_search_report(args.report, ranked, args.top)   # type: ignore[arg-type]
         print(f"  wrote {args.report}")
     return 0

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+import time
 
+from ..api.sweep import example_spec, sweep, sweep_examples, write_example
+from ..errors import InputError
+from ..report.sweep import check_output_files, format_examples, format_sweep, write_sweep_csv, write_sweep_json
 from .options import add_workers, count_bar, count_status
 
 EPILOG_SWEEP = """examples:
@@ -53,7 +56,6 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 def _progress(what: str):  # type: ignore[no-untyped-def]
     """``progress(done, total)``: :func:`count_bar` on a terminal; elsewhere (a log, a CI job) a
     line on stderr at each tenth of the points at most once a second, and at the end."""
-    import time
     if sys.stderr.isatty():
         return count_bar(what)
     start = time.perf_counter()
@@ -68,120 +70,29 @@ def _progress(what: str):  # type: ignore[no-untyped-def]
     return show
 
 
-def _cell(v: Any) -> str:
-    """A table cell: integers with separators, numbers to 4 significant figures (whole from
-    1,000 up)."""
-    import math
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        a = abs(v)
-        if a >= 1000:
-            return f"{v:,.0f}"
-        if a == 0:
-            return "0"
-        if a < 1e-4:
-            return f"{v:.3e}"
-        return f"{v:.{max(0, 3 - math.floor(math.log10(a)))}f}"
-    return str(v)
-
-
-def format_table(res) -> str:  # type: ignore[no-untyped-def]
-    """The sweep's table for the terminal: the swept parameters, the what-if, the run's main
-    metrics (their units in their names)."""
-    spec = res.spec
-    cols = [spec.run.param(p).column for p in spec.swept]
-    if len(spec.whatifs) > 1:
-        cols.append("what_if")
-    cols += list(spec.run.shown)
-    cells = [[_cell(r[c]) if not (r["error"] and c in spec.run.metrics) else "error" for c in cols] for r in res.rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    numeric = [all(_numeric(r[c]) for r in res.rows) for c in cols]
-
-    def line(vals: list[str]) -> str:
-        return "  " + "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
-    return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(c) for c in cells])
-
-
-def _numeric(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
 def _run_sweep(args: argparse.Namespace) -> int:
-    import csv
-    import io
-    import json
-
-    from ..errors import InputError
-    from ..fileio import atomic_write_text, check_output_file
-    from ..sweep.examples import SWEEP_EXAMPLES
-    from ..sweep.spec import load_spec, spec_from_text
-    from ..sweep.sweep import run_sweep
-
     if args.list:
-        for k, (what, _) in SWEEP_EXAMPLES.items():
-            print(f"  {k:<12} {what}")
+        print(format_examples(sweep_examples()))
         return 0
     if (args.spec is None) == (args.example is None):
         raise InputError("give a sweep spec (podsim sweep SPEC.yaml) or a built-in one (--example NAME, see --list), "
                          "one of them")
     if args.write and not args.example:
         raise InputError("--write keeps a built-in spec: use it with --example NAME", where="--write")
-    for flag, path in (("--csv", args.csv), ("--write", args.write)):
-        if path:
-            check_output_file(path, flag)
-    if args.example:
-        if args.example not in SWEEP_EXAMPLES:
-            from ..errors import unknown_key_error
-            raise unknown_key_error(args.example, SWEEP_EXAMPLES, None, "example")
-        text = SWEEP_EXAMPLES[args.example][1]
-        spec = spec_from_text(text, f"built-in example {args.example!r}", None, args.example)
-        if args.write:
-            atomic_write_text(args.write, text)
-            print(f"podsim sweep: wrote the spec of '{args.example}' to {args.write}")
-    else:
-        spec = load_spec(args.spec)
-    points = spec.expand()
-    store = args.store or spec.store
-    progress = _progress("evaluated {done}/{total} points")
-    res = run_sweep(spec, store, args.workers, args.ray, progress)
+    check_output_files({"--csv": args.csv, "--write": args.write})
+    spec = example_spec(args.example) if args.example else args.spec
+    if args.write:
+        write_example(args.example, args.write)
+        print(f"podsim sweep: wrote the spec of '{args.example}' to {args.write}")
+    res = sweep(spec, store=args.store, workers=args.workers, ray=args.ray,
+                progress=_progress("evaluated {done}/{total} points"))
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
-    n_w = len(spec.whatifs)
-    n_p = len({json.dumps(p.params, sort_keys=True, default=str) for p in points})
-    runs = f"{n_p:,} point{'s' if n_p > 1 else ''}" + (f" x {n_w} what-ifs = {len(points):,} runs" if n_w > 1 else "")
-    print(f"podsim sweep: {spec.name} ({spec.run.name}, {runs}): {res.evaluated:,} evaluated"
-          + (f", {res.reused:,} taken from {store}" if store else "")
-          + (f", {res.failed:,} failed (see the error column)" if res.failed else ""))
-    print()
-    print(format_table(res))
-    if res.failed:
-        print(f"\n  {res.failed} run{'s' if res.failed > 1 else ''} failed:")
-        for r in [r for r in res.rows if r["error"]][:5]:
-            label = ", ".join(f"{p} {_cell(r[spec.run.param(p).column])}" for p in spec.swept)
-            label += (", " if label else "") + (r["what_if"] if n_w > 1 else "")
-            print(f"    {label.rstrip(', ')}: {r['error']}")
-        if res.failed > 5:
-            print(f"    ... {res.failed - 5} more (--csv or --json, or the store, hold every error)")
-    if store:
-        print(f"\n  results store: {store} (table 'sweep'; duckdb.connect({store!r}).sql('from sweep').df())")
-    columns = res.columns
+    print(format_sweep(res))
     if args.csv:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(columns)
-        for r in res.rows:
-            w.writerow(["" if r[c] is None else r[c] for c in columns])
-        atomic_write_text(args.csv, buf.getvalue())
+        write_sweep_csv(res, args.csv)
         print(f"  wrote {args.csv}")
     if args.json:
-        doc = {"sweep": spec.name, "run": spec.run.name, "source": spec.source, "store": store,
-               "runs": len(points), "evaluated": res.evaluated, "reused": res.reused, "failed": res.failed,
-               "columns": columns, "rows": res.rows}
-        atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        write_sweep_json(res, args.json)
         print(f"  wrote {args.json}")
     return 0

@@ -10,6 +10,7 @@ Units: as the metric columns say (:data:`podsim.sweep.runs.RUNS`): s, us, GB/s, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from .executors import run_tasks
 from .runs import evaluate, with_defaults
 from .spec import Point, SweepSpec
+from .sweep_store import SweepStore
 
 
 @dataclass
@@ -29,6 +31,8 @@ class SweepResult:
         evaluated: points run now.
         reused: points taken from the results store.
         failed: rows with an ``error`` (of all rows).
+        store: the results store the sweep used (None: none).
+        points: the distinct parameter points (each run under every what-if).
     """
 
     spec: SweepSpec
@@ -36,11 +40,19 @@ class SweepResult:
     evaluated: int
     reused: int
     failed: int
+    store: str | None = None
+    points: int = 0
 
     @property
     def columns(self) -> list[str]:
         """Every column of :attr:`rows`, in table order."""
         return table_columns(self.spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``podsim sweep --json`` document: the sweep, its counts, columns and rows."""
+        return {"sweep": self.spec.name, "run": self.spec.run.name, "source": self.spec.source, "store": self.store,
+                "runs": len(self.rows), "evaluated": self.evaluated, "reused": self.reused, "failed": self.failed,
+                "columns": self.columns, "rows": self.rows}
 
 
 def table_columns(spec: SweepSpec) -> list[str]:
@@ -83,7 +95,6 @@ def run_sweep(spec: SweepSpec, store: str | None = None, workers: int | None = N
     Raises:
         InputError: for a store that cannot be opened, or Ray that cannot be reached.
     """
-    from .sweep_store import SweepStore
     points = spec.expand()
     path = store or spec.store
     db = SweepStore(path) if path else None
@@ -111,4 +122,5 @@ def run_sweep(spec: SweepSpec, store: str | None = None, workers: int | None = N
         if db:
             db.close()
     rows = [got[p.key] for p in points]
-    return SweepResult(spec, rows, len(todo), reused, sum(1 for r in rows if r["error"]))
+    distinct = len({json.dumps(p.params, sort_keys=True, default=str) for p in points})
+    return SweepResult(spec, rows, len(todo), reused, sum(1 for r in rows if r["error"]), path, distinct)

@@ -1,0 +1,324 @@
+"""``podsim search`` as a Python call: the best training layouts of a model on a number of GPUs,
+or, given a request workload, the best ways to serve it.
+
+:func:`search` takes a :class:`SearchJob` (what the command line builds from its flags; each
+field is the flag of the same name with dashes) and returns :class:`RankedLayouts` (a training
+search) or :class:`RankedServing` (a serving search: ``workload`` given).  Their printed
+summaries are in :mod:`podsim.report.search`; :meth:`RankedLayouts.to_dict` and
+:meth:`RankedServing.to_dict` are the ``--json`` documents.
+
+Example::
+
+    from podsim.api import SearchJob, search
+    res = search(SearchJob(gpus=(64,), model="llama3-8b", gpu="h100", global_batch=256, seq_len=8192))
+    best = res.rows[0]
+    print(best["tokens_per_s"], best["command"])
+
+Units: GPU memory in GiB, prices in US dollars per GPU-hour, SLOs in s, times in the rows as
+their names say (``_s``, ``_h``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ..errors import InputError
+from ..hardware.gpu import get_gpu
+from ..llm.layout import RECOMPUTE, TP_OVERLAP
+from ..llm.model import load_model
+from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
+from ..serving.llm.schedulers import SCHEDULERS
+from ..sweep.report import write_report
+from ..sweep.search import FLOW_TOP, OBJECTIVES, SIMULATE_TOP, SearchResult, gpu_hour_price
+from ..sweep.search import search as search_layouts
+from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearchResult, ServingSpace, parse_pd
+from ..sweep.serving_search import search_serving as search_ways_to_serve
+from ..sweep.space import Space
+
+__all__ = ["FLOW_TOP", "OBJECTIVES", "RECOMPUTE", "ROUTERS", "SCHEDULERS", "SERVING_OBJECTIVES", "SIMULATE_TOP",
+           "TP_OVERLAP", "DEFAULT_ROUTER", "RankedLayouts", "RankedServing", "SearchJob", "check_kind", "search",
+           "write_search_report"]
+
+#: where the shipped GPU-hour prices are, as messages name them
+_PRICES = "podsim/hardware/prices.yaml"
+
+#: ``progress(phase, done, total)``: ``screen``, ``simulate`` and ``flow`` (a training search's
+#: passes) or ``serve`` (a serving search's capacity runs)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """A search, as ``podsim search`` takes it: each field is the flag of the same name with
+    dashes (``global_batch`` is ``--global-batch``), with the flag's default.
+
+    Both kinds:
+        gpus: GPU counts to search.  model / model_config: a zoo model or a HuggingFace-style
+        config.json (exactly one).  gpu: a GPU key or alias.  objective: how rows rank (None: a
+        training search's ``tokens``, a serving search's ``capacity``).  gpu_hour_price: US
+        dollars per GPU-hour (None: the GPU's price in ``gpu_prices`` where one is needed).
+        gpu_prices: a YAML file of prices.  cluster: a preset or cluster YAML (None: as podsim
+        llm picks for the GPU).  workers: local worker processes; ray: a Ray address instead.
+        tp_values, pp_values, ep_values: the replica's (or layout's) TP, PP and EP to try
+        (pp_values None: 1,2,4,8,16 for training, 1 for serving).
+
+    A training search (``workload`` None):
+        global_batch: sequences per iteration (required); seq_len: tokens per sequence (None:
+        2048); memory_reserve: GiB per GPU kept free; train_tokens: tokens to train (rows then
+        say hours); the ``*_values`` of the other layout dimensions; simulate_top and flow_top:
+        layouts simulated exactly, and re-run with the flow backend; backend; store: a DuckDB
+        results store.
+
+    A serving search (``workload`` given):
+        workload: the requests (``podsim serve-llm --workload``); requests: per capacity run;
+        slo_ttft, slo_tpot: SLOs (s); capacity_target: the share of requests meeting them;
+        scheduler_values, chunk_values, pd_values, router, max_context.
+    """
+
+    gpus: tuple[int, ...]
+    model: str | None = None
+    model_config: str | None = None
+    gpu: str = "a100-80gb"
+    objective: str | None = None
+    gpu_hour_price: float | None = None
+    gpu_prices: str | None = None
+    cluster: str | None = None
+    workers: int | None = None
+    ray: str | None = None
+    tp_values: tuple[int, ...] = (1, 2, 4, 8)
+    pp_values: tuple[int, ...] | None = None
+    ep_values: tuple[int, ...] = (1,)
+    # a training search
+    global_batch: int | None = None
+    seq_len: int | None = None
+    train_tokens: float | None = None
+    memory_reserve: float = 0.0
+    vpp_values: tuple[int, ...] = (1, 2)
+    cp_values: tuple[int, ...] = (1,)
+    micro_batch_values: tuple[int, ...] = (1, 2, 4)
+    zero_values: tuple[int, ...] = (0,)
+    recompute_values: tuple[str, ...] = RECOMPUTE
+    tp_overlap_values: tuple[str, ...] = ("te",)
+    sequence_parallel_values: tuple[bool, ...] = (True, False)
+    distributed_optimizer_values: tuple[bool, ...] = (True, False)
+    overlap_grad_reduce_values: tuple[bool, ...] = (True,)
+    overlap_param_gather_values: tuple[bool, ...] = (True,)
+    simulate_top: int = SIMULATE_TOP
+    flow_top: int = FLOW_TOP
+    backend: str = "analytical"
+    store: str | None = None
+    # a serving search
+    workload: str | None = None
+    requests: int = 1000
+    slo_ttft: float | None = None
+    slo_tpot: float | None = None
+    capacity_target: float = 0.99
+    scheduler_values: tuple[str, ...] = ("vllm", "sarathi")
+    chunk_values: tuple[int, ...] = (512, 2048, 8192)
+    pd_values: str = "off"
+    router: str = DEFAULT_ROUTER
+    max_context: int | None = None
+
+    @property
+    def serving(self) -> bool:
+        """A serving search (``workload`` given) rather than a training one."""
+        return self.workload is not None
+
+    @property
+    def model_arg(self) -> str:
+        """The model as a reproducing command line names it (``--model NAME`` or ``--model-config FILE``)."""
+        return f"--model {self.model}" if self.model else f"--model-config {self.model_config}"
+
+
+#: the fields only a training search takes, and those only a serving search takes
+TRAINING_ONLY = ("global_batch", "seq_len", "vpp_values", "cp_values", "micro_batch_values", "zero_values",
+                 "recompute_values", "tp_overlap_values", "sequence_parallel_values", "distributed_optimizer_values",
+                 "overlap_grad_reduce_values", "overlap_param_gather_values", "simulate_top", "flow_top",
+                 "memory_reserve", "train_tokens", "backend", "store")
+SERVING_ONLY = ("requests", "slo_ttft", "slo_tpot", "capacity_target", "scheduler_values", "chunk_values",
+                "pd_values", "router", "max_context")
+_DEFAULTS = {f.name: f.default for f in fields(SearchJob)}
+
+
+def _given(job: SearchJob, names: tuple[str, ...]) -> list[str]:
+    """The fields of ``names`` that ``job`` sets to other values than their defaults, as flags."""
+    return ["--" + n.replace("_", "-") for n in names if getattr(job, n) != _DEFAULTS[n]]
+
+
+def check_kind(job: SearchJob, outputs: Sequence[str] = ()) -> None:
+    """Refuse a job that mixes a training search's options with a serving search's.
+    ``outputs``: output flags given that only a training search writes (``--report``).
+
+    Raises:
+        InputError: naming the options that do not belong to the job's kind.
+    """
+    if job.serving:
+        given = _given(job, TRAINING_ONLY) + list(outputs)
+        if given:
+            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a training search; a "
+                             "serving search (--workload) takes --requests, --slo-ttft, --slo-tpot, "
+                             "--scheduler-values, --chunk-values, --pd-values and the like", where=given[0])
+        return
+    given = _given(job, SERVING_ONLY)
+    if given:
+        raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a serving search: give "
+                         "--workload TRACE.csv|poisson:QPS,... as well", where=given[0])
+    if job.global_batch is None:
+        raise InputError("a training search needs --global-batch B (or --workload for a serving search)",
+                         where="--global-batch")
+
+
+@dataclass
+class RankedLayouts:
+    """What a training search found.
+
+    Attributes:
+        job: the search, with what it left open filled in (objective, seq_len, pp_values).
+        model: the model's name.  gpu: the GPU's name.
+        price: US dollars per GPU-hour, or None (rows then carry no cost).
+        price_note: a line saying where the price came from, when it was looked up ('' when given).
+        result: the ranked rows and counts (:class:`~podsim.sweep.search.SearchResult`).
+    """
+
+    job: SearchJob
+    model: str
+    gpu: str
+    price: float | None
+    price_note: str
+    result: SearchResult
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The ranked rows, best first (fields: :mod:`podsim.sweep.search`)."""
+        return self.result.rows
+
+    def to_dict(self, top: int = 10) -> dict[str, Any]:
+        """The ``--json`` document: the search, its counts and the best ``top`` simulated rows."""
+        res, job = self.result, self.job
+        return {"model": self.model, "gpu": self.gpu, "gpus": list(job.gpus), "global_batch": job.global_batch,
+                "seq_len": job.seq_len, "objective": job.objective, "train_tokens": job.train_tokens,
+                "evaluated": res.evaluated, "simulated": res.simulated, "flow": res.flow, "reused": res.reused,
+                "rejected": dict(res.rejected.most_common()), "best": res.rows[:min(top, res.simulated)]}
+
+
+@dataclass
+class RankedServing:
+    """What a serving search found.
+
+    Attributes:
+        job: the search, with its objective filled in.
+        model: the model's name.  gpu: the GPU's name.
+        price: US dollars per GPU-hour, or None.
+        price_note: a line saying where the price came from, when it was looked up ('' when given).
+        result: the ranked rows (:class:`~podsim.sweep.serving_search.ServingSearchResult`).
+    """
+
+    job: SearchJob
+    model: str
+    gpu: str
+    price: float | None
+    price_note: str
+    result: ServingSearchResult
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The ranked rows, best first; points that could not be served last (their ``error`` set)."""
+        return self.result.rows
+
+    def to_dict(self, top: int = 10) -> dict[str, Any]:
+        """The ``--json`` document: the search, its counts and the best ``top`` rows."""
+        res, job = self.result, self.job
+        return {"model": self.model, "gpu": self.gpu, "gpus": list(job.gpus), "workload": job.workload,
+                "requests": job.requests, "slo_ttft_s": job.slo_ttft, "slo_tpot_s": job.slo_tpot,
+                "capacity_target": job.capacity_target, "objective": job.objective, "usd_per_gpu_hour": self.price,
+                "evaluated": res.evaluated, "rejected": dict(res.rejected.most_common()), "best": res.rows[:top]}
+
+
+def search(job: SearchJob, progress: Progress | None = None) -> RankedLayouts | RankedServing:
+    """Run the search ``job`` describes: a training search (every layout estimated, the best
+    simulated exactly; :func:`podsim.sweep.search.search`) or, with ``job.workload``, a serving
+    search (every way to serve at its capacity under the SLOs;
+    :func:`podsim.sweep.serving_search.search_serving`).
+
+    ``progress(phase, done, total)`` is called as work finishes (see :data:`Progress`).
+
+    Raises:
+        InputError: options of the other kind of search, a missing global batch, an unknown
+            model, GPU or objective, a price that cannot be found, a reserve that leaves no
+            memory, or a space with nothing left to try.
+    """
+    check_kind(job)
+    if job.serving:
+        return _serving(job, progress)
+    return _training(job, progress)
+
+
+def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
+    if job.objective == "capacity":
+        raise InputError("capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time "
+                         "or cost", where="--objective")
+    job = replace(job, objective=job.objective or "tokens", seq_len=job.seq_len or 2048,
+                  pp_values=job.pp_values or (1, 2, 4, 8, 16))
+    model = load_model(job.model, job.model_config)
+    gpu = get_gpu(job.gpu)
+    assert job.global_batch is not None and job.seq_len is not None and job.pp_values is not None
+    space = Space(gpus=job.gpus, global_batch=job.global_batch, seq_len=job.seq_len, tp=job.tp_values,
+                  pp=job.pp_values, vpp=job.vpp_values, cp=job.cp_values, ep=job.ep_values,
+                  micro_batch=job.micro_batch_values, recompute=job.recompute_values,
+                  sequence_parallel=job.sequence_parallel_values,
+                  distributed_optimizer=job.distributed_optimizer_values, zero=job.zero_values,
+                  tp_overlap=job.tp_overlap_values, overlap_grad_reduce=job.overlap_grad_reduce_values,
+                  overlap_param_gather=job.overlap_param_gather_values)
+    price, note = job.gpu_hour_price, ""
+    if price is None and (job.objective == "cost" or job.gpu_prices):
+        price = gpu_hour_price(job.gpu, job.gpu_prices)
+        note = (f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
+                "; --gpu-hour-price USD sets another)")
+    room = gpu.memory_gib - job.memory_reserve
+    if room <= 0:
+        raise InputError(f"the {gpu.name} has {gpu.memory_gib:g} GiB: a reserve of {job.memory_reserve:g} GiB "
+                         "leaves nothing", where="--memory-reserve")
+    res = search_layouts(model, job.model_arg, space, job.gpu, room, job.cluster, job.backend, job.objective,
+                         job.workers, progress, job.store, price, job.simulate_top, job.flow_top, job.ray,
+                         job.train_tokens)
+    return RankedLayouts(job, model.name, gpu.name, price, note, res)
+
+
+def _serving(job: SearchJob, progress: Progress | None) -> RankedServing:
+    model = load_model(job.model, job.model_config)
+    gpu = get_gpu(job.gpu)
+    job = replace(job, objective=job.objective or "capacity")
+    price, note = job.gpu_hour_price, ""
+    if price is None:
+        try:
+            price = gpu_hour_price(job.gpu, job.gpu_prices)
+            note = (f"  a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
+                    "; --gpu-hour-price USD sets another)")
+        except InputError:
+            if job.objective == "cost" or job.gpu_prices:
+                raise
+    space = ServingSpace(gpus=job.gpus, tp=job.tp_values, pp=job.pp_values or (1,), ep=job.ep_values,
+                         scheduler=job.scheduler_values, chunk=job.chunk_values, pd=tuple(parse_pd(job.pd_values)))
+    mix = RequestMix(job.workload or "", job.requests, job.slo_ttft, job.slo_tpot, job.capacity_target, job.router,
+                     job.max_context)
+
+    def counted(done: int, total: int) -> None:
+        if progress is not None:
+            progress("serve", done, total)
+    res = search_ways_to_serve(model, job.model_arg, job.gpu, space, mix, job.objective, job.cluster,
+                               price, job.workers, job.ray, counted)
+    return RankedServing(job, model.name, gpu.name, price, note, res)
+
+
+def write_search_report(path: str, ranked: RankedLayouts, top: int = 10) -> None:
+    """Write a training search's HTML report to ``path``: the Pareto front, the best layouts'
+    time breakdown and memory per stage, filters by parallel dimension."""
+    write_report(path, dict(ranked.to_dict(top), rows=ranked.rows))
+
+
+def job_fields() -> tuple[str, ...]:
+    """The names of :class:`SearchJob`'s fields (each the flag of the same name with dashes)."""
+    return tuple(f.name for f in fields(SearchJob))
+

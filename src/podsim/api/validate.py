@@ -1,0 +1,59 @@
+"""``podsim validate`` as a Python call: podsim's predictions against every published (or your
+own) measurement it can run.
+
+:func:`validate` returns a :class:`Validation`: one :class:`~podsim.validation.Check` per
+compared row (measured, predicted, relative error) and the rows skipped; its printed summary is
+:func:`podsim.report.validate.format_validation`, its ``--json`` document :meth:`Validation.to_dict`.
+
+Example::
+
+    from podsim.api.validate import validate
+    v = validate(sets=("reported",), only="mcore_h100")
+    print(max(abs(c.error) for c in v.checks))      # a fraction
+
+Rows ship with podsim (the ``fitted`` set, what its parameters were fitted to, and the
+``reported`` set, never fitted to); their columns are in docs/calibration.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..validation import Check, default_jobs, run_validation
+from ..validation.rows import SETS as ROW_SETS
+
+__all__ = ["SETS", "Check", "Validation", "validate"]
+
+#: the sets of shipped rows: ``fitted`` (what podsim's parameters were fitted to) and ``reported``
+SETS: tuple[str, ...] = tuple(ROW_SETS)
+
+
+@dataclass
+class Validation:
+    """The compared rows (in the order of the rows) and the count of rows skipped (no
+    prediction for their kind, or not runnable as transcribed)."""
+
+    checks: list[Check]
+    skipped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document: every compared row (fields: docs/calibration.md) and the skipped count."""
+        return {"rows": [c.to_dict() for c in self.checks], "skipped": self.skipped}
+
+
+def validate(rows: str | os.PathLike[str] | None = None, only: str | None = None, sets: tuple[str, ...] = SETS,
+             backend: str = "analytical", jobs: int | None = None,
+             progress: Callable[[str], None] | None = None) -> Validation:
+    """Predict every row podsim can run and compare: the shipped ``sets``, or the rows of the
+    CSV ``rows`` (the columns of docs/calibration.md, or a training-steps CSV); ``only`` keeps
+    row ids starting with it; ``backend`` times the throughput rows; ``jobs`` worker processes
+    (default: the CPUs, at most 8).  ``progress(text)`` gets each row id as it runs, then a
+    ``not runnable: ...`` line for each row that could not run.
+
+    Raises:
+        InputError: a rows file that cannot be read, or an unknown set."""
+    checks, skipped = run_validation(rows, only, progress, sets, backend, jobs or default_jobs())
+    return Validation(checks, skipped)
