@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
+from .ray_tasks import LOCAL_RAY, run_on_ray
+
+__all__ = ["LOCAL_RAY", "default_workers", "run_tasks"]
+
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: ``--ray`` with no address: start a Ray instance on this machine
-LOCAL_RAY = "local"
 
 
 def default_workers() -> int:
@@ -41,7 +42,6 @@ def run_tasks(fn: Callable[[T], R], args: Sequence[T], workers: int | None = Non
     if not args:
         return
     if ray_address is not None:
-        from .ray_tasks import run_on_ray
         yield from run_on_ray(fn, args, ray_address)
         return
     n = workers or default_workers()

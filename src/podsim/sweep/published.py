@@ -55,5 +55,6 @@ def published_rank(r: dict[str, str], workers: int | None = None) -> dict[str, A
     mine = (pub.tp, pub.pp, pub.cp, pub.vpp)
     rank = order.index(mine) + 1 if mine in groups else None
     return {"row": r["row_id"], "model": model.name, "gpus": pub.gpus, "published": mine, "rank": rank,
-            "groups": len(order), "best": order[0], "gap_pct": 100 * (1 - groups[mine] / groups[order[0]]) if rank else None,
+            "groups": len(order), "best": order[0],
+            "gap_pct": 100 * (1 - groups[mine] / groups[order[0]]) if rank else None,
             "evaluated": res.evaluated, "wall_s": wall}

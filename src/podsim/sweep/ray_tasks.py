@@ -28,12 +28,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib.util import find_spec
 from types import ModuleType
 from typing import Any, TypeVar
 
+import podsim
+
 from ..errors import InputError, PodsimError
 from ..optional import require
-from .executors import LOCAL_RAY
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,6 +48,9 @@ PROBE_TIMEOUT_S = 25.0
 #: every CPU busy while results are collected, few enough to cancel quickly
 IN_FLIGHT_PER_CPU = 4
 MIN_IN_FLIGHT = 64
+
+#: ``--ray`` with no address: start a Ray instance on this machine
+LOCAL_RAY = "local"
 
 _WHERE = "--ray"
 _FORMAT = "host:port as `ray start --head` prints it (e.g. 10.0.0.1:6379), or ray://host:port for Ray Client"
@@ -174,7 +179,6 @@ def _podsim_path() -> list[str]:
     """The directory this podsim is imported from when it is not a site directory (a source
     checkout on ``sys.path``, an editable install): Ray's workers search it first, so that they
     run the same podsim as this process.  Empty for an installed podsim."""
-    import podsim
     parent = os.path.dirname(os.path.dirname(os.path.abspath(podsim.__file__)))
     installed = {os.path.abspath(p) for p in site.getsitepackages() + [site.getusersitepackages()]}
     return [] if parent in installed else [parent]
@@ -204,7 +208,6 @@ def _start(ray: ModuleType, address: str, addr: RayAddress | None) -> bool:
         return True
     assert addr is not None
     if addr.client:
-        from importlib.util import find_spec
         if find_spec("grpc") is None:
             raise InputError("a ray:// address (Ray Client) needs ray[client]: pip install 'ray[client]'; "
                              "or give the GCS address host:6379 that `ray start --head` prints", where=_WHERE)

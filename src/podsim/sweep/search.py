@@ -20,22 +20,33 @@ per GPU-hour, lowest first: ``price x gpus x iteration time / 3600 / tokens per 
 ``iteration_time_s`` (s), ``memory_peak_gib`` (GiB), ``memory_per_stage`` (GiB, simulated rows),
 ``breakdown`` (``compute_s``, ``exposed_comm_s``, ``bubble_s``, ``other_s``: s; simulated rows),
 ``command`` (the ``podsim llm`` command line that reproduces the row), ``cost_per_mtok_usd``
-(with a price), ``time_to_train_h`` (hours to train a given number of tokens), ``flow`` (``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow
-re-run, on the best rows).
+(with a price), ``time_to_train_h`` (hours to train a given number of tokens), ``flow``
+(``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow re-run, on the best rows).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from typing import Any
 
-from ..errors import InputError
+import yaml
+
+from ..api.train import simulate_training
+from ..errors import InputError, yaml_error
+from ..fileio import read_text
+from ..hardware.gpu import get_gpu
+from ..llm.estimate import LayoutEstimator
+from ..llm.flops import iteration_flops
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig, load_model  # noqa: F401 (load_model: re-exported)
+from ..llm.training import default_cluster, layout_dict
 from .executors import default_workers, run_tasks
 from .space import Space, enumerate_layouts
+from .store import Store, point_key
 
 OBJECTIVES = ("tokens", "mfu", "time", "cost")
 SIMULATE_TOP = 32   #: layouts simulated exactly after the screen, by default
@@ -96,11 +107,6 @@ Batch = tuple[ModelConfig, str, str, "str | None", list[Layout], list[float]]
 
 def _screen(task: Batch) -> list[dict[str, Any]]:
     """Estimated rows of a batch of layouts (one estimator shared by the batch)."""
-    from ..hardware.gpu import get_gpu
-    from ..llm.estimate import LayoutEstimator
-    from ..llm.flops import iteration_flops
-    from ..api.train import simulate_training
-    from ..llm.training import default_cluster, layout_dict
     model, model_arg, gpu, cluster, layouts, memory_gib = task
     spec_gpu = get_gpu(gpu)
     est = LayoutEstimator(model, spec_gpu, default_cluster(spec_gpu, None, None, cluster))
@@ -109,7 +115,8 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
         try:
             ns = est.iteration_ns(lay)
         except ValueError:   # ZeRO-3: simulated instead
-            ns = simulate_training(model, lay, gpu=spec_gpu, cluster=est.cluster, record_timeline=False).result.finish_ns
+            ns = simulate_training(model, lay, gpu=spec_gpu, cluster=est.cluster,
+                                   record_timeline=False).result.finish_ns
         s = ns / 1e9
         mf, _ = iteration_flops(model, lay)
         rows.append({"layout": layout_dict(model, lay), "method": "estimated",
@@ -122,7 +129,6 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
 
 def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
     """One layout simulated as ``podsim llm`` does, with its time breakdown."""
-    from ..api.train import simulate_training
     model, layout, gpu, cluster, backend, model_arg = task
     r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend,
                           record_timeline=backend == "analytical")
@@ -140,13 +146,8 @@ def gpu_hour_price(gpu: str, path: str | None = None) -> float:
     Raises:
         InputError: the file has no price for the GPU, or is not such a file.
     """
-    from importlib import resources
 
-    import yaml
 
-    from ..errors import yaml_error
-    from ..fileio import read_text
-    from ..hardware.gpu import get_gpu
     key = get_gpu(gpu).key
     where = path or "podsim/hardware/prices.yaml"
     text = read_text(path, "price file") if path else (resources.files("podsim.hardware") / "prices.yaml").read_text()
@@ -217,9 +218,7 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
         InputError: for an unknown objective, or a space with nothing left (see
             :func:`enumerate_layouts`).
     """
-    import time
 
-    from .store import Store, point_key
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}",
                          where="--objective")

@@ -33,8 +33,10 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
-from .runs import RUNS, RunKind, check_value, with_defaults
-from .whatif import check_whatif
+from ..fileio import read_text
+from ..hardware.gpu import get_gpu
+from .runs import RUNS, RunKind, check_value, default_cluster_name, with_defaults
+from .whatif import apply_cluster, apply_gpu, check_whatif, cluster_doc
 
 #: the keys of a sweep spec
 TOP_KEYS = ("name", "description", "run", "fixed", "grid", "points", "what-if", "store")
@@ -130,7 +132,6 @@ def load_spec(path: str | Path) -> SweepSpec:
             error (its line), an unknown key or parameter (with the closest name), a bad value,
             an empty grid list, or an unknown or misplaced what-if field.
     """
-    from ..fileio import read_text
     p = Path(path)
     if p.is_dir():
         raise InputError("is a folder; give the sweep spec (a YAML file)", str(p))
@@ -322,8 +323,6 @@ def _where_of(swept: list[str], params: dict[str, Any]) -> str:
 
 
 def _try_whatif(run: RunKind, full: dict[str, Any], w: dict[str, Any], base: str | None) -> None:
-    from ..hardware.gpu import get_gpu
-    from .whatif import apply_cluster, apply_gpu, cluster_doc
     if w.get("gpu") and full.get("gpu"):
         apply_gpu(get_gpu(full["gpu"]), w["gpu"])
     ov = w.get("cluster")
@@ -335,7 +334,6 @@ def _try_whatif(run: RunKind, full: dict[str, Any], w: dict[str, Any], base: str
         return
     name = full.get("cluster")
     if run.name in ("llm", "serve-llm") and name is None:
-        from .runs import default_cluster_name
         name = default_cluster_name(get_gpu(full["gpu"]))
     if name is None and "preset" not in ov:
         raise InputError("it changes the cluster, and the point names none: give cluster")

@@ -34,9 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-
 from ..errors import InputError, unknown_key_error
-from ..hardware.cluster import ClusterSpec, cluster_from_dict
+from ..hardware.cluster import ClusterSpec, cluster_document, cluster_from_dict, load_cluster
 from ..hardware.gpu import DTYPES, GpuSpec
 from ..units import parse_bandwidth
 
@@ -150,7 +149,6 @@ def raw_cluster(name_or_path: str, base: str | None = None) -> tuple[dict[str, A
         InputError: for an unknown preset (with the closest name), a missing or malformed file,
             or a SimAI topology file (whose fabric a what-if cannot change).
     """
-    from ..hardware.cluster import cluster_document
     target = name_or_path
     if _is_path(name_or_path) or Path(name_or_path).exists():
         p = Path(name_or_path)
@@ -222,7 +220,6 @@ def apply_cluster(name_or_path: str, ov: dict[str, Any] | None, whatif: str, bas
             field, with the closest name; a bad unit) or a cluster that lacks what a scale
             multiplies.
     """
-    from ..hardware.cluster import load_cluster
     if not ov:
         p = Path(name_or_path)
         return load_cluster(str(Path(base) / p) if base and _is_path(name_or_path) and not p.is_absolute()

@@ -30,7 +30,18 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..api.collective import collective
+from ..api.train import simulate_training
+from ..compute.steps import step_row
 from ..errors import InputError
+from ..hardware.gpu import get_gpu
+from ..llm.layout import Layout
+from ..llm.memory import GIB, bytes_per_param, stage_memory, stage_params
+from ..llm.memory import memory as layout_memory
+from ..llm.model import ModelConfig
+from ..serving.llm.measured_steps import serving_step_row
+from ..serving.llm.steps import infer, step_timer
+from .training_steps import predict_step_s
 
 THROUGHPUT = ("hardware_tflops_per_gpu", "model_tflops_per_gpu", "tokens_per_s_per_gpu", "iteration_time_s",
               "step_time_s", "mfu_pct")
@@ -53,7 +64,6 @@ def _int(r: dict, key: str, default: int | None = None) -> int:
 
 def model_of(r: dict):  # type: ignore[no-untyped-def]
     """The row's transformer."""
-    from ..llm.model import ModelConfig
 
     h = _int(r, "hidden")
     act = r.get("activation") or "gelu"
@@ -66,7 +76,8 @@ def model_of(r: dict):  # type: ignore[no-untyped-def]
                        kv_heads=_int(r, "kv_heads", 0) or None, head_dim=_int(r, "head_dim", 0) or None,
                        activation="swiglu" if swiglu else "gelu",
                        bias=not swiglu, learned_positions=old,
-                       tied_embeddings=(r["tied_embeddings"] == "yes") if r.get("tied_embeddings") else not swiglu and old,
+                       tied_embeddings=((r["tied_embeddings"] == "yes") if r.get("tied_embeddings")
+                                        else not swiglu and old),
                        dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if moe else 0,
                        moe_ffn=(_int(r, "moe_ffn_hidden", 0) or None) if moe else None,
                        shared_experts=_int(r, "shared_experts", 0) if moe else 0,
@@ -75,7 +86,6 @@ def model_of(r: dict):  # type: ignore[no-untyped-def]
 
 def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
     """The row's layout under its framework's defaults (see the module docstring)."""
-    from ..llm.layout import Layout
 
     gpus, tp, pp = _int(r, "gpus"), _int(r, "tp", 1), _int(r, "pp", 1)
     cp, ep, vpp = _int(r, "cp", 1), _int(r, "ep", 1), _int(r, "vpp", 1)
@@ -168,8 +178,6 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
     recomputation that fits in the GPU's memory (what a practitioner does), tried from the
     cheapest: none; selective recompute of the attention core, then also the norms, the MLP
     activation, the whole MLP; then full recompute of 1, 2, ... layers per virtual stage; all."""
-    from ..hardware.gpu import get_gpu
-    from ..llm.memory import memory
 
     cap = get_gpu(gpu).memory_bytes
     per_stage = max(len(lay.chunk_layers(model, st, c)) for st in range(lay.pp) for c in range(lay.vpp))
@@ -180,14 +188,13 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
         [{"recompute": "full", "recompute_layers": n} for n in range(1, per_stage)] + [{"recompute": "full"}]
     for kw in trials:
         trial = replace(lay, **kw)
-        if max(s.total for s in memory(model, trial)) <= cap:
+        if max(s.total for s in layout_memory(model, trial)) <= cap:
             return trial
     return replace(lay, recompute="full")
 
 
 def throughput(r: dict, backend: str = "analytical", compute=None, stack=None):  # type: ignore[no-untyped-def]
     """The row's metric, predicted (``stack``: the step parameters to use, default the GPU's)."""
-    from ..api.train import simulate_training
 
     model = model_of(r)
     lay = layout_of(r, model)
@@ -208,13 +215,10 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None): 
 
 def memory(r: dict) -> float:
     """Korthikanti et al.'s memory figures from podsim's memory model."""
-    from ..llm.layout import Layout
-    from ..llm.memory import GIB, bytes_per_param, stage_memory, stage_params
-    from ..llm.model import ModelConfig
 
     h = _int(r, "hidden")
-    m = ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"), 4 * h, _int(r, "vocab", 51200),
-                    _int(r, "seq_len", 2048))
+    m = ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"), 4 * h,
+                    _int(r, "vocab", 51200), _int(r, "seq_len", 2048))
     if r["metric"] == "activation_memory_pct_of_baseline":
         p = _int(r, "pp")
         base = Layout(8 * p, tp=_int(r, "tp"), pp=p, global_batch=p, seq_len=_int(r, "seq_len"), flash_attention=False)
@@ -237,7 +241,6 @@ def memory(r: dict) -> float:
 
 def busbw(r: dict) -> float:
     """An 8-GPU all-reduce's bus bandwidth at 4 GiB (GB/s)."""
-    from ..api.collective import collective
 
     algo = "ring" if "algorithm: ring" in r.get("notes", "") else None
     if not r.get("system"):
@@ -252,7 +255,6 @@ INFERENCE = ("prefill_s", "ttft_s", "decode_step_s", "tpot_s", "e2e_s")
 def inference(r: dict) -> float:
     """An LLM inference row (``podsim infer``): one prefill over ``batch`` prompts of
     ``prompt_tokens`` and ``output_tokens - 1`` decode steps; the row's metric in s."""
-    from ..serving.llm.steps import infer, step_timer
 
     model = model_of(r)
     timer = step_timer(model, r.get("gpu") or "h100-80gb", _int(r, "tp", 1), _int(r, "pp", 1), 1,
@@ -265,8 +267,6 @@ def inference(r: dict) -> float:
 
 def training_step(r: dict) -> float:
     """A measured single-GPU training step (``benchmarks/gpu/training_steps.py``), in s."""
-    from ..compute.steps import step_row
-    from .training_steps import predict_step_s
 
     return predict_step_s(step_row(r, r.get("source_loc") or "training steps"))
 
@@ -275,9 +275,6 @@ def serving_step(r: dict) -> float:
     """A measured serving step on one GPU (``benchmarks/gpu/inference_steps.py``), in s: the
     row's Llama shape, ``podsim infer``'s step model over its chunks, no host overhead (what
     the measurement says of the host is ``--host-overhead-ms eager|cuda-graphs``)."""
-    from ..llm.model import ModelConfig
-    from ..serving.llm.measured_steps import serving_step_row
-    from ..serving.llm.steps import step_timer
 
     row = serving_step_row({**r, "kind": r.get("step_kind", "")}, r.get("source_loc") or "serving steps")
     if not row.gpu:

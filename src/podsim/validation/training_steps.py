@@ -20,8 +20,8 @@ from __future__ import annotations
 import statistics
 from functools import lru_cache
 
-from ..compute.steps import CATEGORIES, StepRow, read_steps, shipped_path
 from ..api.train import simulate_training
+from ..compute.steps import CATEGORIES, StepRow, read_steps, shipped_path
 from ..errors import InputError
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig
