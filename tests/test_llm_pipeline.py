@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import yaml
@@ -125,7 +127,7 @@ def test_uneven_pipeline_split() -> None:
 ])
 def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # fusing compute with closed-form TP / EP collectives must not change a single ns
-    import podsim.api.train as run
+    run = importlib.import_module("podsim.api.train")
     m = get_model(name)
     layout = Layout(**lay)
     fused = run.simulate_training(m, layout, "h100-80gb", None, backend)
