@@ -62,6 +62,10 @@ class Param:
         const: a ``bool`` flag that sets its field to this value (``--fsdp`` sets ``zero=3``);
             declared beside the field's own parameter (:func:`param`'s ``also``).
         items: what a ``list``'s items are, for messages ("layer counts").
+        positional: on the command line, an optional positional argument (``podsim collective
+            all_reduce``) instead of a flag; its aliases stay flags.
+        cli: also a command-line flag (a sweep-only parameter, such as a collective's one
+            ``size``, is not).
     """
 
     name: str
@@ -79,6 +83,8 @@ class Param:
     exclusive: str | None = None
     const: Any = None
     items: str = "values"
+    positional: bool = False
+    cli: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -104,8 +110,10 @@ class Param:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """Every spelling on the command line (``--micro-batch``, ``--micro-batch-size``)."""
-        return tuple(f"--{n}" for n in (self.name, *self.aliases))
+        """Every flag spelling on the command line (``--micro-batch``, ``--micro-batch-size``; a
+        one-letter alias is a short flag, ``-b``); a positional parameter has only its aliases."""
+        names = self.aliases if self.positional else (self.name, *self.aliases)
+        return tuple(f"-{n}" if len(n) == 1 else f"--{n}" for n in names)
 
     def to_field(self, value: Any) -> Any:
         """A flag value as its field holds it."""
@@ -212,8 +220,13 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
     groups: dict[str, Any] = {}
     skipped = set(skip)
     for p in params:
-        if p.name in skipped:
+        if p.name in skipped or not p.cli:
             continue
+        if p.positional:
+            parser.add_argument(p.dest, nargs="?", default=p.default, help=p.help or None,
+                                metavar=p.metavar or p.name.upper())
+            if not p.aliases:
+                continue
         target = parser
         if p.exclusive:
             if p.exclusive not in groups:
