@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import tempfile
+from importlib import resources
 from pathlib import Path
+
+from .errors import InputError
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
@@ -19,7 +23,6 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except (FileExistsError, NotADirectoryError, PermissionError) as e:
-        from .errors import InputError
         raise InputError(f"cannot write here: {e.strerror or e}", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
@@ -41,7 +44,6 @@ def check_output_file(path: Path | str, flag: str) -> None:
     Raises:
         InputError: naming ``flag`` and the path.
     """
-    from .errors import InputError
     p = Path(path)
     if str(path) == "" or p.is_dir():
         raise InputError(f"{str(path) or '(empty)'} is a folder; expected a file path", flag)
@@ -58,7 +60,6 @@ def read_text(path: Path | str, what: str = "file") -> str:
     Raises:
         InputError: naming the file when it is missing, unreadable or not UTF-8 text.
     """
-    from .errors import InputError
     p = str(path)
     try:
         data = Path(path).read_bytes()
@@ -100,7 +101,6 @@ def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str],
     Raises:
         ValueError: a row with a key outside ``columns`` (a programming error).
     """
-    import csv
     import io
 
     buf = io.StringIO()
@@ -127,9 +127,7 @@ def read_measured_csv(path: Path | str, what: str, required: tuple[str, ...],
         InputError: the file cannot be read, or lacks one of the ``required`` columns (the
             message points at ``doc``, where the columns are described).
     """
-    import csv
 
-    from .errors import InputError
 
     prov: dict[str, str] = {}
     lines = []
@@ -150,7 +148,6 @@ def read_measured_csv(path: Path | str, what: str, required: tuple[str, ...],
 def package_files(package: str, folder: str, suffix: str = ".csv") -> list[Path]:
     """The files ending in ``suffix`` of a data folder shipped inside ``package`` (``podsim.compute``,
     ``tables/steps``), sorted by name; none when the folder is not there."""
-    from importlib import resources
 
     root = Path(str(resources.files(package) / folder))
     return sorted(root.glob(f"*{suffix}")) if root.is_dir() else []

@@ -4,12 +4,29 @@ per subcommand (its parser and its runner), built from the shared options of :mo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import (collective, convert, example, fabric, infer, inspect, kernels, llm, search, serve, serve_llm, simulate,
-               sweep, trace, validate)
+from ..errors import InputError, PodsimError
+from . import (
+    collective,
+    convert,
+    example,
+    fabric,
+    infer,
+    inspect,
+    kernels,
+    llm,
+    search,
+    serve,
+    serve_llm,
+    simulate,
+    sweep,
+    trace,
+    validate,
+)
 from .options import check_output_paths
 
 #: the subcommands' modules, in the order --help lists them
@@ -33,7 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``podsim`` console script; returns the exit status."""
-    from ..errors import InputError, PodsimError
 
     parser = build_parser()
     try:
@@ -57,7 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("podsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader (e.g. `| head`) went away: stop quietly
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:  # a path that is missing, a directory, unreadable or unwritable

@@ -4,13 +4,18 @@ way), the output options, the progress line, output-path checks and the result p
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import time
 from collections.abc import Iterable
 
 from ..api.jobs import Param, add_arguments
+from ..errors import InputError
+from ..report import format_summary, write_json, write_trace
 from ..report.outputs import check_output_paths as check_outputs_of
 from ..report.outputs import progress_text
+from ..report.plot import plot_timeline
 
 #: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
 TRACE_RANKS = 64
@@ -65,7 +70,6 @@ def add_outputs(p: argparse.ArgumentParser) -> None:
 def bounded_number(text: str, integer: bool, low: float, low_open: bool, what: str) -> float:
     """``text`` as an integer or a finite float from ``low`` (excluded when ``low_open``) up to
     2^31 (integers) or 1e15, else argparse's one-line error saying ``what`` was expected."""
-    import math
     try:
         v: float = int(text) if integer else float(text)
     except ValueError:
@@ -140,7 +144,6 @@ def count_status(what: str, done: int, total: int, elapsed_s: float) -> str:
 def count_bar(what: str):  # type: ignore[no-untyped-def]
     """A ``progress(done, total)`` for counted work (``what``: ``"evaluated {done}/{total} layouts"``)
     showing :func:`count_status` on stderr when it is a terminal."""
-    import time
     start = time.perf_counter()
 
     def show(done: int, total: int) -> None:
@@ -158,7 +161,6 @@ def clear_progress_line(progress) -> None:  # type: ignore[no-untyped-def]
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse output options that cannot be written, before simulating."""
-    from ..errors import InputError
 
     if args.trace and os.path.isdir(args.trace):
         raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
@@ -173,7 +175,6 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
-    from ..report import format_summary, write_json, write_trace
 
     print(format_summary(res))
     if args.json:
@@ -184,7 +185,6 @@ def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
         more = f", the first {shown} of {res.num_ranks} ranks (--trace-ranks)" if shown < res.num_ranks else ""
         print(f"  wrote {args.trace}{more} (open it at https://ui.perfetto.dev)")
     if args.plot:
-        from ..report.plot import plot_timeline
         drawn = plot_timeline(res, args.plot, max_ranks=args.plot_ranks)
         print(f"  wrote {args.plot} (the timeline of {drawn} rank{'s' if drawn > 1 else ''})")
     return 0

@@ -25,6 +25,7 @@ import csv
 import math
 import random
 import statistics
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -51,7 +52,6 @@ def _timer(torch: Any, device: str, fn: Callable[[], Any], min_ms: float = 10.0,
     fails the calls run eagerly."""
     fn()
     if device == "cpu":
-        import time
         t0 = time.perf_counter()
         fn()
         return (time.perf_counter() - t0) * 1e6

@@ -31,9 +31,12 @@ import yaml
 from ..collectives.nccl.tuning import NcclTuning, tuning_from_dict
 from ..errors import InputError, unknown_key_error, yaml_error
 from ..fileio import read_text
-from ..registry import Registry
+from ..formats.simai import read_topology
+from ..network.assemble import cluster as assemble
 from ..network.fabric import Fabric, FabricBuilder
+from ..registry import Registry
 from ..units import parse_bandwidth, parse_time_ns
+from .gpu import get_gpu
 
 INTRA_KINDS = ("nvswitch", "nvlink_mesh", "pcie")
 INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus",
@@ -69,7 +72,6 @@ class ClusterSpec:
     @property
     def gpu_memory_bytes(self) -> float | None:
         """Memory of one of its GPUs (bytes), or None when the cluster names no GPU type."""
-        from .gpu import get_gpu
         return get_gpu(self.gpu).memory_bytes if self.gpu else None
 
 
@@ -270,14 +272,12 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     Raises:
         InputError: when the cluster cannot hold ``num_gpus``.
     """
-    from ..network.assemble import cluster as assemble
 
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or not 1 <= num_gpus <= MAX_GPUS:
         raise InputError(f"expected a GPU count from 1 to {MAX_GPUS:,}, got {num_gpus!r}", where="--gpus")
     gpn = domain_size(spec, num_gpus)
     where = spec.source or spec.name
     if spec.topology_file is not None:
-        from ..formats.simai import read_topology
 
         fab = read_topology(spec.topology_file)
         if num_gpus != fab.num_gpus:

@@ -43,6 +43,7 @@ from .memory import stage_params
 from .model import ModelConfig
 from .ops import LayerCosts, PassStep
 from .stack import Stack
+from .training import group_ranks
 
 _GRID_FROM = 1 << 20      #: collectives above this size are timed on a grid of sizes (B)
 _PER_OCTAVE = 4           #: grid points per doubling of the size
@@ -112,7 +113,6 @@ class LayoutEstimator:
     def folder(self, layout: Layout) -> Folder:
         """A layout's closed-form collective time, ``(kind, bytes, group) -> ns | None``, with the
         plans shared across layouts of the same GPU count."""
-        from .training import group_ranks
         _, planner, _ = self._fabric(layout.gpus)
         curves = self._curves
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..network.fabric import LinkTier
+
 
 @dataclass
 class Slice:
@@ -55,7 +57,6 @@ class LinkUse:
     utilization: float
 
     def as_dict(self) -> dict[str, object]:
-        from ..network.fabric import LinkTier
 
         return {"link": self.name, "tier": LinkTier(self.tier).name.lower(), "bytes": round(self.bytes),
                 "busy_ns": self.busy_ns, "peak_flows": self.peak_flows, "bandwidth_GBps": self.bandwidth,

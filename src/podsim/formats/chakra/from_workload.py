@@ -8,8 +8,11 @@ written in whole microseconds (Chakra's unit), rounded to the nearest.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
+from ...fileio import atomic_write_text
 from ...workload import OpKind, Program, Workload
 from .etfile import write_trace
 from .schema import GlobalMetadata, Node, NodeType
@@ -89,10 +92,7 @@ def write_workload_with_groups(workload: Workload, prefix: str | os.PathLike[str
     groups, ``<prefix>.comm_groups.json`` (ASTRA-sim's ``{id: [ranks]}``, ids from 1: 0 is
     reserved for all ranks) with every collective's ``pg_name`` set to its group's id.
     Returns (ET paths, JSON path or None)."""
-    import json
-    from pathlib import Path
 
-    from ...fileio import atomic_write_text
 
     ids: dict[tuple[str, tuple[int, ...]], str] = {}
     for g in workload.groups:

@@ -34,6 +34,7 @@ from ...workload import (
     dedupe_programs,
 )
 from ...workload.program import COLUMNS, csr_from_arrays
+from ...workload.validate import check_acyclic
 from .etfile import Trace, read_trace
 from .schema import INTEGER_TYPES, Node, NodeType
 
@@ -277,7 +278,6 @@ def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
         comm_groups: ``{group id: ranks}`` (ASTRA-sim's comm-group configuration).
         check_cycles: reject dependency cycles (data dependencies).
     """
-    from ...workload.validate import check_acyclic
 
     prefix = str(prefix)
     if num_ranks is None:
