@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import os
 import tempfile
 from importlib import resources
@@ -101,7 +102,6 @@ def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str],
     Raises:
         ValueError: a row with a key outside ``columns`` (a programming error).
     """
-    import io
 
     buf = io.StringIO()
     buf.write(f"# {title}\n")

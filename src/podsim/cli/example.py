@@ -56,7 +56,7 @@ def _run_example(args: argparse.Namespace) -> int:
             if args.trace:
                 argv += ["--trace", args.trace]
             print("podsim example: running podsim " + " ".join(argv))
-            from . import main  # the package that holds this module: imported once the CLI runs
+            from . import main  # noqa: PLC0415 -- the package holding this module, whole once the CLI runs
             return main(argv)
         res = run_example(args.name, paths, use_symmetry=not args.no_symmetry,
                           record_timeline=bool(args.trace or args.plot))

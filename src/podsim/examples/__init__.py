@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 from ..formats.chakra import write_workload
+from ..serving import generate_workload
+from ..serving import write_workload as write_serve_workload
 from ..workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
 EXAMPLES = {
@@ -84,7 +86,6 @@ def write_example(name: str, folder: str | os.PathLike[str]) -> dict[str, str]:
 def _write_serving(folder: Path) -> dict[str, str]:
     """A DLSIM-format workload (podsim's generator, DLSIM's test_workload_8to2_6.667Hz_20s
     parameters) and an intra-op placement of two Bert 2.6B services sharing GPUs 0-1 of node 0."""
-    from ..serving import generate_workload, write_workload as write_serve_workload
 
     w = generate_workload(2, 6.667, 20.0, proportions=[0.8, 0.2], slos_s=[0.25, 0.25], seed=0, name="workload.csv")
     write_serve_workload(w, folder / "workload.csv")

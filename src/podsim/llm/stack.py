@@ -36,7 +36,7 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
         raise InputError(f"{other[0]} cannot be 'measured' (only {', '.join(IN_STEP)} are read from measured "
                          "training steps)", "podsim/llm/stack.yaml", gpu_key)
     # imported here: the measured steps are simulated, and their kernel timing reads this module
-    from ..validation.training_steps import shipped_efficiency
+    from ..validation.training_steps import shipped_efficiency  # noqa: PLC0415 -- a cycle, see above
     got = dict(shipped_efficiency(gpu_key))
     return {k: got[k] for k in keys}
 

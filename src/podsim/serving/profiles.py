@@ -102,7 +102,7 @@ def _positive(x: object, source: str, where: str, zero_ok: bool = False, hi: flo
 def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untyped-def]
     """A function (name, stage shapes) -> Executable from an ``estimate:`` block:
     ``{model: ZOO_NAME | hf_config: PATH, gpu: NAME, batch: 1, seq_len: N, dtype: fp16}``."""
-    from .estimate import estimate_executable   # estimate imports this module's Executable
+    from .estimate import estimate_executable  # noqa: PLC0415 -- estimate imports this module's Executable
 
     if not isinstance(spec, dict) or "gpu" not in spec or ("model" not in spec) == ("hf_config" not in spec):
         raise InputError("expected {model: NAME or hf_config: PATH, gpu: NAME, batch: B, seq_len: S, dtype: D}",

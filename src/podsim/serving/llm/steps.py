@@ -279,7 +279,7 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
                          memory_utilization, kv_bytes, table)
     if profile is None:
         return timer
-    from .vidur_tables import table_step_timer
+    from .vidur_tables import table_step_timer  # noqa: PLC0415 -- vidur_tables builds on this module's timer
     return table_step_timer(timer, profile, spec.gpus_per_node)
 
 
