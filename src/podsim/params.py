@@ -253,6 +253,10 @@ def markdown_table(params: Iterable[Param]) -> str:
     rows = ["| flag | default | what it is |", "|---|---|---|"]
     for p in params:
         flags = ", ".join(f"`{f}`" for f in p.flags)
+        if p.positional:
+            flags = ", ".join([f"`{p.metavar or p.name.upper()}` (positional)", *([flags] if flags else [])])
+        elif not p.cli:
+            flags = f"`{p.name}` (sweep only)"
         if p.kind == "choice":
             flags += " " + "\\|".join(str(c) for c in p.choices)
         default = "" if p.default in (None, False) else f"`{p.default}`"

@@ -18,19 +18,18 @@ from ..collectives.nccl.sweep import sizes, sweep
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
 from ..errors import InputError
+from ..jobs.collective import DTYPES, CollectiveJob
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster, preset_names
 from ..report.collective import CollectiveTable
 from ..units import parse_size
 
-#: element types (``--dtype``) and their bytes, as nccl-tests names them
-DTYPES = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "double": 8}
 
 #: the algorithms ``algorithm`` may force (NCCL's names; the registry also takes ASTRA-sim's
 #: name for the same algorithm, e.g. doubleBinaryTree for tree)
 ALGORITHMS: tuple[str, ...] = NCCL_ALGORITHMS.names()
 
 __all__ = ["ALGORITHMS", "BACKENDS", "COLLECTIVES", "DTYPES", "PROTOCOLS", "CollectiveTable", "cluster_presets",
-           "collective"]
+           "collective", "run_job"]
 
 
 def collective(name: str, cluster: str | ClusterSpec, gpus: int, *, min_bytes: int | str = "1K",
@@ -76,3 +75,19 @@ def _nccl_size(v: int | str) -> int | str:
 def cluster_presets() -> list[tuple[str, str]]:
     """The shipped cluster presets: (name, description), by name."""
     return [(n, load_cluster(n).description) for n in preset_names()]
+
+
+def run_job(job: CollectiveJob, progress: Callable[[int, int], None] | None = None) -> CollectiveTable:
+    """``podsim collective`` from its job spec: the sizes from ``min-bytes`` to ``max-bytes``,
+    or the one ``size`` a sweep point gives.
+
+    Raises:
+        InputError: a missing collective, cluster or GPU count (and whatever :func:`collective`
+            refuses)."""
+    o = job.options
+    for flag, val in (("NAME", o.collective), ("--cluster", o.cluster), ("--gpus", o.gpus)):
+        if val is None:
+            raise InputError(f"missing {flag} (see podsim collective --help)")
+    lo, hi = (o.size, o.size) if o.size is not None else (o.min_bytes, o.max_bytes)
+    return collective(o.collective, o.cluster, o.gpus, min_bytes=lo, max_bytes=hi, factor=o.factor,
+                      backend=o.backend, dtype=o.dtype, algorithm=o.algo, protocol=o.proto, progress=progress)

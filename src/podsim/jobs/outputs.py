@@ -11,12 +11,22 @@ from ..params import Param, param
 TRACE_RANKS = 64
 
 
+#: ``--json``, the same in every subcommand
+JSON = Param("json", "path", metavar="OUT", sweep=False, help="write the result as JSON (fields: docs/outputs.md)")
+
+
+@dataclass(frozen=True)
+class JsonOutput:
+    """The JSON result only."""
+
+    json: str | None = param(JSON)
+
+
 @dataclass(frozen=True)
 class Outputs:
     """JSON result and Perfetto trace."""
 
-    json: str | None = param(Param("json", "path", metavar="OUT", sweep=False,
-                                   help="write the result as JSON (fields: docs/outputs.md)"))
+    json: str | None = param(JSON)
     trace: str | None = param(Param("trace", "path", metavar="OUT", sweep=False,
                                     help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)"))
     trace_ranks: int = param(Param("trace-ranks", "count", TRACE_RANKS, metavar="N", sweep=False,

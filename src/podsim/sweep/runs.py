@@ -21,8 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..api.collective import ALGORITHMS as NCCL_ALGORITHMS
-from ..api.collective import COLLECTIVES, DTYPES, PROTOCOLS, collective
+from ..api.collective import run_job
 from ..api.serve import MEMORY_CHECKS, ServeJob, numbers, serve, whole_numbers
 from ..api.serve import SCHEDULERS as SERVE_SCHEDULERS
 from ..api.serve_llm import serve_llm, with_hardware
@@ -33,6 +32,7 @@ from ..serving.llm.requests import is_generator
 from ..errors import InputError, PodsimError, unknown_key_error
 from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
+from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
@@ -86,14 +86,7 @@ LLM = RunKind(
 
 COLLECTIVE = RunKind(
     "collective",
-    (Param("collective", "choice", None, COLLECTIVES, help="the collective (podsim collective NAME)"),
-     Param("cluster", "name", help="a cluster preset or YAML"),
-     Param("gpus", "count"),
-     Param("size", "size", help="message size: bytes, or 1K / 1M / 1G (KiB, MiB, GiB as nccl-tests), '16 MB'"),
-     Param("backend", "choice", "analytical", _BACKENDS),
-     Param("dtype", "choice", "float", tuple(DTYPES)),
-     Param("algo", "choice", None, NCCL_ALGORITHMS, help="force an algorithm"),
-     Param("proto", "choice", None, PROTOCOLS)),
+    tuple(p for p in COLLECTIVE_PARAMS if p.sweep),
     (("collective",), ("cluster",), ("gpus",), ("size",)),
     {"bytes": "BIGINT", "time_us": "DOUBLE", "algbw_gbps": "DOUBLE", "busbw_gbps": "DOUBLE", "algorithm": "VARCHAR",
      "protocol": "VARCHAR", "servers": "BIGINT"},
@@ -392,11 +385,8 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
 
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
-    n = size_bytes(p["size"], "size")
-    cluster = _cluster_arg(p, whatif, base, None)
-    assert cluster is not None   # a required parameter
-    t = collective(p["collective"], cluster, p["gpus"], min_bytes=n, max_bytes=n,
-                   backend=p["backend"], dtype=p["dtype"], algorithm=p.get("algo"), protocol=p.get("proto"))
+    job = CollectiveJob.from_values({**p, "size": size_bytes(p["size"], "size")})
+    t = run_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
     r = t.rows[0]
     return {"bytes": r.bytes, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps, "busbw_gbps": r.busbw_gbps,
             "algorithm": r.algorithm, "protocol": r.protocol, "servers": t.servers}
