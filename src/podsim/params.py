@@ -66,6 +66,9 @@ class Param:
             all_reduce``) instead of a flag; its aliases stay flags.
         cli: also a command-line flag (a sweep-only parameter, such as a collective's one
             ``size``, is not).
+        parse: how a flag value becomes the field's, with the parameter's own checks and
+            messages: ``parse(value, "--flag")`` (default: by ``kind``, ``negate`` and ``item``).
+            A ``path`` with a ``const`` takes an optional value (``--trace`` alone is ``const``).
     """
 
     name: str
@@ -85,6 +88,7 @@ class Param:
     items: str = "values"
     positional: bool = False
     cli: bool = True
+    parse: Callable[[Any, str], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -117,6 +121,8 @@ class Param:
 
     def to_field(self, value: Any) -> Any:
         """A flag value as its field holds it."""
+        if self.parse is not None and value is not None and not isinstance(value, (tuple, list)):
+            return self.parse(value, self.flags[0] if self.flags else self.name)
         if self.negate:
             return not value
         if self.kind == "list" and isinstance(value, str):
@@ -237,8 +243,11 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
             kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
         elif p.kind == "bool":
             kw.update(action="store_true", default=bool(p.default))
+        elif p.const is not None:   # an optional value: the flag alone is the constant
+            kw.update(nargs="?", const=p.const, default=p.default, metavar=p.metavar or p.name.upper())
         else:
             kw.update(default=p.default, metavar=p.metavar or p.name.split("-")[-1].upper())
+        if p.kind != "bool" and p.const is None:
             if p.choices and p.kind != "name":   # a name's choices come from a registry, whose error is kinder
                 kw.update(choices=list(p.choices))
                 kw.pop("metavar")

@@ -7,9 +7,10 @@ from __future__ import annotations
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.infer import INFER_PARAMS, InferJob
 from ..jobs.kinds import PARAMS_BY_COMMAND
+from ..jobs.serve import SERVE_PARAMS, ServeCommand, ServeJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param, add_arguments, echo
 
-__all__ = ["COLLECTIVE_PARAMS", "CollectiveJob", "INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "Param", "SERVE_LLM_PARAMS", "ServeLLMJob",
+__all__ = ["COLLECTIVE_PARAMS", "CollectiveJob", "INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "Param", "SERVE_LLM_PARAMS", "SERVE_PARAMS", "ServeCommand", "ServeJob", "ServeLLMJob",
            "TRAIN_PARAMS", "TrainJob", "add_arguments", "echo"]

@@ -20,10 +20,10 @@ Units: think time in ms, durations and SLOs in s, GPU memory in GB (10^9 B).
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import InputError
+from ..jobs.serve import ServeJob, numbers, whole_numbers
 from ..serving import (
     ClosedLoop,
     Placement,
@@ -36,86 +36,13 @@ from ..serving import (
     write_workload,
 )
 from ..serving.placement import MEMORY_CHECKS, check_placement, serve_cluster
-from ..serving.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
+from ..serving.schedulers import SCHEDULERS
 from ..serving.schedulers import describe as describe_schedulers
 from ..serving.simulator import parse_overhead
 from ..serving.workload import read_any_workload
 
 __all__ = ["MEMORY_CHECKS", "SCHEDULERS", "ServeJob", "describe_schedulers", "generate_workload", "numbers",
            "per_model", "serve", "whole_numbers", "write_workload"]
-
-
-@dataclass(frozen=True)
-class ServeJob:
-    """Everything one serving run depends on.
-
-    Attributes:
-        placement: a placement file (DLSIM's JSON, or YAML) or a read :class:`Placement`.
-        workload: a DLSIM workload CSV or a request trace CSV (model_id, arrival_s columns), or
-            a :class:`ServeWorkload`; exactly one of it and ``closed_loop``.
-        closed_loop: closed-loop clients per model, instead of ``workload``.
-        think_ms: closed loop: mean think time between a response and the next request (ms).
-        duration_s: closed loop: seconds the clients keep sending (required with it).
-        slos_s: SLOs per model (s), or one for all; for a closed loop and request traces, or to
-            override a workload's (None: the workload's; a closed loop's: none).
-        seed: closed loop: the seed of the think times.
-        profile: the executables' stage shapes and latencies (YAML; None: DLSIM's V100 profile).
-        cluster: a cluster preset or YAML for GPUs per node and GPU memory (nodes: what the
-            placement uses); None: DLSIM's 1 node of 2 GPUs of 16 GB.
-        num_nodes, gpus_per_node, memory_gb: override the cluster's (GPU memory in GB = 10^9 B).
-        scheduler: a name or alias of :data:`SCHEDULERS` (fifo, round-robin / rr, ...).
-        dispatch_overhead: ``dlsim``, ``none`` or a number of ms added to a stage's start on a
-            busy mesh.
-        drop_late: drop a request whose predicted finish misses its SLO (AlpaServe).
-        memory_check: weights over a GPU's memory: ``error``, ``warn`` (a note) or ``off``
-            (:data:`MEMORY_CHECKS`).
-        name: the workload's name for a closed loop (default ``closed-loop``).
-    """
-
-    placement: str | os.PathLike[str] | Placement
-    workload: str | os.PathLike[str] | ServeWorkload | None = None
-    closed_loop: tuple[int, ...] | None = None
-    think_ms: float = 0.0
-    duration_s: float | None = None
-    slos_s: tuple[float, ...] | None = None
-    seed: int = 0
-    profile: str | os.PathLike[str] | None = None
-    cluster: str | None = None
-    num_nodes: int | None = None
-    gpus_per_node: int | None = None
-    memory_gb: float | None = None
-    scheduler: str = DEFAULT_SCHEDULER
-    dispatch_overhead: str = "dlsim"
-    drop_late: bool = False
-    memory_check: str = "error"
-    name: str | None = None
-
-
-def numbers(text: str, where: str) -> list[float]:
-    """``0.25,0.5``: comma-separated finite numbers.
-
-    Raises:
-        InputError: naming ``where`` for anything else (or nothing).
-    """
-    try:
-        vals = [float(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        vals = []
-    if not vals or not all(math.isfinite(v) for v in vals):
-        raise InputError(f"expected comma-separated finite numbers, got {text!r}", where=where)
-    return vals
-
-
-def whole_numbers(text: str, where: str) -> tuple[int, ...]:
-    """``8,2``: comma-separated whole numbers >= 0 (closed-loop clients per model).
-
-    Raises:
-        InputError: naming ``where`` for anything else.
-    """
-    vals = numbers(text, where)
-    if any(v != int(v) or v < 0 for v in vals):
-        raise InputError(f"expected whole numbers of clients, got {text!r}", where=where)
-    return tuple(int(v) for v in vals)
 
 
 def per_model(values: list[float] | tuple[float, ...] | None, models: int, where: str) -> list[float] | None:

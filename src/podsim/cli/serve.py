@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 
-from ..api.serve import (
-    MEMORY_CHECKS,
-    SCHEDULERS,
-    ServeJob,
-    describe_schedulers,
-    generate_workload,
-    numbers,
-    per_model,
-    serve,
-    whole_numbers,
-    write_workload,
-)
+from ..api.jobs import SERVE_PARAMS, ServeCommand
+from ..api.serve import generate_workload, numbers, per_model, serve, write_workload
 from ..errors import InputError
 from ..report.serving import (
     format_serve_summary,
@@ -25,13 +16,7 @@ from ..report.serving import (
     write_serve_json,
     write_serving_trace,
 )
-from .options import (
-    add_cluster,
-    count_arg,
-    natural_arg,
-    non_negative_arg,
-    positive_arg,
-)
+from .options import add_params, count_arg, natural_arg, non_negative_arg, positive_arg
 
 
 EPILOG_SERVE = """examples:
@@ -59,45 +44,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
     sv = sub.add_parser("serve", help="simulate inference serving: requests, model placements, per-GPU queues "
                         "(DLSIM's flags work)", epilog=EPILOG_SERVE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sv.add_argument("-w", "--workload", help="a DLSIM workload CSV, or a request trace CSV with a header naming "
-                    "model_id and arrival_s columns (replayed as recorded)")
-    sv.add_argument("--closed-loop", metavar="C0,C1,...",
-                    help="instead of -w: closed-loop clients per model (each sends, waits, thinks, sends again)")
-    sv.add_argument("--think-ms", type=non_negative_arg, default=0.0, metavar="MS",
-                    help="with --closed-loop: mean think time between a response and the next request (default 0)")
-    sv.add_argument("--duration", type=positive_arg, default=None, metavar="S",
-                    help="with --closed-loop: seconds clients keep sending (required)")
-    sv.add_argument("--slos", default=None, metavar="S0,S1,...",
-                    help="SLOs in seconds per model (or one for all): for --closed-loop and request traces, or to "
-                         "override a workload's")
-    sv.add_argument("--seed", type=natural_arg, default=0, help="with --closed-loop: seed of the think times")
-    sv.add_argument("-p", "--placement", required=True, help="a placement (DLSIM's JSON, or YAML)")
-    add_cluster(sv, "GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the "
-                    "placement uses)")
-    sv.add_argument("-n", "--num-nodes", "--num_nodes", dest="num_nodes", type=count_arg, default=None,
-                    help="nodes (default 1, or what the placement uses with --cluster)")
-    sv.add_argument("-d", "--num-devices-per-node", "--num_devices_per_node", dest="gpus_per_node", type=count_arg,
-                    default=None, help="GPUs per node (default 2)")
-    sv.add_argument("-c", "--memory-capacity", "--memory_capacity", dest="memory_gb", type=positive_arg, default=None,
-                    help="GPU memory in GB (default 16)")
-    sv.add_argument("--profile", default=None, metavar="FILE",
-                    help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)")
-    sv.add_argument("--scheduler", default=ServeJob.scheduler, choices=SCHEDULERS.spellings(),
-                    help=f"replica choice (serve-llm's --router): {describe_schedulers()}")
-    sv.add_argument("--dispatch-overhead", default="dlsim", metavar="dlsim|none|MS",
-                    help="added to a stage's start when its mesh is busy: dlsim (3 ms multi-stage, 4 ms single-"
-                         "stage), none, or a number of ms")
-    sv.add_argument("--drop-late", action="store_true",
-                    help="drop a request whose predicted finish misses its SLO (AlpaServe)")
-    sv.add_argument("--memory-check", default=ServeJob.memory_check, choices=MEMORY_CHECKS,
-                    help="placements whose weights exceed a GPU's memory: refuse (default), warn, or skip the check")
-    sv.add_argument("--name", default=None, help="run name (default: the workload's); names the Chrome trace")
-    sv.add_argument("--trace", "--chrome-trace", "--chrome_trace", dest="chrome_trace", nargs="?", const="",
-                    default=None, metavar="OUT",
-                    help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json; --chrome_trace is "
-                         "DLSIM's spelling)")
-    sv.add_argument("--json", metavar="OUT", help="write the statistics and every request as JSON")
-    sv.add_argument("--cdf", metavar="OUT.png", help="plot the latency CDF (needs matplotlib)")
+    add_params(sv, SERVE_PARAMS)
     sv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     sw = sub.add_parser("serve-workload", help="write serving workloads (DLSIM's CSV): open-loop Poisson or Gamma "
@@ -128,32 +75,30 @@ def _dlsim_path(path: str, folder: str) -> str:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    for flag, path in (("--json", args.json), ("--cdf", args.cdf), ("--chrome-trace", args.chrome_trace)):
+    cmd = ServeCommand.from_values(vars(args))
+    out = cmd.outputs
+    for flag, path in (("--json", out.json), ("--cdf", out.cdf), ("--chrome-trace", out.trace)):
         if path and os.path.isdir(path):
             raise InputError(f"{path} is a folder; give the file to write", where=flag)
-    job = ServeJob(
-        placement=_dlsim_path(args.placement, "placements"),
-        workload=None if args.workload is None else _dlsim_path(args.workload, "workload"),
-        closed_loop=None if args.closed_loop is None else whole_numbers(args.closed_loop, "--closed-loop"),
-        think_ms=args.think_ms, duration_s=args.duration,
-        slos_s=None if args.slos is None else tuple(numbers(args.slos, "--slos")), seed=args.seed,
-        profile=args.profile, cluster=args.cluster, num_nodes=args.num_nodes, gpus_per_node=args.gpus_per_node,
-        memory_gb=args.memory_gb, scheduler=args.scheduler, dispatch_overhead=args.dispatch_overhead,
-        drop_late=args.drop_late, memory_check=args.memory_check, name=args.name)
+    job = cmd.job
+    if job.placement is None:
+        raise InputError("give a placement: -p FILE (DLSIM's JSON, or YAML)", where="-p")
+    job = replace(job, placement=_dlsim_path(job.placement, "placements"),
+                  workload=None if job.workload is None else _dlsim_path(job.workload, "workload"))
     result = serve(job)
     doc = summarize(result)
     print(format_serve_summary(doc))
-    name = args.name or result.workload.name or "serve"
-    if args.chrome_trace is not None:
-        out = args.chrome_trace or os.path.join("chrome_trace", f"{name}.json")
-        write_serving_trace(result, out)
-        print(f"\n  wrote {out} (open it at https://ui.perfetto.dev)")
-    if args.json:
-        write_serve_json(doc, name, args.json)
-        print(f"  wrote {args.json}")
-    if args.cdf:
-        plot_latency_cdf(result, args.cdf)
-        print(f"  wrote {args.cdf}")
+    name = job.name or result.workload.name or "serve"
+    if out.trace is not None:
+        path = out.trace or os.path.join("chrome_trace", f"{name}.json")
+        write_serving_trace(result, path)
+        print(f"\n  wrote {path} (open it at https://ui.perfetto.dev)")
+    if out.json:
+        write_serve_json(doc, name, out.json)
+        print(f"  wrote {out.json}")
+    if out.cdf:
+        plot_latency_cdf(result, out.cdf)
+        print(f"  wrote {out.cdf}")
     return 0
 
 

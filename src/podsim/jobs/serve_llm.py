@@ -107,7 +107,7 @@ class ServiceLevel:
 
 
 @dataclass(frozen=True)
-class ServeOutputs:
+class ServeLLMOutputs:
     """What ``podsim serve-llm`` writes (not sweep parameters)."""
 
     json: str | None = param(Param("json", "path", metavar="OUT", sweep=False,
@@ -129,7 +129,7 @@ class ServeLLMJob:
     engine: EngineOptions = nested(EngineOptions)
     requests: RequestsSpec = nested(RequestsSpec)
     service: ServiceLevel = nested(ServiceLevel)
-    outputs: ServeOutputs = nested(ServeOutputs)
+    outputs: ServeLLMOutputs = nested(ServeLLMOutputs)
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> "ServeLLMJob":

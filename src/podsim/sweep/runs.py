@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.collective import run_job
-from ..api.serve import MEMORY_CHECKS, ServeJob, numbers, serve, whole_numbers
-from ..api.serve import SCHEDULERS as SERVE_SCHEDULERS
+from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.simulate import PARALLEL_MODES, ParallelSpec, simulate, trace_formats
 from ..api.train import train
@@ -33,6 +32,7 @@ from ..errors import InputError, PodsimError, unknown_key_error
 from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
+from ..jobs.serve import SERVE_PARAMS, ServeCommand
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
@@ -132,21 +132,7 @@ SIMULATE = RunKind(
 
 SERVE = RunKind(
     "serve",
-    (Param("workload", "path", help="a DLSIM workload CSV or a request trace CSV"),
-     Param("closed-loop", "list", help="closed-loop clients per model"),
-     Param("think-ms", "nonneg", 0.0, help="mean think time, ms"),
-     Param("duration", "number", help="seconds closed-loop clients keep sending"),
-     Param("slos", "list", help="SLOs in s per model (or one for all)"),
-     Param("seed", "natural", 0),
-     Param("placement", "path", help="a placement (DLSIM's JSON, or YAML)"),
-     Param("cluster", "name", help="GPUs per node and memory from a cluster preset or YAML"),
-     Param("num-nodes", "count"), Param("num-devices-per-node", "count"),
-     Param("memory-capacity", "number", help="GPU memory, GB"),
-     Param("profile", "path"),
-     Param("scheduler", "choice", ServeJob.scheduler, SERVE_SCHEDULERS.spellings()),
-     Param("dispatch-overhead", "name", "dlsim", help="dlsim, none, or ms"),
-     Param("drop-late", "bool", False),
-     Param("memory-check", "choice", ServeJob.memory_check, MEMORY_CHECKS)),
+    tuple(p for p in SERVE_PARAMS if p.sweep),
     (("workload", "closed-loop"), ("placement",)),
     {"num_requests": "BIGINT", "completed": "BIGINT", "dropped": "BIGINT", "latency_mean_s": "DOUBLE",
      "latency_p50_s": "DOUBLE", "latency_p90_s": "DOUBLE", "latency_p99_s": "DOUBLE", "slo_attainment": "DOUBLE",
@@ -154,7 +140,7 @@ SERVE = RunKind(
     ("throughput_rps", "latency_mean_s", "latency_p99_s", "slo_attainment"),
     ("memory_gib",), ("preset", "gpus_per_node"),
     "inference serving: requests, placements, per-GPU queues (podsim serve)",
-    {"w": "workload", "p": "placement", "n": "num-nodes", "d": "num-devices-per-node", "c": "memory-capacity"})
+    {a: p.name for p in SERVE_PARAMS if p.sweep for a in p.aliases if a.replace("_", "-") != p.name})
 
 SERVE_LLM = RunKind(
     "serve-llm",
@@ -445,17 +431,12 @@ def run_serve(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> di
     memory_gb = gpu_ov["memory_gib"] * 2**30 / 1e9 if "memory_gib" in gpu_ov else p.get("memory-capacity")
     cl_ov = whatif.get("cluster") or {}
     preset = cl_ov.get("preset", p.get("cluster"))
-    job = ServeJob(
-        placement=resolve(p["placement"], base),
-        workload=None if p.get("closed-loop") else resolve(p["workload"], base),
-        closed_loop=whole_numbers(p["closed-loop"], "closed-loop") if p.get("closed-loop") else None,
-        think_ms=p["think-ms"], duration_s=p.get("duration"),
-        slos_s=tuple(numbers(p["slos"], "slos")) if p.get("slos") else None, seed=p["seed"],
-        profile=resolve(p["profile"], base) if p.get("profile") else None,
-        cluster=resolve(preset, base) if preset and _is_path_like(preset) else preset,
-        num_nodes=p.get("num-nodes"), gpus_per_node=cl_ov.get("gpus_per_node", p.get("num-devices-per-node")),
-        memory_gb=memory_gb, scheduler=p["scheduler"], dispatch_overhead=p["dispatch-overhead"],
-        drop_late=p["drop-late"], memory_check=p["memory-check"])
+    paths = {k: resolve(p[k], base) for k in ("placement", "workload", "profile") if p.get(k)}
+    if p.get("closed-loop"):
+        paths["workload"] = None
+    job = ServeCommand.from_values({**p, **paths}).job
+    job = replace(job, cluster=resolve(preset, base) if preset and _is_path_like(preset) else preset,
+                  gpus_per_node=cl_ov.get("gpus_per_node", p.get("num-devices-per-node")), memory_gb=memory_gb)
     doc = summarize(serve(job))
     return {k: doc[k] for k in SERVE.metrics}
 
