@@ -69,6 +69,8 @@ class Param:
         parse: how a flag value becomes the field's, with the parameter's own checks and
             messages: ``parse(value, "--flag")`` (default: by ``kind``, ``negate`` and ``item``).
             A ``path`` with a ``const`` takes an optional value (``--trace`` alone is ``const``).
+        hidden: accepted but not shown in ``--help`` or the docs (flags kept for another
+            tool's command lines, such as ASTRA-sim's logging options).
     """
 
     name: str
@@ -89,6 +91,7 @@ class Param:
     positional: bool = False
     cli: bool = True
     parse: Callable[[Any, str], Any] | None = None
+    hidden: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -238,7 +241,7 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
             if p.exclusive not in groups:
                 groups[p.exclusive] = parser.add_mutually_exclusive_group()
             target = groups[p.exclusive]
-        kw: dict[str, Any] = {"dest": p.dest, "help": p.help or None}
+        kw: dict[str, Any] = {"dest": p.dest, "help": argparse.SUPPRESS if p.hidden else (p.help or None)}
         if p.kind == "bool" and p.const is not None:   # sets another flag's field: that flag's default stays
             kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
         elif p.kind == "bool":
@@ -261,6 +264,8 @@ def markdown_table(params: Iterable[Param]) -> str:
     """The docs' table of ``params``: flag (and aliases), default, what it is."""
     rows = ["| flag | default | what it is |", "|---|---|---|"]
     for p in params:
+        if p.hidden:
+            continue
         flags = ", ".join(f"`{f}`" for f in p.flags)
         if p.positional:
             flags = ", ".join([f"`{p.metavar or p.name.upper()}` (positional)", *([flags] if flags else [])])

@@ -42,6 +42,7 @@ from ..formats.astra_sim import (
 from ..formats.astra_sim.common import load_yaml
 from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
 from ..formats.one_gpu_step import OneGpuStep
+from ..jobs.simulate import SimulateJob
 from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_groups
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
@@ -436,3 +437,67 @@ def describe_topology(topo: Topology) -> str:
     for d in topo.dims:
         parts.append(f"{d.kind.value}({d.npus}) {d.bandwidth * 1e9 / 2**30:g} GiB/s {d.latency_ns:g} ns")
     return " x ".join(parts)
+
+
+@dataclass
+class SimulateOutcome:
+    """What one ``podsim simulate`` job gives: the result, and whether it comes from a one-GPU
+    trace taken to many GPUs (``one_gpu``) or from a parallel job traced rank by rank whose
+    layers are known (``rank_layers``): the two that have a per-layer breakdown."""
+
+    result: Result
+    one_gpu: bool
+    rank_layers: bool
+
+
+def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None = None) -> SimulateOutcome:
+    """``podsim simulate`` from its job spec: the checks its flags need together, the workload
+    (``--workload``, or ``--triosim`` / ``--pytorch`` with the one-GPU pipeline), then
+    :func:`simulate`.
+
+    Raises:
+        InputError: a missing, contradictory or malformed input."""
+    t, g, m, out = job.trace, job.one_gpu, job.machine, job.outputs
+    if out.plot and out.plot_ranks < 1:
+        raise InputError(f"expected at least 1 rank to draw, got {out.plot_ranks}", where="--plot-ranks")
+    groups = m.comm_groups
+    if groups is not None and "empty" in groups:
+        groups = None
+    workload, trace_format = t.workload, t.trace_format
+    one_gpu = bool(t.triosim or t.pytorch) or (bool(workload) and g.parallel is not None)
+    if t.triosim or t.pytorch:
+        if workload:
+            raise InputError("give one of --workload-configuration, --triosim and --pytorch")
+        if t.triosim and t.pytorch:
+            raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
+        if trace_format is not None:
+            raise InputError("--format names the format of --workload PATH; --triosim and --pytorch name their own",
+                             where="--format")
+        workload, trace_format = (t.triosim, "triosim") if t.triosim else (t.pytorch, "pytorch")
+    elif not workload:
+        raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
+    rank_layers = not one_gpu and format_of(workload, trace_format).layers
+    if g.layers and not (one_gpu or rank_layers):
+        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR, --pytorch DIR, or "
+                         "--workload PATH --parallel MODE) or a parallel job traced rank by rank (podsim trace "
+                         "--world-size N --layout ...)", where="--layers")
+    parallel = None
+    if one_gpu:
+        parallel = ParallelSpec(g.parallel or "ddp", m.gpus or 1, g.micro_batch, g.schedule, g.dp, g.bucket_mb,
+                                g.batch_size, g.batch_size_sim, g.gpu_memory, g.remote_bandwidth)
+    elif m.cluster is None:
+        for flag, val in (("--system-configuration", m.system), ("--network-configuration", m.network)):
+            if val is None:
+                raise InputError(f"missing {flag} (or give --cluster)")
+    res = simulate(workload, m.system, m.network,
+                   m.remote_memory, groups, num_queues_per_dim=m.num_queues_per_dim,
+                   injection_scale=m.injection_scale, use_symmetry=not out.no_symmetry,
+                   record_timeline=bool(out.trace or out.plot or g.layers), progress=progress,
+                   rendezvous=m.rendezvous, cluster=m.cluster, backend=m.backend, gpus=m.gpus,
+                   execution_trace=t.execution_trace, whole_trace=t.whole_trace, trace_format=trace_format,
+                   parallel=parallel)
+    if m.comm_scale != 1.0:
+        res.notes.append(f"--comm-scale {m.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
+    if m.compute_scale != 1.0:
+        res.notes.append(f"--compute-scale {m.compute_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
+    return SimulateOutcome(res, one_gpu, bool(rank_layers))

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from ..api.jobs import Param, add_arguments
+from ..api.jobs import RESULT_OUTPUT_PARAMS, Param, add_arguments
 from ..errors import InputError
 from ..report import format_summary, write_json, write_trace
 from ..report.outputs import check_output_paths as check_outputs_of
@@ -55,15 +55,9 @@ def add_workers(p: argparse.ArgumentParser) -> None:
 
 
 def add_outputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", metavar="OUT", help="write the result as JSON (fields: docs/outputs.md)")
-    p.add_argument("--trace", metavar="OUT", help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
-    p.add_argument("--trace-ranks", type=count_arg, default=TRACE_RANKS, metavar="N",
-                   help=f"ranks to include in the trace (default {TRACE_RANKS})")
-    p.add_argument("--plot", metavar="OUT.png",
-                   help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])")
-    p.add_argument("--plot-ranks", type=count_arg, default=4, metavar="N", help="ranks to draw with --plot (default 4)")
-    p.add_argument("--no-symmetry", action="store_true",
-                   help="simulate every rank even when ranks are provably equivalent")
+    """The outputs of a simulation of ranks (declared in :mod:`podsim.jobs.outputs`) and
+    ``--debug``."""
+    add_params(p, RESULT_OUTPUT_PARAMS)
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 

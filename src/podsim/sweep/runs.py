@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..api.collective import run_job
+from ..api.collective import run_job as collective_job
 from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
-from ..api.simulate import PARALLEL_MODES, ParallelSpec, simulate, trace_formats
+from ..api.simulate import run_job as simulate_job
 from ..api.train import train
 from ..serving.llm.deployment import usd_per_mtok
 from ..serving.llm.requests import is_generator
@@ -33,6 +33,7 @@ from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand
+from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
@@ -97,38 +98,15 @@ COLLECTIVE = RunKind(
 
 SIMULATE = RunKind(
     "simulate",
-    (Param("workload-configuration", "path", help="a workload: Chakra prefix, SimAI/ASTRA-sim .txt, Kineto JSON, "
-                                                  "TrioSim or podsim trace folder"),
-     Param("cluster", "name", help="a cluster preset or YAML"),
-     Param("backend", "choice", "analytical", _BACKENDS),
-     Param("gpus", "count", help="GPUs for a workload file that does not say"),
-     Param("system-configuration", "path", help="ASTRA-sim system JSON"),
-     Param("network-configuration", "path", help="ASTRA-sim network YAML (without a cluster)"),
-     Param("comm-group-configuration", "path"),
-     Param("execution-trace", "path"),
-     Param("whole-trace", "bool", False),
-     Param("rendezvous-protocol", "bool", False),
-     Param("format", "choice", None, trace_formats(), help="the workload's trace format (default: sniffed)"),
-     Param("parallel", "choice", None, PARALLEL_MODES,
-           help="take the workload's one-GPU step to gpus GPUs: dp, ddp, tp or pp"),
-     Param("dp", "count", 1, help="with parallel pp: data-parallel pipelines"),
-     Param("micro-batch", "count", help="with parallel pp: samples per micro-batch"),
-     Param("schedule", "choice", "1f1b", ("1f1b", "gpipe"), help="with parallel pp: the pipeline schedule"),
-     Param("bucket-mb", "number", 25.0, help="with parallel ddp: gradient bucket size, MiB", unit="MiB"),
-     Param("batch-size", "count", help="with parallel: the batch the trace was taken at"),
-     Param("batch-size-sim", "count", help="with parallel: the batch per GPU to simulate"),
-     Param("gpu-memory", "number", help="with parallel: memory per GPU, GiB (default: the cluster's GPU)",
-           unit="GiB"),
-     Param("remote-bandwidth", "number", help="with parallel: offload what does not fit at this bandwidth, GB/s",
-           unit="GB/s")),
+    tuple(p for p in SIMULATE_PARAMS if p.sweep),
     (("workload-configuration",),),
     {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE",
      "exposed_comm_s": "DOUBLE"},
     ("time_s", "compute_s", "exposed_comm_s"),
     (), _ALL_CLUSTER,
     "a workload on a cluster or an ASTRA-sim machine (podsim simulate)",
-    {"workload": "workload-configuration", "system": "system-configuration", "network": "network-configuration",
-     "micro-batch-size": "micro-batch", "pipeline-schedule": "schedule"})
+    {"system": "system-configuration", "network": "network-configuration",
+     **{a: p.name for p in SIMULATE_PARAMS if p.sweep for a in p.aliases}})
 
 SERVE = RunKind(
     "serve",
@@ -372,7 +350,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
     job = CollectiveJob.from_values({**p, "size": size_bytes(p["size"], "size")})
-    t = run_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
+    t = collective_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
     r = t.rows[0]
     return {"bytes": r.bytes, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps, "busbw_gbps": r.busbw_gbps,
             "algorithm": r.algorithm, "protocol": r.protocol, "servers": t.servers}
@@ -401,23 +379,17 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
     communication and exposed communication (s)."""
     import tempfile
 
-    opt = {k: resolve(p[k], base) if p.get(k) else None
-           for k in ("workload-configuration", "system-configuration", "network-configuration",
-                     "comm-group-configuration", "execution-trace")}
+    paths = {k: resolve(p[k], base) for k in ("workload-configuration", "system-configuration",
+                                                  "network-configuration", "comm-group-configuration",
+                                                  "execution-trace", "remote-memory-configuration") if p.get(k)}
     with tempfile.TemporaryDirectory(prefix="podsim-sweep-") as tmp:
         cluster = _cluster_file(p, whatif, base, tmp)
-        parallel = None
-        if p.get("parallel"):
-            parallel = ParallelSpec(p["parallel"], p.get("gpus") or 1, p.get("micro-batch"), p["schedule"], p["dp"],
-                                    p["bucket-mb"], p.get("batch-size"), p.get("batch-size-sim"), p.get("gpu-memory"),
-                                    p.get("remote-bandwidth"))
-        elif cluster is None and not (opt["system-configuration"] and opt["network-configuration"]):
+        job = SimulateJob.from_values({**p, **paths})
+        if cluster is not None:   # the cluster's fabric, not an ASTRA-sim network
+            job = replace(job, machine=replace(job.machine, cluster=cluster, network=None))
+        if not p.get("parallel") and cluster is None and not (job.machine.system and job.machine.network):
             raise InputError("give cluster, or system-configuration and network-configuration")
-        res = simulate(opt["workload-configuration"], opt["system-configuration"],   # type: ignore[arg-type]
-                       None if cluster else opt["network-configuration"], None, opt["comm-group-configuration"],
-                       record_timeline=False, rendezvous=p["rendezvous-protocol"], cluster=cluster,
-                       backend=p["backend"], gpus=p.get("gpus"), execution_trace=opt["execution-trace"],
-                       whole_trace=p["whole-trace"], trace_format=p.get("format"), parallel=parallel)
+        res = simulate_job(job).result
     last = max(res.ranks, key=lambda r: r.finish_ns)
     return {"time_s": res.finish_ns / 1e9, "num_ranks": res.num_ranks, "compute_s": last.compute_ns / 1e9,
             "comm_s": last.comm_ns / 1e9, "exposed_comm_s": last.exposed_comm_ns / 1e9}
