@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from podsim.api import SearchJob, collective, fabric, sweep, validate
+from podsim.api.jobs import SearchCommand
 from podsim.api.search import SERVING_ONLY, TRAINING_ONLY, check_kind
 from podsim.api.sweep import example_spec, sweep_examples, write_example
 from podsim.cli import build_parser, main
@@ -23,10 +24,11 @@ from podsim.report.validate import format_validation
 
 def test_a_search_jobs_defaults_are_the_flags_defaults() -> None:
     args = build_parser().parse_args(["search", "--model", "m", "--gpus", "1"])
+    job = SearchCommand.from_values(vars(args)).job   # the flags' values as the job's fields hold them
     for f in fields(SearchJob):
         if f.name in ("gpus", "model"):
             continue
-        assert getattr(args, f.name) == f.default, f.name
+        assert getattr(job, f.name) == f.default, f.name
     # every option only one kind of search takes is a field of the job
     assert set(TRAINING_ONLY) | set(SERVING_ONLY) <= {f.name for f in fields(SearchJob)}
 

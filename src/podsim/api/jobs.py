@@ -8,11 +8,12 @@ from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.infer import INFER_PARAMS, InferJob
 from ..jobs.kinds import PARAMS_BY_COMMAND
 from ..jobs.outputs import RESULT_OUTPUT_PARAMS
+from ..jobs.search import SEARCH_PARAMS, SearchCommand, SearchJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand, ServeJob
-from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
+from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param, add_arguments, echo
 
-__all__ = ["COLLECTIVE_PARAMS", "CollectiveJob", "INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "RESULT_OUTPUT_PARAMS", "Param", "SERVE_LLM_PARAMS", "SERVE_PARAMS", "SIMULATE_PARAMS", "SimulateJob", "ServeCommand", "ServeJob", "ServeLLMJob",
+__all__ = ["COLLECTIVE_PARAMS", "CollectiveJob", "INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "RESULT_OUTPUT_PARAMS", "Param", "SERVE_LLM_PARAMS", "SEARCH_PARAMS", "SearchCommand", "SearchJob", "SERVE_PARAMS", "SIMULATE_PARAMS", "SimulateJob", "ServeCommand", "ServeJob", "ServeLLMJob",
            "TRAIN_PARAMS", "TrainJob", "add_arguments", "echo"]

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..hardware.gpu import get_gpu
+from ..jobs.search import SearchJob
 from ..llm.layout import RECOMPUTE, TP_OVERLAP
 from ..llm.model import load_model
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
@@ -47,89 +48,6 @@ _PRICES = "podsim/hardware/prices.yaml"
 #: ``progress(phase, done, total)``: ``screen``, ``simulate`` and ``flow`` (a training search's
 #: passes) or ``serve`` (a serving search's capacity runs)
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class SearchJob:
-    """A search, as ``podsim search`` takes it: each field is the flag of the same name with
-    dashes (``global_batch`` is ``--global-batch``), with the flag's default.
-
-    Both kinds:
-        gpus: GPU counts to search.  model / model_config: a zoo model or a HuggingFace-style
-        config.json (exactly one).  gpu: a GPU key or alias.  objective: how rows rank (None: a
-        training search's ``tokens``, a serving search's ``capacity``).  gpu_hour_price: US
-        dollars per GPU-hour (None: the GPU's price in ``gpu_prices`` where one is needed).
-        gpu_prices: a YAML file of prices.  cluster: a preset or cluster YAML (None: as podsim
-        llm picks for the GPU).  workers: local worker processes; ray: a Ray address instead.
-        tp_values, pp_values, ep_values: the replica's (or layout's) TP, PP and EP to try
-        (pp_values None: 1,2,4,8,16 for training, 1 for serving).
-
-    A training search (``workload`` None):
-        global_batch: sequences per iteration (required); seq_len: tokens per sequence (None:
-        2048); memory_reserve: GiB per GPU kept free; train_tokens: tokens to train (rows then
-        say hours); the ``*_values`` of the other layout dimensions; simulate_top and flow_top:
-        layouts simulated exactly, and re-run with the flow backend; backend; store: a DuckDB
-        results store.
-
-    A serving search (``workload`` given):
-        workload: the requests (``podsim serve-llm --workload``); requests: per capacity run;
-        slo_ttft, slo_tpot: SLOs (s); capacity_target: the share of requests meeting them;
-        scheduler_values, chunk_values, pd_values, router, max_context.
-    """
-
-    gpus: tuple[int, ...]
-    model: str | None = None
-    model_config: str | None = None
-    gpu: str = "a100-80gb"
-    objective: str | None = None
-    gpu_hour_price: float | None = None
-    gpu_prices: str | None = None
-    cluster: str | None = None
-    workers: int | None = None
-    ray: str | None = None
-    tp_values: tuple[int, ...] = (1, 2, 4, 8)
-    pp_values: tuple[int, ...] | None = None
-    ep_values: tuple[int, ...] = (1,)
-    # a training search
-    global_batch: int | None = None
-    seq_len: int | None = None
-    train_tokens: float | None = None
-    memory_reserve: float = 0.0
-    vpp_values: tuple[int, ...] = (1, 2)
-    cp_values: tuple[int, ...] = (1,)
-    micro_batch_values: tuple[int, ...] = (1, 2, 4)
-    zero_values: tuple[int, ...] = (0,)
-    recompute_values: tuple[str, ...] = RECOMPUTE
-    tp_overlap_values: tuple[str, ...] = ("te",)
-    sequence_parallel_values: tuple[bool, ...] = (True, False)
-    distributed_optimizer_values: tuple[bool, ...] = (True, False)
-    overlap_grad_reduce_values: tuple[bool, ...] = (True,)
-    overlap_param_gather_values: tuple[bool, ...] = (True,)
-    simulate_top: int = SIMULATE_TOP
-    flow_top: int = FLOW_TOP
-    backend: str = "analytical"
-    store: str | None = None
-    # a serving search
-    workload: str | None = None
-    requests: int = 1000
-    slo_ttft: float | None = None
-    slo_tpot: float | None = None
-    capacity_target: float = 0.99
-    scheduler_values: tuple[str, ...] = ("vllm", "sarathi")
-    chunk_values: tuple[int, ...] = (512, 2048, 8192)
-    pd_values: str = "off"
-    router: str = DEFAULT_ROUTER
-    max_context: int | None = None
-
-    @property
-    def serving(self) -> bool:
-        """A serving search (``workload`` given) rather than a training one."""
-        return self.workload is not None
-
-    @property
-    def model_arg(self) -> str:
-        """The model as a reproducing command line names it (``--model NAME`` or ``--model-config FILE``)."""
-        return f"--model {self.model}" if self.model else f"--model-config {self.model_config}"
 
 
 #: the fields only a training search takes, and those only a serving search takes
@@ -154,6 +72,8 @@ def check_kind(job: SearchJob, outputs: Sequence[str] = ()) -> None:
     Raises:
         InputError: naming the options that do not belong to the job's kind.
     """
+    if not job.gpus:
+        raise InputError("give the GPU counts to search: --gpus N[,N...]", where="--gpus")
     if job.serving:
         given = _given(job, TRAINING_ONLY) + list(outputs)
         if given:

@@ -13,18 +13,22 @@ from ..params import Param, param
 DEFAULT_GPU = "a100-80gb"
 
 
+#: ``--gpu`` and ``--cluster`` of the jobs that name a GPU (llm, infer, serve-llm, search)
+GPU = Param("gpu", "name", DEFAULT_GPU, metavar="NAME",
+            help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200, "
+                 "b300, gb200, gb300, mi300x")
+CLUSTER = Param("cluster", "name", metavar="PRESET_OR_YAML",
+                help="the cluster (default: the preset for --gpu; presets: podsim collective --list)")
+
+
 @dataclass(frozen=True)
 class Hardware:
     """GPU and cluster of a job (every job that simulates a cluster).  ``gpu`` and ``cluster`` may also hold typed specs
     (:class:`~podsim.hardware.gpu.GpuSpec`, :class:`~podsim.hardware.cluster.ClusterSpec`):
     a what-if overrides them with :func:`dataclasses.replace`."""
 
-    gpu: Any = param(Param("gpu", "name", DEFAULT_GPU, metavar="NAME",
-                           help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, "
-                                "h100-80gb, h200, b200, b300, gb200, gb300, mi300x"))
-    cluster: Any = param(Param("cluster", "name", metavar="PRESET_OR_YAML",
-                               help="the cluster (default: the preset for --gpu; presets: podsim collective "
-                                    "--list)"))
+    gpu: Any = param(GPU)
+    cluster: Any = param(CLUSTER)
 
 
 @dataclass(frozen=True)

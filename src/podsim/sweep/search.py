@@ -39,6 +39,7 @@ from ..api.train import simulate_training
 from ..errors import InputError, yaml_error
 from ..fileio import read_text
 from ..hardware.gpu import get_gpu
+from ..jobs.search import FLOW_TOP, SIMULATE_TOP
 from ..llm.estimate import LayoutEstimator
 from ..llm.flops import iteration_flops
 from ..llm.layout import Layout
@@ -49,8 +50,6 @@ from .space import Space, enumerate_layouts
 from .store import Store, point_key
 
 OBJECTIVES = ("tokens", "mfu", "time", "cost")
-SIMULATE_TOP = 32   #: layouts simulated exactly after the screen, by default
-FLOW_TOP = 0        #: layouts re-run with the flow backend, by default
 
 #: ``progress(phase, done, total)``: phase is ``screen``, ``simulate`` or ``flow``
 Progress = Callable[[str, int, int], None]
