@@ -18,11 +18,10 @@ from ..collectives.nccl.sweep import sizes, sweep
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
 from ..errors import InputError
-from ..jobs.collective import DTYPES, CollectiveJob
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster, preset_names
+from ..jobs.collective import DTYPES, CollectiveJob
 from ..report.collective import CollectiveTable
 from ..units import parse_size
-
 
 #: the algorithms ``algorithm`` may force (NCCL's names; the registry also takes ASTRA-sim's
 #: name for the same algorithm, e.g. doubleBinaryTree for tree)

@@ -25,6 +25,7 @@ GB/s = 1e9 B/s."""
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"collective": "_run_collective"}
 
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.collective.CollectiveJob`."""

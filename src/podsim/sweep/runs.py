@@ -227,7 +227,8 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
     if v is False and p.name in _OFF_NAMES:   # YAML reads a bare off / no as false
         return "off"
     if not isinstance(v, str) or not v.strip():
-        raise bad("a name" if k == "name" else "a file path")
+        raise bad(("one of " + ", ".join(map(str, p.choices)) if p.choices else "a name") if k == "name"
+                  else "a file path")
     if k == "path" and not Path(resolve(v, base)).exists() and not _chakra_prefix(resolve(v, base)):
         raise InputError(f"no such file or folder: {resolve(v, base)}", source, where)
     if k == "name" and p.choices and v not in p.choices:
