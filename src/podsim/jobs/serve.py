@@ -47,6 +47,17 @@ def whole_numbers(text: str, where: str) -> tuple[int, ...]:
     return tuple(int(v) for v in vals)
 
 
+def scheduler_name(name: str, where: str) -> str:
+    """``name`` as given (outputs echo the spelling asked for), once :data:`SCHEDULERS` holds it:
+    checked when the job is built, before any input is read.
+
+    Raises:
+        InputError: for a name it does not hold, with the closest one (at ``--scheduler``).
+    """
+    SCHEDULERS.canonical(name)
+    return name
+
+
 @dataclass(frozen=True)
 class ServeJob:
     """Everything one serving run depends on.
@@ -108,6 +119,7 @@ class ServeJob:
                                           metavar="GB", unit="GB", field="memory_gb",
                                           help="GPU memory in GB (default 16)"))
     scheduler: str = param(Param("scheduler", "name", DEFAULT_SCHEDULER, SCHEDULERS.spellings(), metavar="NAME",
+                                 parse=scheduler_name,
                                  help=f"replica choice (serve-llm's --router): {describe_schedulers()}"))
     dispatch_overhead: str = param(Param(
         "dispatch-overhead", "name", "dlsim", metavar="dlsim|none|MS",
