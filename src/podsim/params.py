@@ -68,7 +68,8 @@ class Param:
             ``size``, is not).
         parse: how a flag value becomes the field's, with the parameter's own checks and
             messages: ``parse(value, "--flag")`` (default: by ``kind``, ``negate`` and ``item``).
-            A ``path`` with a ``const`` takes an optional value (``--trace`` alone is ``const``).
+            A ``path`` with a ``const`` takes an optional value (``--trace`` alone is ``const``);
+            a ``bool`` with a ``parse`` takes a value (``--rendezvous-protocol true``).
         hidden: accepted but not shown in ``--help`` or the docs (flags kept for another
             tool's command lines, such as ASTRA-sim's logging options).
     """
@@ -244,7 +245,7 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
         kw: dict[str, Any] = {"dest": p.dest, "help": argparse.SUPPRESS if p.hidden else (p.help or None)}
         if p.kind == "bool" and p.const is not None:   # sets another flag's field: that flag's default stays
             kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
-        elif p.kind == "bool":
+        elif p.kind == "bool" and p.parse is None:
             kw.update(action="store_true", default=bool(p.default))
         elif p.const is not None:   # an optional value: the flag alone is the constant
             kw.update(nargs="?", const=p.const, default=p.default, metavar=p.metavar or p.name.upper())

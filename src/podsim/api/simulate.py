@@ -42,11 +42,11 @@ from ..formats.astra_sim import (
 from ..formats.astra_sim.common import load_yaml
 from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
 from ..formats.one_gpu_step import OneGpuStep
-from ..jobs.simulate import SimulateJob
 from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_groups
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
 from ..hardware.cluster import build_fabric, load_cluster
+from ..jobs.simulate import SimulateJob
 from ..network.topology import Topology
 from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
 from ..parallelize.plan import micro_batches
@@ -458,8 +458,6 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
     Raises:
         InputError: a missing, contradictory or malformed input."""
     t, g, m, out = job.trace, job.one_gpu, job.machine, job.outputs
-    if out.plot and out.plot_ranks < 1:
-        raise InputError(f"expected at least 1 rank to draw, got {out.plot_ranks}", where="--plot-ranks")
     groups = m.comm_groups
     if groups is not None and "empty" in groups:
         groups = None

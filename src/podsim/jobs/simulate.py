@@ -5,7 +5,7 @@ taken to many GPUs (``--parallel``).  ASTRA-sim's flags keep their spellings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
@@ -64,6 +64,16 @@ class TraceInput:
 class OneGpuOptions:
     """How a one-GPU trace's step runs on many GPUs (:class:`podsim.api.simulate.ParallelSpec`)."""
 
+    gpu_memory: float | None = param(Param("gpu-memory", "number", metavar="GIB", unit="GiB",
+                                           help="with --triosim / --pytorch: memory per GPU in GiB (default: the "
+                                                "cluster's GPU; TrioSim's -capacity C is 2^C bytes)"))
+    remote_bandwidth: float | None = param(Param(
+        "remote-bandwidth", "number", metavar="GBPS", unit="GB/s",
+        help="with --triosim / --pytorch: offload activations that do not fit to remote memory of this bandwidth "
+             "per GPU in GB/s (TrioSim's -bandwidth); without it a step that does not fit is an error"))
+    layers: str | None = param(Param("layers", "path", metavar="FILE.csv", sweep=False,
+                                     help="with --triosim / --pytorch: write the per-layer breakdown (forward, "
+                                          "backward, optimizer, comm, exposed comm; ns) of rank 0 as CSV"))
     parallel: str | None = param(Param(
         "parallel", "choice", None, MODES,
         help="with --triosim / --pytorch: dp (one all-reduce after the backward), ddp (bucketed, overlapped; "
@@ -87,16 +97,6 @@ class OneGpuOptions:
                                              help="with --triosim: the batch per GPU to simulate (forward and "
                                                   "backward times scale with it; the optimizer and gradient sizes "
                                                   "do not)"))
-    gpu_memory: float | None = param(Param("gpu-memory", "number", metavar="GIB", unit="GiB",
-                                           help="with --triosim / --pytorch: memory per GPU in GiB (default: the "
-                                                "cluster's GPU; TrioSim's -capacity C is 2^C bytes)"))
-    remote_bandwidth: float | None = param(Param(
-        "remote-bandwidth", "number", metavar="GBPS", unit="GB/s",
-        help="with --triosim / --pytorch: offload activations that do not fit to remote memory of this bandwidth "
-             "per GPU in GB/s (TrioSim's -bandwidth); without it a step that does not fit is an error"))
-    layers: str | None = param(Param("layers", "path", metavar="FILE.csv", sweep=False,
-                                     help="with --triosim / --pytorch: write the per-layer breakdown (forward, "
-                                          "backward, optimizer, comm, exposed comm; ns) of rank 0 as CSV"))
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Machine:
     cluster: Any = param(Param("cluster", "name", metavar="PRESET_OR_YAML",
                                help="run on a cluster (preset name or YAML) with NCCL-like collectives instead of an "
                                     "ASTRA-sim network; rank r runs on GPU r (presets: podsim collective --list)"))
-    backend: str = param(BACKEND)
+    backend: str = param(replace(BACKEND, help="with --cluster: " + BACKEND.help))
     gpus: int | None = param(Param("gpus", "count", metavar="N",
                                    help="with --cluster and a SimAI .txt workload: GPUs to run it on (default: its "
                                         "all_gpus); with --parallel: GPUs in all"))
@@ -128,7 +128,7 @@ class Machine:
     compute_scale: float = param(Param("compute-scale", "number", 1.0, metavar="X", sweep=False, hidden=True,
                                        help="accepted and ignored, as ASTRA-sim 2.x does"))
     rendezvous: bool = param(Param(
-        "rendezvous-protocol", "text", False, metavar="BOOL", parse=truth, field="rendezvous",
+        "rendezvous-protocol", "bool", False, metavar="BOOL", parse=truth, field="rendezvous",
         help="true: every message waits for an 8 KiB handshake from its receiver"))
     logging_configuration: str | None = param(Param("logging-configuration", "path", sweep=False, hidden=True))
     logging_folder: str | None = param(Param("logging-folder", "path", sweep=False, hidden=True))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..api.collective import run_job as collective_job
+from ..api.collective import run_job
 from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.simulate import run_job as simulate_job
@@ -33,8 +33,8 @@ from ..hardware.gpu import get_gpu
 from ..hardware.cluster import ClusterSpec
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand
-from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
+from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param
 from ..report.serving import summarize
@@ -351,7 +351,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim collective`` size: its time (us), algorithm and bus bandwidths (GB/s)."""
     job = CollectiveJob.from_values({**p, "size": size_bytes(p["size"], "size")})
-    t = collective_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
+    t = run_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
     r = t.rows[0]
     return {"bytes": r.bytes, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps, "busbw_gbps": r.busbw_gbps,
             "algorithm": r.algorithm, "protocol": r.protocol, "servers": t.servers}
