@@ -162,6 +162,18 @@ def param(p: Param, default: Any = dataclasses.MISSING, also: tuple[Param, ...] 
     return dataclasses.field(default=default, metadata=meta)
 
 
+class JobSpec:
+    """What every job spec has: :meth:`from_values`.  A job spec is a frozen dataclass whose
+    fields declare their parameters (:func:`param`) or hold other such dataclasses
+    (:func:`nested`)."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> Any:
+        """A job from flag values keyed by parameter or field name (argparse's namespace as a
+        dict, or a sweep point); missing ones take their flags' defaults (:func:`build`)."""
+        return build(cls, values)
+
+
 def params_of(cls: type) -> tuple[Param, ...]:
     """The parameters declared on ``cls`` and, depth first, on its dataclass-typed fields."""
     out: list[Param] = []

@@ -9,7 +9,7 @@ from typing import Any
 from ..collectives.nccl import COLLECTIVES
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from .outputs import JsonOutput
 from .simulation import BACKEND
 
@@ -46,16 +46,12 @@ class CollectiveOptions:
 
 
 @dataclass(frozen=True)
-class CollectiveJob:
+class CollectiveJob(JobSpec):
     """Everything one ``podsim collective`` run depends on."""
 
     options: CollectiveOptions = nested(CollectiveOptions)
     outputs: JsonOutput = nested(JsonOutput)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "CollectiveJob":
-        """A job from flag values keyed by parameter or field name."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim collective``, in --help order

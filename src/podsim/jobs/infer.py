@@ -4,9 +4,8 @@ prompts, then the decode steps that generate the output tokens."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from .hardware import Hardware
 from .model import ModelChoice
 from .replica import ReplicaOptions
@@ -36,7 +35,7 @@ class InferOutputs:
 
 
 @dataclass(frozen=True)
-class InferJob:
+class InferJob(JobSpec):
     """Everything one ``podsim infer`` run depends on."""
 
     model: ModelChoice = nested(ModelChoice)
@@ -45,10 +44,6 @@ class InferJob:
     batch: Batch = nested(Batch)
     outputs: InferOutputs = nested(InferOutputs)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "InferJob":
-        """A job from flag values keyed by parameter or field name."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim infer``, in --help order

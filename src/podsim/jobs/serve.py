@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import InputError
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from ..serving import Placement, ServeWorkload
 from ..serving.placement import MEMORY_CHECKS
 from ..serving.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
@@ -149,16 +148,12 @@ class DlsimOutputs:
 
 
 @dataclass(frozen=True)
-class ServeCommand:
+class ServeCommand(JobSpec):
     """``podsim serve``'s job and its outputs."""
 
     job: ServeJob = field(metadata={"nested": ServeJob})
     outputs: DlsimOutputs = nested(DlsimOutputs)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "ServeCommand":
-        """The command from flag values keyed by parameter or field name."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim serve``, in --help order

@@ -6,9 +6,8 @@ speculative decoding), the requests, the SLOs and what the command line writes."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
 from ..serving.llm.router import describe as describe_routers
 from ..serving.llm.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
@@ -120,7 +119,7 @@ class ServeLLMOutputs:
 
 
 @dataclass(frozen=True)
-class ServeLLMJob:
+class ServeLLMJob(JobSpec):
     """Everything one ``podsim serve-llm`` run depends on."""
 
     model: ModelChoice = nested(ModelChoice)
@@ -131,11 +130,6 @@ class ServeLLMJob:
     service: ServiceLevel = nested(ServiceLevel)
     outputs: ServeLLMOutputs = nested(ServeLLMOutputs)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "ServeLLMJob":
-        """A job from flag values keyed by parameter or field name; missing ones take their
-        defaults."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim serve-llm``, in --help order

@@ -5,10 +5,9 @@ and timed, and what the command line also writes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..llm.layout import Layout
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from .hardware import ClusterOverrides, Hardware
 from .model import ModelChoice
 from .outputs import Outputs
@@ -40,7 +39,7 @@ class TrainExports:
 
 
 @dataclass(frozen=True)
-class TrainJob:
+class TrainJob(JobSpec):
     """Everything one training iteration depends on.  ``layout.seq_len`` None-like values are
     resolved by :func:`podsim.api.train` (the model's sequence length)."""
 
@@ -53,11 +52,6 @@ class TrainJob:
     outputs: Outputs = nested(Outputs)
     exports: TrainExports = nested(TrainExports)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "TrainJob":
-        """A job from flag values keyed by parameter or field name (argparse's namespace as a
-        dict, or a sweep point); missing ones take their defaults."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim llm``, in --help order
