@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InputError
 from ..formats.registry import TRACE_FORMATS
 from ..parallelize.plan import MODES
-from ..params import Param, build, nested, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
 from .outputs import ResultOutputs
 from .simulation import BACKEND
 
@@ -135,7 +135,7 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class SimulateJob:
+class SimulateJob(JobSpec):
     """Everything one ``podsim simulate`` run depends on."""
 
     trace: TraceInput = nested(TraceInput)
@@ -143,10 +143,6 @@ class SimulateJob:
     machine: Machine = nested(Machine)
     outputs: ResultOutputs = nested(ResultOutputs)
 
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "SimulateJob":
-        """A job from flag values keyed by parameter or field name."""
-        return build(cls, values)
 
 
 #: every parameter of ``podsim simulate``, in --help order
