@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..hardware.gpu import get_gpu
-from ..jobs.search import SearchJob
+from ..jobs.search import SERVING_ONLY, TRAINING_ONLY, SearchJob
 from ..llm.layout import RECOMPUTE, TP_OVERLAP
 from ..llm.model import load_model
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
@@ -38,9 +38,9 @@ from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearch
 from ..sweep.serving_search import search_serving as search_ways_to_serve
 from ..sweep.space import Space
 
-__all__ = ["FLOW_TOP", "OBJECTIVES", "RECOMPUTE", "ROUTERS", "SCHEDULERS", "SERVING_OBJECTIVES", "SIMULATE_TOP",
-           "TP_OVERLAP", "DEFAULT_ROUTER", "RankedLayouts", "RankedServing", "SearchJob", "check_kind", "search",
-           "write_search_report"]
+__all__ = ["FLOW_TOP", "OBJECTIVES", "RECOMPUTE", "ROUTERS", "SCHEDULERS", "SERVING_OBJECTIVES", "SERVING_ONLY",
+           "SIMULATE_TOP", "TP_OVERLAP", "TRAINING_ONLY", "DEFAULT_ROUTER", "RankedLayouts", "RankedServing",
+           "SearchJob", "check_kind", "search", "write_search_report"]
 
 #: where the shipped GPU-hour prices are, as messages name them
 _PRICES = "podsim/hardware/prices.yaml"
@@ -49,14 +49,8 @@ _PRICES = "podsim/hardware/prices.yaml"
 #: passes) or ``serve`` (a serving search's capacity runs)
 Progress = Callable[[str, int, int], None]
 
-
-#: the fields only a training search takes, and those only a serving search takes
-TRAINING_ONLY = ("global_batch", "seq_len", "vpp_values", "cp_values", "micro_batch_values", "zero_values",
-                 "recompute_values", "tp_overlap_values", "sequence_parallel_values", "distributed_optimizer_values",
-                 "overlap_grad_reduce_values", "overlap_param_gather_values", "simulate_top", "flow_top",
-                 "memory_reserve", "train_tokens", "backend", "store")
-SERVING_ONLY = ("requests", "slo_ttft", "slo_tpot", "capacity_target", "scheduler_values", "chunk_values",
-                "pd_values", "router", "max_context")
+#: each field's default: a field holding another value was given (the fields only one kind of
+#: search takes are marked on :class:`SearchJob`: TRAINING_ONLY, SERVING_ONLY)
 _DEFAULTS = {f.name: f.default for f in fields(SearchJob)}
 
 

@@ -90,11 +90,16 @@ def _only(kind: str, declared: Any) -> Any:
                  metadata={**declared.metadata, "only": kind})
 
 
-def _reworded(p: Param, help: str, only: str | None = None) -> Any:
+def _reworded(p: Param, text: str, only: str | None = None) -> Any:
     """A field declared by another command's ``p`` (its name, kind, default, metavar, unit),
     with the help a search gives it; ``only``: the kind of search that takes it."""
-    declared = param(replace(p, help=help))
+    declared = param(replace(p, help=text))
     return _only(only, declared) if only else declared
+
+
+def _values_of(of: Param) -> str:
+    """The name of the search's flag that lists values of ``of``: ``--<the field it sets>-values``."""
+    return (of.field or of.column).replace("_", "-") + "-values"
 
 
 def _values(of: Param, default: str | None, what: str, parse: Parse = ints, *, choices: tuple[str, ...] = (),
@@ -105,9 +110,8 @@ def _values(of: Param, default: str | None, what: str, parse: Parse = ints, *, c
     ``default_text``: the default as the help says it (default: ``default``)."""
     if choices:
         parse, shown = words(choices), shown or ", ".join(choices)
-    name = (of.field or of.column).replace("_", "-")
     flag = f"podsim {command} --{of.name}" + (f": {shown}" if shown else "")
-    declared = param(Param(f"{name}-values", "list", default, metavar="X,X,..." if choices else "N,N,...",
+    declared = param(Param(_values_of(of), "list", default, metavar="X,X,..." if choices else "N,N,...",
                            parse=parse, help=f"{what} ({flag}; default {default_text or default})"))
     return _only(only, declared) if only else declared
 
@@ -116,8 +120,8 @@ def _on_off(of: Param, default: str, what: str) -> Any:
     """A training search's ``--<field>-values on,off``: ``podsim llm``'s switch ``of`` on, off or
     both (a negated flag, ``--no-overlap-grad-reduce``, is the off)."""
     flag = f"off: podsim llm --{of.name}" if of.negate else f"podsim llm --{of.name}"
-    declared = param(Param(f"{(of.field or of.column).replace('_', '-')}-values", "list", default, metavar="on,off",
-                           parse=switches, help=f"{what} on, off or both ({flag}; default {default})"))
+    declared = param(Param(_values_of(of), "list", default, metavar="on,off", parse=switches,
+                           help=f"{what} on, off or both ({flag}; default {default})"))
     return _only("training", declared)
 
 
