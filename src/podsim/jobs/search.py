@@ -271,6 +271,5 @@ class SearchCommand(JobSpec):
     outputs: SearchOutputs = nested(SearchOutputs)
 
 
-
 #: every parameter of ``podsim search``, in --help order
 SEARCH_PARAMS: tuple[Param, ...] = params_of(SearchCommand)
