@@ -16,29 +16,36 @@ from __future__ import annotations
 
 import math
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..api.collective import run_job
 from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.simulate import run_job as simulate_job
 from ..api.train import train
-from ..serving.llm.deployment import usd_per_mtok
-from ..serving.llm.requests import is_generator
 from ..errors import InputError, PodsimError, unknown_key_error
+from ..hardware.cluster import ClusterSpec, preset_names
 from ..hardware.gpu import get_gpu
-from ..hardware.cluster import ClusterSpec
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
+from ..llm.model import get_model
+from ..llm.training import default_cluster
 from ..params import Param
 from ..report.serving import summarize
-from .whatif import apply_cluster, apply_gpu
+from ..serving.llm.deployment import parse_pair, usd_per_mtok
+from ..serving.llm.requests import is_generator, parse_generator
+from ..units import parse_bandwidth, parse_size
+from .search import gpu_hour_price
+from .whatif import apply_cluster, apply_gpu, cluster_doc
 
 #: the largest integer or number a parameter may take
 _MAX_INT = 2**31
@@ -147,7 +154,6 @@ def size_bytes(v: object, where: str | None = None) -> int:
     Raises:
         InputError: for anything else or a size below 1 B.
     """
-    from ..units import parse_size
     if isinstance(v, str) and re.fullmatch(r"\s*\d+(\.\d+)?[KMGT]\s*", v):
         v = f"{v.strip()[:-1]} {v.strip()[-1]}iB"
     n = parse_size(v, where=where)
@@ -212,7 +218,6 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
             raise InputError(e.message, source, where) from None
         return v
     if k == "bandwidth":
-        from ..units import parse_bandwidth
         try:
             parse_bandwidth(v)
         except InputError as e:
@@ -252,17 +257,14 @@ def _chakra_prefix(path: str) -> bool:
 
 
 def _check_model(v: str, base: str | None) -> None:
-    from ..llm.model import get_model
     get_model(v)
 
 
 def _check_gpu(v: str, base: str | None) -> None:
-    from ..hardware.gpu import get_gpu
     get_gpu(v)
 
 
 def _check_cluster(v: str, base: str | None) -> None:
-    from ..hardware.cluster import preset_names
     if _is_path_like(v) or Path(resolve(v, base)).exists():
         if not Path(resolve(v, base)).exists():
             raise InputError(f"no such cluster file: {resolve(v, base)}")
@@ -278,7 +280,6 @@ def _check_kernel_table(v: str, base: str | None) -> None:
 
 
 def _check_workload(v: str, base: str | None) -> None:
-    from ..serving.llm.requests import is_generator, parse_generator
     if is_generator(v):
         parse_generator(v, where="workload")
     elif not Path(resolve(v, base)).exists():
@@ -287,7 +288,6 @@ def _check_workload(v: str, base: str | None) -> None:
 
 
 def _check_pair(v: str, base: str | None) -> None:
-    from ..serving.llm.deployment import parse_pair
     parse_pair(v, "")
 
 
@@ -321,7 +321,6 @@ def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
 def default_cluster_name(gpu: Any) -> str:
     """The preset (or cluster) ``podsim llm`` and ``podsim serve-llm`` pick for ``gpu`` when
     given none: what a what-if's cluster overrides change."""
-    from ..llm.training import default_cluster
     spec = default_cluster(gpu, None, None, None)
     src = spec.source or ""
     return src[len("preset "):] if src.startswith("preset ") else spec.name
@@ -360,9 +359,7 @@ def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) 
 def _cluster_file(p: dict[str, Any], whatif: dict[str, Any], base: str | None, folder: str) -> str | None:
     """The cluster of a run that takes a cluster file's path (simulate, serve): the point's
     own, or one written to ``folder`` with the what-if's cluster overrides."""
-    import yaml
 
-    from .whatif import cluster_doc
     ov = whatif.get("cluster")
     name = p.get("cluster")
     if not ov:
@@ -378,7 +375,6 @@ def _cluster_file(p: dict[str, Any], whatif: dict[str, Any], base: str | None, f
 def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
     """One ``podsim simulate`` run: when the last rank finishes (s), and that rank's compute,
     communication and exposed communication (s)."""
-    import tempfile
 
     paths = {k: resolve(p[k], base) for k in ("workload-configuration", "system-configuration",
                                                   "network-configuration", "comm-group-configuration",
@@ -423,7 +419,6 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
     Rates: a run's output tokens and requests over the time from its first arrival to its last
     finish; at capacity, the capacity (requests/s) and it times the workload's mean output
     tokens (the steady state the SLOs hold at)."""
-    from .search import gpu_hour_price
 
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
     default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
