@@ -40,19 +40,37 @@ def _case(name: str, symmetry: bool) -> dict:
     else:
         prev = None
         for layer in range(8):
-            c = b.add(OpKind.COMPUTE, f"l{layer}", duration_ns=500_000, node_id=2 * layer + 1,
-                      data_deps=[] if prev is None else [prev])
-            b.add(OpKind.COLLECTIVE, f"ar{layer}", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=16 << 20,
-                  node_id=2 * layer + 2, data_deps=[c])
+            c = b.add(
+                OpKind.COMPUTE,
+                f"l{layer}",
+                duration_ns=500_000,
+                node_id=2 * layer + 1,
+                data_deps=[] if prev is None else [prev],
+            )
+            b.add(
+                OpKind.COLLECTIVE,
+                f"ar{layer}",
+                collective=int(CollectiveKind.ALL_REDUCE),
+                size_bytes=16 << 20,
+                node_id=2 * layer + 2,
+                data_deps=[c],
+            )
             prev = c
     wl = Workload([b.build()], [0] * n)
     t0 = time.perf_counter()
     res = simulate(wl, topo, params, use_symmetry=symmetry, record_timeline=False)
     wall = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"case": name, "symmetry": symmetry, "wall_s": wall, "peak_rss_mb": peak_mb,
-            "finish_ns": res.finish_ns, "distinct_finish": len({x.finish_ns for x in res.ranks}),
-            "simulated_ranks": res.info["simulated_ranks"], "messages": res.info["messages_simulated"]}
+    return {
+        "case": name,
+        "symmetry": symmetry,
+        "wall_s": wall,
+        "peak_rss_mb": peak_mb,
+        "finish_ns": res.finish_ns,
+        "distinct_finish": len({x.finish_ns for x in res.ranks}),
+        "simulated_ranks": res.info["simulated_ranks"],
+        "messages": res.info["messages_simulated"],
+    }
 
 
 def expected_allreduce_ns(n: int) -> int:
@@ -75,8 +93,10 @@ def main() -> None:
     cases = [("allreduce-512", True), ("allreduce-1024", True), ("allreduce-4096", True), ("layers8-512", True)]
     if a.full:
         cases += [("allreduce-512", False), ("layers8-512", False)]
-    print(f"{'case':<16} {'ranks simulated':>15} {'wall (s)':>9} {'peak RSS (MB)':>13} {'ASTRA-sim (s)':>13} "
-          f"{'speed-up':>9} {'finish (ns)':>14}  check")
+    print(
+        f"{'case':<16} {'ranks simulated':>15} {'wall (s)':>9} {'peak RSS (MB)':>13} {'ASTRA-sim (s)':>13} "
+        f"{'speed-up':>9} {'finish (ns)':>14}  check"
+    )
     for name, sym in cases:
         cmd = [sys.executable, __file__, "--one", name] + ([] if sym else ["--no-symmetry"])
         out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
@@ -85,8 +105,10 @@ def main() -> None:
         if name.startswith("allreduce"):
             exp = expected_allreduce_ns(int(name.split("-")[1]))
             check += ", = hand formula" if out["finish_ns"] == exp else f", != hand formula {exp}"
-        print(f"{name:<16} {out['simulated_ranks']:>15} {out['wall_s']:>9.3f} {out['peak_rss_mb']:>13.1f} "
-              f"{ref:>13.1f} {ref / out['wall_s']:>8.0f}x {out['finish_ns']:>14,}  {check}")
+        print(
+            f"{name:<16} {out['simulated_ranks']:>15} {out['wall_s']:>9.3f} {out['peak_rss_mb']:>13.1f} "
+            f"{ref:>13.1f} {ref / out['wall_s']:>8.0f}x {out['finish_ns']:>14,}  {check}"
+        )
 
 
 if __name__ == "__main__":

@@ -53,17 +53,28 @@ import time
 FLOW_512_NS = 3_756_348
 
 #: issue #17's targets, CPU s
-TARGETS_S = {"ring-512": 0.3, "ring-4096": 3.0, "flow-512": 0.5, "ring-512-messages": 0.3,
-             "flow-512-per-flow": 0.5, "chakra-1024": 5.0, "chakra-1024-flow": 5.0}
+TARGETS_S = {
+    "ring-512": 0.3,
+    "ring-4096": 3.0,
+    "flow-512": 0.5,
+    "ring-512-messages": 0.3,
+    "flow-512-per-flow": 0.5,
+    "chakra-1024": 5.0,
+    "chakra-1024-flow": 5.0,
+}
 
 #: the multi-dimensional networks: (kind, NPUs, GiB/s, ns) per dimension
-SHAPES = {"2d": (("Ring", 8, 200.0, 500.0), ("Switch", 64, 50.0, 1000.0)),
-          "3d": (("Ring", 8, 200.0, 500.0), ("Switch", 8, 50.0, 1000.0), ("Ring", 8, 25.0, 2000.0)),
-          "switch": (("Switch", 512, 50.0, 500.0),), "hd": (("Switch", 512, 50.0, 500.0),)}
+SHAPES = {
+    "2d": (("Ring", 8, 200.0, 500.0), ("Switch", 64, 50.0, 1000.0)),
+    "3d": (("Ring", 8, 200.0, 500.0), ("Switch", 8, 50.0, 1000.0), ("Ring", 8, 25.0, 2000.0)),
+    "switch": (("Switch", 512, 50.0, 500.0),),
+    "hd": (("Switch", 512, 50.0, 500.0),),
+}
 
 
 def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
     progs = []
     for odd in (False, True):
         b = ProgramBuilder("odd" if odd else "even")
@@ -72,8 +83,14 @@ def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
             c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2, data_deps=[first])
         else:
             c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
-        b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=3,
-              data_deps=[c])
+        b.add(
+            OpKind.COLLECTIVE,
+            "ar",
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=1 << 20,
+            node_id=3,
+            data_deps=[c],
+        )
         progs.append(b.build())
     return Workload(progs, [i % 2 for i in range(n)])
 
@@ -81,14 +98,31 @@ def _ring(n: int, split_odd: bool):  # type: ignore[no-untyped-def]
 def _flow(nodes: int):  # type: ignore[no-untyped-def]
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
     from podsim.workload.workload import Group
+
     progs = []
     for odd in (False, True):
         b = ProgramBuilder("odd" if odd else "even")
         c = b.add(OpKind.COMPUTE, "c", duration_ns=13_000 if odd else 10_000, node_id=1)
-        b.add(OpKind.COLLECTIVE, "tp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=16 << 20, node_id=2,
-              data_deps=[c], group="tp", stream="tp")
-        b.add(OpKind.COLLECTIVE, "dp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=64 << 20, node_id=3,
-              data_deps=[c], group="dp", stream="dp")
+        b.add(
+            OpKind.COLLECTIVE,
+            "tp",
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=16 << 20,
+            node_id=2,
+            data_deps=[c],
+            group="tp",
+            stream="tp",
+        )
+        b.add(
+            OpKind.COLLECTIVE,
+            "dp",
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=64 << 20,
+            node_id=3,
+            data_deps=[c],
+            group="dp",
+            stream="dp",
+        )
         progs.append(b.build())
     n = nodes * 8
     groups = [Group("tp", tuple(range(8 * i, 8 * i + 8))) for i in range(nodes)]
@@ -110,19 +144,40 @@ def _chakra(out: str, n: int) -> None:
     for r in range(n):
         b = ProgramBuilder(f"rank{r}")
         prev = None
-        for layer in range(4):   # 200 us +-10% of compute, then an 8 MiB all-reduce, 4 times
-            c = b.add(OpKind.COMPUTE, f"fwd{layer}", duration_ns=int(200_000 * rng.uniform(0.9, 1.1)),
-                      node_id=2 * layer + 1, data_deps=[] if prev is None else [prev])
-            prev = b.add(OpKind.COLLECTIVE, f"ar{layer}", collective=int(CollectiveKind.ALL_REDUCE),
-                         size_bytes=8 << 20, node_id=2 * layer + 2, data_deps=[c])
+        for layer in range(4):  # 200 us +-10% of compute, then an 8 MiB all-reduce, 4 times
+            c = b.add(
+                OpKind.COMPUTE,
+                f"fwd{layer}",
+                duration_ns=int(200_000 * rng.uniform(0.9, 1.1)),
+                node_id=2 * layer + 1,
+                data_deps=[] if prev is None else [prev],
+            )
+            prev = b.add(
+                OpKind.COLLECTIVE,
+                f"ar{layer}",
+                collective=int(CollectiveKind.ALL_REDUCE),
+                size_bytes=8 << 20,
+                node_id=2 * layer + 2,
+                data_deps=[c],
+            )
         progs.append(b.build())
     write_workload(Workload(progs, list(range(n))), f"{out}/et")
     with open(f"{out}/system.json", "w") as f:
-        json.dump({"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
-                   "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring"],
-                   "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
-                   "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
-                   "local-mem-bw": 1600}, f)
+        json.dump(
+            {
+                "scheduling-policy": "LIFO",
+                "endpoint-delay": 10,
+                "active-chunks-per-dimension": 1,
+                "preferred-dataset-splits": 4,
+                "all-reduce-implementation": ["ring"],
+                "all-gather-implementation": ["ring"],
+                "reduce-scatter-implementation": ["ring"],
+                "all-to-all-implementation": ["ring"],
+                "collective-optimization": "localBWAware",
+                "local-mem-bw": 1600,
+            },
+            f,
+        )
     with open(f"{out}/network.yml", "w") as f:
         f.write(f"topology: [ Ring ]\nnpus_count: [ {n} ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
 
@@ -138,8 +193,11 @@ def _cli(name: str) -> dict:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         cmd = ["podsim", "simulate", "--workload-configuration", f"{d}/et"]
-        cmd += ["--cluster", "dgx-h100", "--backend", "flow"] if name.endswith("-flow") else \
-            ["--system-configuration", f"{d}/system.json", "--network-configuration", f"{d}/network.yml"]
+        cmd += (
+            ["--cluster", "dgx-h100", "--backend", "flow"]
+            if name.endswith("-flow")
+            else ["--system-configuration", f"{d}/system.json", "--network-configuration", f"{d}/network.yml"]
+        )
         subprocess.run(cmd + ["--json", f"{d}/out.json"], check=True, capture_output=True)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -147,12 +205,21 @@ def _cli(name: str) -> dict:
             res = json.load(f)
     info = res["info"]
     units = info.get("flows", info.get("messages_simulated", 0) + info.get("messages_closed_form", 0))
-    how = "flows" if "flows" in info else ("messages in closed form" if info.get("messages_closed_form") else
-                                           "messages sent")
-    return {"case": name, "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            "units": units, "how": f"{how}; whole command, {wall:.2f} s wall", "check": f"{info['simulated_ranks']} ranks",
-            "finish_ns": res["finish_ns"], "ranks": info["simulated_ranks"],
-            "peak_rss_mb": after.ru_maxrss / 1024}
+    how = (
+        "flows"
+        if "flows" in info
+        else ("messages in closed form" if info.get("messages_closed_form") else "messages sent")
+    )
+    return {
+        "case": name,
+        "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "units": units,
+        "how": f"{how}; whole command, {wall:.2f} s wall",
+        "check": f"{info['simulated_ranks']} ranks",
+        "finish_ns": res["finish_ns"],
+        "ranks": info["simulated_ranks"],
+        "peak_rss_mb": after.ru_maxrss / 1024,
+    }
 
 
 def _case(name: str) -> dict:
@@ -173,9 +240,16 @@ def _case(name: str) -> dict:
         dims = (("Ring", n, 50.0, 500.0),) if kind == "ring" else SHAPES[kind]
         assert math.prod(d[1] for d in dims) == n
         topo = Topology(tuple(Dimension(BlockKind(k), npus, bw * 2**30 / 1e9, lat) for k, npus, bw, lat in dims))
-        params = SystemParams("LIFO", "localBWAware", 2 if kind == "switch" else 1, 4, 10, 1600.0, 1,
-                              {k: (Algo("halvingDoubling" if kind == "hd" else "ring"),) * len(dims)
-                               for k in CollectiveKind})
+        params = SystemParams(
+            "LIFO",
+            "localBWAware",
+            2 if kind == "switch" else 1,
+            4,
+            10,
+            1600.0,
+            1,
+            {k: (Algo("halvingDoubling" if kind == "hd" else "ring"),) * len(dims) for k in CollectiveKind},
+        )
         t0 = time.process_time()
         res = engine_simulate(_ring(n, True), topo, params, record_timeline=False, fast_collectives=not per_message)
         out["cpu_s"] = time.process_time() - t0
@@ -189,12 +263,14 @@ def _case(name: str) -> dict:
         if reference:  # the same run as simulate(cluster=..., backend="flow"), on the per-flow network
             from podsim.engine.cluster import simulate_cluster
             from podsim.hardware.cluster import build_fabric, load_cluster
+
             t0 = time.process_time()
             spec = load_cluster("dgx-h100")
-            res = simulate_cluster(wl, build_fabric(spec, n), spec.nccl, "flow", record_timeline=False,
-                                   reference_flows=True)
+            res = simulate_cluster(
+                wl, build_fabric(spec, n), spec.nccl, "flow", record_timeline=False, reference_flows=True
+            )
             out["cpu_s"] = time.process_time() - t0
-        else:   # the best of 3 runs: this machine's other load moves single runs by 10-30%
+        else:  # the best of 3 runs: this machine's other load moves single runs by 10-30%
             out["cpu_s"] = math.inf
             for _ in range(3):
                 t0 = time.process_time()
@@ -220,17 +296,32 @@ def main() -> None:
         print(json.dumps(_case(a.one)))
         return
     cases = ["ring-512", "2d-512", "3d-512", "switch-512", "hd-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
-    cases += ["ring-4096", "ring-512-messages", "2d-512-messages", "3d-512-messages", "switch-512-messages",
-              "hd-512-messages", "flow-512-per-flow"] if a.big else []
-    print(f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
-          f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check")
+    cases += (
+        [
+            "ring-4096",
+            "ring-512-messages",
+            "2d-512-messages",
+            "3d-512-messages",
+            "switch-512-messages",
+            "hd-512-messages",
+            "flow-512-per-flow",
+        ]
+        if a.big
+        else []
+    )
+    print(
+        f"{'case':<18} {'ranks':>6} {'CPU (s)':>8} {'target (s)':>10} {'messages/flows':>15} {'per CPU s':>11} "
+        f"{'peak RSS (MB)':>13} {'finish (ns)':>12}  check"
+    )
     for name in cases:
         cmd = [sys.executable, __file__, "--one", name]
         o = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         what = o["how"]
         target = TARGETS_S.get(name)
-        print(f"{name:<18} {o['ranks']:>6} {o['cpu_s']:>8.2f} {'-' if target is None else target:>10} {o['units']:>15,} "
-              f"{o['units'] / o['cpu_s']:>11,.0f} {o['peak_rss_mb']:>13.0f} {o['finish_ns']:>12,}  {what}; {o['check']}")
+        print(
+            f"{name:<18} {o['ranks']:>6} {o['cpu_s']:>8.2f} {'-' if target is None else target:>10} {o['units']:>15,} "
+            f"{o['units'] / o['cpu_s']:>11,.0f} {o['peak_rss_mb']:>13.0f} {o['finish_ns']:>12,}  {what}; {o['check']}"
+        )
 
 
 if __name__ == "__main__":

@@ -23,28 +23,52 @@ import sys
 import time
 
 CASES = {
-    "gpt3-175b-1024": ("gpt3-175b", "a100-80gb", dict(gpus=1024, tp=8, pp=16, global_batch=1536, micro_batch=1,
-                                                      seq_len=2048)),
-    "llama3-405b-16384": ("llama3-405b", "h100-80gb", dict(gpus=16384, tp=8, pp=16, global_batch=2048, micro_batch=1,
-                                                           seq_len=8192, first_stage_layers=7, last_stage_layers=7,
-                                                           sequence_parallel=True, distributed_optimizer=True)),
+    "gpt3-175b-1024": (
+        "gpt3-175b",
+        "a100-80gb",
+        dict(gpus=1024, tp=8, pp=16, global_batch=1536, micro_batch=1, seq_len=2048),
+    ),
+    "llama3-405b-16384": (
+        "llama3-405b",
+        "h100-80gb",
+        dict(
+            gpus=16384,
+            tp=8,
+            pp=16,
+            global_batch=2048,
+            micro_batch=1,
+            seq_len=8192,
+            first_stage_layers=7,
+            last_stage_layers=7,
+            sequence_parallel=True,
+            distributed_optimizer=True,
+        ),
+    ),
 }
 
 
 def _run(case: str, granularity: str, trace: bool) -> dict:
+    from podsim.api.train import simulate_training
     from podsim.llm import get_model
     from podsim.llm.layout import Layout
-    from podsim.api.train import simulate_training
 
     model, gpu, lay = CASES[case]
     t0 = time.perf_counter()
-    r = simulate_training(get_model(model), Layout(**lay), gpu, None, "flow", record_timeline=trace,
-                          granularity=granularity)
+    r = simulate_training(
+        get_model(model), Layout(**lay), gpu, None, "flow", record_timeline=trace, granularity=granularity
+    )
     wall = time.perf_counter() - t0
-    return {"case": case, "granularity": granularity, "timeline": trace, "wall_s": round(wall, 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "iteration_s": round(r.iteration_time_s, 4), "mfu": round(r.mfu, 4),
-            "flows": r.result.info.get("flows"), "simulated_ranks": r.result.info.get("simulated_ranks")}
+    return {
+        "case": case,
+        "granularity": granularity,
+        "timeline": trace,
+        "wall_s": round(wall, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "iteration_s": round(r.iteration_time_s, 4),
+        "mfu": round(r.mfu, 4),
+        "flows": r.result.info.get("flows"),
+        "simulated_ranks": r.result.info.get("simulated_ranks"),
+    }
 
 
 def main() -> None:
@@ -58,11 +82,17 @@ def main() -> None:
         for g in grains:
             if case.startswith("llama3-405b") and g == "round":
                 continue  # minutes: every round of 144 reduce-scatters over 128 GPUs as flows
-            out = subprocess.run([sys.executable, __file__, "--one", case, g, "1" if trace else "0"],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--one", case, g, "1" if trace else "0"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             d = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{case:<20} {g:<11} {d['wall_s']:>7.2f}s {d['peak_rss_mb']:>7.0f}MB {d['iteration_s']:>9.3f}s "
-                  f"{100 * d['mfu']:>5.1f}% {d['flows']:>9,}")
+            print(
+                f"{case:<20} {g:<11} {d['wall_s']:>7.2f}s {d['peak_rss_mb']:>7.0f}MB {d['iteration_s']:>9.3f}s "
+                f"{100 * d['mfu']:>5.1f}% {d['flows']:>9,}"
+            )
 
 
 if __name__ == "__main__":

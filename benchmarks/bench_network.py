@@ -43,13 +43,21 @@ def _ring_1024() -> dict:
     t1 = time.perf_counter()
     res = timer.time(sched)
     t_sim = time.perf_counter() - t1
-    table = podsim.collective("all_reduce", spec, 1024, min_bytes="1G", max_bytes="1G", backend="flow",
-                              algorithm="ring", protocol="Simple")
+    table = podsim.collective(
+        "all_reduce", spec, 1024, min_bytes="1G", max_bytes="1G", backend="flow", algorithm="ring", protocol="Simple"
+    )
     wall = time.perf_counter() - t0
     flows = sum(s.flows for s in res.steps)
-    return {"wall_s": wall, "build_s": t_build, "solve_s": t_sim, "flows": flows,
-            "flows_per_s": flows / t_sim, "time_us": res.time_ns / 1000,
-            "busbw_gbps": table.rows[0].busbw_gbps, "gpus": 1024}
+    return {
+        "wall_s": wall,
+        "build_s": t_build,
+        "solve_s": t_sim,
+        "flows": flows,
+        "flows_per_s": flows / t_sim,
+        "time_us": res.time_ns / 1000,
+        "busbw_gbps": table.rows[0].busbw_gbps,
+        "gpus": 1024,
+    }
 
 
 def _tp_dp_512() -> dict:
@@ -59,10 +67,22 @@ def _tp_dp_512() -> dict:
 
     n, gpn = 512, 8
     b = ProgramBuilder("tp+dp")
-    b.add(OpKind.COLLECTIVE, "tp all-reduce", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=64 << 20,
-          node_id=1, group="tp")
-    b.add(OpKind.COLLECTIVE, "dp all-reduce", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=256 << 20,
-          node_id=2, group="dp")
+    b.add(
+        OpKind.COLLECTIVE,
+        "tp all-reduce",
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=64 << 20,
+        node_id=1,
+        group="tp",
+    )
+    b.add(
+        OpKind.COLLECTIVE,
+        "dp all-reduce",
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=256 << 20,
+        node_id=2,
+        group="dp",
+    )
     groups = [Group("tp", tuple(range(s * gpn, (s + 1) * gpn))) for s in range(n // gpn)]
     groups += [Group("dp", tuple(range(k, n, gpn))) for k in range(gpn)]
     w = Workload([b.build()], [0] * n, groups, "tp+dp")
@@ -71,9 +91,15 @@ def _tp_dp_512() -> dict:
     fab = build_fabric(spec, n)
     res = simulate_cluster(w, fab, spec.nccl, "flow", record_timeline=False)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "flows": res.info["flows"], "solves": res.info["flow_solves"],
-            "flows_per_s": res.info["flows"] / wall, "finish_us": res.finish_ns / 1000, "gpus": n,
-            "collectives": res.info["collectives"]}
+    return {
+        "wall_s": wall,
+        "flows": res.info["flows"],
+        "solves": res.info["flow_solves"],
+        "flows_per_s": res.info["flows"] / wall,
+        "finish_us": res.finish_ns / 1000,
+        "gpus": n,
+        "collectives": res.info["collectives"],
+    }
 
 
 def _simulate_ring_1024() -> dict:
@@ -91,8 +117,13 @@ def _simulate_ring_1024() -> dict:
     t0 = time.perf_counter()
     res = simulate_cluster(w, build_fabric(spec, 1024), ring, "flow", record_timeline=False)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "flows": res.info["flows"], "flows_per_s": res.info["flows"] / wall,
-            "finish_us": res.finish_ns / 1000, "skipped": res.info["rounds_fast_forwarded"]}
+    return {
+        "wall_s": wall,
+        "flows": res.info["flows"],
+        "flows_per_s": res.info["flows"] / wall,
+        "finish_us": res.finish_ns / 1000,
+        "skipped": res.info["rounds_fast_forwarded"],
+    }
 
 
 def _p2p(reference: bool) -> dict:
@@ -105,8 +136,10 @@ def _p2p(reference: bool) -> dict:
 
     fab = build_fabric(load_cluster("dgx-h100"), 64)
     rng = random.Random(1)
-    msgs = [(rng.randrange(10_000_000), rng.randrange(64), rng.randrange(64), rng.choice([4096, 1 << 20]))
-            for _ in range(20_000)]
+    msgs = [
+        (rng.randrange(10_000_000), rng.randrange(64), rng.randrange(64), rng.choice([4096, 1 << 20]))
+        for _ in range(20_000)
+    ]
     q = EventQueue()
     net = (ReferenceFlowNetwork if reference else FlowNetwork)(fab, q)
     done = []
@@ -115,12 +148,23 @@ def _p2p(reference: bool) -> dict:
     t0 = time.perf_counter()
     q.run()
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "flows": net.flows_started, "solves": net.solves, "flows_per_s": net.flows_started / wall,
-            "finish_us": q.now / 1000, "arrivals": sum(done)}
+    return {
+        "wall_s": wall,
+        "flows": net.flows_started,
+        "solves": net.solves,
+        "flows_per_s": net.flows_started / wall,
+        "finish_us": q.now / 1000,
+        "arrivals": sum(done),
+    }
 
 
-CASES = {"ring-1024": _ring_1024, "sim-ring-1024": _simulate_ring_1024, "tp-dp-512": _tp_dp_512,
-         "p2p-64": lambda: _p2p(False), "p2p-64-per-flow": lambda: _p2p(True)}
+CASES = {
+    "ring-1024": _ring_1024,
+    "sim-ring-1024": _simulate_ring_1024,
+    "tp-dp-512": _tp_dp_512,
+    "p2p-64": lambda: _p2p(False),
+    "p2p-64-per-flow": lambda: _p2p(True),
+}
 
 
 def main() -> int:
@@ -144,7 +188,9 @@ def main() -> int:
             extra = f"finish {r['finish_us']:.0f} us, {r['solves']} solves, arrival sum {r['arrivals']}"
         else:
             extra = f"finish {r['finish_us']:.0f} us, {r['collectives']} collectives, {r['solves']} solves"
-        print(f"{name:<15} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f} {r['flows']:9d} {r['flows_per_s']:10.0f}  {extra}")
+        print(
+            f"{name:<15} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f} {r['flows']:9d} {r['flows_per_s']:10.0f}  {extra}"
+        )
     return 0
 
 

@@ -31,10 +31,16 @@ from podsim.serving.llm.timing import LinearTimer
 
 def _timer(kind: str):  # type: ignore[no-untyped-def]
     if kind == "linear":
-        return LinearTimer(base_ns=15_000_000, per_token_ns=30_000, per_context_ns=50, kv_bytes_per_token=81_920,
-                           kv_capacity_bytes=40 * 2**30)
+        return LinearTimer(
+            base_ns=15_000_000,
+            per_token_ns=30_000,
+            per_context_ns=50,
+            kv_bytes_per_token=81_920,
+            kv_capacity_bytes=40 * 2**30,
+        )
     from podsim.llm.model import get_model
     from podsim.serving.llm.steps import step_timer
+
     return step_timer(get_model("llama2-70b"), "h100", tp=4, max_batched_tokens=8192, max_num_seqs=1024)
 
 
@@ -57,20 +63,25 @@ def main() -> None:
         spec = parse_generator("poisson:22,prompt=lognormal:1020:0.8,output=lognormal:129:0.9,seed=0")
         cases.append(("gen-100k-16", lambda: generate(spec, 100_000), 16, 60.0))
     print(f"timer: {args.timer}; router: {args.router}")
-    print(f"{'case':<14} {'requests':>9} {'replicas':>8} {'steps':>10} {'CPU (s)':>8} {'wall (s)':>8} "
-          f"{'req/CPU s':>10} {'target':>7}  TTFT p50 / TPOT p50 (ms)")
+    print(
+        f"{'case':<14} {'requests':>9} {'replicas':>8} {'steps':>10} {'CPU (s)':>8} {'wall (s)':>8} "
+        f"{'req/CPU s':>10} {'target':>7}  TTFT p50 / TPOT p50 (ms)"
+    )
     for name, load, replicas, target in cases:
         reqs = load()
-        cfg = ServeConfig(replicas=replicas, scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024,
-                          router=args.router)
+        cfg = ServeConfig(
+            replicas=replicas, scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024, router=args.router
+        )
         c0, w0 = time.process_time(), time.perf_counter()
         r = simulate(reqs, timer, cfg)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         d = r.stats()
         steps = sum(x.steps for x in r.replicas)
-        print(f"{name:<14} {len(reqs):>9,} {replicas:>8} {steps:>10,} {cpu:>8.1f} {wall:>8.1f} "
-              f"{len(reqs) / cpu:>10,.0f} {'ok' if cpu <= target else 'SLOW':>7}  "
-              f"{1e3 * (d['ttft_p50_s'] or 0):.1f} / {1e3 * (d['tpot_p50_s'] or 0):.2f}")
+        print(
+            f"{name:<14} {len(reqs):>9,} {replicas:>8} {steps:>10,} {cpu:>8.1f} {wall:>8.1f} "
+            f"{len(reqs) / cpu:>10,.0f} {'ok' if cpu <= target else 'SLOW':>7}  "
+            f"{1e3 * (d['ttft_p50_s'] or 0):.1f} / {1e3 * (d['tpot_p50_s'] or 0):.2f}"
+        )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

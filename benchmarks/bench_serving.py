@@ -39,8 +39,7 @@ def _pipelines(models: int, gpus: int, per_node: int) -> Placement:
     for m in range(models):
         g = 2 * (m % (gpus // 2))
         a, b = divmod(g, per_node), divmod(g + 1, per_node)
-        execs.append(MeshExecutorSpec(f"s{m}", "Bert_125M", "Bert_125M_2_device_inter", ((a,), (b,)),
-                                      ((1, 1), (1, 1))))
+        execs.append(MeshExecutorSpec(f"s{m}", "Bert_125M", "Bert_125M_2_device_inter", ((a,), (b,)), ((1, 1), (1, 1))))
     return Placement("<generated>", execs)
 
 
@@ -51,9 +50,15 @@ def main() -> None:
     wl = ref / "dlsim" / "workload" / "test_workload_8to2_50Hz_60s"
     if wl.is_file():
         from podsim.serving import read_placement
-        cases.append(("dlsim-50hz", read_workload(wl), read_placement(ref / "dlsim" / "placements" /
-                                                                        "placement_125M_interop.json"),
-                      ServeCluster(1, 2, 16 * 10**9)))
+
+        cases.append(
+            (
+                "dlsim-50hz",
+                read_workload(wl),
+                read_placement(ref / "dlsim" / "placements" / "placement_125M_interop.json"),
+                ServeCluster(1, 2, 16 * 10**9),
+            )
+        )
     w2 = generate_workload(2, 100.0, 1000.0, proportions=[0.8, 0.2], seed=1)
     cases.append(("gen-100k-2gpu", w2, _pipelines(2, 2, 2), ServeCluster(1, 2, 16 * 10**9)))
     w64 = generate_workload(32, 1000.0, 100.0, seed=2)
@@ -65,8 +70,10 @@ def main() -> None:
         r = simulate_serving(w, pl, ex, cl)
         wall = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{name:<16} {len(r.arrival_ns):>9,} {cl.num_gpus:>5} {wall:>9.3f} {len(r.arrival_ns) / wall:>10,.0f} "
-              f"{rss:>6.0f} MB")
+        print(
+            f"{name:<16} {len(r.arrival_ns):>9,} {cl.num_gpus:>5} {wall:>9.3f} {len(r.arrival_ns) / wall:>10,.0f} "
+            f"{rss:>6.0f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -31,18 +31,28 @@ def main() -> None:
     seen, rows = set(), []
     for r in shipped_rows(("fitted", "reported")):
         cid = r["row_id"].rsplit("_", 1)[0]
-        if r.get("category", "training_throughput") and cid.startswith(want) and cid not in seen \
-                and r.get("framework") and "t2_ZeRO" not in cid:
+        if (
+            r.get("category", "training_throughput")
+            and cid.startswith(want)
+            and cid not in seen
+            and r.get("framework")
+            and "t2_ZeRO" not in cid
+        ):
             seen.add(cid)
             rows.append(r)
-    print(f"{'run':<34} {'GPUs':>6}  {'published (tp,pp,cp,vpp)':<24} {'rank':>9}  {'gap':>6}  {'podsim best':<16} "
-          f"{'layouts':>7} {'time':>6}")
+    print(
+        f"{'run':<34} {'GPUs':>6}  {'published (tp,pp,cp,vpp)':<24} {'rank':>9}  {'gap':>6}  {'podsim best':<16} "
+        f"{'layouts':>7} {'time':>6}"
+    )
     for r in rows:
         c = published_rank(r, args.workers)
         rank = f"{c['rank']}/{c['groups']}" if c["rank"] else "not kept"
         gap = f"{c['gap_pct']:5.1f}%" if c["gap_pct"] is not None else "   -"
-        print(f"{c['row']:<34} {c['gpus']:>6}  {str(c['published']):<24} {rank:>9}  {gap:>6}  {str(c['best']):<16} "
-              f"{c['evaluated']:>7} {c['wall_s']:5.1f}s", flush=True)
+        print(
+            f"{c['row']:<34} {c['gpus']:>6}  {str(c['published']):<24} {rank:>9}  {gap:>6}  {str(c['best']):<16} "
+            f"{c['evaluated']:>7} {c['wall_s']:5.1f}s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

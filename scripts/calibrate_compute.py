@@ -47,15 +47,20 @@ def main() -> None:
             errs = pool.map(_error, [(r, params) for r in rows])
             a_ = [abs(e) for e in errs]
             score = sum(a_) / len(a_) + max(a_) / 2
-            print(f"gemm_max {g:.2f} gemm_knee {k:>5.0f}: mean {100 * sum(a_) / len(a_):.2f}% "
-                  f"max {100 * max(a_):.2f}%  " + " ".join(f"{100 * e:+.1f}" for e in errs), flush=True)
+            print(
+                f"gemm_max {g:.2f} gemm_knee {k:>5.0f}: mean {100 * sum(a_) / len(a_):.2f}% "
+                f"max {100 * max(a_):.2f}%  " + " ".join(f"{100 * e:+.1f}" for e in errs),
+                flush=True,
+            )
             if best is None or score < best[0]:
                 best = (score, params, errs)
     assert best is not None
     print("\nbest:", {k: v for k, v in best[1].items()})
     for r, e in zip(rows, best[2]):
-        print(f"  {r['model']:<10} tp{r['tp']} pp{r['pp']} {r['gpus']:>5} GPUs: measured {r['value']} "
-              f"TFLOP/s, error {100 * e:+.1f}%")
+        print(
+            f"  {r['model']:<10} tp{r['tp']} pp{r['pp']} {r['gpus']:>5} GPUs: measured {r['value']} "
+            f"TFLOP/s, error {100 * e:+.1f}%"
+        )
 
 
 if __name__ == "__main__":

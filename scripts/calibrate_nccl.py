@@ -35,8 +35,14 @@ def cases_azure(data: str):
         if t.gpus < 2:
             continue
         rows = [r for r in t.rows if r.bytes >= 1024]
-        out.append(Case(t.gpus, build_fabric(spec, t.gpus), np.array([r.bytes for r in rows]),
-                        np.array([r.time_us for r in rows])))
+        out.append(
+            Case(
+                t.gpus,
+                build_fabric(spec, t.gpus),
+                np.array([r.bytes for r in rows]),
+                np.array([r.time_us for r in rows]),
+            )
+        )
     return spec, sorted(out, key=lambda c: c.gpus)
 
 
@@ -46,15 +52,25 @@ def cases_vtrain(data: str):
     for p in sorted(glob.glob(os.path.join(data, "nccl/vtrain-a100/AR_GPU*_LUT"))):
         t = read_vtrain_lut(p)
         rows = t.rows[::32] + [t.rows[-1]]
-        out.append(Case(t.gpus, build_fabric(spec, t.gpus), np.array([r.bytes for r in rows]),
-                        np.array([r.time_us for r in rows])))
+        out.append(
+            Case(
+                t.gpus,
+                build_fabric(spec, t.gpus),
+                np.array([r.bytes for r in rows]),
+                np.array([r.time_us for r in rows]),
+            )
+        )
     return spec, sorted(out, key=lambda c: c.gpus)
 
 
 def error_table(cases, tuning) -> str:
     """Mean |busbw error| per GPU count and size decade (busbw error = time error inverted)."""
-    decades = [(0, 1 << 20, "< 1 MiB"), (1 << 20, 16 << 20, "1-16 MiB"), (16 << 20, 256 << 20, "16-256 MiB"),
-               (256 << 20, 1 << 40, ">= 256 MiB")]
+    decades = [
+        (0, 1 << 20, "< 1 MiB"),
+        (1 << 20, 16 << 20, "1-16 MiB"),
+        (16 << 20, 256 << 20, "16-256 MiB"),
+        (256 << 20, 1 << 40, ">= 256 MiB"),
+    ]
     head = "| GPUs | " + " | ".join(d[2] for d in decades) + " | all >= 1 MiB | chosen (small / large) |"
     lines = [head, "|" + "---|" * (len(decades) + 3)]
     alls = []
@@ -113,8 +129,13 @@ def main() -> int:
     table1 = error_table(cases, tuned)
     print(table1)
     _spec2, cases2 = cases_vtrain(args.data)
-    tuned2, _f2 = fit(cases2, tuned, channel_options=(tuned.channels,), algo_options=(tuned.algorithms,),
-                     log=lambda s: print("  dgx-a100:", s, file=sys.stderr))
+    tuned2, _f2 = fit(
+        cases2,
+        tuned,
+        channel_options=(tuned.channels,),
+        algo_options=(tuned.algorithms,),
+        log=lambda s: print("  dgx-a100:", s, file=sys.stderr),
+    )
     print("\n## dgx-a100-superpod (NVLink fitted to vTrain; network from Azure)\n")
     print(yaml.safe_dump({"nccl": tuning_to_dict(tuned2)}, sort_keys=False))
     table2 = error_table(cases2, tuned2)

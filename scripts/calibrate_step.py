@@ -20,13 +20,18 @@ from podsim.llm.stack import Stack
 from podsim.validation.predict import throughput
 from podsim.validation.rows import shipped_rows
 
-PARAMS = {"gemm_efficiency": (0.6, 1.1), "attention_efficiency": (0.3, 1.2), "host_ns": (1000.0, 300000.0),
-          "nccl_compute_slowdown": (0.0, 0.6)}
+PARAMS = {
+    "gemm_efficiency": (0.6, 1.1),
+    "attention_efficiency": (0.3, 1.2),
+    "host_ns": (1000.0, 300000.0),
+    "nccl_compute_slowdown": (0.0, 0.6),
+}
 
 
 def _rows() -> list[dict]:
-    return [r for r in shipped_rows(("fitted",)) if r.get("gpu") == "h100-80gb"
-            and r["metric"] == "model_tflops_per_gpu"]
+    return [
+        r for r in shipped_rows(("fitted",)) if r.get("gpu") == "h100-80gb" and r["metric"] == "model_tflops_per_gpu"
+    ]
 
 
 def _err(args: tuple[dict, Stack, str]) -> float:
@@ -53,12 +58,14 @@ def main() -> None:
         print(f"round {rnd} {name} {value:.4g}: score {100 * score:.2f}%", flush=True)
 
     with Pool(2) as pool:
+
         def loss(s: Stack) -> float:
             score, errs_of[s] = evaluate(pool, rows, s, a.backend)
             return score
 
-        stack, _ = coordinate_descent(stack, loss, PARAMS, a.rounds, step=1.25, from_zero=0.05, tol=1e-5,
-                                      on_better=report)
+        stack, _ = coordinate_descent(
+            stack, loss, PARAMS, a.rounds, step=1.25, from_zero=0.05, tol=1e-5, on_better=report
+        )
     errs = errs_of[stack]
     print("\nbest:", stack)
     for r, e in zip(rows, errs):

@@ -30,8 +30,10 @@ def main() -> None:
         derived = efficiency_scale(key, g.efficiency_from, specs, rows, g.efficiency_measured_as)
         for p in sorted(set(derived) | set(g.efficiency_scale)):
             f, n = derived.get(p, (float("nan"), 0))
-            print(f"{key:8} {p:14} {f:9.3f} {n:5d} {g.efficiency_scale.get(p, float('nan')):8.3f}  "
-                  f"{g.efficiency_measured_as.get(p, key)}")
+            print(
+                f"{key:8} {p:14} {f:9.3f} {n:5d} {g.efficiency_scale.get(p, float('nan')):8.3f}  "
+                f"{g.efficiency_measured_as.get(p, key)}"
+            )
 
 
 if __name__ == "__main__":

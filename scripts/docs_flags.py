@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def render(text: str, command: str) -> str:
     """``text`` (a docs page) with the flag table of ``command`` regenerated."""
     start, end = markers(command)
-    if start not in text or end not in text[text.index(start):]:
+    if start not in text or end not in text[text.index(start) :]:
         raise SystemExit(f"docs_flags: {DOCS_PAGE[command]} has no '{start}' ... '{end}' block")
     i = text.index(start) + len(start)
     j = text.index(end, i)

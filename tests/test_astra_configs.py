@@ -16,7 +16,9 @@ from podsim.network.topology import BlockKind
 
 def test_network_bandwidth_is_gib_and_latency_ns(tmp_path):
     p = tmp_path / "n.yml"
-    p.write_text("topology: [ Ring, Switch ]\nnpus_count: [ 4, 2 ]\nbandwidth: [ 50.0, 400 ]\nlatency: [ 500, 936.25 ]\n")
+    p.write_text(
+        "topology: [ Ring, Switch ]\nnpus_count: [ 4, 2 ]\nbandwidth: [ 50.0, 400 ]\nlatency: [ 500, 936.25 ]\n"
+    )
     t = read_network(p)
     assert t.num_npus == 8 and t.shape == (4, 2)
     assert t.dims[0].kind is BlockKind.RING and t.dims[1].kind is BlockKind.SWITCH
@@ -25,23 +27,28 @@ def test_network_bandwidth_is_gib_and_latency_ns(tmp_path):
 
 
 def test_network_units_extension():
-    t = parse_network({"topology": ["FullyConnected"], "npus_count": [4], "bandwidth": ["400 GB/s"],
-                       "latency": ["1 us"]})
+    t = parse_network(
+        {"topology": ["FullyConnected"], "npus_count": [4], "bandwidth": ["400 GB/s"], "latency": ["1 us"]}
+    )
     assert t.dims[0].bandwidth == pytest.approx(400.0) and t.dims[0].latency_ns == 1000
 
 
 def test_network_list_lengths_must_agree():
     with pytest.raises(InputError, match="npus_count has 2.*bandwidth has 1"):
-        parse_network({"topology": ["Ring", "Ring"], "npus_count": [4, 4], "bandwidth": [50],
-                       "latency": [500, 500]}, "n.yml")
+        parse_network(
+            {"topology": ["Ring", "Ring"], "npus_count": [4, 4], "bandwidth": [50], "latency": [500, 500]}, "n.yml"
+        )
 
 
-@pytest.mark.parametrize("field,value,match", [
-    ("bandwidth", [0], "bandwidth must be > 0"),
-    ("npus_count", [1], "npus_count must be an integer >= 2"),
-    ("latency", [-3], "latency must be >= 0"),
-    ("topology", ["Rign"], "did you mean 'Ring'"),
-])
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("bandwidth", [0], "bandwidth must be > 0"),
+        ("npus_count", [1], "npus_count must be an integer >= 2"),
+        ("latency", [-3], "latency must be >= 0"),
+        ("topology", ["Rign"], "did you mean 'Ring'"),
+    ],
+)
 def test_network_bad_values(field, value, match):
     data = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50], "latency": [500]}
     data[field] = value
@@ -56,13 +63,28 @@ def test_network_misspelled_key():
 
 def test_system_reads_every_key(tmp_path):
     cfg = {
-        "scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "local-reduction-delay": 2,
-        "active-chunks-per-dimension": 2, "preferred-dataset-splits": 8, "endpoint-delay": 20,
-        "L": 1, "o": 2, "g": 3, "G": 0.5, "model-shared-bus": 0, "local-mem-bw": 1600, "peak-perf": 900,
-        "roofline-enabled": 1, "trace-enabled": 0, "replay-only": 0, "track-local-mem": 0,
-        "local-mem-trace-filename": "m", "all-reduce-implementation": ["ring", "doubleBinaryTree"],
+        "scheduling-policy": "FIFO",
+        "collective-optimization": "localBWAware",
+        "local-reduction-delay": 2,
+        "active-chunks-per-dimension": 2,
+        "preferred-dataset-splits": 8,
+        "endpoint-delay": 20,
+        "L": 1,
+        "o": 2,
+        "g": 3,
+        "G": 0.5,
+        "model-shared-bus": 0,
+        "local-mem-bw": 1600,
+        "peak-perf": 900,
+        "roofline-enabled": 1,
+        "trace-enabled": 0,
+        "replay-only": 0,
+        "track-local-mem": 0,
+        "local-mem-trace-filename": "m",
+        "all-reduce-implementation": ["ring", "doubleBinaryTree"],
         "reduce-scatter-implementation": ["halvingDoubling", "direct"],
-        "all-gather-implementation": ["oneRing"], "all-to-all-implementation": ["direct4", "oneDirect"],
+        "all-gather-implementation": ["oneRing"],
+        "all-to-all-implementation": ["direct4", "oneDirect"],
         "boost-mode": 0,
     }
     p = tmp_path / "s.json"
@@ -77,10 +99,15 @@ def test_system_reads_every_key(tmp_path):
     assert s.ignored == {"boost-mode": 0}
 
 
-@pytest.mark.parametrize("key,hint", [("prefered-dataset-splits", "preferred-dataset-splits"),
-                                      ("active-chunk-per-dimension", "active-chunks-per-dimension"),
-                                      ("scheduling_policy", "scheduling-policy"),
-                                      ("all-reduce-implementations", "all-reduce-implementation")])
+@pytest.mark.parametrize(
+    "key,hint",
+    [
+        ("prefered-dataset-splits", "preferred-dataset-splits"),
+        ("active-chunk-per-dimension", "active-chunks-per-dimension"),
+        ("scheduling_policy", "scheduling-policy"),
+        ("all-reduce-implementations", "all-reduce-implementation"),
+    ],
+)
 def test_system_misspelled_keys_suggest(key, hint):
     with pytest.raises(InputError, match=f"unknown key '{key}'; did you mean '{hint}'"):
         parse_system({key: 1}, "s.json")
@@ -96,8 +123,15 @@ def test_system_bad_values():
 
 
 def test_remote_memory():
-    r = parse_remote_memory({"memory-type": "PER_NODE_MEMORY_EXPANSION", "remote-mem-latency": 5,
-                             "remote-mem-bw": 128, "num-nodes": 8, "num-npus-per-node": 8})
+    r = parse_remote_memory(
+        {
+            "memory-type": "PER_NODE_MEMORY_EXPANSION",
+            "remote-mem-latency": 5,
+            "remote-mem-bw": 128,
+            "num-nodes": 8,
+            "num-npus-per-node": 8,
+        }
+    )
     assert r.npus_per_node == 8 and r.bandwidth == 128
     with pytest.raises(InputError, match="remote-mem-bw"):
         parse_remote_memory({"memory-type": "MEMORY_POOL"}, "m.json")

@@ -4,7 +4,8 @@ tests/data/astra_sim_reference.json holds inputs (network YAML, system JSON, com
 specs) and the per-rank finish times ASTRA-sim's congestion-unaware analytical binary printed
 for them (how it was built: the file's "about").  Every case is rebuilt here with podsim's own
 builders and must give the same integer ns on every rank, for the finish time, the exposed
-communication time and ASTRA-sim's Comm time, GPU time and compute-communication overlap.  Where ASTRA-sim did not finish
+communication time and ASTRA-sim's Comm time, GPU time and compute-communication overlap.
+Where ASTRA-sim did not finish
 (its own deadlock: "unreleased nodes"), podsim must report a deadlock instead of a number.
 """
 
@@ -31,9 +32,13 @@ def build(spec_ranks):
         for kind, nid, deps, a, bb, c in ops:
             d = [idx[x] for x in deps]
             if kind == "C":
-                i = b.add(OpKind.COMPUTE, f"c{nid}", duration_ns=a, flops=float(bb), size_bytes=c, node_id=nid, data_deps=d)
+                i = b.add(
+                    OpKind.COMPUTE, f"c{nid}", duration_ns=a, flops=float(bb), size_bytes=c, node_id=nid, data_deps=d
+                )
             elif kind == "X":
-                i = b.add(OpKind.COLLECTIVE, f"x{nid}", collective=a, size_bytes=bb, node_id=nid, data_deps=d, group=c or None)
+                i = b.add(
+                    OpKind.COLLECTIVE, f"x{nid}", collective=a, size_bytes=bb, node_id=nid, data_deps=d, group=c or None
+                )
             elif kind in "SR":
                 i = b.add(KINDS[kind], f"p{nid}", peer=a, size_bytes=bb, tag=c, node_id=nid, data_deps=d)
             else:
@@ -51,25 +56,42 @@ def run(case, use_symmetry=True):
     for p in wl.programs:
         d = p.duration_ns
         d[d > 0] = (d[d > 0] + 500) // 1000 * 1000
-    return podsim.simulate(wl, parse_system(case["system"]), parse_network(__import__("yaml").safe_load(case["network_yaml"])),
-                           parse_remote_memory(case["remote_memory"]), groups,
-                           num_queues_per_dim=cli.get("num_queues_per_dim", 1),
-                           injection_scale=cli.get("injection_scale", 1.0), rendezvous=cli.get("rendezvous", False),
-                           use_symmetry=use_symmetry, record_timeline=False)
+    return podsim.simulate(
+        wl,
+        parse_system(case["system"]),
+        parse_network(__import__("yaml").safe_load(case["network_yaml"])),
+        parse_remote_memory(case["remote_memory"]),
+        groups,
+        num_queues_per_dim=cli.get("num_queues_per_dim", 1),
+        injection_scale=cli.get("injection_scale", 1.0),
+        rendezvous=cli.get("rendezvous", False),
+        use_symmetry=use_symmetry,
+        record_timeline=False,
+    )
 
 
 FINISHED = [c for c in CASES if c["astra_outcome"] == "finished"]
-DEADLOCKED = [c for c in CASES if c["astra_outcome"] == "deadlock"]   # ASTRA-sim: "unreleased nodes"
-HUNG = [c for c in CASES if c["astra_outcome"] == "hung"]             # ASTRA-sim loops forever
+DEADLOCKED = [c for c in CASES if c["astra_outcome"] == "deadlock"]  # ASTRA-sim: "unreleased nodes"
+HUNG = [c for c in CASES if c["astra_outcome"] == "hung"]  # ASTRA-sim loops forever
 BROKEN = [c for c in CASES if c["astra_outcome"] in ("crashed", "internal-error", "unfinished")]  # ASTRA-sim fails
 
 
 def test_reference_is_broad():
     assert len(FINISHED) >= 1400
     names = " ".join(c["name"] for c in FINISHED)
-    for feature in ("doubleBinaryTree", "oneHalvingDoubling", "direct2", "groups-", "memory-MEMORY_POOL", "roofline",
-                    "memory-PER_NPU", "loggp-",
-                    "tiny-0-", "injection-", "random-"):
+    for feature in (
+        "doubleBinaryTree",
+        "oneHalvingDoubling",
+        "direct2",
+        "groups-",
+        "memory-MEMORY_POOL",
+        "roofline",
+        "memory-PER_NPU",
+        "loggp-",
+        "tiny-0-",
+        "injection-",
+        "random-",
+    ):
         assert feature in names
 
 

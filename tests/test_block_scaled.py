@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from podsim.api.train import simulate_training
 from podsim.errors import InputError
 from podsim.hardware.cluster import build_fabric, domain_size, load_cluster
 from podsim.llm.kernels import mlp_kernels, optimizer_kernels
 from podsim.llm.layout import QUANT_BYTES, Layout
 from podsim.llm.model import get_model
-from podsim.api.train import simulate_training
 from podsim.validation.predict import balanced_split, precision_of
 
 
@@ -56,25 +56,34 @@ def test_block_scaled_formats_need_blackwell() -> None:
     m = get_model("llama3-8b")
     with pytest.raises(InputError, match="block-scaled"):
         simulate_training(m, Layout(8, global_batch=8, precision="mxfp8"), "h100-80gb", record_timeline=False)
-    r = simulate_training(m, Layout(8, global_batch=8, precision="mxfp8", seq_len=8192), "b200",
-                          record_timeline=False)
+    r = simulate_training(m, Layout(8, global_batch=8, precision="mxfp8", seq_len=8192), "b200", record_timeline=False)
     assert r.iteration_time_s > 0
 
 
-@pytest.mark.parametrize("label,want", [("FP8", "fp8"), ("fp8-cs", "fp8"), ("FP8-DS", "fp8"),
-                                        ("MXFP8", "mxfp8"), ("FP8-MX", "mxfp8"), ("NVFP4", "nvfp4"),
-                                        ("bf16", "bf16")])
+@pytest.mark.parametrize(
+    "label,want",
+    [
+        ("FP8", "fp8"),
+        ("fp8-cs", "fp8"),
+        ("FP8-DS", "fp8"),
+        ("MXFP8", "mxfp8"),
+        ("FP8-MX", "mxfp8"),
+        ("NVFP4", "nvfp4"),
+        ("bf16", "bf16"),
+    ],
+)
 def test_published_precision_labels(label: str, want: str) -> None:
     assert precision_of(label) == want
 
 
-@pytest.mark.parametrize("gpus,per_domain", [(72, 72), (144, 72), (64, 64), (128, 64), (256, 64),
-                                             (1024, 64), (96, 48), (100, 20)])
+@pytest.mark.parametrize(
+    "gpus,per_domain", [(72, 72), (144, 72), (64, 64), (128, 64), (256, 64), (1024, 64), (96, 48), (100, 20)]
+)
 def test_jobs_spread_over_the_fewest_nvl72_racks_in_whole_trays(gpus: int, per_domain: int) -> None:
     spec = load_cluster("gb200-nvl72")
     assert domain_size(spec, gpus) == per_domain
     assert gpus % per_domain == 0 and per_domain % 4 == 0
-    assert -(-gpus // 72) <= gpus // per_domain   # never fewer racks than the job needs
+    assert -(-gpus // 72) <= gpus // per_domain  # never fewer racks than the job needs
 
 
 def test_servers_are_still_filled_whole() -> None:

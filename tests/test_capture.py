@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import importable_module
 
+from helpers import importable_module
 from podsim.api import simulate
 from podsim.cli import main
 
-MODULE = '''
+MODULE = """
 import torch
 
 def small_cnn(batch_size):
@@ -41,18 +41,22 @@ def broken(batch_size):
 def fails_in_forward(batch_size):
     m = torch.nn.Linear(4, 2)
     return m, torch.randn(batch_size, 5), torch.randint(0, 2, (batch_size,))
-'''
+"""
 
 
 def test_ci_runs_the_capture_tests() -> None:
     # .ci/run sets PODSIM_REQUIRE_TORCH: there, the capture tests must not skip for want of torch
     import importlib.util
     import os
+
     if os.environ.get("PODSIM_REQUIRE_TORCH") != "1":
         pytest.skip("PODSIM_REQUIRE_TORCH is not set (only CI requires torch and torchvision)")
     for mod in ("torch", "torchvision"):
-        assert importlib.util.find_spec(mod) is not None, f"CI needs {mod}: pip install torch==2.13.0 torchvision==0.28.0"
+        assert importlib.util.find_spec(mod) is not None, (
+            f"CI needs {mod}: pip install torch==2.13.0 torchvision==0.28.0"
+        )
     from podsim.capture.models import torchvision_models
+
     assert hasattr(torchvision_models(), "resnet50")
 
 
@@ -63,8 +67,9 @@ def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize("fn", ["small_cnn", "tiny_gpt"])
-def test_capture_and_simulate_on_one_gpu(tmp_path: Path, models: str, fn: str,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_capture_and_simulate_on_one_gpu(
+    tmp_path: Path, models: str, fn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / fn
     assert main(["trace", "--model", f"{models}:{fn}", "--batch-size", "4", "--steps", "2", "--out", str(out)]) == 0
     assert "profiled step" in capsys.readouterr().out
@@ -78,39 +83,45 @@ def test_capture_and_simulate_on_one_gpu(tmp_path: Path, models: str, fn: str,
 
 
 def test_capture_errors(tmp_path: Path, models: str, capsys: pytest.CaptureFixture[str]) -> None:
-    cases = [(["--model", "resnet50"], "expected torchvision:NAME, hf:CONFIG.json or module:callable"),
-             (["--model", "no_such_module_xyz:f"], "cannot import module 'no_such_module_xyz'"),
-             (["--model", f"{models}:missing"], "has no callable 'missing'"),
-             (["--model", f"{models}:not_a_setup"], "must return (model, inputs, targets[, loss_fn])"),
-             (["--model", f"{models}:small_cnn", "--batch-size", "0"], "--batch-size: expected a positive integer"),
-             (["--model", f"{models}:broken"], "building capture_models:broken failed: ValueError: no such layer"),
-             (["--model", f"{models}:fails_in_forward"], "a training step of capture_models:fails_in_forward failed"),
-             (["--model", f"{models}:small_cnn", "--nproc", "0"], "--nproc: expected a positive integer"),
-             (["--model", f"{models}:missing", "--nproc", "2"], "has no callable 'missing'"),   # from a child
-             (["--model", "hf:/nonexistent/config.json"], "no such config file")]
+    cases = [
+        (["--model", "resnet50"], "expected torchvision:NAME, hf:CONFIG.json or module:callable"),
+        (["--model", "no_such_module_xyz:f"], "cannot import module 'no_such_module_xyz'"),
+        (["--model", f"{models}:missing"], "has no callable 'missing'"),
+        (["--model", f"{models}:not_a_setup"], "must return (model, inputs, targets[, loss_fn])"),
+        (["--model", f"{models}:small_cnn", "--batch-size", "0"], "--batch-size: expected a positive integer"),
+        (["--model", f"{models}:broken"], "building capture_models:broken failed: ValueError: no such layer"),
+        (["--model", f"{models}:fails_in_forward"], "a training step of capture_models:fails_in_forward failed"),
+        (["--model", f"{models}:small_cnn", "--nproc", "0"], "--nproc: expected a positive integer"),
+        (["--model", f"{models}:missing", "--nproc", "2"], "has no callable 'missing'"),  # from a child
+        (["--model", "hf:/nonexistent/config.json"], "no such config file"),
+    ]
     import torch
+
     if not torch.cuda.is_available():
         cases.append((["--model", f"{models}:small_cnn", "--device", "cuda"], "no CUDA device"))
     for extra, message in cases:
         argv = ["trace", "--batch-size", "2", "--out", str(tmp_path / "x")] + extra
         assert main(argv) == 2, extra
         assert message in capsys.readouterr().err, extra
-        assert not (tmp_path / "x").exists(), extra   # no half-written traces, not even an empty folder
+        assert not (tmp_path / "x").exists(), extra  # no half-written traces, not even an empty folder
 
 
 def test_torchvision_resnet50_capture_and_ddp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # the issue's "done means": podsim trace + podsim simulate on a torchvision ResNet-50 on the CPU
     pytest.importorskip("torch")
     from podsim.capture.models import torchvision_models
+
     try:
         torchvision_models()
     except Exception as e:  # noqa: BLE001 - the message says what is missing
         pytest.skip(f"torchvision: {e}")
     out = tmp_path / "r50"
-    assert main(["trace", "--model", "torchvision:resnet50", "--batch-size", "2", "--steps", "1",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["trace", "--model", "torchvision:resnet50", "--batch-size", "2", "--steps", "1", "--out", str(out)]) == 0
+    )
     capsys.readouterr()
     from podsim.parallelize import load_step
+
     step = load_step(pytorch=out)
     # every parameter of torchvision's ResNet-50 (25,557,032 fp32 values) is read by a layer and
     # reduced as a gradient
@@ -120,8 +131,10 @@ def test_torchvision_resnet50_capture_and_ddp(tmp_path: Path, capsys: pytest.Cap
     finish = {}
     for gpus, mode in ((2, "ddp"), (4, "ddp"), (4, "tp")):
         layers = tmp_path / f"{mode}{gpus}.csv"
-        assert main(["simulate", "--pytorch", str(out), "--gpus", str(gpus), "--parallel", mode,
-                     "--layers", str(layers)]) == 0
+        assert (
+            main(["simulate", "--pytorch", str(out), "--gpus", str(gpus), "--parallel", mode, "--layers", str(layers)])
+            == 0
+        )
         text = capsys.readouterr().out
         assert "per layer, rank 0" in text and layers.is_file()
         finish[(gpus, mode)] = float(text.split("simulated on")[1].split("):")[1].split("ms")[0])
@@ -138,14 +151,31 @@ def test_huggingface_config_capture(tmp_path: Path, capsys: pytest.CaptureFixtur
     pytest.importorskip("transformers")
     cfg = tmp_path / "gpt2" / "config.json"
     cfg.parent.mkdir()
-    cfg.write_text(json.dumps({"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "vocab_size": 500,
-                               "n_positions": 64, "bos_token_id": 0, "eos_token_id": 0}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "gpt2",
+                "n_layer": 2,
+                "n_head": 4,
+                "n_embd": 64,
+                "vocab_size": 500,
+                "n_positions": 64,
+                "bos_token_id": 0,
+                "eos_token_id": 0,
+            }
+        )
+    )
     out = tmp_path / "cap"
-    assert main(["trace", "--model", f"hf:{cfg}", "--batch-size", "2", "--seq-len", "32", "--steps", "1",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            ["trace", "--model", f"hf:{cfg}", "--batch-size", "2", "--seq-len", "32", "--steps", "1", "--out", str(out)]
+        )
+        == 0
+    )
     capsys.readouterr()
     from podsim.capture.models import resolve
     from podsim.parallelize import load_step
+
     model = resolve(f"hf:{cfg}", 2).model
     params = 4 * sum(p.numel() for p in model.parameters())
     step = load_step(pytorch=out)

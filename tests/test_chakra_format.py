@@ -21,11 +21,16 @@ from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 # notes: metadata "0.0.4", then one COMM_COLL node with is_cpu_op=false (bool), comm_type=0
 # and comm_size=1048576 (int64).
 ALL_REDUCE_0 = bytes.fromhex(
-    "07" "0a05302e302e34"
-    "48" "1214" + "all_reduce_8npus_1MB".encode().hex() + "1807"
-    "520e" "0a09" + "is_cpu_op".encode().hex() + "d80100"
-    "520d" "0a09" + "comm_type".encode().hex() + "4800"
-    "520f" "0a09" + "comm_size".encode().hex() + "48808040"
+    "07"
+    "0a05302e302e34"
+    "48"
+    "1214" + "all_reduce_8npus_1MB".encode().hex() + "1807"
+    "520e"
+    "0a09" + "is_cpu_op".encode().hex() + "d80100"
+    "520d"
+    "0a09" + "comm_type".encode().hex() + "4800"
+    "520f"
+    "0a09" + "comm_size".encode().hex() + "48808040"
 )
 
 
@@ -49,8 +54,9 @@ def test_gzip_is_detected(tmp_path):
     assert read_trace(p).nodes[0].attr("comm_size") == 1048576
 
 
-@pytest.mark.parametrize("atype", ["int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32",
-                                   "fixed64", "sfixed32", "sfixed64"])
+@pytest.mark.parametrize(
+    "atype", ["int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32", "sfixed64"]
+)
 def test_any_integer_type_for_comm_size(tmp_path, atype):
     nd = Node(id=7, name="ar", type=NodeType.COMM_COLL_NODE)
     nd.set_attr("comm_type", 0, "uint64")
@@ -86,8 +92,16 @@ def test_varint_encoding_matches_protobuf_examples():
 def test_workload_roundtrip_keeps_everything(tmp_path):
     b = ProgramBuilder("p")
     c = b.add(OpKind.COMPUTE, "gemm", duration_ns=5000, node_id=10, flops=1e9, size_bytes=4096)
-    a = b.add(OpKind.COLLECTIVE, "ar", data_deps=[c], collective=int(CollectiveKind.ALL_GATHER),
-              size_bytes=1 << 20, node_id=11, group="1", priority=3)
+    a = b.add(
+        OpKind.COLLECTIVE,
+        "ar",
+        data_deps=[c],
+        collective=int(CollectiveKind.ALL_GATHER),
+        size_bytes=1 << 20,
+        node_id=11,
+        group="1",
+        priority=3,
+    )
     b.add(OpKind.MEM_LOAD, "ld", data_deps=[a], size_bytes=123, node_id=12)
     wl = Workload([b.build()], [0, 0])
     write_workload(wl, tmp_path / "w")
@@ -107,6 +121,7 @@ def test_duration_micros_become_ns(tmp_path):
 
 
 # --------------------------------------------------------------------------- bad input
+
 
 def _one(tmp_path, nodes):
     write_trace(tmp_path / "w.0.et", nodes)

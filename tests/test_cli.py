@@ -41,10 +41,18 @@ def test_example_runs_and_prints_summary(tmp_path):
 
 def test_simulate_accepts_astra_sim_flags(tmp_path):
     paths = write_example("layers", tmp_path / "ex")
-    p = run_cli("simulate", f"--workload-configuration={paths['workload']}",
-                f"--system-configuration={paths['system']}", f"--network-configuration={paths['network']}",
-                f"--remote-memory-configuration={paths['remote_memory']}", "--comm-group-configuration=empty",
-                "--num-queues-per-dim=1", "--injection-scale=1", "--comm-scale=1", "--logging-folder=log")
+    p = run_cli(
+        "simulate",
+        f"--workload-configuration={paths['workload']}",
+        f"--system-configuration={paths['system']}",
+        f"--network-configuration={paths['network']}",
+        f"--remote-memory-configuration={paths['remote_memory']}",
+        "--comm-group-configuration=empty",
+        "--num-queues-per-dim=1",
+        "--injection-scale=1",
+        "--comm-scale=1",
+        "--logging-folder=log",
+    )
     assert p.returncode == 0, p.stderr
     assert "on 16 ranks" in p.stdout
 
@@ -85,18 +93,26 @@ def test_missing_rank_file(tmp_path):
 
 def test_cycle(tmp_path):
     for r in range(2):
-        write_trace(tmp_path / f"w.{r}.et", [Node(id=1, type=4, duration_micros=1, data_deps=[2]),
-                                            Node(id=2, type=4, duration_micros=1, data_deps=[1])])
+        write_trace(
+            tmp_path / f"w.{r}.et",
+            [
+                Node(id=1, type=4, duration_micros=1, data_deps=[2]),
+                Node(id=2, type=4, duration_micros=1, data_deps=[1]),
+            ],
+        )
     msg = _bad(tmp_path, ["simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path)])
     assert "cycle among nodes" in msg
 
 
-@pytest.mark.parametrize("network,match", [
-    ("topology: [Ring, Ring]\nnpus_count: [2]\nbandwidth: [50, 50]\nlatency: [500, 500]\n", "disagree in length"),
-    ("topology: [Ring]\nnpus_count: [2]\nbandwidth: [0]\nlatency: [500]\n", "bandwidth must be > 0"),
-    ("topology: [Ring]\nnpus_count: [2]\nbandwith: [50]\nlatency: [500]\n", "did you mean 'bandwidth'"),
-    ("topology: [Ring\n", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "network,match",
+    [
+        ("topology: [Ring, Ring]\nnpus_count: [2]\nbandwidth: [50, 50]\nlatency: [500, 500]\n", "disagree in length"),
+        ("topology: [Ring]\nnpus_count: [2]\nbandwidth: [0]\nlatency: [500]\n", "bandwidth must be > 0"),
+        ("topology: [Ring]\nnpus_count: [2]\nbandwith: [50]\nlatency: [500]\n", "did you mean 'bandwidth'"),
+        ("topology: [Ring\n", "invalid YAML"),
+    ],
+)
 def test_bad_network(tmp_path, network, match):
     for r in range(2):
         write_trace(tmp_path / f"w.{r}.et", [Node(id=1, type=4, duration_micros=1)])
@@ -132,8 +148,15 @@ def test_trace_has_flow_arrows_for_point_to_point(tmp_path):
         for k, v in attrs.items():
             nd.set_attr(k, v, "int32" if k != "comm_size" else "int64")
         return nd
-    write_trace(tmp_path / "w.0.et", [p2p(NodeType.COMM_SEND_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})])
-    write_trace(tmp_path / "w.1.et", [p2p(NodeType.COMM_RECV_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})])
+
+    write_trace(
+        tmp_path / "w.0.et",
+        [p2p(NodeType.COMM_SEND_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})],
+    )
+    write_trace(
+        tmp_path / "w.1.et",
+        [p2p(NodeType.COMM_RECV_NODE, {"comm_src": 0, "comm_dst": 1, "comm_tag": 3, "comm_size": 1000})],
+    )
     tr = tmp_path / "t.json"
     p = run_cli("simulate", "--workload-configuration", str(tmp_path / "w"), *_machine(tmp_path), "--trace", str(tr))
     assert p.returncode == 0, p.stderr
@@ -153,27 +176,44 @@ def test_engine_side_errors_name_the_config_file(tmp_path):
     wl = tmp_path / "w"
     from podsim.formats.chakra import write_workload
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
     b = ProgramBuilder()
     b.add(OpKind.COLLECTIVE, "a2a", collective=int(CollectiveKind.ALL_TO_ALL), size_bytes=4096, node_id=1)
     write_workload(Workload([b.build()], [0] * 8), wl)
-    msg = _bad(tmp_path, ["simulate", f"--workload-configuration={wl}", f"--system-configuration={paths['system']}",
-                          f"--network-configuration={paths['network']}"])
+    msg = _bad(
+        tmp_path,
+        [
+            "simulate",
+            f"--workload-configuration={wl}",
+            f"--system-configuration={paths['system']}",
+            f"--network-configuration={paths['network']}",
+        ],
+    )
     assert "system.json" in msg and "halvingDoubling does not implement all-to-all" in msg
 
 
 def test_comm_group_file(tmp_path):
     from podsim.formats.chakra import write_workload
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
     b = ProgramBuilder()
     b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=1 << 20, node_id=1, group="1")
     write_workload(Workload([b.build()], [0] * 4), tmp_path / "w")
     (tmp_path / "g.json").write_text('{"1": [0, 1, 2, 3]}')
     (tmp_path / "n.yml").write_text("topology: [Ring]\nnpus_count: [4]\nbandwidth: [50]\nlatency: [500]\n")
-    (tmp_path / "s.json").write_text('{"preferred-dataset-splits": 1, "local-mem-bw": 50, "all-reduce-implementation": ["ring"]}')
+    (tmp_path / "s.json").write_text(
+        '{"preferred-dataset-splits": 1, "local-mem-bw": 50, "all-reduce-implementation": ["ring"]}'
+    )
     out = tmp_path / "r.json"
-    p = run_cli("simulate", f"--workload-configuration={tmp_path / 'w'}", f"--system-configuration={tmp_path / 's.json'}",
-                f"--network-configuration={tmp_path / 'n.yml'}", f"--comm-group-configuration={tmp_path / 'g.json'}",
-                "--json", str(out))
+    p = run_cli(
+        "simulate",
+        f"--workload-configuration={tmp_path / 'w'}",
+        f"--system-configuration={tmp_path / 's.json'}",
+        f"--network-configuration={tmp_path / 'n.yml'}",
+        f"--comm-group-configuration={tmp_path / 'g.json'}",
+        "--json",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     # a group of all 4 ranks uses the whole-network plan: ring all-reduce of 1 MiB on 4 NPUs
     m = (1 << 20) // 4
@@ -182,14 +222,23 @@ def test_comm_group_file(tmp_path):
     assert json.loads(out.read_text())["finish_ns"] == 7 * 10 + 6 * h + 3 * r
     # a group that names a rank the network does not have is an input error
     (tmp_path / "g.json").write_text('{"1": [0, 1, 2, 9]}')
-    msg = _bad(tmp_path, ["simulate", f"--workload-configuration={tmp_path / 'w'}",
-                          f"--system-configuration={tmp_path / 's.json'}", f"--network-configuration={tmp_path / 'n.yml'}",
-                          f"--comm-group-configuration={tmp_path / 'g.json'}"], out_name="r2.json")
+    msg = _bad(
+        tmp_path,
+        [
+            "simulate",
+            f"--workload-configuration={tmp_path / 'w'}",
+            f"--system-configuration={tmp_path / 's.json'}",
+            f"--network-configuration={tmp_path / 'n.yml'}",
+            f"--comm-group-configuration={tmp_path / 'g.json'}",
+        ],
+        out_name="r2.json",
+    )
     assert "g.json" in msg and "rank 9" in msg
 
 
 def test_outputs_follow_the_umask(tmp_path):
     import stat
+
     out = tmp_path / "r.json"
     old = os.umask(0o022)
     try:

@@ -13,30 +13,48 @@ from podsim.formats.chakra import write_workload
 from podsim.workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 
 NO_LATENCY = {
-    "channels": 8, "algorithms": ["ring"], "protocols": ["Simple"],
+    "channels": 8,
+    "algorithms": ["ring"],
+    "protocols": ["Simple"],
     "base_latency": {"ring": {"Simple": "0 ns"}},
     "hop_latency": {"nvlink": {"ring": {"Simple": "0 ns"}}, "net": {"ring": {"Simple": "0 ns"}}},
 }
 
 
 def cluster_file(tmp_path, inter: dict, nccl: dict | None = None, gpn: int = 8) -> str:
-    doc = {"name": "test", "gpus_per_node": gpn,
-           "intra_node": {"kind": "nvswitch", "bandwidth": "300 GB/s", "latency": "0 ns"},
-           "inter_node": inter, "nccl": nccl or NO_LATENCY}
+    doc = {
+        "name": "test",
+        "gpus_per_node": gpn,
+        "intra_node": {"kind": "nvswitch", "bandwidth": "300 GB/s", "latency": "0 ns"},
+        "inter_node": inter,
+        "nccl": nccl or NO_LATENCY,
+    }
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(doc))
     return str(path)
 
 
-RAIL = {"kind": "rail_optimized", "nic_bandwidth": "25 GB/s", "servers_per_segment": 2,
-        "nic_latency": "0 ns", "switch_latency": "0 ns"}
+RAIL = {
+    "kind": "rail_optimized",
+    "nic_bandwidth": "25 GB/s",
+    "servers_per_segment": 2,
+    "nic_latency": "0 ns",
+    "switch_latency": "0 ns",
+}
 
 
 def compute_then_allreduce(n: int, size: int, group: str | None = None) -> Workload:
     b = ProgramBuilder("step")
     c = b.add(OpKind.COMPUTE, "fwd", duration_ns=1000, node_id=1)
-    b.add(OpKind.COLLECTIVE, "grads", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=size,
-          node_id=2, data_deps=[c], group=group)
+    b.add(
+        OpKind.COLLECTIVE,
+        "grads",
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=size,
+        node_id=2,
+        data_deps=[c],
+        group=group,
+    )
     return Workload([b.build()], [0] * n, name="step")
 
 
@@ -44,8 +62,9 @@ def compute_then_allreduce(n: int, size: int, group: str | None = None) -> Workl
 def test_compute_then_ring_all_reduce(tmp_path, backend) -> None:
     # 1000 ns of compute, then the 16-GPU ring all-reduce of 1.28e9 B bounded by the 25 GB/s
     # NICs: 30 rounds x 1.28e9 / 128 / 25 = 12,000,000 ns (see test_nccl_collectives)
-    res = podsim.simulate(compute_then_allreduce(16, 1_280_000_000), cluster=cluster_file(tmp_path, RAIL),
-                          backend=backend)
+    res = podsim.simulate(
+        compute_then_allreduce(16, 1_280_000_000), cluster=cluster_file(tmp_path, RAIL), backend=backend
+    )
     assert res.finish_ns == 1000 + 12_000_000
     assert all(r.exposed_comm_ns == 12_000_000 for r in res.ranks)
 
@@ -70,8 +89,14 @@ def test_groups_map_onto_gpus(tmp_path) -> None:
 def test_flow_backend_sees_contention_analytical_does_not(tmp_path) -> None:
     # A fat-tree of radix 4 with 3:1 oversubscription: each leaf has 3 down and 1 up
     # (25 GB/s); 6 single-GPU servers fill two leaves.
-    inter = {"kind": "fat_tree", "nic_bandwidth": "25 GB/s", "radix": 4, "oversubscription": 3,
-             "nic_latency": "0 ns", "switch_latency": "0 ns"}
+    inter = {
+        "kind": "fat_tree",
+        "nic_bandwidth": "25 GB/s",
+        "radix": 4,
+        "oversubscription": 3,
+        "nic_latency": "0 ns",
+        "switch_latency": "0 ns",
+    }
     path = cluster_file(tmp_path, inter, gpn=1)
     # 6 GPUs, leaves hold 3 each: senders 0, 1 (leaf 0) -> receivers 3, 4 (leaf 1) share the
     # single 25 GB/s uplink: 12.5 GB/s each -> 1e9 B in 80,000,000 ns; without contention
@@ -100,8 +125,21 @@ def test_cli_cluster_run_with_trace_counters(tmp_path, capsys) -> None:
     prefix = tmp_path / "ar"
     write_workload(w, str(prefix))
     trace, out = tmp_path / "t.json", tmp_path / "r.json"
-    rc = main(["simulate", "--workload-configuration", str(prefix), "--cluster", "dgx-a100-superpod",
-               "--backend", "flow", "--trace", str(trace), "--json", str(out)])
+    rc = main(
+        [
+            "simulate",
+            "--workload-configuration",
+            str(prefix),
+            "--cluster",
+            "dgx-a100-superpod",
+            "--backend",
+            "flow",
+            "--trace",
+            str(trace),
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "busiest links" in text and "16 GPUs of dgx-a100-superpod" in text
@@ -130,8 +168,14 @@ def interfering_workload(n: int = 16, send: bool = True) -> Workload:
     for r in range(n):
         b = ProgramBuilder(f"r{r}")
         if r not in (7, 15):
-            b.add(OpKind.COLLECTIVE, "ar", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=256 << 20,
-                  node_id=1, group="g")
+            b.add(
+                OpKind.COLLECTIVE,
+                "ar",
+                collective=int(CollectiveKind.ALL_REDUCE),
+                size_bytes=256 << 20,
+                node_id=1,
+                group="g",
+            )
         else:
             c = b.add(OpKind.COMPUTE, "c", duration_ns=1_000_000, node_id=2)
             if r == 7 and send:
@@ -157,15 +201,15 @@ def test_fast_forward_is_exact() -> None:
     ring = replace(spec.nccl, algorithms=("ring",))  # 30 rounds per all-reduce
     for w in (interfering_workload(), compute_then_allreduce(16, 256 << 20)):
         fast = simulate_cluster(w, fab, ring, "flow", use_symmetry=False, record_timeline=False)
-        slow = simulate_cluster(w, fab, ring, "flow", use_symmetry=False, record_timeline=False,
-                                fast_forward=False)
+        slow = simulate_cluster(w, fab, ring, "flow", use_symmetry=False, record_timeline=False, fast_forward=False)
         assert [r.finish_ns for r in fast.ranks] == [r.finish_ns for r in slow.ranks]
         assert fast.info["rounds_fast_forwarded"] > 0 and slow.info["rounds_fast_forwarded"] == 0
         assert [(x.name, round(x.bytes)) for x in fast.links] == [(x.name, round(x.bytes)) for x in slow.links]
     # the send really interferes: without it the all-reduce (rank 5 only all-reduces) ends
     # sooner, and only the rounds before the send starts are fast-forwarded
-    alone = simulate_cluster(interfering_workload(send=False), fab, ring, "flow", use_symmetry=False,
-                             record_timeline=False)
+    alone = simulate_cluster(
+        interfering_workload(send=False), fab, ring, "flow", use_symmetry=False, record_timeline=False
+    )
     mixed = simulate_cluster(interfering_workload(), fab, ring, "flow", use_symmetry=False, record_timeline=False)
     assert alone.ranks[5].finish_ns < mixed.ranks[5].finish_ns
     assert 0 < mixed.info["rounds_fast_forwarded"] < alone.info["rounds_fast_forwarded"]
@@ -190,10 +234,18 @@ def test_bulk_granularity() -> None:
     assert bulk.ranks[0].finish_ns == pytest.approx(rounds.ranks[0].finish_ns, abs=64)
     every = simulate_cluster(w, fab, ring, "flow", use_symmetry=False, record_timeline=False, fast_forward=False)
     assert bulk.info["flows"] * 10 < every.info["flows"]
-    alone = simulate_cluster(interfering_workload(send=False), fab, ring, "flow", use_symmetry=False,
-                             record_timeline=False, granularity="bulk")
-    mixed = simulate_cluster(interfering_workload(), fab, ring, "flow", use_symmetry=False,
-                             record_timeline=False, granularity="bulk")
+    alone = simulate_cluster(
+        interfering_workload(send=False),
+        fab,
+        ring,
+        "flow",
+        use_symmetry=False,
+        record_timeline=False,
+        granularity="bulk",
+    )
+    mixed = simulate_cluster(
+        interfering_workload(), fab, ring, "flow", use_symmetry=False, record_timeline=False, granularity="bulk"
+    )
     exact = simulate_cluster(interfering_workload(), fab, ring, "flow", use_symmetry=False, record_timeline=False)
     assert alone.ranks[5].finish_ns < mixed.ranks[5].finish_ns
     assert mixed.ranks[5].finish_ns == pytest.approx(exact.ranks[5].finish_ns, rel=0.05)

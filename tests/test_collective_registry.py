@@ -39,6 +39,7 @@ AR = CollectiveKind.ALL_REDUCE
 
 # -- names, aliases and the mapping between the worlds -----------------------------------------
 
+
 def test_astra_sim_names_find_their_phase_classes() -> None:
     assert PHASE_ALGORITHMS.get("ring") is RingPhase
     assert PHASE_ALGORITHMS.get("direct") is DirectPhase
@@ -78,11 +79,20 @@ def test_system_json_names_come_from_the_registry() -> None:
         parse_algorithm("oneDoubleBinaryTree", "s.json", "x")
     cfg = parse_system({"all-reduce-implementation": ["ring", "tree"]}, "s.json")
     assert [a.name for a in cfg.algorithms(AR)] == ["ring", "doubleBinaryTree"]
-    assert phase_spellings() == ("ring", "direct", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
-                                 "oneHalvingDoubling", "directK")
+    assert phase_spellings() == (
+        "ring",
+        "direct",
+        "halvingDoubling",
+        "doubleBinaryTree",
+        "oneRing",
+        "oneDirect",
+        "oneHalvingDoubling",
+        "directK",
+    )
 
 
 # -- closest-name errors -------------------------------------------------------------------------
+
 
 def test_misspelt_algorithms_name_the_closest() -> None:
     with pytest.raises(InputError, match="unknown collective algorithm 'rnig'.*did you mean 'ring'"):
@@ -104,11 +114,12 @@ def test_collective_api_names_the_closest_algorithm_and_protocol() -> None:
 
 # -- what each algorithm declares ----------------------------------------------------------------
 
+
 def test_nccl_declarations_are_complete() -> None:
     tuning = NcclTuning()
     for name, algo in NCCL_ALGORITHMS.items():
         assert algo.collectives and set(algo.collectives) <= set(COLLECTIVES), name
-    for name in tuned_nccl_algorithms():   # a tuned algorithm has NCCL's default latencies
+    for name in tuned_nccl_algorithms():  # a tuned algorithm has NCCL's default latencies
         assert set(tuning.base_latency_ns[name]) == set(PROTOCOLS)
         assert all(set(tuning.hop_latency_ns[c][name]) == set(PROTOCOLS) for c in tuning.hop_latency_ns)
     assert set(tuning.algorithms) <= set(tuned_nccl_algorithms())
@@ -122,7 +133,7 @@ def test_phase_declarations_match_what_the_phases_do() -> None:
     for name, cls in PHASE_ALGORITHMS.items():
         assert cls.kinds, name
         if cls is DoubleBinaryTreePhase:
-            continue   # built from a tree, not a ring
+            continue  # built from a tree, not a ring
         for kind in CollectiveKind:
             if kind in cls.kinds:
                 cls(kind, ring, 1 << 20)
@@ -132,7 +143,7 @@ def test_phase_declarations_match_what_the_phases_do() -> None:
 
 
 def test_a_closed_form_is_never_inherited() -> None:
-    class Slower(RingPhase):   # another state machine: the ring recurrence no longer holds
+    class Slower(RingPhase):  # another state machine: the ring recurrence no longer holds
         name = "slower"
 
     class Declared(RingPhase):
@@ -147,6 +158,7 @@ def test_a_closed_form_is_never_inherited() -> None:
 
 
 # -- the engine asks the algorithm --------------------------------------------------------------
+
 
 class _Started:
     """A phase with no closed form: records that the engine started it as messages."""
@@ -172,22 +184,23 @@ def test_the_fast_paths_follow_the_declaration(dims: tuple, monkeypatch: pytest.
     wl, machine, sysp = skewed(8, 1 << 20, 1, layers=2), topo(*dims), params(ndims=len(dims), lmb=1600.0)
     fast = simulate(wl, machine, sysp)
     assert fast.info["messages_closed_form"] > 0
-    monkeypatch.setattr(RingPhase, "closed_form", None)   # the ring declares no closed form
+    monkeypatch.setattr(RingPhase, "closed_form", None)  # the ring declares no closed form
     slow = simulate(wl, machine, sysp)
     assert slow.info["messages_closed_form"] == 0
-    assert not slow.info["closed_form_collectives"].startswith("ring collectives")   # nor whole collectives
+    assert not slow.info["closed_form_collectives"].startswith("ring collectives")  # nor whole collectives
     assert [r.finish_ns for r in slow.ranks] == [r.finish_ns for r in fast.ranks]
 
 
 def test_roles_that_differ_rule_out_simulating_one_rank() -> None:
     wl = skewed(1, 1 << 20, 0)
-    wl = Workload(wl.programs, [0] * 8)   # one program on every rank
+    wl = Workload(wl.programs, [0] * 8)  # one program on every rank
     same = equivalent_ranks(wl, None, params())
     tree = equivalent_ranks(wl, None, params("doubleBinaryTree"))
     assert same[0] and tree == (False, DoubleBinaryTreePhase.roles_differ)
 
 
 # -- the choices offered by the CLI and the sweep ------------------------------------------------
+
 
 def _collective_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
@@ -210,6 +223,6 @@ def test_every_offered_algorithm_is_registered_and_runs() -> None:
 
 def test_every_algorithm_is_in_the_docs_table() -> None:
     text = (Path(__file__).parent.parent / "docs" / "networks.md").read_text()
-    section = text[text.index("## Collective algorithms"):text.index("## `podsim collective`")]
+    section = text[text.index("## Collective algorithms") : text.index("## `podsim collective`")]
     for name in (*PHASE_ALGORITHMS.names(), *NCCL_ALGORITHMS.names()):
         assert f"| `{name}`" in section, name

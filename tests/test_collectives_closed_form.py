@@ -16,8 +16,8 @@ chunks per dimension they run in ceil(splits / A) waves.
 import math
 
 import pytest
-from helpers import GIB, one_collective, params, topo
 
+from helpers import GIB, one_collective, params, topo
 from podsim.engine import simulate
 from podsim.workload import CollectiveKind as CK
 
@@ -84,7 +84,9 @@ def ring_ar(n, c):
 @pytest.mark.parametrize("splits,active", [(4, 1), (4, 2), (4, 3), (8, 8), (2, 1)])
 def test_chunks_run_in_waves(splits, active):
     n, size = 8, 1 << 20
-    assert run(n, CK.ALL_REDUCE, size, splits=splits, active=active) == math.ceil(splits / active) * ring_ar(n, size // splits)
+    assert run(n, CK.ALL_REDUCE, size, splits=splits, active=active) == math.ceil(splits / active) * ring_ar(
+        n, size // splits
+    )
 
 
 def test_uneven_split_leaves_a_short_last_chunk():
@@ -112,9 +114,15 @@ def test_halving_doubling(n):
     dist = [min(2**j, n - 2**j) for j in range(k)]
     # reduce-scatter: k messages of size/2^(j+1) to partners 2^j away; the 2nd..k-th
     # packets reduce the *next* message size (ASTRA-sim's bookkeeping)
-    rs = (k + 1) * B + sum(h(dist[j], size >> (j + 1)) for j in range(k)) + sum(r(size >> (j + 2)) for j in range(k - 1))
+    rs = (
+        (k + 1) * B + sum(h(dist[j], size >> (j + 1)) for j in range(k)) + sum(r(size >> (j + 2)) for j in range(k - 1))
+    )
     assert run(n, CK.REDUCE_SCATTER, size, algo="halvingDoubling") == rs
-    ar = (2 * k + 1) * B + 2 * sum(h(dist[j], size >> (j + 1)) for j in range(k)) + sum(r(size >> (j + 2)) for j in range(k - 1))
+    ar = (
+        (2 * k + 1) * B
+        + 2 * sum(h(dist[j], size >> (j + 1)) for j in range(k))
+        + sum(r(size >> (j + 2)) for j in range(k - 1))
+    )
     assert run(n, CK.ALL_REDUCE, size, algo="halvingDoubling") == ar
     # all-gather: partners n/2, n/4, ... away, messages size, 2 size, 4 size ...
     ag = (k + 1) * B + sum(h(min(n >> (j + 1), n - (n >> (j + 1))), size << j) for j in range(k))

@@ -36,23 +36,27 @@ def _table(tmp_path: Path, rows: list[tuple]) -> Path:
 
 def _small(tmp_path: Path) -> TableComputeModel:
     # GEMM rate 100 FLOP/ns at 1024^3 and 400 FLOP/ns at 4096^3 (m, n, k all grow together)
-    t1 = 2 * 1024 ** 3 / 100 / 1e3
-    t4 = 2 * 4096 ** 3 / 400 / 1e3
-    rows = [("gemm", "bf16", 1024, 1024, 1024, 1, t1, ""), ("gemm", "bf16", 4096, 4096, 4096, 1, t4, ""),
-            ("memory", "bf16", 1 << 20, 1, 1, 1, 2.0, "copy"), ("memory", "bf16", 1 << 30, 1, 1, 1, 500.0, "copy"),
-            ("attention_fwd", "bf16", 2048, 2048, 128, 8, 100.0, "causal")]
+    t1 = 2 * 1024**3 / 100 / 1e3
+    t4 = 2 * 4096**3 / 400 / 1e3
+    rows = [
+        ("gemm", "bf16", 1024, 1024, 1024, 1, t1, ""),
+        ("gemm", "bf16", 4096, 4096, 4096, 1, t4, ""),
+        ("memory", "bf16", 1 << 20, 1, 1, 1, 2.0, "copy"),
+        ("memory", "bf16", 1 << 30, 1, 1, 1, 500.0, "copy"),
+        ("attention_fwd", "bf16", 2048, 2048, 128, 8, 100.0, "causal"),
+    ]
     return TableComputeModel.from_csv(_table(tmp_path, rows), H100)
 
 
 def test_interpolation_hand_derived(tmp_path: Path) -> None:
     tm = _small(tmp_path)
     # exact at the measured points
-    assert tm.gemm_ns(1024, 1024, 1024) == pytest.approx(2 * 1024 ** 3 / 100)
-    assert tm.gemm_ns(4096, 4096, 4096) == pytest.approx(2 * 4096 ** 3 / 400)
+    assert tm.gemm_ns(1024, 1024, 1024) == pytest.approx(2 * 1024**3 / 100)
+    assert tm.gemm_ns(4096, 4096, 4096) == pytest.approx(2 * 4096**3 / 400)
     # 2048^3 lies halfway in log space on every axis: the grid's other six corners take the best
     # neighbour below (100), so log-rate = 1/8 log 400 + 7/8 log 100
     rate = math.exp(math.log(400) / 8 + 7 * math.log(100) / 8)
-    assert tm.gemm_ns(2048, 2048, 2048) == pytest.approx(2 * 2048 ** 3 / rate)
+    assert tm.gemm_ns(2048, 2048, 2048) == pytest.approx(2 * 2048**3 / rate)
     # beyond the grid the edge's rate holds: time grows with the work
     assert tm.gemm_ns(8192, 8192, 8192) == pytest.approx(8 * tm.gemm_ns(4096, 4096, 4096))
     # memory: log-log interpolation between 1 MiB (2 us) and 1 GiB (500 us); beyond, 1 GiB's bandwidth
@@ -82,8 +86,11 @@ def test_bad_tables(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such kernel table"):
         read_table(tmp_path / "missing.csv")
     with pytest.raises(InputError, match="no gemm rows for fp16 .it has bf16"):
-        TableComputeModel.from_csv(_table(tmp_path, [("gemm", "bf16", 8, 8, 8, 1, 1.0, ""),
-                                                     ("memory", "bf16", 8, 1, 1, 1, 1.0, "")]), H100, "fp16")
+        TableComputeModel.from_csv(
+            _table(tmp_path, [("gemm", "bf16", 8, 8, 8, 1, 1.0, ""), ("memory", "bf16", 8, 1, 1, 1, 1.0, "")]),
+            H100,
+            "fp16",
+        )
     with pytest.raises(InputError, match="no measured kernel table ships for a100-80gb"):
         table_model("measured", "a100-80gb")
 
@@ -100,7 +107,7 @@ def _layer_predictions(cm) -> list[tuple[float, float]]:  # type: ignore[no-unty
         m = with_overrides(get_model(name), dropout=0.0, bias=False)
         assert m.hidden == r.n and m.ffn // tp == r.k
         lay = Layout(tp, tp=tp, global_batch=r.batch, micro_batch=r.batch, seq_len=r.m)
-        lc = LayerCosts(m, lay, cm, True, stack=Stack(host_ns=0))   # the kernels alone, as measured
+        lc = LayerCosts(m, lay, cm, True, stack=Stack(host_ns=0))  # the kernels alone, as measured
         steps = lc.forward(False) if r.kernel == "layer_fwd" else lc.backward(False)
         out.append((r.time_us, sum(s.ns for s in steps if s.collective is None) / 1e3))
     return out
@@ -126,13 +133,52 @@ def test_roofline_predicts_h100_layers_it_was_not_fitted_on(fit: str) -> None:
 
 def test_cli_kernel_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
-    assert main(["llm", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "16",
-                 "--seq-len", "4096", "--recompute", "full", "--kernel-table", "measured", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "16",
+                "--seq-len",
+                "4096",
+                "--recompute",
+                "full",
+                "--kernel-table",
+                "measured",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     import json
+
     d = json.loads(out.read_text())
     assert d["compute_model"].startswith("kernel table") and d["iteration_time_s"] > 0
-    assert main(["llm", "--model", "llama3-8b", "--gpu", "a100", "--gpus", "8", "--global-batch", "16",
-                 "--kernel-table", "measured"]) == 2
+    assert (
+        main(
+            [
+                "llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "a100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "16",
+                "--kernel-table",
+                "measured",
+            ]
+        )
+        == 2
+    )
     assert "no measured kernel table ships for a100-80gb" in capsys.readouterr().err
 
 
@@ -141,6 +187,7 @@ def test_measure_on_cpu_writes_a_readable_table(tmp_path: Path) -> None:
     import torch
 
     from podsim.compute import measure as meas
+
     rows = list(meas.measure_gemm(torch, "cpu", "fp32", (16, 32), batched=False))
     rows += list(meas.measure_memory(torch, "cpu", "fp32", True))
     p = _table(tmp_path, rows)
@@ -150,13 +197,23 @@ def test_measure_on_cpu_writes_a_readable_table(tmp_path: Path) -> None:
 
 def test_fit_recovers_a_known_roofline(tmp_path: Path) -> None:
     from podsim.compute.fit import fit_to_table
-    truth = ComputeModel(H100, "bf16", gemm_max=0.7, gemm_knee=120, memory_max=0.9, flash_max=0.6,
-                         flash_knee=60, launch_ns=2000)
-    rows = [("gemm", "bf16", m, n, k, 1, truth.gemm_ns(m, n, k) / 1e3, "")
-            for m in (256, 1024, 4096, 16384) for n in (128, 1024, 8192) for k in (128, 2048, 8192)]
+
+    truth = ComputeModel(
+        H100, "bf16", gemm_max=0.7, gemm_knee=120, memory_max=0.9, flash_max=0.6, flash_knee=60, launch_ns=2000
+    )
+    rows = [
+        ("gemm", "bf16", m, n, k, 1, truth.gemm_ns(m, n, k) / 1e3, "")
+        for m in (256, 1024, 4096, 16384)
+        for n in (128, 1024, 8192)
+        for k in (128, 2048, 8192)
+    ]
     rows += [("memory", "bf16", b, 1, 1, 1, truth.memory_ns(b) / 1e3, "") for b in (1 << 16, 1 << 22, 1 << 28, 1 << 32)]
-    rows += [(kind, "bf16", s, s, d, 16, truth.attention_ns(16, s, s, d, kind == "attention_bwd") / 1e3, "")
-             for kind in ("attention_fwd", "attention_bwd") for s in (1024, 8192) for d in (64, 128)]
+    rows += [
+        (kind, "bf16", s, s, d, 16, truth.attention_ns(16, s, s, d, kind == "attention_bwd") / 1e3, "")
+        for kind in ("attention_fwd", "attention_bwd")
+        for s in (1024, 8192)
+        for d in (64, 128)
+    ]
     params, errs = fit_to_table(read_table(_table(tmp_path, rows)), H100)
     assert all(e < 0.02 for e in errs.values()), errs
     fitted = ComputeModel(H100, "bf16", **params)
@@ -195,7 +252,14 @@ def test_coordinate_descent_finds_a_separable_minimum() -> None:
         return (math.log(p.a) - math.log(3)) ** 2 + (p.b - 0.5) ** 2
 
     seen: list[str] = []
-    p, best = coordinate_descent(Pt(1.0, 0.0), loss, {"a": (0.1, 10.0), "b": (0.0, 2.0)}, rounds=8,
-                                 from_zero=0.1, tol=0.0, on_better=lambda r, n, v, s: seen.append(n))
+    p, best = coordinate_descent(
+        Pt(1.0, 0.0),
+        loss,
+        {"a": (0.1, 10.0), "b": (0.0, 2.0)},
+        rounds=8,
+        from_zero=0.1,
+        tol=0.0,
+        on_better=lambda r, n, v, s: seen.append(n),
+    )
     assert p.a == pytest.approx(3.0, rel=0.02) and p.b == pytest.approx(0.5, rel=0.02)
     assert best == pytest.approx(loss(p)) and {"a", "b"} <= set(seen)

@@ -26,8 +26,13 @@ def test_astra_sim_regression_reference_117780(refdata):
     assert expected == {117780}
     prefix = refdata / "astra-sim/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce"
     for sym in (True, False):
-        res = podsim.simulate(prefix, rr / "inputs/system_cfg.json", rr / "inputs/network_cfg.yml",
-                              rr / "inputs/remote_memory_cfg.json", use_symmetry=sym)
+        res = podsim.simulate(
+            prefix,
+            rr / "inputs/system_cfg.json",
+            rr / "inputs/network_cfg.yml",
+            rr / "inputs/remote_memory_cfg.json",
+            use_symmetry=sym,
+        )
         assert [x.finish_ns for x in res.ranks] == [117780] * 8
         assert all(x.exposed_comm_ns == 117780 and x.comm_ns == 117780 for x in res.ranks)
 
@@ -47,8 +52,9 @@ def test_every_microbenchmark_with_ring_4chunks(refdata, coll, n):
     closed forms (4 chunks of 256 KiB run one after another; local-mem-bw 1600 GB/s)."""
     a = refdata / "astra-sim"
     prefix = a / f"workload/microbenchmarks/{coll}/{n}npus_1MB/{coll}"
-    res = podsim.simulate(prefix, a / "system/native_collectives/Ring_4chunks.json",
-                          a / f"network/analytical/Ring_{n}npus.yml")
+    res = podsim.simulate(
+        prefix, a / "system/native_collectives/Ring_4chunks.json", a / f"network/analytical/Ring_{n}npus.yml"
+    )
     c = (1 << 20) // 4
     lmb = 1600
     if coll == "all_reduce":
@@ -68,9 +74,11 @@ def test_every_microbenchmark_with_ring_4chunks(refdata, coll, n):
 
 def test_hgx_h100_validated_inputs(refdata):
     a = refdata / "astra-sim"
-    res = podsim.simulate(a / "workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce",
-                          a / "system/native_collectives/HGX-H100-validated.json",
-                          a / "network/analytical/HGX-H100-validated.yml")
+    res = podsim.simulate(
+        a / "workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce",
+        a / "system/native_collectives/HGX-H100-validated.json",
+        a / "network/analytical/HGX-H100-validated.yml",
+    )
     assert {x.finish_ns for x in res.ranks} == {55222}  # derived in test_collectives_closed_form
 
 
@@ -90,7 +98,12 @@ def test_custom_collective_traces_read(refdata):
     for r in range(8):
         p = wl.program_of(r)
         kinds = [int(k) for k in p.kind]
-        assert (len(p), kinds.count(OpKind.SEND), kinds.count(OpKind.RECV), kinds.count(OpKind.COMPUTE)) == (35, 14, 14, 7)
+        assert (len(p), kinds.count(OpKind.SEND), kinds.count(OpKind.RECV), kinds.count(OpKind.COMPUTE)) == (
+            35,
+            14,
+            14,
+            7,
+        )
         assert set(int(x) for x in p.duration_ns[p.kind == OpKind.COMPUTE]) == {7000}
         assert set(int(x) for x in p.size_bytes[p.kind == OpKind.SEND]) == {131072}
 
@@ -112,8 +125,16 @@ def test_pytorch_chakra_trace(refdata, tmp_path):
     net = tmp_path / "n.yml"
     net.write_text("topology: [Ring]\nnpus_count: [2]\nbandwidth: [50]\nlatency: [500]\n")
     sysf = tmp_path / "s.json"
-    sysf.write_text(json.dumps({"scheduling-policy": "LIFO", "preferred-dataset-splits": 1, "local-mem-bw": 50,
-                                "all-reduce-implementation": ["ring"]}))
+    sysf.write_text(
+        json.dumps(
+            {
+                "scheduling-policy": "LIFO",
+                "preferred-dataset-splits": 1,
+                "local-mem-bw": 50,
+                "all-reduce-implementation": ["ring"],
+            }
+        )
+    )
     res = podsim.simulate(tmp_path / "w" / "chakra", sysf, net)
     assert res.finish_ns > 0
     assert any("control dependencies" in n for n in res.notes)
@@ -133,9 +154,12 @@ def test_custom_collective_from_chakra_ets(refdata):
     expect = 7 * (h + 7000) + 7 * h
     assert expect == 90174
     for sym in (True, False):
-        res = podsim.simulate(a / "workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce",
-                              a / "system/custom_collectives/custom_collective.json",
-                              a / "network/analytical/Ring_8npus.yml", use_symmetry=sym)
+        res = podsim.simulate(
+            a / "workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce",
+            a / "system/custom_collectives/custom_collective.json",
+            a / "network/analytical/Ring_8npus.yml",
+            use_symmetry=sym,
+        )
         assert [x.finish_ns for x in res.ranks] == [expect] * 8
 
 
@@ -143,6 +167,7 @@ def test_inspect_reports_the_documented_counts(refdata, tmp_path):
     """The feeder trace's counts as documented by its publishers' notes."""
     import subprocess
     import sys
+
     with tarfile.open(refdata / "chakra/feeder_tests_trace.tar.gz") as tf:
         tf.extractall(tmp_path)
     et = next(tmp_path.rglob("*.et"))

@@ -21,7 +21,8 @@ def test_mamf_gemm_ratio_by_hand() -> None:
     assert s["fp8_gemm_max"][0] == pytest.approx((3432.5 / 4500) / (1402.6 / 1978.9), rel=1e-9)
     # MI300X: 668.4 of 1307.4 (TunableOp) -- far below the H100's fraction
     assert efficiency_scale("mi300x", "h100-80gb", SPECS, ROWS)["gemm_max"][0] == pytest.approx(
-        (668.4 / 1307.4) / (794.5 / 989.4), rel=1e-9)
+        (668.4 / 1307.4) / (794.5 / 989.4), rel=1e-9
+    )
 
 
 def test_attention_ratio_by_hand_one_case() -> None:
@@ -29,8 +30,8 @@ def test_attention_ratio_by_hand_one_case() -> None:
     only = [r for r in ROWS if r.case == "s8192 causal"]
     s = efficiency_scale("gb300", "h100-80gb", SPECS, only)["flash_max"]
     fwd, bwd = (1887 / 2500) / (644 / 989.4), (1385 / 2500) / (541 / 989.4)
-    assert s[1] == 2 and s[0] == pytest.approx((fwd * bwd ** 2.5) ** (1 / 3.5), rel=1e-9)
-    assert fwd > 1.1 and 0.95 < bwd < 1.05        # Blackwell Ultra's faster softmax shows in the forward
+    assert s[1] == 2 and s[0] == pytest.approx((fwd * bwd**2.5) ** (1 / 3.5), rel=1e-9)
+    assert fwd > 1.1 and 0.95 < bwd < 1.05  # Blackwell Ultra's faster softmax shows in the forward
 
 
 def test_memory_fraction_uses_hbm_bandwidth() -> None:
@@ -54,6 +55,7 @@ def test_derived_model_uses_the_scaled_ceiling() -> None:
     cm = ComputeModel.for_gpu(get_gpu("gb200"), "bf16")
     assert cm.gemm_max == pytest.approx(0.793 * 0.908, abs=1e-4)
     from podsim.llm.training import calibration_of
+
     c = calibration_of(get_gpu("gb200"), False)
     assert c["status"] == "derived" and c["scale"]["gemm_max"] == pytest.approx(0.908)
     assert "published kernel measurements" in c["source"]
@@ -84,13 +86,16 @@ def test_from_form_scales_and_keeps_the_rest(tmp_path) -> None:
     assert g.efficiency["gemm_knee"] == 100 and g.efficiency_from == "ref" and g.efficiency_scale["gemm_max"] == 0.5
 
 
-@pytest.mark.parametrize("eff, field", [
-    ("{from: nope}", "new.efficiency.from"),
-    ("{from: ref, scale: {gemm_knee: 2}}", "new.efficiency.scale.gemm_knee"),
-    ("{from: ref, scale: {gemm_max: -1}}", "new.efficiency.scale.gemm_max"),
-    ("{from: ref, measured_as: {flash_max: nope}}", "new.efficiency.measured_as.flash_max"),
-    ("{from: ref, scales: {gemm_max: 1}}", "new.efficiency.scales"),
-])
+@pytest.mark.parametrize(
+    "eff, field",
+    [
+        ("{from: nope}", "new.efficiency.from"),
+        ("{from: ref, scale: {gemm_knee: 2}}", "new.efficiency.scale.gemm_knee"),
+        ("{from: ref, scale: {gemm_max: -1}}", "new.efficiency.scale.gemm_max"),
+        ("{from: ref, measured_as: {flash_max: nope}}", "new.efficiency.measured_as.flash_max"),
+        ("{from: ref, scales: {gemm_max: 1}}", "new.efficiency.scales"),
+    ],
+)
 def test_bad_from_form_names_the_field(tmp_path, eff: str, field: str) -> None:
     p = tmp_path / "gpus.yaml"
     p.write_text(BASE + f"  efficiency: {eff}\n")

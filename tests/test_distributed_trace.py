@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import importable_module
 
+from helpers import importable_module
 from podsim.api import load_workload, simulate
 from podsim.cli import main
 from podsim.formats.pytorch_trace import capture_to_workload
@@ -18,43 +18,122 @@ MIB = 1 << 20
 
 
 def _cpu_op(name: str, ts: float, dur: float, rf: int, tid: int = 1) -> dict:
-    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-            "args": {"Record function id": rf, "External id": rf}}
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"Record function id": rf, "External id": rf},
+    }
 
 
 def _et_node(i: int, name: str, rf: int, inputs: list) -> dict:
-    return {"id": i, "name": name, "ctrl_deps": 1, "inputs": {"values": inputs, "shapes": [], "types": []},
-            "outputs": {"values": [], "shapes": [], "types": []},
-            "attrs": [{"name": "rf_id", "type": "uint64", "value": rf}, {"name": "seq_id", "type": "int64", "value": -1}]}
+    return {
+        "id": i,
+        "name": name,
+        "ctrl_deps": 1,
+        "inputs": {"values": inputs, "shapes": [], "types": []},
+        "outputs": {"values": [], "shapes": [], "types": []},
+        "attrs": [{"name": "rf_id", "type": "uint64", "value": rf}, {"name": "seq_id", "type": "int64", "value": -1}],
+    }
 
 
 def _write_rank(folder: Path, rank: int, nccl: bool = False, group: tuple[str, list[int]] | None = None) -> None:
     """One rank of a hand-made DDP step (times in us): matmul 0-100, an all-reduce of 1 MiB
     issued at 100, an add 110-200, the host idle until the collective ends (gloo: at 640), the
     bucket copy 650-700, the optimizer 700-1000."""
-    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000,
-           "args": {}},
-          _cpu_op("aten::mm", 0, 100, 1), _cpu_op("c10d::allreduce_", 100, 10, 2), _cpu_op("aten::add", 110, 90, 4),
-          _cpu_op("torch.distributed.ddp.reducer::copy_bucket_to_grad", 650, 50, 5),
-          _cpu_op("aten::add_", 700, 300, 6),
-          {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Adam.step", "pid": 1, "tid": 1, "ts": 700,
-           "dur": 300, "args": {}}]
+    ev = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 1000,
+            "args": {},
+        },
+        _cpu_op("aten::mm", 0, 100, 1),
+        _cpu_op("c10d::allreduce_", 100, 10, 2),
+        _cpu_op("aten::add", 110, 90, 4),
+        _cpu_op("torch.distributed.ddp.reducer::copy_bucket_to_grad", 650, 50, 5),
+        _cpu_op("aten::add_", 700, 300, 6),
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "Optimizer.step#Adam.step",
+            "pid": 1,
+            "tid": 1,
+            "ts": 700,
+            "dur": 300,
+            "args": {},
+        },
+    ]
     if nccl:
-        ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 105, "dur": 3,
-                "args": {"correlation": 77}},
-               {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 20,
-                "ts": 120, "dur": 500, "args": {"correlation": 77, "stream": 20}}]
-        if group is not None:   # NCCL's record_param_comms names the process group
-            ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 101,
-                       "dur": 8, "args": {"Process Group Name": group[0], "Process Group Ranks": str(group[1]),
-                                          "Group size": len(group[1]), "Collective name": "allreduce"}})
+        ev += [
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": 105,
+                "dur": 3,
+                "args": {"correlation": 77},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "pid": 0,
+                "tid": 20,
+                "ts": 120,
+                "dur": 500,
+                "args": {"correlation": 77, "stream": 20},
+            },
+        ]
+        if group is not None:  # NCCL's record_param_comms names the process group
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": "record_param_comms",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 101,
+                    "dur": 8,
+                    "args": {
+                        "Process Group Name": group[0],
+                        "Process Group Ranks": str(group[1]),
+                        "Group size": len(group[1]),
+                        "Collective name": "allreduce",
+                    },
+                }
+            )
     else:
-        ev.append({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 9, "ts": 110,
-                   "dur": 530, "args": {"Record function id": 3}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "gloo:all_reduce",
+                "pid": 1,
+                "tid": 9,
+                "ts": 110,
+                "dur": 530,
+                "args": {"Record function id": 3},
+            }
+        )
     (folder / f"kineto.{rank}.json").write_text(json.dumps({"traceEvents": ev}))
-    nodes = [_et_node(2, "aten::mm", 1, []), _et_node(3, "c10d::allreduce_", 2, [[[7, 8, 0, MIB // 4, 4, "cpu"]]]),
-             _et_node(4, "aten::add", 4, []), _et_node(5, "torch.distributed.ddp.reducer::copy_bucket_to_grad", 5, []),
-             _et_node(6, "aten::add_", 6, [])]
+    nodes = [
+        _et_node(2, "aten::mm", 1, []),
+        _et_node(3, "c10d::allreduce_", 2, [[[7, 8, 0, MIB // 4, 4, "cpu"]]]),
+        _et_node(4, "aten::add", 4, []),
+        _et_node(5, "torch.distributed.ddp.reducer::copy_bucket_to_grad", 5, []),
+        _et_node(6, "aten::add_", 6, []),
+    ]
     (folder / f"et.{rank}.json").write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": nodes}))
 
 
@@ -77,12 +156,14 @@ def test_host_waits_for_the_collective_not_for_the_traced_idle_time(tmp_path: Pa
     assert res.finish_ns == 560_000
     # a slow network brings the wait back: on 1 Gb/s Ethernet between two servers the copy
     # starts when the all-reduce (issued when the matmul ends, at 100 us) ends
-    (tmp_path / "slow.yaml").write_text("name: slow\ngpu: H100-SXM5-80GB\ngpus_per_node: 1\nintra_node:\n"
-                                        "  kind: nvswitch\n  bandwidth: 300 GB/s\ninter_node:\n  kind: fat_tree\n"
-                                        "  nic_bandwidth: 1 Gbps\n")
+    (tmp_path / "slow.yaml").write_text(
+        "name: slow\ngpu: H100-SXM5-80GB\ngpus_per_node: 1\nintra_node:\n"
+        "  kind: nvswitch\n  bandwidth: 300 GB/s\ninter_node:\n  kind: fat_tree\n"
+        "  nic_bandwidth: 1 Gbps\n"
+    )
     slow = simulate(str(tmp_path), cluster=str(tmp_path / "slow.yaml"), record_timeline=True)
     ar = next(s for s in slow.timelines[0] if s.name == "c10d::allreduce_" and s.category == "comm")
-    assert ar.start_ns == 100_000 and ar.end_ns - ar.start_ns > 8_000_000   # 1 MiB at 125 MB/s: 8.4 ms
+    assert ar.start_ns == 100_000 and ar.end_ns - ar.start_ns > 8_000_000  # 1 MiB at 125 MB/s: 8.4 ms
     assert slow.finish_ns == ar.end_ns + 10_000 + 50_000 + 300_000
 
 
@@ -125,14 +206,14 @@ def test_missing_rank(tmp_path: Path) -> None:
         load_workload(tmp_path)
 
 
-MLP = '''
+MLP = """
 import torch
 
 def mlp(batch_size):
     m = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()) for _ in range(3)],
                             torch.nn.Linear(256, 10))
     return m, torch.randn(batch_size, 256), torch.randint(0, 10, (batch_size,))
-'''
+"""
 MLP_PARAMS = 3 * (256 * 256 + 256) + 256 * 10 + 10
 
 
@@ -143,11 +224,28 @@ def mlp_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return importable_module(tmp_path, monkeypatch, "ddp_models", MLP) + ":mlp"
 
 
-def test_two_process_ddp_capture_over_gloo(tmp_path: Path, mlp_module: str,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_process_ddp_capture_over_gloo(tmp_path: Path, mlp_module: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ddp"
-    assert main(["trace", "--model", mlp_module, "--batch-size", "16", "--steps", "2", "--nproc", "2",
-                 "--bucket-mb", "0.25", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--model",
+                mlp_module,
+                "--batch-size",
+                "16",
+                "--steps",
+                "2",
+                "--nproc",
+                "2",
+                "--bucket-mb",
+                "0.25",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "x 2 processes (DDP)" in capsys.readouterr().out
     info = json.loads((out / "capture.json").read_text())
     assert info["nproc"] == 2 and len(info["step_ms_per_rank"]) == 2
@@ -178,15 +276,16 @@ def test_two_process_ddp_capture_over_gloo(tmp_path: Path, mlp_module: str,
     assert "ddp bucket 0" in text
 
 
-def test_a_reused_capture_folder_holds_one_capture(tmp_path: Path, mlp_module: str,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_reused_capture_folder_holds_one_capture(
+    tmp_path: Path, mlp_module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "cap"
     base = ["trace", "--model", mlp_module, "--batch-size", "4", "--steps", "1", "--out", str(out)]
     assert main(base) == 0
-    assert main(base + ["--nproc", "2"]) == 0   # the single-process files go before the workload is built
+    assert main(base + ["--nproc", "2"]) == 0  # the single-process files go before the workload is built
     assert sorted(f.name for f in out.glob("workload.*")) == ["workload.0.et", "workload.1.et"]
     assert capture_to_workload(out).num_ranks == 2
-    (out / "kineto.3.json.tmp").write_text("{")   # a killed process's leftover is not a rank
+    (out / "kineto.3.json.tmp").write_text("{")  # a killed process's leftover is not a rank
     assert capture_to_workload(out).num_ranks == 2
     assert main(base) == 0
     capsys.readouterr()

@@ -1,8 +1,8 @@
 """Engine behaviour: overlap of compute and communication, resource rules, deadlocks."""
 
 import pytest
-from helpers import GIB, params, topo
 
+from helpers import GIB, params, topo
 from podsim.engine import simulate
 from podsim.errors import SimulationError
 from podsim.workload import CollectiveKind as CK
@@ -89,8 +89,11 @@ def test_unmatched_send_is_reported_not_hung():
     s.add(OpKind.SEND, "send", peer=1, size_bytes=1000, tag=1, node_id=1)
     wl = Workload([s.build(), ProgramBuilder("e").build()], [0, 1])
     wl2 = Workload([ProgramBuilder("e").build(), _recv_from(0, tag=2)], [0, 1])
-    with pytest.raises(SimulationError, match=r"rank 1 waits on recv node 1 \(recv\); message rank 0 -> rank 1 "
-                                              r"\(1000 B, tag 2\) has no matching send"):
+    with pytest.raises(
+        SimulationError,
+        match=r"rank 1 waits on recv node 1 \(recv\); message rank 0 -> rank 1 "
+        r"\(1000 B, tag 2\) has no matching send",
+    ):
         simulate(wl2, topo(("Ring", 2, 50, 500)), params())
     # a send with no receiver completes (ASTRA-sim: the send handler fires on arrival)
     assert simulate(wl, topo(("Ring", 2, 50, 500)), params()).ranks[0].finish_ns == h(1, 1000)
@@ -149,12 +152,14 @@ def test_rendezvous_adds_a_handshake_before_each_message():
 
 def _one_ar(n, size):
     from helpers import one_collective
+
     return one_collective(n, CK.ALL_REDUCE, size)
 
 
 def test_control_dependencies_order_ops_like_data_dependencies(tmp_path):
     # FeederV3 (ASTRA-sim HEAD) waits on control dependencies too: b starts after a
     from podsim.formats.chakra import Node, NodeType, read_workload, write_trace
+
     a = Node(id=1, type=NodeType.COMP_NODE, duration_micros=5)
     b = Node(id=2, type=NodeType.COMP_NODE, duration_micros=5, ctrl_deps=[1])
     c = Node(id=3, type=NodeType.COMP_NODE, duration_micros=5)
@@ -171,6 +176,7 @@ def test_control_dependencies_order_ops_like_data_dependencies(tmp_path):
 
 def test_control_dependency_cycles_fall_back_to_data_order(tmp_path):
     from podsim.formats.chakra import Node, NodeType, read_workload, write_trace
+
     a = Node(id=1, type=NodeType.COMP_NODE, duration_micros=5, ctrl_deps=[2])
     b = Node(id=2, type=NodeType.COMP_NODE, duration_micros=5, data_deps=[1])
     for r in range(2):
@@ -199,6 +205,9 @@ def test_deadlock_in_a_subgroup_names_the_missing_member_only():
     a = ProgramBuilder("a")
     a.add(OpKind.COLLECTIVE, "tp_ar", collective=int(CK.ALL_REDUCE), size_bytes=4096, node_id=5, group="1")
     wl = Workload([a.build(), ProgramBuilder("idle").build()], [0, 1, 1, 1], [Group("1", (0, 2))])
-    with pytest.raises(SimulationError, match=r"^simulation cannot finish: rank 0 waits on collective node 5 "
-                                              r"\(tp_ar\), which rank 2 never issued$"):
+    with pytest.raises(
+        SimulationError,
+        match=r"^simulation cannot finish: rank 0 waits on collective node 5 "
+        r"\(tp_ar\), which rank 2 never issued$",
+    ):
         simulate(wl, topo(("Ring", 4, 50, 500)), params())

@@ -21,9 +21,14 @@ from podsim.network.routing import Router
 
 
 def spec(inter: dict, gpn: int = 8, intra: dict | None = None):
-    return cluster_from_dict({"name": "t", "gpus_per_node": gpn,
-                              "intra_node": intra or {"kind": "nvswitch", "bandwidth": "300 GB/s"},
-                              "inter_node": inter})
+    return cluster_from_dict(
+        {
+            "name": "t",
+            "gpus_per_node": gpn,
+            "intra_node": intra or {"kind": "nvswitch", "bandwidth": "300 GB/s"},
+            "inter_node": inter,
+        }
+    )
 
 
 def cables(fab, tier: LinkTier) -> int:
@@ -33,8 +38,8 @@ def cables(fab, tier: LinkTier) -> int:
 def test_presets_exist_with_the_issue_names() -> None:
     assert {"dgx-a100-superpod", "dgx-h100", "azure-nd-a100-v4", "gb200-nvl72"} <= set(preset_names())
     h100 = load_cluster("dgx-h100")
-    assert h100.intra["bandwidth"] == 450.0           # 450 GB/s per GPU per direction
-    assert h100.inter["nic_bandwidth"] == 50.0         # 400 Gb/s = 50 GB/s
+    assert h100.intra["bandwidth"] == 450.0  # 450 GB/s per GPU per direction
+    assert h100.inter["nic_bandwidth"] == 50.0  # 400 Gb/s = 50 GB/s
     assert load_cluster("dgx-a100-superpod").intra["bandwidth"] == 300.0
     assert load_cluster("azure-nd-a100-v4").inter["nic_bandwidth"] == 25.0  # 200 Gb/s
     nvl = build_fabric(load_cluster("gb200-nvl72"), 72)
@@ -62,8 +67,9 @@ def test_two_tier_fat_tree() -> None:
 
 def test_oversubscription() -> None:
     # radix 8 with 3:1: round(8 * 3/4) = 6 down, 2 up: leaf down/up bandwidth = 6/2 = 3
-    fab = build_fabric(spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 8,
-                             "oversubscription": 3}, gpn=4), 24)
+    fab = build_fabric(
+        spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 8, "oversubscription": 3}, gpn=4), 24
+    )
     leaf = [i for i, n in enumerate(fab.node_name) if n == "leaf0"][0]
     down = fab.link_bw[(fab.link_src == leaf) & (fab.link_tier == LinkTier.NIC)].sum()
     up = fab.link_bw[(fab.link_src == leaf) & (fab.link_tier == LinkTier.FABRIC)].sum()
@@ -73,8 +79,10 @@ def test_oversubscription() -> None:
 def test_three_tier_fat_tree_routes_through_core() -> None:
     # radix 4, 3 tiers: pods of 2 leaves x 2 down = 4 GPUs; 16 GPUs -> 4 pods, 4 cores;
     # GPU 0 to GPU 15 (other pod): nic, leaf-agg, agg-core, core-agg, agg-leaf, nic = 6 hops
-    fab = build_fabric(spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 4, "tiers": 3},
-                            gpn=1, intra={"kind": "pcie"}), 16)
+    fab = build_fabric(
+        spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 4, "tiers": 3}, gpn=1, intra={"kind": "pcie"}),
+        16,
+    )
     assert fab.meta["pods"] == 4 and fab.meta["cores"] == 4
     assert len(Router(fab).gpu_route(0, 15)) == 6
 
@@ -88,8 +96,8 @@ def test_rail_optimized() -> None:
         a, b = int(fab.link_src[i]), int(fab.link_dst[i])
         if fab.node_kind[a] == NodeKind.GPU:
             leaf_of[fab.node_name[a]] = fab.node_name[b]
-    assert leaf_of["gpu3"] == leaf_of["gpu11"] == "seg0.rail3"   # servers 0 and 1, local 3
-    assert leaf_of["gpu19"] == "seg1.rail3"                       # server 2, local 3
+    assert leaf_of["gpu3"] == leaf_of["gpu11"] == "seg0.rail3"  # servers 0 and 1, local 3
+    assert leaf_of["gpu19"] == "seg1.rail3"  # server 2, local 3
     assert fab.meta["segments"] == 2 and fab.meta["rails"] == 8
     assert cables(fab, LinkTier.FABRIC) == 16 * 2
     # same rail, same segment: GPU -> leaf -> GPU
@@ -100,10 +108,12 @@ def test_ecmp_seed_from_the_cluster_file() -> None:
     # 4 servers on a radix-8 fat-tree with 4 spines: routes between leaves spread over spines;
     # another seed gives another deterministic spread
     def routes(seed: int) -> list[tuple[int, ...]]:
-        fab = build_fabric(spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 8,
-                                 "ecmp_seed": seed}, gpn=4), 32)
+        fab = build_fabric(
+            spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 8, "ecmp_seed": seed}, gpn=4), 32
+        )
         r = Router(fab)
         return [r.gpu_route(0, 31, label) for label in range(16)]
+
     assert routes(1) == routes(1) != routes(2)
     with pytest.raises(InputError, match="inter_node.ecmp_seed: expected an integer"):
         spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "ecmp_seed": "x"})
@@ -112,8 +122,13 @@ def test_ecmp_seed_from_the_cluster_file() -> None:
 def test_simai_spectrum_x_counts_match_simai_generator() -> None:
     # SimAI's Rail_Opti_SingleToR_16g_8gps_200Gbps file: "34 8 2 16 96": 16 GPUs + 2
     # NVSwitches + 8 ToRs + 8 spines; 16 NVLink + 16 NIC + 8x8 ToR-spine cables
-    fab = build_fabric(spec({"kind": "spectrum-x", "nic_bandwidth": "200 Gbps", "spines": 8},
-                            intra={"kind": "nvswitch", "bandwidth": "900 Gbps"}), 16)
+    fab = build_fabric(
+        spec(
+            {"kind": "spectrum-x", "nic_bandwidth": "200 Gbps", "spines": 8},
+            intra={"kind": "nvswitch", "bandwidth": "900 Gbps"},
+        ),
+        16,
+    )
     assert fab.num_nodes == 34 and fab.num_links // 2 == 96
 
 
@@ -137,7 +152,7 @@ def test_torus_and_optical_mesh() -> None:
     fab = build_fabric(spec({"kind": "torus", "dims": [4, 4, 2], "bandwidth": "50 GB/s"}, gpn=32), 32)
     assert cables(fab, LinkTier.FABRIC) == 80
     assert fab.forwards[fab.gpus].all()
-    assert len(Router(fab).gpu_route(0, 2)) == 2            # two steps along dimension 0
+    assert len(Router(fab).gpu_route(0, 2)) == 2  # two steps along dimension 0
     # TrioSim optical mesh 2 x 8: 2 x 7 row links + 8 column links, 64 GB/s, 20 ns per hop
     mesh = build_fabric(spec({"kind": "optical_mesh", "rows": 2}, gpn=16), 16)
     assert cables(mesh, LinkTier.OPTICAL) == 22
@@ -147,7 +162,9 @@ def test_torus_and_optical_mesh() -> None:
 
 
 def test_cluster_file_errors(tmp_path) -> None:
-    with pytest.raises(InputError, match="inter_node.nic_bandwith: unknown key 'nic_bandwith'; did you mean 'nic_bandwidth'"):
+    with pytest.raises(
+        InputError, match="inter_node.nic_bandwith: unknown key 'nic_bandwith'; did you mean 'nic_bandwidth'"
+    ):
         spec({"kind": "fat_tree", "nic_bandwith": "200 Gbps"})
     with pytest.raises(InputError, match="inter_node.kind: unknown kind 'fattree'; did you mean 'fat_tree'"):
         spec({"kind": "fattree"})
@@ -180,8 +197,10 @@ def test_simai_topology_round_trip(tmp_path) -> None:
 def test_simai_topology_reads_simai_units(tmp_path) -> None:
     # the head of SimAI's own file: 900 Gbps = 112.5 GB/s, 0.000025 ms = 25 ns
     p = tmp_path / "t.txt"
-    p.write_text("4 2 1 1 4 H100\n2 3\n0 2 900Gbps 0.000025ms 0\n1 2 900Gbps 0.000025ms 0\n"
-                 "0 3 200Gbps 0.0005ms 0\n1 3 200Gbps 0.0005ms 0\n")
+    p.write_text(
+        "4 2 1 1 4 H100\n2 3\n0 2 900Gbps 0.000025ms 0\n1 2 900Gbps 0.000025ms 0\n"
+        "0 3 200Gbps 0.0005ms 0\n1 3 200Gbps 0.0005ms 0\n"
+    )
     fab = read_topology(p)
     assert fab.gpus.tolist() == [0, 1] and fab.gpu_type == "H100"
     nv = fab.link_tier == LinkTier.NVLINK
@@ -191,16 +210,19 @@ def test_simai_topology_reads_simai_units(tmp_path) -> None:
     assert [fab.link_name(i) for i in Router(fab).gpu_route(0, 1)] == ["gpu0->nvsw2", "nvsw2->gpu1"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("4 2 1 1\n", "line 1: expected '<nodes>"),
-    ("4 2 1 1 4 H100\n2\n", "line 2: expected 2 ids"),
-    ("4 2 1 1 2 H100\n2 3\n0 2 900Gbps 0.000025ms 0\n", "line 1: the header declares 2 links, the file has 1"),
-    ("4 2 1 1 1 H100\n2 3\n0 2 900Gbits 0.000025ms 0\n", "line 3: bad rate '900Gbits'"),
-    ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps soon 0\n", "line 3: bad delay 'soon'"),
-    ("4 2 1 1 1 H100\n2 3\n0 9 900Gbps 1ns 0\n", "line 3: node id 9 is outside 0..3"),
-    ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps 1ns\n", "line 3: expected '<src> <dst>"),
-    ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps 1ns 0\n", "disconnected: gpu0 cannot reach gpu1"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("4 2 1 1\n", "line 1: expected '<nodes>"),
+        ("4 2 1 1 4 H100\n2\n", "line 2: expected 2 ids"),
+        ("4 2 1 1 2 H100\n2 3\n0 2 900Gbps 0.000025ms 0\n", "line 1: the header declares 2 links, the file has 1"),
+        ("4 2 1 1 1 H100\n2 3\n0 2 900Gbits 0.000025ms 0\n", "line 3: bad rate '900Gbits'"),
+        ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps soon 0\n", "line 3: bad delay 'soon'"),
+        ("4 2 1 1 1 H100\n2 3\n0 9 900Gbps 1ns 0\n", "line 3: node id 9 is outside 0..3"),
+        ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps 1ns\n", "line 3: expected '<src> <dst>"),
+        ("4 2 1 1 1 H100\n2 3\n0 2 900Gbps 1ns 0\n", "disconnected: gpu0 cannot reach gpu1"),
+    ],
+)
 def test_simai_topology_errors(tmp_path, text, message) -> None:
     p = tmp_path / "bad.txt"
     p.write_text(text)
@@ -218,11 +240,31 @@ def test_cli_fabric_and_collective(tmp_path, capsys) -> None:
     assert topo.read_text().split("\n")[0].split()[:2] == ["28", "8"]
     # the written topology is a cluster too
     js = tmp_path / "ar.json"
-    assert main(["collective", "all_reduce", "--cluster", str(topo), "--gpus", "16", "-b", "1K", "-e", "1M",
-                 "-f", "32", "--json", str(js)]) == 0
+    assert (
+        main(
+            [
+                "collective",
+                "all_reduce",
+                "--cluster",
+                str(topo),
+                "--gpus",
+                "16",
+                "-b",
+                "1K",
+                "-e",
+                "1M",
+                "-f",
+                "32",
+                "--json",
+                str(js),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert "#       size" in table and "busbw" in table
     import json
+
     rows = json.loads(js.read_text())["rows"]
     assert [r["bytes"] for r in rows] == [1024, 32768, 1048576]
     assert main(["collective", "all_reduce", "--cluster", "dgx-h100"]) == 2

@@ -27,11 +27,21 @@ from podsim.workload.workload import Group
 def small_cluster(routing: str, kind: str = "rail_optimized") -> dict:
     """4-GPU servers, 2 servers per segment: traffic between segments crosses spines, where
     adaptive routing has choices."""
-    return {"name": f"small-{kind}-{routing}", "gpu": "H100-SXM5-80GB", "gpus_per_node": 4,
-            "intra_node": {"kind": "nvswitch", "bandwidth": "450 GB/s", "latency": "150 ns"},
-            "inter_node": {"kind": kind, "routing": routing, "nic_bandwidth": "400 Gbps",
-                           "servers_per_segment": 2, "nic_latency": "600 ns", "switch_latency": "300 ns"},
-            "nccl": {"channels": 4, "algorithms": ["ring", "tree"]}}
+    return {
+        "name": f"small-{kind}-{routing}",
+        "gpu": "H100-SXM5-80GB",
+        "gpus_per_node": 4,
+        "intra_node": {"kind": "nvswitch", "bandwidth": "450 GB/s", "latency": "150 ns"},
+        "inter_node": {
+            "kind": kind,
+            "routing": routing,
+            "nic_bandwidth": "400 Gbps",
+            "servers_per_segment": 2,
+            "nic_latency": "600 ns",
+            "switch_latency": "300 ns",
+        },
+        "nccl": {"channels": 4, "algorithms": ["ring", "tree"]},
+    }
 
 
 FABRICS = {
@@ -67,9 +77,18 @@ def run(network, fabric, traffic, record_load: bool = False):  # type: ignore[no
     net = network(fabric, q, record_load=record_load)
     arrived: dict[tuple[int, int], int] = {}
     for b, (t, src, dst, size, lab, cap) in enumerate(traffic):
+
         def go(_a, b=b, src=src, dst=dst, size=size, lab=lab, cap=cap):  # type: ignore[no-untyped-def]
-            net.start_batch(np.array(src), np.array(dst), np.array(size), np.array(lab),
-                            lambda i, b=b: arrived.__setitem__((b, i), q.now), cap, each=True)
+            net.start_batch(
+                np.array(src),
+                np.array(dst),
+                np.array(size),
+                np.array(lab),
+                lambda i, b=b: arrived.__setitem__((b, i), q.now),
+                cap,
+                each=True,
+            )
+
         q.schedule(t, go)
     q.run()
     return arrived, net
@@ -101,16 +120,28 @@ def test_point_to_point_flows_one_by_one(name: str) -> None:
     fabric = FABRICS[name]()
     rng = random.Random(7)
     gpus = fabric.gpus.tolist()
-    msgs = [(rng.randrange(0, 2_000_000, 1_000), rng.randrange(len(gpus)), rng.randrange(len(gpus)),
-             rng.choice([0, 4096, 1 << 20]), rng.randrange(4)) for _ in range(400)]
+    msgs = [
+        (
+            rng.randrange(0, 2_000_000, 1_000),
+            rng.randrange(len(gpus)),
+            rng.randrange(len(gpus)),
+            rng.choice([0, 4096, 1 << 20]),
+            rng.randrange(4),
+        )
+        for _ in range(400)
+    ]
     out = []
     for network in (FlowNetwork, ReferenceFlowNetwork):
         q = EventQueue()
         net = network(fabric, q)
         done: dict[int, int] = {}
         for i, (t, a, b, x, lab) in enumerate(msgs):
-            q.schedule(t, lambda _a, i=i, a=a, b=b, x=x, lab=lab, net=net, q=q, done=done:
-                       net.start(a, b, x, lambda i=i: done.__setitem__(i, q.now), lab))
+            q.schedule(
+                t,
+                lambda _a, i=i, a=a, b=b, x=x, lab=lab, net=net, q=q, done=done: net.start(
+                    a, b, x, lambda i=i: done.__setitem__(i, q.now), lab
+                ),
+            )
         q.run()
         st = net.link_stats()
         out.append((done, st.bytes.tolist(), st.busy_ns.tolist(), st.peak_flows.tolist(), net.solves))
@@ -125,18 +156,21 @@ def test_adaptive_choices_see_the_flows_started_before_them() -> None:
     # the first time (the remembered choices), as the reference's fresh choices do.
     fabric = FABRICS["rail-adaptive"]()
     g = fabric.gpus.tolist()
-    src = [g[i] for i in range(8)] * 4       # segment 0 ...
+    src = [g[i] for i in range(8)] * 4  # segment 0 ...
     dst = [g[16 + i] for i in range(8)] * 4  # ... to segment 1
     lab = [i // 8 for i in range(32)]
-    traffic = [(0, src, dst, [1 << 20] * 32, lab, np.inf), (500, src[:3], dst[:3], [1 << 20] * 3, lab[:3], np.inf),
-               (1_000, src, dst, [1 << 20] * 32, lab, np.inf),
-               (10_000_000, src, dst, [1 << 20] * 32, lab, np.inf),
-               (10_000_000, src[:5], dst[:5], [0, 1 << 16, 0, 1 << 16, 1], lab[:5], np.inf)]
+    traffic = [
+        (0, src, dst, [1 << 20] * 32, lab, np.inf),
+        (500, src[:3], dst[:3], [1 << 20] * 3, lab[:3], np.inf),
+        (1_000, src, dst, [1 << 20] * 32, lab, np.inf),
+        (10_000_000, src, dst, [1 << 20] * 32, lab, np.inf),
+        (10_000_000, src[:5], dst[:5], [0, 1 << 16, 0, 1 << 16, 1], lab[:5], np.inf),
+    ]
     fast, net = run(FlowNetwork, fabric, traffic)
     slow, ref = run(ReferenceFlowNetwork, fabric, traffic)
     assert fast == slow
     a, b = net.link_stats(), ref.link_stats()
-    assert a.bytes.tolist() == b.bytes.tolist()     # the same links chosen
+    assert a.bytes.tolist() == b.bytes.tolist()  # the same links chosen
     assert a.peak_flows.tolist() == b.peak_flows.tolist()
 
 
@@ -147,19 +181,51 @@ def two_level_workload(servers: int, gpus: int) -> Workload:
     for kind in range(3):
         b = ProgramBuilder(f"p{kind}")
         c = b.add(OpKind.COMPUTE, "c", duration_ns=13_000 if kind else 10_000, node_id=1)
-        b.add(OpKind.COLLECTIVE, "tp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=4 << 20, node_id=2,
-              data_deps=[c], group="tp", stream="tp")
-        b.add(OpKind.COLLECTIVE, "dp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=6 << 20, node_id=3,
-              data_deps=[c], group="dp", stream="dp")
+        b.add(
+            OpKind.COLLECTIVE,
+            "tp",
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=4 << 20,
+            node_id=2,
+            data_deps=[c],
+            group="tp",
+            stream="tp",
+        )
+        b.add(
+            OpKind.COLLECTIVE,
+            "dp",
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=6 << 20,
+            node_id=3,
+            data_deps=[c],
+            group="dp",
+            stream="dp",
+        )
         if kind == 2:
             b.add(OpKind.SEND, "s", peer=gpus + 1, size_bytes=2 << 20, tag=5, node_id=4, data_deps=[c], stream="p2p")
         progs.append(b.build())
     recv = ProgramBuilder("recv")
     c = recv.add(OpKind.COMPUTE, "c", duration_ns=10_000, node_id=1)
-    recv.add(OpKind.COLLECTIVE, "tp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=4 << 20, node_id=2,
-             data_deps=[c], group="tp", stream="tp")
-    recv.add(OpKind.COLLECTIVE, "dp", collective=int(CollectiveKind.ALL_REDUCE), size_bytes=6 << 20, node_id=3,
-             data_deps=[c], group="dp", stream="dp")
+    recv.add(
+        OpKind.COLLECTIVE,
+        "tp",
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=4 << 20,
+        node_id=2,
+        data_deps=[c],
+        group="tp",
+        stream="tp",
+    )
+    recv.add(
+        OpKind.COLLECTIVE,
+        "dp",
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=6 << 20,
+        node_id=3,
+        data_deps=[c],
+        group="dp",
+        stream="dp",
+    )
     recv.add(OpKind.RECV, "r", peer=1, size_bytes=2 << 20, tag=5, node_id=4, stream="p2p")
     progs.append(recv.build())
     n = servers * gpus
@@ -177,15 +243,19 @@ def test_cluster_runs_match_the_reference(name: str) -> None:
     wl = two_level_workload(8, 4)
     for kw in ({}, {"fast_forward": False}, {"granularity": "bulk"}):
         fast = simulate_cluster(wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=True, **kw)
-        slow = simulate_cluster(wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=True,
-                                reference_flows=True, **kw)
-        assert [(r.finish_ns, r.comm_ns, r.exposed_comm_ns) for r in fast.ranks] == \
-               [(r.finish_ns, r.comm_ns, r.exposed_comm_ns) for r in slow.ranks]
+        slow = simulate_cluster(
+            wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=True, reference_flows=True, **kw
+        )
+        assert [(r.finish_ns, r.comm_ns, r.exposed_comm_ns) for r in fast.ranks] == [
+            (r.finish_ns, r.comm_ns, r.exposed_comm_ns) for r in slow.ranks
+        ]
         assert (fast.info["flows"], fast.info["flow_solves"]) == (slow.info["flows"], slow.info["flow_solves"])
-        assert [(x.name, x.bytes, x.busy_ns, x.peak_flows) for x in fast.links] == \
-               [(x.name, x.bytes, x.busy_ns, x.peak_flows) for x in slow.links]
-        assert sorted((s.name, s.start_ns, s.end_ns) for t in fast.timelines.values() for s in t) == \
-               sorted((s.name, s.start_ns, s.end_ns) for t in slow.timelines.values() for s in t)
+        assert [(x.name, x.bytes, x.busy_ns, x.peak_flows) for x in fast.links] == [
+            (x.name, x.bytes, x.busy_ns, x.peak_flows) for x in slow.links
+        ]
+        assert sorted((s.name, s.start_ns, s.end_ns) for t in fast.timelines.values() for s in t) == sorted(
+            (s.name, s.start_ns, s.end_ns) for t in slow.timelines.values() for s in t
+        )
 
 
 def test_dgx_h100_every_rank_matches_the_reference() -> None:
@@ -194,7 +264,8 @@ def test_dgx_h100_every_rank_matches_the_reference() -> None:
     fabric = build_fabric(spec, 64)
     wl = two_level_workload(8, 8)
     fast = simulate_cluster(wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=False)
-    slow = simulate_cluster(wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=False,
-                            reference_flows=True)
+    slow = simulate_cluster(
+        wl, fabric, spec.nccl, "flow", use_symmetry=False, record_timeline=False, reference_flows=True
+    )
     assert [r.finish_ns for r in fast.ranks] == [r.finish_ns for r in slow.ranks]
     assert fast.info["flows"] == slow.info["flows"] > 10_000

@@ -24,6 +24,7 @@ def csr(paths: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 # ---- the solver alone --------------------------------------------------------------------
 
+
 def test_equal_share_on_one_link() -> None:
     # three flows on one link of capacity 3: each gets 1
     rates = max_min_rates(*csr([[0], [0], [0]]), np.array([3.0]))
@@ -55,8 +56,13 @@ def test_the_small_solver_gives_the_same_floats() -> None:
     # (the array network's answers equal the per-flow network's to the ns): the hand-derived
     # cases above, then random components with shared links, caps and unrouted flows
     from podsim.network.flow.maxmin import max_min_rates_small
-    cases = [([[0], [0], [0]], [3.0], None), ([[0], [0, 1], [1]], [1.0, 2.0], None),
-             ([[0], [0], [0, 1], [1, 2], [2]], [1.0, 3.0, 10.0], None), ([[0], [0]], [4.0], [1.0, np.inf])]
+
+    cases = [
+        ([[0], [0], [0]], [3.0], None),
+        ([[0], [0, 1], [1]], [1.0, 2.0], None),
+        ([[0], [0], [0, 1], [1, 2], [2]], [1.0, 3.0, 10.0], None),
+        ([[0], [0]], [4.0], [1.0, np.inf]),
+    ]
     expected = [[1.0, 1.0, 1.0], [0.5, 0.5, 1.5], [1 / 3, 1 / 3, 1 / 3, 8 / 3, 22 / 3], [1.0, 3.0]]
     for (paths, cap, fc), want in zip(cases, expected):
         indptr, links = csr(paths)
@@ -64,17 +70,19 @@ def test_the_small_solver_gives_the_same_floats() -> None:
     rng = np.random.default_rng(3)
     for _ in range(3000):
         nf, nl = int(rng.integers(1, 17)), int(rng.integers(1, 12))
-        paths = [rng.choice(nl, size=int(rng.integers(0, min(nl, 5) + 1)), replace=False).tolist()
-                 for _ in range(nf)]
+        paths = [rng.choice(nl, size=int(rng.integers(0, min(nl, 5) + 1)), replace=False).tolist() for _ in range(nf)]
         cap = rng.choice([100.0, 50.0, 25.0, 400.0 / 3, 0.1], size=nl)
         fc = rng.choice([np.inf, 10.0, 30.0, 100.0 / 3], size=nf) if rng.random() < 0.4 else None
         indptr, links = csr(paths)
         want = max_min_rates(indptr, links, cap, fc).tolist()
-        assert max_min_rates_small(indptr.tolist(), links.tolist(), cap.tolist(),
-                                   None if fc is None else fc.tolist()) == want
+        assert (
+            max_min_rates_small(indptr.tolist(), links.tolist(), cap.tolist(), None if fc is None else fc.tolist())
+            == want
+        )
 
 
 # ---- fabrics built by hand -----------------------------------------------------------------
+
 
 def star(n: int, bw: float = 1.0, lat: float = 0.0, up_bw: float | None = None):
     """``n`` GPUs on one switch; GPU uplinks ``up_bw`` (default ``bw``), downlinks ``bw``."""
@@ -93,8 +101,10 @@ def run_flows(fabric, flows, **kw):
     net = FlowNetwork(fabric, q, **kw)
     done: dict[int, int] = {}
     for i, (t, s, d, size) in enumerate(flows):
+
         def go(_a, i=i, s=s, d=d, size=size):
             net.start(s, d, size, lambda i=i: done.__setitem__(i, q.now))
+
         q.schedule(t, go)
     q.run()
     return [done[i] for i in range(len(flows))], net
@@ -175,13 +185,13 @@ def test_two_rings_crossing_one_spine() -> None:
     # leaf0->spine0 and spine0->leaf1 (0.5 each); 4->0 and 5->1 share the opposite
     # direction (0.5 each).  A third intra-leaf ring (2, 3) crosses no spine: it runs at 4.
     fab = two_leaf(4, 1, 4.0, 1.0)
-    flows = [(0, 0, 4, 1000), (0, 4, 0, 1000), (0, 1, 5, 1000), (0, 5, 1, 1000),
-             (0, 2, 3, 1000), (0, 3, 2, 1000)]
+    flows = [(0, 0, 4, 1000), (0, 4, 0, 1000), (0, 1, 5, 1000), (0, 5, 1, 1000), (0, 2, 3, 1000), (0, 3, 2, 1000)]
     times, _ = run_flows(fab, flows)
     assert times == [2000, 2000, 2000, 2000, 250, 250]
 
 
 # ---- routing -------------------------------------------------------------------------------
+
 
 def test_ecmp_spreads_labels_and_is_deterministic() -> None:
     fab = two_leaf(1, 8, 1.0, 1.0)

@@ -39,18 +39,27 @@ import yaml
 from podsim.errors import PodsimError
 
 SEED = 20260513
-CASE_BUDGET_S = 5.0          #: a case running longer is a hang
+CASE_BUDGET_S = 5.0  #: a case running longer is a hang
 CLASSES = ("truncate", "byteflip", "bad-value", "missing-key", "unknown-key", "wrong-type")
 #: replacement numbers for structured (JSON / YAML) inputs
-BAD_VALUES: list[tuple[str, object]] = [("nan", math.nan), ("inf", math.inf), ("-1", -1), ("0", 0),
-                                        ("1e300", 1e300), ("1.5", 1.5), ("'x'", "x"), ("null", None),
-                                        ("true", True)]
+BAD_VALUES: list[tuple[str, object]] = [
+    ("nan", math.nan),
+    ("inf", math.inf),
+    ("-1", -1),
+    ("0", 0),
+    ("1e300", 1e300),
+    ("1.5", 1.5),
+    ("'x'", "x"),
+    ("null", None),
+    ("true", True),
+]
 #: replacement tokens for text and CSV inputs
 BAD_TOKENS = ("nan", "inf", "-1", "0", "1e300", "1.5", "x", "null", "true")
 _NUM = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)$")
 
 
 # ----------------------------------------------------------------------------- the harness
+
 
 class _Hang(BaseException):
     """Raised by the alarm: a BaseException, so no ``except Exception`` in podsim eats it."""
@@ -70,9 +79,9 @@ class Format:
     name: str
     seed: Callable[[], dict[str, bytes]]
     target: str
-    kind: str                                   #: json | yaml | text | csv | chakra
-    run: Callable[[Path], object]               #: reads the files in a folder (and simulates)
-    allow_inf: tuple[str, ...] = ()              #: result fields where inf is meaningful
+    kind: str  #: json | yaml | text | csv | chakra
+    run: Callable[[Path], object]  #: reads the files in a folder (and simulates)
+    allow_inf: tuple[str, ...] = ()  #: result fields where inf is meaningful
     limits: dict[str, int] = field(default_factory=dict)
 
 
@@ -98,6 +107,7 @@ def _byte_mutants(data: bytes, rng: random.Random) -> list[tuple[str, str, bytes
 
 
 # -- JSON / YAML trees
+
 
 def _walk(obj: object, path: tuple = ()) -> Iterator[tuple[tuple, object]]:
     yield path, obj
@@ -130,8 +140,9 @@ def _label(path: tuple) -> str:
     return "/".join(str(p) for p in path) or "<root>"
 
 
-def _tree_mutants(doc: object, rng: random.Random, dump: Callable[[object], bytes],
-                  limits: dict[str, int]) -> list[tuple[str, str, bytes]]:
+def _tree_mutants(
+    doc: object, rng: random.Random, dump: Callable[[object], bytes], limits: dict[str, int]
+) -> list[tuple[str, str, bytes]]:
     nodes = list(_walk(doc))
     leaves = [(p, v) for p, v in nodes if p and not isinstance(v, (dict, list))]
     containers = [(p, v) for p, v in nodes if isinstance(v, (dict, list))]
@@ -142,9 +153,11 @@ def _tree_mutants(doc: object, rng: random.Random, dump: Callable[[object], byte
         for name, bad in BAD_VALUES:
             out.append(("bad-value", f"{_label(p)} = {name}", dump(_edit(doc, p, bad))))
         m = _NUM.match(v) if isinstance(v, str) else None
-        if m and m.group(2):   # "450 GB/s": the number with its unit
+        if m and m.group(2):  # "450 GB/s": the number with its unit
             for tok in BAD_TOKENS[:6]:
-                out.append(("bad-value", f"{_label(p)} = {tok} {m.group(2)}", dump(_edit(doc, p, f"{tok} {m.group(2)}"))))
+                out.append(
+                    ("bad-value", f"{_label(p)} = {tok} {m.group(2)}", dump(_edit(doc, p, f"{tok} {m.group(2)}")))
+                )
     for p in _sample(rng, members, limits.get("keys", 16)):
         out.append(("missing-key", f"delete {_label(p)}", dump(_edit(doc, p, _DELETE))))
     for p, _d in _sample(rng, dicts, limits.get("dicts", 5)):
@@ -170,6 +183,7 @@ def _yaml_dump(doc: object) -> bytes:
 
 
 # -- whitespace-separated text
+
 
 def _bad_token(tok: str, unit: str) -> list[str]:
     return [b + unit if b not in ("x", "null", "true") else b for b in BAD_TOKENS]
@@ -197,7 +211,7 @@ def _text_mutants(text: str, rng: random.Random, limits: dict[str, int]) -> list
             f = lines[li].split()
             f[ti] = b
             out.append(("bad-value", f"line {li + 1} token {ti} = {b}", put(li, f)))
-    for li, ti, t in _sample(rng, toks, limits.get("keys", 6)):
+    for li, ti, _t in _sample(rng, toks, limits.get("keys", 6)):
         f = lines[li].split()
         del f[ti]
         out.append(("missing-key", f"line {li + 1} without token {ti}", put(li, f)))
@@ -217,8 +231,10 @@ def _text_mutants(text: str, rng: random.Random, limits: dict[str, int]) -> list
 
 # -- CSV
 
-def _csv_mutants(text: str, rng: random.Random, limits: dict[str, int], header: bool = True
-                 ) -> list[tuple[str, str, bytes]]:
+
+def _csv_mutants(
+    text: str, rng: random.Random, limits: dict[str, int], header: bool = True
+) -> list[tuple[str, str, bytes]]:
     lines = text.split("\n")
     comments = [ln for ln in lines if ln.startswith("#")]
     rows = list(csv.reader(io.StringIO("\n".join(ln for ln in lines if not ln.startswith("#")))))
@@ -237,7 +253,9 @@ def _csv_mutants(text: str, rng: random.Random, limits: dict[str, int], header: 
     cells = [(r, c, v) for r in range(first, len(rows)) for c, v in enumerate(rows[r])]
     nums = [(r, c, v) for r, c, v in cells if _NUM.match(v.strip())]
     lists = [(r, c, v) for r, c, v in cells if v.strip().startswith("[")]
-    texts = [(r, c, v) for r, c, v in cells if v.strip() and not _NUM.match(v.strip()) and not v.strip().startswith("[")]
+    texts = [
+        (r, c, v) for r, c, v in cells if v.strip() and not _NUM.match(v.strip()) and not v.strip().startswith("[")
+    ]
     out = []
     for r, c, v in _sample(rng, nums, limits.get("leaves", 20)):
         m = _NUM.match(v.strip())
@@ -249,7 +267,9 @@ def _csv_mutants(text: str, rng: random.Random, limits: dict[str, int], header: 
         sep = ";" if ";" in body else ","
         parts = body.split(sep) if body.strip() else ["1"]
         for b in ("nan", "inf", "-1", "1e300", "1.5", "x"):
-            out.append(("bad-value", f"row {r + 1} col {c} = [{b}...]", put(r, c, "[" + sep.join([b] + parts[1:]) + "]")))
+            out.append(
+                ("bad-value", f"row {r + 1} col {c} = [{b}...]", put(r, c, "[" + sep.join([b] + parts[1:]) + "]"))
+            )
     ncols = max(len(x) for x in rows) if rows else 0
     for c in _sample(rng, list(range(ncols)), limits.get("keys", 5)):
         rs = [[v for j, v in enumerate(x) if j != c] for x in rows]
@@ -259,27 +279,27 @@ def _csv_mutants(text: str, rng: random.Random, limits: dict[str, int], header: 
         rs[r] = rs[r][:-1]
         out.append(("missing-key", f"row {r + 1} without its last cell", dump(rs)))
         if len(rows) > first + 1:
-            out.append(("missing-key", f"without row {r + 1}", dump(rows[:r] + rows[r + 1:])))
+            out.append(("missing-key", f"without row {r + 1}", dump(rows[:r] + rows[r + 1 :])))
     rs = [list(x) + ["zz_unknown" if header and i == 0 else "1"] for i, x in enumerate(rows)]
     out.append(("unknown-key", "an unknown column", dump(rs)))
     for r in _sample(rng, list(range(first, len(rows))), 2):
         rs = [list(x) for x in rows]
         rs[r] = rs[r] + ["zz_unknown"]
         out.append(("unknown-key", f"row {r + 1} + a cell", dump(rs)))
-    for r, c, v in _sample(rng, lists, 3):
+    for r, c, _v in _sample(rng, lists, 3):
         out.append(("wrong-type", f"row {r + 1} col {c} = 5", put(r, c, "5")))
-    for r, c, v in _sample(rng, nums, 4):
+    for r, c, _v in _sample(rng, nums, 4):
         out.append(("wrong-type", f"row {r + 1} col {c} = [1]", put(r, c, "[1]")))
-    for r, c, v in _sample(rng, texts, 4):
+    for r, c, _v in _sample(rng, texts, 4):
         out.append(("wrong-type", f"row {r + 1} col {c} = 7", put(r, c, "7")))
     return out
 
 
 # -- Chakra ET (binary protobuf)
 
+
 def _chakra_mutants(data: bytes, rng: random.Random, path: Path) -> list[tuple[str, str, bytes]]:
-    from podsim.formats.chakra import encode_trace, read_trace
-    from podsim.formats.chakra import wire
+    from podsim.formats.chakra import encode_trace, read_trace, wire
     from podsim.formats.chakra.schema import encode_metadata, encode_node
 
     path.write_bytes(data)
@@ -293,17 +313,31 @@ def _chakra_mutants(data: bytes, rng: random.Random, path: Path) -> list[tuple[s
         return b"".join(wire.encode_varint(len(p)) + p for p in parts)
 
     pairs = [(i, name) for i, n in enumerate(tr.nodes) for name in n.attrs]
-    bad_attrs = [("double", math.nan), ("double", math.inf), ("int64", -1), ("int64", 0), ("double", 1e300),
-                 ("double", 1.5), ("string", "x"), ("bool", True), ("uint64", (1 << 64) - 1), ("int64", 1 << 62),
-                 ("sint32", -(1 << 31))]
+    bad_attrs = [
+        ("double", math.nan),
+        ("double", math.inf),
+        ("int64", -1),
+        ("int64", 0),
+        ("double", 1e300),
+        ("double", 1.5),
+        ("string", "x"),
+        ("bool", True),
+        ("uint64", (1 << 64) - 1),
+        ("int64", 1 << 62),
+        ("sint32", -(1 << 31)),
+    ]
     for i, name in _sample(rng, pairs, 8):
         for t, v in bad_attrs:
             nodes = copy.deepcopy(tr.nodes)
             nodes[i].set_attr(name, v, t)
             out.append(("bad-value", f"node {nodes[i].id} {name} = {t} {v}", enc(nodes)))
     for i in range(len(tr.nodes)):
-        for fld, v in (("duration_micros", (1 << 63) - 1), ("duration_micros", 1 << 40), ("id", (1 << 64) - 1),
-                       ("type", 99)):
+        for fld, v in (
+            ("duration_micros", (1 << 63) - 1),
+            ("duration_micros", 1 << 40),
+            ("id", (1 << 64) - 1),
+            ("type", 99),
+        ):
             nodes = copy.deepcopy(tr.nodes)
             setattr(nodes[i], fld, v)
             out.append(("bad-value", f"node {i} {fld} = {v}", enc(nodes)))
@@ -320,8 +354,13 @@ def _chakra_mutants(data: bytes, rng: random.Random, path: Path) -> list[tuple[s
         nodes = copy.deepcopy(tr.nodes)
         nodes[i].set_attr("zz_unknown", 1, "int64")
         out.append(("unknown-key", f"node {nodes[i].id} + attribute zz_unknown", enc(nodes)))
-        out.append(("unknown-key", f"node {nodes[i].id} + protobuf field 99",
-                    enc(tr.nodes, {i: wire.field_varint(99, 5) + wire.field_bytes(98, b"zz")})))
+        out.append(
+            (
+                "unknown-key",
+                f"node {nodes[i].id} + protobuf field 99",
+                enc(tr.nodes, {i: wire.field_varint(99, 5) + wire.field_bytes(98, b"zz")}),
+            )
+        )
     for i, name in _sample(rng, pairs, 6):
         for t, v in (("int64_list", [1, 2]), ("string_list", ["a"]), ("bytes", b"\xff\x00"), ("float_list", [1.5])):
             nodes = copy.deepcopy(tr.nodes)
@@ -329,13 +368,19 @@ def _chakra_mutants(data: bytes, rng: random.Random, path: Path) -> list[tuple[s
             out.append(("wrong-type", f"node {nodes[i].id} {name} = {t}", enc(nodes)))
     # a field with another wire type than the schema's (a varint name, a length-delimited id)
     for i in _sample(rng, list(range(len(tr.nodes))), 3):
-        for raw in (wire.field_varint(2, 1 << 62), wire.field_bytes(1, b"\x01\x02"), wire.field_fixed32(7, b"\0\0\0\0"),
-                    wire.field_bytes(10, wire.field_varint(1, 1 << 40)), wire.field_bytes(4, b"\xff")):
+        for raw in (
+            wire.field_varint(2, 1 << 62),
+            wire.field_bytes(1, b"\x01\x02"),
+            wire.field_fixed32(7, b"\0\0\0\0"),
+            wire.field_bytes(10, wire.field_varint(1, 1 << 40)),
+            wire.field_bytes(4, b"\xff"),
+        ):
             out.append(("wrong-type", f"node {i} + a field of the wrong wire type", enc(tr.nodes, {i: raw})))
     return out
 
 
 # -- running one case
+
 
 def _numbers(obj: object, path: str, seen: set[int], depth: int = 0) -> Iterator[tuple[str, float]]:
     """Every number in a result, with a dotted path (Programs are checked on their own)."""
@@ -348,6 +393,7 @@ def _numbers(obj: object, path: str, seen: set[int], depth: int = 0) -> Iterator
         return
     seen.add(id(obj))
     from podsim.workload import Program
+
     if isinstance(obj, Program):
         d, s, f = obj.columns["duration_ns"], obj.columns["size_bytes"], obj.columns["flops"]
         for name, bad in (("duration_ns", d < -1), ("size_bytes", s < 0), ("flops", ~np.isfinite(f) | (f < 0))):
@@ -374,10 +420,11 @@ def _numbers(obj: object, path: str, seen: set[int], depth: int = 0) -> Iterator
             yield from _numbers(v, f"{path}.{k}", seen, depth + 1)
 
 
-_MAX_NS = 2.0**63   #: no time in ns reaches int64's limit (292 years)
+_MAX_NS = 2.0**63  #: no time in ns reaches int64's limit (292 years)
 #: result fields that are times, sizes or rates: they must not be negative
-_NONNEG = re.compile(r"(_ns|_us|_s|time|dur|bytes|size|bandwidth|latency|_bw|flops|memory|rate|_gib|params)\]*$",
-                     re.IGNORECASE)
+_NONNEG = re.compile(
+    r"(_ns|_us|_s|time|dur|bytes|size|bandwidth|latency|_bw|flops|memory|rate|_gib|params)\]*$", re.IGNORECASE
+)
 
 
 def _nonsense(result: object, allow_inf: tuple[str, ...]) -> str | None:
@@ -415,7 +462,7 @@ def _run_case(fmt: Format, m: Mutant, folder: Path) -> str | None:
         if "\n" in msg.strip():
             return f"{type(e).__name__} is not one line: {msg[:200]}"
         return None
-    except RecursionError as e:   # a subclass of RuntimeError: named on its own
+    except RecursionError as e:  # a subclass of RuntimeError: named on its own
         return f"RecursionError: {str(e)[:120]}"
     except Exception as e:  # noqa: BLE001 -- any other exception is the failure being looked for
         tb = e.__traceback__
@@ -466,15 +513,25 @@ def fuzz(fmt: Format, tmp: Path) -> tuple[list[tuple[Mutant, str]], int]:
 
 # ----------------------------------------------------------------------------- seeds and runners
 
+
 def _system_cfg(dims: int = 2) -> object:
     from podsim.formats.astra_sim import parse_system
-    return parse_system({"all-reduce-implementation": ["ring"] * dims, "all-gather-implementation": ["ring"] * dims,
-                         "reduce-scatter-implementation": ["ring"] * dims,
-                         "all-to-all-implementation": ["direct"] * dims, "local-mem-bw": 50, "endpoint-delay": 10})
+
+    return parse_system(
+        {
+            "all-reduce-implementation": ["ring"] * dims,
+            "all-gather-implementation": ["ring"] * dims,
+            "reduce-scatter-implementation": ["ring"] * dims,
+            "all-to-all-implementation": ["direct"] * dims,
+            "local-mem-bw": 50,
+            "endpoint-delay": 10,
+        }
+    )
 
 
 def _topo(n: int = 4) -> object:
     from podsim.network.topology import BlockKind, Dimension, Topology
+
     if n == 4:
         return Topology((Dimension(BlockKind("Ring"), 2, 50.0, 500.0), Dimension(BlockKind("Switch"), 2, 25.0, 700.0)))
     return Topology((Dimension(BlockKind("Ring"), n, 50.0, 500.0),))
@@ -482,10 +539,18 @@ def _topo(n: int = 4) -> object:
 
 def _small_workload(n: int = 4, group: str | None = None, memory: bool = False) -> object:
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
     b = ProgramBuilder("w")
     c = b.add(OpKind.COMPUTE, "c", node_id=1, duration_ns=5000, flops=1e9, size_bytes=1 << 20)
-    r = b.add(OpKind.COLLECTIVE, "ar", node_id=2, data_deps=[c], collective=int(CollectiveKind.ALL_REDUCE),
-              size_bytes=1 << 20, group=group)
+    r = b.add(
+        OpKind.COLLECTIVE,
+        "ar",
+        node_id=2,
+        data_deps=[c],
+        collective=int(CollectiveKind.ALL_REDUCE),
+        size_bytes=1 << 20,
+        group=group,
+    )
     if memory:
         b.add(OpKind.MEM_LOAD, "load", node_id=3, data_deps=[r], size_bytes=1 << 16)
         b.add(OpKind.MEM_STORE, "store", node_id=4, data_deps=[r], size_bytes=1 << 16)
@@ -494,48 +559,93 @@ def _small_workload(n: int = 4, group: str | None = None, memory: bool = False) 
 
 def _simulate(workload: object, system: object = None, network: object = None, **kw: object) -> object:
     import podsim
+
     dims = len(network.dims) if network is not None else 2  # type: ignore[attr-defined]
-    res = podsim.simulate(workload, system if system is not None else _system_cfg(dims),
-                          network if network is not None else _topo(), record_timeline=False, **kw)
+    res = podsim.simulate(
+        workload,
+        system if system is not None else _system_cfg(dims),
+        network if network is not None else _topo(),
+        record_timeline=False,
+        **kw,
+    )
     return res.ranks
 
 
 # -- ASTRA-sim configurations
 
+
 def _system_seed() -> dict[str, bytes]:
-    return {"system.json": _json_dump({
-        "scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
-        "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring", "ring"],
-        "all-gather-implementation": ["ring", "doubleBinaryTree"], "reduce-scatter-implementation": ["ring", "ring"],
-        "all-to-all-implementation": ["direct4", "direct"], "collective-optimization": "localBWAware",
-        "local-mem-bw": 50, "peak-perf": 900, "roofline-enabled": 0, "L": 0, "o": 0, "g": 0, "G": 0,
-        "local-reduction-delay": 1, "model-shared-bus": 0, "boost-mode": 0})}
+    return {
+        "system.json": _json_dump(
+            {
+                "scheduling-policy": "LIFO",
+                "endpoint-delay": 10,
+                "active-chunks-per-dimension": 1,
+                "preferred-dataset-splits": 4,
+                "all-reduce-implementation": ["ring", "ring"],
+                "all-gather-implementation": ["ring", "doubleBinaryTree"],
+                "reduce-scatter-implementation": ["ring", "ring"],
+                "all-to-all-implementation": ["direct4", "direct"],
+                "collective-optimization": "localBWAware",
+                "local-mem-bw": 50,
+                "peak-perf": 900,
+                "roofline-enabled": 0,
+                "L": 0,
+                "o": 0,
+                "g": 0,
+                "G": 0,
+                "local-reduction-delay": 1,
+                "model-shared-bus": 0,
+                "boost-mode": 0,
+            }
+        )
+    }
 
 
 def _run_system(d: Path) -> object:
     from podsim.formats.astra_sim import read_system
+
     cfg = read_system(d / "system.json")
     return cfg, _simulate(_small_workload(), cfg)
 
 
 def _network_seed() -> dict[str, bytes]:
-    return {"network.yml": _yaml_dump({"topology": ["Ring", "Switch"], "npus_count": [2, 2],
-                                       "bandwidth": [50.0, "25 GB/s"], "latency": [500.0, "700 ns"]})}
+    return {
+        "network.yml": _yaml_dump(
+            {
+                "topology": ["Ring", "Switch"],
+                "npus_count": [2, 2],
+                "bandwidth": [50.0, "25 GB/s"],
+                "latency": [500.0, "700 ns"],
+            }
+        )
+    }
 
 
 def _run_network(d: Path) -> object:
     from podsim.formats.astra_sim import read_network
+
     topo = read_network(d / "network.yml")
     return topo, _simulate(_small_workload(topo.num_npus), network=topo)
 
 
 def _remote_memory_seed() -> dict[str, bytes]:
-    return {"remote_memory.json": _json_dump({"memory-type": "PER_NODE_MEMORY_EXPANSION", "remote-mem-latency": 100,
-                                              "remote-mem-bw": 50, "num-nodes": 2, "num-npus-per-node": 2})}
+    return {
+        "remote_memory.json": _json_dump(
+            {
+                "memory-type": "PER_NODE_MEMORY_EXPANSION",
+                "remote-mem-latency": 100,
+                "remote-mem-bw": 50,
+                "num-nodes": 2,
+                "num-npus-per-node": 2,
+            }
+        )
+    }
 
 
 def _run_remote_memory(d: Path) -> object:
     from podsim.formats.astra_sim import read_remote_memory
+
     cfg = read_remote_memory(d / "remote_memory.json")
     return cfg, _simulate(_small_workload(memory=True), remote_memory=str(d / "remote_memory.json"))
 
@@ -546,23 +656,34 @@ def _comm_groups_seed() -> dict[str, bytes]:
 
 def _run_comm_groups(d: Path) -> object:
     from podsim.formats.astra_sim import read_comm_groups
+
     groups = read_comm_groups(d / "groups.json", 4)
     return groups, _simulate(_small_workload(group="1"), comm_groups=str(d / "groups.json"))
 
 
 # -- Chakra
 
+
 def _chakra_seed() -> dict[str, bytes]:
     import tempfile
 
     from podsim.formats.chakra import write_workload
     from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
+
     progs = []
     for rank in (0, 1):
         b = ProgramBuilder(f"r{rank}")
         c = b.add(OpKind.COMPUTE, "gemm", node_id=1, duration_ns=7000, flops=2e9, size_bytes=1 << 20)
-        a = b.add(OpKind.COLLECTIVE, "ar", node_id=2, data_deps=[c], collective=int(CollectiveKind.ALL_REDUCE),
-                  size_bytes=1 << 20, dims_mask=1, priority=1)
+        a = b.add(
+            OpKind.COLLECTIVE,
+            "ar",
+            node_id=2,
+            data_deps=[c],
+            collective=int(CollectiveKind.ALL_REDUCE),
+            size_bytes=1 << 20,
+            dims_mask=1,
+            priority=1,
+        )
         kind = OpKind.SEND if rank == 0 else OpKind.RECV
         b.add(kind, "p2p", node_id=3, data_deps=[a], peer=1 - rank, size_bytes=4096, tag=7)
         b.add(OpKind.NOOP, "end", node_id=4, ctrl_deps=[a])
@@ -575,6 +696,7 @@ def _chakra_seed() -> dict[str, bytes]:
 
 def _run_chakra(d: Path) -> object:
     from podsim.formats.chakra import read_workload
+
     w = read_workload(d / "w", 2)
     return w, _simulate(str(d / "w"), network=_topo(2))
 
@@ -590,6 +712,7 @@ fc -1 2000 NONE 0 2000 ALLTOALL 32768 2000 ALLREDUCE 262144 10
 
 def _run_text_workload(d: Path) -> object:
     from podsim.formats.astra_sim.text_workload import read_text_workload
+
     w = read_text_workload(d / "workload.txt", 4)
     return w, _simulate(w)
 
@@ -604,6 +727,7 @@ mlp -1 2000 ALLGATHER 524288 2000 REDUCESCATTER 524288 2000 ALLREDUCE 4194304 10
 def _run_simai_workload(d: Path) -> object:
     import podsim
     from podsim.formats.simai import simai_to_workload
+
     w = simai_to_workload(d / "simai.txt")
     if w.num_ranks > 16:
         return w
@@ -622,6 +746,7 @@ _SIMAI_TOPOLOGY = """4 2 1 1 4 H100
 def _run_simai_topology(d: Path) -> object:
     from podsim.api import collective
     from podsim.formats.simai import read_topology
+
     fab = read_topology(d / "topo.txt")
     t = collective("all_reduce", str(d / "topo.txt"), fab.num_gpus, min_bytes="1M", max_bytes="1M")
     return fab.link_bw, fab.link_lat, t.rows
@@ -649,6 +774,7 @@ def _run_triosim(d: Path) -> object:
     import podsim
     from podsim.formats.triosim import read_triosim, triosim_to_workload
     from podsim.parallelize import from_triosim
+
     t = read_triosim(d)
     step = from_triosim(t)
     return t, step, podsim.simulate(triosim_to_workload(t), cluster="dgx-h100", record_timeline=False).ranks
@@ -656,43 +782,126 @@ def _run_triosim(d: Path) -> object:
 
 # -- PyTorch traces (hand-written: one profiled step with a kernel and a c10d all-reduce)
 
+
 def _kineto_seed() -> dict[str, bytes]:
     ev = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 100.0, "dur": 900.0, "tid": 1, "pid": 1,
-         "args": {"Record function id": 1}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 110.0, "dur": 50.0, "tid": 1, "pid": 1,
-         "args": {"Record function id": 2, "External id": 2}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 120.0, "dur": 5.0, "tid": 1, "pid": 1,
-         "args": {"correlation": 10, "External id": 2}},
-        {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 130.0, "dur": 200.0, "tid": 7, "pid": 0,
-         "args": {"stream": 7, "correlation": 10}},
-        {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "ts": 400.0, "dur": 40.0, "tid": 1, "pid": 1,
-         "args": {"Record function id": 3, "External id": 3}},
-        {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "ts": 410.0, "dur": 300.0, "tid": 2,
-         "pid": 1, "args": {"Record function id": 4}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "ts": 720.0, "dur": 30.0, "tid": 1, "pid": 1,
-         "args": {"Record function id": 5, "External id": 5}},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "ts": 100.0,
+            "dur": 900.0,
+            "tid": 1,
+            "pid": 1,
+            "args": {"Record function id": 1},
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "ts": 110.0,
+            "dur": 50.0,
+            "tid": 1,
+            "pid": 1,
+            "args": {"Record function id": 2, "External id": 2},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 120.0,
+            "dur": 5.0,
+            "tid": 1,
+            "pid": 1,
+            "args": {"correlation": 10, "External id": 2},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "sm90_gemm",
+            "ts": 130.0,
+            "dur": 200.0,
+            "tid": 7,
+            "pid": 0,
+            "args": {"stream": 7, "correlation": 10},
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "c10d::allreduce_",
+            "ts": 400.0,
+            "dur": 40.0,
+            "tid": 1,
+            "pid": 1,
+            "args": {"Record function id": 3, "External id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "gloo:all_reduce",
+            "ts": 410.0,
+            "dur": 300.0,
+            "tid": 2,
+            "pid": 1,
+            "args": {"Record function id": 4},
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::add_",
+            "ts": 720.0,
+            "dur": 30.0,
+            "tid": 1,
+            "pid": 1,
+            "args": {"Record function id": 5, "External id": 5},
+        },
     ]
     tensor = [11, 12, 0, 262144, 4, "cpu"]
     nodes = [
-        {"id": 1, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 0, "inputs": {"values": []},
-         "outputs": {"values": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 0}]},
-        {"id": 2, "name": "aten::mm", "ctrl_deps": 1, "inputs": {"values": [tensor, tensor]},
-         "outputs": {"values": [tensor]}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 2},
-                                                     {"name": "seq_id", "type": "int64", "value": 1}]},
-        {"id": 3, "name": "c10d::allreduce_", "ctrl_deps": 1, "inputs": {"values": [[tensor], 0]},
-         "outputs": {"values": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 3}]},
-        {"id": 4, "name": "aten::add_", "ctrl_deps": 1, "inputs": {"values": [tensor, tensor]},
-         "outputs": {"values": [tensor]}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 5}]},
+        {
+            "id": 1,
+            "name": "[pytorch|profiler|execution_trace|thread]",
+            "ctrl_deps": 0,
+            "inputs": {"values": []},
+            "outputs": {"values": []},
+            "attrs": [{"name": "rf_id", "type": "uint64", "value": 0}],
+        },
+        {
+            "id": 2,
+            "name": "aten::mm",
+            "ctrl_deps": 1,
+            "inputs": {"values": [tensor, tensor]},
+            "outputs": {"values": [tensor]},
+            "attrs": [{"name": "rf_id", "type": "uint64", "value": 2}, {"name": "seq_id", "type": "int64", "value": 1}],
+        },
+        {
+            "id": 3,
+            "name": "c10d::allreduce_",
+            "ctrl_deps": 1,
+            "inputs": {"values": [[tensor], 0]},
+            "outputs": {"values": []},
+            "attrs": [{"name": "rf_id", "type": "uint64", "value": 3}],
+        },
+        {
+            "id": 4,
+            "name": "aten::add_",
+            "ctrl_deps": 1,
+            "inputs": {"values": [tensor, tensor]},
+            "outputs": {"values": [tensor]},
+            "attrs": [{"name": "rf_id", "type": "uint64", "value": 5}],
+        },
     ]
-    return {"kineto.json": _json_dump({"schemaVersion": 1, "traceEvents": ev}),
-            "et.json": _json_dump({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": nodes})}
+    return {
+        "kineto.json": _json_dump({"schemaVersion": 1, "traceEvents": ev}),
+        "et.json": _json_dump({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": nodes}),
+    }
 
 
 def _run_pytorch(d: Path) -> object:
     import podsim
     from podsim.formats.pytorch_trace import pytorch_to_workload
     from podsim.parallelize import from_pytorch
+
     w = pytorch_to_workload(d / "kineto.json", d / "et.json", ranks=2)
     step = from_pytorch(d / "kineto.json", d / "et.json")
     return w, step, podsim.simulate(w, cluster="dgx-h100", record_timeline=False).ranks
@@ -723,6 +932,7 @@ nccl:
 def _run_cluster(d: Path, gpus: int = 8) -> object:
     from podsim.api import collective
     from podsim.hardware.cluster import load_cluster
+
     spec = load_cluster(str(d / "cluster.yaml"))
     t = collective("all_reduce", spec, gpus, min_bytes="1M", max_bytes="1M")
     return spec, t.rows
@@ -737,8 +947,11 @@ def _gpu_seed() -> dict[str, bytes]:
     h100 = dict(shipped["h100-80gb"])
     h100["sources"] = ["test"]
     b = dict(shipped["b200"])
-    b["efficiency"] = {"from": "h100-test", "scale": {"gemm_max": 1.05, "memory_max": 0.98},
-                       "measured_as": {"flash_max": "h100-test"}}
+    b["efficiency"] = {
+        "from": "h100-test",
+        "scale": {"gemm_max": 1.05, "memory_max": 0.98},
+        "measured_as": {"flash_max": "h100-test"},
+    }
     b["sources"] = ["test"]
     return {"gpus.yaml": _yaml_dump({"h100-test": h100, "b-test": b, "shared": {**h100, "efficiency": "h100-test"}})}
 
@@ -746,35 +959,65 @@ def _gpu_seed() -> dict[str, bytes]:
 def _run_gpus(d: Path) -> object:
     from podsim.compute.model import ComputeModel
     from podsim.hardware.gpu import gpu_specs
+
     out = []
     for spec in gpu_specs(d / "gpus.yaml").values():
-        cm = ComputeModel.for_gpu(spec, "fp8")   # falls back to bf16 on a GPU without fp8
-        out.append((spec, cm, cm.gemm_ns(4096, 4096, 4096), cm.memory_ns(1e8), cm.attention_ns(64, 2048, 2048, 128),
-                    spec.memory_bytes))
+        cm = ComputeModel.for_gpu(spec, "fp8")  # falls back to bf16 on a GPU without fp8
+        out.append(
+            (
+                spec,
+                cm,
+                cm.gemm_ns(4096, 4096, 4096),
+                cm.memory_ns(1e8),
+                cm.attention_ns(64, 2048, 2048, 128),
+                spec.memory_bytes,
+            )
+        )
     return out
 
 
 # -- models
 
+
 def _hf_seed(moe: bool) -> Callable[[], dict[str, bytes]]:
-    cfg: dict[str, object] = {"_name_or_path": "tiny", "hidden_size": 256, "num_hidden_layers": 2,
-                              "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 512,
-                              "vocab_size": 1000, "max_position_embeddings": 512, "hidden_act": "silu",
-                              "rope_theta": 10000.0, "tie_word_embeddings": False, "attention_bias": False,
-                              "hidden_dropout": 0.0, "head_dim": 32}
+    cfg: dict[str, object] = {
+        "_name_or_path": "tiny",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "intermediate_size": 512,
+        "vocab_size": 1000,
+        "max_position_embeddings": 512,
+        "hidden_act": "silu",
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+        "hidden_dropout": 0.0,
+        "head_dim": 32,
+    }
     if moe:
-        cfg.update({"num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
-                    "n_shared_experts": 1, "first_k_dense_replace": 1})
+        cfg.update(
+            {
+                "num_local_experts": 4,
+                "num_experts_per_tok": 2,
+                "moe_intermediate_size": 128,
+                "n_shared_experts": 1,
+                "first_k_dense_replace": 1,
+            }
+        )
     return lambda: {"config.json": _json_dump(cfg)}
 
 
 def _run_hf(d: Path) -> object:
+    from podsim.api.train import simulate_training
     from podsim.llm.layout import Layout
     from podsim.llm.model import from_hf_config
-    from podsim.api.train import simulate_training
+
     m = from_hf_config(d / "config.json")
-    res = simulate_training(m, Layout(gpus=2, tp=2, global_batch=2, micro_batch=1, seq_len=128), "h100-80gb",
-                            record_timeline=False)
+    res = simulate_training(
+        m, Layout(gpus=2, tp=2, global_batch=2, micro_batch=1, seq_len=128), "h100-80gb", record_timeline=False
+    )
     return m, m.total_params(), m.active_params(), res.result.ranks, res.memory
 
 
@@ -782,10 +1025,20 @@ def _run_hf(d: Path) -> object:
 
 _DLSIM_WORKLOAD = '2,4.0,"[0.5, 0.5]",1.0,"[0.5, inf]",fuzz\n0,0.0\n1,0.25\n0,0.5\n1,0.75\n'
 _REQUEST_TRACE = "model_id,arrival_s,prompt\n0,0.0,a\n1,0.1,b\n0,0.3,c\n"
-_PLACEMENT = [{"service_name": "a", "model_name": "m1", "executable_name": "m1_one", "mesh_group": [
-                  {"node_ids": [0], "devices": [[0]]}]},
-              {"service_name": "b", "model_name": "m2", "executable_name": "m2_two", "mesh_group": [
-                  {"node_ids": [0], "devices": [[0]]}, {"node_ids": [0], "devices": [[1]]}]}]
+_PLACEMENT = [
+    {
+        "service_name": "a",
+        "model_name": "m1",
+        "executable_name": "m1_one",
+        "mesh_group": [{"node_ids": [0], "devices": [[0]]}],
+    },
+    {
+        "service_name": "b",
+        "model_name": "m2",
+        "executable_name": "m2_two",
+        "mesh_group": [{"node_ids": [0], "devices": [[0]]}, {"node_ids": [0], "devices": [[1]]}],
+    },
+]
 _PROFILES = """gpu: V100-SXM2-16GB
 models:
   m1:
@@ -801,14 +1054,19 @@ models:
 
 
 def _serving_seed() -> dict[str, bytes]:
-    return {"workload.csv": _DLSIM_WORKLOAD.encode(), "trace.csv": _REQUEST_TRACE.encode(),
-            "placement.json": _json_dump(_PLACEMENT), "profiles.yaml": _PROFILES.encode()}
+    return {
+        "workload.csv": _DLSIM_WORKLOAD.encode(),
+        "trace.csv": _REQUEST_TRACE.encode(),
+        "placement.json": _json_dump(_PLACEMENT),
+        "profiles.yaml": _PROFILES.encode(),
+    }
 
 
 def _run_serving(d: Path, workload: str = "workload.csv") -> object:
     from podsim.serving import load_profiles, read_placement, simulate_serving
     from podsim.serving.placement import check_placement, serve_cluster
     from podsim.serving.workload import read_any_workload
+
     w = read_any_workload(d / workload)
     p = read_placement(d / "placement.json")
     ex = load_profiles(d / "profiles.yaml")
@@ -820,15 +1078,19 @@ def _run_serving(d: Path, workload: str = "workload.csv") -> object:
 
 # -- tables
 
+
 def _rows_seed() -> dict[str, bytes]:
     text = (resources.files("podsim.validation") / "calibration.csv").read_text()
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    keep = [lines[0]] + [ln for ln in lines[1:] if "korthikanti" in ln][:2] + [ln for ln in lines[1:] if "nccl" in ln][:1]
+    keep = (
+        [lines[0]] + [ln for ln in lines[1:] if "korthikanti" in ln][:2] + [ln for ln in lines[1:] if "nccl" in ln][:1]
+    )
     return {"rows.csv": ("\n".join(keep) + "\n").encode()}
 
 
 def _run_rows(d: Path) -> object:
     from podsim.validation import read_rows, run_validation
+
     rows = read_rows(d / "rows.csv", "user")
     checks, _ = run_validation(d / "rows.csv")
     return [float(r["value"]) for r in rows], [(c.measured, c.predicted) for c in checks]
@@ -844,6 +1106,7 @@ def _published_seed() -> dict[str, bytes]:
 def _run_published(d: Path) -> object:
     from podsim.compute.derive import efficiency_scale, published_kernels
     from podsim.hardware.gpu import gpu_specs
+
     rows = published_kernels(d / "kernels.csv")
     gpus = gpu_specs()
     return rows, efficiency_scale("b200", "h100-80gb", gpus, [r for r in rows if r.gpu in gpus])
@@ -865,6 +1128,7 @@ launch,bf16,1,1,1,1,2.0,
 def _run_kernel_table(d: Path) -> object:
     from podsim.compute.table import TableComputeModel
     from podsim.hardware.gpu import get_gpu
+
     t = TableComputeModel.from_csv(d / "table.csv", get_gpu("h100"))
     return t.rows, t.gemm_ns(2048, 2048, 2048), t.memory_ns(1e7), t.attention_ns(32, 1024, 1024, 128)
 
@@ -883,11 +1147,13 @@ _VTRAIN = "size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n1024,25
 
 def _run_nccl_log(d: Path) -> object:
     from podsim.formats.nccl_tests import read_nccl_tests_log
+
     return read_nccl_tests_log(d / "nccl.log")
 
 
 def _run_vtrain(d: Path) -> object:
     from podsim.formats.nccl_tests import read_vtrain_lut
+
     return read_vtrain_lut(d / "AR_GPU8_lut.csv")
 
 
@@ -897,25 +1163,46 @@ FORMATS = [
     Format("astra remote-memory json", _remote_memory_seed, "remote_memory.json", "json", _run_remote_memory),
     Format("astra comm-groups json", _comm_groups_seed, "groups.json", "json", _run_comm_groups),
     Format("chakra et", _chakra_seed, "w.0.et", "chakra", _run_chakra),
-    Format("astra-sim 1.0 text workload", lambda: {"workload.txt": _TEXT_WORKLOAD.encode()}, "workload.txt", "text",
-           _run_text_workload),
-    Format("simai workload", lambda: {"simai.txt": _SIMAI_WORKLOAD.encode()}, "simai.txt", "text",
-           _run_simai_workload),
+    Format(
+        "astra-sim 1.0 text workload",
+        lambda: {"workload.txt": _TEXT_WORKLOAD.encode()},
+        "workload.txt",
+        "text",
+        _run_text_workload,
+    ),
+    Format("simai workload", lambda: {"simai.txt": _SIMAI_WORKLOAD.encode()}, "simai.txt", "text", _run_simai_workload),
     Format("simai topology", lambda: {"topo.txt": _SIMAI_TOPOLOGY.encode()}, "topo.txt", "text", _run_simai_topology),
     Format("triosim trace.csv", _trio_seed, "trace.csv", "csv", _run_triosim),
     Format("triosim tensor.csv", _trio_seed, "tensor.csv", "csv", _run_triosim),
     Format("kineto json", _kineto_seed, "kineto.json", "json", _run_pytorch, limits={"leaves": 24, "keys": 20}),
     Format("execution-trace json", _kineto_seed, "et.json", "json", _run_pytorch, limits={"leaves": 24, "keys": 20}),
-    Format("cluster yaml", lambda: {"cluster.yaml": _CLUSTER.encode()}, "cluster.yaml", "yaml", _run_cluster,
-           limits={"leaves": 30, "keys": 20}),
-    Format("cluster yaml (gb200-nvl72 preset)", _preset_seed("gb200-nvl72"), "cluster.yaml", "yaml",
-           lambda d: _run_cluster(d, 8)),
+    Format(
+        "cluster yaml",
+        lambda: {"cluster.yaml": _CLUSTER.encode()},
+        "cluster.yaml",
+        "yaml",
+        _run_cluster,
+        limits={"leaves": 30, "keys": 20},
+    ),
+    Format(
+        "cluster yaml (gb200-nvl72 preset)",
+        _preset_seed("gb200-nvl72"),
+        "cluster.yaml",
+        "yaml",
+        lambda d: _run_cluster(d, 8),
+    ),
     Format("gpu yaml", _gpu_seed, "gpus.yaml", "yaml", _run_gpus, limits={"leaves": 30, "keys": 20}),
     Format("hf config.json", _hf_seed(False), "config.json", "json", _run_hf),
     Format("hf config.json (moe)", _hf_seed(True), "config.json", "json", _run_hf),
     Format("dlsim workload csv", _serving_seed, "workload.csv", "csv-noheader", _run_serving, allow_inf=("slos_s",)),
-    Format("request trace csv", _serving_seed, "trace.csv", "csv", lambda d: _run_serving(d, "trace.csv"),
-           allow_inf=("slos_s",)),
+    Format(
+        "request trace csv",
+        _serving_seed,
+        "trace.csv",
+        "csv",
+        lambda d: _run_serving(d, "trace.csv"),
+        allow_inf=("slos_s",),
+    ),
     Format("placement json", _serving_seed, "placement.json", "json", _run_serving, allow_inf=("slos_s",)),
     Format("serving profiles yaml", _serving_seed, "profiles.yaml", "yaml", _run_serving, allow_inf=("slos_s",)),
     Format("validate rows csv", _rows_seed, "rows.csv", "csv", _run_rows, limits={"leaves": 16, "keys": 8}),
@@ -939,6 +1226,7 @@ def test_fuzz_input_format(fmt: Format, tmp_path: Path) -> None:
 def main() -> None:
     """Print failures per format and mutation class (``-v``: each failure)."""
     import tempfile
+
     verbose = "-v" in sys.argv
     only = [a for a in sys.argv[1:] if not a.startswith("-")]
     total = 0
@@ -955,8 +1243,11 @@ def main() -> None:
             by_cls[m.cls] += 1
         total += len(failures)
         seed = " SEED FAILS" if by_cls["seed"] else ""
-        print(f"{fmt.name:<36} {n:>5} " + " ".join(f"{by_cls[c]:>11}" for c in CLASSES) +
-              f"  {time.time() - t:6.1f}{seed}")
+        print(
+            f"{fmt.name:<36} {n:>5} "
+            + " ".join(f"{by_cls[c]:>11}" for c in CLASSES)
+            + f"  {time.time() - t:6.1f}{seed}"
+        )
         if verbose:
             for m, why in failures:
                 print(f"    [{m.cls}] {m.label}: {why}")

@@ -45,7 +45,7 @@ def test_hopper_figures() -> None:
     # H100 SXM datasheet: BF16 1,979 TFLOP/s with sparsity -> 989.4 dense; FP8 3,958 -> 1,978.9
     assert h100.peak_tflops["bf16"] == pytest.approx(989.4)
     assert h100.peak_tflops["fp8"] == pytest.approx(1978.9)
-    assert h100.peak("bf16") == pytest.approx(989.4e3)            # FLOP per ns
+    assert h100.peak("bf16") == pytest.approx(989.4e3)  # FLOP per ns
     # 900 GB/s NVLink4 "bidirectional" = 450 GB/s per direction, generation 4
     assert h100.nvlink_bandwidth == pytest.approx(450.0) and h100.nvlink_generation == 4
     # H200 datasheet: 141 GB HBM3e at 4.8 TB/s; nvidia-smi 143,771 MiB = 140.4 GiB; H100 compute
@@ -59,7 +59,7 @@ def test_blackwell_figures() -> None:
     b200, gb200 = get_gpu("b200"), get_gpu("gb200")
     # HGX B200 (8 GPUs): FP8 72 PF sparse -> 72/8/2 = 4.5 PF dense; FP4 72 PF dense -> 9 PF
     assert b200.peak_tflops["fp8"] == pytest.approx(4500.0)
-    assert b200.peak_tflops["bf16"] == pytest.approx(2250.0)      # 36 PF sparse / 8 / 2
+    assert b200.peak_tflops["bf16"] == pytest.approx(2250.0)  # 36 PF sparse / 8 / 2
     assert b200.peak_tflops["fp4"] == pytest.approx(9000.0)
     assert b200.memory_gib == pytest.approx(183359 / 1024, abs=0.05)
     # GB200 NVL72 (72 GPUs): BF16 360 PF sparse -> 2.5 PF dense; 576 TB/s HBM -> 8 TB/s
@@ -156,7 +156,7 @@ def test_unknown_key_is_an_input_error_naming_it(tmp_path) -> None:
     p.write_text(GOOD + "  tdp_watts: 700\n")
     with pytest.raises(InputError) as e:
         gpu_specs(p)
-    assert "tdp_watts" in str(e.value) and "tdp_w" in str(e.value)   # names the key and a hint
+    assert "tdp_watts" in str(e.value) and "tdp_w" in str(e.value)  # names the key and a hint
     assert "mygpu" in str(e.value) and str(p) in str(e.value)
 
 
@@ -172,17 +172,21 @@ def test_bad_values_are_input_errors(tmp_path) -> None:
 
 # ---- presets -------------------------------------------------------------------------------
 
+
 def test_new_presets_exist() -> None:
     assert {"dgx-b200", "dgx-h200", "gb200-nvl72", "gb300-nvl72"} <= set(preset_names())
 
 
-@pytest.mark.parametrize("name,gpu,gpn,nvlink,nic", [
-    ("dgx-b200", "b200", 8, 900.0, 50.0),        # NVLink 5 900 GB/s; 400 Gb/s = 50 GB/s
-    ("dgx-h200", "h200", 8, 450.0, 50.0),        # NVLink 4 450 GB/s; 400 Gb/s
-    ("gb200-nvl72", "gb200", 72, 900.0, 50.0),   # ConnectX-7 400 Gb/s per GPU
-    ("gb300-nvl72", "gb300", 72, 900.0, 100.0),  # ConnectX-8 800 Gb/s = 100 GB/s per GPU
-    ("dgx-b300", "b300", 8, 900.0, 100.0),       # ConnectX-8 800 Gb/s per GPU
-])
+@pytest.mark.parametrize(
+    "name,gpu,gpn,nvlink,nic",
+    [
+        ("dgx-b200", "b200", 8, 900.0, 50.0),  # NVLink 5 900 GB/s; 400 Gb/s = 50 GB/s
+        ("dgx-h200", "h200", 8, 450.0, 50.0),  # NVLink 4 450 GB/s; 400 Gb/s
+        ("gb200-nvl72", "gb200", 72, 900.0, 50.0),  # ConnectX-7 400 Gb/s per GPU
+        ("gb300-nvl72", "gb300", 72, 900.0, 100.0),  # ConnectX-8 800 Gb/s = 100 GB/s per GPU
+        ("dgx-b300", "b300", 8, 900.0, 100.0),  # ConnectX-8 800 Gb/s per GPU
+    ],
+)
 def test_preset_figures(name, gpu, gpn, nvlink, nic) -> None:
     c = load_cluster(name)
     assert get_gpu(c.gpu).key == gpu
@@ -195,9 +199,9 @@ def test_preset_figures(name, gpu, gpn, nvlink, nic) -> None:
 @pytest.mark.parametrize("name", ["gb200-nvl72", "gb300-nvl72"])
 def test_nvl72_domains(name) -> None:
     c = load_cluster(name)
-    one = build_fabric(c, 72)       # one NVLink domain: no NIC in use
+    one = build_fabric(c, 72)  # one NVLink domain: no NIC in use
     assert one.num_servers == 1 and nic_cables(one) == 0 and one.gpus_per_node == 72
-    two = build_fabric(c, 144)      # two racks: every GPU's NIC is cabled
+    two = build_fabric(c, 144)  # two racks: every GPU's NIC is cabled
     assert two.num_servers == 2 and nic_cables(two) == 144 and two.gpus_per_node == 72
 
 
@@ -219,20 +223,41 @@ def test_every_gpu_has_its_own_platform() -> None:
 
 @pytest.mark.parametrize("name", ["dgx-b200", "dgx-h200", "dgx-b300"])
 def test_dgx_fabrics(name) -> None:
-    fab = build_fabric(load_cluster(name), 144)   # 144 / 8 = 18 servers, one NIC per GPU
+    fab = build_fabric(load_cluster(name), 144)  # 144 / 8 = 18 servers, one NIC per GPU
     assert fab.num_servers == 18 and fab.gpus_per_node == 8 and nic_cables(fab) == 144
 
 
 # ---- the GPU registry: aliases and default presets are data (gpus.yaml) --------------------
 
 #: every alias users script against (the names podsim has taken since issue #12)
-OLD_ALIASES = {"a100": "a100-80gb", "h100": "h100-80gb", "v100": "v100-32gb", "a100-sxm4-80gb": "a100-80gb",
-               "a100-sxm4-40gb": "a100-40gb", "h100-sxm5-80gb": "h100-80gb", "h100-sxm": "h100-80gb",
-               "b200 (hgx)": "b200", "b200-sxm-180gb": "b200", "hgx-b200": "b200", "h200-sxm-141gb": "h200",
-               "h200-sxm": "h200", "gb200-nvl72": "gb200", "gb200 nvl72": "gb200", "b200 (gb200)": "gb200",
-               "gb300-nvl72": "gb300", "gb300 nvl72": "gb300", "b300 (gb300)": "gb300", "blackwell-ultra": "gb300",
-               "b300-sxm6-ac": "b300", "b300 sxm6 ac": "b300", "hgx-b300": "b300", "b300 (hgx)": "b300",
-               "mi300": "mi300x", "amd instinct mi300x": "mi300x", "instinct-mi300x": "mi300x"}
+OLD_ALIASES = {
+    "a100": "a100-80gb",
+    "h100": "h100-80gb",
+    "v100": "v100-32gb",
+    "a100-sxm4-80gb": "a100-80gb",
+    "a100-sxm4-40gb": "a100-40gb",
+    "h100-sxm5-80gb": "h100-80gb",
+    "h100-sxm": "h100-80gb",
+    "b200 (hgx)": "b200",
+    "b200-sxm-180gb": "b200",
+    "hgx-b200": "b200",
+    "h200-sxm-141gb": "h200",
+    "h200-sxm": "h200",
+    "gb200-nvl72": "gb200",
+    "gb200 nvl72": "gb200",
+    "b200 (gb200)": "gb200",
+    "gb300-nvl72": "gb300",
+    "gb300 nvl72": "gb300",
+    "b300 (gb300)": "gb300",
+    "blackwell-ultra": "gb300",
+    "b300-sxm6-ac": "b300",
+    "b300 sxm6 ac": "b300",
+    "hgx-b300": "b300",
+    "b300 (hgx)": "b300",
+    "mi300": "mi300x",
+    "amd instinct mi300x": "mi300x",
+    "instinct-mi300x": "mi300x",
+}
 
 
 @pytest.mark.parametrize("alias, key", sorted(OLD_ALIASES.items()))
@@ -242,6 +267,7 @@ def test_every_alias_still_names_its_gpu(alias: str, key: str) -> None:
 
 def test_every_shipped_gpu_names_a_preset_that_exists() -> None:
     from podsim.hardware.gpu import gpu_specs
+
     for key, spec in gpu_specs().items():
         assert spec.preset in preset_names(), key
 
@@ -249,11 +275,11 @@ def test_every_shipped_gpu_names_a_preset_that_exists() -> None:
 def test_a_gpu_without_a_preset_needs_a_cluster(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
+    from podsim.api.train import simulate_training
     from podsim.errors import InputError
     from podsim.hardware.gpu import gpu_specs
     from podsim.llm import get_model
     from podsim.llm.layout import Layout
-    from podsim.api.train import simulate_training
 
     new = replace(get_gpu("h100"), key="h100-new", name="H100 (new)", preset="", aliases=())
     lay = Layout(8, tp=8, global_batch=8, seq_len=2048)
@@ -263,8 +289,10 @@ def test_a_gpu_without_a_preset_needs_a_cluster(tmp_path) -> None:  # type: igno
     assert got.cluster == "dgx-h100"
     # an alias that names two GPUs is refused, naming both
     p = tmp_path / "gpus.yaml"
-    entry = ("  name: X\n  memory_gib: 80\n  hbm_bandwidth: 3000 GB/s\n  nvlink_bandwidth: 450 GB/s\n"
-             "  peak_tflops: {bf16: 900}\n  aliases: [fast]\n")
+    entry = (
+        "  name: X\n  memory_gib: 80\n  hbm_bandwidth: 3000 GB/s\n  nvlink_bandwidth: 450 GB/s\n"
+        "  peak_tflops: {bf16: 900}\n  aliases: [fast]\n"
+    )
     p.write_text("a:\n" + entry + "b:\n" + entry)
     with pytest.raises(InputError, match="alias 'fast' names both a and b"):
         gpu_specs(p)

@@ -49,7 +49,8 @@ def _module(path: Path, src: Path = SRC) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -73,6 +74,7 @@ def module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
                     visit(handler.body)
             elif isinstance(node, (ast.With, ast.ClassDef)):
                 visit(node.body)
+
     visit(tree.body)
     return out
 
@@ -89,7 +91,7 @@ def import_graph(src: Path = SRC) -> dict[str, set[str]]:
                 targets = [(a.name, True) for a in node.names]
             else:
                 if node.level:
-                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
@@ -101,9 +103,9 @@ def import_graph(src: Path = SRC) -> dict[str, set[str]]:
                 for i in range(1, len(parts) + 1):
                     loaded = ".".join(parts[:i])
                     if loaded not in paths or loaded == name or name.startswith(loaded + "."):
-                        continue   # not a module, itself, or one of its own packages
+                        continue  # not a module, itself, or one of its own packages
                     if loaded != target and loaded in ALWAYS_STARTED:
-                        continue   # a package podsim/__init__.py has started already
+                        continue  # a package podsim/__init__.py has started already
                     edges.add(loaded)
         graph[name] = edges
     return graph
@@ -155,45 +157,56 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_graph_reads_relative_imports_packages_and_submodules(tmp_path: Path) -> None:
-    src = _write(tmp_path, {
-        "__init__.py": "from .api import run\n",
-        "api/__init__.py": "from .run import run\nfrom .sweep import sweep\n",
-        "api/run.py": "from ..engine import core\n\ndef run(): ...\n",
-        "api/sweep.py": "from ..sweep.loop import loop\n\ndef sweep(): ...\n",
-        "engine/__init__.py": "",
-        "engine/core.py": "import typing\nif typing.TYPE_CHECKING:\n    from ..sweep import loop\n",
-        "sweep/__init__.py": "",
-        "sweep/loop.py": "from ..api.run import run\n\ndef loop():\n    from ..api import sweep\n",
-    })
+    src = _write(
+        tmp_path,
+        {
+            "__init__.py": "from .api import run\n",
+            "api/__init__.py": "from .run import run\nfrom .sweep import sweep\n",
+            "api/run.py": "from ..engine import core\n\ndef run(): ...\n",
+            "api/sweep.py": "from ..sweep.loop import loop\n\ndef sweep(): ...\n",
+            "engine/__init__.py": "",
+            "engine/core.py": "import typing\nif typing.TYPE_CHECKING:\n    from ..sweep import loop\n",
+            "sweep/__init__.py": "",
+            "sweep/loop.py": "from ..api.run import run\n\ndef loop():\n    from ..api import sweep\n",
+        },
+    )
     g = import_graph(src)
     assert g["podsim.api"] == {"podsim.api.run", "podsim.api.sweep"}
-    assert g["podsim.api.run"] == {"podsim.engine", "podsim.engine.core"}   # from .. import x: the submodule
-    assert g["podsim.engine.core"] == set()                                 # TYPE_CHECKING only
-    assert g["podsim.sweep.loop"] == {"podsim.api.run"}   # the api package is started; the function's import is not
+    assert g["podsim.api.run"] == {"podsim.engine", "podsim.engine.core"}  # from .. import x: the submodule
+    assert g["podsim.engine.core"] == set()  # TYPE_CHECKING only
+    assert g["podsim.sweep.loop"] == {"podsim.api.run"}  # the api package is started; the function's import is not
     assert cycles(g) == []
 
 
 def test_a_cycle_is_found_once_whatever_module_it_starts_from(tmp_path: Path) -> None:
-    src = _write(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from . import b\n",
-        "b.py": "from .c import x\n",
-        "c.py": "import podsim.a\nx = 1\n",
-        "d.py": "from .pkg.e import y\n",
-        "pkg/__init__.py": "from .. import d\n",
-        "pkg/e.py": "y = 2\n",
-    })
+    src = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from . import b\n",
+            "b.py": "from .c import x\n",
+            "c.py": "import podsim.a\nx = 1\n",
+            "d.py": "from .pkg.e import y\n",
+            "pkg/__init__.py": "from .. import d\n",
+            "pkg/e.py": "y = 2\n",
+        },
+    )
     got = cycles(import_graph(src))
     # d loads pkg (its __init__ runs first), which loads d again
     assert got == [["podsim.a", "podsim.b", "podsim.c"], ["podsim.d", "podsim.pkg"]]
     assert _text(got[0]) == "podsim.a -> podsim.b -> podsim.c -> podsim.a"
 
 
-@pytest.mark.parametrize("first, second", [("podsim.api.sweep", "podsim.sweep.runs"),
-                                           ("podsim.sweep.runs", "podsim.api.sweep"),
-                                           ("podsim.api.search", "podsim.sweep.search"),
-                                           ("podsim.sweep.search", "podsim.api.search"),
-                                           ("podsim.validation", "podsim.api.kernels"),
-                                           ("podsim.api.kernels", "podsim.validation")])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("podsim.api.sweep", "podsim.sweep.runs"),
+        ("podsim.sweep.runs", "podsim.api.sweep"),
+        ("podsim.api.search", "podsim.sweep.search"),
+        ("podsim.sweep.search", "podsim.api.search"),
+        ("podsim.validation", "podsim.api.kernels"),
+        ("podsim.api.kernels", "podsim.validation"),
+    ],
+)
 def test_the_api_and_the_sweep_import_in_either_order(first: str, second: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {first}; import {second}"], check=True, timeout=120)

@@ -15,7 +15,7 @@ from podsim.serving.llm.steps import infer, step_timer
 
 
 def test_kv_cache_and_weights_per_gpu_by_hand() -> None:
-    m = get_model("llama2-70b")   # 80 layers, 8 KV heads of 128, 68.98 B parameters
+    m = get_model("llama2-70b")  # 80 layers, 8 KV heads of 128, 68.98 B parameters
     t = step_timer(m, "h100", tp=4)
     # K and V x 80 layers x 8 KV heads / 4 GPUs x 128 x 2 bytes
     assert t.kv_bytes_per_token == 2 * 80 * 2 * 128 * 2 == 81_920
@@ -34,7 +34,7 @@ def test_a_decode_step_of_one_sequence_reads_the_weights_once() -> None:
     m, gpu = get_model("llama3-8b"), get_gpu("h100")
     t = step_timer(m, gpu, tp=1)
     r = infer(t, batch=1, prompt_tokens=512, output_tokens=2)
-    layer_weights = m.layers * (m.layer_params(0) - m.norm_params())   # the GEMMs' matrices
+    layer_weights = m.layers * (m.layer_params(0) - m.norm_params())  # the GEMMs' matrices
     output = m.vocab * m.hidden
     read_s = (layer_weights + output) * 2 / (gpu.hbm_bandwidth * 1e9 * t.cm.memory_max)
     # the rest: kernel launches (the H100 fit's 2.9 us x about 11 kernels x 32 layers = 1.0 ms),
@@ -60,27 +60,49 @@ def test_prefill_is_compute_bound_and_more_tp_lowers_tpot_with_diminishing_retur
         r = infer(step_timer(m, gpu, tp=tp), batch=8, prompt_tokens=2048, output_tokens=64)
         # prefill: 2 FLOPs per parameter per token at most at the GPUs' dense peak
         flops = 2 * m.total_params() * 8 * 2048 / tp
-        assert r.prefill_s > flops / (gpu.peak("bf16") * 1e9)   # peak in GFLOP/s
-        assert r.prefill_s < 2.5 * flops / (gpu.peak("bf16") * 1e9)   # above 40% of peak
+        assert r.prefill_s > flops / (gpu.peak("bf16") * 1e9)  # peak in GFLOP/s
+        assert r.prefill_s < 2.5 * flops / (gpu.peak("bf16") * 1e9)  # above 40% of peak
         tpot[tp] = r.decode_step_mean_s
     assert tpot[2] > tpot[4] > tpot[8]
-    assert tpot[2] / tpot[4] > tpot[4] / tpot[8]   # diminishing returns (collectives, launches)
+    assert tpot[2] / tpot[4] > tpot[4] / tpot[8]  # diminishing returns (collectives, launches)
 
 
 def test_infer_cli_json_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "i.json"
-    assert main(["infer", "--model", "bloom-176b", "--gpu", "a100", "--tp", "8", "--batch", "4", "--prompt-tokens",
-                 "512", "--output-tokens", "32", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "infer",
+                "--model",
+                "bloom-176b",
+                "--gpu",
+                "a100",
+                "--tp",
+                "8",
+                "--batch",
+                "4",
+                "--prompt-tokens",
+                "512",
+                "--output-tokens",
+                "32",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     d = json.loads(out.read_text())
     for k in ("prefill_s", "decode_step_mean_s", "e2e_s", "kv_cache_gib", "weights_gib_per_gpu"):
         assert d[k] > 0, k
     # one prefill, then 31 decode steps
     assert d["e2e_s"] == pytest.approx(d["prefill_s"] + 31 * d["decode_step_mean_s"], rel=1e-6)
-    assert d["weights_gib_per_gpu"] == pytest.approx(176.25e9 * 2 / 8 / 2**30, rel=0.01)   # BLOOM's 176 B
+    assert d["weights_gib_per_gpu"] == pytest.approx(176.25e9 * 2 / 8 / 2**30, rel=0.01)  # BLOOM's 176 B
     capsys.readouterr()
-    for argv, msg in ((["--tp", "3"], "TP 3 does not divide the 112 attention heads"),
-                      (["--prompt-tokens", "2000", "--output-tokens", "100"], "exceed the 2048-token context"),
-                      (["--ep", "2"], "needs a mixture-of-experts model")):
+    for argv, msg in (
+        (["--tp", "3"], "TP 3 does not divide the 112 attention heads"),
+        (["--prompt-tokens", "2000", "--output-tokens", "100"], "exceed the 2048-token context"),
+        (["--ep", "2"], "needs a mixture-of-experts model"),
+    ):
         base = ["infer", "--model", "bloom-176b", "--gpu", "a100", "--prompt-tokens", "16", "--output-tokens", "4"]
         assert main(base + argv) == 2
         err = capsys.readouterr().err

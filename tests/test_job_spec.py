@@ -44,7 +44,7 @@ def test_every_flag_is_a_declared_parameter(command: str) -> None:
             p = declared[flag]
             if p.const is None:
                 assert action.default == p.default, f"{flag}: CLI default {action.default!r} != {p.default!r}"
-            if p.choices and p.kind != "name":   # a name is checked by its registry, not argparse
+            if p.choices and p.kind != "name":  # a name is checked by its registry, not argparse
                 assert tuple(action.choices) == p.choices, flag
     # and every declared spelling is a flag
     spellings = {f for a in parser._actions for f in a.option_strings}
@@ -57,7 +57,7 @@ def test_sweep_parameters_are_the_declared_ones(command: str) -> None:
     run = RUNS[command]
     assert set(run.names) == set(params)
     for p in run.params:
-        assert p == params[p.name]   # the same declaration: same kind, default, choices, help
+        assert p == params[p.name]  # the same declaration: same kind, default, choices, help
     # the declared aliases are the sweep's; a sweep may keep older spellings, of declared names
     declared = {a: p.name for p in params.values() for a in p.aliases if len(a) > 1 and a.replace("_", "-") != p.name}
     assert declared.items() <= run.aliases.items()
@@ -67,8 +67,8 @@ def test_sweep_parameters_are_the_declared_ones(command: str) -> None:
 @pytest.mark.parametrize("command", sorted(DOCS_PAGE))
 def test_docs_tables_are_generated(command: str) -> None:
     spec = importlib.util.spec_from_file_location("docs_flags", ROOT / "scripts" / "docs_flags.py")
-    mod = importlib.util.module_from_spec(spec)   # type: ignore[arg-type]
-    spec.loader.exec_module(mod)   # type: ignore[union-attr]
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
     text = (ROOT / DOCS_PAGE[command]).read_text()
     assert mod.render(text, command) == text, "run python scripts/docs_flags.py"
     for p in PARAMS_BY_COMMAND[command]:
@@ -79,14 +79,31 @@ def test_flag_values_become_field_values() -> None:
     # hand-derived: --no-flash-attention turns flash attention off, --fsdp is ZeRO stage 3,
     # --recompute-modules and --pipeline-layers are lists, an alias sets the same field
     args = build_parser().parse_args(
-        ["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "16", "--no-flash-attention", "--fsdp",
-         "--recompute", "selective", "--recompute-modules", "core_attn, mlp", "--micro-batch-size", "2",
-         "--pipeline-layers", "1,2"])
+        [
+            "llm",
+            "--model",
+            "gpt3-1.3b",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "16",
+            "--no-flash-attention",
+            "--fsdp",
+            "--recompute",
+            "selective",
+            "--recompute-modules",
+            "core_attn, mlp",
+            "--micro-batch-size",
+            "2",
+            "--pipeline-layers",
+            "1,2",
+        ]
+    )
     job = TrainJob.from_values(vars(args))
     lay = job.layout
     assert (lay.flash_attention, lay.zero, lay.micro_batch) == (False, 3, 2)
     assert lay.recompute_modules == ("core_attn", "mlp") and lay.pipeline_layers == (1, 2)
-    assert lay.overlap_grad_reduce and lay.overlap_param_gather   # the negated flags' defaults: on
+    assert lay.overlap_grad_reduce and lay.overlap_param_gather  # the negated flags' defaults: on
     assert job.model.model == "gpt3-1.3b" and job.hardware.gpu == "a100-80gb"
 
 
@@ -97,11 +114,20 @@ def test_defaults_agree_with_a_plain_layout() -> None:
 
 
 def test_echo_round_trips() -> None:
-    job = TrainJob.from_values({"gpus": 16, "tp": 2, "global-batch": 8, "model": "gpt3-1.3b", "zero": 3,
-                                "no-overlap-grad-reduce": True, "pipeline-layers": "3,3"})
+    job = TrainJob.from_values(
+        {
+            "gpus": 16,
+            "tp": 2,
+            "global-batch": 8,
+            "model": "gpt3-1.3b",
+            "zero": 3,
+            "no-overlap-grad-reduce": True,
+            "pipeline-layers": "3,3",
+        }
+    )
     flat = echo(job)
     assert flat["zero"] == 3 and flat["no-overlap-grad-reduce"] is True and flat["pipeline-layers"] == "3,3"
-    assert "json" not in flat and "trace" not in flat   # outputs are not inputs
+    assert "json" not in flat and "trace" not in flat  # outputs are not inputs
     assert build(TrainJob, flat) == job
 
 
@@ -114,11 +140,14 @@ def test_a_new_knob_is_one_field() -> None:
     # a dataclass with one declared field gets its flag, with alias, default, choices and help
     @dataclasses.dataclass(frozen=True)
     class Knob:
-        mode: str = dataclasses.field(default="a", metadata={"param": Param(
-            "mode", "choice", "a", ("a", "b"), help="the mode", aliases=("old-mode",))})
+        mode: str = dataclasses.field(
+            default="a",
+            metadata={"param": Param("mode", "choice", "a", ("a", "b"), help="the mode", aliases=("old-mode",))},
+        )
 
     parser = argparse.ArgumentParser()
     from podsim.cli.options import add_params
+
     add_params(parser, params_of(Knob))
     assert build(Knob, vars(parser.parse_args(["--old-mode", "b"]))) == Knob("b")
     assert build(Knob, vars(parser.parse_args([]))) == Knob("a")
@@ -128,8 +157,10 @@ def test_a_new_knob_is_one_field() -> None:
 
 def test_llm_json_echoes_its_inputs(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "16",
-                 "--json", str(out)]) == 0
+    assert (
+        main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "16", "--json", str(out)])
+        == 0
+    )
     inputs = json.loads(out.read_text())["inputs"]
     assert inputs["tp"] == 2 and inputs["gpus"] == 8 and inputs["global-batch"] == 16
     assert inputs["model"] == "gpt3-1.3b" and inputs["seq-len"] is None

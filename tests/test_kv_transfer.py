@@ -11,11 +11,22 @@ from podsim.hardware.cluster import cluster_from_dict
 from podsim.serving.llm.transfer import KVTransfers
 
 # one GPU per server, one 400 Gb/s = 50 GB/s NIC each, a rail-optimized fabric
-CLUSTER = cluster_from_dict({"name": "one-gpu-servers", "gpu": "H100-SXM5-80GB", "gpus_per_node": 1,
-                             "intra_node": {"kind": "nvswitch", "bandwidth": "450 GB/s", "latency": "150 ns"},
-                             "inter_node": {"kind": "rail_optimized", "nic_bandwidth": "400 Gbps",
-                                            "servers_per_segment": 32, "nic_latency": "600 ns",
-                                            "switch_latency": "300 ns"}}, "test")
+CLUSTER = cluster_from_dict(
+    {
+        "name": "one-gpu-servers",
+        "gpu": "H100-SXM5-80GB",
+        "gpus_per_node": 1,
+        "intra_node": {"kind": "nvswitch", "bandwidth": "450 GB/s", "latency": "150 ns"},
+        "inter_node": {
+            "kind": "rail_optimized",
+            "nic_bandwidth": "400 Gbps",
+            "servers_per_segment": 32,
+            "nic_latency": "600 ns",
+            "switch_latency": "300 ns",
+        },
+    },
+    "test",
+)
 GB = 10**9
 
 
@@ -41,4 +52,4 @@ def test_two_transfers_into_one_replica_share_its_nic() -> None:
     both = _run("flow", [(0, 2), (1, 2)])
     # max-min fair: 25 B/ns each on replica 2's NIC, so 40 ms for both
     assert both == [pytest.approx(40e6, abs=10_000)] * 2
-    assert _run("analytical", [(0, 2), (1, 2)]) == [pytest.approx(20e6, abs=10_000)] * 2   # no contention
+    assert _run("analytical", [(0, 2), (1, 2)]) == [pytest.approx(20e6, abs=10_000)] * 2  # no contention

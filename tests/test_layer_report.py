@@ -10,8 +10,7 @@ from podsim.cli import main
 from podsim.engine.cluster import simulate_cluster
 from podsim.errors import InputError
 from podsim.hardware.cluster import build_fabric, load_cluster
-from podsim.parallelize import OneGpuStep, StepOp, data_parallel, tensor_parallel
-from podsim.parallelize import label_layers
+from podsim.parallelize import OneGpuStep, StepOp, data_parallel, label_layers, tensor_parallel
 from podsim.report.layers import format_layers, layer_breakdown
 
 MS = 1_000_000
@@ -20,13 +19,15 @@ MS = 1_000_000
 def _toy() -> OneGpuStep:
     # two layers (a linear layer and a parameter-free activation after it, then a second linear
     # layer), their backward ops in reverse, one optimizer op over all parameters
-    ops = [StepOp("aten::linear", 4 * MS, "forward", param_bytes=64 << 20, tp_split=True, output_bytes=32 << 20),
-           StepOp("aten::relu", 1 * MS, "forward"),
-           StepOp("aten::linear", 2 * MS, "forward", param_bytes=32 << 20, tp_split=True, output_bytes=16 << 20),
-           StepOp("AddmmBackward0", 4 * MS, "backward", grad_bytes=32 << 20, tp_split=True, output_bytes=32 << 20),
-           StepOp("ReluBackward0", 1 * MS, "backward"),
-           StepOp("AddmmBackward0", 8 * MS, "backward", grad_bytes=64 << 20),
-           StepOp("adam", 3 * MS, "optimizer")]
+    ops = [
+        StepOp("aten::linear", 4 * MS, "forward", param_bytes=64 << 20, tp_split=True, output_bytes=32 << 20),
+        StepOp("aten::relu", 1 * MS, "forward"),
+        StepOp("aten::linear", 2 * MS, "forward", param_bytes=32 << 20, tp_split=True, output_bytes=16 << 20),
+        StepOp("AddmmBackward0", 4 * MS, "backward", grad_bytes=32 << 20, tp_split=True, output_bytes=32 << 20),
+        StepOp("ReluBackward0", 1 * MS, "backward"),
+        StepOp("AddmmBackward0", 8 * MS, "backward", grad_bytes=64 << 20),
+        StepOp("adam", 3 * MS, "optimizer"),
+    ]
     return OneGpuStep("toy", label_layers(ops, {3: 2, 4: 0, 5: 0}, {}))
 
 
@@ -36,8 +37,15 @@ def _simulate(workload, gpus):  # type: ignore[no-untyped-def]
 
 
 def test_layers_are_labelled_by_their_parametrized_op() -> None:
-    assert [o.layer for o in _toy().ops] == ["L0 linear", "L0 linear", "L1 linear", "L1 linear", "L0 linear",
-                                             "L0 linear", "(optimizer)"]
+    assert [o.layer for o in _toy().ops] == [
+        "L0 linear",
+        "L0 linear",
+        "L1 linear",
+        "L1 linear",
+        "L0 linear",
+        "L0 linear",
+        "(optimizer)",
+    ]
 
 
 def test_data_parallel_breakdown_by_hand() -> None:
@@ -73,8 +81,9 @@ def test_tensor_parallel_breakdown_by_hand() -> None:
 
 def test_needs_a_timeline_with_layers() -> None:
     spec = load_cluster("dgx-h100")
-    res = simulate_cluster(data_parallel(_toy(), 2), build_fabric(spec, 2), spec.nccl, "analytical",
-                           record_timeline=False)
+    res = simulate_cluster(
+        data_parallel(_toy(), 2), build_fabric(spec, 2), spec.nccl, "analytical", record_timeline=False
+    )
     with pytest.raises(InputError, match="no timeline"):
         layer_breakdown(res, 0)
 
@@ -98,8 +107,11 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
     assert "pp stages 0-1 transfers" in [r["layer"] for r in csv.DictReader(out.open())]
     assert main(["simulate", "--triosim", d, "--gpus", "2", "--trace", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
-    for bad, message in ((["--layers", str(tmp_path)], "give the CSV file"), (["--plot", str(tmp_path)], "is a folder"),
-                         (["--plot", str(tmp_path / "p.png"), "--plot-ranks", "0"], "--plot-ranks: expected a positive integer")):
+    for bad, message in (
+        (["--layers", str(tmp_path)], "give the CSV file"),
+        (["--plot", str(tmp_path)], "is a folder"),
+        (["--plot", str(tmp_path / "p.png"), "--plot-ranks", "0"], "--plot-ranks: expected a positive integer"),
+    ):
         assert main(["simulate", "--triosim", d, "--gpus", "2"] + bad) == 2, bad
         assert message in capsys.readouterr().err, bad
 
@@ -107,6 +119,7 @@ def test_cli_writes_the_layers_of_vgg13(refdata, tmp_path, capsys) -> None:  # t
 def test_timeline_plot(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("matplotlib")
     from podsim.report.plot import plot_timeline
+
     res = _simulate(tensor_parallel(_toy(), 2), 2)
     out = tmp_path / "t.png"
     assert plot_timeline(res, out, max_ranks=1) == 1
@@ -124,6 +137,7 @@ def test_pipeline_layers_over_all_stages(refdata) -> None:  # type: ignore[no-un
     # to the ns): over all ranks, the layers' forward and backward add up to the trace's
     from podsim.formats.triosim import read_triosim
     from podsim.parallelize import from_triosim, pipeline_parallel
+
     step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
     m = 8
     res = _simulate(pipeline_parallel(step, 4, m), 4)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from podsim.api import simulate
+from podsim.api.train import simulate_training
 from podsim.cli import main
 from podsim.compute.model import ComputeModel
 from podsim.errors import InputError
@@ -18,7 +19,6 @@ from podsim.llm import get_model
 from podsim.llm.export import simai_text, write_simai
 from podsim.llm.generate import generate
 from podsim.llm.layout import Layout
-from podsim.api.train import simulate_training
 
 CM = ComputeModel.for_gpu(get_gpu("a100-80gb"))
 
@@ -29,13 +29,21 @@ def _finish(res) -> int:  # type: ignore[no-untyped-def]
 
 def test_simai_header_and_rows(tmp_path: Path) -> None:
     m = get_model("llama2-7b")
-    lay = Layout(64, tp=4, pp=2, global_batch=32, seq_len=4096, sequence_parallel=True, distributed_optimizer=True,
-                 tp_overlap="none")
+    lay = Layout(
+        64,
+        tp=4,
+        pp=2,
+        global_batch=32,
+        seq_len=4096,
+        sequence_parallel=True,
+        distributed_optimizer=True,
+        tp_overlap="none",
+    )
     p = tmp_path / "w.txt"
     write_simai(m, lay, CM, p)
     hdr, layers = read_simai_workload(p)
     assert (hdr.tp, hdr.pp, hdr.vpp, hdr.ga, hdr.all_gpus) == (4, 2, 16, 4, 64)
-    assert hdr.pp_comm == 1 * 4096 * 4096 * 2 // 4          # b s h bytes / TP (sequence parallel)
+    assert hdr.pp_comm == 1 * 4096 * 4096 * 2 // 4  # b s h bytes / TP (sequence parallel)
     # optimizer row, then per micro-batch (stage 0: no output layer): the embedding (2 rows:
     # lookup + reduce-scatter; gradient all-gather + dense gradient) and 16 layers x 7 rows: the
     # backward's SP collectives per block are the incoming gradient's all-gather, the input
@@ -80,10 +88,10 @@ def test_chakra_export_replays(tmp_path: Path) -> None:
     paths, cg = write_workload_with_groups(w, tmp_path / "et" / "llm")
     assert len(paths) == 16
     import json
+
     groups = json.loads(Path(cg).read_text())
     assert "0" not in groups and sorted(map(len, groups.values())) == sorted(len(g.ranks) for g in w.groups)
-    res = simulate(str(tmp_path / "et" / "llm"), cluster="dgx-a100-superpod", backend="analytical",
-                   comm_groups=cg)
+    res = simulate(str(tmp_path / "et" / "llm"), cluster="dgx-a100-superpod", backend="analytical", comm_groups=cg)
     own = simulate_training(m, lay, "a100-80gb", "dgx-a100-superpod", "analytical")
     # same kernels (durations rounded to us in Chakra); ASTRA-sim's semantics give each GPU one
     # communication slot, so TP, DP and pipeline transfers serialize: never faster
@@ -94,7 +102,27 @@ def test_chakra_export_replays(tmp_path: Path) -> None:
 
 
 def test_cli_exports(tmp_path: Path) -> None:
-    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--pp", "2", "--global-batch", "4",
-                 "--simai", str(tmp_path / "w.txt"), "--chakra", str(tmp_path / "c")]) == 0
+    assert (
+        main(
+            [
+                "llm",
+                "--model",
+                "gpt3-1.3b",
+                "--gpus",
+                "8",
+                "--tp",
+                "2",
+                "--pp",
+                "2",
+                "--global-batch",
+                "4",
+                "--simai",
+                str(tmp_path / "w.txt"),
+                "--chakra",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 0
+    )
     assert read_simai_workload(tmp_path / "w.txt")[0].pp == 2
     assert (tmp_path / "c.7.et").exists() and (tmp_path / "c.comm_groups.json").exists()

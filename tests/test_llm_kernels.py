@@ -27,8 +27,21 @@ from podsim.workload import CollectiveKind
 H100 = get_gpu("h100-80gb")
 # h 64, 4 heads of 16, ffn 256, vocab 1000, 16-token sequences
 GPT = ModelConfig("tiny-gpt", 2, 64, 4, 256, 1000, 16)
-LLAMA = ModelConfig("tiny-llama", 2, 64, 4, 224, 1000, 16, kv_heads=2, activation="swiglu", bias=False,
-                    learned_positions=False, tied_embeddings=False, dropout=0.0)
+LLAMA = ModelConfig(
+    "tiny-llama",
+    2,
+    64,
+    4,
+    224,
+    1000,
+    16,
+    kv_heads=2,
+    activation="swiglu",
+    bias=False,
+    learned_positions=False,
+    tied_embeddings=False,
+    dropout=0.0,
+)
 
 
 def _gemms(ks):  # type: ignore[no-untyped-def]
@@ -36,7 +49,7 @@ def _gemms(ks):  # type: ignore[no-untyped-def]
 
 
 def test_forward_gemm_shapes_and_flops() -> None:
-    lay = Layout(1, global_batch=2, micro_batch=2, seq_len=16)   # T = 32 tokens
+    lay = Layout(1, global_batch=2, micro_batch=2, seq_len=16)  # T = 32 tokens
     att = attention_kernels(GPT, lay, False)
     mlp = mlp_kernels(GPT, lay, False)
     assert _gemms(att) == [("qkv fprop", 32, 192, 64, "bf16"), ("attention proj fprop", 32, 64, 64, "bf16")]
@@ -69,13 +82,13 @@ def test_fp8_runs_layer_gemms_in_fp8_and_adds_casts() -> None:
     fwd = attention_kernels(GPT, lay, False) + mlp_kernels(GPT, lay, False)
     assert {g[4] for g in _gemms(fwd)} == {"fp8"}
     cast = next(k for k in fwd if k.name == "attention output cast-transpose")
-    assert cast.nbytes == 16 * 64 * (2 + 2)            # read bf16, write fp8 and its transpose
+    assert cast.nbytes == 16 * 64 * (2 + 2)  # read bf16, write fp8 and its transpose
     # the output layer stays bf16
     assert {g[4] for g in _gemms(output_kernels(GPT, lay, False))} == {"bf16"}
 
 
 def test_cross_entropy_bytes_per_logit() -> None:
-    lay = Layout(2, tp=2, global_batch=1, seq_len=16)   # 16 tokens x 500 vocabulary entries per GPU
+    lay = Layout(2, tp=2, global_batch=1, seq_len=16)  # 16 tokens x 500 vocabulary entries per GPU
     logits = 16 * 500
     loss = [k for b in (False, True) for k in output_kernels(GPT, lay, b) if k.module == "loss"]
     # fp32: to fp32 6, max 4, subtract 8, exp 8, sum 4, divide 8; backward: scale 8, to bf16 6
@@ -107,8 +120,12 @@ def test_te_overlap_puts_tp_collectives_beside_their_gemms() -> None:
     cm = ComputeModel.for_gpu(H100)
     lay = Layout(8, tp=8, global_batch=1, seq_len=2048, sequence_parallel=True)
     m = ModelConfig("m", 2, 4096, 32, 16384, 32000, 2048)
-    plain = LayerCosts(m, Layout(8, tp=8, global_batch=1, seq_len=2048, sequence_parallel=True, tp_overlap="none"),
-                       cm, stack=Stack(host_ns=0))
+    plain = LayerCosts(
+        m,
+        Layout(8, tp=8, global_batch=1, seq_len=2048, sequence_parallel=True, tp_overlap="none"),
+        cm,
+        stack=Stack(host_ns=0),
+    )
     te = LayerCosts(m, lay, cm, comm_ns=lambda kind, nbytes, group: 50_000, stack=Stack(host_ns=0))
     colls = [s for s in plain.forward(False) if s.collective is not None]
     assert [s.collective for s in colls] == [CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER] * 2
@@ -129,7 +146,7 @@ def test_host_overhead_bounds_a_pass_of_short_kernels() -> None:
     cm = ComputeModel.for_gpu(H100)
     lay = Layout(1, global_batch=1, seq_len=16)
     fast = LayerCosts(GPT, lay, cm, stack=Stack(host_ns=0))
-    slow = LayerCosts(GPT, lay, cm, stack=Stack(host_ns=1_000_000))   # 1 ms a launch
+    slow = LayerCosts(GPT, lay, cm, stack=Stack(host_ns=1_000_000))  # 1 ms a launch
     n = sum(1 for k in fast.layer_kernels(False, False) if k.kind != "comm")
     assert sum(s.ns for s in fast.forward(False)) < n * 1_000_000
     assert sum(s.ns for s in slow.forward(False)) == pytest.approx(n * 1_000_000)
@@ -137,8 +154,30 @@ def test_host_overhead_bounds_a_pass_of_short_kernels() -> None:
 
 def test_cli_kernels_and_json_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
-    assert main(["llm", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--sequence-parallel",
-                 "--global-batch", "4", "--seq-len", "2048", "--kernels", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--gpus",
+                "8",
+                "--tp",
+                "8",
+                "--sequence-parallel",
+                "--global-batch",
+                "4",
+                "--seq-len",
+                "2048",
+                "--kernels",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "layer forward" in text and "qkv fprop" in text and "tp all-gather (te overlap)" in text
     d = json.loads(out.read_text())
@@ -153,6 +192,7 @@ def test_cli_kernels_and_json_fields(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_recompute_modules_kernels_and_memory() -> None:
     from podsim.llm.memory import layer_activation_bytes
+
     lay = Layout(1, global_batch=1, seq_len=16, recompute="selective", recompute_modules=("core_attn", "mlp"))
     bwd = mlp_kernels(GPT, lay, True)
     # the MLP re-runs FC1 (same shape as its forward) and the activation before FC2's dgrad
@@ -172,12 +212,17 @@ def test_recompute_modules_kernels_and_memory() -> None:
 def test_full_recompute_of_n_layers_per_virtual_stage() -> None:
     from podsim.llm.flops import iteration_flops
     from podsim.llm.generate import generate
+
     m = ModelConfig("m8", 8, 64, 4, 256, 1000, 16)
     cm = ComputeModel.for_gpu(H100)
     lay = Layout(2, pp=2, vpp=2, global_batch=4, seq_len=16, recompute="full", recompute_layers=1)
     # virtual stages of 2 layers: (0,1) (2,3) on rank 0... the first of each is re-run
-    assert [lay.recomputed_layer(m, 0, c, i) for c in range(2) for i in lay.chunk_layers(m, 0, c)] == \
-        [True, False, True, False]
+    assert [lay.recomputed_layer(m, 0, c, i) for c in range(2) for i in lay.chunk_layers(m, 0, c)] == [
+        True,
+        False,
+        True,
+        False,
+    ]
     w = generate(m, lay, cm)
     names = [n for p in w.programs for n in p.names]
     # 4 micro-batches x 2 ranks x 2 chunks x 1 layer re-run before each backward
@@ -191,10 +236,11 @@ def test_full_recompute_of_n_layers_per_virtual_stage() -> None:
 
 def test_zero3_gathers_every_unit_and_prefetches_layers() -> None:
     from podsim.llm.generate import generate
+
     m = ModelConfig("m2", 2, 64, 4, 256, 1000, 16)
-    lay = Layout(4, zero=3, global_batch=8, micro_batch=2, seq_len=16)   # DP 4, 1 micro-batch each... x2
+    lay = Layout(4, zero=3, global_batch=8, micro_batch=2, seq_len=16)  # DP 4, 1 micro-batch each... x2
     assert lay.num_microbatches == 1
-    lay = Layout(4, zero=3, global_batch=8, micro_batch=1, seq_len=16)    # 2 micro-batches per rank
+    lay = Layout(4, zero=3, global_batch=8, micro_batch=1, seq_len=16)  # 2 micro-batches per rank
     p = generate(m, lay, ComputeModel.for_gpu(H100)).programs[0]
     names = p.names
     gathers = [n for n in names if "zero-3 param all-gather" in n]
@@ -212,12 +258,18 @@ def test_zero3_gathers_every_unit_and_prefetches_layers() -> None:
 
 def test_calibration_status_per_gpu() -> None:
     from podsim.llm.training import calibration_of
+
     # fitted on their own measurements: A100 80GB (Table 1), H100 (kernel table)
     assert calibration_of(get_gpu("a100-80gb"), False)["status"] == "fitted"
     assert calibration_of(get_gpu("h100"), False)["status"] == "fitted"
     # the others borrow a measured sibling's fit on their own datasheet
-    for gpu, sibling in (("gb200", "h100-80gb"), ("b200", "h100-80gb"), ("h200", "h100-80gb"),
-                         ("gb300", "h100-80gb"), ("a100-40gb", "a100-80gb")):
+    for gpu, sibling in (
+        ("gb200", "h100-80gb"),
+        ("b200", "h100-80gb"),
+        ("h200", "h100-80gb"),
+        ("gb300", "h100-80gb"),
+        ("a100-40gb", "a100-80gb"),
+    ):
         c = calibration_of(get_gpu(gpu), False)
         assert (c["status"], c["derived_from"]) == ("derived", sibling), gpu
     assert calibration_of(get_gpu("h100"), True)["status"] == "measured"

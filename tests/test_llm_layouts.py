@@ -30,8 +30,18 @@ def ranges(lay: Layout, m: ModelConfig, rank: int) -> list[tuple[int, int]]:
 
 # -- Llama 3.1 405B, PP 8 x VPP 8, embedding and loss counted in the split -------------------
 
-LLAMA_PP8_VPP8 = dict(gpus=8192, tp=8, pp=8, vpp=8, global_batch=2048, seq_len=8192, sequence_parallel=True,
-                      distributed_optimizer=True, account_for_embedding=True, account_for_loss=True)
+LLAMA_PP8_VPP8 = dict(
+    gpus=8192,
+    tp=8,
+    pp=8,
+    vpp=8,
+    global_batch=2048,
+    seq_len=8192,
+    sequence_parallel=True,
+    distributed_optimizer=True,
+    account_for_embedding=True,
+    account_for_loss=True,
+)
 
 
 def test_llama405b_pp8_vpp8_split() -> None:
@@ -65,8 +75,9 @@ def test_llama405b_pp16_vpp8_has_empty_edge_stages() -> None:
     # 128 / (16 x 8) = 1 layer per virtual stage: the first holds only the embedding, the last
     # only the loss; rank r, chunk c holds layer 16c + r - 1
     m = get_model("llama3-405b")
-    lay = Layout(8192, tp=8, pp=16, vpp=8, global_batch=2048, seq_len=8192, account_for_embedding=True,
-                 account_for_loss=True)
+    lay = Layout(
+        8192, tp=8, pp=16, vpp=8, global_batch=2048, seq_len=8192, account_for_embedding=True, account_for_loss=True
+    )
     lay.check(m)
     assert list(lay.chunk_layers(m, 0, 0)) == []
     assert list(lay.chunk_layers(m, 0, 1)) == [15]
@@ -79,8 +90,7 @@ def test_llama405b_pp16_vpp8_has_empty_edge_stages() -> None:
 def test_account_for_one_of_them_and_without_vpp() -> None:
     # PP 16, no VPP: 126 + 2 = 128 = 16 x 8 -> 7, 8 x 14, 7 (the Llama 3 paper's split)
     m = get_model("llama3-405b")
-    lay = Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, account_for_embedding=True,
-                 account_for_loss=True)
+    lay = Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, account_for_embedding=True, account_for_loss=True)
     lay.check(m)
     assert lay.stage_layer_counts(m) == [7] + [8] * 14 + [7]
     assert ranges(lay, m, 15) == [(119, 126)]
@@ -128,19 +138,28 @@ def test_explicit_pipeline_layers() -> None:
     assert hash(lay) and ranges(lay, m, 0) == [(0, 0), (5, 10)] and ranges(lay, m, 1) == [(0, 5), (10, 10)]
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(pipeline_layers=(1, 3, 4, 3)), r"--pipeline-layers sums to 11 layers; ten has 10"),
-    (dict(pipeline_layers=(5, 5)), r"--pipeline-layers needs PP x VPP = 2 x 2 = 4 numbers .* got 2"),
-    (dict(pipeline_layers=(4, -1, 4, 3)), r"virtual stage 1 has -1 layers; expected an integer >= 0"),
-    (dict(pipeline_layers=(5, 0, 5, 0)), r"virtual stage 1 \(rank 1, chunk 0\) has no layers; only the first"),
-    (dict(pipeline_layers=(1, 3, 4, 2), account_for_loss=True), r"choose one uneven pipeline split"),
-    (dict(first_stage_layers=3), r"--first-stage-layers 3 must be a multiple of VPP 2"),
-    (dict(first_stage_layers=2, last_stage_layers=4), r"does not leave the other 0 pipeline ranks an equal "
-                                                      r"share of the 10 layers of ten: 4 layers left, expected 0"),
-    (dict(first_stage_layers=4, account_for_embedding=True), r"choose one uneven pipeline split"),
-    (dict(account_for_embedding=True), r"with the embedding counted as layers, PP x VPP = 4 does not divide "
-                                       r"the 11 \(= 10 \+ 1\) layers of ten"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(pipeline_layers=(1, 3, 4, 3)), r"--pipeline-layers sums to 11 layers; ten has 10"),
+        (dict(pipeline_layers=(5, 5)), r"--pipeline-layers needs PP x VPP = 2 x 2 = 4 numbers .* got 2"),
+        (dict(pipeline_layers=(4, -1, 4, 3)), r"virtual stage 1 has -1 layers; expected an integer >= 0"),
+        (dict(pipeline_layers=(5, 0, 5, 0)), r"virtual stage 1 \(rank 1, chunk 0\) has no layers; only the first"),
+        (dict(pipeline_layers=(1, 3, 4, 2), account_for_loss=True), r"choose one uneven pipeline split"),
+        (dict(first_stage_layers=3), r"--first-stage-layers 3 must be a multiple of VPP 2"),
+        (
+            dict(first_stage_layers=2, last_stage_layers=4),
+            r"does not leave the other 0 pipeline ranks an equal "
+            r"share of the 10 layers of ten: 4 layers left, expected 0",
+        ),
+        (dict(first_stage_layers=4, account_for_embedding=True), r"choose one uneven pipeline split"),
+        (
+            dict(account_for_embedding=True),
+            r"with the embedding counted as layers, PP x VPP = 4 does not divide "
+            r"the 11 \(= 10 \+ 1\) layers of ten",
+        ),
+    ],
+)
 def test_bad_splits(kw: dict, message: str) -> None:
     m = ModelConfig("ten", 10, 64, 4, 256, 128, 16)
     with pytest.raises(InputError, match=message):
@@ -149,34 +168,67 @@ def test_bad_splits(kw: dict, message: str) -> None:
 
 def test_bad_split_errors_name_the_way_out() -> None:
     m = get_model("llama3-405b")
-    with pytest.raises(InputError, match=r"PP x VPP = 64 does not divide the 126 layers of llama3-405b \(give an "
-                                         r"uneven split: --account-for-embedding-in-pipeline-split "
-                                         r"--account-for-loss-in-pipeline-split \(126 \+ 2 = 128 layers, 2 per "
-                                         r"virtual stage\); or --pipeline-layers with 64 numbers\)"):
+    with pytest.raises(
+        InputError,
+        match=r"PP x VPP = 64 does not divide the 126 layers of llama3-405b \(give an "
+        r"uneven split: --account-for-embedding-in-pipeline-split "
+        r"--account-for-loss-in-pipeline-split \(126 \+ 2 = 128 layers, 2 per "
+        r"virtual stage\); or --pipeline-layers with 64 numbers\)",
+    ):
         Layout(8192, tp=8, pp=8, vpp=8, global_batch=2048, seq_len=8192).check(m)
     with pytest.raises(InputError, match=r"--first-stage-layers 7 --last-stage-layers 7"):
         Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192).check(m)
     with pytest.raises(InputError, match=r"leaves 9 layers on each other pipeline rank, not a multiple of VPP 2"):
         # 30 layers, PP 4, VPP 2: first 6 and last 6 leave 18 = 9 + 9
-        Layout(4, pp=4, vpp=2, global_batch=4, seq_len=16, first_stage_layers=6,
-               last_stage_layers=6).check(ModelConfig("thirty", 30, 64, 4, 256, 128, 16))
+        Layout(4, pp=4, vpp=2, global_batch=4, seq_len=16, first_stage_layers=6, last_stage_layers=6).check(
+            ModelConfig("thirty", 30, 64, 4, 256, 128, 16)
+        )
     with pytest.raises(InputError, match=r"--pipeline-layers takes comma-separated layer counts.*'x'"):
         _pipeline_layers("1,x,2")
 
 
 def test_cli_flags() -> None:
-    a = build_parser().parse_args(["llm", "--model", "llama3-405b", "--gpus", "8192", "--tp", "8", "--pp", "8",
-                                   "--vpp", "8", "--account-for-embedding-in-pipeline-split",
-                                   "--account-for-loss-in-pipeline-split", "--global-batch", "2048", "--fsdp"])
+    a = build_parser().parse_args(
+        [
+            "llm",
+            "--model",
+            "llama3-405b",
+            "--gpus",
+            "8192",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--vpp",
+            "8",
+            "--account-for-embedding-in-pipeline-split",
+            "--account-for-loss-in-pipeline-split",
+            "--global-batch",
+            "2048",
+            "--fsdp",
+        ]
+    )
     assert a.account_for_embedding_in_pipeline_split and a.account_for_loss_in_pipeline_split and a.zero == 3
-    a = build_parser().parse_args(["llm", "--model", "x", "--decoder-first-pipeline-num-layers", "7",
-                                   "--decoder-last-pipeline-num-layers", "7", "--pipeline-layers", "1,2"])
+    a = build_parser().parse_args(
+        [
+            "llm",
+            "--model",
+            "x",
+            "--decoder-first-pipeline-num-layers",
+            "7",
+            "--decoder-last-pipeline-num-layers",
+            "7",
+            "--pipeline-layers",
+            "1,2",
+        ]
+    )
     assert (a.first_stage_layers, a.last_stage_layers, a.pipeline_layers) == (7, 7, "1,2")
     with pytest.raises(SystemExit):  # --fsdp is --zero 3: not with the distributed optimizer
         build_parser().parse_args(["llm", "--fsdp", "--distributed-optimizer"])
 
 
 # -- memory per stage, by hand ------------------------------------------------------------------
+
 
 def test_memory_per_stage_of_an_uneven_interleaved_split() -> None:
     # TINY, PP 2, VPP 2, embedding and loss counted: (6 + 2) / 4 = 2 per virtual stage ->
@@ -218,6 +270,7 @@ def test_interleaved_even_split_keeps_korthikanti() -> None:
 
 
 # -- ZeRO-3 / FSDP ----------------------------------------------------------------------------
+
 
 def test_zero3_memory_sharding_tiny() -> None:
     # DP 4, ZeRO-3: all 6 x 49,984 + 9,216 + 128 = 309,248 parameters sharded over DP:

@@ -34,8 +34,9 @@ def rows(refdata, prefix: str) -> list[dict]:
 
 
 def gpt(r: dict) -> ModelConfig:
-    return ModelConfig(r["model"], int(r["layers"]), int(r["hidden"]), int(r["heads"]), 4 * int(r["hidden"]),
-                       51200, int(r["seq_len"]))
+    return ModelConfig(
+        r["model"], int(r["layers"]), int(r["hidden"]), int(r["heads"]), 4 * int(r["hidden"]), 51200, int(r["seq_len"])
+    )
 
 
 @pytest.mark.conformance
@@ -44,10 +45,18 @@ def test_korthikanti_figure1_exact(refdata) -> None:
     assert len(cases) == 12
     for r in cases:
         m = gpt(r)
-        lay = Layout(int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]), vpp=int(r["vpp"]),
-                     global_batch=int(r["global_batch"]), micro_batch=int(r["micro_batch"]),
-                     seq_len=int(r["seq_len"]), sequence_parallel=r["seq_par"] == "yes",
-                     recompute="selective" if r["recompute"] == "selective" else "none", flash_attention=False)
+        lay = Layout(
+            int(r["gpus"]),
+            tp=int(r["tp"]),
+            pp=int(r["pp"]),
+            vpp=int(r["vpp"]),
+            global_batch=int(r["global_batch"]),
+            micro_batch=int(r["micro_batch"]),
+            seq_len=int(r["seq_len"]),
+            sequence_parallel=r["seq_par"] == "yes",
+            recompute="selective" if r["recompute"] == "selective" else "none",
+            flash_attention=False,
+        )
         lay.check(m)
         if r["metric"] == "params_grads_optimizer_GiB":
             got = sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
@@ -58,16 +67,24 @@ def test_korthikanti_figure1_exact(refdata) -> None:
 
 @pytest.mark.conformance
 def test_korthikanti_figure7(refdata) -> None:
-    variants = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
-                "seqsel": {"sequence_parallel": True, "recompute": "selective"}, "full": {"recompute": "full"}}
+    variants = {
+        "none": {},
+        "seq": {"sequence_parallel": True},
+        "sel": {"recompute": "selective"},
+        "seqsel": {"sequence_parallel": True, "recompute": "selective"},
+        "full": {"recompute": "full"},
+    }
     cases = rows(refdata, "korthikanti_fig7")
     assert len(cases) == 20
     for r in cases:
         m = gpt(r)
         p = int(r["pp"])
         base = Layout(8 * p, tp=8, pp=p, global_batch=p, seq_len=2048, flash_attention=False)
-        pct = 100 * stage_memory(m, replace(base, **variants[r["recompute"]]), 0).activations_layers \
+        pct = (
+            100
+            * stage_memory(m, replace(base, **variants[r["recompute"]]), 0).activations_layers
             / stage_memory(m, base, 0).activations_layers
+        )
         assert pct == pytest.approx(float(r["value"]), abs=0.15), r["row_id"]
 
 
@@ -90,7 +107,7 @@ def test_parameter_counts_match_published_sizes() -> None:
 def test_bytes_per_param() -> None:
     # Megatron README: 18 B/param, 6 + 12/d with the distributed optimizer; DeepSpeed ZeRO:
     # 2 + 2 + 12/d (stage 1), 2 + 2/d + 12/d (2), (2 + 2 + 12)/d (3)
-    lay = Layout(64, tp=8, global_batch=8)          # d = 8
+    lay = Layout(64, tp=8, global_batch=8)  # d = 8
     assert bytes_per_param(lay) == (2, 4, 12)
     assert sum(bytes_per_param(replace(lay, distributed_optimizer=True))) == 6 + 12 / 8
     assert bytes_per_param(replace(lay, zero=1)) == (2, 2, 1.5)
@@ -132,9 +149,18 @@ def test_layout_errors() -> None:
 
 
 def test_hf_config(tmp_path) -> None:
-    cfg = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-           "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
-           "hidden_act": "silu", "tie_word_embeddings": False, "rope_theta": 500000.0}
+    cfg = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "rope_theta": 500000.0,
+    }
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))
     m = from_hf_config(p)
@@ -153,6 +179,7 @@ def test_hf_config(tmp_path) -> None:
 
 def test_temporary_buffers() -> None:
     from podsim.llm import get_model
+
     m = get_model("gpt3-175b")
     s, b, h, a, t = 2048, 1, 12288, 96, 8
     lay = Layout(64, tp=t, pp=8, global_batch=64, seq_len=s, recompute="full", flash_attention=False)

@@ -24,7 +24,8 @@ def test_1f1b_order() -> None:
     assert one_f_one_b(4, 0, 8) == (
         [(True, 0, 0), (True, 1, 0), (True, 2, 0)]
         + [x for i in range(5) for x in ((True, 3 + i, 0), (False, i, 0))]
-        + [(False, 5, 0), (False, 6, 0), (False, 7, 0)])
+        + [(False, 5, 0), (False, 6, 0), (False, 7, 0)]
+    )
     assert one_f_one_b(4, 3, 2) == [(True, 0, 0), (False, 0, 0), (True, 1, 0), (False, 1, 0)]
 
 
@@ -33,13 +34,28 @@ def test_interleaved_order() -> None:
     # warm-up 2 (p - 1) + (v - 1) p = 4 forwards, then 1F1B, then drain
     F, B = (lambda mb, c: (True, mb, c)), (lambda mb, c: (False, mb, c))
     assert interleaved(2, 0, 4, 2) == [
-        F(0, 0), F(1, 0), F(0, 1), F(1, 1),
-        F(2, 0), B(0, 1), F(3, 0), B(1, 1), F(2, 1), B(0, 0), F(3, 1), B(1, 0),
-        B(2, 1), B(3, 1), B(2, 0), B(3, 0)]
+        F(0, 0),
+        F(1, 0),
+        F(0, 1),
+        F(1, 1),
+        F(2, 0),
+        B(0, 1),
+        F(3, 0),
+        B(1, 1),
+        F(2, 1),
+        B(0, 0),
+        F(3, 1),
+        B(1, 0),
+        B(2, 1),
+        B(3, 1),
+        B(2, 0),
+        B(3, 0),
+    ]
 
 
-@pytest.mark.parametrize("kind, p, m, v", [("1f1b", 4, 8, 1), ("gpipe", 3, 5, 1), ("interleaved", 4, 8, 2),
-                                           ("interleaved", 2, 6, 3)])
+@pytest.mark.parametrize(
+    "kind, p, m, v", [("1f1b", 4, 8, 1), ("gpipe", 3, 5, 1), ("interleaved", 4, 8, 2), ("interleaved", 2, 6, 3)]
+)
 def test_every_pass_once_forward_first(kind, p, m, v) -> None:
     for s in range(p):
         order = schedule(kind, p, s, m, v)
@@ -70,18 +86,26 @@ class FixedCosts(LayerCosts):
 
 
 def one_server(tmp_path, gpus: int) -> str:
-    doc = {"name": "t", "gpus_per_node": gpus,
-           "intra_node": {"kind": "nvswitch", "bandwidth": "1000000 GB/s", "latency": "0 ns"}}
+    doc = {
+        "name": "t",
+        "gpus_per_node": gpus,
+        "intra_node": {"kind": "nvswitch", "bandwidth": "1000000 GB/s", "latency": "0 ns"},
+    }
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(doc))
     return str(p)
 
 
-@pytest.mark.parametrize("kind, vpp, expected", [
-    # p = 4 stages of one layer, m = 8: (m + p - 1) (F + B) = 11 x 300
-    ("1f1b", 1, 3300), ("gpipe", 1, 3300),
-    # 2 chunks of one layer per rank: per-chunk passes 100 / 200; (m v + p - 1) x 300 = 19 x 300
-    ("interleaved", 2, 5700)])
+@pytest.mark.parametrize(
+    "kind, vpp, expected",
+    [
+        # p = 4 stages of one layer, m = 8: (m + p - 1) (F + B) = 11 x 300
+        ("1f1b", 1, 3300),
+        ("gpipe", 1, 3300),
+        # 2 chunks of one layer per rank: per-chunk passes 100 / 200; (m v + p - 1) x 300 = 19 x 300
+        ("interleaved", 2, 5700),
+    ],
+)
 def test_pipeline_bubble(tmp_path, kind, vpp, expected) -> None:
     m = ModelConfig("tiny", 4 * vpp, 64, 4, 256, 128, 16)
     lay = Layout(4, pp=4, vpp=vpp, global_batch=8, seq_len=16, schedule=kind)
@@ -93,7 +117,7 @@ def test_pipeline_bubble(tmp_path, kind, vpp, expected) -> None:
 
 
 def test_groups_and_representatives() -> None:
-    lay = Layout(64, tp=2, pp=4, global_batch=16)   # dp = 8
+    lay = Layout(64, tp=2, pp=4, global_batch=16)  # dp = 8
     groups = build_groups(lay)
     names = {g.name for g in groups}
     assert names == {"tp", "dp", "pp"}
@@ -113,18 +137,25 @@ def test_uneven_pipeline_split() -> None:
     assert list(lay.chunk_layers(m, 1)) == list(range(7, 15))
     assert list(lay.chunk_layers(m, 15)) == list(range(119, 126))
     from podsim.errors import InputError
+
     with pytest.raises(InputError, match="does not divide the 126 layers"):
         Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192).check(m)
     with pytest.raises(InputError, match="does not leave the other 14 pipeline ranks an equal share"):
-        Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=6,
-               last_stage_layers=7).check(m)
+        Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=6, last_stage_layers=7).check(m)
 
 
-@pytest.mark.parametrize("name,lay,backend", [
-    ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, global_batch=32, sequence_parallel=True, recompute="selective"), "flow"),
-    ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, vpp=2, global_batch=32), "analytical"),
-    ("mixtral-8x7b", dict(gpus=32, tp=2, pp=2, ep=4, global_batch=16, seq_len=2048, recompute="full"), "flow"),
-])
+@pytest.mark.parametrize(
+    "name,lay,backend",
+    [
+        (
+            "gpt3-1.3b",
+            dict(gpus=64, tp=4, pp=4, global_batch=32, sequence_parallel=True, recompute="selective"),
+            "flow",
+        ),
+        ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, vpp=2, global_batch=32), "analytical"),
+        ("mixtral-8x7b", dict(gpus=32, tp=2, pp=2, ep=4, global_batch=16, seq_len=2048, recompute="full"), "flow"),
+    ],
+)
 def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # fusing compute with closed-form TP / EP collectives must not change a single ns
     run = importlib.import_module("podsim.api.train")
@@ -132,13 +163,15 @@ def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, mo
     layout = Layout(**lay)
     fused = run.simulate_training(m, layout, "h100-80gb", None, backend)
     folder = run._folder
-    monkeypatch.setattr(run, "_folder", lambda *a: (None, folder(*a)[1]))   # the same estimates, no fusing
+    monkeypatch.setattr(run, "_folder", lambda *a: (None, folder(*a)[1]))  # the same estimates, no fusing
     plain = run.simulate_training(m, layout, "h100-80gb", None, backend)
     assert fused.result.finish_ns == plain.result.finish_ns
     assert fused.breakdown == pytest.approx(plain.breakdown, abs=1e-9)
     assert fused.result.ranks[0].compute_ns == plain.result.ranks[0].compute_ns
-    n_fused = sum(len(p) for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb")),
-                                               fold=lambda *a: 1000).programs)
+    n_fused = sum(
+        len(p)
+        for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb")), fold=lambda *a: 1000).programs
+    )
     n_plain = sum(len(p) for p in run.generate(m, layout, run.ComputeModel.for_gpu(get_gpu("h100-80gb"))).programs)
     assert n_fused < n_plain / 3
 
@@ -150,8 +183,9 @@ def test_ring_attention_exchange_runs_under_the_core() -> None:
     lay = Layout(16, tp=2, cp=2, global_batch=4, seq_len=8192)
     cm = ComputeModel.for_gpu(get_gpu("h100-80gb"))
     costs = LayerCosts(m, lay, cm)
-    core = int(np.ceil(next(costs.kernel_ns(k) for k in costs.layer_kernels(False, False)
-                            if k.name == "flash attention fwd")))
+    core = int(
+        np.ceil(next(costs.kernel_ns(k) for k in costs.layer_kernels(False, False) if k.name == "flash attention fwd"))
+    )
 
     def total(cp_ns: int) -> int:
         w = generate(m, lay, cm, fold=lambda kind, nbytes, group: cp_ns if group == "cp" else 1000)
@@ -167,9 +201,9 @@ def test_ring_attention_exchange_runs_under_the_core() -> None:
     names = p.names
     ex = next(i for i, n in enumerate(names) if "kv exchange all-gather" in n)
     core_i = next(i for i, n in enumerate(names) if n.endswith("flash attention fwd") and i > ex)
-    assert list(p.data_deps(ex)) == list(p.data_deps(core_i))   # both start after the projections
+    assert list(p.data_deps(ex)) == list(p.data_deps(core_i))  # both start after the projections
     after = core_i + 1
-    assert set(p.data_deps(after)) >= {core_i, ex}                 # the next op waits for both
+    assert set(p.data_deps(after)) >= {core_i, ex}  # the next op waits for both
 
 
 def test_data_parallel_group_spans_context_parallel_ranks() -> None:

@@ -31,7 +31,7 @@ def test_compute_model_shape() -> None:
     # a large GEMM runs at gemm_max x s(8192)^3 of the 312 TFLOP/s peak, s(d) = d / (d + knee);
     # a 128-wide one far below
     s8 = 8192 / (8192 + cm.gemm_knee)
-    assert 2 * 8192 ** 3 / big / 312e3 == pytest.approx(cm.gemm_max * s8 ** 3, rel=1e-3)
+    assert 2 * 8192**3 / big / 312e3 == pytest.approx(cm.gemm_max * s8**3, rel=1e-3)
     thin = cm.gemm_ns(8192, 8192, 128)
     assert 2 * 8192 * 8192 * 128 / thin / 312e3 < 0.75 * cm.gemm_max
     # memory-bound: 1 GB at 2039 GB/s x memory_max
@@ -41,13 +41,34 @@ def test_compute_model_shape() -> None:
     h = ComputeModel.for_gpu(get_gpu("h100-80gb"), **a)
     assert big / h.gemm_ns(8192, 8192, 8192) == pytest.approx(989.4 / 312, rel=0.02)
     # the H100's own fit (its measured kernels), shared by the H200
-    assert ComputeModel.for_gpu(get_gpu("h200")).gemm_max == ComputeModel.for_gpu(get_gpu("h100-80gb")).gemm_max != cm.gemm_max
+    assert (
+        ComputeModel.for_gpu(get_gpu("h200")).gemm_max
+        == ComputeModel.for_gpu(get_gpu("h100-80gb")).gemm_max
+        != cm.gemm_max
+    )
 
 
 def test_cli_llm(tmp_path, capsys) -> None:
     out = tmp_path / "r.json"
-    rc = main(["llm", "--model", "gpt3-1.3b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2", "--pp", "2",
-               "--global-batch", "16", "--json", str(out)])
+    rc = main(
+        [
+            "llm",
+            "--model",
+            "gpt3-1.3b",
+            "--gpu",
+            "a100-80gb",
+            "--gpus",
+            "16",
+            "--tp",
+            "2",
+            "--pp",
+            "2",
+            "--global-batch",
+            "16",
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "iteration time" in text and "MFU" in text
@@ -59,11 +80,14 @@ def test_cli_llm(tmp_path, capsys) -> None:
     assert d["model_tflops_per_gpu"] == pytest.approx(d["mfu"] * 312, rel=1e-3)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "llama3-7b"], "unknown model 'llama3-7b'"),
-    (["--model", "llama3-8b", "--tp", "3"], "TP 3 does not divide the 32 attention heads"),
-    (["--model", "llama3-8b", "--gpu", "h10"], "unknown GPU 'h10'; did you mean 'h100-80gb'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "llama3-7b"], "unknown model 'llama3-7b'"),
+        (["--model", "llama3-8b", "--tp", "3"], "TP 3 does not divide the 32 attention heads"),
+        (["--model", "llama3-8b", "--gpu", "h10"], "unknown GPU 'h10'; did you mean 'h100-80gb'"),
+    ],
+)
 def test_cli_llm_errors(capsys, args, message) -> None:
     rc = main(["llm", "--gpus", "24", "--global-batch", "24"] + args)
     assert rc == 2

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.conformance
 def busbw_errors(preset: str, table, backend: str = "analytical") -> tuple[np.ndarray, np.ndarray]:
     rows = [r for r in table.rows if r.bytes >= 1024]
     sizes = np.array([r.bytes for r in rows])
-    res = podsim.collective("all_reduce", preset, table.gpus, min_bytes=int(sizes[0]),
-                            max_bytes=int(sizes[-1]), factor=2, backend=backend)
+    res = podsim.collective(
+        "all_reduce", preset, table.gpus, min_bytes=int(sizes[0]), max_bytes=int(sizes[-1]), factor=2, backend=backend
+    )
     pred = {r.bytes: r.time_us for r in res.rows}
     meas = np.array([r.time_us for r in rows])
     t = np.array([pred[s] for s in sizes])
@@ -65,8 +66,9 @@ def test_small_messages_are_latency_bound(refdata) -> None:
 def test_flow_backend_agrees_on_isolated_collectives(refdata) -> None:
     # an isolated, symmetric collective: max-min flows and the busiest-link closed form agree
     a = podsim.collective("all_reduce", "azure-nd-a100-v4", 16, min_bytes="1M", max_bytes="1G", factor=32)
-    f = podsim.collective("all_reduce", "azure-nd-a100-v4", 16, min_bytes="1M", max_bytes="1G", factor=32,
-                          backend="flow")
+    f = podsim.collective(
+        "all_reduce", "azure-nd-a100-v4", 16, min_bytes="1M", max_bytes="1G", factor=32, backend="flow"
+    )
     for x, y in zip(a.rows, f.rows):
         assert y.time_us == pytest.approx(x.time_us, rel=0.01)
 

@@ -96,6 +96,7 @@ def test_ring_without_pxn_crosses_rails() -> None:
     # keeps traffic on the rails (12 ms at 25 GB/s NICs)
     fab = servers(2)
     import numpy as np
+
     bw = fab.link_bw.copy()
     bw[fab.link_tier == LinkTier.FABRIC] = 10.0
     slow = replace(fab, link_bw=bw)
@@ -196,8 +197,14 @@ def test_nvlink_mesh_server() -> None:
     # GPUs with 1 channel sends S/4 per round to the next GPU over its own link: 6 rounds x
     # S/4/50; S = 2e8 -> 6,000,000 ns
     from podsim.hardware.cluster import build_fabric, cluster_from_dict
-    spec = cluster_from_dict({"name": "mesh", "gpus_per_node": 4,
-                              "intra_node": {"kind": "nvlink_mesh", "link_bandwidth": "50 GB/s", "latency": "0 ns"}})
+
+    spec = cluster_from_dict(
+        {
+            "name": "mesh",
+            "gpus_per_node": 4,
+            "intra_node": {"kind": "nvlink_mesh", "link_bandwidth": "50 GB/s", "latency": "0 ns"},
+        }
+    )
     fab = build_fabric(spec, 4)
     assert fab.num_links == 12 and not fab.forwards.any()
     assert run(fab, zero_latency(NcclTuning(channels=1)), "all_reduce", 200_000_000, "ring") == 6_000_000

@@ -39,10 +39,24 @@ def test_missing_trace_folder_is_one_line(capsys) -> None:
 def test_output_to_a_folder_is_refused_before_running(tmp_path, capsys) -> None:
     assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "8", "--json", str(tmp_path)]) == 2
     io = capsys.readouterr()
-    assert "--json" in io.err and "folder" in io.err and io.out == ""      # nothing ran
+    assert "--json" in io.err and "folder" in io.err and io.out == ""  # nothing ran
     (tmp_path / "f").write_text("")
-    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "8", "--trace",
-                 str(tmp_path / "f" / "t.json")]) == 2
+    assert (
+        main(
+            [
+                "llm",
+                "--model",
+                "gpt3-1.3b",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+                "--trace",
+                str(tmp_path / "f" / "t.json"),
+            ]
+        )
+        == 2
+    )
     assert "is a file, not a folder" in capsys.readouterr().err
 
 
@@ -51,6 +65,7 @@ def test_internal_errors_are_one_line_unless_debug(monkeypatch, capsys) -> None:
 
     def boom(args):  # type: ignore[no-untyped-def]
         raise ValueError("a bug")
+
     monkeypatch.setattr(cli_inspect, "_run_inspect", boom)
     assert main(["inspect", "x"]) == 70
     err = capsys.readouterr().err
@@ -61,11 +76,25 @@ def test_internal_errors_are_one_line_unless_debug(monkeypatch, capsys) -> None:
 
 def test_llm_chakra_traces_replay_without_naming_their_groups(tmp_path, capsys) -> None:
     prefix = str(tmp_path / "et" / "gpt")
-    assert main(["llm", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--global-batch", "16",
-                 "--chakra", prefix]) == 0
+    assert (
+        main(["llm", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--global-batch", "16", "--chakra", prefix])
+        == 0
+    )
     capsys.readouterr()
-    assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100",
-                 "--json", str(tmp_path / "r.json")]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--workload-configuration",
+                prefix,
+                "--cluster",
+                "dgx-h100",
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "gpt.comm_groups.json" in out
     assert json.loads((tmp_path / "r.json").read_text())["num_ranks"] == 16
@@ -73,8 +102,20 @@ def test_llm_chakra_traces_replay_without_naming_their_groups(tmp_path, capsys) 
     (tmp_path / "et" / "gpt.comm_groups.json").rename(tmp_path / "groups.json")
     assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100"]) == 2
     assert "--comm-group-configuration" in capsys.readouterr().err
-    assert main(["simulate", "--workload-configuration", prefix, "--cluster", "dgx-h100",
-                 "--comm-group-configuration", str(tmp_path / "groups.json")]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--workload-configuration",
+                prefix,
+                "--cluster",
+                "dgx-h100",
+                "--comm-group-configuration",
+                str(tmp_path / "groups.json"),
+            ]
+        )
+        == 0
+    )
 
 
 def test_inspect_writes_json_with_units(tmp_path, capsys) -> None:
@@ -99,17 +140,21 @@ def test_triosim_export_reads_back(tmp_path) -> None:
     from podsim.formats.triosim import read_triosim
     from podsim.formats.triosim_write import write_triosim
     from podsim.parallelize import OneGpuStep, StepOp, from_triosim, to_triosim
-    ops = [StepOp("aten::conv2d", 120_000, "forward", param_bytes=4096, tp_split=True, output_bytes=8192),
-           StepOp("aten::relu", 30_000, "forward", output_bytes=8192),
-           StepOp("aten::linear", 50_000, "forward", param_bytes=2048, tp_split=True, output_bytes=400),
-           StepOp("autograd::engine::evaluate_function: AddmmBackward0", 90_000, "backward", grad_bytes=2048),
-           StepOp("autograd::engine::evaluate_function: ReluBackward0", 40_000, "backward"),
-           StepOp("autograd::engine::evaluate_function: ConvolutionBackward0", 200_000, "backward", grad_bytes=4096),
-           StepOp("Optimizer.step#Adam.step", 10_000, "optimizer")]
+
+    ops = [
+        StepOp("aten::conv2d", 120_000, "forward", param_bytes=4096, tp_split=True, output_bytes=8192),
+        StepOp("aten::relu", 30_000, "forward", output_bytes=8192),
+        StepOp("aten::linear", 50_000, "forward", param_bytes=2048, tp_split=True, output_bytes=400),
+        StepOp("autograd::engine::evaluate_function: AddmmBackward0", 90_000, "backward", grad_bytes=2048),
+        StepOp("autograd::engine::evaluate_function: ReluBackward0", 40_000, "backward"),
+        StepOp("autograd::engine::evaluate_function: ConvolutionBackward0", 200_000, "backward", grad_bytes=4096),
+        StepOp("Optimizer.step#Adam.step", 10_000, "optimizer"),
+    ]
     write_triosim(to_triosim(OneGpuStep("toy", ops)), tmp_path / "t")
     back = from_triosim(read_triosim(tmp_path / "t"))
-    assert [(o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in back.ops] == \
-        [(o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in ops]
+    assert [(o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in back.ops] == [
+        (o.name, o.ns, o.stage, o.param_bytes, o.grad_bytes, o.output_bytes, o.tp_split) for o in ops
+    ]
     assert back.stage_ns() == {"forward": 200_000, "backward": 330_000, "optimizer": 10_000}
 
 
@@ -127,11 +172,12 @@ def test_example_write_says_what_it_wrote_and_serving_runs(tmp_path, capsys) -> 
 
 def test_large_traces_are_announced_and_ranks_limited(tmp_path, monkeypatch, capsys) -> None:
     import podsim.report.perfetto as perfetto
-    monkeypatch.setattr(perfetto, "LARGE_TRACE_BYTES", 10_000)     # a small run stands for a big one
+
+    monkeypatch.setattr(perfetto, "LARGE_TRACE_BYTES", 10_000)  # a small run stands for a big one
     argv = ["llm", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch", "16"]
     assert main(argv + ["--trace", str(tmp_path / "t.json"), "--trace-ranks", "2"]) == 0
     io = capsys.readouterr()
-    assert "MB trace" in io.err and "--trace-ranks" in io.err          # said before writing
+    assert "MB trace" in io.err and "--trace-ranks" in io.err  # said before writing
     doc = json.loads((tmp_path / "t.json").read_text())
     assert doc["otherData"]["ranks_in_trace"] == 2
     assert len({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"}) <= 2
@@ -140,17 +186,21 @@ def test_large_traces_are_announced_and_ranks_limited(tmp_path, monkeypatch, cap
 def test_capture_env_quiets_torch_unless_debug(tmp_path) -> None:
     import subprocess
     import sys
-    probe = ("import os, sys, podsim.capture as cap, podsim.cli as cli\n"
-             "def fake(*a, **k):\n"
-             "    print(os.environ.get('TORCH_CPP_LOG_LEVEL'), os.environ.get('KINETO_LOG_LEVEL'), 'torch' in sys.modules)\n"
-             "    raise SystemExit(0)\n"
-             "cap.capture = fake\n"
-             "cli.main(['trace', '--model', 'm:f', '--batch-size', '1', '--out', 'x'] + sys.argv[1:])\n")
+
+    probe = (
+        "import os, sys, podsim.capture as cap, podsim.cli as cli\n"
+        "def fake(*a, **k):\n"
+        "    print(os.environ.get('TORCH_CPP_LOG_LEVEL'), os.environ.get('KINETO_LOG_LEVEL'), 'torch' in sys.modules)\n"
+        "    raise SystemExit(0)\n"
+        "cap.capture = fake\n"
+        "cli.main(['trace', '--model', 'm:f', '--batch-size', '1', '--out', 'x'] + sys.argv[1:])\n"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("TORCH_CPP_LOG_LEVEL", "KINETO_LOG_LEVEL")}
     quiet = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert quiet.stdout.split() == ["ERROR", "6", "False"], quiet.stderr
-    loud = subprocess.run([sys.executable, "-c", probe, "--debug"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path)
+    loud = subprocess.run(
+        [sys.executable, "-c", probe, "--debug"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert loud.stdout.split() == ["None", "None", "False"], loud.stderr
 
 
@@ -158,6 +208,7 @@ def test_one_vocabulary_across_subcommands() -> None:
     import argparse
 
     from podsim.cli import build_parser
+
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     seen: dict[str, dict[str, tuple]] = {}
     for name, p in sub.choices.items():

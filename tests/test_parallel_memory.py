@@ -15,20 +15,22 @@ from podsim.parallelize import (
     extrapolate,
     fit_memory,
     footprint,
+    label_layers,
     load_step,
 )
-from podsim.parallelize import label_layers
 
 MIB, MS = 1 << 20, 1_000_000
 VGG13_PARAMS = 133_047_848
 
 
 def _toy(f2_ms: int, b2_ms: int) -> OneGpuStep:
-    ops = [StepOp("aten::linear", 10 * MS, "forward", param_bytes=MIB, output_bytes=64 * MIB),
-           StepOp("aten::linear", f2_ms * MS, "forward", param_bytes=MIB, output_bytes=64 * MIB),
-           StepOp("AddmmBackward0", b2_ms * MS, "backward", grad_bytes=MIB),
-           StepOp("AddmmBackward0", 10 * MS, "backward", grad_bytes=MIB),
-           StepOp("sgd", 1 * MS, "optimizer")]
+    ops = [
+        StepOp("aten::linear", 10 * MS, "forward", param_bytes=MIB, output_bytes=64 * MIB),
+        StepOp("aten::linear", f2_ms * MS, "forward", param_bytes=MIB, output_bytes=64 * MIB),
+        StepOp("AddmmBackward0", b2_ms * MS, "backward", grad_bytes=MIB),
+        StepOp("AddmmBackward0", 10 * MS, "backward", grad_bytes=MIB),
+        StepOp("sgd", 1 * MS, "optimizer"),
+    ]
     return OneGpuStep("toy", label_layers(ops, {2: 1, 3: 0}, {}), optimizer_states=0)
 
 

@@ -21,8 +21,13 @@ PARAMS = {"vgg13": 133_047_848, "resnet50": 25_557_032}
 
 def _run(step, gpus, mode, bucket=25 << 20, cluster="dgx-h100"):  # type: ignore[no-untyped-def]
     spec = load_cluster(cluster)
-    return simulate_cluster(data_parallel(step, gpus, mode, bucket), build_fabric(spec, gpus), spec.nccl,
-                            "analytical", record_timeline=False).ranks[0]
+    return simulate_cluster(
+        data_parallel(step, gpus, mode, bucket),
+        build_fabric(spec, gpus),
+        spec.nccl,
+        "analytical",
+        record_timeline=False,
+    ).ranks[0]
 
 
 @pytest.mark.parametrize("model", ["vgg13", "resnet50"])
@@ -57,13 +62,20 @@ def test_ddp_on_ranks_in_different_servers_costs_more(refdata) -> None:  # type:
 
 
 def test_small_step_and_errors(capsys) -> None:  # type: ignore[no-untyped-def]
-    step = OneGpuStep("toy", [StepOp("fwd", 1000, "forward"), StepOp("bwd2", 1000, "backward", grad_bytes=8 << 20),
-                              StepOp("bwd1", 1000, "backward", grad_bytes=8 << 20), StepOp("adam", 500, "optimizer")])
+    step = OneGpuStep(
+        "toy",
+        [
+            StepOp("fwd", 1000, "forward"),
+            StepOp("bwd2", 1000, "backward", grad_bytes=8 << 20),
+            StepOp("bwd1", 1000, "backward", grad_bytes=8 << 20),
+            StepOp("adam", 500, "optimizer"),
+        ],
+    )
     p = data_parallel(step, 4, "ddp", 8 << 20).programs[0]
     colls = [i for i in range(len(p)) if p.kind[i] == 1]
     assert [int(p.size_bytes[i]) for i in colls] == [8 << 20, 8 << 20]
     adam = p.names.index("adam")
-    assert set(colls) <= set(p.data_deps(adam).tolist())      # the optimizer waits for every bucket
+    assert set(colls) <= set(p.data_deps(adam).tolist())  # the optimizer waits for every bucket
     assert data_parallel(step, 1, "ddp").programs[0].kind.tolist().count(1) == 0
     with pytest.raises(InputError, match="'dp' or 'ddp'"):
         data_parallel(step, 2, "zero")
@@ -75,6 +87,7 @@ def test_small_step_and_errors(capsys) -> None:  # type: ignore[no-untyped-def]
 
 def test_batch_extrapolation_scales_activation_work_only(refdata, capsys) -> None:  # type: ignore[no-untyped-def]
     from podsim.parallelize import extrapolate
+
     step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
     big = extrapolate(step, 128, 256)
     # forward 28,105 us and backward 62,365 us double; the optimizer's 3,568 us and the
@@ -91,10 +104,12 @@ def test_batch_extrapolation_scales_activation_work_only(refdata, capsys) -> Non
 
 def test_tensor_parallel_splits_flagged_ops(refdata) -> None:  # type: ignore[no-untyped-def]
     from podsim.parallelize import tensor_parallel
+
     step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
     # the reference notes: 26 flagged ops (10 convolutions, 3 linear layers and their backward)
     # totalling 68.09 ms of the 94.038 ms
     import csv
+
     with open(refdata / "triosim" / "trace2-h100-bs128" / "vgg13" / "trace.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["tpflag"] == "1"]
     flagged_ns = 1000 * sum(int(r["Operator_cudatimenooverlap"]) for r in rows)
@@ -106,11 +121,12 @@ def test_tensor_parallel_splits_flagged_ops(refdata) -> None:  # type: ignore[no
         r = simulate_cluster(w, build_fabric(spec, gpus), spec.nccl, "analytical", record_timeline=False).ranks[0]
         assert r.compute_ns == pytest.approx(94_038_000 - flagged_ns * (1 - 1 / gpus), abs=26)
         assert int((w.programs[0].kind == 1).sum()) == (26 if gpus > 1 else 0)
-        assert r.finish_ns == r.compute_ns + r.exposed_comm_ns   # every all-reduce blocks
+        assert r.finish_ns == r.compute_ns + r.exposed_comm_ns  # every all-reduce blocks
 
 
 def test_pipeline_parallel_hand_derived() -> None:
     from podsim.parallelize import partition, pipeline_parallel
+
     ms = 1_000_000
     ops = [StepOp(f"f{i}", 4 * ms, "forward", param_bytes=100, output_bytes=1) for i in range(4)]
     ops += [StepOp(f"b{i}", 8 * ms, "backward") for i in range(4)]
@@ -118,7 +134,7 @@ def test_pipeline_parallel_hand_derived() -> None:
     step = OneGpuStep("toy", ops)
     f, b = partition(step, 2)
     assert [[o.name for o in x] for x in f] == [["f0", "f1"], ["f2", "f3"]]
-    assert [[o.name for o in x] for x in b] == [["b2", "b3"], ["b0", "b1"]]   # autograd's mirror
+    assert [[o.name for o in x] for x in b] == [["b2", "b3"], ["b0", "b1"]]  # autograd's mirror
     spec = load_cluster("dgx-h100")
     for kind in ("gpipe", "1f1b"):
         w = pipeline_parallel(step, 2, 4, kind)
@@ -135,6 +151,7 @@ def test_pipeline_parallel_hand_derived() -> None:
 
 def test_pipeline_parallel_vgg13(refdata, capsys) -> None:  # type: ignore[no-untyped-def]
     from podsim.parallelize import pipeline_parallel
+
     step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
     spec = load_cluster("dgx-h100")
     times = []
@@ -148,8 +165,24 @@ def test_pipeline_parallel_vgg13(refdata, capsys) -> None:  # type: ignore[no-un
     d = str(refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
     assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--micro-batch-size", "16"]) == 2
     assert "needs the batch" in capsys.readouterr().err
-    assert main(["simulate", "--triosim", d, "--gpus", "4", "--parallel", "pp", "--batch-size", "128",
-                 "--micro-batch-size", "48"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                "--triosim",
+                d,
+                "--gpus",
+                "4",
+                "--parallel",
+                "pp",
+                "--batch-size",
+                "128",
+                "--micro-batch-size",
+                "48",
+            ]
+        )
+        == 2
+    )
     assert "does not divide the batch 128" in capsys.readouterr().err
 
 
@@ -159,6 +192,7 @@ def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-un
     from pathlib import Path
 
     from podsim.parallelize import from_pytorch
+
     d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
     step = from_pytorch(d / "kineto.json.gz", d / "et.json.gz")
     assert step.gradient_bytes == 4 * PARAMS["resnet50"]
@@ -173,10 +207,12 @@ def test_ddp_from_an_h100_pytorch_capture(capsys) -> None:  # type: ignore[no-un
         assert exposed == sorted(exposed, reverse=True) and exposed[0] > exposed[-1]
     # the capture says its batch (128): extrapolation needs only the target, a wrong traced batch is refused
     from podsim.parallelize import load_step
+
     twice = load_step(pytorch=d, simulated_batch=256)
     assert twice.batch == 256
     assert sum(o.ns for o in twice.ops if o.stage == "forward") == pytest.approx(
-        2 * step.stage_ns()["forward"], abs=sum(1 for o in step.ops if o.stage == "forward"))
+        2 * step.stage_ns()["forward"], abs=sum(1 for o in step.ops if o.stage == "forward")
+    )
     assert main(["simulate", "--pytorch", str(d), "--gpus", "2", "--batch-size", "64"]) == 2
     assert "taken at batch 128 (capture.json), not 64" in capsys.readouterr().err
     assert main(["simulate", "--pytorch", str(d.parent), "--gpus", "2"]) == 2
@@ -200,6 +236,7 @@ def test_pytorch_capture_knows_parameters_and_split_ops_as_triosim(refdata) -> N
     from pathlib import Path
 
     from podsim.parallelize import from_pytorch, load_step
+
     d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
     step = from_pytorch(d / "kineto.json.gz", d / "et.json.gz")
     trio = load_step(triosim=refdata / "triosim" / "trace2-h100-bs128" / "resnet50")
@@ -222,6 +259,7 @@ def test_pipelines_in_data_parallel(refdata) -> None:  # type: ignore[no-untyped
     # 2 pipelines of 4 stages on one DGX H100: each stage's replicas all-reduce its gradients
     # (the stage's parameter bytes) before its optimizer; the pipelines themselves run as one
     from podsim.parallelize import partition, pipeline_parallel
+
     step = from_triosim(read_triosim(refdata / "triosim" / "trace2-h100-bs128" / "vgg13"))
     one = pipeline_parallel(step, 4, 8)
     two = pipeline_parallel(step, 4, 8, replicas=2)
@@ -235,10 +273,11 @@ def test_pipelines_in_data_parallel(refdata) -> None:  # type: ignore[no-untyped
     spec = load_cluster("dgx-h100")
     t1 = simulate_cluster(one, build_fabric(spec, 4), spec.nccl, "analytical", record_timeline=False)
     t2 = simulate_cluster(two, build_fabric(spec, 8), spec.nccl, "analytical", record_timeline=False)
-    assert t2.finish_ns > t1.finish_ns   # the all-reduces come on top
-    assert [r.finish_ns for r in t2.ranks[0::2]] == [r.finish_ns for r in t2.ranks[1::2]]   # replicas alike
+    assert t2.finish_ns > t1.finish_ns  # the all-reduces come on top
+    assert [r.finish_ns for r in t2.ranks[0::2]] == [r.finish_ns for r in t2.ranks[1::2]]  # replicas alike
     with pytest.raises(InputError, match="must divide"):
         from podsim.parallelize import parallelize
+
         parallelize(step, "pp", 6, pp_replicas=4)
     with pytest.raises(InputError, match="is for --parallel pp"):
         parallelize(step, "ddp", 4, pp_replicas=2)
@@ -259,12 +298,14 @@ def test_pipeline_stages_hand_over_their_activation() -> None:
     from pathlib import Path
 
     from podsim.parallelize import load_step, pipeline_parallel
+
     d = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-resnet50-bs128"
     step = load_step(pytorch=d)
     w = pipeline_parallel(step, 4, 4)
     for s in range(3):
         p = w.programs[s]
-        sends = {int(p.size_bytes[i]) for i in range(len(p)) if p.kind[i] == int(OpKind.SEND)
-                 and "activation" in p.names[i]}
+        sends = {
+            int(p.size_bytes[i]) for i in range(len(p)) if p.kind[i] == int(OpKind.SEND) and "activation" in p.names[i]
+        }
         # one micro-batch (32 images) of a ResNet-50 activation: at least 32 x 2048 x 7 x 7 fp32
         assert len(sends) == 1 and sends.pop() >= 32 * 2048 * 7 * 7 * 4

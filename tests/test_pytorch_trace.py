@@ -25,16 +25,21 @@ def _capture(folder: Path, seed: int, steps: bool = True) -> tuple[Path, Path]:
         profile,
         schedule,
     )
+
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                            torch.nn.Linear(16 * 30 * 30, 10))
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16 * 30 * 30, 10)
+    )
     opt = torch.optim.Adam(m.parameters())
     x, y = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
     kineto, et = folder / "kineto.json", folder / "et.json"
     obs = ExecutionTraceObserver().register_callback(str(et))
-    kw = dict(schedule=schedule(wait=0, warmup=1, active=1),
-              on_trace_ready=lambda p: p.export_chrome_trace(str(kineto))) if steps else {}
+    kw = (
+        dict(schedule=schedule(wait=0, warmup=1, active=1), on_trace_ready=lambda p: p.export_chrome_trace(str(kineto)))
+        if steps
+        else {}
+    )
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, execution_trace_observer=obs, **kw) as p:
         for _ in range(2):
             opt.zero_grad()
@@ -55,7 +60,7 @@ def test_cpu_capture_replays_the_profiled_step(tmp_path: Path) -> None:
     assert res.ranks[0].finish_ns == pytest.approx(step.dur * 1000, rel=1e-3)
     names = load_workload(kineto, execution_trace=et).programs[0].names
     assert "aten::conv2d" in names and "autograd::engine::evaluate_function: ConvolutionBackward0" in names
-    assert "aten::addcdiv_" in names   # Adam's update
+    assert "aten::addcdiv_" in names  # Adam's update
     assert read_execution_trace(et).schema.endswith("chakra.0.0.4")
 
 
@@ -74,6 +79,7 @@ def test_mismatched_and_unannotated_traces(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="come from different runs"):
         pytorch_to_workload(k1, bad)
     from podsim.parallelize import from_pytorch
+
     with pytest.raises(InputError, match="come from different runs"):
         from_pytorch(k1, bad)
     k3, _e3 = _capture(tmp_path / "c", 0, steps=False)
@@ -111,6 +117,7 @@ def test_triosim_raw_vgg13(refdata) -> None:  # type: ignore[no-untyped-def]
     # processed batch-128 trace says they write; in-place ReLUs make no new activations (TrioSim
     # counts their outputs again)
     from podsim.parallelize import footprint, load_step
+
     raw = load_step(pytorch=kineto, execution_trace=et, whole_trace=True, traced_batch=512, simulated_batch=128)
     trio = load_step(triosim=refdata / "triosim" / "trace2-h100-bs128" / "vgg13")
     assert raw.gradient_bytes == sum(o.param_bytes for o in raw.ops) == 4 * 133_047_848
@@ -118,11 +125,12 @@ def test_triosim_raw_vgg13(refdata) -> None:  # type: ignore[no-untyped-def]
     split = [[o.output_bytes for o in st.ops if o.tp_split and o.stage == "forward"] for st in (raw, trio)]
     assert split[0] == split[1] and sum(split[0]) == 6_273_093_632
     in_place = sum(o.output_bytes for o in trio.ops if o.stage == "forward" and o.name == "aten::relu_")
-    assert footprint(raw, "ddp", 4).activations == pytest.approx(footprint(trio, "ddp", 4).activations - in_place,
-                                                                 rel=0.01)
+    assert footprint(raw, "ddp", 4).activations == pytest.approx(
+        footprint(trio, "ddp", 4).activations - in_place, rel=0.01
+    )
     events = json.loads(kineto.read_text())["traceEvents"]
     gpu_us = sum(e["dur"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
-    assert gpu_us == pytest.approx(346_370, abs=1)       # one stream: the GPU's busy time
+    assert gpu_us == pytest.approx(346_370, abs=1)  # one stream: the GPU's busy time
     res = simulate(str(kineto), cluster="dgx-h100", whole_trace=True)
     assert gpu_us * 1000 <= res.ranks[0].finish_ns <= 1.01 * gpu_us * 1000
 
@@ -144,7 +152,10 @@ def test_h100_resnet50_capture_matches_triosim(refdata) -> None:  # type: ignore
     import csv
 
     from podsim.parallelize import from_pytorch
-    ours = {k: v / 1000 for k, v in from_pytorch(CAPTURES / "h100-resnet50-bs128" / "kineto.json.gz").stage_ns().items()}
+
+    ours = {
+        k: v / 1000 for k, v in from_pytorch(CAPTURES / "h100-resnet50-bs128" / "kineto.json.gz").stage_ns().items()
+    }
     with open(refdata / "triosim" / "trace2-h100-bs128" / "resnet50" / "trace.csv", newline="") as f:
         theirs: dict[str, float] = {}
         for r in csv.DictReader(f):
@@ -164,6 +175,7 @@ def test_chakra_host_execution_trace(refdata, tmp_path: Path) -> None:  # type: 
 
     from podsim.formats.pytorch_trace import execution_trace_to_workload
     from podsim.workload import CollectiveKind, OpKind
+
     et = tmp_path / "1.0.2-chakra.0.0.4.json"
     with tarfile.open(refdata / "chakra" / "1.0.2-chakra.0.0.4.tgz") as t:
         member = t.extractfile("1.0.2-chakra.0.0.4.json")
@@ -178,9 +190,23 @@ def test_chakra_host_execution_trace(refdata, tmp_path: Path) -> None:  # type: 
     res = simulate(str(et), cluster="dgx-h100")
     assert res.num_ranks == 2 and res.finish_ns > 0
     # a trace without collectives says what else to give
-    (tmp_path / "plain.json").write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": [
-        {"id": 1, "name": "aten::mm", "ctrl_deps": 0, "inputs": {"values": []}, "outputs": {"values": []},
-         "attrs": [{"name": "rf_id", "value": 1}]}]}))
+    (tmp_path / "plain.json").write_text(
+        json.dumps(
+            {
+                "schema": "1.1.1-chakra.0.0.4",
+                "nodes": [
+                    {
+                        "id": 1,
+                        "name": "aten::mm",
+                        "ctrl_deps": 0,
+                        "inputs": {"values": []},
+                        "outputs": {"values": []},
+                        "attrs": [{"name": "rf_id", "value": 1}],
+                    }
+                ],
+            }
+        )
+    )
     with pytest.raises(InputError, match="no c10d collectives"):
         load_workload(tmp_path / "plain.json")
 
@@ -197,13 +223,18 @@ def test_hand_written_update_without_optimizer(tmp_path: Path) -> None:
     )
 
     from podsim.parallelize import from_pytorch, parallelize
+
     m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     x, y = torch.randn(8, 32), torch.randint(0, 4, (8,))
     kineto, et = tmp_path / "k.json", tmp_path / "et.json"
     obs = ExecutionTraceObserver().register_callback(str(et))
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, execution_trace_observer=obs,
-                 schedule=schedule(wait=0, warmup=1, active=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(kineto))) as p:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=True,
+        execution_trace_observer=obs,
+        schedule=schedule(wait=0, warmup=1, active=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(kineto)),
+    ) as p:
         for _ in range(2):
             torch.nn.functional.cross_entropy(m(x), y).backward()
             with torch.no_grad():
@@ -221,4 +252,4 @@ def test_hand_written_update_without_optimizer(tmp_path: Path) -> None:
     bare = from_pytorch(kineto)
     with pytest.raises(InputError, match="needs the gradients' sizes"):
         parallelize(bare, "ddp", 2)
-    assert {o.layer for o in bare.ops} == {"(all)", "(optimizer)"}   # nothing is known to read parameters
+    assert {o.layer for o in bare.ops} == {"(all)", "(optimizer)"}  # nothing is known to read parameters

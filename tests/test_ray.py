@@ -34,7 +34,7 @@ from podsim.sweep.ray_tasks import (
 from podsim.sweep.runs import evaluate
 from podsim.units import parse_size
 
-BOUND_S = 35   # an address that is wrong fails within this (5 s TCP + 25 s trial connection + slack)
+BOUND_S = 35  # an address that is wrong fails within this (5 s TCP + 25 s trial connection + slack)
 
 
 def _need_ray() -> None:
@@ -58,6 +58,7 @@ def _free_port() -> int:
 
 def _ray_is_running_here() -> bool:
     import ray
+
     return bool(ray.is_initialized())
 
 
@@ -68,13 +69,23 @@ def _start_head(env_extra: dict[str, str]) -> tuple[subprocess.Popen[bytes], str
     tmp = tempfile.mkdtemp(prefix="podsim-ray-", dir="/tmp")
     log = Path(tmp) / "head.log"
     ray_exe = Path(sys.executable).with_name("ray")
-    cmd = [str(ray_exe) if ray_exe.exists() else "ray", "start", "--head", f"--port={port}", "--num-cpus=2",
-           "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp}", "--block"]
+    cmd = [
+        str(ray_exe) if ray_exe.exists() else "ray",
+        "start",
+        "--head",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={tmp}",
+        "--block",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(env_extra)
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        )
     deadline = time.monotonic() + 90
     while "Ray runtime started" not in log.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -91,15 +102,22 @@ def _stop_head(proc: subprocess.Popen[bytes], tmp: str) -> None:
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)   # the session start_new_session gave it
+            os.killpg(proc.pid, signal.SIGKILL)  # the session start_new_session gave it
             proc.wait()
     shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _llm_points() -> list[tuple[str, dict[str, object], dict[str, object], None]]:
     """Four real `podsim llm` points of a sweep (about 0.05 s each)."""
-    return [("llm", {"model": "llama3-8b", "gpu": "h100", "gpus": 8, "tp": tp, "global-batch": 16,
-                     "seq-len": 2048}, {}, None) for tp in (1, 2, 4, 8)]
+    return [
+        (
+            "llm",
+            {"model": "llama3-8b", "gpu": "h100", "gpus": 8, "tp": tp, "global-batch": 16, "seq-len": 2048},
+            {},
+            None,
+        )
+        for tp in (1, 2, 4, 8)
+    ]
 
 
 def _from_tests_only(x: int) -> int:
@@ -109,19 +127,21 @@ def _from_tests_only(x: int) -> int:
 
 # -- a local instance: started for the run, stopped after it (first, before any cluster) --
 
+
 def test_local_instance_gives_the_in_process_results() -> None:
     points = _llm_points()
     t0 = time.perf_counter()
     got = list(run_tasks(evaluate, points, ray_address=LOCAL_RAY))
     elapsed = time.perf_counter() - t0
     print(f"local Ray: start, {len(points)} tasks and shutdown in {elapsed:.1f} s")
-    assert sorted(i for i, _ in got) == list(range(len(points)))   # each index once
+    assert sorted(i for i, _ in got) == list(range(len(points)))  # each index once
     assert {i: r for i, r in got} == {i: evaluate(p) for i, p in enumerate(points)}
     assert all("tokens_per_s" in r for _, r in got)
-    assert not _ray_is_running_here()   # stopped: it was ours
+    assert not _ray_is_running_here()  # stopped: it was ours
 
 
 # -- a cluster with token authentication (its own head, stopped at the end of the test) --
+
 
 def test_a_token_cluster_says_how_to_give_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
     if find_spec("ray._private.authentication") is None:
@@ -136,7 +156,7 @@ def test_a_token_cluster_says_how_to_give_the_token(monkeypatch: pytest.MonkeyPa
         with pytest.raises(InputError, match="token authentication. Set RAY_AUTH_MODE=token") as e:
             probe_cluster(parse_address(address))
         assert e.value.where == "--ray" and time.perf_counter() - t0 < BOUND_S
-        monkeypatch.setenv("RAY_AUTH_MODE", "token")   # what docs/ray.md says to do
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")  # what docs/ray.md says to do
         monkeypatch.setenv("RAY_AUTH_TOKEN", token)
         probe_cluster(parse_address(address))
     finally:
@@ -144,6 +164,7 @@ def test_a_token_cluster_says_how_to_give_the_token(monkeypatch: pytest.MonkeyPa
 
 
 # -- a cluster started with `ray start --head`, shared by the tests below --
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
@@ -165,19 +186,41 @@ def test_cluster_results_arrive_as_they_finish_each_index_once(cluster: str) -> 
     assert dict(got) == {i: parse_size(s) for i, s in enumerate(sizes)}
     points = _llm_points()
     assert dict(run_tasks(evaluate, points, ray_address=cluster)) == {i: evaluate(p) for i, p in enumerate(points)}
-    assert not _ray_is_running_here()   # disconnected; the cluster runs on (the next tests use it)
+    assert not _ray_is_running_here()  # disconnected; the cluster runs on (the next tests use it)
 
 
-def test_podsim_search_on_the_cluster_ranks_as_local_workers_do(cluster: str, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_podsim_search_on_the_cluster_ranks_as_local_workers_do(
+    cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The whole CLI path: `podsim search --ray ADDRESS` (screen and simulation passes on Ray)
     gives the table that local worker processes give."""
     import json
 
     from podsim.cli import main
-    argv = ["search", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "16", "--global-batch", "32",
-            "--seq-len", "2048", "--tp-values", "1,2,8", "--pp-values", "1,2", "--micro-batch-values", "1,2",
-            "--simulate-top", "4", "--top", "4"]
+
+    argv = [
+        "search",
+        "--model",
+        "llama3-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "16",
+        "--global-batch",
+        "32",
+        "--seq-len",
+        "2048",
+        "--tp-values",
+        "1,2,8",
+        "--pp-values",
+        "1,2",
+        "--micro-batch-values",
+        "1,2",
+        "--simulate-top",
+        "4",
+        "--top",
+        "4",
+    ]
     assert main(argv + ["--ray", cluster, "--json", str(tmp_path / "ray.json")]) == 0
     assert main(argv + ["--workers", "2", "--json", str(tmp_path / "local.json")]) == 0
     capsys.readouterr()
@@ -191,21 +234,21 @@ def test_a_task_input_error_surfaces_as_itself(cluster: str) -> None:
     sizes = [f"{i} MiB" for i in range(1, 41)] + ["two bytes"]
     with pytest.raises(InputError, match="cannot read size 'two bytes'") as e:
         list(run_tasks(parse_size, sizes, ray_address=cluster))
-    assert type(e.value) is InputError   # not Ray's RayTaskError
+    assert type(e.value) is InputError  # not Ray's RayTaskError
     assert not _ray_is_running_here()
 
 
 def test_stopping_early_cancels_the_rest(cluster: str) -> None:
-    points = _llm_points() * 50   # 200 tasks, about 5 s of work on 2 CPUs
+    points = _llm_points() * 50  # 200 tasks, about 5 s of work on 2 CPUs
     gen = run_tasks(evaluate, points, ray_address=cluster)
     assert isinstance(gen, Generator)
     i, first = next(gen)
     assert 0 <= i < len(points) and "tokens_per_s" in first
     t0 = time.perf_counter()
-    gen.close()   # the caller breaks out: the rest is cancelled, this process disconnects
+    gen.close()  # the caller breaks out: the rest is cancelled, this process disconnects
     assert time.perf_counter() - t0 < 5
     assert not _ray_is_running_here()
-    assert dict(run_tasks(parse_size, ["2 KiB"], ray_address=cluster)) == {0: 2048}   # the cluster is free
+    assert dict(run_tasks(parse_size, ["2 KiB"], ray_address=cluster)) == {0: 2048}  # the cluster is free
 
 
 def test_a_worker_that_cannot_import_the_task_says_so(cluster: str) -> None:
@@ -216,11 +259,19 @@ def test_a_worker_that_cannot_import_the_task_says_so(cluster: str) -> None:
 
 # -- addresses that are wrong: no cluster needed --
 
-@pytest.mark.parametrize("address, expected", [
-    ("nohost", "no port"), ("host:notaport", "'notaport' is not a number"), ("host:0", "not a number in 1-65535"),
-    ("host:70000", "not a number in 1-65535"), ("http://host:6379", "not a Ray cluster address"),
-    (":6379", "no host"), ("::1:6379", "IPv6 host in brackets"),
-])
+
+@pytest.mark.parametrize(
+    "address, expected",
+    [
+        ("nohost", "no port"),
+        ("host:notaport", "'notaport' is not a number"),
+        ("host:0", "not a number in 1-65535"),
+        ("host:70000", "not a number in 1-65535"),
+        ("http://host:6379", "not a Ray cluster address"),
+        (":6379", "no host"),
+        ("::1:6379", "IPv6 host in brackets"),
+    ],
+)
 def test_a_malformed_address_says_what_is_expected(address: str, expected: str) -> None:
     t0 = time.perf_counter()
     with pytest.raises(InputError, match=expected) as e:
@@ -251,7 +302,7 @@ def test_an_unreachable_address_fails_fast(address: str) -> None:
 def test_a_silent_port_is_given_up_within_the_bound() -> None:
     """A port that accepts and never answers (Ray's own attempts wait for ever there)."""
     with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))   # every interface: Ray dials 127.0.0.1 as this machine's address
+        s.bind(("0.0.0.0", 0))  # every interface: Ray dials 127.0.0.1 as this machine's address
         s.listen(8)
         addr = parse_address(f"127.0.0.1:{s.getsockname()[1]}")
         t0 = time.perf_counter()

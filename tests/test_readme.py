@@ -41,7 +41,7 @@ def readme_commands(text: str) -> list[str]:
 def test_readme_commands_are_found() -> None:
     cmds = readme_commands(README.read_text())
     assert cmds[0].startswith("podsim example") and len(cmds) >= 15
-    for page in PAGES:   # every documented command is a podsim command, without placeholder brackets
+    for page in PAGES:  # every documented command is a podsim command, without placeholder brackets
         for c in readme_commands(page.read_text()):
             assert c.startswith("podsim ") and "[" not in c.split("#")[0], (page.name, c)
 
@@ -49,7 +49,8 @@ def test_readme_commands_are_found() -> None:
 @pytest.mark.parametrize("page", [p for p in PAGES if readme_commands(p.read_text())], ids=lambda p: p.name)
 def test_documented_commands_run_as_written(page: Path, tmp_path: Path) -> None:
     from importlib.util import find_spec
-    for mod in ("torch", "torchvision", "matplotlib"):   # found, not imported (torchvision needs podsim first)
+
+    for mod in ("torch", "torchvision", "matplotlib"):  # found, not imported (torchvision needs podsim first)
         if find_spec(mod) is None:
             pytest.skip(f"the README's commands need {mod}: pip install -e '.[test]' torch==2.13.0 torchvision==0.28.0")
     exe = shutil.which("podsim") or f"{sys.executable} -m podsim"
@@ -57,8 +58,14 @@ def test_documented_commands_run_as_written(page: Path, tmp_path: Path) -> None:
     timings = []
     for cmd in readme_commands(page.read_text()):
         t0 = time.perf_counter()
-        run = subprocess.run(["bash", "-c", cmd.replace("podsim ", exe + " ", 1)], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=900)
+        run = subprocess.run(
+            ["bash", "-c", cmd.replace("podsim ", exe + " ", 1)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         timings.append((time.perf_counter() - t0, cmd[:70]))
         out = run.stdout + run.stderr
         assert run.returncode == 0 and "Traceback" not in out, f"{cmd}\n{out[-3000:]}"

@@ -4,8 +4,8 @@ Transfer time: int(latency) + int(bytes / bandwidth); bandwidth 128 B/ns, latenc
 """
 
 import pytest
-from helpers import params, topo
 
+from helpers import params, topo
 from podsim.engine import RemoteMemoryParams, simulate
 from podsim.errors import InputError
 from podsim.workload import OpKind, ProgramBuilder, Workload
@@ -15,7 +15,9 @@ def loads(n_ranks, count=2, size=128_000):
     b = ProgramBuilder("mem")
     prev = None
     for i in range(count):
-        prev = b.add(OpKind.MEM_LOAD, f"ld{i}", size_bytes=size, node_id=i + 1, data_deps=[] if prev is None else [prev])
+        prev = b.add(
+            OpKind.MEM_LOAD, f"ld{i}", size_bytes=size, node_id=i + 1, data_deps=[] if prev is None else [prev]
+        )
     return Workload([b.build()], [0] * n_ranks)
 
 

@@ -33,21 +33,53 @@ from podsim.sweep.report import COLS, decode_command, pareto_front, payload, ren
 # documents
 
 
-def _row(i: int, gpus: int, tp: int, pp: int, vpp: int, cp: int, ep: int, mb: int, rc: str, sp: bool, do: bool,
-         rng: random.Random, cost: bool = True) -> dict[str, Any]:
+def _row(
+    i: int,
+    gpus: int,
+    tp: int,
+    pp: int,
+    vpp: int,
+    cp: int,
+    ep: int,
+    mb: int,
+    rc: str,
+    sp: bool,
+    do: bool,
+    rng: random.Random,
+    cost: bool = True,
+) -> dict[str, Any]:
     dp = max(1, gpus // (tp * pp * cp))
     gb = 256
     t = round(rng.uniform(0.8, 4.0), 9)
     row: dict[str, Any] = {
-        "layout": {"gpus": gpus, "tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "ep": ep, "dp": dp, "micro_batch": mb,
-                   "num_microbatches": max(1, gb // (mb * dp)), "global_batch": gb, "seq_len": 4096, "recompute": rc,
-                   "sequence_parallel": sp, "distributed_optimizer": do, "schedule": "interleaved" if vpp > 1 else "1f1b"},
-        "tokens_per_s": round(gb * 4096 / t, 3), "mfu": round(rng.uniform(0.2, 0.6), 5), "iteration_time_s": t,
+        "layout": {
+            "gpus": gpus,
+            "tp": tp,
+            "pp": pp,
+            "vpp": vpp,
+            "cp": cp,
+            "ep": ep,
+            "dp": dp,
+            "micro_batch": mb,
+            "num_microbatches": max(1, gb // (mb * dp)),
+            "global_batch": gb,
+            "seq_len": 4096,
+            "recompute": rc,
+            "sequence_parallel": sp,
+            "distributed_optimizer": do,
+            "schedule": "interleaved" if vpp > 1 else "1f1b",
+        },
+        "tokens_per_s": round(gb * 4096 / t, 3),
+        "mfu": round(rng.uniform(0.2, 0.6), 5),
+        "iteration_time_s": t,
         "memory_peak_gib": round(rng.uniform(5, 79), 4),
-        "command": (f"podsim llm --model llama3-8b --gpu h100 --gpus {gpus} --tp {tp} --pp {pp} --vpp {vpp} --cp {cp} "
-                    f"--ep {ep} --global-batch {gb} --micro-batch {mb} --seq-len 4096 --recompute {rc}"
-                    + (" --sequence-parallel" if sp else "") + (" --distributed-optimizer" if do else "")
-                    + " --backend analytical"),
+        "command": (
+            f"podsim llm --model llama3-8b --gpu h100 --gpus {gpus} --tp {tp} --pp {pp} --vpp {vpp} --cp {cp} "
+            f"--ep {ep} --global-batch {gb} --micro-batch {mb} --seq-len 4096 --recompute {rc}"
+            + (" --sequence-parallel" if sp else "")
+            + (" --distributed-optimizer" if do else "")
+            + " --backend analytical"
+        ),
         "breakdown": {"compute_s": round(t * 0.8, 9), "exposed_comm_s": None, "bubble_s": None, "other_s": None},
     }
     if cost:
@@ -55,8 +87,16 @@ def _row(i: int, gpus: int, tp: int, pp: int, vpp: int, cp: int, ep: int, mb: in
     return row
 
 
-def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: int = 3, seed: int = 1,
-              simulated: int | None = None, flow_top: int = 0) -> dict[str, Any]:
+def synthetic(
+    n: int,
+    *,
+    cost: bool = True,
+    breakdown_top: int = 5,
+    memory_top: int = 3,
+    seed: int = 1,
+    simulated: int | None = None,
+    flow_top: int = 0,
+) -> dict[str, Any]:
     """``n`` rows over distinct layouts, best (most tokens/s) first; the first ``breakdown_top``
     carry a full time breakdown, the first ``memory_top`` memory per stage.
 
@@ -66,8 +106,20 @@ def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: 
     breakdown (each group best first); the first ``flow_top`` with a flow re-run.  Without: rows
     as older documents have them (no method, none of those four fields)."""
     rng = random.Random(seed)
-    space = list(itertools.product((64, 128), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2), (1, 2), (1, 2), (1, 2, 4),
-                                   ("none", "selective", "full"), (False, True), (True, False)))
+    space = list(
+        itertools.product(
+            (64, 128),
+            (1, 2, 4, 8),
+            (1, 2, 4, 8, 16),
+            (1, 2),
+            (1, 2),
+            (1, 2),
+            (1, 2, 4),
+            ("none", "selective", "full"),
+            (False, True),
+            (True, False),
+        )
+    )
     rng.shuffle(space)
     rows = [_row(i, *p, rng=rng, cost=cost) for i, p in zip(range(n), space)]
     assert len(rows) == n
@@ -76,29 +128,57 @@ def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: 
         # the search ranks the simulated rows (the best estimates) first: here the best by tokens/s
         # and every third of the rest, so that the two groups overlap on the chart
         head = simulated // 2
-        sim = set(range(head)) | set([i for i in range(head, n) if i % 3 == 0][:simulated - head])
+        sim = set(range(head)) | set([i for i in range(head, n) if i % 3 == 0][: simulated - head])
         rows = [r for i, r in enumerate(rows) if i in sim] + [r for i, r in enumerate(rows) if i not in sim]
         for k, r in enumerate(rows):
             r["method"] = "simulated" if k < simulated else "estimated"
-            r["layout"].update(zero=rng.choice((0, 0, 1, 3)), tp_overlap=rng.choice(("te", "async", "none")),
-                               overlap_grad_reduce=rng.random() < 0.7, overlap_param_gather=rng.random() < 0.7)
+            r["layout"].update(
+                zero=rng.choice((0, 0, 1, 3)),
+                tp_overlap=rng.choice(("te", "async", "none")),
+                overlap_grad_reduce=rng.random() < 0.7,
+                overlap_param_gather=rng.random() < 0.7,
+            )
             if k >= simulated:
                 r["breakdown"] = None
         for r in rows[:flow_top]:
-            r["flow"] = {"iteration_time_s": r["iteration_time_s"] * 1.01, "tokens_per_s": r["tokens_per_s"] / 1.01,
-                         "mfu": r["mfu"] / 1.01, "command": r["command"].replace("analytical", "flow")}
+            r["flow"] = {
+                "iteration_time_s": r["iteration_time_s"] * 1.01,
+                "tokens_per_s": r["tokens_per_s"] / 1.01,
+                "mfu": r["mfu"] / 1.01,
+                "command": r["command"].replace("analytical", "flow"),
+            }
     for r in rows[:breakdown_top]:
         t = r["iteration_time_s"]
-        r["breakdown"] = {"compute_s": round(t * 0.7, 9), "exposed_comm_s": round(t * 0.1, 9),
-                          "bubble_s": round(t * 0.15, 9), "other_s": round(t * 0.05, 9)}
+        r["breakdown"] = {
+            "compute_s": round(t * 0.7, 9),
+            "exposed_comm_s": round(t * 0.1, 9),
+            "bubble_s": round(t * 0.15, 9),
+            "other_s": round(t * 0.05, 9),
+        }
     for r in rows[:memory_top]:
         pp = r["layout"]["pp"]
-        r["memory_per_stage"] = [{"stage": s, "weights_gib": 4.0, "gradients_gib": 8.0, "optimizer_gib": 1.5,
-                                  "activations_gib": 20.0 - s, "buffers_gib": 0.5, "total_gib": 34.0 - s}
-                                 for s in range(pp)]
-    doc = {"model": "Llama 3 8B", "gpu": "NVIDIA H100 80GB", "objective": "tokens", "evaluated": n, "reused": 0,
-           "rejected": {"does not fit in 80 GiB per GPU": 500, "N GPUs are not divisible by TP x PP x CP": 3},
-           "best": rows[:max(breakdown_top, memory_top, 1)], "rows": rows}
+        r["memory_per_stage"] = [
+            {
+                "stage": s,
+                "weights_gib": 4.0,
+                "gradients_gib": 8.0,
+                "optimizer_gib": 1.5,
+                "activations_gib": 20.0 - s,
+                "buffers_gib": 0.5,
+                "total_gib": 34.0 - s,
+            }
+            for s in range(pp)
+        ]
+    doc = {
+        "model": "Llama 3 8B",
+        "gpu": "NVIDIA H100 80GB",
+        "objective": "tokens",
+        "evaluated": n,
+        "reused": 0,
+        "rejected": {"does not fit in 80 GiB per GPU": 500, "N GPUs are not divisible by TP x PP x CP": 3},
+        "best": rows[: max(breakdown_top, memory_top, 1)],
+        "rows": rows,
+    }
     if simulated is not None:
         doc.update(simulated=simulated, flow=flow_top, gpus=[64, 128], global_batch=256, seq_len=4096)
     return doc
@@ -109,15 +189,17 @@ def synthetic(n: int, *, cost: bool = True, breakdown_top: int = 5, memory_top: 
 
 
 def test_pareto_front_of_a_hand_worked_example() -> None:
-    pts = [(10, 100),   # 0: front
-           (20, 150),   # 1: front
-           (15, 90),    # 2: 0 has less memory and more throughput
-           (20, 150),   # 3: equal to 1: kept (neither beats the other)
-           (30, 140),   # 4: 1 beats it
-           (5, 50),     # 5: front (least memory)
-           (40, 200),   # 6: front (most throughput)
-           (10, 80),    # 7: 0 has the same memory and more throughput
-           (math.nan, 1000)]  # 8: no memory: not plotted
+    pts = [
+        (10, 100),  # 0: front
+        (20, 150),  # 1: front
+        (15, 90),  # 2: 0 has less memory and more throughput
+        (20, 150),  # 3: equal to 1: kept (neither beats the other)
+        (30, 140),  # 4: 1 beats it
+        (5, 50),  # 5: front (least memory)
+        (40, 200),  # 6: front (most throughput)
+        (10, 80),  # 7: 0 has the same memory and more throughput
+        (math.nan, 1000),
+    ]  # 8: no memory: not plotted
     assert pareto_front(pts) == [0, 1, 3, 5, 6]
     assert pareto_front([]) == [] and pareto_front([(1.0, 1.0)]) == [0]
 
@@ -137,8 +219,19 @@ def test_the_page_embeds_every_row() -> None:
     assert data["meta"]["rejected"][0] == ["does not fit in 80 GiB per GPU", 500]
     for rec, row in zip(data["rows"], doc["rows"]):
         r = dict(zip(data["cols"], rec))
-        for k in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
-                  "distributed_optimizer", "gpus"):
+        for k in (
+            "tp",
+            "pp",
+            "vpp",
+            "cp",
+            "ep",
+            "dp",
+            "micro_batch",
+            "recompute",
+            "sequence_parallel",
+            "distributed_optimizer",
+            "gpus",
+        ):
             assert r[k] == row["layout"][k]
         for k in ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib", "cost_per_mtok_usd"):
             assert r[k] == row[k]
@@ -146,7 +239,7 @@ def test_the_page_embeds_every_row() -> None:
         assert r["breakdown"] == [row["breakdown"][k] for k in ("compute_s", "exposed_comm_s", "bubble_s", "other_s")]
         assert (r["memory_per_stage"] is None) == ("memory_per_stage" not in row)
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page
-    assert "<link" not in page and " src=" not in page   # nothing fetched: one self-contained file
+    assert "<link" not in page and " src=" not in page  # nothing fetched: one self-contained file
 
 
 def test_best_rows_add_what_rows_lack() -> None:
@@ -217,9 +310,19 @@ def _chromium() -> str:
     pytest.skip(msg)
 
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--disable-extensions", "--mute-audio"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--mute-audio",
+]
 
 
 class _Dom(HTMLParser):
@@ -228,14 +331,19 @@ class _Dom(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, dict[str, str]]] = []
-        self.html = ""   #: the serialised DOM
+        self.html = ""  #: the serialised DOM
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, {k: v or "" for k, v in attrs}))
 
     def find(self, tag: str, cls: str | None = None, **attrs: str) -> list[dict[str, str]]:
-        return [a for t, a in self.tags if t == tag and (cls is None or cls in a.get("class", "").split())
-                and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+        return [
+            a
+            for t, a in self.tags
+            if t == tag
+            and (cls is None or cls in a.get("class", "").split())
+            and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
 
 
 def load(doc: dict[str, Any], tmp: Path, hash_: str = "", *, name: str = "report.html") -> _Dom:
@@ -244,8 +352,19 @@ def load(doc: dict[str, Any], tmp: Path, hash_: str = "", *, name: str = "report
     page = tmp / name
     write_report(str(page), doc)
     with tempfile.TemporaryDirectory(dir=tmp) as profile:
-        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
-                            page.as_uri() + hash_], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [
+                exe,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+                page.as_uri() + hash_,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert p.returncode == 0, p.stderr[-2000:]
     dom = _Dom()
     dom.feed(p.stdout)
@@ -293,14 +412,28 @@ def test_the_browser_draws_every_chart(tmp_path: Path) -> None:
     assert {a["data-method"] for a in trs} == {"simulated"}
     assert dom.find("span", id="methods")[0]["data-simulated"] == "300"
     # filters: a checkbox per value present; none for ZeRO and the overlaps, which these rows lack
-    dims = ["gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "recompute", "sequence_parallel",
-            "distributed_optimizer"]
+    dims = [
+        "gpus",
+        "tp",
+        "pp",
+        "vpp",
+        "cp",
+        "ep",
+        "dp",
+        "micro_batch",
+        "recompute",
+        "sequence_parallel",
+        "distributed_optimizer",
+    ]
     assert [a["data-dim"] for a in dom.find("fieldset")] == dims
     boxes = [a["data-value"] for a in dom.find("input") if a.get("type") == "checkbox"]
     want = []
     for d in dims:
         want += sorted({json.dumps(r["layout"][d]).strip('"') for r in rows})
-    assert sorted(boxes) == sorted(want) and len(boxes) == 2 + 4 + 5 + 2 + 2 + 2 + len({r["layout"]["dp"] for r in rows}) + 3 + 3 + 4
+    assert (
+        sorted(boxes) == sorted(want)
+        and len(boxes) == 2 + 4 + 5 + 2 + 2 + 2 + len({r["layout"]["dp"] for r in rows}) + 3 + 3 + 4
+    )
     # axis titles carry units
     texts = _texts(tmp_path / "report.html")
     for unit in ("throughput (tokens/s)", "peak memory per GPU (GiB", "time per iteration (s)", "memory per GPU (GiB)"):
@@ -310,8 +443,12 @@ def test_the_browser_draws_every_chart(tmp_path: Path) -> None:
 def _texts(page: Path) -> str:
     exe = _chromium()
     with tempfile.TemporaryDirectory(dir=page.parent) as profile:
-        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
-                            page.as_uri()], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     return p.stdout
 
 
@@ -333,8 +470,13 @@ def test_filters_and_the_cost_axis_come_from_the_url_hash(tmp_path: Path) -> Non
     # sorted by memory, least first (ties: by rank)
     dom = load(doc, tmp_path, "#sort=memory_peak_gib&tp=8")
     trs = [int(a["data-i"]) for a in dom.find("tr") if "data-i" in a]
-    assert trs == sorted(keep + [i for i, r in enumerate(rows) if r["layout"]["tp"] == 8 and i not in keep],
-                         key=lambda i: (rows[i]["memory_peak_gib"], i))[:50]
+    assert (
+        trs
+        == sorted(
+            keep + [i for i, r in enumerate(rows) if r["layout"]["tp"] == 8 and i not in keep],
+            key=lambda i: (rows[i]["memory_peak_gib"], i),
+        )[:50]
+    )
     # against cost
     dom = load(doc, tmp_path, "#x=cost")
     assert _ints(dom.find("circle", "front")) == _rows_front(rows, list(range(300)), "cost_per_mtok_usd")
@@ -384,14 +526,28 @@ def test_filters_by_zero_and_the_overlaps(tmp_path: Path) -> None:
     assert dims[-4:] == ["zero", "tp_overlap", "overlap_grad_reduce", "overlap_param_gather"]
     boxes = {(a["data-dim"], a["data-value"]): "checked" in a for a in dom.find("input", type="checkbox")}
     assert {k: v for k, v in boxes.items() if k[0] == "tp_overlap"} == {
-        ("tp_overlap", "te"): False, ("tp_overlap", "async"): True, ("tp_overlap", "none"): False}
+        ("tp_overlap", "te"): False,
+        ("tp_overlap", "async"): True,
+        ("tp_overlap", "none"): False,
+    }
     assert {k for k in boxes if k[0] in ("zero", "overlap_grad_reduce", "overlap_param_gather")} == {
-        ("zero", "0"), ("zero", "1"), ("zero", "3"), ("overlap_grad_reduce", "false"), ("overlap_grad_reduce", "true"),
-        ("overlap_param_gather", "false"), ("overlap_param_gather", "true")}
+        ("zero", "0"),
+        ("zero", "1"),
+        ("zero", "3"),
+        ("overlap_grad_reduce", "false"),
+        ("overlap_grad_reduce", "true"),
+        ("overlap_param_gather", "false"),
+        ("overlap_param_gather", "true"),
+    }
     # several at once, and the table follows
     dom = load(doc, tmp_path, "#zero=1,3&overlap_grad_reduce=false&overlap_param_gather=true")
-    keep = [i for i, r in enumerate(rows) if r["layout"]["zero"] in (1, 3) and not r["layout"]["overlap_grad_reduce"]
-            and r["layout"]["overlap_param_gather"]]
+    keep = [
+        i
+        for i, r in enumerate(rows)
+        if r["layout"]["zero"] in (1, 3)
+        and not r["layout"]["overlap_grad_reduce"]
+        and r["layout"]["overlap_param_gather"]
+    ]
     assert keep and _ints(dom.find("circle", "pt")) == set(keep)
     assert [int(a["data-i"]) for a in dom.find("tr") if "data-i" in a] == keep[:50]
     # a single value: a disabled filter (as for CP and EP)
@@ -406,14 +562,21 @@ def test_the_tooltip_names_the_method(tmp_path: Path) -> None:
     exe = _chromium()
     page = tmp_path / "tip.html"
     html = render_report(synthetic(20, simulated=5))
-    hover = ("<script>function hover(i) { var c = document.querySelector('circle.pt[data-i=\"' + i + '\"]');"
-             "c.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: 50, clientY: 50}));"
-             "return document.getElementById('tip').textContent; }"
-             "document.body.dataset.tipSim = hover(0); document.body.dataset.tipEst = hover(10);</script></body>")
+    hover = (
+        "<script>function hover(i) { var c = document.querySelector('circle.pt[data-i=\"' + i + '\"]');"
+        "c.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: 50, clientY: 50}));"
+        "return document.getElementById('tip').textContent; }"
+        "document.body.dataset.tipSim = hover(0); document.body.dataset.tipEst = hover(10);</script></body>"
+    )
     page.write_text(html.replace("</body>", hover), encoding="utf-8")
     with tempfile.TemporaryDirectory(dir=tmp_path) as profile:
-        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
-                            page.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+        p = subprocess.run(
+            [exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     dom = _Dom()
     dom.feed(p.stdout)
     body = dom.find("body")[0]
@@ -422,8 +585,9 @@ def test_the_tooltip_names_the_method(tmp_path: Path) -> None:
     assert "estimated in closed form" in body["data-tip-est"] and "TP comm. overlap" in body["data-tip-est"]
 
 
-@pytest.mark.parametrize("case", ["one row", "no breakdown or memory", "equal values", "no cost", "nothing matches",
-                                  "no rows"])
+@pytest.mark.parametrize(
+    "case", ["one row", "no breakdown or memory", "equal values", "no cost", "nothing matches", "no rows"]
+)
 def test_edge_cases_draw_without_errors(tmp_path: Path, case: str) -> None:
     hash_ = ""
     if case == "one row":
@@ -444,13 +608,21 @@ def test_edge_cases_draw_without_errors(tmp_path: Path, case: str) -> None:
         doc = synthetic(20)
         hash_ = "#tp=3"
     else:
-        doc = {"model": "m", "gpu": "g", "objective": "tokens", "evaluated": 0, "reused": 0, "rejected": {}, "best": [],
-               "rows": []}
+        doc = {
+            "model": "m",
+            "gpu": "g",
+            "objective": "tokens",
+            "evaluated": 0,
+            "reused": 0,
+            "rejected": {},
+            "best": [],
+            "rows": [],
+        }
     dom = load(doc, tmp_path, hash_)
     n = 0 if case in ("nothing matches", "no rows") else len(doc["rows"])
     assert len(dom.find("circle", "pt")) == n
     if case == "equal values":
-        assert len(dom.find("circle", "front")) == 12   # all equal: none beats another
+        assert len(dom.find("circle", "front")) == 12  # all equal: none beats another
     if case == "no breakdown or memory":
         assert dom.find("g", "bd-bar") == [] and dom.find("div", "panel") == []
     if case == "one row":
@@ -465,10 +637,11 @@ def test_ten_thousand_rows_load_in_the_browser(tmp_path: Path) -> None:
 
 
 def test_real_rows_from_the_simulator(tmp_path: Path) -> None:
+    from podsim.api.train import simulate_training
     from podsim.llm.layout import Layout
     from podsim.llm.model import get_model
-    from podsim.api.train import simulate_training
     from podsim.sweep.search import llm_command
+
     model = get_model("llama3-8b")
     rows = []
     for tp, pp in ((8, 1), (2, 2), (1, 4)):
@@ -477,8 +650,16 @@ def test_real_rows_from_the_simulator(tmp_path: Path) -> None:
         d["command"] = llm_command("--model llama3-8b", lay, "h100", None, "analytical")
         rows.append(d)
     rows.sort(key=lambda r: -r["tokens_per_s"])
-    doc = {"model": model.name, "gpu": rows[0]["gpu"], "objective": "tokens", "evaluated": 3, "reused": 0,
-           "rejected": {}, "best": rows, "rows": rows}
+    doc = {
+        "model": model.name,
+        "gpu": rows[0]["gpu"],
+        "objective": "tokens",
+        "evaluated": 3,
+        "reused": 0,
+        "rejected": {},
+        "best": rows,
+        "rows": rows,
+    }
     dom = load(doc, tmp_path)
     assert len(dom.find("circle", "pt")) == 3
     assert len(dom.find("g", "bd-bar")) == 3
@@ -491,11 +672,17 @@ def test_a_script_error_is_seen(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
     html = render_report(synthetic(5))
     assert html.count("  drawTable(current);\n  showPicked();") == 1
-    broken = html.replace("  drawTable(current);\n  showPicked();", "  drawTable(current); notAFunction();\n  showPicked();")
+    broken = html.replace(
+        "  drawTable(current);\n  showPicked();", "  drawTable(current); notAFunction();\n  showPicked();"
+    )
     page.write_text(broken, encoding="utf-8")
     with tempfile.TemporaryDirectory(dir=tmp_path) as profile:
-        p = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
-                            page.as_uri()], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [exe, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     dom = _Dom()
     dom.feed(p.stdout)
     assert "notAFunction" in dom.find("body")[0].get("data-errors", "")

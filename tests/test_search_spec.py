@@ -35,23 +35,26 @@ def test_a_shared_flag_is_the_other_commands_declaration(other: dict) -> None:
 
 def test_the_shared_flags_include_the_model_hardware_and_service_level() -> None:
     assert {"model", "model-config", "gpu", "cluster", "backend", "global-batch", "seq-len"} <= set(SEARCH) & set(LLM)
-    assert {"workload", "slo-ttft", "slo-tpot", "router", "max-context", "capacity-target",
-            "gpu-hour-price"} <= set(SEARCH) & set(SERVE)
+    assert {"workload", "slo-ttft", "slo-tpot", "router", "max-context", "capacity-target", "gpu-hour-price"} <= set(
+        SEARCH
+    ) & set(SERVE)
 
 
 def test_every_values_flag_lists_values_of_an_llm_or_serve_llm_flag() -> None:
-    fields_set = {(p.field or p.column).replace("_", "-"): p for p in (*LLM.values(), *SERVE.values())
-                  if p.const is None}   # not --fsdp, which sets zero to 3
+    fields_set = {
+        (p.field or p.column).replace("_", "-"): p for p in (*LLM.values(), *SERVE.values()) if p.const is None
+    }  # not --fsdp, which sets zero to 3
     for name, p in SEARCH.items():
-        if not name.endswith("-values") or name == "chunk-values":   # a step's budget: two serve-llm flags
+        if not name.endswith("-values") or name == "chunk-values":  # a step's budget: two serve-llm flags
             continue
-        stem = name[:-len("-values")]
+        stem = name[: -len("-values")]
         assert stem in fields_set, name
         assert f"--{fields_set[stem].name}" in p.help, f"{name}'s help names the flag it lists"
 
 
-@pytest.mark.parametrize("flag, llm_flag", [("recompute-values", "recompute"), ("tp-overlap-values", "tp-overlap"),
-                                            ("zero-values", "zero")])
+@pytest.mark.parametrize(
+    "flag, llm_flag", [("recompute-values", "recompute"), ("tp-overlap-values", "tp-overlap"), ("zero-values", "zero")]
+)
 def test_a_values_flag_takes_exactly_the_llm_flags_choices(flag: str, llm_flag: str) -> None:
     choices = LLM[llm_flag].choices
     parsed = SEARCH[flag].to_field(",".join(str(c) for c in choices))
@@ -61,8 +64,9 @@ def test_a_values_flag_takes_exactly_the_llm_flags_choices(flag: str, llm_flag: 
 
 
 def test_the_scheduler_values_are_serve_llms_schedulers() -> None:
-    job = SearchCommand.from_values({"gpus": "8", "model": "llama3-8b", "workload": "poisson:2",
-                                     "scheduler-values": "vllm,orca,lightllm"}).job
+    job = SearchCommand.from_values(
+        {"gpus": "8", "model": "llama3-8b", "workload": "poisson:2", "scheduler-values": "vllm,orca,lightllm"}
+    ).job
     assert job.scheduler_values == ("vllm", "orca", "lightllm")
     assert set(SERVE["scheduler"].choices) >= {"vllm", "sarathi", "orca", "static", "lightllm"}
     with pytest.raises(InputError, match="--scheduler-values"):
@@ -71,8 +75,9 @@ def test_the_scheduler_values_are_serve_llms_schedulers() -> None:
 
 def test_the_fields_of_one_kind_of_search_are_marked() -> None:
     assert not set(TRAINING_ONLY) & set(SERVING_ONLY)
-    assert {"global_batch", "seq_len", "vpp_values", "zero_values", "memory_reserve", "backend", "store"} \
-        <= set(TRAINING_ONLY)
+    assert {"global_batch", "seq_len", "vpp_values", "zero_values", "memory_reserve", "backend", "store"} <= set(
+        TRAINING_ONLY
+    )
     assert {"requests", "slo_ttft", "capacity_target", "scheduler_values", "router", "max_context"} <= set(SERVING_ONLY)
     for both in ("gpus", "model", "gpu", "cluster", "tp_values", "pp_values", "ep_values", "objective", "workers"):
         assert both not in TRAINING_ONLY and both not in SERVING_ONLY

@@ -44,6 +44,7 @@ def _run(reqs: list[Request], timer: LinearTimer = T, **cfg: object):  # type: i
 
 # -- one replica, hand-derived ------------------------------------------------------------------
 
+
 def test_one_request_on_an_idle_replica_takes_the_step_times() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, per_context_ns=100)
     r = _run([_req(0, 5 * MS, 100, 4)], timer)
@@ -53,7 +54,7 @@ def test_one_request_on_an_idle_replica_takes_the_step_times() -> None:
     assert r.finish_ns == [5 * MS + 2_000_000 + 1_020_000 + 1_020_100 + 1_020_200]
     d = r.to_dict()
     assert d["ttft_mean_s"] == pytest.approx(0.002) and d["ttft_p99_s"] == pytest.approx(0.002)
-    assert d["tpot_mean_s"] == pytest.approx(1_020_100e-9)          # (3,060,300 ns) / 3 gaps
+    assert d["tpot_mean_s"] == pytest.approx(1_020_100e-9)  # (3,060,300 ns) / 3 gaps
     assert d["e2e_mean_s"] == pytest.approx(5_060_300e-9)
     assert d["preemptions"] == 0 and d["requests"][0]["replica"] == 0
     # 4 output tokens over the 5.0603 ms from arrival to finish
@@ -87,8 +88,14 @@ def test_a_full_kv_cache_preempts_the_newest_request_by_recompute() -> None:
     assert r.tpot_s()[1] == pytest.approx((11_340_000 - 1_160_000) / 5 * 1e-9)
     # KV use as each step is formed: 4 (step 1), 3 (request 0 alone, 9-12 tokens), 4 (its 13 tokens at
     # step 6), 3 (request 1's 9 tokens at 6.21 ms, right after request 0 left), 4 (its 13), 0 (done)
-    assert r.replicas[0].kv_samples == [(0, 4), (1_160_000, 3), (5_200_000, 4), (6_210_000, 3),
-                                        (6_210_000 + 1_090_000 + 3 * 1_010_000, 4), (11_340_000, 0)]
+    assert r.replicas[0].kv_samples == [
+        (0, 4),
+        (1_160_000, 3),
+        (5_200_000, 4),
+        (6_210_000, 3),
+        (6_210_000 + 1_090_000 + 3 * 1_010_000, 4),
+        (11_340_000, 0),
+    ]
 
 
 def test_a_full_kv_cache_preempts_by_swap_and_the_victim_resumes_without_recompute() -> None:
@@ -107,7 +114,7 @@ def test_a_full_kv_cache_preempts_by_swap_and_the_victim_resumes_without_recompu
     assert r.finish_ns == [6_230_000, 6_230_000 + 1_030_000 + 4 * 1_010_000]
     assert r.replicas[0].steps == 11
     # no host space for two blocks: preempted by recompute, exactly as the test above
-    r = _run([_req(0, 0, 8, 6), _req(1, 0, 8, 6)], **dict(swap, swap_space_gib=4e-9))   # 4.3 B: one block
+    r = _run([_req(0, 0, 8, 6), _req(1, 0, 8, 6)], **dict(swap, swap_space_gib=4e-9))  # 4.3 B: one block
     assert r.finish_ns == [6_210_000, 6_210_000 + 1_090_000 + 4 * 1_010_000]
     with pytest.raises(InputError, match="--preemption"):
         _run([_req(0, 0, 8, 6)], preemption="evict")
@@ -121,7 +128,7 @@ def test_a_draft_model_adds_its_passes_and_takes_memory() -> None:
 
     target = LinearTimer(base_ns=MS, per_token_ns=10_000, kv_bytes_per_token=1.0, kv_capacity_bytes=1000.0)
     draft = Draft(base_ns=100_000, per_token_ns=1_000, kv_bytes_per_token=0.5)
-    t = DraftedTimer(target, draft, 3)   # type: ignore[arg-type]
+    t = DraftedTimer(target, draft, 3)  # type: ignore[arg-type]
     # two decodes verifying 1 + 3 tokens and a 20-token prompt chunk: the target 1 ms + 28 x 10 us;
     # the draft one pass over the chunk and the two decodes' first proposals (100 us + 22 x 1 us),
     # then 2 passes of the two decodes (2 x 102 us)
@@ -133,23 +140,59 @@ def test_a_draft_model_adds_its_passes_and_takes_memory() -> None:
     assert r.first_ns == [2_200_000] and r.finish_ns == [2_200_000 + 2 * 1_343_000]
 
 
-@pytest.mark.parametrize("extra, match", [
-    ([], "give --spec-decode K:A as well"),
-    (["--spec-decode", "4:0.7", "--pp", "2"], "without pipeline parallelism"),
-    (["--spec-decode", "4:0.7", "--draft-model", "lama3-8b"], "did you mean 'llama3-8b'"),
-])
-def test_a_draft_model_refuses_what_it_cannot_do(extra: list[str], match: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["serve-llm", "--model", "llama3-70b", "--gpu", "h100", "--tp", "4", "--workload", "poisson:1",
-            "--requests", "5", "--draft-model", "llama3-8b", *extra]
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        ([], "give --spec-decode K:A as well"),
+        (["--spec-decode", "4:0.7", "--pp", "2"], "without pipeline parallelism"),
+        (["--spec-decode", "4:0.7", "--draft-model", "lama3-8b"], "did you mean 'llama3-8b'"),
+    ],
+)
+def test_a_draft_model_refuses_what_it_cannot_do(
+    extra: list[str], match: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "serve-llm",
+        "--model",
+        "llama3-70b",
+        "--gpu",
+        "h100",
+        "--tp",
+        "4",
+        "--workload",
+        "poisson:1",
+        "--requests",
+        "5",
+        "--draft-model",
+        "llama3-8b",
+        *extra,
+    ]
     assert main(args) != 0
     assert match in capsys.readouterr().err
 
 
 def test_serve_llm_reports_mfu_from_the_served_tokens(tmp_path: Path) -> None:
     out = tmp_path / "m.json"
-    assert main(["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--replicas", "2", "--workload",
-                 "poisson:4,prompt=1000,output=100", "--requests", "100", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "serve-llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--replicas",
+                "2",
+                "--workload",
+                "poisson:4,prompt=1000,output=100",
+                "--requests",
+                "100",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     d = json.loads(out.read_text())
     # by hand: 2 x 6.98e9 FLOPs per token (2N over Llama 3 8B's matrices: 8.03e9 parameters less
     # the 128,256 x 4,096 embedding and output layer), 1,099 tokens a request computed once, over
@@ -180,10 +223,10 @@ def test_a_shared_prefix_takes_its_blocks_once_and_is_evicted_when_unused() -> N
     # evicted, so a fourth request of prefix 0 at 20 ms computes its whole prompt again
     more = reqs + [_req(2, 4 * MS, 20, 2), _req(3, 20 * MS, 12, 2, pid=0, plen=8)]
     r = _run(more, kv_blocks=6, block_size=4)
-    assert r.first_ns[2] == 4 * MS + 1_200_000                     # 20 tokens, nothing cached
-    assert r.first_ns[3] == 20 * MS + 1_120_000                    # 12 tokens: the prefix was evicted
+    assert r.first_ns[2] == 4 * MS + 1_200_000  # 20 tokens, nothing cached
+    assert r.first_ns[3] == 20 * MS + 1_120_000  # 12 tokens: the prefix was evicted
     again = _run(reqs + [_req(3, 20 * MS, 12, 2, pid=0, plen=8)], kv_blocks=6, block_size=4)
-    assert again.first_ns[2] == 20 * MS + 1_040_000                # kept: only 4 tokens computed
+    assert again.first_ns[2] == 20 * MS + 1_040_000  # kept: only 4 tokens computed
     slow = simulate(more, T, ServeConfig(kv_blocks=6, block_size=4), fast=False)
     assert slow.first_ns == r.first_ns and slow.finish_ns == r.finish_ns
 
@@ -194,7 +237,7 @@ def test_chunked_prefill_splits_a_long_prompt_into_budget_sized_steps() -> None:
     # chunks of 512, 512 and 276 tokens over contexts 0, 512, 1024:
     #   3 x 1 ms + 1300 x 10 us + (512 + 1024) x 100 ns = 16,153,600 ns
     assert r.first_ns == [16_153_600]
-    assert r.replicas[0].steps == 4                     # 3 prefill chunks, 1 decode
+    assert r.replicas[0].steps == 4  # 3 prefill chunks, 1 decode
     # Sarathi: decodes first, then the new prompt's chunk fills the 512-token budget
     s = _run([_req(0, 0, 10, 20), _req(1, 500_000, 1022, 2)], scheduler="sarathi", chunk_size=512)
     # step 1 (0 ms): request 0's prompt, 1.1 ms; request 1 arrives at 0.5 ms
@@ -242,14 +285,22 @@ def test_pipeline_stages_overlap_batches() -> None:
 
 # -- routers ---------------------------------------------------------------------------------------
 
+
 def test_routers_choose_by_their_measure() -> None:
     # replica 0: a short prompt with a long output (few KV blocks, many tokens to decode);
     # replica 1: a long prompt (many blocks, fewer tokens). Then short requests at 3 and 4 ms.
-    reqs = [_req(0, 0, 10, 2000), _req(1, MS, 1500, 2), _req(2, 3 * MS, 10, 2), _req(3, 4 * MS, 10, 2),
-            _req(4, 6 * MS, 10, 2), _req(5, 6_500_000, 10, 2)]
+    reqs = [
+        _req(0, 0, 10, 2000),
+        _req(1, MS, 1500, 2),
+        _req(2, 3 * MS, 10, 2),
+        _req(3, 4 * MS, 10, 2),
+        _req(4, 6 * MS, 10, 2),
+        _req(5, 6_500_000, 10, 2),
+    ]
 
     def chosen(router: str) -> list[int]:
         return _run(reqs, replicas=2, router=router).replica
+
     # round-robin: in turn
     assert chosen("round-robin") == [0, 1, 0, 1, 0, 1]
     # least-outstanding: request 1 -> the empty replica 1; request 2: 1 and 1 -> replica 0 (ties to the
@@ -265,18 +316,18 @@ def test_routers_choose_by_their_measure() -> None:
 
 
 def test_router_measures_on_set_states() -> None:
-    reps = [Replica(i, "mixed", T, KVCache(100), make_scheduler("vllm"), on_finish=lambda s, t: None)
-            for i in range(3)]
+    reps = [Replica(i, "mixed", T, KVCache(100), make_scheduler("vllm"), on_finish=lambda s, t: None) for i in range(3)]
     for r, out, tok, free, wait in zip(reps, (3, 1, 1), (50, 90, 40), (10, 30, 25), (0, 25, 0)):
         r.outstanding, r.pending_tokens, r.kv.free, r.waiting_blocks = out, tok, free, wait
-    assert make_router("least-outstanding").choose(reps, 0) == 1        # 1 and 1: the lower index
-    assert make_router("jsq").choose(reps, 0) == 2                      # 40 tokens
-    assert make_router("kv-aware").choose(reps, 0) == 2                 # 10, 30 - 25 = 5, 25
+    assert make_router("least-outstanding").choose(reps, 0) == 1  # 1 and 1: the lower index
+    assert make_router("jsq").choose(reps, 0) == 2  # 40 tokens
+    assert make_router("kv-aware").choose(reps, 0) == 2  # 10, 30 - 25 = 5, 25
     rr = make_router("round-robin")
     assert [rr.choose(reps, 0) for _ in range(4)] == [0, 1, 2, 0]
 
 
 # -- P/D, speculative decoding, prefix caching ------------------------------------------------------
+
 
 def test_pd_ttft_includes_the_kv_transfer() -> None:
     timer = LinearTimer(base_ns=MS, per_token_ns=10_000, kv_bytes_per_token=1000)
@@ -285,6 +336,7 @@ def test_pd_ttft_includes_the_kv_transfer() -> None:
     def link(nbytes: int, src: int, dst: int) -> int:
         sent.append((nbytes, src, dst))
         return link_transfer(50.0, 10_000)(nbytes, src, dst)
+
     r = simulate([_req(0, 0, 100, 3)], timer, ServeConfig(pd=(1, 1), kv_blocks=100), transfer_ns=link)
     # prefill on replica 0: 2 ms; KV 1000 B x 100 tokens = 100,000 B per GPU at 50 B/ns = 2,000 ns
     # + 10 us latency: the first token reaches the user at 2,012,000 ns
@@ -303,8 +355,8 @@ def test_speculative_decoding_yields_the_expected_tokens() -> None:
     # each step verifies 1 + 3 tokens: 1 ms + 4 x 10 us = 1.04 ms
     assert r.finish_ns == [2_000_000 + 8 * 1_040_000]
     assert r.tpot_s() == [pytest.approx(8 * 1.04e-3 / 15)]
-    full = _run([_req(0, 0, 100, 16)], spec_decode=(3, 1.0))     # every draft accepted: 4 a step
-    assert full.finish_ns == [2_000_000 + 4 * 1_040_000]         # 15 tokens: 4, 4, 4, then 3
+    full = _run([_req(0, 0, 100, 16)], spec_decode=(3, 1.0))  # every draft accepted: 4 a step
+    assert full.finish_ns == [2_000_000 + 4 * 1_040_000]  # 15 tokens: 4, 4, 4, then 3
 
 
 def test_prefix_caching_skips_the_cached_tokens() -> None:
@@ -316,24 +368,27 @@ def test_prefix_caching_skips_the_cached_tokens() -> None:
     reqs = [_req(0, 0, 100, 1, 7, 64), _req(1, 5 * MS, 100, 1, 7, 64), _req(2, 10 * MS, 100, 1, 8, 64)]
     s = _run(reqs)
     ttft = [f - a for f, a in zip(s.first_ns, s.arrival_ns)]
-    assert ttft == [2_000_000, MS + 36 * 10_000, 2_000_000]       # prefix 8 was never computed
+    assert ttft == [2_000_000, MS + 36 * 10_000, 2_000_000]  # prefix 8 was never computed
 
 
 # -- the exact fast path, capacity -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("scheduler", ["vllm", "sarathi", "orca", "static", "lightllm"])
 @pytest.mark.parametrize("prefixes", ["", ",prefixes=3:160"])
 def test_runs_of_decode_steps_in_one_go_change_nothing(scheduler: str, prefixes: str) -> None:
-    reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"
-                                    + prefixes), 300)
+    reqs = generate(
+        parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4" + prefixes), 300
+    )
     timer = LinearTimer(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300)
     for router in ("round-robin", "jsq", "kv-aware"):
         cfg = ServeConfig(replicas=2, scheduler=scheduler, router=router, kv_blocks=250, max_num_seqs=40)
         a = simulate(reqs, timer, cfg, fast=True, record_steps=True)
         b = simulate(reqs, timer, cfg, fast=False, record_steps=True)
         assert a.first_ns == b.first_ns and a.finish_ns == b.finish_ns and a.preemptions == b.preemptions
-        assert [[(x.stages, x.ids) for x in r.records] for r in a.replicas] == \
-            [[(x.stages, x.ids) for x in r.records] for r in b.replicas]
+        assert [[(x.stages, x.ids) for x in r.records] for r in a.replicas] == [
+            [(x.stages, x.ids) for x in r.records] for r in b.replicas
+        ]
 
 
 def test_a_timer_may_time_a_run_of_decode_steps_at_once() -> None:
@@ -341,10 +396,12 @@ def test_a_timer_may_time_a_run_of_decode_steps_at_once() -> None:
         calls = 0
 
         def decode_steps_ns(self, contexts: list[int], steps: int) -> list[int]:
-            RunTimer.calls += 1      # step j: every context one longer, in closed form
+            RunTimer.calls += 1  # step j: every context one longer, in closed form
             n, c = len(contexts), sum(contexts)
-            return [round(self.base_ns + self.per_token_ns * n + self.per_context_ns * (c + j * n))
-                    for j in range(steps)]
+            return [
+                round(self.base_ns + self.per_token_ns * n + self.per_context_ns * (c + j * n)) for j in range(steps)
+            ]
+
     reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"), 300)
     args = dict(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300)
     cfg = ServeConfig(replicas=2, kv_blocks=250, max_num_seqs=40)
@@ -360,6 +417,7 @@ def test_find_capacity_brackets_the_rate() -> None:
 
         def slo_attainment(self) -> float:
             return 1.0 if self.qps <= 7.3 else 0.5
+
     cap = find_capacity(Stub, 0.99, start_qps=1.0)  # type: ignore[arg-type]
     # 1, 2, 4 meet, 8 does not; then halves of [4, 8] down to 2% of the upper end
     assert cap.qps <= 7.3 < cap.upper_qps and cap.upper_qps - cap.qps <= 0.02 * cap.upper_qps  # type: ignore[operator]
@@ -369,6 +427,7 @@ def test_find_capacity_brackets_the_rate() -> None:
 
     def run(qps: float):  # type: ignore[no-untyped-def]
         return simulate(with_poisson_arrivals(base, qps), T, ServeConfig(kv_blocks=5000, slo_ttft_s=0.01))
+
     real = find_capacity(run, 0.9, start_qps=10.0, iterations=6)
     atts = dict(real.probes)
     assert atts[real.qps] >= 0.9 and real.upper_qps is not None and atts[real.upper_qps] < 0.9
@@ -376,16 +435,39 @@ def test_find_capacity_brackets_the_rate() -> None:
 
 # -- outputs ---------------------------------------------------------------------------------------
 
+
 def test_json_fields_trace_and_plot(tmp_path: Path) -> None:
     from podsim.serving.llm.trace import write_serve_trace
-    r = simulate([_req(0, 0, 100, 3), _req(1, 0, 50, 2)], T,
-                 ServeConfig(kv_blocks=100, slo_ttft_s=0.01, slo_tpot_s=0.0010175), record_steps=True)
+
+    r = simulate(
+        [_req(0, 0, 100, 3), _req(1, 0, 50, 2)],
+        T,
+        ServeConfig(kv_blocks=100, slo_ttft_s=0.01, slo_tpot_s=0.0010175),
+        record_steps=True,
+    )
     d = r.to_dict()
     stats = {f"{m}_{k}_s" for m in ("ttft", "tpot", "e2e") for k in ("mean", "p50", "p90", "p99")}
-    assert set(d) == stats | {"tokens_per_s", "requests_per_s", "slo_attainment", "mfu", "preemptions", "swaps", "requests",
-                              "kv_use"}
-    assert set(d["requests"][0]) == {"id", "arrival_s", "prompt_tokens", "output_tokens", "replica", "ttft_s",
-                                     "tpot_s", "e2e_s", "preemptions"}
+    assert set(d) == stats | {
+        "tokens_per_s",
+        "requests_per_s",
+        "slo_attainment",
+        "mfu",
+        "preemptions",
+        "swaps",
+        "requests",
+        "kv_use",
+    }
+    assert set(d["requests"][0]) == {
+        "id",
+        "arrival_s",
+        "prompt_tokens",
+        "output_tokens",
+        "replica",
+        "ttft_s",
+        "tpot_s",
+        "e2e_s",
+        "preemptions",
+    }
     # TTFTs 2.5 ms meet 10 ms; TPOTs 1.015 ms and 1.02 ms (test_two_requests_share_one_batch): one meets
     # 1.0175 ms
     assert d["slo_attainment"] == 0.5
@@ -396,11 +478,12 @@ def test_json_fields_trace_and_plot(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "t.json").read_text())
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert [s["name"] for s in slices] == ["prefill 2", "decode 2", "decode 1"]
-    assert slices[0]["args"]["requests"] == [0, 1] and slices[0]["dur"] == 2500.0     # us
+    assert slices[0]["args"]["requests"] == [0, 1] and slices[0]["dur"] == 2500.0  # us
     names = [e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"]
     assert names == ["replica 0"]
     pytest.importorskip("matplotlib")
     from podsim.serving.llm.plot import plot_serving
+
     plot_serving(r, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -421,6 +504,7 @@ def test_kv_capacity_from_memory() -> None:
 
 # -- workloads --------------------------------------------------------------------------------------
 
+
 def test_generators(tmp_path: Path) -> None:
     p = generate(parse_generator("poisson:10,prompt=uniform:5-7,output=lognormal:100:0.5,seed=1"), 4000)
     gaps = [(b.arrival_ns - a.arrival_ns) / 1e9 for a, b in zip(p, p[1:])]
@@ -437,8 +521,9 @@ def test_generators(tmp_path: Path) -> None:
     assert q[100].arrival_ns == pytest.approx(p[100].arrival_ns / 2, abs=1)
     # a trace with shared prefixes
     f = tmp_path / "t.csv"
-    f.write_text("arrived_at,num_prefill_tokens,num_decode_tokens,prefix_id,prefix_tokens\n"
-                 "0.0,100,5,3,64\n0.5,80,2,,\n")
+    f.write_text(
+        "arrived_at,num_prefill_tokens,num_decode_tokens,prefix_id,prefix_tokens\n0.0,100,5,3,64\n0.5,80,2,,\n"
+    )
     assert read_trace(f) == [Request(0, 0, 100, 5, 3, 64), Request(1, 500_000_000, 80, 2, -1, 0)]
 
 
@@ -447,6 +532,7 @@ def test_bad_input_is_refused_clearly(tmp_path: Path) -> None:
         f = tmp_path / "t.csv"
         f.write_text(text)
         return f
+
     with pytest.raises(InputError, match=r"t\.csv: header: missing column 'num_decode_tokens'"):
         read_trace(trace("arrived_at,num_prefill_tokens\n0,5\n"))
     with pytest.raises(InputError, match=r"row 2 \(line 3\), column num_prefill_tokens: .* got '-4'"):
@@ -471,8 +557,26 @@ def test_bad_input_is_refused_clearly(tmp_path: Path) -> None:
 
 def test_cli_runs_and_refuses(tmp_path: Path, capsys) -> None:
     out = tmp_path / "r.json"
-    assert main(["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", "poisson:5,prompt=200,output=20",
-                 "--requests", "50", "--replicas", "2", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "serve-llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--workload",
+                "poisson:5,prompt=200,output=20",
+                "--requests",
+                "50",
+                "--replicas",
+                "2",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     d = json.loads(out.read_text())
     assert len(d["requests"]) == 50 and {r["replica"] for r in d["requests"]} == {0, 1}
     assert "TTFT" in capsys.readouterr().out
@@ -481,6 +585,7 @@ def test_cli_runs_and_refuses(tmp_path: Path, capsys) -> None:
 
 
 # -- the real trace -------------------------------------------------------------------------------
+
 
 @pytest.mark.conformance
 def test_azure_conversation_trace() -> None:
@@ -496,6 +601,9 @@ def test_azure_conversation_trace() -> None:
     assert statistics.median(r.prompt_tokens for r in reqs) == 1020
     assert statistics.median(r.output_tokens for r in reqs) == 129
     assert reqs[0].arrival_ns == 0 and reqs[-1].arrival_ns < 3600e9
-    r = simulate(reqs[:2000], LinearTimer(base_ns=15 * MS, per_token_ns=30_000, per_context_ns=50),
-                 ServeConfig(replicas=4, kv_blocks=20_000))
+    r = simulate(
+        reqs[:2000],
+        LinearTimer(base_ns=15 * MS, per_token_ns=30_000, per_context_ns=50),
+        ServeConfig(replicas=4, kv_blocks=20_000),
+    )
     assert r.num_requests == 2000 and min(r.first_ns[i] - r.arrival_ns[i] for i in range(2000)) > 15 * MS

@@ -54,10 +54,14 @@ def test_vllm_v0_runs_prefills_first_and_the_decodes_stall() -> None:
     #   decode stalls for 6 ms
     # steps 4, 5: all three decode (1.03 ms each): requests 1 and 2 are done at 11.07 ms
     # step 6: request 0 alone (1.01 ms) -> 12.08 ms
-    assert _steps(r) == [(0, 2_000_000, [0], [100]), (2_000_000, 3_010_000, [0], [1]),
-                         (3_010_000, 9_010_000, [1, 2], [200, 300]),
-                         (9_010_000, 10_040_000, [0, 1, 2], [1, 1, 1]),
-                         (10_040_000, 11_070_000, [0, 1, 2], [1, 1, 1]), (11_070_000, 12_080_000, [0], [1])]
+    assert _steps(r) == [
+        (0, 2_000_000, [0], [100]),
+        (2_000_000, 3_010_000, [0], [1]),
+        (3_010_000, 9_010_000, [1, 2], [200, 300]),
+        (9_010_000, 10_040_000, [0, 1, 2], [1, 1, 1]),
+        (10_040_000, 11_070_000, [0, 1, 2], [1, 1, 1]),
+        (11_070_000, 12_080_000, [0], [1]),
+    ]
     assert r.first_ns == [2_000_000, 9_010_000, 9_010_000]
     assert r.finish_ns == [12_080_000, 11_070_000, 11_070_000]
     # request 0's 4 gaps: 1.01 + (6 + 1.03) + 1.03 + 1.01 ms = 10.08 ms: the stall is in its TPOT
@@ -73,7 +77,10 @@ def test_vllm_v0_token_budget_and_sequence_cap() -> None:
     # step 3 [3.01, 6.01]: request 1's prompt (3 ms); step 4 [6.01, 10.01]: request 2's (4 ms);
     # request 0 stalls for both; then all three decode
     assert [(s, e, ids) for s, e, ids, _ in _steps(r)[2:5]] == [
-        (3_010_000, 6_010_000, [1]), (6_010_000, 10_010_000, [2]), (10_010_000, 11_040_000, [0, 1, 2])]
+        (3_010_000, 6_010_000, [1]),
+        (6_010_000, 10_010_000, [2]),
+        (10_010_000, 11_040_000, [0, 1, 2]),
+    ]
     assert r.first_ns == [2_000_000, 6_010_000, 10_010_000]
     # at most 2 running requests: request 2 waits for a free slot, not for the budget
     c = _v0(THREE, max_num_seqs=2)
@@ -82,8 +89,13 @@ def test_vllm_v0_token_budget_and_sequence_cap() -> None:
     # step 6 [8.05, 12.05]: request 2's prompt (a slot is free), request 0 stalls
     # step 7 [12.05, 13.07]: requests 0 (its 5th and last token) and 2; step 8: request 2 -> 14.08 ms
     assert [(s, e, ids) for s, e, ids, _ in _steps(c)[2:]] == [
-        (3_010_000, 6_010_000, [1]), (6_010_000, 7_030_000, [0, 1]), (7_030_000, 8_050_000, [0, 1]),
-        (8_050_000, 12_050_000, [2]), (12_050_000, 13_070_000, [0, 2]), (13_070_000, 14_080_000, [2])]
+        (3_010_000, 6_010_000, [1]),
+        (6_010_000, 7_030_000, [0, 1]),
+        (7_030_000, 8_050_000, [0, 1]),
+        (8_050_000, 12_050_000, [2]),
+        (12_050_000, 13_070_000, [0, 2]),
+        (13_070_000, 14_080_000, [2]),
+    ]
     assert c.finish_ns == [13_070_000, 8_050_000, 14_080_000]
 
 
@@ -93,8 +105,11 @@ def test_vllm_v0_admits_a_prompt_longer_than_the_budget_alone() -> None:
     # step 1: 1 ms + 1000 x 10 us = 11 ms; step 2: request 1's prompt (2 ms), request 0 stalls;
     # step 3: both decode (1.02 ms): request 1 done at 14.02 ms; step 4: request 0 -> 15.03 ms
     assert [(s, e, ids, n) for s, e, ids, n in _steps(r)] == [
-        (0, 11_000_000, [0], [1000]), (11_000_000, 13_000_000, [1], [100]),
-        (13_000_000, 14_020_000, [0, 1], [1, 1]), (14_020_000, 15_030_000, [0], [1])]
+        (0, 11_000_000, [0], [1000]),
+        (11_000_000, 13_000_000, [1], [100]),
+        (13_000_000, 14_020_000, [0, 1], [1, 1]),
+        (14_020_000, 15_030_000, [0], [1]),
+    ]
 
 
 def test_vllm_v0_preempts_the_newest_by_recompute_and_decodes_while_it_waits() -> None:
@@ -118,13 +133,15 @@ def test_vllm_v0_runs_of_decode_steps_in_one_go_change_nothing(pp: int) -> None:
     reqs = generate(parse_generator("poisson:12,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=4"), 300)
     timer = LinearTimer(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300, pp=pp)
     for router in ("round-robin", "jsq", "kv-aware"):
-        cfg = ServeConfig(replicas=2, scheduler="vllm-v0", router=router, kv_blocks=250, max_num_seqs=40,
-                          max_batched_tokens=1024)
+        cfg = ServeConfig(
+            replicas=2, scheduler="vllm-v0", router=router, kv_blocks=250, max_num_seqs=40, max_batched_tokens=1024
+        )
         a = simulate(reqs, timer, cfg, fast=True, record_steps=True)
         b = simulate(reqs, timer, cfg, fast=False, record_steps=True)
         assert a.first_ns == b.first_ns and a.finish_ns == b.finish_ns and a.preemptions == b.preemptions
-        assert [[(x.stages, x.ids) for x in rep.records] for rep in a.replicas] == \
-            [[(x.stages, x.ids) for x in rep.records] for rep in b.replicas]
+        assert [[(x.stages, x.ids) for x in rep.records] for rep in a.replicas] == [
+            [(x.stages, x.ids) for x in rep.records] for rep in b.replicas
+        ]
         assert min(a.finish_ns) > 0 and (pp == 2 or sum(a.preemptions) > 0)
         # every step is prefills only or decodes only (PP: requests in flight are skipped)
         for rep in a.replicas:
@@ -138,20 +155,36 @@ def test_vllm_v0_name_defaults_and_cli(capsys: pytest.CaptureFixture[str]) -> No
     assert (s.name, s.max_batched_tokens, s.max_num_seqs) == ("vllm-v0", 8192, 256)  # type: ignore[attr-defined]
     assert vllm_v0_defaults(4096) == (4096, 256) and vllm_v0_defaults(1024) == (2048, 256)
     assert vllm_v0_defaults(None) == (8192, 256)
-    assert main(["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", "poisson:5,prompt=200,output=20",
-                 "--requests", "30", "--scheduler", "vllm-v0"]) == 0
+    assert (
+        main(
+            [
+                "serve-llm",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--workload",
+                "poisson:5,prompt=200,output=20",
+                "--requests",
+                "30",
+                "--scheduler",
+                "vllm-v0",
+            ]
+        )
+        == 0
+    )
     assert "TTFT" in capsys.readouterr().out
 
 
 # -- the papers' directions ------------------------------------------------------------------------
+
 
 def _timer(model: str, tp: int):  # type: ignore[no-untyped-def]
     return step_timer(get_model(model), "h100", tp=tp, max_batched_tokens=8192, max_num_seqs=1024)
 
 
 def _capacity(reqs_at, timer, cfg: ServeConfig, start: float, **kw: object) -> float:  # type: ignore[no-untyped-def]
-    return find_capacity(lambda q: simulate(reqs_at(q), timer, cfg, **kw), 0.99, start_qps=start,
-                         rel_tol=0.05).qps
+    return find_capacity(lambda q: simulate(reqs_at(q), timer, cfg, **kw), 0.99, start_qps=start, rel_tol=0.05).qps
 
 
 #: Sarathi-Serve's setting: long prompts, short outputs, one Llama 3 70B replica on 4 H100s
@@ -171,13 +204,13 @@ def test_chunked_prefill_raises_capacity_under_a_tpot_slo_on_long_prompts() -> N
     rate V0's TTFT is the lower one."""
     timer = _timer("llama3-70b", 4)
     gen = parse_generator(LONG_PROMPTS)
-    tokens, seqs = vllm_v0_defaults(get_model("llama3-70b").seq_len)       # 8192, 256
-    v0 = ServeConfig(scheduler="vllm-v0", max_batched_tokens=tokens, max_num_seqs=seqs, slo_ttft_s=5.0,
-                     slo_tpot_s=0.06)
+    tokens, seqs = vllm_v0_defaults(get_model("llama3-70b").seq_len)  # 8192, 256
+    v0 = ServeConfig(scheduler="vllm-v0", max_batched_tokens=tokens, max_num_seqs=seqs, slo_ttft_s=5.0, slo_tpot_s=0.06)
     sarathi = ServeConfig(scheduler="sarathi", chunk_size=512, max_num_seqs=256, slo_ttft_s=5.0, slo_tpot_s=0.06)
 
     def at(q: float) -> list[Request]:
         return generate(gen.with_qps(q), 300)
+
     # the mechanism, at 1 request/s: V0 stalls decodes (higher TPOT tail), serves prompts sooner
     a, b = simulate(at(1.0), timer, v0).stats(), simulate(at(1.0), timer, sarathi).stats()
     assert a["tpot_p99_s"] > 1.15 * b["tpot_p99_s"] and a["ttft_p50_s"] < b["ttft_p50_s"]
@@ -206,7 +239,7 @@ def test_disaggregation_wins_under_a_tight_tpot_slo() -> None:
     14 requests/s, where 4 mixed replicas still serve everything."""
     timer = _timer("llama3-70b", 4)
     gen = parse_generator(PD_WORKLOAD)
-    link = link_transfer()                       # 50 GB/s, 10 us per GPU
+    link = link_transfer()  # 50 GB/s, 10 us per GPU
     mixed_vllm = dict(replicas=4, scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024)
     mixed_sarathi = dict(replicas=4, scheduler="sarathi", chunk_size=512, max_num_seqs=1024)
     pd = dict(pd=(2, 2), scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024)
@@ -216,6 +249,7 @@ def test_disaggregation_wins_under_a_tight_tpot_slo() -> None:
 
     def cap(kw: dict) -> float:  # type: ignore[type-arg]
         return _capacity(at, timer, ServeConfig(slo_ttft_s=2.0, slo_tpot_s=0.03, **kw), 8.0, transfer_ns=link)
+
     c_pd, c_vllm, c_sarathi = cap(pd), cap(mixed_vllm), cap(mixed_sarathi)
     # seed 1: 15.5 vs 8.25 and 10 req/s; seeds 1-6: P/D 1.78-2.00x mixed vLLM, 1.41-1.64x mixed
     # Sarathi.  300 requests are a short run (P/D at capacity: ~20 s of arrivals, ~3 mean
@@ -225,8 +259,12 @@ def test_disaggregation_wins_under_a_tight_tpot_slo() -> None:
     # loose (TPOT 100 ms) at 17 requests/s: the mixed replicas meet it (their capacity: ~19 req/s
     # in runs of 3000 requests), the prefill pool (~14.5) does not.  1000 requests: a shorter run
     # ends before an overloaded prefill pool's queue has grown past the TTFT SLO
-    loose = {name: simulate(at(17.0, 1000), timer, ServeConfig(slo_ttft_s=2.0, slo_tpot_s=0.1, **kw),
-                            transfer_ns=link).slo_attainment() for name, kw in (("mixed", mixed_vllm), ("pd", pd))}
+    loose = {
+        name: simulate(
+            at(17.0, 1000), timer, ServeConfig(slo_ttft_s=2.0, slo_tpot_s=0.1, **kw), transfer_ns=link
+        ).slo_attainment()
+        for name, kw in (("mixed", mixed_vllm), ("pd", pd))
+    }
     assert loose["mixed"] >= 0.99 and loose["pd"] < 0.6, loose
 
 
@@ -240,9 +278,10 @@ def test_more_tp_lowers_tpot_with_diminishing_returns() -> None:
     reqs = generate(parse_generator("poisson:4,prompt=uniform:512-1536,output=uniform:128-384,seed=1"), 200)
     tpot = []
     for tp in (1, 2, 4, 8):
-        r = simulate(reqs, _timer("llama3-8b", tp), ServeConfig(scheduler="vllm", max_batched_tokens=8192,
-                                                                max_num_seqs=1024))
+        r = simulate(
+            reqs, _timer("llama3-8b", tp), ServeConfig(scheduler="vllm", max_batched_tokens=8192, max_num_seqs=1024)
+        )
         tpot.append(r.stats()["tpot_mean_s"])
-    gains = [a / b for a, b in zip(tpot, tpot[1:])]         # 1 -> 2, 2 -> 4, 4 -> 8: 1.64, 1.46, 1.19
+    gains = [a / b for a, b in zip(tpot, tpot[1:])]  # 1 -> 2, 2 -> 4, 4 -> 8: 1.64, 1.46, 1.19
     assert all(g > 1.05 for g in gains), tpot
     assert gains[0] > gains[1] > gains[2] and gains[2] < 1.5, gains

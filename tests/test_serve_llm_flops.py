@@ -48,8 +48,9 @@ def test_a_request_of_the_tiny_model_by_hand() -> None:
     assert request_flops(TINY, 1, 1) == 2272
 
 
-@pytest.mark.parametrize("model", [TINY, get_model("llama2-7b"), get_model("mixtral-8x7b"),
-                                   get_model("deepseek-v3")], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "model", [TINY, get_model("llama2-7b"), get_model("mixtral-8x7b"), get_model("deepseek-v3")], ids=lambda m: m.name
+)
 @pytest.mark.parametrize("prompt,output", [(1, 1), (7, 1), (1, 9), (37, 23), (512, 130)])
 def test_the_closed_form_is_the_sum_of_the_passes(model: ModelConfig, prompt: int, output: int) -> None:
     brute = forward_flops(model, prompt, 0) + sum(forward_flops(model, 1, prompt + j) for j in range(output - 1))
@@ -85,9 +86,22 @@ def test_mixtral_counts_only_the_top_2_experts() -> None:
 
 
 def test_moe_with_shared_experts_and_dense_layers_by_hand() -> None:
-    m = ModelConfig(name="tiny-moe", layers=2, hidden=8, heads=2, kv_heads=1, ffn=16, vocab=10,
-                    activation="swiglu", bias=False, experts=4, top_k=2, moe_ffn=4, shared_experts=1,
-                    dense_layers=1)
+    m = ModelConfig(
+        name="tiny-moe",
+        layers=2,
+        hidden=8,
+        heads=2,
+        kv_heads=1,
+        ffn=16,
+        vocab=10,
+        activation="swiglu",
+        bias=False,
+        experts=4,
+        top_k=2,
+        moe_ffn=4,
+        shared_experts=1,
+        dense_layers=1,
+    )
     # attention: Q 8 x 8 = 64, K and V 2 x 8 x 4 = 64 (1 KV head of 4), output 64 -> 192
     # layer 0 (dense): SwiGLU 3 x 8 x 16 = 384 -> 576
     # layer 1 (MoE): (2 routed + 1 shared) x 3 x 8 x 4 = 288, router 8 x 4 = 32 -> 192 + 320 = 512

@@ -30,15 +30,22 @@ EXES = load_profiles()
 
 
 def _workload(reqs: list[tuple[int, float]], models: int = 2, slo: float = 1.0) -> ServeWorkload:
-    return ServeWorkload([m for m, _ in reqs], [t for _, t in reqs], models, 1.0, [1.0 / models] * models, 10.0,
-                         [slo] * models, "hand")
+    return ServeWorkload(
+        [m for m, _ in reqs], [t for _, t in reqs], models, 1.0, [1.0 / models] * models, 10.0, [slo] * models, "hand"
+    )
 
 
 def _placement(tmp_path: Path, entries: list[tuple[str, str, list[list[int]]]]) -> Placement:
     """entries: (service, executable, [GPU ids of each stage on node 0])."""
-    data = [{"service_name": s, "model_name": e.rsplit("_", 2)[0] if "device" in e else e,
-             "executable_name": e, "mesh_group": [{"node_ids": [0], "devices": [gpus]} for gpus in stages]}
-            for s, e, stages in entries]
+    data = [
+        {
+            "service_name": s,
+            "model_name": e.rsplit("_", 2)[0] if "device" in e else e,
+            "executable_name": e,
+            "mesh_group": [{"node_ids": [0], "devices": [gpus]} for gpus in stages],
+        }
+        for s, e, stages in entries
+    ]
     for d in data:
         d["model_name"] = EXES[d["executable_name"]].model
     p = tmp_path / "placement.json"
@@ -47,14 +54,19 @@ def _placement(tmp_path: Path, entries: list[tuple[str, str, list[list[int]]]]) 
 
 
 #: one Bert-2.6B on GPU 0 of node 0, as a placement entry
-ENTRY = {"service_name": "a", "model_name": "Bert_2.6B", "executable_name": "Bert_2.6B_1_device",
-         "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}
+ENTRY = {
+    "service_name": "a",
+    "model_name": "Bert_2.6B",
+    "executable_name": "Bert_2.6B_1_device",
+    "mesh_group": [{"node_ids": [0], "devices": [[0]]}],
+}
 
 
 def _two_services(path: Path, second_gpu: int = 1) -> Path:
     """A placement file: service a on GPU 0, service b on ``second_gpu`` (node 0)."""
-    path.write_text(json.dumps([ENTRY, dict(ENTRY, service_name="b",
-                                            mesh_group=[{"node_ids": [0], "devices": [[second_gpu]]}])]))
+    path.write_text(
+        json.dumps([ENTRY, dict(ENTRY, service_name="b", mesh_group=[{"node_ids": [0], "devices": [[second_gpu]]}])])
+    )
     return path
 
 
@@ -67,7 +79,7 @@ def test_two_requests_on_one_gpu(tmp_path: Path) -> None:
     # busy until 145.2 ms, waits, and pays DLSIM's 4 ms single-stage dispatch overhead
     pl = _placement(tmp_path, [("a", "Bert_2.6B_1_device", [[0]])])
     r = simulate_serving(_workload([(0, 0.0), (0, 0.05)], 1), pl, EXES, CLUSTER)
-    assert _latencies_ms(r) == [145.2, 244.4]   # 145.2 + 4 + 145.2 - 50
+    assert _latencies_ms(r) == [145.2, 244.4]  # 145.2 + 4 + 145.2 - 50
     assert r.slices[0] == [(0, 0, 0, 145_200_000), (1, 0, 149_200_000, 294_400_000)] and r.slices[1] == []
 
 
@@ -85,8 +97,9 @@ def test_two_stage_pipeline_overlaps_requests(tmp_path: Path) -> None:
 def test_intra_op_mesh_shared_by_two_models(tmp_path: Path) -> None:
     # both models on the 2-GPU mesh (98.5 ms each): both GPUs run every request; model 1's
     # request waits for model 0's
-    pl = _placement(tmp_path, [("m0", "Bert_2.6B_2_device_intra", [[0, 1]]),
-                               ("m1", "Bert_2.6B_2_device_intra", [[0, 1]])])
+    pl = _placement(
+        tmp_path, [("m0", "Bert_2.6B_2_device_intra", [[0, 1]]), ("m1", "Bert_2.6B_2_device_intra", [[0, 1]])]
+    )
     r = simulate_serving(_workload([(0, 0.0), (1, 0.01)]), pl, EXES, CLUSTER)
     want = [(0, 0, 0, 98_500_000), (1, 0, 102_500_000, 201_000_000)]
     assert r.slices[0] == r.slices[1] == want
@@ -103,9 +116,10 @@ def test_replica_choice(tmp_path: Path) -> None:
     assert fifo.executor_of == [0, 1, 0]
     assert _latencies_ms(fifo) == [18.93, 18.93, 18.93 + 4 + 18.93 - 2]
     assert simulate_serving(w, pl, EXES, CLUSTER, scheduler="rr").executor_of == [0, 1, 0]
-    lo = simulate_serving(_workload([(0, 0.0), (0, 0.001), (0, 0.05)], 1), pl, EXES, CLUSTER,
-                          scheduler="least-outstanding")
-    assert lo.executor_of == [0, 1, 0]   # at 50 ms both are done: the first
+    lo = simulate_serving(
+        _workload([(0, 0.0), (0, 0.001), (0, 0.05)], 1), pl, EXES, CLUSTER, scheduler="least-outstanding"
+    )
+    assert lo.executor_of == [0, 1, 0]  # at 50 ms both are done: the first
     none = simulate_serving(w, pl, EXES, CLUSTER, overhead_ns=(0, 0))
     assert _latencies_ms(none)[2] == round(2 * 18.93 - 2, 6)
 
@@ -132,8 +146,12 @@ def test_percentiles_interpolate_as_numpy() -> None:
 
 @pytest.mark.conformance
 def test_dlsim_workloads_round_trip(refdata, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    counts = {"test_workload_8to2_6.667Hz_20s": 143, "test_workload_8to2_10Hz_20s": 218,
-              "test_workload_8to2_30Hz_60s": 1799, "test_workload_8to2_50Hz_60s": 2976}
+    counts = {
+        "test_workload_8to2_6.667Hz_20s": 143,
+        "test_workload_8to2_10Hz_20s": 218,
+        "test_workload_8to2_30Hz_60s": 1799,
+        "test_workload_8to2_50Hz_60s": 2976,
+    }
     for name, n in counts.items():
         src = refdata / "dlsim" / "workload" / name
         w = read_workload(src)
@@ -224,10 +242,12 @@ def test_cli_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     w = tmp_path / "w"
     write_workload(generate_workload(2, 5.0, 10.0, proportions=[0.5, 0.5], slos_s=[0.5, 0.5], seed=2, name="gen"), w)
     pl = tmp_path / "p.yaml"
-    pl.write_text("- service_name: a\n  model_name: Bert_2.6B\n  executable_name: Bert_2.6B_2_device_inter\n"
-                  "  mesh_group: [{node_ids: [0], devices: [[0]]}, {node_ids: [0], devices: [[1]]}]\n"
-                  "- service_name: b\n  model_name: Bert_125M\n  executable_name: Bert_125M_1_device\n"
-                  "  mesh_group: [{node_ids: [0], devices: [[1]]}]\n")
+    pl.write_text(
+        "- service_name: a\n  model_name: Bert_2.6B\n  executable_name: Bert_2.6B_2_device_inter\n"
+        "  mesh_group: [{node_ids: [0], devices: [[0]]}, {node_ids: [0], devices: [[1]]}]\n"
+        "- service_name: b\n  model_name: Bert_125M\n  executable_name: Bert_125M_1_device\n"
+        "  mesh_group: [{node_ids: [0], devices: [[1]]}]\n"
+    )
     trace, js = tmp_path / "t.json", tmp_path / "r.json"
     assert main(["serve", "-w", str(w), "-p", str(pl), "--chrome-trace", str(trace), "--json", str(js)]) == 0
     assert "SLO attainment" in capsys.readouterr().out
@@ -250,27 +270,78 @@ def test_cli_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_serve_workload_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "skewed.csv"
-    assert main(["serve-workload", "generate", "--models", "2", "--rate", "6.667", "--proportions", "0.8,0.2",
-                 "--duration", "20", "--slos", "0.25", "--seed", "4", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "serve-workload",
+                "generate",
+                "--models",
+                "2",
+                "--rate",
+                "6.667",
+                "--proportions",
+                "0.8,0.2",
+                "--duration",
+                "20",
+                "--slos",
+                "0.25",
+                "--seed",
+                "4",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     w = read_workload(out)
     assert w.num_models == 2 and w.proportions == [0.8, 0.2] and w.slos_s == [0.25, 0.25] and w.name == "skewed.csv"
     assert out.read_text().splitlines()[0] == '2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",skewed.csv'
     again = tmp_path / "again.csv"
-    assert main(["serve-workload", "generate", "--models", "2", "--rate", "6.667", "--proportions", "0.8,0.2",
-                 "--duration", "20", "--slos", "0.25", "--seed", "4", "--name", "skewed.csv", "-o", str(again)]) == 0
-    assert again.read_bytes() == out.read_bytes()   # seeded: the same file
+    assert (
+        main(
+            [
+                "serve-workload",
+                "generate",
+                "--models",
+                "2",
+                "--rate",
+                "6.667",
+                "--proportions",
+                "0.8,0.2",
+                "--duration",
+                "20",
+                "--slos",
+                "0.25",
+                "--seed",
+                "4",
+                "--name",
+                "skewed.csv",
+                "-o",
+                str(again),
+            ]
+        )
+        == 0
+    )
+    assert again.read_bytes() == out.read_bytes()  # seeded: the same file
     capsys.readouterr()
-    for argv, message in ((["--rate", "5", "--proportions", "0.5,0.6"], "sum to 1"),
-                          (["--rate", "5", "--rates", "1,2"], "one of them"),
-                          (["--rates", "1,x"], "comma-separated finite numbers")):
-        assert main(["serve-workload", "generate", "--models", "2", "--duration", "5", "-o",
-                     str(tmp_path / "x.csv")] + argv) == 2, argv
+    for argv, message in (
+        (["--rate", "5", "--proportions", "0.5,0.6"], "sum to 1"),
+        (["--rate", "5", "--rates", "1,2"], "one of them"),
+        (["--rates", "1,x"], "comma-separated finite numbers"),
+    ):
+        assert (
+            main(
+                ["serve-workload", "generate", "--models", "2", "--duration", "5", "-o", str(tmp_path / "x.csv")] + argv
+            )
+            == 2
+        ), argv
         assert message in capsys.readouterr().err, argv
     assert not (tmp_path / "x.csv").exists()
 
 
 def test_closed_loop_clients_by_hand(tmp_path: Path) -> None:
     from podsim.serving import ClosedLoop
+
     pl = _placement(tmp_path, [("a", "Bert_2.6B_1_device", [[0]])])
     # one client, no think time, 0.5 s: a request every 145.2 ms (the GPU is free each time: no
     # overhead): at 0, 145.2, 290.4, 435.6; the next would be at 580.8, after the end
@@ -292,6 +363,7 @@ def test_little_law_in_a_closed_loop(tmp_path: Path) -> None:
     # 10 clients, 50 ms mean think time, on a 2-GPU intra-op mesh (98.5 ms + 4 ms per request when
     # busy): throughput X = 1 / 102.5 ms, and N = X (R + Z) gives the mean latency R
     from podsim.serving import ClosedLoop
+
     pl = _placement(tmp_path, [("a", "Bert_2.6B_2_device_intra", [[0, 1]])])
     r = simulate_serving(ClosedLoop([10], 0.05, 60.0, [1.0], seed=5), pl, EXES, CLUSTER)
     doc = summarize(r)
@@ -301,6 +373,7 @@ def test_little_law_in_a_closed_loop(tmp_path: Path) -> None:
 
 def test_request_trace_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from podsim.serving.workload import read_request_trace
+
     f = tmp_path / "trace.csv"
     f.write_text("user,arrival_s,model_id\nx,0.0,0\ny,0.05,1\nz,0.01,0\n")
     w = read_request_trace(f)
@@ -322,9 +395,11 @@ def test_estimated_executables(tmp_path: Path) -> None:
     # no measured profile: podsim's compute model times the forward pass (Llama 3 8B, H100, bf16,
     # one request of 512 tokens)
     prof = tmp_path / "est.yaml"
-    prof.write_text("models:\n  llama3-8b:\n    estimate: {model: llama3-8b, gpu: h100, batch: 1, seq_len: 512, "
-                    "dtype: bf16}\n    executables:\n      one: {stages: [[1, 1]]}\n      intra: {stages: [[1, 2]]}\n"
-                    "      inter: {stages: [[1, 1], [1, 1]]}\n")
+    prof.write_text(
+        "models:\n  llama3-8b:\n    estimate: {model: llama3-8b, gpu: h100, batch: 1, seq_len: 512, "
+        "dtype: bf16}\n    executables:\n      one: {stages: [[1, 1]]}\n      intra: {stages: [[1, 2]]}\n"
+        "      inter: {stages: [[1, 1], [1, 1]]}\n"
+    )
     ex = load_profiles(prof)
     one, intra, inter = ex["one"], ex["intra"], ex["inter"]
     # the roofline bound: 2 x 8.03e9 parameters x 512 tokens of FLOP at H100's 989.4 TFLOP/s = 8.3 ms
@@ -337,8 +412,10 @@ def test_estimated_executables(tmp_path: Path) -> None:
     assert one.weight_bytes_per_gpu(0) == pytest.approx(2 * 8.03e9, rel=0.02)
     assert intra.weight_bytes_per_gpu(0) == pytest.approx(one.weight_bytes_per_gpu(0) / 2, rel=0.02)
     bad = tmp_path / "bad.yaml"
-    bad.write_text("models:\n  m:\n    estimate: {model: no-such-model, gpu: h100}\n    executables:\n"
-                   "      one: {stages: [[1, 1]]}\n")
+    bad.write_text(
+        "models:\n  m:\n    estimate: {model: no-such-model, gpu: h100}\n    executables:\n"
+        "      one: {stages: [[1, 1]]}\n"
+    )
     with pytest.raises(InputError, match="estimate"):
         load_profiles(bad)
     missing = tmp_path / "missing.yaml"
@@ -347,33 +424,56 @@ def test_estimated_executables(tmp_path: Path) -> None:
         load_profiles(missing)
 
 
-def test_dlsim_command_line_and_cluster_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlsim_command_line_and_cluster_presets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     w = tmp_path / "w"
     write_workload(_workload([(0, 0.0), (1, 0.05)]), w)
     pl = tmp_path / "p.json"
     _two_services(pl, second_gpu=7)
     monkeypatch.chdir(tmp_path)
     # DLSIM's flags: --name, -n/-d/-c with underscores, --chrome_trace into chrome_trace/<name>.json
-    assert main(["serve", "--name", "test_sim", "--num_nodes", "1", "--num_devices_per_node", "8",
-                 "--memory_capacity", "16", "-w", str(w), "-p", str(pl), "--chrome_trace"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--name",
+                "test_sim",
+                "--num_nodes",
+                "1",
+                "--num_devices_per_node",
+                "8",
+                "--memory_capacity",
+                "16",
+                "-w",
+                str(w),
+                "-p",
+                str(pl),
+                "--chrome_trace",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "chrome_trace" / "test_sim.json").is_file()
     # DLSIM's default cluster has 2 GPUs: GPU 7 does not exist; a DGX H100 node has 8 of 80 GB
     assert main(["serve", "-w", str(w), "-p", str(pl)]) == 2
     assert "names GPU 7 of node 0, but the cluster has 1 node(s) of 2 GPU(s)" in capsys.readouterr().err
     assert main(["serve", "--cluster", "dgx-h100", "-w", str(w), "-p", str(pl), "--dispatch-overhead", "none"]) == 0
     capsys.readouterr()
-    for bad, message in ((["--dispatch-overhead", "soon"], "dlsim, none or a finite number of ms"),
-                         (["--cluster", "dgx-h100", "-c", "0"], "--memory_capacity: expected a finite number > 0"),
-                         (["-n", "0"], "--num_nodes: expected a positive integer"),
-                         (["-c", "nan"], "expected a finite number > 0"),
-                         (["--dispatch-overhead", "inf"], "finite number of ms")):
+    for bad, message in (
+        (["--dispatch-overhead", "soon"], "dlsim, none or a finite number of ms"),
+        (["--cluster", "dgx-h100", "-c", "0"], "--memory_capacity: expected a finite number > 0"),
+        (["-n", "0"], "--num_nodes: expected a positive integer"),
+        (["-c", "nan"], "expected a finite number > 0"),
+        (["--dispatch-overhead", "inf"], "finite number of ms"),
+    ):
         assert main(["serve", "-w", str(w), "-p", str(pl), "-d", "8"] + bad) == 2, bad
         assert message in capsys.readouterr().err, bad
 
 
 def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from podsim.serving import ClosedLoop
+
     pl = _two_services(tmp_path / "p.json")
     # non-finite, negative, undecodable or missing input: clean errors
     cases = {
@@ -387,11 +487,13 @@ def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
         f.write_text(text)
         assert main(["serve", "-w", str(f), "-p", str(pl)]) == 2, key
         assert message in capsys.readouterr().err, key
-    (tmp_path / "latin1").write_bytes(b"2,6.667,\"[0.8, 0.2]\",20,\"[0.25, 0.25]\",caf\xe9\n")
-    for argv, message in ((["-w", str(tmp_path / "latin1")], "not a UTF-8 text file"),
-                          (["-w", str(tmp_path / "nope")], "no such workload file"),
-                          (["--closed-loop", "inf,1", "--duration", "1"], "finite numbers"),
-                          (["--closed-loop", "1,1", "--duration", "inf"], "finite number > 0")):
+    (tmp_path / "latin1").write_bytes(b'2,6.667,"[0.8, 0.2]",20,"[0.25, 0.25]",caf\xe9\n')
+    for argv, message in (
+        (["-w", str(tmp_path / "latin1")], "not a UTF-8 text file"),
+        (["-w", str(tmp_path / "nope")], "no such workload file"),
+        (["--closed-loop", "inf,1", "--duration", "1"], "finite numbers"),
+        (["--closed-loop", "1,1", "--duration", "inf"], "finite number > 0"),
+    ):
         assert main(["serve", "-p", str(pl)] + argv) == 2, argv
         assert message in capsys.readouterr().err, argv
     # a generated workload without SLOs (inf) reads back
@@ -400,8 +502,25 @@ def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
     assert read_workload(g).slos_s == [math.inf, math.inf]
     assert main(["serve", "-w", str(g), "-p", str(pl)]) == 0
     for rate, duration, cv in (("5", "nan", "1"), ("nan", "2", "1"), ("5", "2", "inf")):
-        assert main(["serve-workload", "generate", "--models", "1", "--rate", rate, "--duration", duration,
-                     "--cv", cv, "-o", str(g)]) == 2, (rate, duration, cv)
+        assert (
+            main(
+                [
+                    "serve-workload",
+                    "generate",
+                    "--models",
+                    "1",
+                    "--rate",
+                    rate,
+                    "--duration",
+                    duration,
+                    "--cv",
+                    cv,
+                    "-o",
+                    str(g),
+                ]
+            )
+            == 2
+        ), (rate, duration, cv)
     capsys.readouterr()
     # closed loop, no think time, every request dropped (the SLO is below the service time):
     # the clients back off by the predicted latency instead of spinning at one instant
@@ -428,19 +547,33 @@ def test_review_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
 
 def test_measured_memory_per_stage(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
-    prof.write_text("models:\n  M:\n    parameters: 1.0e9\n    executables:\n"
-                    "      M_1: {stages: [[1, 1]], latencies_s: [0.01], memory_gb_per_gpu: [17]}\n"
-                    "      M_2: {stages: [[1, 1], [1, 1]], latencies_s: [0.01, 0.01]}\n")
+    prof.write_text(
+        "models:\n  M:\n    parameters: 1.0e9\n    executables:\n"
+        "      M_1: {stages: [[1, 1]], latencies_s: [0.01], memory_gb_per_gpu: [17]}\n"
+        "      M_2: {stages: [[1, 1], [1, 1]], latencies_s: [0.01, 0.01]}\n"
+    )
     ex = load_profiles(prof)
-    assert ex["M_1"].weight_bytes_per_gpu(0) == 17 * 10**9       # as measured
-    assert ex["M_2"].weight_bytes_per_gpu(1) == 10**9            # 2 GB of fp16 weights over 2 stages
+    assert ex["M_1"].weight_bytes_per_gpu(0) == 17 * 10**9  # as measured
+    assert ex["M_2"].weight_bytes_per_gpu(1) == 10**9  # 2 GB of fp16 weights over 2 stages
     pl = tmp_path / "pl.json"
-    pl.write_text(json.dumps([{"service_name": "a", "model_name": "M", "executable_name": "M_1",
-                               "mesh_group": [{"node_ids": [0], "devices": [[0]]}]}]))
+    pl.write_text(
+        json.dumps(
+            [
+                {
+                    "service_name": "a",
+                    "model_name": "M",
+                    "executable_name": "M_1",
+                    "mesh_group": [{"node_ids": [0], "devices": [[0]]}],
+                }
+            ]
+        )
+    )
     with pytest.raises(InputError, match="holds 17.00 GB"):
         check_placement(read_placement(pl), ex, CLUSTER)
     bad = tmp_path / "bad.yaml"
-    bad.write_text("models:\n  M:\n    executables:\n      M_1: {stages: [[1, 1]], latencies_s: [0.01], "
-                   "memory_gb_per_gpu: [1, 2]}\n")
+    bad.write_text(
+        "models:\n  M:\n    executables:\n      M_1: {stages: [[1, 1]], latencies_s: [0.01], "
+        "memory_gb_per_gpu: [1, 2]}\n"
+    )
     with pytest.raises(InputError, match="memory_gb_per_gpu must be 1 numbers"):
         load_profiles(bad)

@@ -32,8 +32,10 @@ CLUSTER = ServeCluster(1, 4, 16 * 10**9)
 def _placement(tmp_path: Path) -> object:
     """Service a on GPUs 0 and 1, service b on GPUs 2 and 3 (Bert_125M, 18.93 ms a request)."""
     entry = {"model_name": "Bert_125M", "executable_name": "Bert_125M_1_device"}
-    data = [dict(entry, service_name=s, mesh_group=[{"node_ids": [0], "devices": [[g]]}])
-            for s, g in (("a", 0), ("a", 1), ("b", 2), ("b", 3))]
+    data = [
+        dict(entry, service_name=s, mesh_group=[{"node_ids": [0], "devices": [[g]]}])
+        for s, g in (("a", 0), ("a", 1), ("b", 2), ("b", 3))
+    ]
     p = tmp_path / "placement.json"
     p.write_text(json.dumps(data))
     return read_placement(p)
@@ -79,8 +81,26 @@ def test_cli_and_sweep_take_both_spellings(tmp_path: Path, capsys: pytest.Captur
     docs = {}
     for name in ("rr", "round-robin"):
         out = tmp_path / f"{name}.json"
-        assert main(["serve", "-w", str(w), "-p", pl.source, "-d", "4", "--slos", "1",  # type: ignore[attr-defined]
-                     "--scheduler", name, "--json", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "serve",
+                    "-w",
+                    str(w),
+                    "-p",
+                    pl.source,
+                    "-d",
+                    "4",
+                    "--slos",
+                    "1",  # type: ignore[attr-defined]
+                    "--scheduler",
+                    name,
+                    "--json",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         docs[name] = json.loads(out.read_text())
     assert [r["executor"] for r in docs["rr"]["requests"]] == [0, 2, 1, 0]
     assert docs["rr"]["requests"] == docs["round-robin"]["requests"]
@@ -119,7 +139,7 @@ def test_a_new_scheduler_is_one_class(tmp_path: Path, monkeypatch: pytest.Monkey
         def choose(self, model: int, replicas: list[int], view: object) -> int:
             return replicas[-1]
 
-    monkeypatch.setitem(SCHEDULERS._entries, "last", Last)   # as the scheduler decorator would register it
+    monkeypatch.setitem(SCHEDULERS._entries, "last", Last)  # as the scheduler decorator would register it
     r = simulate_serving(_workload([0, 1, 0]), _placement(tmp_path), EXES, CLUSTER, scheduler="last")
     assert r.executor_of == [1, 3, 1]
 
@@ -165,8 +185,12 @@ def _choices(parser: argparse.ArgumentParser, command: str) -> dict[str, object]
 
 def test_every_cli_and_sweep_choice_is_registered() -> None:
     parser = build_parser()
-    registries = {("serve", "--scheduler"): SCHEDULERS, ("serve-llm", "--scheduler"): LLM_SCHEDULERS,
-                  ("serve-llm", "--router"): ROUTERS, ("search", "--router"): ROUTERS}
+    registries = {
+        ("serve", "--scheduler"): SCHEDULERS,
+        ("serve-llm", "--scheduler"): LLM_SCHEDULERS,
+        ("serve-llm", "--router"): ROUTERS,
+        ("search", "--router"): ROUTERS,
+    }
     for (command, flag), reg in registries.items():
         for name in _choices(parser, command)[flag] or ():  # type: ignore[union-attr]
             assert name in reg, (command, flag, name)
@@ -174,8 +198,11 @@ def test_every_cli_and_sweep_choice_is_registered() -> None:
     # registry checks a name given (its error names the closest), so argparse holds no choices of its own
     declared = {p.name: p for p in SERVE_PARAMS}["scheduler"]
     assert set(declared.choices) == set(SCHEDULERS.spellings()) and _choices(parser, "serve")["--scheduler"] is None
-    sweep = {("serve", "scheduler"): SCHEDULERS, ("serve-llm", "scheduler"): LLM_SCHEDULERS,
-             ("serve-llm", "router"): ROUTERS}
+    sweep = {
+        ("serve", "scheduler"): SCHEDULERS,
+        ("serve-llm", "scheduler"): LLM_SCHEDULERS,
+        ("serve-llm", "router"): ROUTERS,
+    }
     for (run, name), reg in sweep.items():
         p = {p.name: p for p in RUNS[run].params}[name]
         assert p.choices and all(c in reg for c in p.choices), (run, name)
@@ -188,6 +215,7 @@ def test_cli_serve_sits_on_the_api() -> None:
     import ast
 
     import podsim.cli.serve as mod
+
     tree = ast.parse(Path(mod.__file__).read_text())
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0}
     allowed = ("api", "report", "errors")

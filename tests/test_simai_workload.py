@@ -11,19 +11,32 @@ from podsim.formats.simai import read_simai_workload, simai_to_workload
 from podsim.formats.simai.workload import simai_groups
 from podsim.workload import OpKind
 
-HEADER = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4 " \
-         "checkpoints: 0 checkpoint_initiates: 0\n"
+HEADER = (
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4 "
+    "checkpoints: 0 checkpoint_initiates: 0\n"
+)
 
 
 def cluster(tmp_path) -> str:
     """Two servers of 2 GPUs, 100 GB/s NVSwitch, 10 GB/s rail NICs, no latencies; rings only."""
-    doc = {"name": "t", "gpus_per_node": 2,
-           "intra_node": {"kind": "nvswitch", "bandwidth": "100 GB/s", "latency": "0 ns"},
-           "inter_node": {"kind": "rail_optimized", "nic_bandwidth": "10 GB/s", "nic_latency": "0 ns",
-                          "switch_latency": "0 ns"},
-           "nccl": {"channels": 1, "algorithms": ["ring"], "protocols": ["Simple"],
-                    "base_latency": {"ring": {"Simple": "0 ns"}},
-                    "hop_latency": {"nvlink": {"ring": {"Simple": "0 ns"}}, "net": {"ring": {"Simple": "0 ns"}}}}}
+    doc = {
+        "name": "t",
+        "gpus_per_node": 2,
+        "intra_node": {"kind": "nvswitch", "bandwidth": "100 GB/s", "latency": "0 ns"},
+        "inter_node": {
+            "kind": "rail_optimized",
+            "nic_bandwidth": "10 GB/s",
+            "nic_latency": "0 ns",
+            "switch_latency": "0 ns",
+        },
+        "nccl": {
+            "channels": 1,
+            "algorithms": ["ring"],
+            "protocols": ["Simple"],
+            "base_latency": {"ring": {"Simple": "0 ns"}},
+            "hop_latency": {"nvlink": {"ring": {"Simple": "0 ns"}}, "net": {"ring": {"Simple": "0 ns"}}},
+        },
+    }
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(doc))
     return str(p)
@@ -35,9 +48,11 @@ def test_semantics(tmp_path) -> None:
     # collective.  TP pairs {0,1} share a server: a 2-GPU ring all-reduce sends S/2 twice at
     # 100 GB/s -> 1e8 B takes 1,000,000 ns.  DP pairs {0,2} cross servers at 10 GB/s -> 1e9 B
     # takes 100,000,000 ns.  Layer b: fwd 500, no comm; ig 700; wg 900, no comm.
-    text = HEADER + "2\n" \
-        "a -1 1000 ALLREDUCE 100000000 2000 ALLREDUCE 100000000 3000 ALLREDUCE 1000000000 10\n" \
+    text = (
+        HEADER + "2\n"
+        "a -1 1000 ALLREDUCE 100000000 2000 ALLREDUCE 100000000 3000 ALLREDUCE 1000000000 10\n"
         "b -1 500 NONE 0 700 BROADCAST 16 900 NONE 0 10\n"
+    )
     p = tmp_path / "w.txt"
     p.write_text(text)
     res = podsim.simulate(str(p), cluster=cluster(tmp_path), backend="analytical")
@@ -51,9 +66,7 @@ def test_semantics(tmp_path) -> None:
 
 def test_weight_gradient_collective_does_not_block(tmp_path) -> None:
     # layer b's wg all-reduce (DP, 100,000,000 ns) overlaps layer a's backward compute
-    text = HEADER + "2\n" \
-        "a -1 1 NONE 0 5000000 NONE 0 1 NONE 0 1\n" \
-        "b -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 1000000000 1\n"
+    text = HEADER + "2\na -1 1 NONE 0 5000000 NONE 0 1 NONE 0 1\nb -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 1000000000 1\n"
     p = tmp_path / "w.txt"
     p.write_text(text)
     res = podsim.simulate(str(p), cluster=cluster(tmp_path), backend="analytical")
@@ -73,12 +86,15 @@ def test_small_forward_sizes_become_4096_and_groups(tmp_path) -> None:
     assert ("ep", (0, 2)) in groups and ("dp_ep", (0, 4)) in groups
 
 
-@pytest.mark.parametrize("text, message", [
-    ("NOPE x\n1\n", "unknown parallelism policy 'NOPE'"),
-    (HEADER + "2\na -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n", "declares 2 layers and has 1 layer lines"),
-    (HEADER + "1\na -1 1 NONE 0 1 NONE 0 1 NONE 0\n", "line 3: expected 12 fields"),
-    (HEADER + "1\na -1 x NONE 0 1 NONE 0 1 NONE 0 1\n", "line 3: forward compute time must be an integer"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("NOPE x\n1\n", "unknown parallelism policy 'NOPE'"),
+        (HEADER + "2\na -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n", "declares 2 layers and has 1 layer lines"),
+        (HEADER + "1\na -1 1 NONE 0 1 NONE 0 1 NONE 0\n", "line 3: expected 12 fields"),
+        (HEADER + "1\na -1 x NONE 0 1 NONE 0 1 NONE 0 1\n", "line 3: forward compute time must be an integer"),
+    ],
+)
 def test_errors(tmp_path, text, message) -> None:
     p = tmp_path / "bad.txt"
     p.write_text(text)

@@ -29,7 +29,7 @@ def test_a_bool_with_a_parse_takes_a_value() -> None:
     values = vars(parser.parse_args(["--rendezvous-protocol", "TRUE"]))
     assert build(SimulateJob, values).machine.rendezvous is True
     assert build(SimulateJob, {"rendezvous-protocol": "0"}).machine.rendezvous is False
-    assert build(SimulateJob, {"rendezvous-protocol": True}).machine.rendezvous is True   # a sweep's YAML bool
+    assert build(SimulateJob, {"rendezvous-protocol": True}).machine.rendezvous is True  # a sweep's YAML bool
     with pytest.raises(InputError, match="expected true or false"):
         build(SimulateJob, {"rendezvous-protocol": "maybe"})
 
@@ -43,24 +43,46 @@ def test_hidden_flags_are_accepted_and_not_shown() -> None:
     args = parser.parse_args(["--logging-folder", "log", "--logging-configuration", "x.json", "--compute-scale", "2"])
     job = SimulateJob.from_values(vars(args))
     assert (job.machine.logging_folder, job.machine.compute_scale) == ("log", 2.0)
-    assert not {p.name for p in RUNS["simulate"].params} & hidden   # no sweep parameters
+    assert not {p.name for p in RUNS["simulate"].params} & hidden  # no sweep parameters
 
 
 def test_cli_sweep_and_api_agree_on_astra_sim_options(tmp_path) -> None:
     ex = write_example("allreduce", tmp_path / "ex")
-    direct = simulate(ex["workload"], ex["system"], ex["network"], num_queues_per_dim=2, injection_scale=3.0,
-                      rendezvous=True, record_timeline=False)
+    direct = simulate(
+        ex["workload"],
+        ex["system"],
+        ex["network"],
+        num_queues_per_dim=2,
+        injection_scale=3.0,
+        rendezvous=True,
+        record_timeline=False,
+    )
     plain = simulate(ex["workload"], ex["system"], ex["network"], record_timeline=False)
-    assert direct.finish_ns != plain.finish_ns   # the options matter here
-    point = {"workload-configuration": ex["workload"], "system-configuration": ex["system"],
-             "network-configuration": ex["network"], "num-queues-per-dim": 2, "injection-scale": 3.0,
-             "rendezvous-protocol": True}
+    assert direct.finish_ns != plain.finish_ns  # the options matter here
+    point = {
+        "workload-configuration": ex["workload"],
+        "system-configuration": ex["system"],
+        "network-configuration": ex["network"],
+        "num-queues-per-dim": 2,
+        "injection-scale": 3.0,
+        "rendezvous-protocol": True,
+    }
     swept = evaluate(("simulate", point, {"name": "baseline"}, None))
     assert swept["time_s"] == direct.finish_ns / 1e9 and swept["num_ranks"] == direct.num_ranks
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["simulate", f"--workload-configuration={ex['workload']}", f"--system-configuration={ex['system']}",
-                     f"--network-configuration={ex['network']}", "--num-queues-per-dim=2", "--injection-scale=3",
-                     "--rendezvous-protocol=true", "--json", str(tmp_path / "r.json")])
+        code = main(
+            [
+                "simulate",
+                f"--workload-configuration={ex['workload']}",
+                f"--system-configuration={ex['system']}",
+                f"--network-configuration={ex['network']}",
+                "--num-queues-per-dim=2",
+                "--injection-scale=3",
+                "--rendezvous-protocol=true",
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
     assert code == 0
     assert f'"finish_ns": {direct.finish_ns},' in (tmp_path / "r.json").read_text()

@@ -5,8 +5,8 @@ pairs every send with its receive across ranks; the mirrored run never does."""
 import random
 
 import pytest
-from helpers import params, topo
 
+from helpers import params, topo
 from podsim.engine import equivalent_ranks, simulate
 from podsim.workload import CollectiveKind as CK
 from podsim.workload import OpKind, ProgramBuilder, Workload
@@ -26,15 +26,24 @@ def random_program(rng, algo):
     for k in range(rng.randint(2, 6)):
         deps = rng.sample(ids, min(len(ids), rng.randint(0, 2)))
         if rng.random() < 0.5:
-            ids.append(b.add(OpKind.COMPUTE, f"c{k}", duration_ns=rng.choice([0, 1000, 25_000]), node_id=k + 1,
-                             data_deps=deps))
+            ids.append(
+                b.add(OpKind.COMPUTE, f"c{k}", duration_ns=rng.choice([0, 1000, 25_000]), node_id=k + 1, data_deps=deps)
+            )
         else:
             kinds = [CK.ALL_REDUCE, CK.ALL_GATHER, CK.REDUCE_SCATTER]
             if "alvingDoubling" not in algo:  # halving-doubling has no all-to-all
                 kinds.append(CK.ALL_TO_ALL)
             kind = rng.choice(kinds)
-            ids.append(b.add(OpKind.COLLECTIVE, f"x{k}", collective=int(kind), size_bytes=rng.choice([64, 4096, 1 << 20]),
-                             node_id=k + 1, data_deps=deps))
+            ids.append(
+                b.add(
+                    OpKind.COLLECTIVE,
+                    f"x{k}",
+                    collective=int(kind),
+                    size_bytes=rng.choice([64, 4096, 1 << 20]),
+                    node_id=k + 1,
+                    data_deps=deps,
+                )
+            )
     return b.build()
 
 
@@ -44,8 +53,14 @@ def test_mirrored_equals_full(seed):
     dims = rng.choice(TOPOS)
     t = topo(*dims)
     algo = rng.choice(ALGOS)
-    p = params(algo, len(dims), splits=rng.choice([1, 2, 4]), active=rng.choice([1, 2]),
-               opt=rng.choice(["baseline", "localBWAware"]), policy=rng.choice(["LIFO", "FIFO"]))
+    p = params(
+        algo,
+        len(dims),
+        splits=rng.choice([1, 2, 4]),
+        active=rng.choice([1, 2]),
+        opt=rng.choice(["baseline", "localBWAware"]),
+        policy=rng.choice(["LIFO", "FIFO"]),
+    )
     wl = Workload([random_program(rng, algo)], [0] * t.num_npus)
     assert equivalent_ranks(wl, None, p)[0]
     a = simulate(wl, t, p, use_symmetry=True, record_timeline=False)
@@ -56,6 +71,7 @@ def test_mirrored_equals_full(seed):
 
 def test_unsupported_pairing_is_an_input_error():
     from podsim.errors import InputError
+
     b = ProgramBuilder()
     b.add(OpKind.COLLECTIVE, "a2a", collective=int(CK.ALL_TO_ALL), size_bytes=4096, node_id=1)
     with pytest.raises(InputError, match="halvingDoubling does not implement all-to-all"):
@@ -71,8 +87,9 @@ def test_a_group_of_every_rank_is_the_world() -> None:
 
     b = ProgramBuilder("dp")
     c = b.add(OpKind.COMPUTE, "c", duration_ns=5000, node_id=1)
-    b.add(OpKind.COLLECTIVE, "ar", collective=int(CK.ALL_REDUCE), size_bytes=1 << 24, node_id=2, data_deps=[c],
-          group="dp")
+    b.add(
+        OpKind.COLLECTIVE, "ar", collective=int(CK.ALL_REDUCE), size_bytes=1 << 24, node_id=2, data_deps=[c], group="dp"
+    )
     prog = b.build()
     whole = Workload([prog], [0] * 16, [Group("dp", tuple(range(16)))])
     assert equivalent_ranks(whole, None)[0]

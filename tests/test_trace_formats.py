@@ -21,15 +21,19 @@ from podsim.formats.triosim_write import write_triosim
 from podsim.parallelize import load_step
 from podsim.workload import CollectiveKind, OpKind, ProgramBuilder, Workload
 
-SIMAI_HEADER = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4 "
-                "checkpoints: 0 checkpoint_initiates: 0\n")
+SIMAI_HEADER = (
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 4 "
+    "checkpoints: 0 checkpoint_initiates: 0\n"
+)
 
 #: a toy one-GPU step: two parametrized layers, their weight-gradient ops, an optimizer step (ns)
-STEP_OPS = [StepOp("aten::linear", 100_000, "forward", param_bytes=4 << 20, tp_split=True, output_bytes=1 << 20),
-            StepOp("aten::linear", 50_000, "forward", param_bytes=2 << 20, tp_split=True, output_bytes=1 << 20),
-            StepOp("autograd::engine::evaluate_function: AddmmBackward0", 90_000, "backward", grad_bytes=2 << 20),
-            StepOp("autograd::engine::evaluate_function: AddmmBackward0", 180_000, "backward", grad_bytes=4 << 20),
-            StepOp("Optimizer.step#Adam.step", 10_000, "optimizer")]
+STEP_OPS = [
+    StepOp("aten::linear", 100_000, "forward", param_bytes=4 << 20, tp_split=True, output_bytes=1 << 20),
+    StepOp("aten::linear", 50_000, "forward", param_bytes=2 << 20, tp_split=True, output_bytes=1 << 20),
+    StepOp("autograd::engine::evaluate_function: AddmmBackward0", 90_000, "backward", grad_bytes=2 << 20),
+    StepOp("autograd::engine::evaluate_function: AddmmBackward0", 180_000, "backward", grad_bytes=4 << 20),
+    StepOp("Optimizer.step#Adam.step", 10_000, "optimizer"),
+]
 
 
 def _chakra(tmp_path: Path) -> Path:
@@ -65,8 +69,16 @@ def _fixtures(tmp_path: Path) -> dict[str, Path]:
     text.write_text("DATA\n1\nconv1 -1 1000 NONE 0 1000 NONE 0 1000 ALLREDUCE 1048576 1\n")
     simai = tmp_path / "gpt.txt"
     simai.write_text(SIMAI_HEADER + "1\nx -1 1 ALLGATHER 100 1 NONE 0 1 NONE 0 1\n")
-    return {"execution-trace": et, "pytorch": kineto, "pytorch (folder)": capture, "rank-traces": ranks,
-            "triosim": _triosim(tmp_path), "astra-sim-text": text, "simai": simai, "chakra": _chakra(tmp_path)}
+    return {
+        "execution-trace": et,
+        "pytorch": kineto,
+        "pytorch (folder)": capture,
+        "rank-traces": ranks,
+        "triosim": _triosim(tmp_path),
+        "astra-sim-text": text,
+        "simai": simai,
+        "chakra": _chakra(tmp_path),
+    }
 
 
 def test_each_format_is_sniffed_from_its_files(tmp_path) -> None:
@@ -80,8 +92,15 @@ def test_each_format_is_sniffed_from_its_files(tmp_path) -> None:
 
 
 def test_sniffing_order_is_the_documented_one() -> None:
-    assert registry.SNIFF_ORDER == ("execution-trace", "triosim", "rank-traces", "pytorch", "astra-sim-text", "simai",
-                                    "chakra")
+    assert registry.SNIFF_ORDER == (
+        "execution-trace",
+        "triosim",
+        "rank-traces",
+        "pytorch",
+        "astra-sim-text",
+        "simai",
+        "chakra",
+    )
     doc = Path(__file__).parent.parent.joinpath("docs", "traces.md").read_text()
     for name in registry.SNIFF_ORDER:
         assert f"`{name}`" in doc, name
@@ -113,6 +132,7 @@ def test_load_workload_and_load_step_detect_alike(tmp_path, monkeypatch) -> None
         f = real(path, name)
         seen.append(f.name)
         return f
+
     monkeypatch.setattr(registry, "trace_format", spy)
     trio = _triosim(tmp_path)
     w = load_workload(trio)
@@ -158,8 +178,7 @@ def test_workload_door_on_the_command_line(tmp_path, capsys) -> None:
     trio = _triosim(tmp_path)
     base = ["simulate", "--gpus", "2", "--parallel", "ddp", "--cluster", "dgx-h100"]
     outs = []
-    for door in (["--triosim", str(trio)], ["--workload", str(trio), "--format", "triosim"],
-                 ["--workload", str(trio)]):
+    for door in (["--triosim", str(trio)], ["--workload", str(trio), "--format", "triosim"], ["--workload", str(trio)]):
         assert main(base + door + ["--json", str(tmp_path / "r.json")]) == 0
         outs.append(json.loads((tmp_path / "r.json").read_text())["finish_ns"])
         assert "per layer, rank 0" in capsys.readouterr().out
@@ -205,9 +224,16 @@ def test_front_doors_and_trace_clis_import_what_the_plan_allows() -> None:
 
 def test_sweep_runs_the_one_gpu_pipeline(tmp_path) -> None:
     from podsim.sweep.runs import evaluate
+
     trio = str(_triosim(tmp_path))
     one = evaluate(("simulate", {"workload-configuration": trio, "parallel": "ddp", "gpus": 1}, {"name": "base"}, None))
     assert one["time_s"] == sum(o.ns for o in STEP_OPS) / 1e9 and one["num_ranks"] == 1
-    four = evaluate(("simulate", {"workload-configuration": trio, "format": "triosim", "parallel": "dp", "gpus": 4},
-                     {"name": "base"}, None))
+    four = evaluate(
+        (
+            "simulate",
+            {"workload-configuration": trio, "format": "triosim", "parallel": "dp", "gpus": 4},
+            {"name": "base"},
+            None,
+        )
+    )
     assert four["num_ranks"] == 4 and four["time_s"] > one["time_s"]

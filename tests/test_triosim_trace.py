@@ -19,8 +19,9 @@ from podsim.formats.triosim import (
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("model,fwd,bwd,opt,ops", [("vgg13", 28105, 62365, 3568, 77),
-                                                   ("resnet50", 23901, 45977, 845, 396)])
+@pytest.mark.parametrize(
+    "model,fwd,bwd,opt,ops", [("vgg13", 28105, 62365, 3568, 77), ("resnet50", 23901, 45977, 845, 396)]
+)
 def test_shipped_traces_replay_exactly(refdata, model, fwd, bwd, opt, ops) -> None:  # type: ignore[no-untyped-def]
     # per-stage sums of Operator_cudatimenooverlap as the reference notes tabulate them
     d = refdata / "triosim" / "trace2-h100-bs128" / model
@@ -49,9 +50,13 @@ def _write(d: Path, trace_rows: list[list[str]], header: tuple[str, ...] = TRACE
 
 
 def test_small_trace_and_span_time(tmp_path: Path) -> None:
-    d = _write(tmp_path / "t", [["1", "aten::linear", "[4]", "[5]", "12", "10", "[6]", "[6]", "0", "forward", "1"],
-                                ["2", "autograd::LinearBackward0", "[5]", "[4]", "30", "25", "[6]", "[6]", "0",
-                                 "backward", "1"]])
+    d = _write(
+        tmp_path / "t",
+        [
+            ["1", "aten::linear", "[4]", "[5]", "12", "10", "[6]", "[6]", "0", "forward", "1"],
+            ["2", "autograd::LinearBackward0", "[5]", "[4]", "30", "25", "[6]", "[6]", "0", "backward", "1"],
+        ],
+    )
     t = read_triosim(d)
     assert [o.name for o in t.ops] == ["aten::linear", "autograd::LinearBackward0"] and t.ops[0].tp_split
     p = triosim_to_workload(t).programs[0]
@@ -61,8 +66,11 @@ def test_small_trace_and_span_time(tmp_path: Path) -> None:
 
 
 def test_bad_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    d = _write(tmp_path / "a", [["1", "x", "[4]", "[5]", "1", "1", "[6]", "[6]", "0", "forward", "0"]],
-               header=TRACE_COLUMNS[:-1])
+    d = _write(
+        tmp_path / "a",
+        [["1", "x", "[4]", "[5]", "1", "1", "[6]", "[6]", "0", "forward", "0"]],
+        header=TRACE_COLUMNS[:-1],
+    )
     with pytest.raises(InputError, match="missing column.*tpflag"):
         read_triosim(d)
     d = _write(tmp_path / "b", [["1", "x", "4", "[5]", "1", "1", "[6]", "[6]", "0", "forward", "0"]])

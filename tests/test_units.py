@@ -13,7 +13,7 @@ def test_sizes_distinguish_decimal_and_binary_prefixes():
 
 def test_bandwidth_units_to_bytes_per_ns():
     assert parse_bandwidth("400 GB/s") == pytest.approx(400.0)
-    assert parse_bandwidth("200 Gbps") == pytest.approx(25.0)       # bits
+    assert parse_bandwidth("200 Gbps") == pytest.approx(25.0)  # bits
     assert parse_bandwidth("200 Gb/s") == pytest.approx(25.0)
     assert parse_bandwidth("50 GiB/s") == pytest.approx(50 * 2**30 / 1e9)
     assert parse_bandwidth("1.6 TB/s") == pytest.approx(1600.0)

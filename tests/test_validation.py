@@ -21,8 +21,11 @@ def test_shipped_rows_carry_citations_and_sets() -> None:
     assert all(r["source"] for r in rows), "every row cites its source"
     ids = [r["row_id"] for r in rows]
     assert len(ids) == len(set(ids)), "row ids are unique across both sets"
-    assert {r["row_id"] for r in fitted} >= {"megatron_sc21_t1_1.7B_tflops", "mcore_h100_weak_462B_tflops",
-                                              "llama3_405b_16384gpu_cp1_tflops"}
+    assert {r["row_id"] for r in fitted} >= {
+        "megatron_sc21_t1_1.7B_tflops",
+        "mcore_h100_weak_462B_tflops",
+        "llama3_405b_16384gpu_cp1_tflops",
+    }
 
 
 @pytest.mark.conformance
@@ -44,8 +47,13 @@ def test_layouts_of_rows() -> None:
     r = rows["megatron_sc21_t1_1.7B_tflops"]
     lay = layout_of(r, model_of(r))
     # Megatron-LM of 2021: fp16, full recompute, blocking TP, no pipeline -> micro-batch 4
-    assert (lay.precision, lay.recompute, lay.tp_overlap, lay.micro_batch, lay.flash_attention) == \
-        ("fp16", "full", "none", 4, False)
+    assert (lay.precision, lay.recompute, lay.tp_overlap, lay.micro_batch, lay.flash_attention) == (
+        "fp16",
+        "full",
+        "none",
+        4,
+        False,
+    )
     r = rows["llama3_405b_8192gpu_cp1_tflops"]
     m = model_of(r)
     lay = layout_of(r, m)
@@ -57,7 +65,8 @@ def test_layouts_of_rows() -> None:
     from dataclasses import replace
 
     from podsim.llm.memory import memory
-    cap = 79.6 * 2 ** 30
+
+    cap = 79.6 * 2**30
     assert max(s.total for s in memory(m, replace(lay, recompute="none"))) > cap
     assert lay.recompute != "none" and max(s.total for s in memory(m, lay)) <= cap
     r = rows["mcore_h100_weak_1.7B_tflops"]
@@ -95,9 +104,11 @@ def test_memory_and_nccl_rows_and_cli(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_report_separates_sets_and_gpus() -> None:
-    checks = [Check("a", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 110, "fitted", "h100-80gb"),
-              Check("b", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 95, "fitted", "a100-80gb"),
-              Check("c", "x", "model_tflops_per_gpu", "TFLOP/s", 200, 180, "reported", "b200")]
+    checks = [
+        Check("a", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 110, "fitted", "h100-80gb"),
+        Check("b", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 95, "fitted", "a100-80gb"),
+        Check("c", "x", "model_tflops_per_gpu", "TFLOP/s", 200, 180, "reported", "b200"),
+    ]
     text = format_checks(checks, 0)
     assert text.index("FITTED set") < text.index("REPORTED set")
     # per set: fitted mean (10 + 5) / 2 = 7.5%, reported 10%; per GPU inside each
@@ -105,8 +116,9 @@ def test_report_separates_sets_and_gpus() -> None:
     assert "reported: mean 10.00%, max 10.00% over 1 rows" in text
     assert "h100-80gb: mean 10.00%" in text and "a100-80gb: mean 5.00%" in text and "b200: mean 10.00%" in text
     # a row outside the model is listed, not averaged
-    checks.append(Check("d", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 300, "fitted", "a100-80gb",
-                        outside="a 2021 stack"))
+    checks.append(
+        Check("d", "x", "model_tflops_per_gpu", "TFLOP/s", 100, 300, "fitted", "a100-80gb", outside="a 2021 stack")
+    )
     text = format_checks(checks, 0)
     assert "fitted: mean 7.50%, max 10.00% over 2 rows" in text and "(outside the model)" in text
     assert "1 rows shown above but not averaged, outside podsim's model: a 2021 stack" in text
@@ -114,17 +126,20 @@ def test_report_separates_sets_and_gpus() -> None:
 
 def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "mine.csv"
-    p.write_text("# my runs\nrow_id,source,model,layers,hidden,heads,ffn_hidden,vocab,seq_len,gpu,gpus,tp,pp,"
-                 "global_batch,precision,framework,metric,value,unit\n"
-                 "r1,me,toy,2,256,4,1024,1000,512,h100-80gb,8,1,1,8,bf16,megatron-core,iteration_time_s,1.0,s\n")
+    p.write_text(
+        "# my runs\nrow_id,source,model,layers,hidden,heads,ffn_hidden,vocab,seq_len,gpu,gpus,tp,pp,"
+        "global_batch,precision,framework,metric,value,unit\n"
+        "r1,me,toy,2,256,4,1024,1000,512,h100-80gb,8,1,1,8,bf16,megatron-core,iteration_time_s,1.0,s\n"
+    )
     checks, _ = run_validation(p)
     assert len(checks) == 1 and checks[0].set == "user" and checks[0].predicted > 0
     assert main(["validate", "--rows", str(p), "--json", str(tmp_path / "v.json")]) == 0
     assert "your rows" in capsys.readouterr().out
     # a row podsim cannot run (8 GPUs, TP 3) is skipped and said, not a crash
     two = tmp_path / "two.csv"
-    two.write_text(p.read_text() + "r2,me,toy,2,256,4,1024,1000,512,h100-80gb,8,3,1,8,bf16,megatron-core,"
-                                   "iteration_time_s,1.0,s\n")
+    two.write_text(
+        p.read_text() + "r2,me,toy,2,256,4,1024,1000,512,h100-80gb,8,3,1,8,bf16,megatron-core,iteration_time_s,1.0,s\n"
+    )
     said: list[str] = []
     checks, skipped = run_validation(two, progress=said.append)
     assert len(checks) == 1 and skipped == 1
@@ -163,25 +178,46 @@ def test_reported_rows_spot_values() -> None:
     assert (r["gpu"], r["gpus"], r["global_batch"], r["micro_batch"], r["value"]) == ("gb200", "8", "128", "2", "31508")
     r = rows["mb2511_llama31_405b_h100_1024gpu_fp8cs_tflops"]
     assert (r["tp"], r["pp"], r["cp"], r["vpp"], r["value"]) == ("8", "8", "2", "8", "737")
-    r = rows["mb260401_pretrain_llama3_70b_gb300_64gpu_nvfp4_tok"]   # 26.04.01 archive
+    r = rows["mb260401_pretrain_llama3_70b_gb300_64gpu_nvfp4_tok"]  # 26.04.01 archive
     assert (r["precision"], r["pp"], r["vpp"], r["value"]) == ("nvfp4", "4", "5", "7296")
-    r = rows["nemo2407_llama2_70b_h100_64gpu_fp8_tok"]   # NeMo 24.07 table
+    r = rows["nemo2407_llama2_70b_h100_64gpu_fp8_tok"]  # NeMo 24.07 table
     assert (r["tp"], r["pp"], r["vpp"], r["global_batch"], r["value"]) == ("4", "4", "20", "128", "1707")
     assert all(r["set"] == "reported" for r in rows.values())
-    assert all(r["framework"] in ("megatron-bridge", "nemo") for r in rows.values() if not r["row_id"].startswith("infer_"))
+    assert all(
+        r["framework"] in ("megatron-bridge", "nemo") for r in rows.values() if not r["row_id"].startswith("infer_")
+    )
     # LLM inference rows (reported_inference.csv): NVIDIA NIM 1.8.0's Llama 3.3 70B on 2 H100s in fp8, one
     # request of 5,000 + 500 tokens: 18.58 ms between tokens
-    r = next(r for r in rows.values() if r["row_id"].startswith("infer_") and r["engine"].startswith("NVIDIA NIM")
-             and r["metric"] == "tpot_s" and r["prompt_tokens"] == "5000")
+    r = next(
+        r
+        for r in rows.values()
+        if r["row_id"].startswith("infer_")
+        and r["engine"].startswith("NVIDIA NIM")
+        and r["metric"] == "tpot_s"
+        and r["prompt_tokens"] == "5000"
+    )
     assert (r["gpu"], r["tp"], r["precision"], r["batch"], r["value"]) == ("h100-80gb", "2", "fp8", "1", "0.01858")
 
 
 def test_optional_shape_columns_express_qwen3_moe() -> None:
     # Qwen3-30B-A3B (its model card: 30.5B parameters in all): 48 layers, hidden 2048, 32 query
     # heads of 128 (not 2048 / 32), 4 KV heads, 128 experts of width 768, top 8, vocab 151,936
-    row = {"row_id": "q", "model": "Qwen3 30B A3B", "layers": "48", "hidden": "2048", "heads": "32",
-           "kv_heads": "4", "head_dim": "128", "ffn_hidden": "6144", "moe_ffn_hidden": "768",
-           "experts": "128", "top_k": "8", "vocab": "151936", "seq_len": "4096", "activation": "swiglu"}
+    row = {
+        "row_id": "q",
+        "model": "Qwen3 30B A3B",
+        "layers": "48",
+        "hidden": "2048",
+        "heads": "32",
+        "kv_heads": "4",
+        "head_dim": "128",
+        "ffn_hidden": "6144",
+        "moe_ffn_hidden": "768",
+        "experts": "128",
+        "top_k": "8",
+        "vocab": "151936",
+        "seq_len": "4096",
+        "activation": "swiglu",
+    }
     m = model_of(row)
     assert m.dhead == 128 and m.moe_ffn == 768 and m.experts == 128
     assert m.total_params() / 1e9 == pytest.approx(30.5, rel=0.01)
@@ -189,6 +225,7 @@ def test_optional_shape_columns_express_qwen3_moe() -> None:
 
 def test_parallel_rows_give_the_serial_results() -> None:
     from podsim.validation import run_validation
+
     serial, s0 = run_validation(only="nccl_", jobs=1)
     parallel, s1 = run_validation(only="nccl_", jobs=2)
     assert s0 == s1 == 0 and len(serial) == 4

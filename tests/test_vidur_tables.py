@@ -41,16 +41,24 @@ def test_the_files_columns_and_units_are_vidurs(written: Path) -> None:
         assert f"time_stats.{op}.median" in mlp[0]
     # Vidur picks rows by the model's shape (its Llama-2 config says vocab 32768) and by TP
     assert {r["num_tensor_parallel_workers"] for r in mlp} == {"1", "4"}
-    assert (mlp[0]["n_head"], mlp[0]["n_kv_head"], mlp[0]["n_embd"], mlp[0]["n_expanded_embd"],
-            mlp[0]["vocab_size"], mlp[0]["use_gated_mlp"]) == ("64", "8", "8192", "28672", "32768", "True")
+    assert (
+        mlp[0]["n_head"],
+        mlp[0]["n_kv_head"],
+        mlp[0]["n_embd"],
+        mlp[0]["n_expanded_embd"],
+        mlp[0]["vocab_size"],
+        mlp[0]["use_gated_mlp"],
+    ) == ("64", "8", "8192", "28672", "32768", "True")
     # times in ms: the QKV GEMM of 1,024 tokens at TP 1 (1024 x 8192 x 10240 x 2 FLOPs) is a fraction of a ms
     row = next(r for r in mlp if r["num_tokens"] == "1024" and r["num_tensor_parallel_workers"] == "1")
     assert 0.1 < float(row["time_stats.attn_pre_proj.median"]) < 1.0
     att = list(csv.DictReader((comp / "attention.csv").open()))
     pre = [r for r in att if r["is_prefill"] == "True"]
     dec = [r for r in att if r["is_prefill"] == "False"]
-    assert all(r["batch_size"] == "1" and int(r["prefill_chunk_size"]) > 0 and r["time_stats.attn_decode.median"] == ""
-               for r in pre)
+    assert all(
+        r["batch_size"] == "1" and int(r["prefill_chunk_size"]) > 0 and r["time_stats.attn_decode.median"] == ""
+        for r in pre
+    )
     assert all(r["prefill_chunk_size"] == "0" and int(r["kv_cache_size"]) > 0 for r in dec)
     assert {int(r["batch_size"]) for r in dec} == set(range(1, 17))
     ar = list(csv.DictReader((written / "network" / "h100_dgx" / "all_reduce.csv").open()))
@@ -74,7 +82,14 @@ def test_the_round_trip_equals_the_compute_model_at_tabulated_points(written: Pa
     model = step_timer(m, "h100", tp=tp, pp=pp)
     table = step_timer(m, "h100", tp=tp, pp=pp, profile=str(written))
     assert isinstance(table, TableStepTimer)
-    for batch in ([(512, 0)], [(256, 512)], [(1, 512)] * 8, [(1, 96)], [(1, 992)] * 16, [(64, 128)] + [(1, 320), (1, 64)] * 4):   # 72 tokens; decode mean 192
+    for batch in (
+        [(512, 0)],
+        [(256, 512)],
+        [(1, 512)] * 8,
+        [(1, 96)],
+        [(1, 992)] * 16,
+        [(64, 128)] + [(1, 320), (1, 64)] * 4,
+    ):  # 72 tokens; decode mean 192
         a, b = model.parts_ns(batch), table.parts_ns(batch)
         assert a.keys() == b.keys()
         for k in a:
@@ -83,7 +98,7 @@ def test_the_round_trip_equals_the_compute_model_at_tabulated_points(written: Pa
     # memory is podsim's model, as are the logits
     assert table.kv_capacity_bytes == model.kv_capacity_bytes
     assert table.kv_bytes_per_token == model.kv_bytes_per_token
-    r1, r2 = infer(model, 1, 512, 3), infer(table, 1, 512, 3)   # decode contexts 512, 513: 513 interpolated
+    r1, r2 = infer(model, 1, 512, 3), infer(table, 1, 512, 3)  # decode contexts 512, 513: 513 interpolated
     assert r2.prefill_s == pytest.approx(r1.prefill_s, abs=2e-9)
     assert r2.decode_step_mean_s == pytest.approx(r1.decode_step_mean_s, rel=1e-6)
 
@@ -100,19 +115,38 @@ def _hand_tables(d: Path, tp: int = 1) -> None:
     """Two token counts, four decode points, four prefill points (TP ``tp``): every op 0 but
     those named."""
     ops = [f"time_stats.{op}.median" for op in MLP_OPS]
-    mlp = [[1.0 if op == "attn_pre_proj" else 0.5 if op == "add" else 0.0 for op in MLP_OPS] + [8, tp],
-           [3.0 if op == "attn_pre_proj" else 0.5 if op == "add" else 0.0 for op in MLP_OPS] + [16, tp]]
+    mlp = [
+        [1.0 if op == "attn_pre_proj" else 0.5 if op == "add" else 0.0 for op in MLP_OPS] + [8, tp],
+        [3.0 if op == "attn_pre_proj" else 0.5 if op == "add" else 0.0 for op in MLP_OPS] + [16, tp],
+    ]
     _write(d / "mlp.csv", ops + ["num_tokens", "num_tensor_parallel_workers"], mlp)
-    att = ["time_stats.attn_prefill.median", "time_stats.attn_decode.median", "batch_size", "kv_cache_size",
-           "prefill_chunk_size", "num_tensor_parallel_workers"]
-    _write(d / "attention.csv", att, [
-        ["", 1.0, 4, 100, 0, tp], ["", 2.0, 4, 200, 0, tp], ["", 3.0, 8, 100, 0, tp], ["", 6.0, 8, 200, 0, tp],
-        [1.0, "", 1, 0, 64, tp], [2.0, "", 1, 64, 64, tp], [5.0, "", 1, 0, 128, tp], [7.0, "", 1, 128, 128, tp]])
+    att = [
+        "time_stats.attn_prefill.median",
+        "time_stats.attn_decode.median",
+        "batch_size",
+        "kv_cache_size",
+        "prefill_chunk_size",
+        "num_tensor_parallel_workers",
+    ]
+    _write(
+        d / "attention.csv",
+        att,
+        [
+            ["", 1.0, 4, 100, 0, tp],
+            ["", 2.0, 4, 200, 0, tp],
+            ["", 3.0, 8, 100, 0, tp],
+            ["", 6.0, 8, 200, 0, tp],
+            [1.0, "", 1, 0, 64, tp],
+            [2.0, "", 1, 64, 64, tp],
+            [5.0, "", 1, 0, 128, tp],
+            [7.0, "", 1, 128, 128, tp],
+        ],
+    )
 
 
 def test_interpolation_worked_by_hand(tmp_path: Path) -> None:
     _hand_tables(tmp_path)
-    m = get_model("llama2-7b")     # 32 layers; the tables name no shape, so any model reads them
+    m = get_model("llama2-7b")  # 32 layers; the tables name no shape, so any model reads them
     t = step_timer(m, "a100", tp=1, profile=str(tmp_path))
     L = 32
     # 12 tokens: halfway between 8 (1 ms) and 16 (3 ms) -> 2 ms of GEMM a layer; "add" flat 0.5 ms
@@ -136,8 +170,11 @@ def test_interpolation_worked_by_hand(tmp_path: Path) -> None:
 
 
 def test_a_tp_the_tables_lack_names_the_file_column_and_the_tps_they_have(written: Path) -> None:
-    with pytest.raises(InputError, match=r"mlp\.csv: column num_tensor_parallel_workers has no rows for TP 2; "
-                                         r"the table has TP 1, 4"):
+    with pytest.raises(
+        InputError,
+        match=r"mlp\.csv: column num_tensor_parallel_workers has no rows for TP 2; "
+        r"the table has TP 1, 4",
+    ):
         step_timer(get_model("llama2-70b"), "h100", tp=2, profile=str(written))
 
 
@@ -150,19 +187,27 @@ def test_missing_files_and_columns(tmp_path: Path) -> None:
         step_timer(m, "a100", tp=2, profile=str(tmp_path))
     rows = list(csv.reader((tmp_path / "mlp.csv").open()))
     i = rows[0].index("time_stats.mlp_down_proj.median")
-    _write(tmp_path / "mlp.csv", [c for j, c in enumerate(rows[0]) if j != i],
-           [[c for j, c in enumerate(r) if j != i] for r in rows[1:]])
-    with pytest.raises(InputError, match=r"mlp\.csv: missing column time_stats\.mlp_down_proj\.median; mlp\.csv "
-                                         r"needs the columns num_tokens, num_tensor_parallel_workers, .*attn_pre_proj"):
+    _write(
+        tmp_path / "mlp.csv",
+        [c for j, c in enumerate(rows[0]) if j != i],
+        [[c for j, c in enumerate(r) if j != i] for r in rows[1:]],
+    )
+    with pytest.raises(
+        InputError,
+        match=r"mlp\.csv: missing column time_stats\.mlp_down_proj\.median; mlp\.csv "
+        r"needs the columns num_tokens, num_tensor_parallel_workers, .*attn_pre_proj",
+    ):
         step_timer(m, "a100", tp=2, profile=str(tmp_path))
 
 
 def test_a_value_that_is_not_a_number_names_file_line_and_column(tmp_path: Path) -> None:
     _hand_tables(tmp_path)
     rows = list(csv.reader((tmp_path / "attention.csv").open()))
-    rows[3][1] = "fast"           # the third data row's decode time: line 4
+    rows[3][1] = "fast"  # the third data row's decode time: line 4
     _write(tmp_path / "attention.csv", rows[0], rows[1:])
-    with pytest.raises(InputError, match=r"attention\.csv:4: column time_stats\.attn_decode\.median: 'fast' is not a number"):
+    with pytest.raises(
+        InputError, match=r"attention\.csv:4: column time_stats\.attn_decode\.median: 'fast' is not a number"
+    ):
         step_timer(get_model("llama2-7b"), "a100", profile=str(tmp_path))
 
 
@@ -172,8 +217,21 @@ def test_tables_of_another_model_are_refused(written: Path) -> None:
 
 
 def test_podsim_infer_writes_and_reads_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["infer", "--model", "llama2-7b", "--gpu", "a100", "--tp", "2", "--batch", "4", "--prompt-tokens", "512",
-            "--output-tokens", "8"]
+    args = [
+        "infer",
+        "--model",
+        "llama2-7b",
+        "--gpu",
+        "a100",
+        "--tp",
+        "2",
+        "--batch",
+        "4",
+        "--prompt-tokens",
+        "512",
+        "--output-tokens",
+        "8",
+    ]
     assert main(args + ["--write-profile", str(tmp_path / "p"), "--json", str(tmp_path / "a.json")]) == 0
     assert (tmp_path / "p" / "compute" / "a100" / "meta-llama" / "Llama-2-7b-hf" / "mlp.csv").is_file()
     assert main(args + ["--profile", str(tmp_path / "p"), "--json", str(tmp_path / "b.json")]) == 0

@@ -16,7 +16,7 @@ GIB = 1 << 30
 # Kineto and the C++ side log every profiler start and stop: quiet unless asked (read at torch's import)
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-try:   # the checkout's podsim (the GPU machine runs these from a copy of the tree, nothing installed)
+try:  # the checkout's podsim (the GPU machine runs these from a copy of the tree, nothing installed)
     import podsim  # noqa: F401
 except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
@@ -27,36 +27,49 @@ def quiet_torch(torch: Any) -> None:
     in compiled code, the profiler clearing its events between cycles."""
     import logging
     import warnings
+
     torch._logging.set_logs(dynamo=logging.ERROR)
     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 
 
 def provenance(torch: Any, device: str, argv: list[str]) -> dict[str, str]:
     """What the rows were measured on (every value a string)."""
-    p: dict[str, str] = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "torch": torch.__version__, "python": platform.python_version(),
-                         "host": platform.platform(), "command": " ".join([Path(sys.argv[0]).name, *argv])}
+    p: dict[str, str] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "host": platform.platform(),
+        "command": " ".join([Path(sys.argv[0]).name, *argv]),
+    }
     try:
-        p["podsim_commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                            capture_output=True, text=True, timeout=10).stdout.strip()
+        p["podsim_commit"] = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
     if not device.startswith("cuda"):
         p["device"] = "cpu"
         return p
     props = torch.cuda.get_device_properties(0)
-    p.update(device=torch.cuda.get_device_name(0), memory_gib=f"{props.total_memory / GIB:.1f}",
-             sms=str(props.multi_processor_count), capability=f"{props.major}.{props.minor}",
-             cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
+    p.update(
+        device=torch.cuda.get_device_name(0),
+        memory_gib=f"{props.total_memory / GIB:.1f}",
+        sms=str(props.multi_processor_count),
+        capability=f"{props.major}.{props.minor}",
+        cuda=str(torch.version.cuda),
+        cudnn=str(torch.backends.cudnn.version()),
+    )
     try:
         import triton
+
         p["triton"] = triton.__version__
     except ImportError:
         pass
     query = "driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit,power.max_limit,temperature.gpu"
     try:
-        smi = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
+        smi = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
         got = smi.stdout.strip().splitlines()
         if smi.returncode == 0 and got:
             for k, v in zip(query.split(","), got[0].split(",")):
@@ -68,18 +81,24 @@ def provenance(torch: Any, device: str, argv: list[str]) -> dict[str, str]:
     return p
 
 
-
-
 def add_arguments(ap: Any, name: str, unit: str, steps: int) -> None:
     """The options both scripts take (``name``: the script's stem, for the default output;
     ``unit``: what a row measures, for the help; ``steps``: timed steps by default)."""
-    ap.add_argument("--out", default=None, metavar="CSV|DIR",
-                    help=f"the rows (a folder: <folder>/{name}/<gpu>.csv; default benchmarks/gpu/results/"
-                         f"{name}-<quick|gpu>.csv)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        metavar="CSV|DIR",
+        help=f"the rows (a folder: <folder>/{name}/<gpu>.csv; default benchmarks/gpu/results/{name}-<quick|gpu>.csv)",
+    )
     ap.add_argument("--quick", action="store_true", help="tiny shapes, the same code path (the tests run it)")
     ap.add_argument("--device", default=None, choices=["cuda", "cpu"], help="default: cuda, or cpu with --quick")
-    ap.add_argument("--budget-s", type=float, default=480.0, metavar="S",
-                    help=f"device seconds to spend; the {unit}s that would not finish are skipped (default 480)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=480.0,
+        metavar="S",
+        help=f"device seconds to spend; the {unit}s that would not finish are skipped (default 480)",
+    )
     ap.add_argument("--steps", type=int, default=None, help=f"timed steps per {unit} (default {steps}; quick 3)")
     ap.add_argument("--only", default=None, metavar="TEXT", help=f"run the {unit}s whose label contains TEXT")
     ap.add_argument("--quiet", action="store_true")

@@ -42,8 +42,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import (GIB, add_arguments, failure_status, open_device, output_path, provenance,
-                        settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
+from gpu_common import (
+    GIB,
+    add_arguments,
+    failure_status,
+    open_device,
+    output_path,
+    provenance,
+    settle_arguments,  # noqa: E402  (puts the checkout's podsim on the path)
+)
+
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, ServingStep, build  # noqa: E402
@@ -54,11 +62,11 @@ from podsim.serving.llm.measured_steps import write_serving_steps  # noqa: E402
 class Shape:
     """One measured step shape."""
 
-    kind: str               #: prefill | decode | mixed
-    batch: int              #: prefill prompts or decode sequences (mixed: its decodes)
-    tokens: int = 0         #: prefill: tokens a prompt; mixed: the prefill chunk
-    context: int = 0        #: decode / mixed: cached tokens of each decoding sequence
-    mode: str = "eager"     #: eager | graph
+    kind: str  #: prefill | decode | mixed
+    batch: int  #: prefill prompts or decode sequences (mixed: its decodes)
+    tokens: int = 0  #: prefill: tokens a prompt; mixed: the prefill chunk
+    context: int = 0  #: decode / mixed: cached tokens of each decoding sequence
+    mode: str = "eager"  #: eager | graph
     attention: str = "flash"
 
     def parts(self) -> list[tuple[str, int, int, int]]:
@@ -77,8 +85,11 @@ class Shape:
         return max(self.tokens, self.context + 1)
 
     def label(self) -> str:
-        what = {"prefill": f"b{self.batch} x {self.tokens} tok", "decode": f"b{self.batch} ctx {self.context}",
-                "mixed": f"chunk {self.tokens} + {self.batch} decodes ctx {self.context}"}[self.kind]
+        what = {
+            "prefill": f"b{self.batch} x {self.tokens} tok",
+            "decode": f"b{self.batch} ctx {self.context}",
+            "mixed": f"chunk {self.tokens} + {self.batch} decodes ctx {self.context}",
+        }[self.kind]
         return f"{self.kind} {what} {self.mode} {self.attention}"
 
 
@@ -99,18 +110,26 @@ def step_memory(shape: LlamaShape, s: Shape) -> float:
 def plan(quick: bool) -> list[Shape]:
     """The step shapes in the order they run (most valuable first)."""
     if quick:
-        return [Shape("prefill", 2, 32), Shape("decode", 4, context=48), Shape("decode", 4, context=48, mode="graph"),
-                Shape("mixed", 3, 32, 48), Shape("prefill", 2, 32, attention="cudnn")]
+        return [
+            Shape("prefill", 2, 32),
+            Shape("decode", 4, context=48),
+            Shape("decode", 4, context=48, mode="graph"),
+            Shape("mixed", 3, 32, 48),
+            Shape("prefill", 2, 32, attention="cudnn"),
+        ]
     out: list[Shape] = []
     for b, c in ((1, 2048), (32, 2048), (128, 2048), (8, 512), (64, 8192 // 4), (256, 512), (1, 8192), (32, 8192)):
         out += [Shape("decode", b, context=c, mode="graph"), Shape("decode", b, context=c)]
-    out += [Shape("prefill", b, p) for b, p in ((1, 2048), (1, 512), (1, 8192), (4, 2048), (16, 512), (64, 128),
-                                               (1, 128))]
+    out += [
+        Shape("prefill", b, p) for b, p in ((1, 2048), (1, 512), (1, 8192), (4, 2048), (16, 512), (64, 128), (1, 128))
+    ]
     out += [Shape("mixed", d, 2048 - d, 2048) for d in (32,)] + [Shape("mixed", d, 8192 - d, 2048) for d in (64,)]
     out += [Shape("mixed", 32, 2048 - 32, 2048, mode="graph")]
     out += [Shape("prefill", 1, p, attention="cudnn") for p in (2048, 8192)]
-    out += [Shape("decode", 32, context=2048, attention="cudnn"), Shape("decode", 32, context=2048, mode="graph",
-                                                                        attention="cudnn")]
+    out += [
+        Shape("decode", 32, context=2048, attention="cudnn"),
+        Shape("decode", 32, context=2048, mode="graph", attention="cudnn"),
+    ]
     out += [Shape("decode", b, context=2048, mode=m) for b in (4, 16) for m in ("graph", "eager")]
     return out
 
@@ -134,6 +153,7 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
     ctx: Any = contextlib.nullcontext()
     if s.attention == "cudnn" or cuda:
         from torch.nn.attention import SDPBackend, sdpa_kernel
+
         ctx = sdpa_kernel([SDPBackend.CUDNN_ATTENTION if s.attention == "cudnn" else SDPBackend.FLASH_ATTENTION])
     row: dict[str, Any] = {"status": "ok"}
     with ctx:
@@ -149,7 +169,7 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
                 a.record()
                 out = step.replay()
                 b.record()
-                out.cpu()   # the engine reads its sampled tokens: the step ends with a synchronisation
+                out.cpu()  # the engine reads its sampled tokens: the step ends with a synchronisation
                 walls.append((time.perf_counter() - t0) * 1e3)
                 gpus.append(a.elapsed_time(b))
             else:
@@ -157,21 +177,35 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
                 step.replay().cpu()
                 walls.append((time.perf_counter() - t0) * 1e3)
         from torch.profiler import ProfilerActivity, profile, schedule
+
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         path = folder / "profile.json"
-        with warnings.catch_warnings(), profile(activities=acts, schedule=schedule(wait=0, warmup=1, active=1),
-                                                on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            warnings.simplefilter("ignore")   # "Profiler clears events at the end of each cycle": known
+        with (
+            warnings.catch_warnings(),
+            profile(
+                activities=acts,
+                schedule=schedule(wait=0, warmup=1, active=1),
+                on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+            ) as prof,
+        ):
+            warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle": known
             for _ in range(2):
                 step.replay().cpu()
                 prof.step()
     b = step_breakdown(path)
     path.unlink(missing_ok=True)
-    row.update(step_ms=round(statistics.median(walls), 4), step_ms_min=round(min(walls), 4),
-               step_ms_max=round(max(walls), 4), steps=steps,
-               gpu_ms=round(statistics.median(gpus), 4) if gpus else None, host_ms=b.host_ms,
-               busy_ms=round(b.busy_ms, 4), idle_ms=round(b.idle_ms, 4), kernels=b.kernels,
-               kv_cache_gib=round(kv_bytes(model.shape, s) / GIB, 4))
+    row.update(
+        step_ms=round(statistics.median(walls), 4),
+        step_ms_min=round(min(walls), 4),
+        step_ms_max=round(max(walls), 4),
+        steps=steps,
+        gpu_ms=round(statistics.median(gpus), 4) if gpus else None,
+        host_ms=b.host_ms,
+        busy_ms=round(b.busy_ms, 4),
+        idle_ms=round(b.idle_ms, 4),
+        kernels=b.kernels,
+        kv_cache_gib=round(kv_bytes(model.shape, s) / GIB, 4),
+    )
     if cuda:
         row["peak_mem_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 3)
     for c in CATEGORIES:
@@ -196,23 +230,44 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         for shape in models(memory, quick):
             model = None
             todo = [s for s in shapes if step_memory(shape, s) <= 0.85 * memory]
-            if shape.name != "llama3-8b" and not quick:   # the larger shape: its decodes and a prefill
-                todo = [s for s in todo if (s.kind == "decode" and s.attention == "flash" and s.batch in (1, 32, 128))
-                        or (s.kind == "prefill" and s.attention == "flash" and s.batch == 1 and s.tokens == 2048)]
-            say(f"inference_steps: {shape.name} x {shape.layers} layers, {len(todo)} step shapes on "
-                f"{prov.get('device')} ({gpu or 'no podsim GPU key'})")
+            if shape.name != "llama3-8b" and not quick:  # the larger shape: its decodes and a prefill
+                todo = [
+                    s
+                    for s in todo
+                    if (s.kind == "decode" and s.attention == "flash" and s.batch in (1, 32, 128))
+                    or (s.kind == "prefill" and s.attention == "flash" and s.batch == 1 and s.tokens == 2048)
+                ]
+            say(
+                f"inference_steps: {shape.name} x {shape.layers} layers, {len(todo)} step shapes on "
+                f"{prov.get('device')} ({gpu or 'no podsim GPU key'})"
+            )
             for i, s in enumerate(todo):
-                base = {"gpu": gpu, "device_name": prov.get("device", "cpu"), "model": shape.name,
-                        "layers": shape.layers, "hidden": shape.hidden, "heads": shape.heads,
-                        "kv_heads": shape.kv_heads, "ffn_hidden": shape.ffn_hidden, "vocab": shape.vocab,
-                        "precision": "bf16", "kind": s.kind, "batch": s.sequences,
-                        "prompt_tokens": s.tokens or "", "context": s.context or "",
-                        "decodes": s.batch if s.kind == "mixed" else "",
-                        "step_tokens": s.batch * s.tokens if s.kind == "prefill" else s.batch + s.tokens,
-                        "mode": s.mode, "attention": s.attention}
+                base = {
+                    "gpu": gpu,
+                    "device_name": prov.get("device", "cpu"),
+                    "model": shape.name,
+                    "layers": shape.layers,
+                    "hidden": shape.hidden,
+                    "heads": shape.heads,
+                    "kv_heads": shape.kv_heads,
+                    "ffn_hidden": shape.ffn_hidden,
+                    "vocab": shape.vocab,
+                    "precision": "bf16",
+                    "kind": s.kind,
+                    "batch": s.sequences,
+                    "prompt_tokens": s.tokens or "",
+                    "context": s.context or "",
+                    "decodes": s.batch if s.kind == "mixed" else "",
+                    "step_tokens": s.batch * s.tokens if s.kind == "prefill" else s.batch + s.tokens,
+                    "mode": s.mode,
+                    "attention": s.attention,
+                }
                 left = args.budget_s - (time.perf_counter() - start)
-                why = ("graphs need CUDA" if s.mode == "graph" else "cudnn attention needs CUDA") \
-                    if device == "cpu" and (s.mode == "graph" or s.attention == "cudnn") else ""
+                why = (
+                    ("graphs need CUDA" if s.mode == "graph" else "cudnn attention needs CUDA")
+                    if device == "cpu" and (s.mode == "graph" or s.attention == "cudnn")
+                    else ""
+                )
                 if left < (2 if quick else 8):
                     why = f"budget ({left:.0f} s left)"
                 if why:
@@ -231,8 +286,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                         traceback.print_exc()
                 rows.append({**base, **row})
                 write_serving_steps(out, rows, prov)
-                say(f"  [{i + 1}/{len(todo)}] {s.label()}: {row.get('status')}, step {row.get('step_ms', '-')} ms "
-                    f"(GPU {row.get('gpu_ms', '-')}, busy {row.get('busy_ms', '-')}) ({time.perf_counter() - t:.1f} s)")
+                say(
+                    f"  [{i + 1}/{len(todo)}] {s.label()}: {row.get('status')}, step {row.get('step_ms', '-')} ms "
+                    f"(GPU {row.get('gpu_ms', '-')}, busy {row.get('busy_ms', '-')}) ({time.perf_counter() - t:.1f} s)"
+                )
                 gc.collect()
                 if device == "cuda":
                     torch.cuda.empty_cache()
@@ -240,19 +297,22 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             gc.collect()
     write_serving_steps(out, rows, prov)
     ok = sum(r.get("status") == "ok" for r in rows)
-    say(f"inference_steps: {ok} of {len(rows)} step shapes measured in {time.perf_counter() - start:.0f} s; "
-        f"wrote {out}")
+    say(
+        f"inference_steps: {ok} of {len(rows)} step shapes measured in {time.perf_counter() - start:.0f} s; wrote {out}"
+    )
     return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="columns: docs/serving-llm.md, 'Measured serving steps'")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="columns: docs/serving-llm.md, 'Measured serving steps'"
+    )
     add_arguments(ap, "inference_steps", "step shape", 20)
     args = ap.parse_args(argv)
     settle_arguments(args, "inference_steps")
     return run(args, argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -54,8 +54,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_common import (GIB, ROOT, add_arguments, failure_status, open_device, output_path, provenance,
-                        settle_arguments)  # noqa: E402  (puts the checkout's podsim on the path)
+from gpu_common import (
+    GIB,
+    ROOT,
+    add_arguments,
+    failure_status,
+    open_device,
+    output_path,
+    provenance,
+    settle_arguments,  # noqa: E402  (puts the checkout's podsim on the path)
+)
+
 from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, batch, build, loss_fn  # noqa: E402
@@ -66,24 +75,27 @@ from podsim.fileio import atomic_write_text  # noqa: E402
 class Config:
     """One measured configuration."""
 
-    model: str                  #: a key of podsim.examples.llama.SHAPES
+    model: str  #: a key of podsim.examples.llama.SHAPES
     layers: int
     seq_len: int
     micro_batch: int
-    mode: str = "eager"         #: eager | compile
-    attention: str = "flash"    #: flash | cudnn | math (SDPA backend)
-    optimizer: str = "fused"    #: fused | foreach (AdamW implementation)
-    checkpoint: str = "none"    #: none | full (every block re-run in the backward)
-    trace: bool = False         #: also capture it with podsim trace and replay it
+    mode: str = "eager"  #: eager | compile
+    attention: str = "flash"  #: flash | cudnn | math (SDPA backend)
+    optimizer: str = "fused"  #: fused | foreach (AdamW implementation)
+    checkpoint: str = "none"  #: none | full (every block re-run in the backward)
+    trace: bool = False  #: also capture it with podsim trace and replay it
 
     @property
     def shape(self) -> LlamaShape:
         return SHAPES[self.model].with_layers(self.layers)
 
     def label(self) -> str:
-        return (f"{self.model} x{self.layers}L s{self.seq_len} b{self.micro_batch} {self.mode} {self.attention} "
-                f"adamw-{self.optimizer}" + (" ckpt" if self.checkpoint != "none" else "")
-                + (" +trace" if self.trace else ""))
+        return (
+            f"{self.model} x{self.layers}L s{self.seq_len} b{self.micro_batch} {self.mode} {self.attention} "
+            f"adamw-{self.optimizer}"
+            + (" ckpt" if self.checkpoint != "none" else "")
+            + (" +trace" if self.trace else "")
+        )
 
 
 # -- the plan --------------------------------------------------------------------------------
@@ -106,17 +118,23 @@ def plan(memory_bytes: float, quick: bool) -> list[Config]:
     of the memory, else 1."""
     if quick:
         t = "tiny"
-        return [Config(t, 2, 64, 1, trace=True), Config(t, 2, 128, 1), Config(t, 2, 64, 2),
-                Config(t, 2, 64, 1, attention="cudnn"), Config(t, 2, 64, 1, attention="math"),
-                Config(t, 2, 64, 1, optimizer="foreach"), Config(t, 2, 64, 1, checkpoint="full"),
-                Config(t, 2, 64, 1, mode="compile")]
+        return [
+            Config(t, 2, 64, 1, trace=True),
+            Config(t, 2, 128, 1),
+            Config(t, 2, 64, 2),
+            Config(t, 2, 64, 1, attention="cudnn"),
+            Config(t, 2, 64, 1, attention="math"),
+            Config(t, 2, 64, 1, optimizer="foreach"),
+            Config(t, 2, 64, 1, checkpoint="full"),
+            Config(t, 2, 64, 1, mode="compile"),
+        ]
     big = "llama3-70b"
     layers70 = 2 if memory_estimate(SHAPES[big].with_layers(2), 4096, 1, "none") <= 0.9 * memory_bytes else 1
     e8 = [("llama3-8b", 4, s, b) for s, b in ((2048, 1), (4096, 1), (8192, 1), (2048, 4), (4096, 2))]
     e70 = [(big, layers70, s, 1) for s in (2048, 4096, 8192)]
     out = [Config(*e8[0])]
     out += [Config(*c) for c in e8[1:3]]
-    out += [Config(*e8[0], trace=True)]   # the first again, captured by podsim trace and replayed
+    out += [Config(*e8[0], trace=True)]  # the first again, captured by podsim trace and replayed
     out += [Config("llama3-8b", 4, 4096, 1, mode="compile")]
     out += [Config(*c, attention="cudnn") for c in e8[:3]]
     out += [Config(*c) for c in e70]
@@ -125,8 +143,10 @@ def plan(memory_bytes: float, quick: bool) -> list[Config]:
     out += [Config("llama3-8b", 4, s, 1, checkpoint="full") for s in (4096, 8192)]
     out += [Config("llama3-8b", 4, 4096, 1, optimizer="foreach"), Config("llama3-8b", 4, 2048, 1, attention="math")]
     out += [Config(big, layers70, 4096, 1, attention="cudnn"), Config(big, layers70, 4096, 1, mode="compile")]
-    out += [Config("llama3-8b", 4, 2048, 4, mode="compile"),
-            Config("llama3-8b", 4, 8192, 1, mode="compile", checkpoint="full")]
+    out += [
+        Config("llama3-8b", 4, 2048, 4, mode="compile"),
+        Config("llama3-8b", 4, 8192, 1, mode="compile", checkpoint="full"),
+    ]
     fits = [c for c in out if memory_estimate(c.shape, c.seq_len, c.micro_batch, c.checkpoint) <= 0.95 * memory_bytes]
     return fits
 
@@ -168,8 +188,10 @@ class Trainer:
         if self.c.attention in ("", "default"):
             return contextlib.nullcontext()
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
-                   "math": SDPBackend.MATH}[self.c.attention]
+
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[
+            self.c.attention
+        ]
         return sdpa_kernel([backend])
 
     def step(self) -> None:
@@ -182,7 +204,7 @@ class Trainer:
             loss.backward()
         with region("podsim::grad_cast"):
             torch._foreach_copy_([m.grad for m in self.masters], [p.grad for p in self.params])
-        with region("podsim::clip"):   # the gradient norm, clipped to 1 (torchtitan's and Megatron's default)
+        with region("podsim::clip"):  # the gradient norm, clipped to 1 (torchtitan's and Megatron's default)
             torch.nn.utils.clip_grad_norm_(self.masters, 1.0, foreach=True)
         self.opt.step()
         with region("podsim::param_cast"), torch.no_grad():
@@ -226,9 +248,15 @@ def profile_step(torch: Any, tr: Trainer, device: str, folder: Path) -> dict:
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
     path = folder / "profile.json"
-    with warnings.catch_warnings(), profile(activities=acts, schedule=schedule(wait=0, warmup=1, active=1),
-                                            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-        warnings.simplefilter("ignore")   # "Profiler clears events at the end of each cycle": known
+    with (
+        warnings.catch_warnings(),
+        profile(
+            activities=acts,
+            schedule=schedule(wait=0, warmup=1, active=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+        ) as prof,
+    ):
+        warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle": known
         for _ in range(2):
             tr.step()
             _sync(torch, device)
@@ -238,8 +266,9 @@ def profile_step(torch: Any, tr: Trainer, device: str, folder: Path) -> dict:
     return b.to_dict()
 
 
-def measure(torch: Any, c: Config, device: str, steps: int, warmup: int, compile_backend: str,
-            folder: Path) -> tuple[dict, dict]:
+def measure(
+    torch: Any, c: Config, device: str, steps: int, warmup: int, compile_backend: str, folder: Path
+) -> tuple[dict, dict]:
     """One configuration's row (``COLUMNS``) and its kernel detail."""
     row: dict[str, Any] = {"status": "ok"}
     cuda = device.startswith("cuda")
@@ -255,15 +284,25 @@ def measure(torch: Any, c: Config, device: str, steps: int, warmup: int, compile
         tr.step()
     times, wall = time_steps(torch, tr, device, steps)
     row["compile_s"] = round(first_s, 3) if c.mode == "compile" else ""
-    row.update(step_ms=round(statistics.median(times), 4), step_ms_min=round(min(times), 4),
-               step_ms_max=round(max(times), 4), steps=steps, wall_step_ms=round(wall, 4),
-               tokens_per_s=round(c.seq_len * c.micro_batch / statistics.median(times) * 1000.0, 1))
+    row.update(
+        step_ms=round(statistics.median(times), 4),
+        step_ms_min=round(min(times), 4),
+        step_ms_max=round(max(times), 4),
+        steps=steps,
+        wall_step_ms=round(wall, 4),
+        tokens_per_s=round(c.seq_len * c.micro_batch / statistics.median(times) * 1000.0, 1),
+    )
     if cuda:
         row["peak_mem_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 3)
         row["reserved_gib"] = round(torch.cuda.max_memory_reserved() / GIB, 3)
     b = profile_step(torch, tr, device, folder)
-    row.update(profiled_step_ms=b["step_ms"], busy_ms=b["busy_ms"], idle_ms=b["idle_ms"], host_ms=b["host_ms"],
-               kernels=b["kernels"])
+    row.update(
+        profiled_step_ms=b["step_ms"],
+        busy_ms=b["busy_ms"],
+        idle_ms=b["idle_ms"],
+        host_ms=b["host_ms"],
+        kernels=b["kernels"],
+    )
     for cat in CATEGORIES:
         row[f"{cat}_ms"] = b["ms"][cat]
     del tr
@@ -278,22 +317,58 @@ def trace_and_replay(c: Config, device: str, folder: Path, timeout_s: float = 30
     and replay it with ``podsim simulate`` on one GPU: the traced step's measured ms and the
     replay's simulated ms."""
     shim = folder / "podsim_bench_llama.py"
-    shim.write_text("from podsim.examples.llama import SHAPES, trace_builder\n"
-                    f"build = trace_builder(SHAPES[{c.model!r}].with_layers({c.layers}), {c.seq_len})\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(folder),
-                                                          os.environ.get("PYTHONPATH", "")])}
+    shim.write_text(
+        "from podsim.examples.llama import SHAPES, trace_builder\n"
+        f"build = trace_builder(SHAPES[{c.model!r}].with_layers({c.layers}), {c.seq_len})\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(folder), os.environ.get("PYTHONPATH", "")]),
+    }
     out = folder / "capture"
-    cmd = [sys.executable, "-m", "podsim", "trace", "--model", "podsim_bench_llama:build", "--batch-size",
-           str(c.micro_batch), "--device", "cuda" if device.startswith("cuda") else "cpu", "--steps", "2",
-           "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "podsim",
+        "trace",
+        "--model",
+        "podsim_bench_llama:build",
+        "--batch-size",
+        str(c.micro_batch),
+        "--device",
+        "cuda" if device.startswith("cuda") else "cpu",
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
     info = json.loads((out / "capture.json").read_text())
     res = folder / "replay.json"
-    cmd = [sys.executable, "-m", "podsim", "simulate", "--workload-configuration", str(out), "--cluster",
-           "dgx-h100", "--gpus", "1", "--json", str(res)]
-    subprocess.run(cmd, check=True, env=env, cwd=folder, capture_output=True, text=True,
-                   timeout=max(timeout_s - (time.perf_counter() - t0), 30.0))
+    cmd = [
+        sys.executable,
+        "-m",
+        "podsim",
+        "simulate",
+        "--workload-configuration",
+        str(out),
+        "--cluster",
+        "dgx-h100",
+        "--gpus",
+        "1",
+        "--json",
+        str(res),
+    ]
+    subprocess.run(
+        cmd,
+        check=True,
+        env=env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=max(timeout_s - (time.perf_counter() - t0), 30.0),
+    )
     doc = json.loads(res.read_text())
     return {"trace_step_ms": info["step_ms"], "replay_ms": round(replay_ms(doc), 4)}
 
@@ -329,16 +404,31 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     detail: dict[str, Any] = {"provenance": prov, "configs": {}}
     start = time.perf_counter()
     say = (lambda s: print(s, flush=True)) if not args.quiet else (lambda s: None)
-    say(f"training_steps: {len(configs)} configurations on {prov.get('device')} ({gpu or 'no podsim GPU key'}), "
-        f"budget {args.budget_s:g} s")
+    say(
+        f"training_steps: {len(configs)} configurations on {prov.get('device')} ({gpu or 'no podsim GPU key'}), "
+        f"budget {args.budget_s:g} s"
+    )
     with tempfile.TemporaryDirectory(prefix="podsim-steps-") as tmp:
         for i, c in enumerate(configs):
-            base = {"gpu": gpu, "device_name": prov.get("device", "cpu"), "model": c.model, "layers": c.layers,
-                    "hidden": c.shape.hidden, "heads": c.shape.heads, "kv_heads": c.shape.kv_heads,
-                    "ffn_hidden": c.shape.ffn_hidden, "vocab": c.shape.vocab, "seq_len": c.seq_len,
-                    "micro_batch": c.micro_batch, "precision": "bf16", "mode": c.mode,
-                    "compile_backend": compile_backend if c.mode == "compile" else "", "attention": c.attention,
-                    "optimizer": c.optimizer, "checkpoint": c.checkpoint}
+            base = {
+                "gpu": gpu,
+                "device_name": prov.get("device", "cpu"),
+                "model": c.model,
+                "layers": c.layers,
+                "hidden": c.shape.hidden,
+                "heads": c.shape.heads,
+                "kv_heads": c.shape.kv_heads,
+                "ffn_hidden": c.shape.ffn_hidden,
+                "vocab": c.shape.vocab,
+                "seq_len": c.seq_len,
+                "micro_batch": c.micro_batch,
+                "precision": "bf16",
+                "mode": c.mode,
+                "compile_backend": compile_backend if c.mode == "compile" else "",
+                "attention": c.attention,
+                "optimizer": c.optimizer,
+                "checkpoint": c.checkpoint,
+            }
             left = args.budget_s - (time.perf_counter() - start)
             if cost_estimate_s(c, quick) > left:
                 rows.append({**base, "status": f"skipped: budget ({left:.0f} s left)"})
@@ -368,11 +458,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                         traceback.print_exc()
             rows.append({**base, **row})
             detail["configs"][c.label()] = top
-            write_steps(out, rows, prov)   # after every configuration: a run cut short keeps what it measured
+            write_steps(out, rows, prov)  # after every configuration: a run cut short keeps what it measured
             atomic_write_text(side, json.dumps(detail, indent=1) + "\n")
-            say(f"  [{i + 1}/{len(configs)}] {c.label()}: {row.get('status')}, step {row.get('step_ms', '-')} ms, "
+            say(
+                f"  [{i + 1}/{len(configs)}] {c.label()}: {row.get('status')}, step {row.get('step_ms', '-')} ms, "
                 f"peak {row.get('peak_mem_gib', '-')} GiB, idle {row.get('idle_ms', '-')} ms "
-                f"({time.perf_counter() - t:.1f} s)")
+                f"({time.perf_counter() - t:.1f} s)"
+            )
             gc.collect()
             if c.mode == "compile":
                 torch._dynamo.reset()
@@ -381,21 +473,25 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     write_steps(out, rows, prov)
     atomic_write_text(side, json.dumps(detail, indent=1) + "\n")
     ok = sum(r.get("status") == "ok" for r in rows)
-    say(f"training_steps: {ok} of {len(rows)} configurations measured in {time.perf_counter() - start:.0f} s; "
-        f"wrote {out} and {side}")
+    say(
+        f"training_steps: {ok} of {len(rows)} configurations measured in {time.perf_counter() - start:.0f} s; "
+        f"wrote {out} and {side}"
+    )
     return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="columns: docs/compute.md, 'Measured training steps'")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="columns: docs/compute.md, 'Measured training steps'"
+    )
     add_arguments(ap, "training_steps", "configuration", 10)
     ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 3; quick 1)")
     ap.add_argument("--no-trace", action="store_true", help="skip the podsim trace capture and replay")
     args = ap.parse_args(argv)
     settle_arguments(args, "training_steps")
     return run(args, argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -65,7 +65,7 @@ def yaml_error(e: Exception, source: str | None, what: str = "not valid YAML", c
     if mark is not None:
         where = f"line {mark.line + 1}" + (f" column {mark.column + 1}" if column else "")
     problem = getattr(e, "problem", None)
-    if not problem:   # a ReaderError (a control character) has no problem, but a position
+    if not problem:  # a ReaderError (a control character) has no problem, but a position
         problem = (str(e).splitlines() or [type(e).__name__])[0]
         pos = getattr(e, "position", None)
         where = where or (f"character {pos}" if isinstance(pos, int) else None)

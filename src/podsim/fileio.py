@@ -93,8 +93,9 @@ def _cell(v: object) -> str:
     return str(v)
 
 
-def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str], columns: tuple[str, ...],
-                       rows: list[dict]) -> None:
+def write_measured_csv(
+    path: Path | str, title: str, provenance: dict[str, str], columns: tuple[str, ...], rows: list[dict]
+) -> None:
     """A CSV of measurements, atomically: a ``# title`` line, the provenance as ``# key: value``
     lines, the header and the rows (dicts keyed by ``columns``; missing keys empty, NaN empty,
     floats to 6 significant digits).
@@ -117,8 +118,9 @@ def write_measured_csv(path: Path | str, title: str, provenance: dict[str, str],
     atomic_write_text(path, buf.getvalue())
 
 
-def read_measured_csv(path: Path | str, what: str, required: tuple[str, ...],
-                      doc: str) -> tuple[dict[str, str], list[tuple[int, dict[str, str]]]]:
+def read_measured_csv(
+    path: Path | str, what: str, required: tuple[str, ...], doc: str
+) -> tuple[dict[str, str], list[tuple[int, dict[str, str]]]]:
     """The provenance (``# key: value`` lines; other ``#`` lines are comments) and the rows, each
     with its line number in the table (the header is 1), of a file :func:`write_measured_csv`
     wrote.
@@ -127,7 +129,6 @@ def read_measured_csv(path: Path | str, what: str, required: tuple[str, ...],
         InputError: the file cannot be read, or lacks one of the ``required`` columns (the
             message points at ``doc``, where the columns are described).
     """
-
 
     prov: dict[str, str] = {}
     lines = []

@@ -8,10 +8,13 @@ from types import ModuleType
 
 from .errors import InputError
 
-_INSTALL = {"torch": "pip install torch (pip install torch==2.13.0 takes the CPU build on this project's "
-                     "machines; a CUDA build on a GPU machine)",
-            "torchvision": "pip install torchvision", "transformers": "pip install transformers",
-            "ray": "pip install podsim[ray]"}
+_INSTALL = {
+    "torch": "pip install torch (pip install torch==2.13.0 takes the CPU build on this project's "
+    "machines; a CUDA build on a GPU machine)",
+    "torchvision": "pip install torchvision",
+    "transformers": "pip install transformers",
+    "ray": "pip install podsim[ray]",
+}
 
 
 def require(module: str, purpose: str, where: str | None = None) -> ModuleType:

@@ -32,8 +32,7 @@ from typing import Any
 
 from .errors import InputError
 
-KINDS = ("count", "natural", "number", "nonneg", "bool", "choice", "name", "path", "size", "bandwidth", "list",
-         "text")
+KINDS = ("count", "natural", "number", "nonneg", "bool", "choice", "name", "path", "size", "bandwidth", "list", "text")
 
 _SQL = {"count": "BIGINT", "natural": "BIGINT", "number": "DOUBLE", "nonneg": "DOUBLE", "bool": "BOOLEAN"}
 
@@ -135,8 +134,9 @@ class Param:
                 try:
                     out.append(self.item(part))
                 except ValueError:
-                    raise InputError(f"--{self.name} takes comma-separated {self.items}, e.g. 1,2,2,1; got "
-                                     f"{part!r} in {value!r}") from None
+                    raise InputError(
+                        f"--{self.name} takes comma-separated {self.items}, e.g. 1,2,2,1; got {part!r} in {value!r}"
+                    ) from None
             return tuple(out)
         return value
 
@@ -149,8 +149,7 @@ class Param:
         return value
 
 
-def param(p: Param, default: Any = dataclasses.MISSING, also: tuple[Param, ...] = (),
-          required: bool = False) -> Any:
+def param(p: Param, default: Any = dataclasses.MISSING, also: tuple[Param, ...] = (), required: bool = False) -> Any:
     """A dataclass field declared by ``p``; ``default`` is the field's default (derived from
     ``p.default`` when not given); ``also``: other flags that set this field to a constant
     (:attr:`Param.const`); ``required``: the field has no default."""
@@ -234,8 +233,9 @@ def echo(obj: Any, inputs_only: bool = True) -> dict[str, Any]:
 Converters = Mapping[str, Callable[[str], Any]]
 
 
-def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], converters: Converters,
-                  skip: Iterable[str] = ()) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser, params: Iterable[Param], converters: Converters, skip: Iterable[str] = ()
+) -> None:
     """Add one flag per parameter to ``parser`` (aliases as extra spellings, mutually exclusive
     groups by :attr:`Param.exclusive`); ``converters`` maps a parameter's name, or else its
     kind, to the function that parses its text (others take the text as it is)."""
@@ -245,8 +245,9 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
         if p.name in skipped or not p.cli:
             continue
         if p.positional:
-            parser.add_argument(p.dest, nargs="?", default=p.default, help=p.help or None,
-                                metavar=p.metavar or p.name.upper())
+            parser.add_argument(
+                p.dest, nargs="?", default=p.default, help=p.help or None, metavar=p.metavar or p.name.upper()
+            )
             if not p.aliases:
                 continue
         target = parser
@@ -255,16 +256,16 @@ def add_arguments(parser: argparse.ArgumentParser, params: Iterable[Param], conv
                 groups[p.exclusive] = parser.add_mutually_exclusive_group()
             target = groups[p.exclusive]
         kw: dict[str, Any] = {"dest": p.dest, "help": argparse.SUPPRESS if p.hidden else (p.help or None)}
-        if p.kind == "bool" and p.const is not None:   # sets another flag's field: that flag's default stays
+        if p.kind == "bool" and p.const is not None:  # sets another flag's field: that flag's default stays
             kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
         elif p.kind == "bool" and p.parse is None:
             kw.update(action="store_true", default=bool(p.default))
-        elif p.const is not None:   # an optional value: the flag alone is the constant
+        elif p.const is not None:  # an optional value: the flag alone is the constant
             kw.update(nargs="?", const=p.const, default=p.default, metavar=p.metavar or p.name.upper())
         else:
             kw.update(default=p.default, metavar=p.metavar or p.name.split("-")[-1].upper())
         if p.kind != "bool" and p.const is None:
-            if p.choices and p.kind != "name":   # a name's choices come from a registry, whose error is kinder
+            if p.choices and p.kind != "name":  # a name's choices come from a registry, whose error is kinder
                 kw.update(choices=list(p.choices))
                 kw.pop("metavar")
             convert = converters.get(p.name) or converters.get(p.kind)

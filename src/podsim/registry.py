@@ -45,6 +45,7 @@ class Registry(Generic[T]):
         """Register ``obj`` under ``name`` and ``aliases``; without ``obj``, a decorator that does.
 
         A name or alias that is already taken is a programming error (ValueError)."""
+
         def add(o: T) -> T:
             for n in (name, *aliases):
                 if n in self._entries or n in self._aliases:
@@ -53,6 +54,7 @@ class Registry(Generic[T]):
             for a in aliases:
                 self._aliases[a] = name
             return o
+
         return add if obj is None else add(obj)
 
     def alias(self, alias: str, name: str) -> None:

@@ -12,21 +12,39 @@ bytes per nanosecond (float).  Strings with units are accepted in configs:
 from __future__ import annotations
 
 import math
-
 import re
 
 from .errors import InputError
 
 _SIZE = {
-    "b": 1, "byte": 1, "bytes": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
 }
 _TIME_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _BW_BYTES_PER_S = {
-    "b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
-    "kib/s": 2.0**10, "mib/s": 2.0**20, "gib/s": 2.0**30, "tib/s": 2.0**40,
-    "bps": 1 / 8, "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8,
+    "b/s": 1.0,
+    "kb/s": 1e3,
+    "mb/s": 1e6,
+    "gb/s": 1e9,
+    "tb/s": 1e12,
+    "kib/s": 2.0**10,
+    "mib/s": 2.0**20,
+    "gib/s": 2.0**30,
+    "tib/s": 2.0**40,
+    "bps": 1 / 8,
+    "kbps": 1e3 / 8,
+    "mbps": 1e6 / 8,
+    "gbps": 1e9 / 8,
+    "tbps": 1e12 / 8,
 }
 _NUM_UNIT = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[-+]?\.\d+)\s*([A-Za-zµ/]*)\s*$")
 
@@ -44,7 +62,9 @@ MAX_BYTES = 1e18
 MAX_NS = 9.2e17
 
 
-def _number_unit(value: object, what: str, default_unit: str, source: str | None, where: str | None) -> tuple[float, str]:
+def _number_unit(
+    value: object, what: str, default_unit: str, source: str | None, where: str | None
+) -> tuple[float, str]:
     """Split a number or a 'number unit' string; bare numbers take ``default_unit``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(f"expected a {what}, got {value!r}", source, where)
@@ -85,8 +105,9 @@ def parse_time_ns(value: object, source: str | None = None, where: str | None = 
     return int(round(out))
 
 
-def parse_bandwidth(value: object, source: str | None = None, where: str | None = None,
-                    default_unit: str = "GB/s") -> float:
+def parse_bandwidth(
+    value: object, source: str | None = None, where: str | None = None, default_unit: str = "GB/s"
+) -> float:
     """Parse a bandwidth into bytes per nanosecond (must be > 0).
 
     A bare number is read in ``default_unit``.  ``GB/s`` means 10^9 bytes per second,

@@ -46,7 +46,27 @@ from .sweep import sweep
 from .train import train
 from .validate import validate
 
-__all__ = ["CollectiveTable", "ServeJob", "collective", "describe_topology", "load_workload", "serve", "simulate",
-           "system_params", "ParallelSpec", "format_of", "trace_formats",
-           "SearchJob", "compare_steps", "fabric", "fit_kernels", "measure_kernels", "search", "sweep", "validate",
-           "train", "infer", "serve_llm"]
+__all__ = [
+    "CollectiveTable",
+    "ServeJob",
+    "collective",
+    "describe_topology",
+    "load_workload",
+    "serve",
+    "simulate",
+    "system_params",
+    "ParallelSpec",
+    "format_of",
+    "trace_formats",
+    "SearchJob",
+    "compare_steps",
+    "fabric",
+    "fit_kernels",
+    "measure_kernels",
+    "search",
+    "sweep",
+    "validate",
+    "train",
+    "infer",
+    "serve_llm",
+]

@@ -27,14 +27,33 @@ from ..units import parse_size
 #: name for the same algorithm, e.g. doubleBinaryTree for tree)
 ALGORITHMS: tuple[str, ...] = NCCL_ALGORITHMS.names()
 
-__all__ = ["ALGORITHMS", "BACKENDS", "COLLECTIVES", "DTYPES", "PROTOCOLS", "CollectiveTable", "cluster_presets",
-           "collective", "run_job"]
+__all__ = [
+    "ALGORITHMS",
+    "BACKENDS",
+    "COLLECTIVES",
+    "DTYPES",
+    "PROTOCOLS",
+    "CollectiveTable",
+    "cluster_presets",
+    "collective",
+    "run_job",
+]
 
 
-def collective(name: str, cluster: str | ClusterSpec, gpus: int, *, min_bytes: int | str = "1K",
-               max_bytes: int | str = "1G", factor: int = 2, backend: str = "analytical",
-               dtype: str = "float", algorithm: str | None = None, protocol: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> CollectiveTable:
+def collective(
+    name: str,
+    cluster: str | ClusterSpec,
+    gpus: int,
+    *,
+    min_bytes: int | str = "1K",
+    max_bytes: int | str = "1G",
+    factor: int = 2,
+    backend: str = "analytical",
+    dtype: str = "float",
+    algorithm: str | None = None,
+    protocol: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> CollectiveTable:
     """Time collective ``name`` on ``gpus`` GPUs of ``cluster`` (a preset name, a YAML path
     or a :class:`ClusterSpec`) from ``min_bytes`` to ``max_bytes`` (bytes or "4 MiB"-style
     strings), multiplying by ``factor``.
@@ -57,8 +76,17 @@ def collective(name: str, cluster: str | ClusterSpec, gpus: int, *, min_bytes: i
         raise InputError(f"must be >= 2, got {factor}", where="--factor")
     spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(cluster)
     fabric = build_fabric(spec, gpus)
-    rows = sweep(fabric, spec.nccl, name, sizes(lo, hi, factor), backend=backend,
-                 dtype_bytes=DTYPES[dtype], algo=algorithm, proto=protocol, progress=progress)
+    rows = sweep(
+        fabric,
+        spec.nccl,
+        name,
+        sizes(lo, hi, factor),
+        backend=backend,
+        dtype_bytes=DTYPES[dtype],
+        algo=algorithm,
+        proto=protocol,
+        progress=progress,
+    )
     return CollectiveTable(name, spec.name, gpus, fabric.num_servers, backend, dtype, rows)
 
 
@@ -88,5 +116,16 @@ def run_job(job: CollectiveJob, progress: Callable[[int, int], None] | None = No
         if val is None:
             raise InputError(f"missing {flag} (see podsim collective --help)")
     lo, hi = (o.size, o.size) if o.size is not None else (o.min_bytes, o.max_bytes)
-    return collective(o.collective, o.cluster, o.gpus, min_bytes=lo, max_bytes=hi, factor=o.factor,
-                      backend=o.backend, dtype=o.dtype, algorithm=o.algo, protocol=o.proto, progress=progress)
+    return collective(
+        o.collective,
+        o.cluster,
+        o.gpus,
+        min_bytes=lo,
+        max_bytes=hi,
+        factor=o.factor,
+        backend=o.backend,
+        dtype=o.dtype,
+        algorithm=o.algo,
+        protocol=o.proto,
+        progress=progress,
+    )

@@ -40,8 +40,9 @@ def writable_formats() -> tuple[str, ...]:
     return writable()
 
 
-def convert(source: PathLike, to: str, output: PathLike, gpus: int | None = None,
-            trace_format: str | None = None) -> Converted:
+def convert(
+    source: PathLike, to: str, output: PathLike, gpus: int | None = None, trace_format: str | None = None
+) -> Converted:
     """Read ``source`` (format ``trace_format``, default sniffed) and write it in format ``to``
     to ``output``: a workload format gets the whole job (on ``gpus`` ranks where the source does
     not say), a step format one GPU's training step.

@@ -25,11 +25,22 @@ def run_example(name: str, paths: dict[str, str], use_symmetry: bool = True, rec
     result's ``info["workload"]`` describes the example."""
     if name in CLUSTER_EXAMPLES:
         preset, backend = CLUSTER_EXAMPLES[name]
-        res = simulate(paths["workload"], cluster=preset, backend=backend, use_symmetry=use_symmetry,
-                       record_timeline=record_timeline)
+        res = simulate(
+            paths["workload"],
+            cluster=preset,
+            backend=backend,
+            use_symmetry=use_symmetry,
+            record_timeline=record_timeline,
+        )
     else:
-        res = simulate(paths["workload"], paths["system"], paths["network"], paths["remote_memory"],
-                       use_symmetry=use_symmetry, record_timeline=record_timeline)
+        res = simulate(
+            paths["workload"],
+            paths["system"],
+            paths["network"],
+            paths["remote_memory"],
+            use_symmetry=use_symmetry,
+            record_timeline=record_timeline,
+        )
     res.info["workload"] = f"built-in example '{name}': {EXAMPLES[name]}"
     return res
 

@@ -18,9 +18,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..jobs.infer import InferJob
-from ..serving.llm.steps import InferenceReport, LLMStepTimer
+from ..serving.llm.steps import InferenceReport, LLMStepTimer, step_timer
 from ..serving.llm.steps import infer as time_steps
-from ..serving.llm.steps import step_timer
 from ..serving.llm.vidur_tables import write_vidur_profiles
 
 
@@ -44,8 +43,18 @@ def infer(job: InferJob) -> InferOutcome:
             raise InputError(f"{flag} is required")
     model = job.model.load()
     rep, hw = job.replica, job.hardware
-    timer = step_timer(model, hw.gpu, rep.tp, rep.pp, rep.ep, rep.precision, hw.cluster, rep.host_overhead_ms,
-                       kv_cache_dtype=rep.kv_cache_dtype, profile=rep.profile)
+    timer = step_timer(
+        model,
+        hw.gpu,
+        rep.tp,
+        rep.pp,
+        rep.ep,
+        rep.precision,
+        hw.cluster,
+        rep.host_overhead_ms,
+        kv_cache_dtype=rep.kv_cache_dtype,
+        profile=rep.profile,
+    )
     b = job.batch
     return InferOutcome(job, time_steps(timer, b.batch, b.prompt_tokens, b.output_tokens), timer)
 
@@ -57,6 +66,7 @@ def write_profiles(job: InferJob, folder: str) -> tuple[list[int], list[Path]]:
     model = job.model.load()
     tp = job.replica.tp
     tps = [t for t in sorted({1, 2, 4, 8, tp}) if t == tp or (model.heads % t == 0 and t <= 8)]
-    files = write_vidur_profiles(folder, model, job.hardware.gpu, tps, precision=job.replica.precision,
-                                 cluster=job.hardware.cluster)
+    files = write_vidur_profiles(
+        folder, model, job.hardware.gpu, tps, precision=job.replica.precision, cluster=job.hardware.cluster
+    )
     return tps, [Path(f) for f in files]

@@ -15,5 +15,26 @@ from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param, add_arguments, echo
 
-__all__ = ["COLLECTIVE_PARAMS", "CollectiveJob", "INFER_PARAMS", "InferJob", "PARAMS_BY_COMMAND", "RESULT_OUTPUT_PARAMS", "Param", "SERVE_LLM_PARAMS", "SEARCH_PARAMS", "SearchCommand", "SearchJob", "SERVE_PARAMS", "SIMULATE_PARAMS", "SimulateJob", "ServeCommand", "ServeJob", "ServeLLMJob",
-           "TRAIN_PARAMS", "TrainJob", "add_arguments", "echo"]
+__all__ = [
+    "COLLECTIVE_PARAMS",
+    "CollectiveJob",
+    "INFER_PARAMS",
+    "InferJob",
+    "PARAMS_BY_COMMAND",
+    "RESULT_OUTPUT_PARAMS",
+    "Param",
+    "SERVE_LLM_PARAMS",
+    "SEARCH_PARAMS",
+    "SearchCommand",
+    "SearchJob",
+    "SERVE_PARAMS",
+    "SIMULATE_PARAMS",
+    "SimulateJob",
+    "ServeCommand",
+    "ServeJob",
+    "ServeLLMJob",
+    "TRAIN_PARAMS",
+    "TrainJob",
+    "add_arguments",
+    "echo",
+]

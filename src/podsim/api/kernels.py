@@ -40,8 +40,13 @@ __all__ = ["DTYPES", "KernelFit", "StepComparison", "compare_steps", "fit_kernel
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
 
 
-def measure_kernels(out: str | Path, dtypes: tuple[str, ...] = ("bf16",), quick: bool = False,
-                    device: str = "cuda", progress: Callable[[str], None] | None = None) -> int:
+def measure_kernels(
+    out: str | Path,
+    dtypes: tuple[str, ...] = ("bf16",),
+    quick: bool = False,
+    device: str = "cuda",
+    progress: Callable[[str], None] | None = None,
+) -> int:
     """Measure kernel times with PyTorch on ``device`` (``cpu`` only tests the tool) in each of
     ``dtypes`` and write the table to ``out`` (atomically); ``quick``: a few shapes only.
     ``progress(what)`` names each family of kernels as its measurement starts.  Returns the rows
@@ -105,8 +110,12 @@ class StepComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document (fields: docs/compute.md)."""
-        return {"file": self.path, "provenance": self.provenance, "in_step_efficiency": self.efficiency,
-                "rows": self.entries}
+        return {
+            "file": self.path,
+            "provenance": self.provenance,
+            "in_step_efficiency": self.efficiency,
+            "rows": self.entries,
+        }
 
 
 def compare_steps(steps: str | Path, gpu: str = "h100-80gb") -> StepComparison:
@@ -121,8 +130,11 @@ def compare_steps(steps: str | Path, gpu: str = "h100-80gb") -> StepComparison:
         key = get_gpu(gpu).key
         found = shipped_path(key)
         if found is None:
-            raise InputError(f"podsim ships no measured training steps of {key} (run benchmarks/gpu/training_steps.py "
-                             "on one and pass its CSV)", where="--gpu")
+            raise InputError(
+                f"podsim ships no measured training steps of {key} (run benchmarks/gpu/training_steps.py "
+                "on one and pass its CSV)",
+                where="--gpu",
+            )
         path = str(found)
     measured = read_steps(path)
     gpus = sorted({r.gpu for r in measured.rows if r.ok and r.gpu})

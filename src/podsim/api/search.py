@@ -38,9 +38,25 @@ from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearch
 from ..sweep.serving_search import search_serving as search_ways_to_serve
 from ..sweep.space import Space
 
-__all__ = ["FLOW_TOP", "OBJECTIVES", "RECOMPUTE", "ROUTERS", "SCHEDULERS", "SERVING_OBJECTIVES", "SERVING_ONLY",
-           "SIMULATE_TOP", "TP_OVERLAP", "TRAINING_ONLY", "DEFAULT_ROUTER", "RankedLayouts", "RankedServing",
-           "SearchJob", "check_kind", "search", "write_search_report"]
+__all__ = [
+    "FLOW_TOP",
+    "OBJECTIVES",
+    "RECOMPUTE",
+    "ROUTERS",
+    "SCHEDULERS",
+    "SERVING_OBJECTIVES",
+    "SERVING_ONLY",
+    "SIMULATE_TOP",
+    "TP_OVERLAP",
+    "TRAINING_ONLY",
+    "DEFAULT_ROUTER",
+    "RankedLayouts",
+    "RankedServing",
+    "SearchJob",
+    "check_kind",
+    "search",
+    "write_search_report",
+]
 
 #: where the shipped GPU-hour prices are, as messages name them
 _PRICES = "podsim/hardware/prices.yaml"
@@ -71,17 +87,24 @@ def check_kind(job: SearchJob, outputs: Sequence[str] = ()) -> None:
     if job.serving:
         given = _given(job, TRAINING_ONLY) + list(outputs)
         if given:
-            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a training search; a "
-                             "serving search (--workload) takes --requests, --slo-ttft, --slo-tpot, "
-                             "--scheduler-values, --chunk-values, --pd-values and the like", where=given[0])
+            raise InputError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a training search; a "
+                "serving search (--workload) takes --requests, --slo-ttft, --slo-tpot, "
+                "--scheduler-values, --chunk-values, --pd-values and the like",
+                where=given[0],
+            )
         return
     given = _given(job, SERVING_ONLY)
     if given:
-        raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a serving search: give "
-                         "--workload TRACE.csv|poisson:QPS,... as well", where=given[0])
+        raise InputError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a serving search: give "
+            "--workload TRACE.csv|poisson:QPS,... as well",
+            where=given[0],
+        )
     if job.global_batch is None:
-        raise InputError("a training search needs --global-batch B (or --workload for a serving search)",
-                         where="--global-batch")
+        raise InputError(
+            "a training search needs --global-batch B (or --workload for a serving search)", where="--global-batch"
+        )
 
 
 @dataclass
@@ -111,10 +134,21 @@ class RankedLayouts:
     def to_dict(self, top: int = 10) -> dict[str, Any]:
         """The ``--json`` document: the search, its counts and the best ``top`` simulated rows."""
         res, job = self.result, self.job
-        return {"model": self.model, "gpu": self.gpu, "gpus": list(job.gpus), "global_batch": job.global_batch,
-                "seq_len": job.seq_len, "objective": job.objective, "train_tokens": job.train_tokens,
-                "evaluated": res.evaluated, "simulated": res.simulated, "flow": res.flow, "reused": res.reused,
-                "rejected": dict(res.rejected.most_common()), "best": res.rows[:min(top, res.simulated)]}
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpus": list(job.gpus),
+            "global_batch": job.global_batch,
+            "seq_len": job.seq_len,
+            "objective": job.objective,
+            "train_tokens": job.train_tokens,
+            "evaluated": res.evaluated,
+            "simulated": res.simulated,
+            "flow": res.flow,
+            "reused": res.reused,
+            "rejected": dict(res.rejected.most_common()),
+            "best": res.rows[: min(top, res.simulated)],
+        }
 
 
 @dataclass
@@ -144,10 +178,21 @@ class RankedServing:
     def to_dict(self, top: int = 10) -> dict[str, Any]:
         """The ``--json`` document: the search, its counts and the best ``top`` rows."""
         res, job = self.result, self.job
-        return {"model": self.model, "gpu": self.gpu, "gpus": list(job.gpus), "workload": job.workload,
-                "requests": job.requests, "slo_ttft_s": job.slo_ttft, "slo_tpot_s": job.slo_tpot,
-                "capacity_target": job.capacity_target, "objective": job.objective, "usd_per_gpu_hour": self.price,
-                "evaluated": res.evaluated, "rejected": dict(res.rejected.most_common()), "best": res.rows[:top]}
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpus": list(job.gpus),
+            "workload": job.workload,
+            "requests": job.requests,
+            "slo_ttft_s": job.slo_ttft,
+            "slo_tpot_s": job.slo_tpot,
+            "capacity_target": job.capacity_target,
+            "objective": job.objective,
+            "usd_per_gpu_hour": self.price,
+            "evaluated": res.evaluated,
+            "rejected": dict(res.rejected.most_common()),
+            "best": res.rows[:top],
+        }
 
 
 def search(job: SearchJob, progress: Progress | None = None) -> RankedLayouts | RankedServing:
@@ -171,32 +216,68 @@ def search(job: SearchJob, progress: Progress | None = None) -> RankedLayouts | 
 
 def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
     if job.objective == "capacity":
-        raise InputError("capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time "
-                         "or cost", where="--objective")
-    job = replace(job, objective=job.objective or "tokens", seq_len=job.seq_len or 2048,
-                  pp_values=job.pp_values or (1, 2, 4, 8, 16))
+        raise InputError(
+            "capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time or cost",
+            where="--objective",
+        )
+    job = replace(
+        job,
+        objective=job.objective or "tokens",
+        seq_len=job.seq_len or 2048,
+        pp_values=job.pp_values or (1, 2, 4, 8, 16),
+    )
     model = load_model(job.model, job.model_config)
     gpu = get_gpu(job.gpu)
     assert job.global_batch is not None and job.seq_len is not None and job.pp_values is not None
-    space = Space(gpus=job.gpus, global_batch=job.global_batch, seq_len=job.seq_len, tp=job.tp_values,
-                  pp=job.pp_values, vpp=job.vpp_values, cp=job.cp_values, ep=job.ep_values,
-                  micro_batch=job.micro_batch_values, recompute=job.recompute_values,
-                  sequence_parallel=job.sequence_parallel_values,
-                  distributed_optimizer=job.distributed_optimizer_values, zero=job.zero_values,
-                  tp_overlap=job.tp_overlap_values, overlap_grad_reduce=job.overlap_grad_reduce_values,
-                  overlap_param_gather=job.overlap_param_gather_values)
+    space = Space(
+        gpus=job.gpus,
+        global_batch=job.global_batch,
+        seq_len=job.seq_len,
+        tp=job.tp_values,
+        pp=job.pp_values,
+        vpp=job.vpp_values,
+        cp=job.cp_values,
+        ep=job.ep_values,
+        micro_batch=job.micro_batch_values,
+        recompute=job.recompute_values,
+        sequence_parallel=job.sequence_parallel_values,
+        distributed_optimizer=job.distributed_optimizer_values,
+        zero=job.zero_values,
+        tp_overlap=job.tp_overlap_values,
+        overlap_grad_reduce=job.overlap_grad_reduce_values,
+        overlap_param_gather=job.overlap_param_gather_values,
+    )
     price, note = job.gpu_hour_price, ""
     if price is None and (job.objective == "cost" or job.gpu_prices):
         price = gpu_hour_price(job.gpu, job.gpu_prices)
-        note = (f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
-                "; --gpu-hour-price USD sets another)")
+        note = (
+            f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
+            "; --gpu-hour-price USD sets another)"
+        )
     room = gpu.memory_gib - job.memory_reserve
     if room <= 0:
-        raise InputError(f"the {gpu.name} has {gpu.memory_gib:g} GiB: a reserve of {job.memory_reserve:g} GiB "
-                         "leaves nothing", where="--memory-reserve")
-    res = search_layouts(model, job.model_arg, space, job.gpu, room, job.cluster, job.backend, job.objective,
-                         job.workers, progress, job.store, price, job.simulate_top, job.flow_top, job.ray,
-                         job.train_tokens)
+        raise InputError(
+            f"the {gpu.name} has {gpu.memory_gib:g} GiB: a reserve of {job.memory_reserve:g} GiB leaves nothing",
+            where="--memory-reserve",
+        )
+    res = search_layouts(
+        model,
+        job.model_arg,
+        space,
+        job.gpu,
+        room,
+        job.cluster,
+        job.backend,
+        job.objective,
+        job.workers,
+        progress,
+        job.store,
+        price,
+        job.simulate_top,
+        job.flow_top,
+        job.ray,
+        job.train_tokens,
+    )
     return RankedLayouts(job, model.name, gpu.name, price, note, res)
 
 
@@ -208,21 +289,33 @@ def _serving(job: SearchJob, progress: Progress | None) -> RankedServing:
     if price is None:
         try:
             price = gpu_hour_price(job.gpu, job.gpu_prices)
-            note = (f"  a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
-                    "; --gpu-hour-price USD sets another)")
+            note = (
+                f"  a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
+                "; --gpu-hour-price USD sets another)"
+            )
         except InputError:
             if job.objective == "cost" or job.gpu_prices:
                 raise
-    space = ServingSpace(gpus=job.gpus, tp=job.tp_values, pp=job.pp_values or (1,), ep=job.ep_values,
-                         scheduler=job.scheduler_values, chunk=job.chunk_values, pd=tuple(parse_pd(job.pd_values)))
-    mix = RequestMix(job.workload or "", job.requests, job.slo_ttft, job.slo_tpot, job.capacity_target, job.router,
-                     job.max_context)
+    space = ServingSpace(
+        gpus=job.gpus,
+        tp=job.tp_values,
+        pp=job.pp_values or (1,),
+        ep=job.ep_values,
+        scheduler=job.scheduler_values,
+        chunk=job.chunk_values,
+        pd=tuple(parse_pd(job.pd_values)),
+    )
+    mix = RequestMix(
+        job.workload or "", job.requests, job.slo_ttft, job.slo_tpot, job.capacity_target, job.router, job.max_context
+    )
 
     def counted(done: int, total: int) -> None:
         if progress is not None:
             progress("serve", done, total)
-    res = search_ways_to_serve(model, job.model_arg, job.gpu, space, mix, job.objective, job.cluster,
-                               price, job.workers, job.ray, counted)
+
+    res = search_ways_to_serve(
+        model, job.model_arg, job.gpu, space, mix, job.objective, job.cluster, price, job.workers, job.ray, counted
+    )
     return RankedServing(job, model.name, gpu.name, price, note, res)
 
 
@@ -235,4 +328,3 @@ def write_search_report(path: str, ranked: RankedLayouts, top: int = 10) -> None
 def job_fields() -> tuple[str, ...]:
     """The names of :class:`SearchJob`'s fields (each the flag of the same name with dashes)."""
     return tuple(f.name for f in fields(SearchJob))
-

@@ -41,8 +41,18 @@ from ..serving.schedulers import describe as describe_schedulers
 from ..serving.simulator import parse_overhead
 from ..serving.workload import read_any_workload
 
-__all__ = ["MEMORY_CHECKS", "SCHEDULERS", "ServeJob", "describe_schedulers", "generate_workload", "numbers",
-           "per_model", "serve", "whole_numbers", "write_workload"]
+__all__ = [
+    "MEMORY_CHECKS",
+    "SCHEDULERS",
+    "ServeJob",
+    "describe_schedulers",
+    "generate_workload",
+    "numbers",
+    "per_model",
+    "serve",
+    "whole_numbers",
+    "write_workload",
+]
 
 
 def per_model(values: list[float] | tuple[float, ...] | None, models: int, where: str) -> list[float] | None:
@@ -61,17 +71,22 @@ def per_model(values: list[float] | tuple[float, ...] | None, models: int, where
 def _workload(job: ServeJob) -> ServeWorkload | ClosedLoop:
     """The job's requests: its workload (SLOs overridden) or its closed-loop clients."""
     if (job.workload is None) == (job.closed_loop is None):
-        raise InputError("give a workload (-w FILE) or closed-loop clients (--closed-loop C0,C1,...), one of them",
-                         where="-w")
+        raise InputError(
+            "give a workload (-w FILE) or closed-loop clients (--closed-loop C0,C1,...), one of them", where="-w"
+        )
     if job.closed_loop is not None:
         if job.duration_s is None:
             raise InputError("closed-loop clients need --duration S", where="--duration")
         clients = list(job.closed_loop)
-        return ClosedLoop(clients, job.think_ms / 1e3, job.duration_s,
-                          per_model(job.slos_s, len(clients), "--slos") or [math.inf] * len(clients),
-                          job.name or "closed-loop", job.seed)
-    w = job.workload if isinstance(job.workload, ServeWorkload) else \
-        read_any_workload(job.workload)  # type: ignore[arg-type]
+        return ClosedLoop(
+            clients,
+            job.think_ms / 1e3,
+            job.duration_s,
+            per_model(job.slos_s, len(clients), "--slos") or [math.inf] * len(clients),
+            job.name or "closed-loop",
+            job.seed,
+        )
+    w = job.workload if isinstance(job.workload, ServeWorkload) else read_any_workload(job.workload)  # type: ignore[arg-type]
     if job.slos_s:
         w = replace(w, slos_s=per_model(job.slos_s, w.num_models, "--slos"))
     return w
@@ -91,7 +106,14 @@ def serve(job: ServeJob) -> ServeResult:
     cluster = serve_cluster(placement, job.cluster, job.num_nodes, job.gpus_per_node, job.memory_gb)
     overhead = parse_overhead(job.dispatch_overhead)
     warnings = check_placement(placement, executables, cluster, job.memory_check)
-    result = simulate_serving(workload, placement, executables, cluster, scheduler=job.scheduler,
-                              overhead_ns=overhead, drop_late=job.drop_late)
+    result = simulate_serving(
+        workload,
+        placement,
+        executables,
+        cluster,
+        scheduler=job.scheduler,
+        overhead_ns=overhead,
+        drop_late=job.drop_late,
+    )
     result.notes[:0] = warnings
     return result

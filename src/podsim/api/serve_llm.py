@@ -82,8 +82,11 @@ class ServeLLMOutcome:
     def cost(self, usd_per_gpu_hour: float) -> dict[str, Any]:
         """The JSON document's cost fields: ``gpus``, ``usd_per_gpu_hour`` and
         ``cost_per_mtok_usd`` (US dollars per million output tokens)."""
-        return {"gpus": self.serving.gpus, "usd_per_gpu_hour": usd_per_gpu_hour,
-                "cost_per_mtok_usd": usd_per_mtok(self.serving.gpus, usd_per_gpu_hour, self.tokens_per_s)}
+        return {
+            "gpus": self.serving.gpus,
+            "usd_per_gpu_hour": usd_per_gpu_hour,
+            "cost_per_mtok_usd": usd_per_mtok(self.serving.gpus, usd_per_gpu_hour, self.tokens_per_s),
+        }
 
     def transient_note(self) -> str | None:
         """A note when the run at capacity ended before reaching a steady state."""
@@ -109,15 +112,38 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
     pd = parse_pair(eng.pd, "--pd", whole=True)
     if pd is not None and eng.replicas is not None and eng.replicas != sum(pd):
         raise InputError(f"--pd {eng.pd} makes {sum(pd)} replicas, --replicas says {eng.replicas}", where="--pd")
-    cfg = ServeConfig(replicas=eng.replicas or 1, scheduler=eng.scheduler, max_num_seqs=eng.max_num_seqs,
-                      max_batched_tokens=eng.max_batched_tokens, chunk_size=eng.chunk_size, router=eng.router,
-                      pd=pd, block_size=eng.block_size, kv_blocks=eng.kv_blocks,
-                      max_context=eng.max_context or model.seq_len, prefix_hit_rate=eng.prefix_hit_rate,
-                      spec_decode=parse_pair(eng.spec_decode, "--spec-decode"), slo_ttft_s=slo.slo_ttft,
-                      slo_tpot_s=slo.slo_tpot, preemption=eng.preemption, swap_space_gib=eng.swap_space,
-                      swap_bandwidth_gbps=eng.swap_bandwidth)
-    replica = ReplicaSpec(model, hw.gpu, rep.tp, rep.pp, rep.ep, rep.precision, rep.kv_cache_dtype,
-                          rep.host_overhead_ms, hw.cluster, rep.profile, _draft(eng.draft_model))
+    cfg = ServeConfig(
+        replicas=eng.replicas or 1,
+        scheduler=eng.scheduler,
+        max_num_seqs=eng.max_num_seqs,
+        max_batched_tokens=eng.max_batched_tokens,
+        chunk_size=eng.chunk_size,
+        router=eng.router,
+        pd=pd,
+        block_size=eng.block_size,
+        kv_blocks=eng.kv_blocks,
+        max_context=eng.max_context or model.seq_len,
+        prefix_hit_rate=eng.prefix_hit_rate,
+        spec_decode=parse_pair(eng.spec_decode, "--spec-decode"),
+        slo_ttft_s=slo.slo_ttft,
+        slo_tpot_s=slo.slo_tpot,
+        preemption=eng.preemption,
+        swap_space_gib=eng.swap_space,
+        swap_bandwidth_gbps=eng.swap_bandwidth,
+    )
+    replica = ReplicaSpec(
+        model,
+        hw.gpu,
+        rep.tp,
+        rep.pp,
+        rep.ep,
+        rep.precision,
+        rep.kv_cache_dtype,
+        rep.host_overhead_ms,
+        hw.cluster,
+        rep.profile,
+        _draft(eng.draft_model),
+    )
     return model, prepare(replica, cfg, PDLink(eng.pd_backend, eng.pd_bandwidth, eng.pd_latency))
 
 
@@ -125,8 +151,10 @@ def load_job_requests(job: ServeLLMJob) -> tuple[list[Request], GeneratorSpec | 
     """The job's requests (and its generator, when the workload is one)."""
     workload = job.requests.workload
     if not workload:
-        raise InputError("--workload is required: a request trace CSV or a generator such as "
-                         "poisson:10,prompt=1000,output=200", where="--workload")
+        raise InputError(
+            "--workload is required: a request trace CSV or a generator such as poisson:10,prompt=1000,output=200",
+            where="--workload",
+        )
     try:
         requests = load_requests(workload, job.requests.requests)
     except InputError as e:
@@ -134,8 +162,9 @@ def load_job_requests(job: ServeLLMJob) -> tuple[list[Request], GeneratorSpec | 
     return requests, parse_generator(workload) if is_generator(workload) else None
 
 
-def serve_llm(job: ServeLLMJob, *, record_steps: bool = False,
-              progress: ProgressFactory | None = None) -> ServeLLMOutcome:
+def serve_llm(
+    job: ServeLLMJob, *, record_steps: bool = False, progress: ProgressFactory | None = None
+) -> ServeLLMOutcome:
     """Serve the job's requests; with ``find-capacity``, search the highest rate meeting the
     SLOs first.  ``record_steps`` keeps each step (for a trace): at capacity, the run at the
     capacity is served again with its steps recorded.  ``progress`` makes each run's progress
@@ -153,16 +182,21 @@ def serve_llm(job: ServeLLMJob, *, record_steps: bool = False,
         return r
 
     if job.service.find_capacity:
-        cap = serving.capacity(requests, gen, job.service.capacity_target,
-                               run_at=lambda q, reqs: serve(reqs, False, f"{q:.3g} req/s: served {{done}}/{{total}} "
-                                                                         "requests"))
+        cap = serving.capacity(
+            requests,
+            gen,
+            job.service.capacity_target,
+            run_at=lambda q, reqs: serve(reqs, False, f"{q:.3g} req/s: served {{done}}/{{total}} requests"),
+        )
         result = cap.result
         if result is not None and record_steps:
             result = serve(requests_at(requests, gen, cap.qps), True, "served {done}/{total} requests")
         return ServeLLMOutcome(job, model, serving, requests, result, cap, gen)
     result = serve(requests, record_steps, "served {done}/{total} requests")
-    result.info["notes"] = [f"{serving.describe()}; KV cache {result.info['kv_blocks']:,} blocks of "
-                            f"{serving.config.block_size} tokens a replica"]
+    result.info["notes"] = [
+        f"{serving.describe()}; KV cache {result.info['kv_blocks']:,} blocks of "
+        f"{serving.config.block_size} tokens a replica"
+    ]
     return ServeLLMOutcome(job, model, serving, requests, result, None, gen)
 
 

@@ -87,7 +87,8 @@ def system_params(cfg: SystemConfig, queues_per_dim: int = 1, injection_scale: f
         active_chunks_per_dimension=cfg.active_chunks_per_dimension,
         preferred_dataset_splits=cfg.preferred_dataset_splits,
         # ASTRA-sim scales the delay only when the JSON sets it, and truncates to an integer
-        endpoint_delay_ns=int(cfg.endpoint_delay_ns * injection_scale) if cfg.endpoint_delay_given
+        endpoint_delay_ns=int(cfg.endpoint_delay_ns * injection_scale)
+        if cfg.endpoint_delay_given
         else cfg.endpoint_delay_ns,
         local_mem_bw_GBps=cfg.local_mem_bw_GBps,
         queues_per_dim=queues_per_dim,
@@ -139,15 +140,27 @@ PARALLEL_MODES = MODES
 DEFAULT_PARALLEL_CLUSTER = "dgx-h100"
 
 
-def simulate(workload: PathLike | Workload | OneGpuStep, system: PathLike | SystemConfig | None = None,
-             network: PathLike | Topology | None = None,
-             remote_memory: PathLike | RemoteMemoryConfig | None = None,
-             comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
-             *, num_queues_per_dim: int = 1, injection_scale: float = 1.0, use_symmetry: bool = True,
-             record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-             rendezvous: bool = False, cluster: str | None = None, backend: str = "analytical",
-             gpus: int | None = None, execution_trace: PathLike | None = None, whole_trace: bool = False,
-             trace_format: str | None = None, parallel: ParallelSpec | None = None) -> Result:
+def simulate(
+    workload: PathLike | Workload | OneGpuStep,
+    system: PathLike | SystemConfig | None = None,
+    network: PathLike | Topology | None = None,
+    remote_memory: PathLike | RemoteMemoryConfig | None = None,
+    comm_groups: PathLike | dict[str, tuple[int, ...]] | None = None,
+    *,
+    num_queues_per_dim: int = 1,
+    injection_scale: float = 1.0,
+    use_symmetry: bool = True,
+    record_timeline: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    rendezvous: bool = False,
+    cluster: str | None = None,
+    backend: str = "analytical",
+    gpus: int | None = None,
+    execution_trace: PathLike | None = None,
+    whole_trace: bool = False,
+    trace_format: str | None = None,
+    parallel: ParallelSpec | None = None,
+) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
     Args:
@@ -184,17 +197,41 @@ def simulate(workload: PathLike | Workload | OneGpuStep, system: PathLike | Syst
         The :class:`Result` (times in integer ns).
     """
     if parallel is not None:
-        return _simulate_parallel(workload, parallel, system, network, remote_memory, comm_groups,
-                                  num_queues_per_dim=num_queues_per_dim, injection_scale=injection_scale,
-                                  use_symmetry=use_symmetry, progress=progress, rendezvous=rendezvous,
-                                  cluster=cluster, backend=backend, execution_trace=execution_trace,
-                                  whole_trace=whole_trace, trace_format=trace_format)
+        return _simulate_parallel(
+            workload,
+            parallel,
+            system,
+            network,
+            remote_memory,
+            comm_groups,
+            num_queues_per_dim=num_queues_per_dim,
+            injection_scale=injection_scale,
+            use_symmetry=use_symmetry,
+            progress=progress,
+            rendezvous=rendezvous,
+            cluster=cluster,
+            backend=backend,
+            execution_trace=execution_trace,
+            whole_trace=whole_trace,
+            trace_format=trace_format,
+        )
     if isinstance(workload, OneGpuStep):
         raise InputError("a one-GPU step runs on many GPUs with parallel=ParallelSpec(...)")
     read = ReadOptions(gpus, execution_trace, whole_trace)
     if cluster is not None:
-        return _simulate_on_cluster(workload, system, cluster, backend, comm_groups, use_symmetry,
-                                    record_timeline, progress, read, trace_format, remote_memory)
+        return _simulate_on_cluster(
+            workload,
+            system,
+            cluster,
+            backend,
+            comm_groups,
+            use_symmetry,
+            record_timeline,
+            progress,
+            read,
+            trace_format,
+            remote_memory,
+        )
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
     sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
@@ -202,20 +239,23 @@ def simulate(workload: PathLike | Workload | OneGpuStep, system: PathLike | Syst
     rm_cfg = None
     if remote_memory is not None:
         rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
-    wl, label = _load_workload(workload, topo.num_npus, comm_groups, trace_format,
-                               ReadOptions(topo.num_npus, execution_trace, whole_trace))
+    wl, label = _load_workload(
+        workload, topo.num_npus, comm_groups, trace_format, ReadOptions(topo.num_npus, execution_trace, whole_trace)
+    )
     params = system_params(sys_cfg, num_queues_per_dim, injection_scale)
-    compute = ComputeTiming(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
-                           sys_cfg.replay_only)
+    compute = ComputeTiming(
+        sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS, sys_cfg.replay_only
+    )
     rm = None
     if rm_cfg is not None:
-        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
-                                rm_cfg.num_nodes)
+        rm = RemoteMemoryParams(
+            rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node, rm_cfg.num_nodes
+        )
     try:
         result = _simulate(wl, topo, params, compute, rm, use_symmetry, record_timeline, progress, rendezvous)
     except InputError as e:
         raise _attribute(e, sys_cfg, rm_cfg, label, comm_groups) from None
-    except SimulationError as e:   # a deadlock: name the workload whose ops wait forever
+    except SimulationError as e:  # a deadlock: name the workload whose ops wait forever
         raise SimulationError(f"{label}: {e}") from None
     result.info["podsim_version"] = __version__
     short = label if isinstance(workload, Workload) else Path(str(workload)).name
@@ -224,17 +264,25 @@ def simulate(workload: PathLike | Workload | OneGpuStep, system: PathLike | Syst
     result.info["network"] = describe_topology(topo)
     if wl.rank_labels is not None:
         result.info["rank_labels"] = list(wl.rank_labels)
-    result.info["system"] = (f"{sys_cfg.scheduling_policy}, {sys_cfg.collective_optimization}, "
-                             f"{sys_cfg.preferred_dataset_splits} splits, "
-                             f"{sys_cfg.active_chunks_per_dimension} active chunks/dim")
+    result.info["system"] = (
+        f"{sys_cfg.scheduling_policy}, {sys_cfg.collective_optimization}, "
+        f"{sys_cfg.preferred_dataset_splits} splits, "
+        f"{sys_cfg.active_chunks_per_dimension} active chunks/dim"
+    )
     for key, val in sys_cfg.ignored.items():
-        result.notes.append(f"{Path(sys_cfg.source).name}: key {key!r} = {val!r} is accepted but ignored, "
-                            "as ASTRA-sim 2.x ignores it")
+        result.notes.append(
+            f"{Path(sys_cfg.source).name}: key {key!r} = {val!r} is accepted but ignored, as ASTRA-sim 2.x ignores it"
+        )
     return result
 
 
-def load_workload(path: PathLike, gpus: int | None = None, execution_trace: PathLike | None = None,
-                  whole_trace: bool = False, trace_format: str | None = None) -> Workload:
+def load_workload(
+    path: PathLike,
+    gpus: int | None = None,
+    execution_trace: PathLike | None = None,
+    whole_trace: bool = False,
+    trace_format: str | None = None,
+) -> Workload:
     """Read a workload in any format podsim knows (``trace_format``, or sniffed from ``path`` in
     the order of :data:`podsim.formats.registry.SNIFF_ORDER`):
 
@@ -272,8 +320,9 @@ def trace_formats() -> tuple[str, ...]:
     return TRACE_FORMATS.names()
 
 
-def _comm_groups(workload: PathLike | Workload, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
-                 n: int) -> tuple[PathLike | dict[str, tuple[int, ...]] | None, dict[str, tuple[int, ...]] | None]:
+def _comm_groups(
+    workload: PathLike | Workload, comm_groups: PathLike | dict[str, tuple[int, ...]] | None, n: int
+) -> tuple[PathLike | dict[str, tuple[int, ...]] | None, dict[str, tuple[int, ...]] | None]:
     """(the comm-group configuration in effect, its groups): ``comm_groups``, or for a path the
     ``<path>.comm_groups.json`` beside it."""
     if comm_groups is None and not isinstance(workload, Workload):
@@ -286,9 +335,13 @@ def _comm_groups(workload: PathLike | Workload, comm_groups: PathLike | dict[str
     return comm_groups, comm_groups if isinstance(comm_groups, dict) else read_comm_groups(comm_groups, n)
 
 
-def _load_workload(workload: PathLike | Workload, n: int,
-                   comm_groups: PathLike | dict[str, tuple[int, ...]] | None, fmt_name: str | None = None,
-                   read: ReadOptions | None = None) -> tuple[Workload, str]:
+def _load_workload(
+    workload: PathLike | Workload,
+    n: int,
+    comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
+    fmt_name: str | None = None,
+    read: ReadOptions | None = None,
+) -> tuple[Workload, str]:
     """The workload (read with ``read`` in its format if a path; ``n`` ranks for a rank-file
     prefix) with the comm groups applied, and its label for messages."""
     comm_groups, groups = _comm_groups(workload, comm_groups, n)
@@ -304,12 +357,19 @@ def _load_workload(workload: PathLike | Workload, n: int,
     return (with_groups(w, groups) if groups else w), w.name
 
 
-def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | SystemConfig | None, cluster: str,
-                         backend: str, comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
-                         use_symmetry: bool, record_timeline: bool,
-                         progress: Callable[[int, int, int], None] | None, read: ReadOptions,
-                         fmt_name: str | None = None,
-                         remote_memory: PathLike | RemoteMemoryConfig | None = None) -> Result:
+def _simulate_on_cluster(
+    workload: PathLike | Workload,
+    system: PathLike | SystemConfig | None,
+    cluster: str,
+    backend: str,
+    comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
+    use_symmetry: bool,
+    record_timeline: bool,
+    progress: Callable[[int, int, int], None] | None,
+    read: ReadOptions,
+    fmt_name: str | None = None,
+    remote_memory: PathLike | RemoteMemoryConfig | None = None,
+) -> Result:
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
     spec = load_cluster(cluster)
@@ -318,7 +378,7 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
         workload = fmt.to_workload(Path(workload), read)
     if isinstance(workload, Workload):
         n = workload.num_ranks
-    else:   # rank files: as many ranks as files
+    else:  # rank files: as many ranks as files
         assert fmt is not None and fmt.ranks is not None
         n = fmt.ranks(Path(workload))
     wl, label = _load_workload(workload, n, comm_groups, fmt_name)
@@ -326,19 +386,22 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     compute = ComputeTiming()
     if system is not None:
         sys_cfg = system if isinstance(system, SystemConfig) else read_system(system)
-        compute = ComputeTiming(sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS,
-                               sys_cfg.replay_only)
+        compute = ComputeTiming(
+            sys_cfg.roofline_enabled, sys_cfg.local_mem_bw_GBps, sys_cfg.peak_perf_TFLOPS, sys_cfg.replay_only
+        )
     rm = None
     if remote_memory is not None:
         rm_cfg = remote_memory if isinstance(remote_memory, RemoteMemoryConfig) else read_remote_memory(remote_memory)
-        rm = RemoteMemoryParams(rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node,
-                                rm_cfg.num_nodes)
+        rm = RemoteMemoryParams(
+            rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node, rm_cfg.num_nodes
+        )
     try:
-        result = simulate_cluster(wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress,
-                                  remote_memory=rm)
+        result = simulate_cluster(
+            wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress, remote_memory=rm
+        )
     except InputError as e:
         raise e.with_source(label) from None
-    except SimulationError as e:   # a deadlock: name the workload whose ops wait forever
+    except SimulationError as e:  # a deadlock: name the workload whose ops wait forever
         raise SimulationError(f"{label}: {e}") from None
     result.info["podsim_version"] = __version__
     short = label if isinstance(workload, Workload) else Path(str(workload)).name
@@ -350,14 +413,25 @@ def _simulate_on_cluster(workload: PathLike | Workload, system: PathLike | Syste
     return result
 
 
-def _simulate_parallel(workload: PathLike | Workload | OneGpuStep, spec: ParallelSpec,
-                       system: PathLike | SystemConfig | None, network: PathLike | Topology | None,
-                       remote_memory: PathLike | RemoteMemoryConfig | None,
-                       comm_groups: PathLike | dict[str, tuple[int, ...]] | None, *, num_queues_per_dim: int,
-                       injection_scale: float, use_symmetry: bool,
-                       progress: Callable[[int, int, int], None] | None, rendezvous: bool, cluster: str | None,
-                       backend: str, execution_trace: PathLike | None, whole_trace: bool,
-                       trace_format: str | None) -> Result:
+def _simulate_parallel(
+    workload: PathLike | Workload | OneGpuStep,
+    spec: ParallelSpec,
+    system: PathLike | SystemConfig | None,
+    network: PathLike | Topology | None,
+    remote_memory: PathLike | RemoteMemoryConfig | None,
+    comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
+    *,
+    num_queues_per_dim: int,
+    injection_scale: float,
+    use_symmetry: bool,
+    progress: Callable[[int, int, int], None] | None,
+    rendezvous: bool,
+    cluster: str | None,
+    backend: str,
+    execution_trace: PathLike | None,
+    whole_trace: bool,
+    trace_format: str | None,
+) -> Result:
     """One GPU's training step (read from ``workload``, or given) on ``spec.gpus`` GPUs of
     ``cluster``: memory checked (and offloaded), parallelized, simulated; notes say the one-GPU
     time against the simulated one and the memory per GPU; ``info["layers"]`` rank 0 by layer."""
@@ -368,28 +442,61 @@ def _simulate_parallel(workload: PathLike | Workload | OneGpuStep, spec: Paralle
     if isinstance(workload, OneGpuStep):
         step = workload
     else:
-        step = load_step(whole_trace=whole_trace, traced_batch=spec.batch_size, simulated_batch=spec.batch_size_sim,
-                         execution_trace=execution_trace, path=workload, trace_format=trace_format)
+        step = load_step(
+            whole_trace=whole_trace,
+            traced_batch=spec.batch_size,
+            simulated_batch=spec.batch_size_sim,
+            execution_trace=execution_trace,
+            path=workload,
+            trace_format=trace_format,
+        )
     cluster = cluster or DEFAULT_PARALLEL_CLUSTER
     step, memory_note, remote = _fit_memory(step, spec, cluster, remote_memory)
-    wl = parallelize(step, spec.mode, spec.gpus, batch=step.batch, micro_batch=spec.micro_batch,
-                     bucket_bytes=int(spec.bucket_mb * 2**20), pipeline_schedule=spec.pipeline_schedule,
-                     pp_replicas=spec.dp)
-    res = simulate(wl, system, network, remote, comm_groups, num_queues_per_dim=num_queues_per_dim,
-                   injection_scale=injection_scale, use_symmetry=use_symmetry, record_timeline=True,
-                   progress=progress, rendezvous=rendezvous, cluster=cluster, backend=backend)
+    wl = parallelize(
+        step,
+        spec.mode,
+        spec.gpus,
+        batch=step.batch,
+        micro_batch=spec.micro_batch,
+        bucket_bytes=int(spec.bucket_mb * 2**20),
+        pipeline_schedule=spec.pipeline_schedule,
+        pp_replicas=spec.dp,
+    )
+    res = simulate(
+        wl,
+        system,
+        network,
+        remote,
+        comm_groups,
+        num_queues_per_dim=num_queues_per_dim,
+        injection_scale=injection_scale,
+        use_symmetry=use_symmetry,
+        record_timeline=True,
+        progress=progress,
+        rendezvous=rendezvous,
+        cluster=cluster,
+        backend=backend,
+    )
     mode = f"pp x dp {spec.dp}" if spec.mode == "pp" and spec.dp > 1 else spec.mode
     res.notes.append(summary(step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
     res.notes.append(memory_note)
-    res.info["layers"] = [{"layer": r.layer, "forward_ns": r.forward_ns, "backward_ns": r.backward_ns,
-                           "optimizer_ns": r.optimizer_ns, "comm_ns": r.comm_ns,
-                           "exposed_comm_ns": r.exposed_comm_ns} for r in layer_breakdown(res, 0)]
+    res.info["layers"] = [
+        {
+            "layer": r.layer,
+            "forward_ns": r.forward_ns,
+            "backward_ns": r.backward_ns,
+            "optimizer_ns": r.optimizer_ns,
+            "comm_ns": r.comm_ns,
+            "exposed_comm_ns": r.exposed_comm_ns,
+        }
+        for r in layer_breakdown(res, 0)
+    ]
     return res
 
 
-def _fit_memory(step: OneGpuStep, spec: ParallelSpec, cluster: str,
-                remote_memory: PathLike | RemoteMemoryConfig | None
-                ) -> tuple[OneGpuStep, str, PathLike | RemoteMemoryConfig | None]:
+def _fit_memory(
+    step: OneGpuStep, spec: ParallelSpec, cluster: str, remote_memory: PathLike | RemoteMemoryConfig | None
+) -> tuple[OneGpuStep, str, PathLike | RemoteMemoryConfig | None]:
     """(step with offloads marked, a note on memory per GPU, the remote memory to simulate with)."""
     if spec.gpu_memory_gib is not None:
         if spec.gpu_memory_gib <= 0:
@@ -405,8 +512,16 @@ def _fit_memory(step: OneGpuStep, spec: ParallelSpec, cluster: str,
         raise InputError(f"expected a positive bandwidth in GB/s, got {bw:g}", where="--remote-bandwidth")
     gpus = spec.gpus or 1
     micro = micro_batches(gpus // max(spec.dp, 1), step.batch, spec.micro_batch) if spec.mode == "pp" else 1
-    step, fp = fit_memory(step, spec.mode, gpus, capacity, offload=bw is not None, micro_batches=micro,
-                          pipeline_schedule=spec.pipeline_schedule, pp_replicas=spec.dp)
+    step, fp = fit_memory(
+        step,
+        spec.mode,
+        gpus,
+        capacity,
+        offload=bw is not None,
+        micro_batches=micro,
+        pipeline_schedule=spec.pipeline_schedule,
+        pp_replicas=spec.dp,
+    )
     offloaded = sum(o.offload_bytes for o in step.ops)
     note = f"memory per GPU: {fp.describe()} of {capacity / 2**30:.2f} GiB ({source})"
     remote = remote_memory
@@ -416,8 +531,9 @@ def _fit_memory(step: OneGpuStep, spec: ParallelSpec, cluster: str,
     return step, note, remote
 
 
-def _attribute(e: InputError, sys_cfg: SystemConfig, rm_cfg: RemoteMemoryConfig | None, workload: str,
-               comm_groups: object) -> InputError:
+def _attribute(
+    e: InputError, sys_cfg: SystemConfig, rm_cfg: RemoteMemoryConfig | None, workload: str, comm_groups: object
+) -> InputError:
     """Name the input file an engine-side input error is about."""
     if e.source:
         return e
@@ -469,31 +585,58 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
         if t.triosim and t.pytorch:
             raise InputError("give one trace: a TrioSim folder or a podsim trace folder")
         if trace_format is not None:
-            raise InputError("--format names the format of --workload PATH; --triosim and --pytorch name their own",
-                             where="--format")
+            raise InputError(
+                "--format names the format of --workload PATH; --triosim and --pytorch name their own", where="--format"
+            )
         workload, trace_format = (t.triosim, "triosim") if t.triosim else (t.pytorch, "pytorch")
     elif not workload:
         raise InputError("missing --workload-configuration (or --triosim DIR, --pytorch DIR)")
     rank_layers = not one_gpu and format_of(workload, trace_format).layers
     if g.layers and not (one_gpu or rank_layers):
-        raise InputError("per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR, --pytorch DIR, or "
-                         "--workload PATH --parallel MODE) or a parallel job traced rank by rank (podsim trace "
-                         "--world-size N --layout ...)", where="--layers")
+        raise InputError(
+            "per-layer breakdowns need a one-GPU trace to parallelize (--triosim DIR, --pytorch DIR, or "
+            "--workload PATH --parallel MODE) or a parallel job traced rank by rank (podsim trace "
+            "--world-size N --layout ...)",
+            where="--layers",
+        )
     parallel = None
     if one_gpu:
-        parallel = ParallelSpec(g.parallel or "ddp", m.gpus or 1, g.micro_batch, g.schedule, g.dp, g.bucket_mb,
-                                g.batch_size, g.batch_size_sim, g.gpu_memory, g.remote_bandwidth)
+        parallel = ParallelSpec(
+            g.parallel or "ddp",
+            m.gpus or 1,
+            g.micro_batch,
+            g.schedule,
+            g.dp,
+            g.bucket_mb,
+            g.batch_size,
+            g.batch_size_sim,
+            g.gpu_memory,
+            g.remote_bandwidth,
+        )
     elif m.cluster is None:
         for flag, val in (("--system-configuration", m.system), ("--network-configuration", m.network)):
             if val is None:
                 raise InputError(f"missing {flag} (or give --cluster)")
-    res = simulate(workload, m.system, m.network,
-                   m.remote_memory, groups, num_queues_per_dim=m.num_queues_per_dim,
-                   injection_scale=m.injection_scale, use_symmetry=not out.no_symmetry,
-                   record_timeline=bool(out.trace or out.plot or g.layers), progress=progress,
-                   rendezvous=m.rendezvous, cluster=m.cluster, backend=m.backend, gpus=m.gpus,
-                   execution_trace=t.execution_trace, whole_trace=t.whole_trace, trace_format=trace_format,
-                   parallel=parallel)
+    res = simulate(
+        workload,
+        m.system,
+        m.network,
+        m.remote_memory,
+        groups,
+        num_queues_per_dim=m.num_queues_per_dim,
+        injection_scale=m.injection_scale,
+        use_symmetry=not out.no_symmetry,
+        record_timeline=bool(out.trace or out.plot or g.layers),
+        progress=progress,
+        rendezvous=m.rendezvous,
+        cluster=m.cluster,
+        backend=m.backend,
+        gpus=m.gpus,
+        execution_trace=t.execution_trace,
+        whole_trace=t.whole_trace,
+        trace_format=trace_format,
+        parallel=parallel,
+    )
     if m.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {m.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")
     if m.compute_scale != 1.0:

@@ -32,12 +32,17 @@ from ..sweep.runs import RUNS
 from ..sweep.spec import SweepSpec, load_spec, spec_from_text
 from ..sweep.sweep import SweepResult, run_sweep
 
-__all__ = ["RUNS", "SweepResult", "SweepSpec", "example_spec", "load_spec", "sweep", "sweep_examples",
-           "write_example"]
+__all__ = ["RUNS", "SweepResult", "SweepSpec", "example_spec", "load_spec", "sweep", "sweep_examples", "write_example"]
 
 
-def sweep(spec: SweepSpec | str | os.PathLike[str], *, store: str | None = None, workers: int | None = None,
-          ray: str | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+def sweep(
+    spec: SweepSpec | str | os.PathLike[str],
+    *,
+    store: str | None = None,
+    workers: int | None = None,
+    ray: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
     """Run every point of ``spec`` (a checked spec, or the path of a sweep YAML) under every
     what-if, in worker processes or on Ray; points the results store already holds are taken
     from it, not run again.

@@ -25,16 +25,16 @@ from ..compute.model import ComputeModel, KernelTimer
 from ..compute.table import table_model
 from ..engine.cluster import simulate_cluster
 from ..errors import InputError
-from ..hardware.cluster import ClusterSpec, build_fabric
 from ..formats.chakra import write_workload_with_groups
+from ..hardware.cluster import ClusterSpec, build_fabric
 from ..hardware.gpu import GpuSpec, get_gpu, gpu_specs
 from ..jobs.train import TrainJob
+from ..llm.export import write_simai
 from ..llm.flops import iteration_flops
 from ..llm.generate import generate
 from ..llm.kernel_report import kernel_rows
 from ..llm.layout import Layout
 from ..llm.memory import memory, stage_params
-from ..llm.export import write_simai
 from ..llm.model import ModelConfig, zoo
 from ..llm.ops import LayerCosts
 from ..llm.stack import Stack
@@ -54,12 +54,12 @@ def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
     for flag, value in (("--gpus", lay.gpus), ("--global-batch", lay.global_batch)):
         if value is None:
             raise InputError(f"{flag} is required")
-    return replace(lay, seq_len=lay.seq_len or model.seq_len,
-                   schedule="interleaved" if lay.vpp > 1 else lay.schedule)
+    return replace(lay, seq_len=lay.seq_len or model.seq_len, schedule="interleaved" if lay.vpp > 1 else lay.schedule)
 
 
-def train(job: TrainJob, *, record_timeline: bool = True,
-          progress: Callable[[int, int, int], None] | None = None) -> TrainingResult:
+def train(
+    job: TrainJob, *, record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None
+) -> TrainingResult:
     """Simulate one training iteration of ``job``.
 
     ``progress(now_ns, stages_finished, stages)`` is called about once a second of wall time.
@@ -77,9 +77,19 @@ def train(job: TrainJob, *, record_timeline: bool = True,
     if job.timing.kernel_table:
         table = job.timing.kernel_table
         compute = table_model(table if table == "measured" else str(Path(table)), gpu, lay.compute_dtype)
-    return simulate_training(model, lay, gpu, hw.cluster, job.simulation.backend, over.gpus_per_node, nic,
-                             record_timeline=record_timeline, compute=compute,
-                             granularity=job.simulation.granularity, progress=progress)
+    return simulate_training(
+        model,
+        lay,
+        gpu,
+        hw.cluster,
+        job.simulation.backend,
+        over.gpus_per_node,
+        nic,
+        record_timeline=record_timeline,
+        compute=compute,
+        granularity=job.simulation.granularity,
+        progress=progress,
+    )
 
 
 def _kernel_timer(result: TrainingResult, job: TrainJob) -> KernelTimer:
@@ -107,30 +117,41 @@ def catalog() -> tuple[list[tuple[str, ModelConfig]], list[tuple[str, GpuSpec]]]
     return list(zoo().items()), list(gpu_specs().items())
 
 
-def simulate_training(model: ModelConfig, layout: Layout, gpu: str | GpuSpec = "a100-80gb",
-                      cluster: str | ClusterSpec | None = None, backend: str = "analytical",
-                      gpus_per_node: int | None = None, nic_bandwidth: float | None = None,
-                      flash_attention: bool | None = None, record_timeline: bool = True,
-                      compute: KernelTimer | None = None, granularity: str = "bulk",
-                      progress: Callable[[int, int, int], None] | None = None,
-                      rendezvous: bool = True, stack: Stack | None = None) -> TrainingResult:
+def simulate_training(
+    model: ModelConfig,
+    layout: Layout,
+    gpu: str | GpuSpec = "a100-80gb",
+    cluster: str | ClusterSpec | None = None,
+    backend: str = "analytical",
+    gpus_per_node: int | None = None,
+    nic_bandwidth: float | None = None,
+    flash_attention: bool | None = None,
+    record_timeline: bool = True,
+    compute: KernelTimer | None = None,
+    granularity: str = "bulk",
+    progress: Callable[[int, int, int], None] | None = None,
+    rendezvous: bool = True,
+    stack: Stack | None = None,
+) -> TrainingResult:
     """Simulate one iteration.
 
-    ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
-    identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
-    ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
-    about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
-    stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
-    point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
-overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
+        ``granularity``: with the flow backend, ``bulk`` (default) runs each collective step's
+        identical rounds as one set of flows (see :func:`~podsim.engine.cluster.simulate_cluster`);
+        ``round`` simulates every round.  ``progress(now_ns, stages_finished, stages)`` is called
+        about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
+        stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
+        point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
+    overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
 
-    Raises:
-        InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
+        Raises:
+            InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
     """
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     if layout.precision in ("mxfp8", "nvfp4") and "fp4" not in spec_gpu.peak_tflops:
-        raise InputError(f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
-                         f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)")
+        raise InputError(
+            f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
+            f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)"
+        )
     if flash_attention is not None and flash_attention != layout.flash_attention:
         layout = replace(layout, flash_attention=flash_attention)
     layout.check(model)
@@ -141,24 +162,36 @@ overhead, in-step efficiency and interference parameters (default: the GPU's, ``
     costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
     w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
-    res = simulate_cluster(w, fabric, spec.nccl, backend, record_timeline=record_timeline,
-                           intra_server_closed_form=True, granularity=granularity, progress=progress,
-                           rendezvous=rendezvous)
+    res = simulate_cluster(
+        w,
+        fabric,
+        spec.nccl,
+        backend,
+        record_timeline=record_timeline,
+        intra_server_closed_form=True,
+        granularity=granularity,
+        progress=progress,
+        rendezvous=rendezvous,
+    )
     mf, hf = iteration_flops(model, layout)
-    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf,
-                         memory=memory(model, layout))
+    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=memory(model, layout))
     out.breakdown = breakdown(res)
     out.compute_model = cm.describe()
     out.calibration = calibration_of(spec_gpu, compute is not None and not isinstance(compute, ComputeModel))
     params = stage_params(model, layout, 0)
     sharded = layout.distributed_optimizer or layout.zero >= 1
-    out.kernels = kernel_rows(costs, params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
-                              params / (layout.dp * layout.cp) if sharded else params)
+    out.kernels = kernel_rows(
+        costs,
+        params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
+        params / (layout.dp * layout.cp) if sharded else params,
+    )
     out.host_ns = (stack or Stack.for_gpu(spec_gpu.key)).host_ns
     if out.memory_peak_gib > spec_gpu.memory_gib:
         worst = max(out.memory, key=lambda s: s.total)
-        out.notes.append(f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
-                         f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB")
+        out.notes.append(
+            f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
+            f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB"
+        )
     return out
 
 
@@ -188,6 +221,5 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
         if ranks is None or nbytes <= 0:
             return None
         return planner.plan(ranks, kind, nbytes)[1]
+
     return fold, estimate
-
-

@@ -44,9 +44,14 @@ class Validation:
         return {"rows": [c.to_dict() for c in self.checks], "skipped": self.skipped}
 
 
-def validate(rows: str | os.PathLike[str] | None = None, only: str | None = None, sets: tuple[str, ...] = SETS,
-             backend: str = "analytical", jobs: int | None = None,
-             progress: Callable[[str], None] | None = None) -> Validation:
+def validate(
+    rows: str | os.PathLike[str] | None = None,
+    only: str | None = None,
+    sets: tuple[str, ...] = SETS,
+    backend: str = "analytical",
+    jobs: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Validation:
     """Predict every row podsim can run and compare: the shipped ``sets``, or the rows of the
     CSV ``rows`` (the columns of docs/calibration.md, or a training-steps CSV); ``only`` keeps
     row ids starting with it; ``backend`` times the throughput rows; ``jobs`` worker processes

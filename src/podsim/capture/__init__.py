@@ -6,5 +6,15 @@ from .models import TrainingSetup, resolve
 from .parallel import MeshLayout, ParallelContext, TrainingStep, parse_layout
 from .run import Capture, capture
 
-__all__ = ["Capture", "MeshLayout", "ParallelContext", "RankCapture", "TrainingSetup", "TrainingStep", "capture",
-           "parse_layout", "resolve", "trace_ranks"]
+__all__ = [
+    "Capture",
+    "MeshLayout",
+    "ParallelContext",
+    "RankCapture",
+    "TrainingSetup",
+    "TrainingStep",
+    "capture",
+    "parse_layout",
+    "resolve",
+    "trace_ranks",
+]

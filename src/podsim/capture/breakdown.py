@@ -46,38 +46,57 @@ from ..errors import InputError
 _DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 _BACKWARD = "autograd::engine::evaluate_function"
-_SDPA = re.compile(r"scaled_dot_product|flash_attention|cudnn_attention|efficient_attention|"
-                   r"ScaledDotProduct", re.I)
-_SDPA_KERNEL = re.compile(r"flash_fwd|flash_bwd|fmha|_sdpa_|sdpa_|flash_attn|attention_kernel|"
-                          r"flash_fprop|flash_bprop", re.I)
-_GEMM_OP = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|_scaled_mm|matmul|linear|addmv|mv|_grouped_mm)$|"
-                      r"^(Mm|Addmm|Bmm|Baddbmm|Mv)Backward\d*$|evaluate_function: (Mm|Addmm|Bmm)Backward")
-_GEMM_KERNEL = re.compile(r"gemm|nvjet|xmma|cutlass|cublas|wgmma|ampere_.*_(tn|nt|nn|tt)|sm\d+_.*(tn|nt|nn|tt)",
-                          re.I)
+_SDPA = re.compile(
+    r"scaled_dot_product|flash_attention|cudnn_attention|efficient_attention|"
+    r"ScaledDotProduct",
+    re.I,
+)
+_SDPA_KERNEL = re.compile(
+    r"flash_fwd|flash_bwd|fmha|_sdpa_|sdpa_|flash_attn|attention_kernel|"
+    r"flash_fprop|flash_bprop",
+    re.I,
+)
+_GEMM_OP = re.compile(
+    r"^aten::(mm|addmm|bmm|baddbmm|_scaled_mm|matmul|linear|addmv|mv|_grouped_mm)$|"
+    r"^(Mm|Addmm|Bmm|Baddbmm|Mv)Backward\d*$|evaluate_function: (Mm|Addmm|Bmm)Backward"
+)
+_GEMM_KERNEL = re.compile(r"gemm|nvjet|xmma|cutlass|cublas|wgmma|ampere_.*_(tn|nt|nn|tt)|sm\d+_.*(tn|nt|nn|tt)", re.I)
 _CAST_OP = re.compile(r"^aten::(_to_copy|to|copy_|_copy_from|_copy_from_and_resize)$|ToCopyBackward")
-_REGION = {"norm": "norm", "rope": "rope", "swiglu": "swiglu", "loss": "cross_entropy", "embedding": "embedding",
-           "residual": "elementwise", "grad_cast": "optimizer", "param_cast": "optimizer", "clip": "optimizer",
-           "kv_write": "kv_cache", "sample": "sampling"}
+_REGION = {
+    "norm": "norm",
+    "rope": "rope",
+    "swiglu": "swiglu",
+    "loss": "cross_entropy",
+    "embedding": "embedding",
+    "residual": "elementwise",
+    "grad_cast": "optimizer",
+    "param_cast": "optimizer",
+    "clip": "optimizer",
+    "kv_write": "kv_cache",
+    "sample": "sampling",
+}
 #: the kernel name's own word, for kernels no operator or region places (fused Triton kernels)
-_NAME_RULES = ((re.compile(r"adam|multi_tensor|foreach", re.I), "optimizer"),
-               (re.compile(r"log_softmax|logsoftmax|nll_loss|cross_entropy", re.I), "cross_entropy"),
-               (re.compile(r"rsqrt|rms_norm|rmsnorm|layer_norm|layernorm", re.I), "norm"),
-               (re.compile(r"silu|swiglu", re.I), "swiglu"),
-               (re.compile(r"rotary|rope|\bcos\b|\bsin\b", re.I), "rope"),
-               (re.compile(r"embedding", re.I), "embedding"),
-               (re.compile(r"_to_copy|convert|copy", re.I), "cast"),
-               (re.compile(r"triton_|elementwise|reduce_kernel|vectorized|unrolled", re.I), "elementwise"))
+_NAME_RULES = (
+    (re.compile(r"adam|multi_tensor|foreach", re.I), "optimizer"),
+    (re.compile(r"log_softmax|logsoftmax|nll_loss|cross_entropy", re.I), "cross_entropy"),
+    (re.compile(r"rsqrt|rms_norm|rmsnorm|layer_norm|layernorm", re.I), "norm"),
+    (re.compile(r"silu|swiglu", re.I), "swiglu"),
+    (re.compile(r"rotary|rope|\bcos\b|\bsin\b", re.I), "rope"),
+    (re.compile(r"embedding", re.I), "embedding"),
+    (re.compile(r"_to_copy|convert|copy", re.I), "cast"),
+    (re.compile(r"triton_|elementwise|reduce_kernel|vectorized|unrolled", re.I), "elementwise"),
+)
 
 
 @dataclass
 class Breakdown:
     """One profiled step's device time (ms) by category."""
 
-    device: str                 #: ``cuda`` (kernels in the trace) or ``cpu`` (leaf operators)
-    step_ms: float              #: the step's window: its ProfilerStep annotation to its last device event's end
-    busy_ms: float              #: union of device activity in the window (every stream)
-    kernels: int                #: device events counted
-    ms: dict[str, float] = field(default_factory=dict)   #: per category, sum of event durations
+    device: str  #: ``cuda`` (kernels in the trace) or ``cpu`` (leaf operators)
+    step_ms: float  #: the step's window: its ProfilerStep annotation to its last device event's end
+    busy_ms: float  #: union of device activity in the window (every stream)
+    kernels: int  #: device events counted
+    ms: dict[str, float] = field(default_factory=dict)  #: per category, sum of event durations
     #: the longest-running kernel names of each category (name -> ms), for reading what a
     #: category holds; at most 5 each
     top: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -91,10 +110,16 @@ class Breakdown:
         return max(self.step_ms - self.busy_ms, 0.0)
 
     def to_dict(self) -> dict:
-        return {"device": self.device, "step_ms": round(self.step_ms, 4), "busy_ms": round(self.busy_ms, 4),
-                "idle_ms": round(self.idle_ms, 4), "kernels": self.kernels,
-                "ms": {c: round(self.ms.get(c, 0.0), 4) for c in CATEGORIES}, "top": self.top,
-                "host_ms": None if self.host_ms is None else round(self.host_ms, 4)}
+        return {
+            "device": self.device,
+            "step_ms": round(self.step_ms, 4),
+            "busy_ms": round(self.busy_ms, 4),
+            "idle_ms": round(self.idle_ms, 4),
+            "kernels": self.kernels,
+            "ms": {c: round(self.ms.get(c, 0.0), 4) for c in CATEGORIES},
+            "top": self.top,
+            "host_ms": None if self.host_ms is None else round(self.host_ms, 4),
+        }
 
 
 def load_trace(path: str | Path) -> dict:
@@ -166,7 +191,7 @@ class _Stacks:
                 while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
                     stack.pop()
                 if e.get("cat") == "cpu_op" and lo <= e["ts"] and e["ts"] + e["dur"] <= hi:
-                    for anc in reversed(stack):   # the nearest enclosing operator loses this time
+                    for anc in reversed(stack):  # the nearest enclosing operator loses this time
                         if anc.get("cat") == "cpu_op":
                             anc["_own"] = anc.get("_own", anc["dur"]) - e["dur"]
                             break
@@ -202,8 +227,11 @@ def classify(kernel: str, context: list[str], forward: list[str], backward: bool
     inner = context[-1] if context else ""
     if any(_SDPA.search(n) for n in names) or _SDPA_KERNEL.search(kernel):
         return "attention_bwd" if backward else "attention_fwd"
-    if (_GEMM_OP.search(inner) or any(_GEMM_OP.search(n) for n in forward[-1:] if backward)
-            or _GEMM_KERNEL.search(kernel)) and not _CAST_OP.search(inner):
+    if (
+        _GEMM_OP.search(inner)
+        or any(_GEMM_OP.search(n) for n in forward[-1:] if backward)
+        or _GEMM_KERNEL.search(kernel)
+    ) and not _CAST_OP.search(inner):
         return "gemm"
     regions = [n.removeprefix("podsim::") for n in names if n.startswith("podsim::")]
     if regions:
@@ -215,7 +243,7 @@ def classify(kernel: str, context: list[str], forward: list[str], backward: bool
         if region == "optimizer":
             return "optimizer"
         if any(_CAST_OP.search(n) for n in names):
-            return "cast"   # autocast's weight casts in the GEMM regions (and their gradients)
+            return "cast"  # autocast's weight casts in the GEMM regions (and their gradients)
     if any("AccumulateGrad" in n for n in context):
         return "grad_accumulate"
     for rule, category in _NAME_RULES:
@@ -234,18 +262,31 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
             profiler schedule with ``prof.step()``).
     """
     doc = load_trace(trace) if not isinstance(trace, dict) else trace
-    events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"
-              and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))]
+    events = [
+        e
+        for e in doc["traceEvents"]
+        if isinstance(e, dict)
+        and e.get("ph") == "X"
+        and isinstance(e.get("ts"), (int, float))
+        and isinstance(e.get("dur"), (int, float))
+    ]
     steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
     if not steps:
-        raise InputError("no ProfilerStep# annotation: profile with a schedule and call prof.step() after each step",
-                         str(trace) if not isinstance(trace, dict) else "trace")
+        raise InputError(
+            "no ProfilerStep# annotation: profile with a schedule and call prof.step() after each step",
+            str(trace) if not isinstance(trace, dict) else "trace",
+        )
     step = max(steps, key=lambda e: e["ts"])
     lo, hi = step["ts"], step["ts"] + step["dur"]
     host = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
     stacks = _Stacks(host)
-    fwd = [e for e in host if (e.get("args") or {}).get("Sequence number") is not None and lo <= e["ts"] <= hi
-           and not e["name"].startswith(_BACKWARD)]
+    fwd = [
+        e
+        for e in host
+        if (e.get("args") or {}).get("Sequence number") is not None
+        and lo <= e["ts"] <= hi
+        and not e["name"].startswith(_BACKWARD)
+    ]
     by_seq: dict[Any, list[str]] = {}
     for e, ctx in zip(fwd, stacks.at_many([(e["tid"], e["ts"] + e["dur"] / 2) for e in fwd])):
         by_seq.setdefault(e["args"]["Sequence number"], [x["name"] for x in ctx])
@@ -264,7 +305,7 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
         items = [(e, ctx if la is not None else []) for (e, la), ctx in zip(placed, ctxs)]
         issued = [la["ts"] + la["dur"] for _e, la in placed if la is not None]
         host_ms = (max(issued) - lo) / 1000.0 if issued else None
-    else:   # a CPU run: each operator's own time is its "kernel"
+    else:  # a CPU run: each operator's own time is its "kernel"
         kind = "cpu"
         host_ms = None
         for e, ctx, own in stacks.own_times(lo, hi):

@@ -56,8 +56,8 @@ class RankCapture:
     world_size: int
     layout: MeshLayout
     ranks_traced: list[int]
-    step_ms: dict[int, float]      #: each traced rank's profiled step (ms)
-    trace_s: float                 #: wall time of the whole trace (s)
+    step_ms: dict[int, float]  #: each traced rank's profiled step (ms)
+    trace_s: float  #: wall time of the whole trace (s)
     fake: bool
 
 
@@ -70,9 +70,12 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[list[An
     elif kind == "megatron" and rest:
         got = build_megatron(rest, batch_size, ctx)
     elif kind == "torchvision" or not rest:
-        raise InputError(f"{model}: a parallel job needs a builder: hf:CONFIG.json (ready-made FSDP2 / TP / "
-                         "pipelining), megatron:CONFIG.json (Megatron-Core's GPT) or module:callable, called as "
-                         "callable(batch_size, parallel)", where="--model")
+        raise InputError(
+            f"{model}: a parallel job needs a builder: hf:CONFIG.json (ready-made FSDP2 / TP / "
+            "pipelining), megatron:CONFIG.json (Megatron-Core's GPT) or module:callable, called as "
+            "callable(batch_size, parallel)",
+            where="--model",
+        )
     else:
         got = user_callable(kind, rest)(batch_size, ctx)
     if isinstance(got, TrainingStep):
@@ -81,12 +84,26 @@ def _builder(model: str, batch_size: int, ctx: ParallelContext) -> tuple[list[An
         net, x, y = got[:3]
         loss_fn = got[3] if len(got) == 4 else _cross_entropy
         return list(net.parameters()), lambda: loss_fn(net, x, y).backward()
-    raise InputError(f"{model}(batch_size, parallel) must return (model, inputs, targets[, loss_fn]) or a "
-                     "podsim.capture.TrainingStep", where="--model")
+    raise InputError(
+        f"{model}(batch_size, parallel) must return (model, inputs, targets[, loss_fn]) or a "
+        "podsim.capture.TrainingStep",
+        where="--model",
+    )
 
 
-def trace_rank(rank: int, world_size: int, layout: MeshLayout, model: str, batch_size: int, folder: str, steps: int,
-               device: str, optimizer: str, seq_len: int, fake: bool) -> None:
+def trace_rank(
+    rank: int,
+    world_size: int,
+    layout: MeshLayout,
+    model: str,
+    batch_size: int,
+    folder: str,
+    steps: int,
+    device: str,
+    optimizer: str,
+    seq_len: int,
+    fake: bool,
+) -> None:
     """Run rank ``rank``'s training step (``steps`` warm-up steps and one profiled) on the fake
     (or, in a process of a real job, the recording gloo) backend and write its files to
     ``folder``.
@@ -104,7 +121,7 @@ def trace_rank(rank: int, world_size: int, layout: MeshLayout, model: str, batch
     if fake:
         _groups_on_the_fake_backend(dist)
         dist.init_process_group("podsim_fake", store=dist.HashStore(), rank=rank, world_size=world_size)
-    else:   # the job's processes share this machine's cores: no more threads than cores
+    else:  # the job's processes share this machine's cores: no more threads than cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group("podsim_gloo", rank=rank, world_size=world_size)
     who = f"rank {rank} of {world_size} ({', '.join(f'{d}={v}' for d, v in layout.coords(rank).items())})"
@@ -118,14 +135,21 @@ def trace_rank(rank: int, world_size: int, layout: MeshLayout, model: str, batch
         except InputError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code: say what failed, cleanly
-            raise InputError(f"building {model} for {who} failed: {_root_cause(e)}{_hint(e, fake, device)}",
-                             where="--model") from e
+            raise InputError(
+                f"building {model} for {who} failed: {_root_cause(e)}{_hint(e, fake, device)}", where="--model"
+            ) from e
         opt = (torch.optim.Adam if optimizer == "adam" else torch.optim.SGD)(params, lr=1e-3)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         total = steps + 1
-        with warnings.catch_warnings(), profile(activities=activities, record_shapes=False,
-                                                schedule=schedule(wait=0, warmup=steps, active=1),
-                                                on_trace_ready=lambda p: p.export_chrome_trace(str(tmp))) as prof:
+        with (
+            warnings.catch_warnings(),
+            profile(
+                activities=activities,
+                record_shapes=False,
+                schedule=schedule(wait=0, warmup=steps, active=1),
+                on_trace_ready=lambda p: p.export_chrome_trace(str(tmp)),
+            ) as prof,
+        ):
             warnings.filterwarnings("ignore")
             for _ in range(total):
                 reset()
@@ -134,24 +158,31 @@ def trace_rank(rank: int, world_size: int, layout: MeshLayout, model: str, batch
                     _run_user_step(step)
                 except Exception as e:  # noqa: BLE001 - the user's code
                     hint = _hint(e, fake, device)
-                    raise InputError(f"the training step of {model} on {who} failed: {_root_cause(e)}{hint}",
-                                     where="--model") from e
+                    raise InputError(
+                        f"the training step of {model} on {who} failed: {_root_cause(e)}{hint}", where="--model"
+                    ) from e
                 opt.step()
                 if device == "cuda":
                     torch.cuda.synchronize()
                 prof.step()
         calls = records()
         if world_size > 1 and not calls:
-            raise InputError(f"{model} issued no collective or send/receive in its training step on {who}: the "
-                             f"builder did not use the world size {world_size} it was given (build the parallel "
-                             "model on parallel.mesh)", where="--model")
+            raise InputError(
+                f"{model} issued no collective or send/receive in its training step on {who}: the "
+                f"builder did not use the world size {world_size} it was given (build the parallel "
+                "model on parallel.mesh)",
+                where="--model",
+            )
         outside = sorted({r for c in calls for r in c["ranks"] if r >= world_size})
         if outside:
-            raise InputError(f"{model} on {who} communicated with ranks {outside} outside the world of "
-                             f"{world_size}", where="--model")
+            raise InputError(
+                f"{model} on {who} communicated with ranks {outside} outside the world of {world_size}", where="--model"
+            )
         tmp.replace(out / f"kineto.{rank}.json")
-        atomic_write_text(out / f"comms.{rank}.json", json.dumps(
-            {"rank": rank, "coords": layout.coords(rank), "calls": calls}, indent=0) + "\n")
+        atomic_write_text(
+            out / f"comms.{rank}.json",
+            json.dumps({"rank": rank, "coords": layout.coords(rank), "calls": calls}, indent=0) + "\n",
+        )
     finally:
         tmp.unlink(missing_ok=True)
         dist.destroy_process_group()
@@ -173,6 +204,7 @@ def _groups_on_the_fake_backend(dist: Any) -> None:
         bound.arguments.pop("backend", None)
         bound.arguments.pop("pg_options", None)
         return original(*bound.args, **bound.kwargs)
+
     new_group._podsim_fake = True  # type: ignore[attr-defined]
     c10d.new_group = new_group
     dist.new_group = new_group
@@ -185,16 +217,17 @@ def _hint(e: BaseException, fake: bool, device: str) -> str:
     while cause.__cause__ is not None:
         cause = cause.__cause__
     if device == "cpu" and "CUDA" in str(cause):
-        return (": this model needs a GPU (CUDA); trace it with --device cuda on a machine "
-                "with one")
+        return ": this model needs a GPU (CUDA); trace it with --device cuda on a machine with one"
     tb = e.__traceback__
     files = []
     while tb is not None:
         files.append(tb.tb_frame.f_code.co_filename)
         tb = tb.tb_next
     if fake and any("pipelining" in f for f in files):
-        return (" (a rank traced alone cannot read what other ranks send: pipelines need static shapes, "
-                "PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))")
+        return (
+            " (a rank traced alone cannot read what other ranks send: pipelines need static shapes, "
+            "PipelineStage(input_args=..., output_args=..., input_grads=..., output_grads=...))"
+        )
     return ""
 
 
@@ -228,8 +261,11 @@ def _join(context: Any, timeout_s: float, what: str) -> None:
                 for p in context.processes:
                     if p.is_alive():
                         p.kill()
-                raise InputError(f"stopped after {timeout_s:g} s: {what} had not finished (a training step that waits "
-                                 "for something no rank sends never ends)", where="--rank-timeout")
+                raise InputError(
+                    f"stopped after {timeout_s:g} s: {what} had not finished (a training step that waits "
+                    "for something no rank sends never ends)",
+                    where="--rank-timeout",
+                )
 
 
 def _fresh_folder(out: Path) -> Path:
@@ -241,8 +277,9 @@ def _fresh_folder(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", str(out), "--out")
     if out.is_dir() and any(out.iterdir()) and not (out / "capture.json").is_file():
-        raise InputError("the folder holds other files (not a podsim trace folder): give a new or empty folder",
-                         str(out), "--out")
+        raise InputError(
+            "the folder holds other files (not a podsim trace folder): give a new or empty folder", str(out), "--out"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
 
@@ -267,9 +304,20 @@ def _fake_worker(_index: int, rank: int, world_size: int, args: tuple[Any, ...],
         trace_rank(rank, world_size, *args)
 
 
-def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, layout_spec: str, steps: int = 2,
-                device: str = "cpu", optimizer: str = "adam", seq_len: int = 128, nproc: int = 0,
-                progress: Callable[[int, int], None] | None = None, timeout_s: float = 1800.0) -> RankCapture:
+def trace_ranks(
+    model: str,
+    batch_size: int,
+    out: str | Path,
+    world_size: int,
+    layout_spec: str,
+    steps: int = 2,
+    device: str = "cpu",
+    optimizer: str = "adam",
+    seq_len: int = 128,
+    nproc: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    timeout_s: float = 1800.0,
+) -> RankCapture:
     """Trace a parallel job: with ``nproc`` 0, its distinct ranks one by one in this process on
     the fake backend; with ``nproc`` = ``world_size``, every rank for real over gloo in that many
     processes.  ``batch_size`` is each data-parallel rank's batch.  A rank (or the real job) that
@@ -286,8 +334,9 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
     if optimizer not in ("adam", "sgd"):
         raise InputError(f"optimizer must be adam or sgd, not {optimizer!r}", where="--optimizer")
     if nproc and nproc != world_size:
-        raise InputError(f"a real job runs every rank: --nproc {nproc} must equal --world-size {world_size}",
-                         where="--nproc")
+        raise InputError(
+            f"a real job runs every rank: --nproc {nproc} must equal --world-size {world_size}", where="--nproc"
+        )
     if nproc and device != "cpu":
         raise InputError("a real job for checking runs over gloo on the CPU", where="--device")
     fake = not nproc
@@ -299,29 +348,57 @@ def trace_ranks(model: str, batch_size: int, out: str | Path, world_size: int, l
     step_ms: dict[int, float] = {}
     try:
         import torch.multiprocessing as mp
-        if fake:   # one rank after another, each in a fresh process (see the module docstring)
+
+        if fake:  # one rank after another, each in a fresh process (see the module docstring)
             for i, r in enumerate(ranks):
-                _join(mp.start_processes(_fake_worker, args=(r, world_size, args, list(sys.path)), nprocs=1,
-                                         join=False, start_method="spawn"), timeout_s, f"rank {r}")
+                _join(
+                    mp.start_processes(
+                        _fake_worker,
+                        args=(r, world_size, args, list(sys.path)),
+                        nprocs=1,
+                        join=False,
+                        start_method="spawn",
+                    ),
+                    timeout_s,
+                    f"rank {r}",
+                )
                 if progress is not None:
                     progress(i + 1, len(ranks))
         else:
-            _join(mp.start_processes(job_process, args=(nproc, _free_port(), trace_rank, args, list(sys.path)),
-                                     nprocs=nproc, join=False, start_method="spawn"), timeout_s,
-                  f"the {nproc} processes")
+            _join(
+                mp.start_processes(
+                    job_process,
+                    args=(nproc, _free_port(), trace_rank, args, list(sys.path)),
+                    nprocs=nproc,
+                    join=False,
+                    start_method="spawn",
+                ),
+                timeout_s,
+                f"the {nproc} processes",
+            )
         for r in ranks:
             lo, hi, _ = step_window(read_kineto(tmp / f"kineto.{r}.json"))
             step_ms[r] = round((hi - lo) / 1000, 6)
         elapsed = time.perf_counter() - start
         torch = torch_module()
-        info = {"model": model, "batch_size": batch_size, "device": device, "optimizer": optimizer,
-                "warmup_steps": steps, "fake_ranks": fake, "world_size": world_size, "layout": layout.to_json(),
-                "ranks_traced": ranks, "step_ms_per_rank": {str(r): v for r, v in step_ms.items()},
-                "trace_s": round(elapsed, 3), "torch": torch.__version__,
-                "captured": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "files": {"kineto": "kineto.<rank>.json", "comms": "comms.<rank>.json"}}
+        info = {
+            "model": model,
+            "batch_size": batch_size,
+            "device": device,
+            "optimizer": optimizer,
+            "warmup_steps": steps,
+            "fake_ranks": fake,
+            "world_size": world_size,
+            "layout": layout.to_json(),
+            "ranks_traced": ranks,
+            "step_ms_per_rank": {str(r): v for r, v in step_ms.items()},
+            "trace_s": round(elapsed, 3),
+            "torch": torch.__version__,
+            "captured": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "files": {"kineto": "kineto.<rank>.json", "comms": "comms.<rank>.json"},
+        }
         atomic_write_text(tmp / "capture.json", json.dumps(info, indent=1) + "\n")
-        compose(tmp)   # ranks that disagree on a group's calls are refused here, before the folder is kept
+        compose(tmp)  # ranks that disagree on a group's calls are refused here, before the folder is kept
         _finish(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -39,6 +39,7 @@ def _config(path: str) -> Any:
 
 def _tensor_parallel(layer: Any, mesh: Any, torch: Any, where: str) -> None:
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
     plan = {}
     for name, module in layer.named_modules():
         leaf = name.rsplit(".", 1)[-1]
@@ -47,9 +48,13 @@ def _tensor_parallel(layer: Any, mesh: Any, torch: Any, where: str) -> None:
         elif isinstance(module, torch.nn.Linear) and leaf in _ROWWISE:
             plan[name] = RowwiseParallel()
     if not any(isinstance(s, RowwiseParallel) for s in plan.values()):
-        raise InputError("the ready-made tensor-parallel builder splits Llama-style layers (q_proj, k_proj, v_proj, "
-                         "o_proj, gate_proj, up_proj, down_proj); this model has none: use tp=1, or give a builder "
-                         "of your own (module:callable)", where, "--layout")
+        raise InputError(
+            "the ready-made tensor-parallel builder splits Llama-style layers (q_proj, k_proj, v_proj, "
+            "o_proj, gate_proj, up_proj, down_proj); this model has none: use tp=1, or give a builder "
+            "of your own (module:callable)",
+            where,
+            "--layout",
+        )
     parallelize_module(layer, mesh, plan)
 
 
@@ -72,17 +77,22 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> tuple[Any,
     """
     torch = require("torch", "capturing a trace")
     from torch.distributed.fsdp import fully_shard
+
     transformers, config = _config(config_path)
     lay = ctx.layout
     if lay.cp > 1:
-        raise InputError("the ready-made HuggingFace builders do not do context parallelism (cp): give a builder of "
-                         "your own (module:callable)", where="--layout")
+        raise InputError(
+            "the ready-made HuggingFace builders do not do context parallelism (cp): give a builder of "
+            "your own (module:callable)",
+            where="--layout",
+        )
     heads = int(getattr(config, "num_attention_heads", 0) or 0)
     kv = int(getattr(config, "num_key_value_heads", heads) or heads)
     if lay.tp > 1 and (heads % lay.tp or kv % lay.tp):
-        raise InputError(f"tp={lay.tp} must divide the attention heads ({heads}) and key/value heads ({kv})",
-                         config_path, "--layout")
-    torch.manual_seed(0)   # every rank builds the same model (FSDP2 and DTensor shard it)
+        raise InputError(
+            f"tp={lay.tp} must divide the attention heads ({heads}) and key/value heads ({kv})", config_path, "--layout"
+        )
+    torch.manual_seed(0)  # every rank builds the same model (FSDP2 and DTensor shard it)
     model = transformers.AutoModelForCausalLM.from_config(config)
     model = model.to(ctx.device).train()
     layers = _layers(model, config_path)
@@ -99,18 +109,31 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> tuple[Any,
     return _pipeline(model, layers, ids, batch_size, ctx, config, torch, fully_shard, config_path)
 
 
-def _pipeline(model: Any, layers: Any, ids: Any, batch_size: int, ctx: ParallelContext, config: Any, torch: Any,
-              fully_shard: Any, where: str) -> TrainingStep:
+def _pipeline(
+    model: Any,
+    layers: Any,
+    ids: Any,
+    batch_size: int,
+    ctx: ParallelContext,
+    config: Any,
+    torch: Any,
+    fully_shard: Any,
+    where: str,
+) -> TrainingStep:
     """Stage ``ctx.coords['pp']`` of a 1F1B pipeline over the decoder layers."""
     lay, pp = ctx.layout, ctx.coords["pp"]
     n = len(layers)
     if n < lay.pp:
-        raise InputError(f"pp={lay.pp} stages need at least as many decoder layers; the model has {n}", where,
-                         "--layout")
+        raise InputError(
+            f"pp={lay.pp} stages need at least as many decoder layers; the model has {n}", where, "--layout"
+        )
     micro = 2 * lay.pp
     if batch_size % micro:
-        raise InputError(f"pipelining runs {micro} micro-batches (2 x pp): the batch size must be a multiple of "
-                         f"{micro}, got {batch_size}", where="--batch-size")
+        raise InputError(
+            f"pipelining runs {micro} micro-batches (2 x pp): the batch size must be a multiple of "
+            f"{micro}, got {batch_size}",
+            where="--batch-size",
+        )
     lo, hi = pp * n // lay.pp, (pp + 1) * n // lay.pp
     inner = model.model
     stage = _stage_module(torch)(inner, list(layers)[lo:hi], pp == 0, pp == lay.pp - 1, model.lm_head)
@@ -126,8 +149,18 @@ def _pipeline(model: Any, layers: Any, ids: Any, batch_size: int, ctx: ParallelC
     def loss_fn(out: Any, target: Any) -> Any:
         return torch.nn.functional.cross_entropy(out.reshape(-1, vocab), target.reshape(-1))
 
-    return one_f_one_b(stage, ctx, micro, ids, ids, ids[:mb] if pp == 0 else act,
-                       logits if pp == lay.pp - 1 else act, act, loss_fn, list(stage.parameters()))
+    return one_f_one_b(
+        stage,
+        ctx,
+        micro,
+        ids,
+        ids,
+        ids[:mb] if pp == 0 else act,
+        logits if pp == lay.pp - 1 else act,
+        act,
+        loss_fn,
+        list(stage.parameters()),
+    )
 
 
 def _stage_module(torch: Any) -> type:
@@ -152,4 +185,5 @@ def _stage_module(torch: Any) -> type:
             if self.head is not None:
                 h = self.head(self.norm(h))
             return h
+
     return Stage

@@ -60,6 +60,7 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> TrainingSt
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.pipeline_parallel import get_forward_backward_func
     from megatron.core.transformer.transformer_config import TransformerConfig
+
     sizes, lay = _sizes(config_path), ctx.layout
     if sizes["num_attention_heads"] % lay.tp or sizes["num_key_value_heads"] % lay.tp:
         raise InputError(f"tp={lay.tp} must divide the attention and key/value heads", config_path, "--layout")
@@ -68,23 +69,37 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> TrainingSt
     micro = 2 * lay.pp if lay.pp > 1 else 1
     if batch_size % micro:
         raise InputError(f"the batch size must be a multiple of the {micro} micro-batches", where="--batch-size")
-    parallel_state.initialize_model_parallel(tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp,
-                                             context_parallel_size=lay.cp)
+    parallel_state.initialize_model_parallel(
+        tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp, context_parallel_size=lay.cp
+    )
     fused_norm = any(importlib.util.find_spec(m) is not None for m in ("transformer_engine", "apex"))
-    cfg = TransformerConfig(num_layers=sizes["num_hidden_layers"], hidden_size=sizes["hidden_size"],
-                            ffn_hidden_size=sizes["intermediate_size"],
-                            num_attention_heads=sizes["num_attention_heads"],
-                            num_query_groups=sizes["num_key_value_heads"],
-                            tensor_model_parallel_size=lay.tp, pipeline_model_parallel_size=lay.pp,
-                            context_parallel_size=lay.cp, sequence_parallel=lay.tp > 1 and fused_norm,
-                            pipeline_dtype=torch.float32, use_cpu_initialization=ctx.device == "cpu")
+    cfg = TransformerConfig(
+        num_layers=sizes["num_hidden_layers"],
+        hidden_size=sizes["hidden_size"],
+        ffn_hidden_size=sizes["intermediate_size"],
+        num_attention_heads=sizes["num_attention_heads"],
+        num_query_groups=sizes["num_key_value_heads"],
+        tensor_model_parallel_size=lay.tp,
+        pipeline_model_parallel_size=lay.pp,
+        context_parallel_size=lay.cp,
+        sequence_parallel=lay.tp > 1 and fused_norm,
+        pipeline_dtype=torch.float32,
+        use_cpu_initialization=ctx.device == "cpu",
+    )
     pp = ctx.coords["pp"]
-    model = GPTModel(config=cfg, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=sizes["vocab_size"],
-                     max_sequence_length=ctx.seq_len, pre_process=pp == 0, post_process=pp == lay.pp - 1,
-                     position_embedding_type="rope")
+    model = GPTModel(
+        config=cfg,
+        transformer_layer_spec=get_gpt_layer_local_spec(),
+        vocab_size=sizes["vocab_size"],
+        max_sequence_length=ctx.seq_len,
+        pre_process=pp == 0,
+        post_process=pp == lay.pp - 1,
+        position_embedding_type="rope",
+    )
     model = model.to(ctx.device)
-    if lay.dp > 1:   # gradients reduced over data parallel by Megatron's own DDP
+    if lay.dp > 1:  # gradients reduced over data parallel by Megatron's own DDP
         from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+
         model = DistributedDataParallel(config=cfg, ddp_config=DistributedDataParallelConfig(), module=model)
     mb = batch_size // micro
     ids = torch.randint(0, sizes["vocab_size"], (mb, ctx.seq_len), device=ctx.device)
@@ -100,8 +115,15 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> TrainingSt
     schedule = get_forward_backward_func()
 
     def step() -> None:
-        schedule(forward_step_func=forward_step, data_iterator=iter(range(micro)), model=[model],
-                 num_microbatches=micro, seq_length=ctx.seq_len, micro_batch_size=mb)
+        schedule(
+            forward_step_func=forward_step,
+            data_iterator=iter(range(micro)),
+            model=[model],
+            num_microbatches=micro,
+            seq_length=ctx.seq_len,
+            micro_batch_size=mb,
+        )
         if hasattr(model, "finish_grad_sync"):
             model.finish_grad_sync()
+
     return TrainingStep(step, list(model.parameters()))

@@ -132,8 +132,9 @@ def _resolve(spec: str, batch_size: int, seq_len: int, image_size: int) -> Train
         raise InputError(f"the batch size must be at least 1, got {batch_size}", where="--batch-size")
     kind, _, rest = spec.partition(":")
     if not rest:
-        raise InputError(f"model {spec!r}: expected torchvision:NAME, hf:CONFIG.json or module:callable",
-                         where="--model")
+        raise InputError(
+            f"model {spec!r}: expected torchvision:NAME, hf:CONFIG.json or module:callable", where="--model"
+        )
     if kind == "torchvision":
         tv = torchvision_models()
         if not hasattr(tv, rest):

@@ -49,9 +49,18 @@ class ParallelContext:
         return self.layout.coords(self.rank)
 
 
-def one_f_one_b(module: Any, parallel: ParallelContext, micro_batches: int, inputs: Any, target: Any,
-                input_example: Any, output_example: Any, activation: Any, loss_fn: Callable[[Any, Any], Any],
-                parameters: list[Any]) -> TrainingStep:
+def one_f_one_b(
+    module: Any,
+    parallel: ParallelContext,
+    micro_batches: int,
+    inputs: Any,
+    target: Any,
+    input_example: Any,
+    output_example: Any,
+    activation: Any,
+    loss_fn: Callable[[Any, Any], Any],
+    parameters: list[Any],
+) -> TrainingStep:
     """This rank's stage (``module``) of a ``torch.distributed.pipelining`` 1F1B schedule over
     ``micro_batches`` micro-batches, with static shapes so that no stage needs another's data to
     start (a rank traced alone cannot receive them): ``input_example`` / ``output_example`` are one
@@ -60,11 +69,20 @@ def one_f_one_b(module: Any, parallel: ParallelContext, micro_batches: int, inpu
     ``loss_fn(output, target)``."""
     import torch
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
     pp, stages = parallel.coords["pp"], parallel.layout.pp
     first, last = pp == 0, pp == stages - 1
-    stage = PipelineStage(module, pp, stages, torch.device(parallel.device), input_args=input_example,
-                          output_args=output_example, input_grads=None if first else activation,
-                          output_grads=None if last else activation, group=parallel.mesh["pp"].get_group())
+    stage = PipelineStage(
+        module,
+        pp,
+        stages,
+        torch.device(parallel.device),
+        input_args=input_example,
+        output_args=output_example,
+        input_grads=None if first else activation,
+        output_grads=None if last else activation,
+        group=parallel.mesh["pp"].get_group(),
+    )
     schedule = Schedule1F1B(stage, n_microbatches=micro_batches, loss_fn=loss_fn)
 
     def step() -> None:
@@ -74,4 +92,5 @@ def one_f_one_b(module: Any, parallel: ParallelContext, micro_batches: int, inpu
             schedule.step(target=target, losses=[])
         else:
             schedule.step()
+
     return TrainingStep(step, parameters)

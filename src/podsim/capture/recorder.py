@@ -59,10 +59,13 @@ _METHODS: dict[str, tuple[str, int, int | None]] = {
 }
 
 #: the real gloo method each recorded method calls (gloo's Backend spells some differently)
-_GLOO_NAME = {"all_gather_single": "_allgather_base", "all_gather_single_coalesced": "allgather_into_tensor_coalesced",
-              "reduce_scatter_single": "_reduce_scatter_base",
-              "reduce_scatter_single_coalesced": "reduce_scatter_tensor_coalesced",
-              "all_to_all_single": "alltoall_base"}
+_GLOO_NAME = {
+    "all_gather_single": "_allgather_base",
+    "all_gather_single_coalesced": "allgather_into_tensor_coalesced",
+    "reduce_scatter_single": "_reduce_scatter_base",
+    "reduce_scatter_single_coalesced": "reduce_scatter_tensor_coalesced",
+    "all_to_all_single": "alltoall_base",
+}
 
 _PODSIM_FILE = os.path.dirname(os.path.abspath(__file__))
 
@@ -98,7 +101,7 @@ def _call_site() -> str:
     stack = traceback.extract_stack()[:-3]
     for i, f in enumerate(stack):
         if f.name == STEP_FRAME:
-            stack = stack[i + 1:]
+            stack = stack[i + 1 :]
             break
     torch_frame = None
     for f in reversed(stack):
@@ -123,12 +126,12 @@ def _fill(method: str, args: tuple[Any, ...]) -> None:
                 n = flat.numel()
                 for start in range(0, o_flat.numel(), max(n, 1)):
                     k = min(n, o_flat.numel() - start)
-                    o_flat[start:start + k].copy_(flat[:k])
+                    o_flat[start : start + k].copy_(flat[:k])
     elif method in ("_reduce_scatter_base", "reduce_scatter_single", "alltoall_base", "all_to_all_single"):
         out, src = _tensors(args[0]), _tensors(args[1])
         if out and src:
             o, s = out[0].reshape(-1), src[0].reshape(-1)
-            o.copy_(s[:o.numel()]) if s.numel() >= o.numel() else o.zero_()
+            o.copy_(s[: o.numel()]) if s.numel() >= o.numel() else o.zero_()
     elif method == "recv":
         for t in _tensors(args[0]):
             t.fill_(0 if t.is_floating_point() or t.is_complex() else 1)
@@ -189,9 +192,16 @@ def make_group_class(dist: Any, torch: Any) -> type:
             size = sum(int(t.numel()) * int(t.element_size()) for t in _tensors(args[at])) if at >= 0 else 0
             seq = _NEXT[0]
             _NEXT[0] += 1
-            entry: dict[str, Any] = {"seq": seq, "kind": kind, "bytes": size, "group": self._name,
-                                     "group_desc": str(getattr(self, "group_desc", "") or ""),
-                                     "ranks": list(self._ranks), "site": _call_site(), "waited": False}
+            entry: dict[str, Any] = {
+                "seq": seq,
+                "kind": kind,
+                "bytes": size,
+                "group": self._name,
+                "group_desc": str(getattr(self, "group_desc", "") or ""),
+                "ranks": list(self._ranks),
+                "site": _call_site(),
+                "waited": False,
+            }
             if peer_at is not None:
                 entry["peer"] = self._ranks[int(args[peer_at])]
                 entry["tag"] = int(args[peer_at + 1]) if len(args) > peer_at + 1 else 0
@@ -207,6 +217,7 @@ def make_group_class(dist: Any, torch: Any) -> type:
     def _method(name: str) -> Any:
         def call(self: Any, *args: Any) -> Any:
             return self._record(name, args)
+
         call.__name__ = name
         return call
 

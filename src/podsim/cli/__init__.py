@@ -30,17 +30,34 @@ from . import (
 from .options import check_output_paths
 
 #: the subcommands' modules, in the order --help lists them
-_MODULES = (simulate, inspect, collective, llm, search, sweep, validate, kernels, trace, convert, fabric, serve,
-            infer, serve_llm, example)
+_MODULES = (
+    simulate,
+    inspect,
+    collective,
+    llm,
+    search,
+    sweep,
+    validate,
+    kernels,
+    trace,
+    convert,
+    fabric,
+    serve,
+    infer,
+    serve_llm,
+    example,
+)
 #: subcommand -> its module and the name of its runner there (each module's RUNNERS)
 _RUNNERS = {cmd: (module, name) for module in _MODULES for cmd, name in module.RUNNERS.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="podsim", description="Simulate distributed deep-learning jobs on GPU clusters.",
+        prog="podsim",
+        description="Simulate distributed deep-learning jobs on GPU clusters.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="run 'podsim COMMAND --help' for a command's options and examples")
+        epilog="run 'podsim COMMAND --help' for a command's options and examples",
+    )
     parser.add_argument("--version", action="version", version=f"podsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _MODULES:
@@ -54,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:   # --help (0) or a bad flag (2, with argparse's one-line message)
+    except SystemExit as e:  # --help (0) or a bad flag (2, with argparse's one-line message)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     if args.command is None:
         parser.print_help()
@@ -84,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug: one line, the traceback under --debug
         if getattr(args, "debug", False):
             raise
-        print(f"podsim: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback, "
-              "and please report it)", file=sys.stderr)
+        print(
+            f"podsim: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback, "
+            "and please report it)",
+            file=sys.stderr,
+        )
         return 70

@@ -29,11 +29,16 @@ RUNNERS = {"collective": "_run_collective"}
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.collective.CollectiveJob`."""
-    c = sub.add_parser("collective", help="nccl-tests in simulation: time a collective over a range of sizes",
-                       epilog=EPILOG_COLLECTIVE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = sub.add_parser(
+        "collective",
+        help="nccl-tests in simulation: time a collective over a range of sizes",
+        epilog=EPILOG_COLLECTIVE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(c, COLLECTIVE_PARAMS)
-    c.add_argument("--list", "--list-clusters", dest="list_clusters", action="store_true",
-                   help="list the shipped cluster presets")
+    c.add_argument(
+        "--list", "--list-clusters", dest="list_clusters", action="store_true", help="list the shipped cluster presets"
+    )
     c.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 

@@ -25,10 +25,15 @@ EPILOG_EXAMPLE = """examples:
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"example": "_run_example"}
 
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
-    e = sub.add_parser("example", help="run a built-in example", epilog=EPILOG_EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    e = sub.add_parser(
+        "example",
+        help="run a built-in example",
+        epilog=EPILOG_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     e.add_argument("name", nargs="?", default="allreduce", help="example name (see --list)")
     e.add_argument("--list", action="store_true", help="list the examples")
     e.add_argument("--write", metavar="DIR", help="also keep the example's input files in DIR")
@@ -46,8 +51,10 @@ def _run_example(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_example(args.name, args.write or tmp)
         if args.write:
-            print(f"podsim example: wrote the inputs of '{args.name}' to {args.write}/: "
-                  + ", ".join(sorted(example_input_name(p) for p in paths.values())))
+            print(
+                f"podsim example: wrote the inputs of '{args.name}' to {args.write}/: "
+                + ", ".join(sorted(example_input_name(p) for p in paths.values()))
+            )
         serve_flags = serve_example_args(args.name)
         if serve_flags is not None:
             argv = ["serve", *serve_flags, "-w", paths["workload"], "-p", paths["placement"]]
@@ -57,7 +64,9 @@ def _run_example(args: argparse.Namespace) -> int:
                 argv += ["--trace", args.trace]
             print("podsim example: running podsim " + " ".join(argv))
             from . import main  # noqa: PLC0415 -- the package holding this module, whole once the CLI runs
+
             return main(argv)
-        res = run_example(args.name, paths, use_symmetry=not args.no_symmetry,
-                          record_timeline=bool(args.trace or args.plot))
+        res = run_example(
+            args.name, paths, use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot)
+        )
         return emit(res, args)

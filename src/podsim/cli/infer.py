@@ -32,8 +32,12 @@ RUNNERS = {"infer": "_run_infer"}
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.infer.InferJob`."""
-    s = sub.add_parser("infer", help="LLM inference step times: one prefill and the decode steps after it",
-                       epilog=EPILOG_INFER, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "infer",
+        help="LLM inference step times: one prefill and the decode steps after it",
+        epilog=EPILOG_INFER,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(s, INFER_PARAMS)
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -42,8 +46,10 @@ def _run_infer(args: argparse.Namespace) -> int:
     job = InferJob.from_values(vars(args))
     if job.outputs.write_profile:
         tps, files = write_profiles(job, job.outputs.write_profile)
-        print(f"podsim infer: wrote {job.model.load().name}'s step tables (TP {', '.join(map(str, tps))}) in "
-              "Vidur's layout: " + ", ".join(str(f) for f in files))
+        print(
+            f"podsim infer: wrote {job.model.load().name}'s step tables (TP {', '.join(map(str, tps))}) in "
+            "Vidur's layout: " + ", ".join(str(f) for f in files)
+        )
     outcome = infer(job)
     print(format_infer(outcome))
     if job.outputs.json:

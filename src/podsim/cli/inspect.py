@@ -11,16 +11,21 @@ from .options import count_arg
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"inspect": "_run_inspect"}
 
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
-    i = sub.add_parser("inspect", help="summarize Chakra traces: nodes by type, dependencies, durations",
-                       epilog="examples:\n  podsim inspect traces/llm            # <prefix>: every <prefix>.<rank>.et\n"
-                              "  podsim inspect traces/llm.0.et --json summary.json\n\n"
-                              "Durations are in microseconds, Chakra's own unit.",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    i = sub.add_parser(
+        "inspect",
+        help="summarize Chakra traces: nodes by type, dependencies, durations",
+        epilog="examples:\n  podsim inspect traces/llm            # <prefix>: every <prefix>.<rank>.et\n"
+        "  podsim inspect traces/llm.0.et --json summary.json\n\n"
+        "Durations are in microseconds, Chakra's own unit.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     i.add_argument("trace", help="a .et file, or a prefix of <prefix>.<rank>.et files")
-    i.add_argument("--ranks", type=count_arg, default=4, metavar="N",
-                   help="how many rank files to summarize (default 4)")
+    i.add_argument(
+        "--ranks", type=count_arg, default=4, metavar="N", help="how many rank files to summarize (default 4)"
+    )
     i.add_argument("--json", metavar="OUT", help="write the summaries as JSON (fields: docs/outputs.md)")
     i.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..api.train import catalog, export_chakra, export_simai, train
 from ..api.jobs import TRAIN_PARAMS, TrainJob, echo
+from ..api.train import catalog, export_chakra, export_simai, train
 from ..report import write_trace
 from ..report.json_out import write_document
 from ..report.training import format_catalog, format_kernels, format_training
 from .options import add_params, announce, clear_progress_line, progress_line
-
 
 EPILOG_LLM = """examples:
   podsim llm --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 16 --global-batch 1536 \\
@@ -41,8 +40,12 @@ PIPELINE_LAYERS = next(p for p in TRAIN_PARAMS if p.name == "pipeline-layers")
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.train.TrainJob`."""
-    lm = sub.add_parser("llm", help="simulate one training iteration of an LLM under a parallel layout",
-                        epilog=EPILOG_LLM, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lm = sub.add_parser(
+        "llm",
+        help="simulate one training iteration of an LLM under a parallel layout",
+        epilog=EPILOG_LLM,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(lm, TRAIN_PARAMS)
     lm.add_argument("--list", action="store_true", help="list the zoo's models and the GPUs, then exit")
     lm.add_argument("--debug", action="store_true", help="show tracebacks on errors")

@@ -33,25 +33,41 @@ BACKENDS = ("analytical", "flow")
 def add_cluster(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
     """``--cluster PRESET_OR_YAML``: the same flag, metavar and presets list in every subcommand;
     ``help`` says what it does there."""
-    p.add_argument("--cluster", required=required, metavar="PRESET_OR_YAML",
-                   help=help + " (presets: podsim collective --list)")
+    p.add_argument(
+        "--cluster", required=required, metavar="PRESET_OR_YAML", help=help + " (presets: podsim collective --list)"
+    )
 
 
 def add_backend(p: argparse.ArgumentParser, context: str = "") -> None:
     """``--backend analytical|flow`` (default analytical), the same everywhere."""
-    p.add_argument("--backend", default="analytical", choices=BACKENDS,
-                   help=(context + ": " if context else "") + "analytical (closed form, no contention) or flow "
-                        "(max-min fair sharing of every link); default analytical")
+    p.add_argument(
+        "--backend",
+        default="analytical",
+        choices=BACKENDS,
+        help=(context + ": " if context else "") + "analytical (closed form, no contention) or flow "
+        "(max-min fair sharing of every link); default analytical",
+    )
 
 
 def add_workers(p: argparse.ArgumentParser) -> None:
     """``--workers W | --ray [ADDRESS]``: where many runs go (search, sweep), the same everywhere."""
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--workers", type=count_arg, default=None, metavar="W",
-                   help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)")
-    g.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                   help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start --head` prints it "
-                        "(host:6379), or none to start Ray on this machine")
+    g.add_argument(
+        "--workers",
+        type=count_arg,
+        default=None,
+        metavar="W",
+        help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)",
+    )
+    g.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start --head` prints it "
+        "(host:6379), or none to start Ray on this machine",
+    )
 
 
 def add_outputs(p: argparse.ArgumentParser) -> None:
@@ -107,8 +123,13 @@ def host_overhead_arg(text: str) -> float | str:
 
 #: the parser of a parameter's text by its name or else its kind (podsim.params): every number a
 #: flag takes is checked the same way; kinds not listed take the text as it is
-CONVERTERS = {"count": count_arg, "natural": natural_arg, "number": positive_arg, "nonneg": non_negative_arg,
-              "host-overhead-ms": host_overhead_arg}
+CONVERTERS = {
+    "count": count_arg,
+    "natural": natural_arg,
+    "number": positive_arg,
+    "nonneg": non_negative_arg,
+    "host-overhead-ms": host_overhead_arg,
+}
 
 
 def add_params(p: argparse.ArgumentParser, params: Iterable[Param], skip: Iterable[str] = ()) -> None:
@@ -120,9 +141,11 @@ def progress_line():  # type: ignore[no-untyped-def]
     """A one-line progress display on stderr, only when it is a terminal."""
     if not sys.stderr.isatty():
         return None
+
     def show(now_ns: int, done: int, total: int) -> None:
         sys.stderr.write(progress_text(now_ns, done, total))
         sys.stderr.flush()
+
     return show
 
 
@@ -144,6 +167,7 @@ def count_bar(what: str):  # type: ignore[no-untyped-def]
         if sys.stderr.isatty():
             sys.stderr.write("\r  " + count_status(what, done, total, time.perf_counter() - start) + "   ")
             sys.stderr.flush()
+
     return show
 
 
@@ -157,8 +181,11 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Refuse output options that cannot be written, before simulating."""
 
     if args.trace and os.path.isdir(args.trace):
-        raise InputError(f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
-                         f"podsim trace folder give --pytorch {args.trace}", where="--trace")
+        raise InputError(
+            f"--trace names the Perfetto trace to write, and {args.trace} is a folder; to simulate a "
+            f"podsim trace folder give --pytorch {args.trace}",
+            where="--trace",
+        )
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path and os.path.isdir(path):
             raise InputError(f"{path} is a folder; give the file to write", where=flag)
@@ -186,5 +213,5 @@ def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
 
 def check_output_paths(args: argparse.Namespace) -> None:
     """Output paths that cannot be written are refused before any subcommand runs."""
-    own = args.command in ("simulate", "example")   # their check_outputs says more about folders
+    own = args.command in ("simulate", "example")  # their check_outputs says more about folders
     check_outputs_of(vars(args), folders_allowed=own)

@@ -43,8 +43,12 @@ RUNNERS = {"search": "_run_search"}
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.search.SearchJob` and its outputs."""
-    s = sub.add_parser("search", help="find the best training layouts of an LLM on N GPUs", epilog=EPILOG_SEARCH,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "search",
+        help="find the best training layouts of an LLM on N GPUs",
+        epilog=EPILOG_SEARCH,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(s, SEARCH_PARAMS)
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -55,8 +59,12 @@ def _run_search(args: argparse.Namespace) -> int:
     check_kind(job, ["--report"] if out.report is not None else [])
     if out.report and (Path(args.report).is_dir() or not Path(args.report).resolve().parent.is_dir()):
         raise InputError("cannot write the report there: give a file in an existing folder", out.report, "--report")
-    words = {"screen": "estimated {done}/{total} layouts", "simulate": "simulated {done}/{total} best layouts",
-             "flow": "flow backend: {done}/{total} best layouts", "serve": "capacity of {done}/{total} ways to serve"}
+    words = {
+        "screen": "estimated {done}/{total} layouts",
+        "simulate": "simulated {done}/{total} best layouts",
+        "flow": "flow backend: {done}/{total} best layouts",
+        "serve": "capacity of {done}/{total} ways to serve",
+    }
     bars: dict = {}
 
     def progress(phase: str, done: int, total: int) -> None:
@@ -74,6 +82,6 @@ def _run_search(args: argparse.Namespace) -> int:
         write_document(ranked.to_dict(out.top), out.json)
         print(f"  wrote {out.json}")
     if out.report:
-        write_search_report(out.report, ranked, out.top)   # type: ignore[arg-type]
+        write_search_report(out.report, ranked, out.top)  # type: ignore[arg-type]
         print(f"  wrote {out.report}")
     return 0

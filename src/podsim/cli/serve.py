@@ -18,7 +18,6 @@ from ..report.serving import (
 )
 from .options import add_params, count_arg, natural_arg, non_negative_arg, positive_arg
 
-
 EPILOG_SERVE = """examples:
   podsim serve -n 1 -d 2 -c 16 -w test_workload_8to2_6.667Hz_20s -p placement_intraop.json --chrome_trace
   podsim serve --cluster dgx-a100-superpod -w w.csv -p placement.yaml --scheduler least-outstanding \\
@@ -40,25 +39,43 @@ Arrivals start at t = 0 (DLSIM's convention); the file is DLSIM's workload CSV."
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"serve": "_run_serve", "serve-workload": "_run_serve_workload"}
 
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
-    sv = sub.add_parser("serve", help="simulate inference serving: requests, model placements, per-GPU queues "
-                        "(DLSIM's flags work)", epilog=EPILOG_SERVE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv = sub.add_parser(
+        "serve",
+        help="simulate inference serving: requests, model placements, per-GPU queues (DLSIM's flags work)",
+        epilog=EPILOG_SERVE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(sv, SERVE_PARAMS)
     sv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
-    sw = sub.add_parser("serve-workload", help="write serving workloads (DLSIM's CSV): open-loop Poisson or Gamma "
-                        "arrivals", epilog=EPILOG_SERVE_WORKLOAD, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sw = sub.add_parser(
+        "serve-workload",
+        help="write serving workloads (DLSIM's CSV): open-loop Poisson or Gamma arrivals",
+        epilog=EPILOG_SERVE_WORKLOAD,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     swsub = sw.add_subparsers(dest="action", metavar="ACTION")
     gen = swsub.add_parser("generate", help="generate arrivals")
     gen.add_argument("--models", type=count_arg, required=True, metavar="N", help="number of models")
-    gen.add_argument("--rate", type=positive_arg, default=None, metavar="RPS",
-                     help="total requests per second (with --proportions; default equal shares)")
+    gen.add_argument(
+        "--rate",
+        type=positive_arg,
+        default=None,
+        metavar="RPS",
+        help="total requests per second (with --proportions; default equal shares)",
+    )
     gen.add_argument("--proportions", default=None, metavar="P0,P1,...", help="each model's share of --rate")
     gen.add_argument("--rates", default=None, metavar="R0,R1,...", help="each model's own rate (instead of --rate)")
     gen.add_argument("--duration", type=positive_arg, required=True, metavar="S", help="seconds of arrivals")
-    gen.add_argument("--cv", type=non_negative_arg, default=1.0, help="coefficient of variation of the gaps (1: Poisson; "
-                     "other: Gamma)")
+    gen.add_argument(
+        "--cv",
+        type=non_negative_arg,
+        default=1.0,
+        help="coefficient of variation of the gaps (1: Poisson; other: Gamma)",
+    )
     gen.add_argument("--slos", default=None, metavar="S0,S1,...", help="each model's SLO in seconds (or one for all)")
     gen.add_argument("--seed", type=natural_arg, default=0)
     gen.add_argument("--name", default=None, help="the workload's name (default: the output file's)")
@@ -83,8 +100,11 @@ def _run_serve(args: argparse.Namespace) -> int:
     job = cmd.job
     if job.placement is None:
         raise InputError("give a placement: -p FILE (DLSIM's JSON, or YAML)", where="-p")
-    job = replace(job, placement=_dlsim_path(job.placement, "placements"),
-                  workload=None if job.workload is None else _dlsim_path(job.workload, "workload"))
+    job = replace(
+        job,
+        placement=_dlsim_path(job.placement, "placements"),
+        workload=None if job.workload is None else _dlsim_path(job.workload, "workload"),
+    )
     result = serve(job)
     doc = summarize(result)
     print(format_serve_summary(doc))
@@ -111,9 +131,20 @@ def _run_serve_workload(args: argparse.Namespace) -> int:
     if (rates is None) == (args.rate is None):
         raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
     name = args.name or os.path.basename(args.out)
-    w = generate_workload(args.models, args.rate or 0.0, args.duration, proportions=props, rates=rates, cv=args.cv,
-                          slos_s=slos, seed=args.seed, name=name)
+    w = generate_workload(
+        args.models,
+        args.rate or 0.0,
+        args.duration,
+        proportions=props,
+        rates=rates,
+        cv=args.cv,
+        slos_s=slos,
+        seed=args.seed,
+        name=name,
+    )
     write_workload(w, args.out)
-    print(f"podsim serve-workload: {len(w)} requests of {args.models} model(s) over {args.duration:g} s "
-          f"({len(w) / args.duration:.3f} req/s) -> {args.out}")
+    print(
+        f"podsim serve-workload: {len(w)} requests of {args.models} model(s) over {args.duration:g} s "
+        f"({len(w) / args.duration:.3f} req/s) -> {args.out}"
+    )
     return 0

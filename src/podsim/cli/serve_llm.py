@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.serve_llm import serve_llm, write_plot, write_trace
 from ..api.jobs import SERVE_LLM_PARAMS, ServeLLMJob
+from ..api.serve_llm import serve_llm, write_plot, write_trace
 from ..report.json_out import write_document
 from ..report.serving_llm import format_serve_llm, serve_llm_document
 from .options import add_params, announce, clear_progress_line, count_bar
@@ -38,9 +38,13 @@ RUNNERS = {"serve-llm": "_run_serve_llm"}
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.serve_llm.ServeLLMJob`."""
-    s = sub.add_parser("serve-llm", help="simulate LLM serving: requests on replicas with continuous batching, a "
-                       "paged KV cache, schedulers (vLLM, Sarathi, Orca, ...), routers and P/D disaggregation",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "serve-llm",
+        help="simulate LLM serving: requests on replicas with continuous batching, a "
+        "paged KV cache, schedulers (vLLM, Sarathi, Orca, ...), routers and P/D disaggregation",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(s, SERVE_LLM_PARAMS)
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 

@@ -35,12 +35,17 @@ ASTRA-sim's flags are accepted unchanged (including --comm-group-configuration,
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"simulate": "_run_simulate"}
 
+
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
     :class:`~podsim.jobs.simulate.SimulateJob`."""
-    s = sub.add_parser("simulate", help="simulate a workload (Chakra, SimAI, TrioSim, PyTorch trace, ASTRA-sim 1.0 "
-                       "text) on an ASTRA-sim network or a cluster",
-                       epilog=EPILOG_SIMULATE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "simulate",
+        help="simulate a workload (Chakra, SimAI, TrioSim, PyTorch trace, ASTRA-sim 1.0 "
+        "text) on an ASTRA-sim network or a cluster",
+        epilog=EPILOG_SIMULATE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_params(s, SIMULATE_PARAMS)
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 

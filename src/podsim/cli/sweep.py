@@ -37,16 +37,23 @@ RUNNERS = {"sweep": "_run_sweep"}
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     """Add this subcommand to ``sub`` (argparse's subparsers)."""
-    s = sub.add_parser("sweep", help="run llm, collective, simulate or serve over a grid of parameters and "
-                       "hardware what-ifs, into one table", epilog=EPILOG_SWEEP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "sweep",
+        help="run llm, collective, simulate or serve over a grid of parameters and hardware what-ifs, into one table",
+        epilog=EPILOG_SWEEP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("spec", nargs="?", metavar="SPEC.yaml", help="the sweep spec (docs/sweep.md)")
     s.add_argument("--example", metavar="NAME", help="run a built-in spec instead (see --list)")
     s.add_argument("--list", action="store_true", help="list the built-in specs")
     s.add_argument("--write", metavar="SPEC.yaml", help="with --example: also keep its spec in this file")
-    s.add_argument("--store", metavar="PATH", help="a results store (DuckDB file; pip install podsim[search]): "
-                   "every point is added as it finishes, and a sweep run again skips what it holds (default: the "
-                   "spec's store, if it names one)")
+    s.add_argument(
+        "--store",
+        metavar="PATH",
+        help="a results store (DuckDB file; pip install podsim[search]): "
+        "every point is added as it finishes, and a sweep run again skips what it holds (default: the "
+        "spec's store, if it names one)",
+    )
     add_workers(s)
     s.add_argument("--json", metavar="OUT", help="write the table as JSON (rows and their columns)")
     s.add_argument("--csv", metavar="OUT", help="write the table as CSV (every column)")
@@ -67,6 +74,7 @@ def _progress(what: str):  # type: ignore[no-untyped-def]
         if total and done and (done == total or (step > last["step"] and now - last["at"] >= 1)):
             last.update(step=step, at=now)
             print("  " + count_status(what, done, total, now - start), file=sys.stderr, flush=True)
+
     return show
 
 
@@ -75,8 +83,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
         print(format_examples(sweep_examples()))
         return 0
     if (args.spec is None) == (args.example is None):
-        raise InputError("give a sweep spec (podsim sweep SPEC.yaml) or a built-in one (--example NAME, see --list), "
-                         "one of them")
+        raise InputError(
+            "give a sweep spec (podsim sweep SPEC.yaml) or a built-in one (--example NAME, see --list), one of them"
+        )
     if args.write and not args.example:
         raise InputError("--write keeps a built-in spec: use it with --example NAME", where="--write")
     check_output_files({"--csv": args.csv, "--write": args.write})
@@ -84,8 +93,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if args.write:
         write_example(args.example, args.write)
         print(f"podsim sweep: wrote the spec of '{args.example}' to {args.write}")
-    res = sweep(spec, store=args.store, workers=args.workers, ray=args.ray,
-                progress=_progress("evaluated {done}/{total} points"))
+    res = sweep(
+        spec,
+        store=args.store,
+        workers=args.workers,
+        ray=args.ray,
+        progress=_progress("evaluated {done}/{total} points"),
+    )
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(format_sweep(res))

@@ -45,8 +45,7 @@ class PhaseHost(Protocol):
 
     rank: int
 
-    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool,
-               send_back: bool = False) -> None:
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool, send_back: bool = False) -> None:
         """Send one packet over the memory bus (and reduce it if ``needs_processing``); when
         done, the engine calls the phase's ``on_general``.  ``to_memory`` picks the bus
         direction (NPU to memory, or back) and ``send_back`` asks the shared-bus model to
@@ -70,12 +69,13 @@ class LogicalRing:
     an explicit list of NPU ids (a communicator group).
     """
 
-    def __init__(self, me: int, size: int, index: int, offset: int = 1,
-                 members: list[int] | None = None, local: bool = False) -> None:
+    def __init__(
+        self, me: int, size: int, index: int, offset: int = 1, members: list[int] | None = None, local: bool = False
+    ) -> None:
         self.me = me
         self.size = size
         self.index = index
-        self.local = local   # ASTRA-sim's Dimension::Local: bus hops use the fixed 10 ns
+        self.local = local  # ASTRA-sim's Dimension::Local: bus hops use the fixed 10 ns
         self._ids: list[int] | None
         self._pos: dict[int, int] | None
         if members is not None:
@@ -83,7 +83,7 @@ class LogicalRing:
             self._pos = {npu: i for i, npu in enumerate(self._ids)}
             #: names the ring the same on every member (a hash of the member list)
             self.key: tuple[int, ...] = (-1, hash(tuple(self._ids)), self._ids[0], size)
-        else:   # positions by arithmetic: no per-ring lists (a rank builds one ring per dimension)
+        else:  # positions by arithmetic: no per-ring lists (a rank builds one ring per dimension)
             self._base = me - index * offset
             self._offset = offset
             self._ids = self._pos = None
@@ -152,7 +152,7 @@ class PhaseAlgorithm:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if "closed_form" not in cls.__dict__:   # never inherited (see the class docstring)
+        if "closed_form" not in cls.__dict__:  # never inherited (see the class docstring)
             cls.closed_form = None
 
     @classmethod
@@ -222,7 +222,8 @@ class PhaseAlgorithm:
             self.zero_latency -= 1
         elif self.nonzero_latency > 0:
             processed = self.kind == CollectiveKind.REDUCE_SCATTER or (
-                self.kind == CollectiveKind.ALL_REDUCE and self.toggle)
+                self.kind == CollectiveKind.ALL_REDUCE and self.toggle
+            )
             send_back = self.nonzero_latency > self.parallel_reduce
             to_memory = False
             self.nonzero_latency -= 1

@@ -27,7 +27,7 @@ class CustomPhase:
     """Runs one participant's custom-collective program."""
 
     name = "custom"
-    closed_form: ClosedForm | None = None   #: its messages are always sent (a program, no recurrence)
+    closed_form: ClosedForm | None = None  #: its messages are always sent (a program, no recurrence)
 
     def __init__(self, kind: CollectiveKind, program: Program, members: Sequence[int] | None, data_size: int) -> None:
         self.kind = kind
@@ -39,7 +39,7 @@ class CustomPhase:
         counts = program.data_ptr[1:] - program.data_ptr[:-1]
         self.children: list[list[int]] = [[] for _ in range(n)]
         for i in range(n):
-            for d in program.data_idx[program.data_ptr[i]:program.data_ptr[i] + counts[i]]:
+            for d in program.data_idx[program.data_ptr[i] : program.data_ptr[i] + counts[i]]:
                 self.children[int(d)].append(i)
         self.free = sorted(i for i in range(n) if self.pending[i] == 0)
         self.ongoing = 0

@@ -19,7 +19,7 @@ class DirectPhase(RingPhase):
     """One rank's part of a direct phase (ASTRA-sim's AllToAll class)."""
 
     name = "direct"
-    closed_form = ClosedForm.DIRECT   # when its window covers every peer (the engine checks the rest)
+    closed_form = ClosedForm.DIRECT  # when its window covers every peer (the engine checks the rest)
     windowed = True
     nccl = "direct"
 
@@ -27,8 +27,14 @@ class DirectPhase(RingPhase):
     def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
         return cls(kind, dim.ring, data_size, dim.algo.window, direction)
 
-    def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int, window: int = -1,
-                 direction: Direction = Direction.CLOCKWISE) -> None:
+    def __init__(
+        self,
+        kind: CollectiveKind,
+        ring: LogicalRing,
+        data_size: int,
+        window: int = -1,
+        direction: Direction = Direction.CLOCKWISE,
+    ) -> None:
         super().__init__(kind, ring, data_size, direction)
         n = self.n
         self.middle_point = n - 1

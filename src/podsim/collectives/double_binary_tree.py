@@ -107,8 +107,9 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
     def prepare_dim(cls, rank: int, size: int, offset: int, last: bool) -> DoubleBinaryTree:
         """The pair of trees of ``rank`` over a power-of-two dimension."""
         if size & (size - 1):
-            raise InputError(f"doubleBinaryTree needs a power-of-two dimension, got {size} NPUs",
-                             where="all-reduce-implementation")
+            raise InputError(
+                f"doubleBinaryTree needs a power-of-two dimension, got {size} NPUs", where="all-reduce-implementation"
+            )
         start = rank % offset if last else (rank - rank % (offset * size)) + rank % offset
         return DoubleBinaryTree(size, start, offset)
 
@@ -116,7 +117,7 @@ class DoubleBinaryTreePhase(PhaseAlgorithm):
     def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
         """The next tree's phase (the trees alternate chunk by chunk); whatever ``kind``, a tree
         phase is an all-reduce."""
-        if not isinstance(dim.prepared, DoubleBinaryTree):   # a one* form: no trees were built
+        if not isinstance(dim.prepared, DoubleBinaryTree):  # a one* form: no trees were built
             raise InputError(f"unsupported collective algorithm {dim.algo.name!r}")
         return cls(dim.prepared.next_tree(), dim.ring.me, data_size)
 

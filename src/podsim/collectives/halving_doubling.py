@@ -38,8 +38,10 @@ class HalvingDoublingPhase(PhaseAlgorithm):
             self.rank_offset, self.multiplier = 1, 2.0
         else:
             label = kind.label.replace("_", "-")
-            raise InputError(f"halvingDoubling does not implement {label}; choose another {label}-implementation",
-                             where=f"{label}-implementation")
+            raise InputError(
+                f"halvingDoubling does not implement {label}; choose another {label}-implementation",
+                where=f"{label}-implementation",
+            )
         self._log = log
         self._aim()
 

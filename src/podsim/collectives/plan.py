@@ -21,8 +21,12 @@ from ..workload.ops import CollectiveKind
 from .base import Direction, LogicalRing, PhaseAlgorithm
 from .registry import PHASE_ALGORITHMS
 
-SUPPORTED = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
-             CollectiveKind.ALL_TO_ALL)
+SUPPORTED = (
+    CollectiveKind.ALL_REDUCE,
+    CollectiveKind.REDUCE_SCATTER,
+    CollectiveKind.ALL_GATHER,
+    CollectiveKind.ALL_TO_ALL,
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,9 @@ def logical_dims(rank: int, shape: Sequence[int], algos: Sequence[Algo]) -> list
     GeneralComplexTopology): one per listed algorithm; a ``one*`` algorithm makes a single
     ring over all NPUs and ends the list."""
     if len(algos) > len(shape):
-        raise InputError(f"{len(algos)} algorithms given for a network of {len(shape)} dimensions",
-                         where="*-implementation")
+        raise InputError(
+            f"{len(algos)} algorithms given for a network of {len(shape)} dimensions", where="*-implementation"
+        )
     out: list[LogicalDim] = []
     offset = 1
     for d, algo in enumerate(algos):
@@ -151,13 +156,24 @@ def chunk_size(size: int, kind: CollectiveKind, splits: int, total_npus: int) ->
     return chunk, size
 
 
-def plan_chunks(kind: CollectiveKind, size: int, dims: list[LogicalDim], involved: Sequence[bool] | None,
-                levels: list[QueueLevel], splits: int, total_npus: int, optimization: str) -> list[list[PhaseSpec]]:
+def plan_chunks(
+    kind: CollectiveKind,
+    size: int,
+    dims: list[LogicalDim],
+    involved: Sequence[bool] | None,
+    levels: list[QueueLevel],
+    splits: int,
+    total_npus: int,
+    optimization: str,
+) -> list[list[PhaseSpec]]:
     """Split a collective into chunks and plan each chunk's phases (in issue order)."""
     chunk, size = chunk_size(size, kind, splits, total_npus)
     if chunk <= 0:
-        raise InputError(f"a {kind.label.replace('_', '-')} of {size} bytes cannot be split into {splits} chunks "
-                         "(ASTRA-sim would loop forever); lower preferred-dataset-splits", where="comm_size")
+        raise InputError(
+            f"a {kind.label.replace('_', '-')} of {size} bytes cannot be split into {splits} chunks "
+            "(ASTRA-sim would loop forever); lower preferred-dataset-splits",
+            where="comm_size",
+        )
     nd = len(dims)
 
     def active(d: int) -> bool:

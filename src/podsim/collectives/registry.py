@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from .nccl.schedule import Schedule
     from .nccl.tuning import NcclTuning
 
+
 @dataclass(frozen=True)
 class NcclAlgorithm:
     """One NCCL algorithm: what it supports and how it builds a schedule.

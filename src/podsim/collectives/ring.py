@@ -23,8 +23,9 @@ class RingPhase(PhaseAlgorithm):
     """One rank's part of a ring phase."""
 
     name = "ring"
-    kinds = frozenset((CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER,
-                       CollectiveKind.ALL_TO_ALL))
+    kinds = frozenset(
+        (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER, CollectiveKind.ALL_TO_ALL)
+    )
     closed_form = ClosedForm.RING
     nccl = "ring"
 
@@ -32,8 +33,9 @@ class RingPhase(PhaseAlgorithm):
     def for_dim(cls, kind: CollectiveKind, dim: LogicalDim, data_size: int, direction: Direction) -> PhaseAlgorithm:
         return cls(kind, dim.ring, data_size, direction)
 
-    def __init__(self, kind: CollectiveKind, ring: LogicalRing, data_size: int,
-                 direction: Direction = Direction.CLOCKWISE) -> None:
+    def __init__(
+        self, kind: CollectiveKind, ring: LogicalRing, data_size: int, direction: Direction = Direction.CLOCKWISE
+    ) -> None:
         super().__init__(kind, ring, data_size)
         n = self.n
         self.direction = direction
@@ -53,5 +55,7 @@ class RingPhase(PhaseAlgorithm):
             self.final_data_size = self.msg_size = data_size // n
         else:
             label = kind.label.replace("_", "-")
-            raise InputError(f"ring does not implement {label}; choose another {label}-implementation",
-                             where=f"{label}-implementation")
+            raise InputError(
+                f"ring does not implement {label}; choose another {label}-implementation",
+                where=f"{label}-implementation",
+            )

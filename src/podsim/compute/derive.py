@@ -36,8 +36,12 @@ from ..fileio import read_text
 from ..hardware.gpu import SCALABLE, GpuSpec
 
 #: parameter -> (kernels, dtype) of the rows that set it
-_ROWS_FOR = {"gemm_max": (("gemm",), "bf16"), "fp8_gemm_max": (("gemm",), "fp8"),
-             "flash_max": (("attention_fwd", "attention_bwd"), "bf16"), "memory_max": (("memory",), "bf16")}
+_ROWS_FOR = {
+    "gemm_max": (("gemm",), "bf16"),
+    "fp8_gemm_max": (("gemm",), "fp8"),
+    "flash_max": (("attention_fwd", "attention_bwd"), "bf16"),
+    "memory_max": (("memory",), "bf16"),
+}
 #: the largest value a published row may give (TFLOP/s or GB/s)
 MAX_VALUE = 1e9
 #: weight of a kernel's log ratio (the backward runs 2.5x the forward's FLOPs at about its rate)
@@ -77,14 +81,19 @@ def published_kernels(path: str | Path | None = None) -> list[PublishedKernel]:
     for i, r in enumerate(csv.DictReader(lines), start=2):
         try:
             v = float(r["value"])
-            row = PublishedKernel(r["gpu"], r["kernel"], r["dtype"], r["harness"], r["case"], v, r["unit"],
-                                  r["source"])
+            row = PublishedKernel(r["gpu"], r["kernel"], r["dtype"], r["harness"], r["case"], v, r["unit"], r["source"])
         except (KeyError, TypeError, ValueError):
-            raise InputError("expected columns gpu, kernel, dtype, harness, case, value, unit, source with a "
-                             "numeric value", where, f"row {i}") from None
-        if not 0 < v <= MAX_VALUE or row.unit not in ("TFLOP/s", "GB/s"):   # also refuses NaN and inf
-            raise InputError(f"expected a positive value in TFLOP/s or GB/s (at most {MAX_VALUE:.0e}), got "
-                             f"{r['value']} {r['unit']}", where, f"row {i}")
+            raise InputError(
+                "expected columns gpu, kernel, dtype, harness, case, value, unit, source with a numeric value",
+                where,
+                f"row {i}",
+            ) from None
+        if not 0 < v <= MAX_VALUE or row.unit not in ("TFLOP/s", "GB/s"):  # also refuses NaN and inf
+            raise InputError(
+                f"expected a positive value in TFLOP/s or GB/s (at most {MAX_VALUE:.0e}), got {r['value']} {r['unit']}",
+                where,
+                f"row {i}",
+            )
         out.append(row)
     return out
 
@@ -92,24 +101,33 @@ def published_kernels(path: str | Path | None = None) -> list[PublishedKernel]:
 def fraction_of_peak(row: PublishedKernel, gpu: GpuSpec) -> float:
     """The measured value over ``gpu``'s datasheet peak for it (dimensionless)."""
     if row.unit == "GB/s":
-        return row.value / gpu.hbm_bandwidth            # hbm_bandwidth is in GB/s (bytes per ns)
-    return row.value / (gpu.peak(row.dtype) / 1000.0)   # peak() is FLOP per ns = TFLOP/s x 1000
+        return row.value / gpu.hbm_bandwidth  # hbm_bandwidth is in GB/s (bytes per ns)
+    return row.value / (gpu.peak(row.dtype) / 1000.0)  # peak() is FLOP per ns = TFLOP/s x 1000
 
 
-def efficiency_scale(gpu: str, sibling: str, gpus: dict[str, GpuSpec], rows: list[PublishedKernel],
-                     measured_as: dict[str, str] | None = None) -> dict[str, tuple[float, int]]:
+def efficiency_scale(
+    gpu: str,
+    sibling: str,
+    gpus: dict[str, GpuSpec],
+    rows: list[PublishedKernel],
+    measured_as: dict[str, str] | None = None,
+) -> dict[str, tuple[float, int]]:
     """parameter -> (scale factor, matched pairs) for ``gpu`` against ``sibling``'s fit, for the
     parameters with at least one matched pair.  References: ``sibling`` and the GPUs with its
     compute (the same dense peaks) that share its fit unscaled (the H200 for the H100)."""
     base = gpus[sibling]
-    refs = {sibling} | {k for k, g in gpus.items() if g.efficiency_from == sibling and not g.efficiency_scale
-                        and g.peak_tflops == base.peak_tflops and k != gpu}
+    refs = {sibling} | {
+        k
+        for k, g in gpus.items()
+        if g.efficiency_from == sibling and not g.efficiency_scale and g.peak_tflops == base.peak_tflops and k != gpu
+    }
     out: dict[str, tuple[float, int]] = {}
     for param in SCALABLE:
         kernels, dtype = _ROWS_FOR[param]
         who = (measured_as or {}).get(param, gpu)
-        mine = {(r.harness, r.kernel, r.case): r for r in rows
-                if r.gpu == who and r.kernel in kernels and r.dtype == dtype}
+        mine = {
+            (r.harness, r.kernel, r.case): r for r in rows if r.gpu == who and r.kernel in kernels and r.dtype == dtype
+        }
         num = den = 0.0
         n = 0
         for r in rows:

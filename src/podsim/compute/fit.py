@@ -18,15 +18,28 @@ from ..hardware.gpu import GpuSpec
 from .model import DEFAULT_EFFICIENCY, ComputeModel
 from .table import KernelRow
 
-BOUNDS = {"gemm_max": (0.3, 1.0), "gemm_knee": (1.0, 2000.0), "memory_max": (0.3, 1.0),
-          "flash_max": (0.1, 1.0), "flash_knee": (1.0, 2000.0), "launch_ns": (0.0, 20000.0)}
+BOUNDS = {
+    "gemm_max": (0.3, 1.0),
+    "gemm_knee": (1.0, 2000.0),
+    "memory_max": (0.3, 1.0),
+    "flash_max": (0.1, 1.0),
+    "flash_knee": (1.0, 2000.0),
+    "launch_ns": (0.0, 20000.0),
+}
 
 P = TypeVar("P")
 
 
-def coordinate_descent(start: P, loss: Callable[[P], float], bounds: dict[str, tuple[float, float]],
-                       rounds: int, step: float = 1.3, from_zero: float = 50.0, tol: float = 1e-6,
-                       on_better: Callable[[int, str, float, float], None] | None = None) -> tuple[P, float]:
+def coordinate_descent(
+    start: P,
+    loss: Callable[[P], float],
+    bounds: dict[str, tuple[float, float]],
+    rounds: int,
+    step: float = 1.3,
+    from_zero: float = 50.0,
+    tol: float = 1e-6,
+    on_better: Callable[[int, str, float, float], None] | None = None,
+) -> tuple[P, float]:
     """Multiplicative coordinate descent over the fields ``bounds`` names of a frozen dataclass
     ``start``: each field is scaled by ``step`` (then ``1 / step``) while ``loss`` falls by more
     than ``tol``, clipped to its bounds (a field at 0 jumps to ``from_zero``); ``step`` shrinks
@@ -72,8 +85,9 @@ def _family_errors(cm: ComputeModel, rows: list[KernelRow]) -> dict[str, float]:
     return {k: sum(e * w for e, w in v) / sum(w for _, w in v) for k, v in errs.items() if v}
 
 
-def fit_to_table(rows: list[KernelRow], gpu: GpuSpec, dtype: str = "bf16",
-                 rounds: int = 6) -> tuple[dict[str, float], dict[str, float]]:
+def fit_to_table(
+    rows: list[KernelRow], gpu: GpuSpec, dtype: str = "bf16", rounds: int = 6
+) -> tuple[dict[str, float], dict[str, float]]:
     """Fitted efficiency parameters and, per kernel family, the mean |time error| (fraction)."""
     mine = [r for r in rows if r.dtype == dtype]
     cm = ComputeModel(gpu, dtype, **DEFAULT_EFFICIENCY)

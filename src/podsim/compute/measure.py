@@ -37,7 +37,7 @@ COLUMNS = ("kernel", "dtype", "m", "n", "k", "batch", "time_us", "note")
 
 GEMM_DIMS = (128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
 QUICK_DIMS = (128, 1024)
-MAX_GEMM_FLOPS = 6e12          # skip larger products (each would take > ~8 ms on an H100)
+MAX_GEMM_FLOPS = 6e12  # skip larger products (each would take > ~8 ms on an H100)
 
 
 def _torch() -> Any:
@@ -83,6 +83,7 @@ def _timer(torch: Any, device: str, fn: Callable[[], Any], min_ms: float = 10.0,
         def run() -> None:
             for _ in range(n):
                 fn()
+
     samples = []
     for _ in range(reps):
         torch.cuda.synchronize()
@@ -95,8 +96,12 @@ def _timer(torch: Any, device: str, fn: Callable[[], Any], min_ms: float = 10.0,
 
 
 def _dtype(torch: Any, name: str) -> Any:
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-            "fp8": getattr(torch, "float8_e4m3fn", None)}[name]
+    return {
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+        "fp32": torch.float32,
+        "fp8": getattr(torch, "float8_e4m3fn", None),
+    }[name]
 
 
 def measure_gemm(torch: Any, device: str, dtype: str, dims: tuple[int, ...], batched: bool = True) -> Iterator[tuple]:
@@ -109,8 +114,10 @@ def measure_gemm(torch: Any, device: str, dtype: str, dims: tuple[int, ...], bat
             a = torch.randn(m, k, device=device).to(dt)
             b = torch.randn(n, k, device=device).to(dt).t()
             one = torch.ones((), device=device)
-            fn = (lambda a=a, b=b, one=one:
-                  torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+
+            def fn(a=a, b=b, one=one):  # type: ignore[no-untyped-def]
+                return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
         else:  # activations times a transposed weight, as a linear layer's forward
             a = torch.randn(m, k, device=device, dtype=dt)
             b = torch.randn(n, k, device=device, dtype=dt)
@@ -125,11 +132,19 @@ def measure_gemm(torch: Any, device: str, dtype: str, dims: tuple[int, ...], bat
             for d in (64, 128):
                 if count * s * s * 2 > 4 << 30:
                     continue
-                for (m, n, k) in ((s, s, d), (s, d, s)):
+                for m, n, k in ((s, s, d), (s, d, s)):
                     a = torch.randn(count, m, k, device=device, dtype=dt)
                     b = torch.randn(count, k, n, device=device, dtype=dt)
-                    yield ("gemm", dtype, m, n, k, count,
-                           _timer(torch, device, lambda a=a, b=b: torch.bmm(a, b)), "bmm")
+                    yield (
+                        "gemm",
+                        dtype,
+                        m,
+                        n,
+                        k,
+                        count,
+                        _timer(torch, device, lambda a=a, b=b: torch.bmm(a, b)),
+                        "bmm",
+                    )
                     del a, b
 
 
@@ -144,8 +159,7 @@ def measure_attention(torch: Any, device: str, dtype: str, quick: bool) -> Itera
             for s in seqs:
                 if heads * s * d * 2 * 4 > 2 << 30 or (quick and device == "cpu" and s > 1024):
                     continue
-                q, k_, v = (torch.randn(1, heads, s, d, device=device, dtype=dt, requires_grad=True)
-                            for _ in range(3))
+                q, k_, v = (torch.randn(1, heads, s, d, device=device, dtype=dt, requires_grad=True) for _ in range(3))
                 grad = torch.randn(1, heads, s, d, device=device, dtype=dt)
 
                 def fwd(q=q, k_=k_, v=v) -> Any:
@@ -175,11 +189,13 @@ def measure_memory(torch: Any, device: str, dtype: str, quick: bool) -> Iterator
         h = 4096 if elems >= 4096 else elems
         x2 = x.view(-1, h)
         ln = torch.nn.LayerNorm(h, device=device, dtype=dt)
-        kernels = (("copy", 2, lambda: out.copy_(x)),
-                   ("add", 3, lambda: torch.add(x, y, out=out)),
-                   ("gelu", 2, lambda: F.gelu(x)),
-                   ("layernorm", 2, lambda: ln(x2)),
-                   ("softmax", 2, lambda: torch.softmax(x2, dim=-1)))
+        kernels = (
+            ("copy", 2, lambda: out.copy_(x)),
+            ("add", 3, lambda: torch.add(x, y, out=out)),
+            ("gelu", 2, lambda: F.gelu(x)),
+            ("layernorm", 2, lambda: ln(x2)),
+            ("softmax", 2, lambda: torch.softmax(x2, dim=-1)),
+        )
         for note, passes, fn in kernels:
             with torch.no_grad():
                 yield ("memory", dtype, elems * es * passes, 1, 1, 1, _timer(torch, device, fn), note)
@@ -187,10 +203,12 @@ def measure_memory(torch: Any, device: str, dtype: str, quick: bool) -> Iterator
 
 #: transformer layers timed whole (TP shards as one GPU of a TP group runs them):
 #: (label, hidden, local heads, local kv heads, head size, local ffn width, activation)
-LAYERS = (("llama3-8b", 4096, 32, 8, 128, 14336, "swiglu"),
-          ("llama3-70b/tp8", 8192, 8, 1, 128, 3584, "swiglu"),
-          ("gpt3-175b/tp8", 12288, 12, 12, 128, 6144, "gelu"),
-          ("gpt3-2.7b", 2560, 32, 32, 80, 10240, "gelu"))
+LAYERS = (
+    ("llama3-8b", 4096, 32, 8, 128, 14336, "swiglu"),
+    ("llama3-70b/tp8", 8192, 8, 1, 128, 3584, "swiglu"),
+    ("gpt3-175b/tp8", 12288, 12, 12, 128, 6144, "gelu"),
+    ("gpt3-2.7b", 2560, 32, 32, 80, 10240, "gelu"),
+)
 
 
 def measure_layers(torch: Any, device: str, dtype: str, quick: bool) -> Iterator[tuple]:
@@ -199,12 +217,14 @@ def measure_layers(torch: Any, device: str, dtype: str, quick: bool) -> Iterator
     FFN width, ``batch`` = micro-batch; the note names the layer and its heads."""
     F = torch.nn.functional
     dt = _dtype(torch, dtype)
-    for label, h, a, kv, d, f, act in (LAYERS[:1] if quick else LAYERS):
-        for s, b in (((1024, 1),) if quick else ((2048, 1), (4096, 1), (8192, 1), (2048, 4))):
+    for label, h, a, kv, d, f, act in LAYERS[:1] if quick else LAYERS:
+        for s, b in ((1024, 1),) if quick else ((2048, 1), (4096, 1), (8192, 1), (2048, 4)):
             if quick and device == "cpu":
                 h, a, kv, d, f = 256, 4, 2, 64, 512
+
             def w(*shape: int) -> Any:
                 return (torch.randn(*shape, device=device, dtype=dt) * 0.02).requires_grad_()
+
             wqkv, wo = w((a + 2 * kv) * d, h), w(h, a * d)
             up = 2 * f if act == "swiglu" else f
             w1, w2 = w(up, h), w(h, f)
@@ -249,8 +269,13 @@ def measure_launch(torch: Any, device: str) -> Iterator[tuple]:
     yield ("launch", "fp32", 1, 1, 1, 1, _timer(torch, device, lambda: x.add_(1.0), min_ms=2.0), "1-element add")
 
 
-def measure(out: str | Path, dtypes: tuple[str, ...] = ("bf16",), quick: bool = False, device: str = "cuda",
-            progress: Callable[[str], None] | None = None) -> int:
+def measure(
+    out: str | Path,
+    dtypes: tuple[str, ...] = ("bf16",),
+    quick: bool = False,
+    device: str = "cuda",
+    progress: Callable[[str], None] | None = None,
+) -> int:
     """Measure and write the kernel table to ``out`` (atomically); returns the row count."""
     torch = _torch()
     if device == "cuda" and not torch.cuda.is_available():

@@ -24,8 +24,14 @@ from typing import Protocol
 from ..hardware.gpu import GpuSpec, gpu_specs
 
 #: A100 fit (docs/compute.md); the defaults for every GPU without its own
-DEFAULT_EFFICIENCY = {"gemm_max": 0.82, "gemm_knee": 150.0, "memory_max": 0.80, "flash_max": 0.55,
-                      "flash_knee": 48.0, "launch_ns": 200.0}
+DEFAULT_EFFICIENCY = {
+    "gemm_max": 0.82,
+    "gemm_knee": 150.0,
+    "memory_max": 0.80,
+    "flash_max": 0.55,
+    "flash_knee": 48.0,
+    "launch_ns": 200.0,
+}
 
 
 class KernelTimer(Protocol):
@@ -95,12 +101,16 @@ class ComputeModel:
 
     def describe(self) -> str:
         """One line for reports: the model and its parameters."""
-        fp8 = f"fp8 gemm_max {self.fp8_gemm_max:g}, fp8 gemm_knee {self.fp8_gemm_knee:g}, " \
-            if self.dtype in ("fp8", "fp4") and self.fp8_gemm_max is not None and self.fp8_gemm_knee is not None \
+        fp8 = (
+            f"fp8 gemm_max {self.fp8_gemm_max:g}, fp8 gemm_knee {self.fp8_gemm_knee:g}, "
+            if self.dtype in ("fp8", "fp4") and self.fp8_gemm_max is not None and self.fp8_gemm_knee is not None
             else ""
-        return (f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, {fp8}"
-                f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, flash_knee {self.flash_knee:g}, "
-                f"launch {self.launch_ns:g} ns")
+        )
+        return (
+            f"roofline ({self.gpu.key}, {self.dtype}): gemm_max {self.gemm_max:g}, gemm_knee {self.gemm_knee:g}, {fp8}"
+            f"memory_max {self.memory_max:g}, flash_max {self.flash_max:g}, flash_knee {self.flash_knee:g}, "
+            f"launch {self.launch_ns:g} ns"
+        )
 
     def gemm_ns(self, m: float, n: float, k: float, count: float = 1.0) -> float:
         """``count`` GEMMs of ``(m x k) @ (k x n)``."""

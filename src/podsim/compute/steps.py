@@ -26,29 +26,83 @@ from ..fileio import package_files, read_measured_csv, write_measured_csv
 
 #: the categories of a profiled step's device time (``podsim/capture/breakdown.py`` puts each
 #: kernel in one), in the order reports list them
-CATEGORIES = ("gemm", "attention_fwd", "attention_bwd", "attention_other", "norm", "rope", "swiglu",
-              "cross_entropy", "embedding", "optimizer", "kv_cache", "sampling", "cast", "grad_accumulate",
-              "elementwise", "memcpy", "other")
+CATEGORIES = (
+    "gemm",
+    "attention_fwd",
+    "attention_bwd",
+    "attention_other",
+    "norm",
+    "rope",
+    "swiglu",
+    "cross_entropy",
+    "embedding",
+    "optimizer",
+    "kv_cache",
+    "sampling",
+    "cast",
+    "grad_accumulate",
+    "elementwise",
+    "memcpy",
+    "other",
+)
 #: what a row says of its configuration (strings and counts)
-CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                  "seq_len", "micro_batch", "precision", "mode", "compile_backend", "attention", "optimizer",
-                  "checkpoint", "status")
+CONFIG_COLUMNS = (
+    "gpu",
+    "device_name",
+    "model",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn_hidden",
+    "vocab",
+    "seq_len",
+    "micro_batch",
+    "precision",
+    "mode",
+    "compile_backend",
+    "attention",
+    "optimizer",
+    "checkpoint",
+    "status",
+)
 #: what it measured (ms, GiB, s, counts; empty where not measured)
-MEASURED_COLUMNS = ("step_ms", "step_ms_min", "step_ms_max", "steps", "wall_step_ms", "tokens_per_s",
-                    "peak_mem_gib", "reserved_gib", "compile_s", "profiled_step_ms", "busy_ms", "idle_ms",
-                    "host_ms", "kernels", *(f"{c}_ms" for c in CATEGORIES), "trace_step_ms", "replay_ms")
+MEASURED_COLUMNS = (
+    "step_ms",
+    "step_ms_min",
+    "step_ms_max",
+    "steps",
+    "wall_step_ms",
+    "tokens_per_s",
+    "peak_mem_gib",
+    "reserved_gib",
+    "compile_s",
+    "profiled_step_ms",
+    "busy_ms",
+    "idle_ms",
+    "host_ms",
+    "kernels",
+    *(f"{c}_ms" for c in CATEGORIES),
+    "trace_step_ms",
+    "replay_ms",
+)
 COLUMNS = (*CONFIG_COLUMNS, *MEASURED_COLUMNS, "notes")
 COUNT_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "micro_batch")
 #: the allowed values of the choice columns
-CHOICES = {"mode": ("eager", "compile"), "attention": ("flash", "cudnn", "math", "default"),
-           "optimizer": ("fused", "foreach"), "checkpoint": ("none", "full"), "precision": ("bf16",)}
+CHOICES = {
+    "mode": ("eager", "compile"),
+    "attention": ("flash", "cudnn", "math", "default"),
+    "optimizer": ("fused", "foreach"),
+    "checkpoint": ("none", "full"),
+    "precision": ("bf16",),
+}
 
 
 @dataclass(frozen=True)
 class StepRow:
     """One measured configuration (see the module docstring); times in ms."""
 
-    gpu: str                  #: podsim GPU key ("" for a device podsim does not know, e.g. a CPU)
+    gpu: str  #: podsim GPU key ("" for a device podsim does not know, e.g. a CPU)
     device_name: str
     model: str
     layers: int
@@ -70,8 +124,8 @@ class StepRow:
     peak_mem_gib: float = math.nan
     #: device ms of the profiled step by category (``podsim.capture.breakdown.CATEGORIES``)
     category_ms: dict[str, float] = field(default_factory=dict)
-    values: dict[str, str] = field(default_factory=dict)   #: every column as written
-    source: str = ""          #: file and line
+    values: dict[str, str] = field(default_factory=dict)  #: every column as written
+    source: str = ""  #: file and line
 
     @property
     def ok(self) -> bool:
@@ -79,8 +133,10 @@ class StepRow:
 
     @property
     def row_id(self) -> str:
-        return (f"steps_{self.gpu or 'cpu'}_{self.model}_{self.layers}L_s{self.seq_len}_b{self.micro_batch}_"
-                f"{self.mode}_{self.attention}_{self.optimizer}" + ("_ckpt" if self.checkpoint != "none" else ""))
+        return (
+            f"steps_{self.gpu or 'cpu'}_{self.model}_{self.layers}L_s{self.seq_len}_b{self.micro_batch}_"
+            f"{self.mode}_{self.attention}_{self.optimizer}" + ("_ckpt" if self.checkpoint != "none" else "")
+        )
 
 
 @dataclass
@@ -98,9 +154,19 @@ def gpu_key_for_device(name: str) -> str | None:
     ``NVIDIA H100 80GB HBM3`` -> ``h100-80gb``; ``NVIDIA H200`` -> ``h200``; the PCIe and NVL
     H100s (other clocks and power) have no key."""
     n = name.upper()
-    rules = ((r"GB300", "gb300"), (r"GB200", "gb200"), (r"B300", "b300"), (r"B200", "b200"), (r"H200", "h200"),
-             (r"H100.*(PCIE|NVL)", None), (r"H100", "h100-80gb"), (r"A100.*40GB", "a100-40gb"),
-             (r"A100", "a100-80gb"), (r"V100", "v100-32gb"), (r"MI300X", "mi300x"))
+    rules = (
+        (r"GB300", "gb300"),
+        (r"GB200", "gb200"),
+        (r"B300", "b300"),
+        (r"B200", "b200"),
+        (r"H200", "h200"),
+        (r"H100.*(PCIE|NVL)", None),
+        (r"H100", "h100-80gb"),
+        (r"A100.*40GB", "a100-40gb"),
+        (r"A100", "a100-80gb"),
+        (r"V100", "v100-32gb"),
+        (r"MI300X", "mi300x"),
+    )
     for pattern, key in rules:
         if re.search(pattern, n):
             return key
@@ -110,8 +176,13 @@ def gpu_key_for_device(name: str) -> str | None:
 def write_steps(path: str | Path, rows: list[dict], provenance: dict[str, str]) -> None:
     """Write ``rows`` (dicts keyed by :data:`COLUMNS`; missing keys are empty) under the
     provenance lines, atomically."""
-    write_measured_csv(path, "podsim measured training steps v1 (benchmarks/gpu/training_steps.py; columns: "
-                       "docs/compute.md)", provenance, COLUMNS, rows)
+    write_measured_csv(
+        path,
+        "podsim measured training steps v1 (benchmarks/gpu/training_steps.py; columns: docs/compute.md)",
+        provenance,
+        COLUMNS,
+        rows,
+    )
 
 
 def _number(v: str, src: str, where: str, col: str) -> float:
@@ -135,9 +206,12 @@ def read_steps(path: str | Path) -> StepSet:
             non-numeric measurement, or an ``ok`` row without its step time.
     """
     src = str(path)
-    prov, table = read_measured_csv(path, "training-steps CSV", ("model", "layers", "hidden", "heads", "seq_len",
-                                    "micro_batch", "mode", "status", "step_ms"), "docs/compute.md, 'Measured "
-                                    "training steps'")
+    prov, table = read_measured_csv(
+        path,
+        "training-steps CSV",
+        ("model", "layers", "hidden", "heads", "seq_len", "micro_batch", "mode", "status", "step_ms"),
+        "docs/compute.md, 'Measured training steps'",
+    )
     rows = [step_row(r, src, f"row {n}") for n, r in table]
     return StepSet(src, prov, rows)
 
@@ -167,12 +241,31 @@ def step_row(values: dict[str, str | None], src: str = "training steps", where: 
     status = r.get("status", "")
     if status == "ok" and not meas["step_ms"] > 0:
         raise InputError("an 'ok' row needs its step_ms (> 0)", src, where)
-    return StepRow(r.get("gpu", ""), r.get("device_name", ""), r.get("model", ""), counts["layers"], counts["hidden"],
-                   counts["heads"], counts["kv_heads"] or counts["heads"], counts["ffn_hidden"] or 4 * counts["hidden"],
-                   counts["vocab"] or 32000, counts["seq_len"], counts["micro_batch"], r["mode"], r["attention"],
-                   r["optimizer"], r["checkpoint"], status, meas["step_ms"], meas["idle_ms"], meas["busy_ms"],
-                   meas["peak_mem_gib"], {c: meas[f"{c}_ms"] for c in CATEGORIES if not math.isnan(meas[f"{c}_ms"])},
-                   r, f"{src}:{where}" if where else src)
+    return StepRow(
+        r.get("gpu", ""),
+        r.get("device_name", ""),
+        r.get("model", ""),
+        counts["layers"],
+        counts["hidden"],
+        counts["heads"],
+        counts["kv_heads"] or counts["heads"],
+        counts["ffn_hidden"] or 4 * counts["hidden"],
+        counts["vocab"] or 32000,
+        counts["seq_len"],
+        counts["micro_batch"],
+        r["mode"],
+        r["attention"],
+        r["optimizer"],
+        r["checkpoint"],
+        status,
+        meas["step_ms"],
+        meas["idle_ms"],
+        meas["busy_ms"],
+        meas["peak_mem_gib"],
+        {c: meas[f"{c}_ms"] for c in CATEGORIES if not math.isnan(meas[f"{c}_ms"])},
+        r,
+        f"{src}:{where}" if where else src,
+    )
 
 
 def shipped_path(gpu: str) -> Path | None:

@@ -88,12 +88,23 @@ def read_table(path: str | Path) -> list[KernelRow]:
                 v = float(r[c])
             except (TypeError, ValueError):
                 raise InputError(f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number") from None
-            if not 0 < v <= MAX_VALUE:   # also refuses NaN and inf
-                raise InputError(f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number (at most "
-                                 f"{MAX_VALUE:.0e})")
+            if not 0 < v <= MAX_VALUE:  # also refuses NaN and inf
+                raise InputError(
+                    f"{p}: row {i}: column {c} is {r[c]!r}, expected a positive number (at most {MAX_VALUE:.0e})"
+                )
             vals[c] = v
-        out.append(KernelRow(kernel, (r["dtype"] or "").strip(), int(vals["m"]), int(vals["n"]), int(vals["k"]),
-                             int(vals["batch"]), vals["time_us"], (r.get("note") or "").strip()))
+        out.append(
+            KernelRow(
+                kernel,
+                (r["dtype"] or "").strip(),
+                int(vals["m"]),
+                int(vals["n"]),
+                int(vals["k"]),
+                int(vals["batch"]),
+                vals["time_us"],
+                (r.get("note") or "").strip(),
+            )
+        )
     return out
 
 
@@ -111,14 +122,14 @@ class _GridRate:
             grid[idx] = rate if np.isnan(grid[idx]) else max(grid[idx], rate)
         # fill holes with the best neighbour below (efficiency grows with size), then above
         for order in (1, -1):
-            for idx in (np.ndindex(shape) if order == 1 else reversed(list(np.ndindex(shape)))):
+            for idx in np.ndindex(shape) if order == 1 else reversed(list(np.ndindex(shape))):
                 if not np.isnan(grid[idx]):
                     continue
                 near = []
                 for d in range(dims):
                     j = idx[d] - order
                     if 0 <= j < shape[d]:
-                        v = grid[idx[:d] + (j,) + idx[d + 1:]]
+                        v = grid[idx[:d] + (j,) + idx[d + 1 :]]
                         if not np.isnan(v):
                             near.append(v)
                 if near:
@@ -174,8 +185,11 @@ class TableComputeModel:
     def __post_init__(self) -> None:
         mine = [r for r in self.rows if r.dtype == self.dtype]
         where = self.source or "the kernel table"
-        gemm = {(r.batch, r.m, r.n, r.k): 2.0 * r.m * r.n * r.k * r.batch / (r.time_us * 1e3)
-                for r in mine if r.kernel == "gemm"}
+        gemm = {
+            (r.batch, r.m, r.n, r.k): 2.0 * r.m * r.n * r.k * r.batch / (r.time_us * 1e3)
+            for r in mine
+            if r.kernel == "gemm"
+        }
         if not gemm:
             have = sorted({r.dtype for r in self.rows if r.kernel == "gemm"})
             raise InputError(f"{where}: no gemm rows for {self.dtype} (it has {', '.join(have) or 'none'})")
@@ -184,8 +198,12 @@ class TableComputeModel:
         # fp8 training keeps attention and the memory-bound kernels in bf16
         side = [r for r in self.rows if r.dtype == ("bf16" if self.dtype == "fp8" else self.dtype)]
         for kind in ("attention_fwd", "attention_bwd"):
-            pts = {(r.batch, r.m, r.k): self._attn_flops(r.batch, r.m, r.n, r.k, kind == "attention_bwd")
-                   / (r.time_us * 1e3) for r in side if r.kernel == kind}
+            pts = {
+                (r.batch, r.m, r.k): self._attn_flops(r.batch, r.m, r.n, r.k, kind == "attention_bwd")
+                / (r.time_us * 1e3)
+                for r in side
+                if r.kernel == kind
+            }
             if pts:
                 self._attn[kind] = _GridRate(pts)
         mem: dict[int, list[float]] = {}
@@ -269,7 +287,9 @@ def table_model(table: str | Path, gpu: str | GpuSpec, dtype: str = "bf16") -> T
         path = shipped_table(spec.key)
         if path is None:
             have = sorted(p.stem for p in Path(str(resources.files("podsim.compute") / "tables")).glob("*.csv"))
-            raise InputError(f"no measured kernel table ships for {spec.key} (podsim has: {', '.join(have)}); "
-                             "measure one with 'podsim kernels measure' on that GPU")
+            raise InputError(
+                f"no measured kernel table ships for {spec.key} (podsim has: {', '.join(have)}); "
+                "measure one with 'podsim kernels measure' on that GPU"
+            )
         table = path
     return TableComputeModel.from_csv(table, spec, dtype)

@@ -59,8 +59,12 @@ if TYPE_CHECKING:
 _SMALL = 128
 
 #: the collectives whose ring phases are modelled, and whether their first ``n - 1`` steps reduce
-_REDUCES = {CollectiveKind.ALL_REDUCE: True, CollectiveKind.REDUCE_SCATTER: True,
-            CollectiveKind.ALL_GATHER: False, CollectiveKind.ALL_TO_ALL: False}
+_REDUCES = {
+    CollectiveKind.ALL_REDUCE: True,
+    CollectiveKind.REDUCE_SCATTER: True,
+    CollectiveKind.ALL_GATHER: False,
+    CollectiveKind.ALL_TO_ALL: False,
+}
 
 
 def phase_mode_reason(mirror: bool, rendezvous: bool, system: SystemParams) -> str | None:
@@ -80,8 +84,8 @@ class _Open:
     __slots__ = ("starts", "order", "members", "count", "meta")
 
     def __init__(self, n: int, meta: tuple) -> None:
-        self.starts = [0] * n                        # by position in the ring's direction
-        self.order = [0] * n                         # the batch's count of starts when each member started
+        self.starts = [0] * n  # by position in the ring's direction
+        self.order = [0] * n  # the batch's count of starts when each member started
         self.members: list[tuple[RankSystem, Stream] | None] = [None] * n
         self.count = 0
         self.meta = meta
@@ -100,8 +104,11 @@ class _Twins:
 
     def before(self, other: "_Twins") -> bool:
         """Whether this phase and ``other`` are twins, this one started first on every member."""
-        return (self.key == other.key and self.starts == other.starts
-                and all(a < b for a, b in zip(self.order, other.order)))
+        return (
+            self.key == other.key
+            and self.starts == other.starts
+            and all(a < b for a, b in zip(self.order, other.order))
+        )
 
 
 class ClosedFormPhases:
@@ -113,12 +120,12 @@ class ClosedFormPhases:
         self.network = network
         self._open: dict[tuple, _Open] = {}
         self._hops: dict[tuple, list[int]] = {}
-        self._patterns: dict[tuple, StepPattern | None] = {}   # (shape, ring position) -> its steps
-        self._tables: dict[tuple, StepTable] = {}               # (ring, shape) -> every member's steps
-        self._pairs: dict[tuple, np.ndarray] = {}               # (ring, bytes) -> delays between members
+        self._patterns: dict[tuple, StepPattern | None] = {}  # (shape, ring position) -> its steps
+        self._tables: dict[tuple, StepTable] = {}  # (ring, shape) -> every member's steps
+        self._pairs: dict[tuple, np.ndarray] = {}  # (ring, bytes) -> delays between members
         self._started = 0
-        self.messages = 0          #: messages the closed form stood for
-        self.phases = 0            #: ring phases completed in closed form
+        self.messages = 0  #: messages the closed form stood for
+        self.phases = 0  #: ring phases completed in closed form
 
     def start(self, sysl: RankSystem, st: Stream) -> None:
         """Stream ``st`` of rank ``sysl.rank`` starts its current phase now.
@@ -146,7 +153,7 @@ class ClosedFormPhases:
             alg.start(st)  # type: ignore[arg-type]
             return
         reduction = sysl.reduction_ns(alg.msg_size) if reduces else 0
-        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:   # the last step reduces
+        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:  # the last step reduces
             alg.start(st)  # type: ignore[arg-type]
             return
         ring = alg.ring
@@ -162,8 +169,16 @@ class ClosedFormPhases:
         if n <= _SMALL:
             ends = ring_phase_ends_small(entry.starts, hops, endpoint, reduction, alg.stream_count, reducing)
         else:
-            ends = ring_phase_ends(np.array(entry.starts, dtype=np.int64), np.arange(n), 1, np.array(hops), endpoint,
-                                   reduction, alg.stream_count, reducing)[0].tolist()
+            ends = ring_phase_ends(
+                np.array(entry.starts, dtype=np.int64),
+                np.arange(n),
+                1,
+                np.array(hops),
+                endpoint,
+                reduction,
+                alg.stream_count,
+                reducing,
+            )[0].tolist()
         self.messages += n * alg.stream_count
         self._finish(entry, (ring.key, alg.direction, meta), ends)
 
@@ -176,13 +191,15 @@ class ClosedFormPhases:
         if pkey not in self._patterns:
             self._patterns[pkey] = step_pattern(alg)
         pattern = self._patterns[pkey]
-        if endpoint < 1 or pattern is None or (pattern.bundles[-1][0]
-                                               and sysl.reduction_ns(pattern.bundles[-1][1]) < 1):
+        if (
+            endpoint < 1
+            or pattern is None
+            or (pattern.bundles[-1][0] and sysl.reduction_ns(pattern.bundles[-1][1]) < 1)
+        ):
             alg.start(st)  # type: ignore[arg-type]  # its last step could end in its own tick
             return
         meta = shape + (endpoint,)
-        entry = self._collect(sysl, st, (st.sid, st.steps_finished, ring.key, None), meta, alg.n,
-                              ring.index)
+        entry = self._collect(sysl, st, (st.sid, st.steps_finished, ring.key, None), meta, alg.n, ring.index)
         if entry is None:
             return
         tkey = (ring.key, meta)
@@ -191,9 +208,13 @@ class ClosedFormPhases:
             patterns = [self._patterns[shape + (i,)] for i in range(alg.n)]
             sysl0 = entry.members[0][0]  # type: ignore[index]
             try:
-                table = self._tables[tkey] = StepTable(patterns, ring.members,  # type: ignore[arg-type]
-                                                       self.network.delay_ns,
-                                                       endpoint, sysl0.reduction_ns)
+                table = self._tables[tkey] = StepTable(
+                    patterns,
+                    ring.members,  # type: ignore[arg-type]
+                    self.network.delay_ns,
+                    endpoint,
+                    sysl0.reduction_ns,
+                )
             except ValueError as e:
                 raise SimulationError(f"internal: the {alg.name} phase's steps do not chain: {e}") from None
         self.messages += table.messages
@@ -206,12 +227,18 @@ class ClosedFormPhases:
         reduce-scatter), so ``end_r = max(S_r, max_p (S_p + H_pr)) + 2E + R``."""
         kind, n = alg.kind, alg.n
         endpoint = sysl.p.endpoint_delay_ns
-        if (alg.fast or kind == CollectiveKind.ALL_REDUCE or alg.stream_count != n - 1
-                or alg.parallel_reduce != n - 1 or endpoint < 1 or kind not in _REDUCES):
+        if (
+            alg.fast
+            or kind == CollectiveKind.ALL_REDUCE
+            or alg.stream_count != n - 1
+            or alg.parallel_reduce != n - 1
+            or endpoint < 1
+            or kind not in _REDUCES
+        ):
             alg.start(st)  # type: ignore[arg-type]
             return
         reduction = sysl.reduction_ns(alg.msg_size) if kind == CollectiveKind.REDUCE_SCATTER else 0
-        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:   # its last packet reduces
+        if kind == CollectiveKind.REDUCE_SCATTER and reduction < 1:  # its last packet reduces
             alg.start(st)  # type: ignore[arg-type]
             return
         ring = alg.ring
@@ -220,7 +247,7 @@ class ClosedFormPhases:
         if entry is None:
             return
         hop = self._pair_delays(ring, alg.msg_size)
-        arrive = (np.asarray(entry.starts, dtype=np.int64)[:, None] + hop).max(axis=0)   # over senders
+        arrive = (np.asarray(entry.starts, dtype=np.int64)[:, None] + hop).max(axis=0)  # over senders
         ends = np.maximum(arrive, entry.starts) + 2 * endpoint + reduction
         self.messages += n * (n - 1)
         self._finish(entry, (ring.key, "direct", meta), ends.tolist())
@@ -246,12 +273,15 @@ class ClosedFormPhases:
         if entry is None:
             entry = self._open[key] = _Open(n, meta)
         elif entry.meta != meta:
-            raise SimulationError(f"rank {sysl.rank}'s phase {st.steps_finished} of stream {st.sid} differs from "
-                                  f"another rank's on the same ring ({meta[:3]} against {entry.meta[:3]}): every "
-                                  "rank must issue the same collectives in the same order")
+            raise SimulationError(
+                f"rank {sysl.rank}'s phase {st.steps_finished} of stream {st.sid} differs from "
+                f"another rank's on the same ring ({meta[:3]} against {entry.meta[:3]}): every "
+                "rank must issue the same collectives in the same order"
+            )
         if entry.members[pos] is not None:
-            raise SimulationError(f"two ranks at position {pos} of one ring started phase "
-                                  f"{st.steps_finished} of stream {st.sid}")
+            raise SimulationError(
+                f"two ranks at position {pos} of one ring started phase {st.steps_finished} of stream {st.sid}"
+            )
         entry.starts[pos] = sysl.buckets.queue.now
         self._started += 1
         entry.order[pos] = self._started

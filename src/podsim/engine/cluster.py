@@ -63,6 +63,7 @@ class FlowMessaging(Messaging):
             if self.on_delivery is not None:
                 self.on_delivery(src, dst, size, t0, self.queue.now, tag)
             self._arrive(full)
+
         self.net.start(src, dst, size, arrived, label=tag & 0xFFFF)
 
 
@@ -77,8 +78,17 @@ class _Pending:
 class ClusterCollectives:
     """Rendezvous of collective calls and their execution on the fabric."""
 
-    def __init__(self, queue: EventQueue, fabric: Fabric, tuning: NcclTuning, backend: str,
-                 mirror: bool, net: FlowNetwork | None, fast_forward: bool = True, bulk: bool = False) -> None:
+    def __init__(
+        self,
+        queue: EventQueue,
+        fabric: Fabric,
+        tuning: NcclTuning,
+        backend: str,
+        mirror: bool,
+        net: FlowNetwork | None,
+        fast_forward: bool = True,
+        bulk: bool = False,
+    ) -> None:
         self.queue = queue
         #: flow backend: run each schedule step's identical rounds as one round of flows
         #: carrying all their bytes (then the summed per-round latency)
@@ -102,8 +112,9 @@ class ClusterCollectives:
         self._servers: dict[tuple[int, ...], bool] = {}
         self._joins: dict[tuple[int, ...], int] = {}
 
-    def issue(self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...],
-              done: Callable[[int], None], name: str) -> None:
+    def issue(
+        self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...], done: Callable[[int], None], name: str
+    ) -> None:
         """Rank ``rank`` issues a collective on ``ranks``; ``done(0)`` runs when it ends."""
         if kind not in _NAMES:
             raise SimulationError(f"collective {kind.name} is not supported on a cluster")
@@ -115,8 +126,10 @@ class ClusterCollectives:
         if p is None:
             p = self._pending[key] = _Pending(kind, size)
         elif p.kind != kind or p.size != size:
-            raise SimulationError(f"rank {rank} issues {_NAMES[kind]} of {size} B as call {seq} on ranks "
-                                  f"{ranks[0]}..{ranks[-1]}, where others issued {_NAMES[p.kind]} of {p.size} B")
+            raise SimulationError(
+                f"rank {rank} issues {_NAMES[kind]} of {size} B as call {seq} on ranks "
+                f"{ranks[0]}..{ranks[-1]}, where others issued {_NAMES[p.kind]} of {p.size} B"
+            )
         p.callbacks.append(done)
         p.names.append(name)
         if len(p.callbacks) == self._expected(ranks):
@@ -154,6 +167,7 @@ class ClusterCollectives:
             self.log.append((p.names[0], sched.algorithm, sched.protocol, start, self.queue.now, p.size, ranks))
             for cb in p.callbacks:
                 cb(0)
+
         if self.backend == "analytical" or not sched.steps or (self.intra_closed_form and self._one_server(ranks)):
             self.queue.schedule(start + t_ns, lambda _a: finish())
         else:
@@ -224,8 +238,15 @@ class _FlowRun:
             dur = q.now - self.t_round
             t_end = q.now + left * (hop + dur)
             if not q.any_before(t_end + hop, self.o.net.internal_callbacks()):  # type: ignore[union-attr]
-                self.o.net.credit(self.paths, self.sizes, dur, left, q.now + hop, t_end,  # type: ignore[union-attr]
-                                  self._loads(dur))
+                self.o.net.credit(
+                    self.paths,
+                    self.sizes,
+                    dur,
+                    left,
+                    q.now + hop,
+                    t_end,  # type: ignore[union-attr]
+                    self._loads(dur),
+                )
                 self.o.rounds_skipped += left
                 self.round = st.repeat
                 q.schedule(t_end, lambda _a: self._after_step(hop))
@@ -270,21 +291,42 @@ class ClusterRankSystem:
 
         class _P:
             queues_per_dim = 1
+
         self.p = _P()
 
-    def generate(self, kind: CollectiveKind, size: int, involved: object, group: tuple[int, ...] | None,
-                 key: str | None, priority: int, done: Callable[[int], None], node_id: int, name: str) -> None:
+    def generate(
+        self,
+        kind: CollectiveKind,
+        size: int,
+        involved: object,
+        group: tuple[int, ...] | None,
+        key: str | None,
+        priority: int,
+        done: Callable[[int], None],
+        node_id: int,
+        name: str,
+    ) -> None:
         ranks = group if group is not None else tuple(range(self.total_npus))
         self.colls.issue(self.rank, kind, size, ranks, done, name)
 
 
-def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, backend: str = "flow",
-                     compute: ComputeTiming | None = None, use_symmetry: bool = True,
-                     record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None,
-                     max_link_tracks: int = 256, fast_forward: bool = True,
-                     intra_server_closed_form: bool = False, granularity: str = "round",
-                     rendezvous: bool = False, remote_memory: RemoteMemoryParams | None = None,
-                     reference_flows: bool = False) -> Result:
+def simulate_cluster(
+    workload: Workload,
+    fabric: Fabric,
+    tuning: NcclTuning,
+    backend: str = "flow",
+    compute: ComputeTiming | None = None,
+    use_symmetry: bool = True,
+    record_timeline: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    max_link_tracks: int = 256,
+    fast_forward: bool = True,
+    intra_server_closed_form: bool = False,
+    granularity: str = "round",
+    rendezvous: bool = False,
+    remote_memory: RemoteMemoryParams | None = None,
+    reference_flows: bool = False,
+) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
@@ -329,8 +371,13 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     net = None
     if backend == "flow":
         network = ReferenceFlowNetwork if reference_flows else FlowNetwork
-        net = network(fabric, queue, router=colls_timer.router, capacity=link_capacity(fabric, tuning),
-                      record_load=record_timeline)
+        net = network(
+            fabric,
+            queue,
+            router=colls_timer.router,
+            capacity=link_capacity(fabric, tuning),
+            record_load=record_timeline,
+        )
         msg: Messaging = FlowMessaging(queue, net)
     else:
         msg = Messaging(queue, FabricDelay(fabric, colls_timer))  # type: ignore[arg-type]
@@ -348,15 +395,31 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     buckets: dict[int, RankBuckets] = {}
     remote = None
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
-        remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
-                              remote_memory.npus_per_node, remote_memory.num_nodes,
-                              lambda rank, delay, fn: buckets[rank].register(delay, fn))
-    plans: dict = {}   # one ProgramPlan per program, shared by its ranks
+        remote = RemoteMemory(
+            remote_memory.memory_type,
+            remote_memory.latency_ns,
+            remote_memory.bandwidth,
+            remote_memory.npus_per_node,
+            remote_memory.num_nodes,
+            lambda rank, delay, fn: buckets[rank].register(delay, fn),
+        )
+    plans: dict = {}  # one ProgramPlan per program, shared by its ranks
     for r in ranks:
         b = buckets[r] = RankBuckets(queue)
         sysl = ClusterRankSystem(r, n, colls, msg)
-        runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,  # type: ignore[arg-type]
-                            remote.issue if remote else None, record_timeline, True, per_stream=True, plans=plans)
+        runner = RankRunner(
+            r,
+            workload,
+            workload.program_of(r),
+            sysl,
+            b,
+            compute.op_ns,  # type: ignore[arg-type]
+            remote.issue if remote else None,
+            record_timeline,
+            True,
+            per_stream=True,
+            plans=plans,
+        )
         runner.replay_all = compute.replay_only
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)
@@ -367,7 +430,7 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
     info: dict[str, object] = {
         "mode": f"cluster: NCCL-like collectives, {backend} backend",
         "fabric": f"{fabric.name}: {n} GPUs in {fabric.num_servers} servers, {fabric.num_nodes} nodes, "
-                  f"{fabric.num_links} directed links",
+        f"{fabric.num_links} directed links",
         "equivalent_ranks": mirror,
         "equivalence": why,
         "simulated_ranks": len(runners),
@@ -390,23 +453,39 @@ def simulate_cluster(workload: Workload, fabric: Fabric, tuning: NcclTuning, bac
 
 def _add_collective_slices(timelines: dict[int, list[Slice]], colls: ClusterCollectives, mirror: bool) -> None:
     for name, algo, proto, a, b, size, ranks in colls.log:
-        s = Slice(f"{name}: {algo}/{proto}", "collective", a, b, "chunk",
-                  {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)})
-        for r in ([0] if mirror else ranks):
+        s = Slice(
+            f"{name}: {algo}/{proto}",
+            "collective",
+            a,
+            b,
+            "chunk",
+            {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)},
+        )
+        for r in [0] if mirror else ranks:
             if r in timelines:
                 timelines[r].append(s)
 
 
-def _link_report(fabric: Fabric, net: FlowNetwork | None, end_ns: int, max_tracks: int
-                 ) -> tuple[list[LinkUse], list[Counter]]:
+def _link_report(
+    fabric: Fabric, net: FlowNetwork | None, end_ns: int, max_tracks: int
+) -> tuple[list[LinkUse], list[Counter]]:
     if net is None:
         return [], []
     st = net.link_stats()
     used = [i for i in range(fabric.num_links) if st.bytes[i] > 0]
     used.sort(key=lambda i: -st.bytes[i])
-    links = [LinkUse(fabric.link_name(i), int(fabric.link_tier[i]), float(st.bytes[i]), int(st.busy_ns[i]),
-                     int(st.peak_flows[i]), float(fabric.link_bw[i]),
-                     float(st.bytes[i] / (fabric.link_bw[i] * end_ns)) if end_ns else 0.0) for i in used]
+    links = [
+        LinkUse(
+            fabric.link_name(i),
+            int(fabric.link_tier[i]),
+            float(st.bytes[i]),
+            int(st.busy_ns[i]),
+            int(st.peak_flows[i]),
+            float(fabric.link_bw[i]),
+            float(st.bytes[i] / (fabric.link_bw[i] * end_ns)) if end_ns else 0.0,
+        )
+        for i in used
+    ]
     keep = set(used[:max_tracks])
     series: dict[int, list[tuple[int, float]]] = {}
     for t, link, load in net.load_samples:

@@ -156,12 +156,14 @@ class Rendezvous:
         self.inner.on_delivery = fn
 
     def send(self, src: int, dst: int, size: int, tag: int, on_sent: Handler) -> None:
-        self.control.recv(src, dst, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
-                          lambda: self.inner.send(src, dst, size, tag, on_sent))
+        self.control.recv(
+            src, dst, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag, lambda: self.inner.send(src, dst, size, tag, on_sent)
+        )
 
     def recv(self, dst: int, src: int, size: int, tag: int, on_recv: Handler) -> None:
-        self.control.send(dst, src, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag,
-                          lambda: self.inner.recv(dst, src, size, tag, on_recv))
+        self.control.send(
+            dst, src, RENDEZVOUS_BYTES, _RENDEZVOUS_TAG + tag, lambda: self.inner.recv(dst, src, size, tag, on_recv)
+        )
 
     def pending(self) -> list[tuple[int, int, int, int, str]]:
         return self.inner.pending() + (self.control.pending() if self.control is not self.inner else [])

@@ -37,8 +37,7 @@ class _Recorder:
         self.rank = rank
         self.events: list[tuple] = []
 
-    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool,
-               send_back: bool = False) -> None:
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool, send_back: bool = False) -> None:
         self.events.append(("bundle", needs_processing, size))
 
     def send(self, dst: int, size: int) -> None:
@@ -60,8 +59,13 @@ class StepPattern:
 
     __slots__ = ("first", "sends", "recvs", "bundles")
 
-    def __init__(self, first: tuple[bool, int], sends: list[tuple[int, int]], recvs: list[tuple[int, int]],
-                 bundles: list[tuple[bool, int]]) -> None:
+    def __init__(
+        self,
+        first: tuple[bool, int],
+        sends: list[tuple[int, int]],
+        recvs: list[tuple[int, int]],
+        bundles: list[tuple[bool, int]],
+    ) -> None:
         self.first = first
         self.sends = sends
         self.recvs = recvs
@@ -108,13 +112,19 @@ class StepTable:
     ``k + 1``, ``hop[k]`` its delay and ``add[k]`` the bus time after it (ns, arrays over
     positions); ``add0`` the first packet's."""
 
-    def __init__(self, patterns: list[StepPattern], ids: list[int], delay_ns: Callable[[int, int, int], int],
-                 endpoint_ns: int, reduction_ns: Callable[[int], int]) -> None:
+    def __init__(
+        self,
+        patterns: list[StepPattern],
+        ids: list[int],
+        delay_ns: Callable[[int, int, int], int],
+        endpoint_ns: int,
+        reduction_ns: Callable[[int], int],
+    ) -> None:
         n = len(patterns)
         m = len(patterns[0].sends)
         if any(len(p.sends) != m for p in patterns):
             raise ValueError("the members' phases take different numbers of steps")
-        sent: dict[tuple[int, int, int, int], int] = {}      # (sender, receiver, bytes, nth) -> step
+        sent: dict[tuple[int, int, int, int], int] = {}  # (sender, receiver, bytes, nth) -> step
         count: dict[tuple[int, int, int], int] = {}
         for s, p in enumerate(patterns):
             for k, (dst, size) in enumerate(p.sends):

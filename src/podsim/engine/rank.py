@@ -27,11 +27,20 @@ _KIND_OF: dict[int, CollectiveKind] = {}
 class RankRunner:
     """Runs one rank's program (or one representative of equivalent ranks)."""
 
-    def __init__(self, rank: int, workload: Workload, program: Program, system: RankSystem,
-                 buckets: RankBuckets, compute_ns: Callable[[Program, int], int],
-                 remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
-                 record: bool = False, use_ctrl_deps: bool = True, per_stream: bool = False,
-                 plans: dict[tuple[int, bool, bool], "ProgramPlan"] | None = None) -> None:
+    def __init__(
+        self,
+        rank: int,
+        workload: Workload,
+        program: Program,
+        system: RankSystem,
+        buckets: RankBuckets,
+        compute_ns: Callable[[Program, int], int],
+        remote_mem: Callable[[int, int, int, Callable[[], None]], None] | None,
+        record: bool = False,
+        use_ctrl_deps: bool = True,
+        per_stream: bool = False,
+        plans: dict[tuple[int, bool, bool], "ProgramPlan"] | None = None,
+    ) -> None:
         self.rank = rank
         self.w = workload
         self.p = program
@@ -113,15 +122,20 @@ class RankRunner:
         elif kind == _COLLECTIVE:
             self._collective(i)
         elif kind == OpKind.SEND:
-            self.sys.msg.send(self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]),
-                              lambda: self.call(i))
+            self.sys.msg.send(
+                self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]), lambda: self.call(i)
+            )
         elif kind == OpKind.RECV:
-            self.sys.msg.recv(self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]),
-                              lambda: self.call(i))
+            self.sys.msg.recv(
+                self.rank, p.peer_of(i, self.rank), int(p.size_bytes[i]), int(p.tag[i]), lambda: self.call(i)
+            )
         elif kind in (OpKind.MEM_LOAD, OpKind.MEM_STORE):
             if self.remote_mem is None:
-                raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: memory node needs a remote memory "
-                                 "model (NO_MEMORY_EXPANSION)", where="--remote-memory-configuration")
+                raise InputError(
+                    f"rank {self.rank} node {int(p.node_id[i])}: memory node needs a remote memory "
+                    "model (NO_MEMORY_EXPANSION)",
+                    where="--remote-memory-configuration",
+                )
             self.remote_mem(self.rank, int(p.size_bytes[i]), int(p.kind[i]), lambda: self.call(i))
         else:  # NOOP: metadata / invalid nodes finish at once
             self._finish(i)
@@ -142,16 +156,23 @@ class RankRunner:
         if kind is None:
             kind = _KIND_OF[code] = CollectiveKind(code)
         if kind == CollectiveKind.BROADCAST:
-            if int(p.duration_ns[i]) > 0:   # replayed for its recorded duration, as ASTRA-sim does
+            if int(p.duration_ns[i]) > 0:  # replayed for its recorded duration, as ASTRA-sim does
                 return (None, int(p.duration_ns[i]))
             # no recorded duration (a traced broadcast loads as -1): timed as an all-gather of
             # its size, which moves the same bytes per link as a pipelined ring broadcast
             kind = CollectiveKind.ALL_GATHER
-        if kind not in (CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
-                        CollectiveKind.ALL_TO_ALL):
-            raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
-                             "supported (ASTRA-sim supports ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
-                             "ALL_TO_ALL and replays BROADCAST)", where="comm_type")
+        if kind not in (
+            CollectiveKind.ALL_REDUCE,
+            CollectiveKind.ALL_GATHER,
+            CollectiveKind.REDUCE_SCATTER,
+            CollectiveKind.ALL_TO_ALL,
+        ):
+            raise InputError(
+                f"rank {self.rank} node {int(p.node_id[i])}: collective {kind.name} is not "
+                "supported (ASTRA-sim supports ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
+                "ALL_TO_ALL and replays BROADCAST)",
+                where="comm_type",
+            )
         g = self._coll_group[i]
         group = None
         key = None
@@ -161,17 +182,27 @@ class RankRunner:
                 key = p.group_keys[g]
                 grp = self.w.group_of(key, self.rank)
                 if grp is None:
-                    raise InputError(f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
-                                     "not found in the comm-group configuration (give it with "
-                                     "--comm-group-configuration FILE; podsim reads PREFIX.comm_groups.json "
-                                     "beside PREFIX.<rank>.et by itself)", where="pg_name")
-                hit = self._group_cache[g] = (key, tuple(grp.ranks) if len(grp.ranks) != self.sys.total_npus
-                                              else None)
+                    raise InputError(
+                        f"rank {self.rank} node {int(p.node_id[i])}: communicator group {key!r} "
+                        "not found in the comm-group configuration (give it with "
+                        "--comm-group-configuration FILE; podsim reads PREFIX.comm_groups.json "
+                        "beside PREFIX.<rank>.et by itself)",
+                        where="pg_name",
+                    )
+                hit = self._group_cache[g] = (key, tuple(grp.ranks) if len(grp.ranks) != self.sys.total_npus else None)
             key, group = hit
         extra = p.extras.get(i)
         involved = extra.get("involved_dim") if extra else None
-        return (kind, self._size[i], involved, group, key, self._prio[i], self._nid[i],
-                p.names[i] or f"node {self._nid[i]}")
+        return (
+            kind,
+            self._size[i],
+            involved,
+            group,
+            key,
+            self._prio[i],
+            self._nid[i],
+            p.names[i] or f"node {self._nid[i]}",
+        )
 
     # -- completion ------------------------------------------------------------------------
     def _finish(self, i: int) -> None:
@@ -228,7 +259,7 @@ class ProgramPlan:
         # ASTRA-sim's FeederV3 resolves data and control dependencies alike, each parent once
         child, parent = _edges(program, use_ctrl_deps and program.ctrl_deps_order)
         self.pending_deps: list[int] = np.bincount(child, minlength=n).tolist()
-        order = np.lexsort((child, parent))                   # by parent, then child
+        order = np.lexsort((child, parent))  # by parent, then child
         self.children: list[int] = child[order].tolist()
         ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(parent, minlength=n), out=ptr[1:])
@@ -240,8 +271,10 @@ class ProgramPlan:
         # invalid nodes, which hold it only for the instant they take) one communication slot;
         # receives take none.
         recv, comp = int(OpKind.RECV), int(OpKind.COMPUTE)
-        self.resource = [NONE if k == recv else CPU if c else GPU_COMP if k == comp else GPU_COMM
-                         for k, c in zip(kinds.tolist(), program.is_cpu.tolist())]
+        self.resource = [
+            NONE if k == recv else CPU if c else GPU_COMP if k == comp else GPU_COMM
+            for k, c in zip(kinds.tolist(), program.is_cpu.tolist())
+        ]
         # ASTRA-sim has one slot of each kind per rank; with per_stream, each of the program's
         # streams has its own slots (a trace's or generator's separate CUDA streams)
         streams = program.stream.tolist() if per_stream else [0] * n
@@ -258,9 +291,12 @@ class ProgramPlan:
         # fused ops (a generator's compute + closed-form collectives): their collective parts
         # are communication, not GPU compute -- the op's time outside its compute segments
         # (a collective that runs beside a kernel overlaps it)
-        self.comm_part = {i: int(program.duration_ns[i]) - length(merged(
-            [(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
-            for i, e in program.extras.items() if SEGMENTS in e}
+        self.comm_part = {
+            i: int(program.duration_ns[i])
+            - length(merged([(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
+            for i, e in program.extras.items()
+            if SEGMENTS in e
+        }
 
 
 def _edges(program: Program, use_ctrl: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -103,8 +103,16 @@ def _window_max(v: np.ndarray) -> np.ndarray:
     return w
 
 
-def ring_phase_ends(starts: np.ndarray, order: np.ndarray, chunks: int, hop_ns: int | np.ndarray,
-                    endpoint_ns: int, reduction_ns: int, messages: int, reducing: int) -> list[np.ndarray]:
+def ring_phase_ends(
+    starts: np.ndarray,
+    order: np.ndarray,
+    chunks: int,
+    hop_ns: int | np.ndarray,
+    endpoint_ns: int,
+    reduction_ns: int,
+    messages: int,
+    reducing: int,
+) -> list[np.ndarray]:
     """Each chunk's end on every rank (ns, int64 arrays indexed by rank) of a ring phase of
     ``messages`` messages a rank (``>= n - 1``), the first ``reducing`` of them reduced on
     arrival, the chunks back to back from ``starts`` (indexed by rank); ``order``: the ring
@@ -121,13 +129,13 @@ def ring_phase_ends(starts: np.ndarray, order: np.ndarray, chunks: int, hop_ns: 
     if shift < 0:
         raise ValueError(f"a ring phase of {messages} messages on {n} ranks is not modelled")
     hops = np.broadcast_to(np.asarray(hop_ns, dtype=np.int64), (n,))
-    cum = np.zeros(n, dtype=np.int64)               # P(0 .. n-1)
+    cum = np.zeros(n, dtype=np.int64)  # P(0 .. n-1)
     np.cumsum(hops[1:], out=cum[1:])
-    lap = int(cum[-1] + hops[0])                    # C
+    lap = int(cum[-1] + hops[0])  # C
     c = (messages + 1) * endpoint_ns + reducing * reduction_ns
     # u = q - shift; the window of u is e = u - n + 1 .. u.  w(u + k n) = w(u) - k C, so the
     # window maxima of u = 0 .. n - 1 (e = -(n - 1) .. n - 1) give every other u.
-    e_cum = np.concatenate((cum[1:] - lap, cum))    # P(e), e = -(n - 1) .. n - 1
+    e_cum = np.concatenate((cum[1:] - lap, cum))  # P(e), e = -(n - 1) .. n - 1
     u = np.arange(n, dtype=np.int64) - shift
     k, um = np.divmod(u, n)
     s = np.asarray(starts, dtype=np.int64)
@@ -143,8 +151,9 @@ def ring_phase_ends(starts: np.ndarray, order: np.ndarray, chunks: int, hop_ns: 
     return ends
 
 
-def ring_phase_ends_small(starts: list[int], hops: list[int], endpoint_ns: int, reduction_ns: int, messages: int,
-                          reducing: int) -> list[int]:
+def ring_phase_ends_small(
+    starts: list[int], hops: list[int], endpoint_ns: int, reduction_ns: int, messages: int, reducing: int
+) -> list[int]:
     """:func:`ring_phase_ends` for one chunk, in plain Python (no numpy call overhead: faster on
     the short rings of multi-dimensional networks); ``starts`` and ``hops`` by ring position
     (``hops[j]`` into position ``j``), the ends by ring position."""
@@ -162,11 +171,11 @@ def ring_phase_ends_small(starts: list[int], hops: list[int], endpoint_ns: int, 
     # v[i] = start(e mod n) - P(e) for e = i - (n - 1); the window of u is v[u .. u + n - 1]
     v = [starts[i + 1] - cum[i + 1] + lap for i in range(n - 1)] + [starts[i] - cum[i] for i in range(n)]
     w = v[:n]
-    for i in range(n - 2, -1, -1):                  # suffix maxima of the first block
+    for i in range(n - 2, -1, -1):  # suffix maxima of the first block
         if w[i + 1] > w[i]:
             w[i] = w[i + 1]
     best = v[n]
-    for u in range(1, n):                           # with prefix maxima of the second
+    for u in range(1, n):  # with prefix maxima of the second
         x = v[n - 1 + u]
         if x > best:
             best = x
@@ -179,8 +188,16 @@ def ring_phase_ends_small(starts: list[int], hops: list[int], endpoint_ns: int, 
     return out
 
 
-def ring_phase_steps(starts: np.ndarray, pred: np.ndarray, chunks: int, hop_ns: int | np.ndarray,
-                     endpoint_ns: int, reduction_ns: int, messages: int, reducing: int) -> np.ndarray:
+def ring_phase_steps(
+    starts: np.ndarray,
+    pred: np.ndarray,
+    chunks: int,
+    hop_ns: int | np.ndarray,
+    endpoint_ns: int,
+    reduction_ns: int,
+    messages: int,
+    reducing: int,
+) -> np.ndarray:
     """The same ends by the step recurrence itself (vector over ranks, loop over messages): the
     reference the closed form is tested against.  ``pred[r]``: the rank ``r`` receives from;
     ``hop_ns``: scalar, or per receiving rank."""
@@ -194,8 +211,9 @@ def ring_phase_steps(starts: np.ndarray, pred: np.ndarray, chunks: int, hop_ns: 
     return s
 
 
-def fast_path_reason(workload: Workload, topology: Topology, system: SystemParams, rendezvous: bool,
-                     mirror: bool, replay_only: bool) -> str | None:
+def fast_path_reason(
+    workload: Workload, topology: Topology, system: SystemParams, rendezvous: bool, mirror: bool, replay_only: bool
+) -> str | None:
     """None when every collective of ``workload`` may run in closed form, else why not."""
     p = system
     if mirror:
@@ -249,13 +267,20 @@ class RingCollectiveBatch:
     def __init__(self, n: int, network: object) -> None:
         self.n = n
         self.network = network
-        self._count = [0] * n                       # collectives each rank has issued
+        self._count = [0] * n  # collectives each rank has issued
         self._open: dict[int, tuple[np.ndarray, list, list]] = {}
-        self._modelled: dict[int, bool] = {}        # reduce-scatters by size: closed form or messages
-        self.messages = 0                           #: messages the closed form stood for
+        self._modelled: dict[int, bool] = {}  # reduce-scatters by size: closed form or messages
+        self.messages = 0  #: messages the closed form stood for
 
-    def arrive(self, sysl: object, kind: CollectiveKind, size: int, on_done: Callable[[int], None],
-               label: str = "", collective: CollectiveId = CollectiveId(None, 0, 0, 0)) -> bool:
+    def arrive(
+        self,
+        sysl: object,
+        kind: CollectiveKind,
+        size: int,
+        on_done: Callable[[int], None],
+        label: str = "",
+        collective: CollectiveId = CollectiveId(None, 0, 0, 0),
+    ) -> bool:
         """Rank ``sysl.rank`` issues its next collective, ``kind`` of ``size`` bytes, now
         (``label`` names its chunks in the timeline, ``collective`` it in :class:`TieFound`).
         False: the collective is not one the closed form reproduces (a reduce-scatter whose
@@ -280,9 +305,11 @@ class RingCollectiveBatch:
             entry = self._open[k] = (np.zeros(self.n, dtype=np.int64), [None] * self.n, [0, kind, size])
         starts, done, meta = entry
         if (kind, size) != (meta[1], meta[2]):
-            raise SimulationError(f"rank {r}'s collective number {k + 1} is a {kind.label} of {size} bytes, another "
-                                  f"rank's a {meta[1].label} of {meta[2]} bytes: every rank must issue the same "
-                                  "collectives in the same order")
+            raise SimulationError(
+                f"rank {r}'s collective number {k + 1} is a {kind.label} of {size} bytes, another "
+                f"rank's a {meta[1].label} of {meta[2]} bytes: every rank must issue the same "
+                "collectives in the same order"
+            )
         starts[r] = sysl.buckets.queue.now  # type: ignore[attr-defined]
         done[r] = (sysl, on_done, label, collective)
         meta[0] += 1
@@ -294,8 +321,16 @@ class RingCollectiveBatch:
     @staticmethod
     def _plan(sysl: object, kind: CollectiveKind, size: int) -> list:
         s: Any = sysl
-        return plan_chunks(kind, size, s._dims(kind, None), None, s.levels, s.p.preferred_dataset_splits,
-                           s.total_npus, s.p.collective_optimization)
+        return plan_chunks(
+            kind,
+            size,
+            s._dims(kind, None),
+            None,
+            s.levels,
+            s.p.preferred_dataset_splits,
+            s.total_npus,
+            s.p.collective_optimization,
+        )
 
     def _complete(self, starts: np.ndarray, done: list, kind: CollectiveKind, size: int) -> None:
         n = self.n
@@ -317,19 +352,29 @@ class RingCollectiveBatch:
             hop = self.network.delay_ns(int(order[0]), int(order[1]), alg.msg_size)  # type: ignore[attr-defined]
             reducing = n - 1 if _REDUCES[kind] else 0
             red = sys0.reduction_ns(alg.msg_size) if reducing else 0
-            per_chunk = ring_phase_ends(starts, order, len(chunks), hop, p.endpoint_delay_ns, red,
-                                        alg.stream_count, reducing)
+            per_chunk = ring_phase_ends(
+                starts, order, len(chunks), hop, p.endpoint_delay_ns, red, alg.stream_count, reducing
+            )
             ends = per_chunk[-1]
             self.messages += n * len(chunks) * alg.stream_count
         now = sys0.buckets.queue.now
         for r, (sysl, on_done, label, collective) in enumerate(done):
-            if sysl.phase_log is not None:   # the chunks as the engine logs them
+            if sysl.phase_log is not None:  # the chunks as the engine logs them
                 a = int(starts[r])
                 for c, e in enumerate(per_chunk):
                     ph = chunks[c][0]
                     name = f"{label} chunk {c}" if len(chunks) > 1 else label
-                    sysl.phase_log.append((abs(ph.queue), name, ph.algorithm.kind.label, ph.algorithm.name,
-                                           int(ph.algorithm.data_size), a, int(e[r])))
+                    sysl.phase_log.append(
+                        (
+                            abs(ph.queue),
+                            name,
+                            ph.algorithm.kind.label,
+                            ph.algorithm.name,
+                            int(ph.algorithm.data_size),
+                            a,
+                            int(e[r]),
+                        )
+                    )
                     a = int(e[r])
             t = int(ends[r])
             sysl.buckets.register(t - now, _Done(sysl, on_done, t - int(starts[r]), collective))

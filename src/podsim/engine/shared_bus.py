@@ -27,8 +27,8 @@ class _Request:
         self.size = size
         self.processed = processed
         self.send_back = send_back
-        self.done = done             # called when the request leaves through this side
-        self.next_event = ""         # what the outer side does when the inner bus returns it
+        self.done = done  # called when the request leaves through this side
+        self.next_event = ""  # what the outer side does when the inner bus returns it
 
 
 class _Side:
@@ -86,14 +86,14 @@ class _Side:
         self.receives.append(r)
         self.prev_state = self.state
         self.state = "receiving"
-        self.b.register(int(offset + (r.size - 1) * self.G + self.L + self.o),
-                        lambda: self._call("rec_finished", None))
+        self.b.register(int(offset + (r.size - 1) * self.G + self.L + self.o), lambda: self._call("rec_finished", None))
         self.subsequent_reads = 0
 
     def _start_processing(self) -> None:
         self.processing_busy = True
-        self.b.register((self.processing[0].size // 100) * self.red + 50,
-                        lambda: self._call("processing_finished", None))
+        self.b.register(
+            (self.processing[0].size // 100) * self.red + 50, lambda: self._call("processing_finished", None)
+        )
 
     def _leave(self, r: _Request, send_back: bool) -> None:
         """A request is done on this side: back over the bus, or out (via the inner bus)."""
@@ -157,8 +157,9 @@ class _Side:
 class SharedBus:
     """The NPU <-> memory bus of one rank (two LogGP sides, optionally an inner bus)."""
 
-    def __init__(self, b: RankBuckets, L: int, o: int, g: int, G: float, reduction_delay: int,
-                 attach_inner: bool = True) -> None:
+    def __init__(
+        self, b: RankBuckets, L: int, o: int, g: int, G: float, reduction_delay: int, attach_inner: bool = True
+    ) -> None:
         self.npu = _Side(b, L, o, g, G, reduction_delay)
         self.mem = _Side(b, L, o, g, G, reduction_delay)
         self.npu.partner, self.mem.partner = self.mem, self.npu

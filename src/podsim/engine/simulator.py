@@ -74,8 +74,9 @@ class RemoteMemoryParams:
     num_nodes: int | None = None
 
 
-def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
-                     system: SystemParams | None = None) -> tuple[bool, str]:
+def equivalent_ranks(
+    workload: Workload, remote: RemoteMemoryParams | None, system: SystemParams | None = None
+) -> tuple[bool, str]:
     """Whether all ranks are provably equivalent (and why not, if not)."""
     if system is not None:
         if system.custom or system.custom_per_node:
@@ -97,8 +98,11 @@ def equivalent_ranks(workload: Workload, remote: RemoteMemoryParams | None,
         partial = {g.name for g in workload.groups if len(set(g.ranks)) != workload.num_ranks}
         if not used <= world or used & partial:
             return False, "collectives on communicator groups"
-    if (OpKind.MEM_LOAD in kinds or OpKind.MEM_STORE in kinds) and remote is not None and \
-            remote.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
+    if (
+        (OpKind.MEM_LOAD in kinds or OpKind.MEM_STORE in kinds)
+        and remote is not None
+        and remote.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
+    ):
         return False, "shared remote memory"
     return True, "all ranks run the same program on a symmetric topology"
 
@@ -107,17 +111,30 @@ def _categories(p: Program) -> list[tuple[str, str]]:
     """(track, category) of every op: cpu, compute, comm (collectives and point-to-point),
     mem, or other."""
     kinds, cpu = p.kind.tolist(), p.is_cpu.tolist()
-    table = {int(OpKind.COMPUTE): ("compute", "compute"), int(OpKind.COLLECTIVE): ("comm", "comm"),
-             int(OpKind.SEND): ("comm", "comm"), int(OpKind.RECV): ("comm", "comm"),
-             int(OpKind.MEM_LOAD): ("mem", "mem"), int(OpKind.MEM_STORE): ("mem", "mem")}
+    table = {
+        int(OpKind.COMPUTE): ("compute", "compute"),
+        int(OpKind.COLLECTIVE): ("comm", "comm"),
+        int(OpKind.SEND): ("comm", "comm"),
+        int(OpKind.RECV): ("comm", "comm"),
+        int(OpKind.MEM_LOAD): ("mem", "mem"),
+        int(OpKind.MEM_STORE): ("mem", "mem"),
+    }
     return [("cpu", "cpu") if c else table.get(k, ("other", "other")) for k, c in zip(kinds, cpu)]
 
 
-def simulate(workload: Workload, topology: Topology, system: SystemParams,
-             compute: ComputeTiming | None = None, remote_memory: RemoteMemoryParams | None = None,
-             use_symmetry: bool = True, record_timeline: bool = True,
-             progress: Callable[[int, int, int], None] | None = None, rendezvous: bool = False,
-             use_ctrl_deps: bool = True, fast_collectives: bool = True) -> Result:
+def simulate(
+    workload: Workload,
+    topology: Topology,
+    system: SystemParams,
+    compute: ComputeTiming | None = None,
+    remote_memory: RemoteMemoryParams | None = None,
+    use_symmetry: bool = True,
+    record_timeline: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    rendezvous: bool = False,
+    use_ctrl_deps: bool = True,
+    fast_collectives: bool = True,
+) -> Result:
     """Simulate ``workload`` and return per-rank results (all times integer ns).
 
     ``use_ctrl_deps``: control dependencies order ops as data dependencies do (ASTRA-sim's
@@ -137,11 +154,22 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
     sends every message.
     """
     t0 = time.perf_counter()
-    plans: dict[tuple[int, bool, bool], ProgramPlan] = {}   # one per program, shared by its ranks and every run
-    args = (workload, topology, system, compute, remote_memory, use_symmetry, record_timeline, progress, rendezvous,
-            use_ctrl_deps, plans)
+    plans: dict[tuple[int, bool, bool], ProgramPlan] = {}  # one per program, shared by its ranks and every run
+    args = (
+        workload,
+        topology,
+        system,
+        compute,
+        remote_memory,
+        use_symmetry,
+        record_timeline,
+        progress,
+        rendezvous,
+        use_ctrl_deps,
+        plans,
+    )
     send: frozenset[tuple] = frozenset()
-    tied: set[tuple] = set()       # the like() keys of the collectives that tied
+    tied: set[tuple] = set()  # the like() keys of the collectives that tied
     first: TieFound | None = None
     for _ in range(TIE_RUNS if fast_collectives else 1):
         try:
@@ -155,17 +183,24 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
             tied.add(c.like())
     else:
         res = _simulate(*args, False, frozenset())
-        res.info["closed_form_collectives"] = (f"none: closed-form ends fell in ticks beside other events in "
-                                               f"{TIE_RUNS} runs (first: {first})")
+        res.info["closed_form_collectives"] = (
+            f"none: closed-form ends fell in ticks beside other events in {TIE_RUNS} runs (first: {first})"
+        )
         send = frozenset()
     if send:
         one = sum(1 for k in send if k[0] == "this")
         like = len(send) - one
-        what = ", ".join(x for x in (f"{one} collective{'s' if one > 1 else ''}" if one else "",
-                                     f"{like} kind{'s' if like > 1 else ''} of collective (group, kind, bytes)"
-                                     if like else "") if x)
-        res.info["closed_form_collectives"] += (f"; {what} sent as messages, closed-form ends falling in ticks "
-                                                f"beside other events (first: {first})")
+        what = ", ".join(
+            x
+            for x in (
+                f"{one} collective{'s' if one > 1 else ''}" if one else "",
+                f"{like} kind{'s' if like > 1 else ''} of collective (group, kind, bytes)" if like else "",
+            )
+            if x
+        )
+        res.info["closed_form_collectives"] += (
+            f"; {what} sent as messages, closed-form ends falling in ticks beside other events (first: {first})"
+        )
     res.info["wall_s"] = round(time.perf_counter() - t0, 6)
     return res
 
@@ -175,12 +210,21 @@ def simulate(workload: Workload, topology: Topology, system: SystemParams,
 TIE_RUNS = 6
 
 
-
-def _simulate(workload: Workload, topology: Topology, system: SystemParams, compute: ComputeTiming | None,
-              remote_memory: RemoteMemoryParams | None, use_symmetry: bool, record_timeline: bool,
-              progress: Callable[[int, int, int], None] | None, rendezvous: bool, use_ctrl_deps: bool,
-              plans: dict[tuple[int, bool, bool], ProgramPlan], fast_collectives: bool,
-              send_messages: frozenset[tuple]) -> Result:
+def _simulate(
+    workload: Workload,
+    topology: Topology,
+    system: SystemParams,
+    compute: ComputeTiming | None,
+    remote_memory: RemoteMemoryParams | None,
+    use_symmetry: bool,
+    record_timeline: bool,
+    progress: Callable[[int, int, int], None] | None,
+    rendezvous: bool,
+    use_ctrl_deps: bool,
+    plans: dict[tuple[int, bool, bool], ProgramPlan],
+    fast_collectives: bool,
+    send_messages: frozenset[tuple],
+) -> Result:
     """One run, ``send_messages`` sent as messages.
 
     Raises:
@@ -193,27 +237,38 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the network has {n} NPUs")
     network = AnalyticalNetwork(topology)
     queue = EventQueue()
-    mirror, why = (equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled"))
-    msg: Messaging | MirrorMessaging | Rendezvous = (MirrorMessaging(queue, network) if mirror
-                                                     else Messaging(queue, network))
+    mirror, why = equivalent_ranks(workload, remote_memory, system) if use_symmetry else (False, "disabled")
+    msg: Messaging | MirrorMessaging | Rendezvous = (
+        MirrorMessaging(queue, network) if mirror else Messaging(queue, network)
+    )
     if rendezvous:
         msg = Rendezvous(msg)
     flows: list[Flow] = []
     if record_timeline and not mirror:
+
         def on_delivery(src: int, dst: int, size: int, t_send: int, t_arrive: int, tag: int) -> None:
             if tag >= 0 and len(flows) < MAX_FLOWS:  # point-to-point (not collective-internal) messages
                 flows.append(Flow(src, dst, t_send, t_arrive, size, f"send {size} B"))
+
         msg.on_delivery = on_delivery
     remote = None
     buckets: dict[int, RankBuckets] = {}
     if remote_memory is not None and remote_memory.memory_type != "NO_MEMORY_EXPANSION":
-        remote = RemoteMemory(remote_memory.memory_type, remote_memory.latency_ns, remote_memory.bandwidth,
-                              remote_memory.npus_per_node, remote_memory.num_nodes,
-                              lambda rank, delay, fn: buckets[rank].register(delay, fn))
+        remote = RemoteMemory(
+            remote_memory.memory_type,
+            remote_memory.latency_ns,
+            remote_memory.bandwidth,
+            remote_memory.npus_per_node,
+            remote_memory.num_nodes,
+            lambda rank, delay, fn: buckets[rank].register(delay, fn),
+        )
     ranks = [0] if mirror else list(range(n))
     fast_ring = None
-    fast_why = fast_path_reason(workload, topology, system, rendezvous, mirror, compute.replay_only) \
-        if fast_collectives else "disabled"
+    fast_why = (
+        fast_path_reason(workload, topology, system, rendezvous, mirror, compute.replay_only)
+        if fast_collectives
+        else "disabled"
+    )
     fast_phases = None
     if fast_why is None:
         fast_ring = RingCollectiveBatch(n, network)
@@ -226,8 +281,18 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
         sysl.fast_ring = fast_ring
         sysl.fast_phases = fast_phases
         sysl.send_messages = send_messages
-        runner = RankRunner(r, workload, workload.program_of(r), sysl, b, compute.op_ns,
-                            remote.issue if remote else None, record_timeline, use_ctrl_deps, plans=plans)
+        runner = RankRunner(
+            r,
+            workload,
+            workload.program_of(r),
+            sysl,
+            b,
+            compute.op_ns,
+            remote.issue if remote else None,
+            record_timeline,
+            use_ctrl_deps,
+            plans=plans,
+        )
         runner.replay_all = compute.replay_only
         if record_timeline:
             sysl.phase_log = []
@@ -241,11 +306,16 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
         "equivalence": why,
         "simulated_ranks": len(runners),
         "messages_simulated": msg.messages,
-        "messages_closed_form": (fast_ring.messages if fast_ring is not None
-                                 else fast_phases.messages if fast_phases is not None else 0),
-        "closed_form_collectives": ("ring collectives of every rank" if fast_ring is not None
-                                    else f"ring phases of every rank (whole collectives not: {fast_why})"
-                                    if fast_phases is not None else fast_why),
+        "messages_closed_form": (
+            fast_ring.messages if fast_ring is not None else fast_phases.messages if fast_phases is not None else 0
+        ),
+        "closed_form_collectives": (
+            "ring collectives of every rank"
+            if fast_ring is not None
+            else f"ring phases of every rank (whole collectives not: {fast_why})"
+            if fast_phases is not None
+            else fast_why
+        ),
         "wall_s": round(wall, 6),
     }
     notes = []
@@ -254,8 +324,13 @@ def _simulate(workload: Workload, topology: Topology, system: SystemParams, comp
     return Result(results, timelines, flows, info, notes)
 
 
-def run_ranks(queue: EventQueue, runners: list[RankRunner], msg: object, workload: Workload,
-              progress: Callable[[int, int, int], None] | None) -> None:
+def run_ranks(
+    queue: EventQueue,
+    runners: list[RankRunner],
+    msg: object,
+    workload: Workload,
+    progress: Callable[[int, int, int], None] | None,
+) -> None:
     """Start every runner and run the event loop to the end.
 
     Raises:
@@ -280,8 +355,9 @@ def run_ranks(queue: EventQueue, runners: list[RankRunner], msg: object, workloa
         raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
 
 
-def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
-             reps: object = None) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+def _collect(
+    runners: list[RankRunner], n: int, mirror: bool, record: bool, reps: object = None
+) -> tuple[list[RankResult], dict[int, list[Slice]]]:
     per: dict[int, RankResult] = {}
     tl: dict[int, list[Slice]] = {}
     for rr in runners:
@@ -310,8 +386,16 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
                         sargs: dict[str, object] = {} if cat == "compute" else {"group": cat}
                         if len(seg) > 4:
                             sargs.update(seg[4])
-                        slices.append(Slice(sname, "compute" if cat == "compute" else "comm", a + off,
-                                            a + off + dur, "compute" if cat == "compute" else "comm", sargs))
+                        slices.append(
+                            Slice(
+                                sname,
+                                "compute" if cat == "compute" else "comm",
+                                a + off,
+                                a + off + dur,
+                                "compute" if cat == "compute" else "comm",
+                                sargs,
+                            )
+                        )
                 continue
             res = resource[i]
             if k in mem_kinds:
@@ -327,28 +411,55 @@ def _collect(runners: list[RankRunner], n: int, mirror: bool, record: bool,
                 if sizes[i]:  # type: ignore[index]
                     args["bytes"] = sizes[i]  # type: ignore[index]
                 if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
-                    args.update((k, v) for k, v in extras[i].items()
-                                if isinstance(v, (str, int, float, bool)) and k != SEGMENTS)
+                    args.update(
+                        (k, v) for k, v in extras[i].items() if isinstance(v, (str, int, float, bool)) and k != SEGMENTS
+                    )
                 slices.append(Slice(name, stream, a, b, cat, args))
         comm_ns = union_length(comm)
         overlap = union_length(comp) + comm_ns - union_length(comp + comm)
-        rres = RankResult(rr.rank, rr.finish_ns, rr.gpu_ops_ns, comm_ns, rr.finish_ns - rr.gpu_ops_ns,
-                          rr.cpu_ops_ns, union_length(mem), overlap)
+        rres = RankResult(
+            rr.rank,
+            rr.finish_ns,
+            rr.gpu_ops_ns,
+            comm_ns,
+            rr.finish_ns - rr.gpu_ops_ns,
+            rr.cpu_ops_ns,
+            union_length(mem),
+            overlap,
+        )
         per[rr.rank] = rres
         if record:
             nq = rr.sys.p.queues_per_dim
             for q, label, kind, algo, size, a, b in rr.sys.phase_log or []:
                 track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
-                slices.append(Slice(f"{label}: {kind.replace('_', '-')} ({algo})", track, a, b, "chunk",
-                                    {"bytes": size, "algorithm": algo}))
+                slices.append(
+                    Slice(
+                        f"{label}: {kind.replace('_', '-')} ({algo})",
+                        track,
+                        a,
+                        b,
+                        "chunk",
+                        {"bytes": size, "algorithm": algo},
+                    )
+                )
         tl[rr.rank] = slices
     if mirror or reps is not None:
         of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
         out = []
         for r in range(n):
             base = per[of[r]]
-            out.append(RankResult(r, base.finish_ns, base.compute_ns, base.comm_ns, base.exposed_comm_ns,
-                                  base.cpu_ns, base.mem_ns, base.overlap_ns))
+            out.append(
+                RankResult(
+                    r,
+                    base.finish_ns,
+                    base.compute_ns,
+                    base.comm_ns,
+                    base.exposed_comm_ns,
+                    base.cpu_ns,
+                    base.mem_ns,
+                    base.overlap_ns,
+                )
+            )
         timelines = {r: tl[of[r]] for r in range(n)} if record else {}
         return out, timelines
     return [per[r] for r in range(n)], (tl if record else {})
@@ -365,8 +476,11 @@ def _deadlock_message(stuck: list[RankRunner], msg: object, runners: list[RankRu
     blocked_ops = 0
     for rr in stuck:
         p = rr.p
-        issued = [i for i in range(len(p)) if i not in rr.free and rr.pending_deps[i] == 0 and rr.ends[i] == 0
-                  and int(p.kind[i]) != OpKind.NOOP]
+        issued = [
+            i
+            for i in range(len(p))
+            if i not in rr.free and rr.pending_deps[i] == 0 and rr.ends[i] == 0 and int(p.kind[i]) != OpKind.NOOP
+        ]
         blocked_ops += sum(1 for d in rr.pending_deps if d > 0)
         for i in issued[:3]:
             kind = OpKind(int(p.kind[i])).name.lower()

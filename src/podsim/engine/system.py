@@ -54,8 +54,13 @@ class DataSet:
 
     __slots__ = ("total", "finished", "created", "on_done", "collective", "closed_form")
 
-    def __init__(self, created: int, on_done: Callable[[int], None],
-                 collective: CollectiveId = CollectiveId(None, 0, 0, 0), closed_form: bool = True) -> None:
+    def __init__(
+        self,
+        created: int,
+        on_done: Callable[[int], None],
+        collective: CollectiveId = CollectiveId(None, 0, 0, 0),
+        closed_form: bool = True,
+    ) -> None:
         self.total = 0
         self.finished = 0
         self.created = created
@@ -69,8 +74,19 @@ class DataSet:
 class Stream:
     """One chunk of a collective with its remaining phases."""
 
-    __slots__ = ("sid", "phases", "phase", "queue", "priority", "dataset", "initialized",
-                 "steps_finished", "sys", "phase_start", "label")
+    __slots__ = (
+        "sid",
+        "phases",
+        "phase",
+        "queue",
+        "priority",
+        "dataset",
+        "initialized",
+        "steps_finished",
+        "sys",
+        "phase_start",
+        "label",
+    )
 
     def __init__(self, sys: "RankSystem", sid: int, phases: list[PhaseSpec], priority: int, dataset: DataSet) -> None:
         self.sys = sys
@@ -90,8 +106,7 @@ class Stream:
     def rank(self) -> int:
         return self.sys.rank
 
-    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool,
-               send_back: bool = False) -> None:
+    def bundle(self, fast: bool, needs_processing: bool, size: int, to_memory: bool, send_back: bool = False) -> None:
         self.sys.bundle(self, fast, needs_processing, size, to_memory, send_back)
 
     def send(self, dst: int, size: int) -> None:
@@ -118,8 +133,9 @@ class Stream:
 class RankSystem:
     """The system layer of one rank."""
 
-    def __init__(self, rank: int, shape: tuple[int, ...], params: SystemParams, buckets: RankBuckets,
-                 msg: object) -> None:
+    def __init__(
+        self, rank: int, shape: tuple[int, ...], params: SystemParams, buckets: RankBuckets, msg: object
+    ) -> None:
         self.rank = rank
         self.shape = shape
         self.p = params
@@ -149,7 +165,7 @@ class RankSystem:
         #: every rank's ring phases in closed form (:mod:`.closed_form_phases`), when the simulation allows it
         self.fast_phases = None
         #: collectives sent as messages although a closed form could run them (:class:`.ring_fast.TieFound`)
-        self.send_messages: frozenset[tuple] = frozenset()   # CollectiveId.this() and .like() keys
+        self.send_messages: frozenset[tuple] = frozenset()  # CollectiveId.this() and .like() keys
         self._issued: dict[str | None, int] = {}
         self.shared_bus = None
         if params.model_shared_bus:
@@ -163,9 +179,11 @@ class RankSystem:
         if dims is None:
             algos = self.p.algorithms.get(kind)
             if not algos:
-                raise InputError(f"no implementation configured for {kind.label.replace('_', '-')} "
-                                 f"(set '{kind.label.replace('_', '-')}-implementation')",
-                                 where=f"{kind.label.replace('_', '-')}-implementation")
+                raise InputError(
+                    f"no implementation configured for {kind.label.replace('_', '-')} "
+                    f"(set '{kind.label.replace('_', '-')}-implementation')",
+                    where=f"{kind.label.replace('_', '-')}-implementation",
+                )
             if group is None:
                 dims = logical_dims(self.rank, self.shape, algos)
             else:
@@ -176,8 +194,9 @@ class RankSystem:
                     algo = Algo(algo.base, algo.window)
                 ring = LogicalRing(self.rank, len(members), members.index(self.rank), members=members, local=True)
                 if not algo.phase.on_groups:
-                    raise InputError(f"{algo.phase.name} on a communicator group is not supported",
-                                     where="all-reduce-implementation")
+                    raise InputError(
+                        f"{algo.phase.name} on a communicator group is not supported", where="all-reduce-implementation"
+                    )
                 dims = [LogicalDim(ring, algo)]
             self._dims_cache[key] = dims
         return dims
@@ -205,17 +224,28 @@ class RankSystem:
         progs = self.p.custom_per_node.get(node_id)
         return progs if progs is not None else self.p.custom.get(kind)
 
-    def generate(self, kind: CollectiveKind, size: int, involved: tuple[bool, ...] | None,
-                 group: tuple[int, ...] | None, group_key: str | None, explicit_priority: int,
-                 on_done: Callable[[int], None], node_id: int = -1, label: str = "") -> None:
+    def generate(
+        self,
+        kind: CollectiveKind,
+        size: int,
+        involved: tuple[bool, ...] | None,
+        group: tuple[int, ...] | None,
+        group_key: str | None,
+        explicit_priority: int,
+        on_done: Callable[[int], None],
+        node_id: int = -1,
+        label: str = "",
+    ) -> None:
         """Start a collective of ``size`` bytes; ``on_done(execution_ns)`` when it ends.
         ``label`` names its chunks in the timeline."""
         custom = self._custom(kind, node_id)
         if custom is not None:
             pos = self.rank if group is None else sorted(group).index(self.rank)
             if pos >= len(custom):
-                raise InputError(f"the custom collective has {len(custom)} participants but rank {self.rank} "
-                                 f"is participant {pos}", where="*-implementation-custom")
+                raise InputError(
+                    f"the custom collective has {len(custom)} participants but rank {self.rank} is participant {pos}",
+                    where="*-implementation-custom",
+                )
             ds = DataSet(self.buckets.queue.now, on_done)
             ds.total = 1  # ASTRA-sim expects ceil(size / chunk) streams but creates one
             pri = self.priority(explicit_priority)
@@ -232,12 +262,20 @@ class RankSystem:
         sent = self.send_messages
         closed = not sent or (coll.this() not in sent and coll.like() not in sent)
         if self.fast_ring is not None and closed and self.fast_ring.arrive(self, kind, size, on_done, label, coll):
-            return   # every rank's ring collective in closed form (ring_fast)
+            return  # every rank's ring collective in closed form (ring_fast)
         dims = self._dims(kind, group)
         levels = self.levels if group is None else [QueueLevel(0, self.p.queues_per_dim)]
         inv = involved if group is None else None
-        chunks = plan_chunks(kind, size, dims, inv, levels, self.p.preferred_dataset_splits,
-                             self.total_npus, self.p.collective_optimization)
+        chunks = plan_chunks(
+            kind,
+            size,
+            dims,
+            inv,
+            levels,
+            self.p.preferred_dataset_splits,
+            self.total_npus,
+            self.p.collective_optimization,
+        )
         ds = DataSet(self.buckets.queue.now, on_done, coll, closed)
         ds.total = len(chunks)
         if not chunks:
@@ -281,7 +319,7 @@ class RankSystem:
             st.initialized = True
             st.phase_start = self.buckets.queue.now
             if self.fast_phases is not None and st.dataset.closed_form:
-                self.fast_phases.start(self, st)   # ring phases in closed form (closed_form_phases)
+                self.fast_phases.start(self, st)  # ring phases in closed form (closed_form_phases)
             else:
                 st.phase.algorithm.start(st)  # type: ignore[union-attr]
 
@@ -296,8 +334,17 @@ class RankSystem:
         prev = st.queue
         if self.phase_log is not None and st.phase is not None and st.phase_start >= 0:
             alg = st.phase.algorithm
-            self.phase_log.append((st.queue, st.label, alg.kind.label, getattr(alg, "name", ""),
-                                   int(getattr(alg, "data_size", 0)), st.phase_start, self.buckets.queue.now))
+            self.phase_log.append(
+                (
+                    st.queue,
+                    st.label,
+                    alg.kind.label,
+                    getattr(alg, "name", ""),
+                    int(getattr(alg, "data_size", 0)),
+                    st.phase_start,
+                    self.buckets.queue.now,
+                )
+            )
             st.phase_start = -1
         if st.steps_finished == 1:
             self.first_phase_streams -= 1
@@ -327,15 +374,24 @@ class RankSystem:
         self._init_queue(st.queue)
 
     # -- memory bus -----------------------------------------------------------------------
-    def bundle(self, st: Stream, fast: bool, needs_processing: bool, size: int, to_memory: bool = False,
-               send_back: bool = False) -> None:
+    def bundle(
+        self,
+        st: Stream,
+        fast: bool,
+        needs_processing: bool,
+        size: int,
+        to_memory: bool = False,
+        send_back: bool = False,
+    ) -> None:
         alg: PhaseAlgorithm = st.phase.algorithm  # type: ignore[union-attr]
         if self.shared_bus is not None and not fast:
+
             def arrived() -> None:  # ASTRA-sim's PacketBundle::call, reached through the bus
                 if needs_processing:
                     self.buckets.register(self.reduction_ns(size), alg.on_general)
                 else:
                     alg.on_general()
+
             if to_memory:
                 self.shared_bus.to_memory(size, needs_processing, send_back, arrived)
             else:
@@ -343,8 +399,10 @@ class RankSystem:
             return
         delay = 10 if fast else self.comm_delay
         if needs_processing:
+
             def processed() -> None:
                 self.buckets.register(self.reduction_ns(size), alg.on_general)
+
             self.buckets.register(delay, processed)
         else:
             self.buckets.register(delay, alg.on_general)

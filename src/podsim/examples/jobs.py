@@ -31,6 +31,7 @@ BACKWARD_S = 0.040
 
 def _fixed(torch: Any, forward_s: float, backward_s: float) -> Any:
     """An autograd function that takes fixed times (sleeps) forward and backward."""
+
     class Fixed(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, x: Any) -> Any:  # type: ignore[override]
@@ -41,6 +42,7 @@ def _fixed(torch: Any, forward_s: float, backward_s: float) -> Any:
         def backward(ctx: Any, g: Any) -> Any:  # type: ignore[override]
             time.sleep(backward_s)
             return g * 1.0
+
     return Fixed
 
 
@@ -56,16 +58,23 @@ def _block(torch: Any, fixed: Any = None, width: int = WIDTH) -> Any:
             if fixed is not None:
                 h = fixed.apply(h)
             return x + self.down(h)
+
     return Block()
 
 
-def _pipeline(stage: Any, batch_size: int, parallel: ParallelContext, torch: Any, params: list[Any],
-              width: int = WIDTH, tokens: int = TOKENS) -> TrainingStep:
+def _pipeline(
+    stage: Any,
+    batch_size: int,
+    parallel: ParallelContext,
+    torch: Any,
+    params: list[Any],
+    width: int = WIDTH,
+    tokens: int = TOKENS,
+) -> TrainingStep:
     """A 1F1B schedule over ``batch_size`` micro-batches of one sample."""
     act = torch.zeros(1, tokens, width)
     x = torch.randn(batch_size, tokens, width)
-    return one_f_one_b(stage, parallel, batch_size, x, x, act, act, act, lambda out, y: (out - y).pow(2).mean(),
-                       params)
+    return one_f_one_b(stage, parallel, batch_size, x, x, act, act, act, lambda out, y: (out - y).pow(2).mean(), params)
 
 
 def mlp(batch_size: int, parallel: ParallelContext) -> Any:
@@ -78,6 +87,7 @@ def fixed_time_mlp(batch_size: int, parallel: ParallelContext) -> Any:
     and 10 ms backward (sleeps): compute that several processes sharing a few cores hardly slow
     down (the check against a real job on a small machine)."""
     import torch
+
     return _mlp(batch_size, parallel, _fixed(torch, 0.005, 0.010), 64, 16)
 
 
@@ -86,6 +96,7 @@ def _mlp(batch_size: int, parallel: ParallelContext, fixed: Any, width: int, tok
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
     lay, mesh = parallel.layout, parallel.mesh
     torch.manual_seed(0)
     n = BLOCKS // lay.pp if BLOCKS % lay.pp == 0 else BLOCKS
@@ -105,12 +116,13 @@ def _mlp(batch_size: int, parallel: ParallelContext, fixed: Any, width: int, tok
         return model, x, x, lambda m, a, b: (m(a) - b).pow(2).mean()
     group = mesh["dp"].get_group()
 
-    def step() -> None:   # plain data parallel: average the gradients over dp
+    def step() -> None:  # plain data parallel: average the gradients over dp
         (model(x) - x).pow(2).mean().backward()
         for p in params:
             g = p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad
             dist.all_reduce(g, group=group)
             g /= lay.dp
+
     return TrainingStep(step, params)
 
 
@@ -118,6 +130,7 @@ def fixed_time_pipeline(batch_size: int, parallel: ParallelContext) -> TrainingS
     """A pipeline of ``parallel.layout.pp`` stages, each taking FORWARD_S and BACKWARD_S a
     micro-batch (``batch_size`` micro-batches of one sample)."""
     import torch
+
     Fixed = _fixed(torch, FORWARD_S, BACKWARD_S)
 
     class Stage(torch.nn.Module):

@@ -171,12 +171,12 @@ def build(shape: LlamaShape, device: str = "cpu", dtype: Any = None, seed: int =
 
     with torch.device("meta"):
         model = Llama()
-    if dtype is not None:   # allocated in its precision from the start: no fp32 copy on the way
+    if dtype is not None:  # allocated in its precision from the start: no fp32 copy on the way
         model = model.to(dtype)
     model = model.to_empty(device=device)
     torch.manual_seed(seed)
     std = 0.02
-    with torch.no_grad():   # drawn where the weights live: a GPU fills a billion in milliseconds
+    with torch.no_grad():  # drawn where the weights live: a GPU fills a billion in milliseconds
         for name, p in model.named_parameters():
             if "norm" in name:
                 p.fill_(1.0)
@@ -201,6 +201,7 @@ def loss_fn(autocast_device: str | None) -> Callable[[Any, Any, Any], Any]:
                 logits = model(tokens)
         with region("podsim::loss"):
             return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(0, 1))
+
     return f
 
 
@@ -217,11 +218,13 @@ def trace_builder(shape: LlamaShape, seq_len: int, dtype: str = "bf16") -> Calla
     ``(model, tokens, targets, loss_fn)`` of ``shape`` at ``seq_len`` tokens, weights in
     ``dtype`` (``bf16`` or ``fp32``), built on a GPU where there is one (a billion weights drawn
     in milliseconds; the tracer moves the model to its device)."""
+
     def f(batch_size: int) -> tuple:
         torch = _torch()
         x, y = batch(shape, batch_size, seq_len)
         where = "cuda" if torch.cuda.is_available() else "cpu"
         return build(shape, where, dtype=torch.bfloat16 if dtype == "bf16" else None), x, y, loss_fn(None)
+
     return f
 
 
@@ -251,8 +254,10 @@ class ServingStep:
         dtype = next(model.parameters()).dtype
         self.slots = sum(n for _k, n, _t, _c in parts)
         shape = (self.slots, sh.kv_heads, max_context, sh.head_dim)
-        self.cache = [(torch.zeros(shape, device=dev, dtype=dtype), torch.zeros(shape, device=dev, dtype=dtype))
-                      for _ in range(sh.layers)]
+        self.cache = [
+            (torch.zeros(shape, device=dev, dtype=dtype), torch.zeros(shape, device=dev, dtype=dtype))
+            for _ in range(sh.layers)
+        ]
         tokens, positions = [], []
         for kind, n, t, c in parts:
             if kind == "decode":
@@ -274,7 +279,7 @@ class ServingStep:
         with torch.no_grad():
             with region("podsim::embedding"):
                 x = m.tok_embeddings(self.tokens)
-            with region("podsim::rope"):   # (tokens, 1, head_dim): each token at its own position
+            with region("podsim::rope"):  # (tokens, 1, head_dim): each token at its own position
                 cos, sin = (t[:, None] for t in _rope_tables(torch, sh, self.positions))
             for li, layer in enumerate(m.layers):
                 ck, cv = self.cache[li]
@@ -294,11 +299,11 @@ class ServingStep:
                     kp = k[rows].view(n, t, g, d).transpose(1, 2)
                     vp = v[rows].view(n, t, g, d).transpose(1, 2)
                     with region("podsim::kv_write"):
-                        ck[slot:slot + n, :, c:c + t].copy_(kp)
-                        cv[slot:slot + n, :, c:c + t].copy_(vp)
+                        ck[slot : slot + n, :, c : c + t].copy_(kp)
+                        cv[slot : slot + n, :, c : c + t].copy_(vp)
                     with region("podsim::attention"):
-                        if kind == "decode":   # every cached key and value of the sequence, and its own
-                            kp, vp = ck[slot:slot + n, :, :c + 1], cv[slot:slot + n, :, :c + 1]
+                        if kind == "decode":  # every cached key and value of the sequence, and its own
+                            kp, vp = ck[slot : slot + n, :, : c + 1], cv[slot : slot + n, :, : c + 1]
                         kp, vp = _repeat_kv(kp, a), _repeat_kv(vp, a)
                         o = F.scaled_dot_product_attention(qp, kp, vp, is_causal=kind != "decode")
                     outs.append(o.transpose(1, 2).reshape(n * t, a * d))
@@ -310,7 +315,7 @@ class ServingStep:
                     x = x + o
                 x = layer.feed_forward(x)
             last, row = [], 0
-            for kind, n, t, _c in self.parts:   # each sequence's last token
+            for kind, n, t, _c in self.parts:  # each sequence's last token
                 t = 1 if kind == "decode" else t
                 last.append(torch.arange(n, device=x.device) * t + row + t - 1)
                 row += n * t

@@ -53,7 +53,7 @@ def read_nccl_tests_log(path: str | Path) -> MeasuredTable:
     ngpus = None
     rows: list[Measurement] = []
     try:
-        text = path.read_text(errors="replace")   # logs may hold stray bytes from other output
+        text = path.read_text(errors="replace")  # logs may hold stray bytes from other output
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", str(path)) from None
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -77,8 +77,11 @@ def read_nccl_tests_log(path: str | Path) -> MeasuredTable:
                 raise ValueError
             time_us, busbw = float(tail[0]), float(tail[2])
         except ValueError:
-            raise InputError("expected 'size count type [redop] [root] time algbw busbw #wrong "
-                             "time algbw busbw #wrong'", str(path), f"line {lineno}") from None
+            raise InputError(
+                "expected 'size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong'",
+                str(path),
+                f"line {lineno}",
+            ) from None
         rows.append(_measurement(int(parts[0]), time_us, busbw, str(path), f"line {lineno}"))
     if not rows:
         raise InputError("no nccl-tests data rows found", str(path))
@@ -114,6 +117,6 @@ MAX_VALUE = 1e18
 def _measurement(size: int, time_us: float, busbw: float, source: str, where: str) -> Measurement:
     """One measured row, its size, time and bandwidth checked (finite, not negative)."""
     for what, v in (("size", size), ("time", time_us), ("bus bandwidth", busbw)):
-        if not 0 <= v <= MAX_VALUE:   # also refuses NaN and inf
+        if not 0 <= v <= MAX_VALUE:  # also refuses NaN and inf
             raise InputError(f"{what} must be a finite number >= 0, got {v!r}", source, where)
     return Measurement(size, time_us, busbw)

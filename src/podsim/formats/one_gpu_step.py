@@ -39,8 +39,16 @@ _TP_SPLIT = ("conv1d", "conv2d", "conv3d", "convolution", "linear", "addmm", "mm
 #: their weight-gradient backward ops
 _TP_SPLIT_BWD = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "EmbeddingBackward", "LinearBackward")
 OPTIMIZER_LAYER = "(optimizer)"
-_GRAD_OPS = ("ConvolutionBackward", "AddmmBackward", "MmBackward", "BatchNormBackward", "EmbeddingBackward",
-             "LinearBackward", "LayerNormBackward", "BmmBackward")
+_GRAD_OPS = (
+    "ConvolutionBackward",
+    "AddmmBackward",
+    "MmBackward",
+    "BatchNormBackward",
+    "EmbeddingBackward",
+    "LinearBackward",
+    "LayerNormBackward",
+    "BmmBackward",
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ class StepOp:
     activations it writes; ``tp_split``: tensor parallelism can split it."""
 
     def __post_init__(self) -> None:
-        if self.result_bytes < 0:   # not given: all it writes is new
+        if self.result_bytes < 0:  # not given: all it writes is new
             object.__setattr__(self, "result_bytes", self.output_bytes)
 
     name: str
@@ -60,10 +68,10 @@ class StepOp:
     param_bytes: int = 0
     tp_split: bool = False
     output_bytes: int = 0
-    layer: str = ""           #: the layer it belongs to (see :func:`label_layers`)
+    layer: str = ""  #: the layer it belongs to (see :func:`label_layers`)
     #: bytes of the tensors it returns, in place or not (``output_bytes``: only new storages)
     result_bytes: int = -1
-    offload_bytes: int = 0    #: of its output kept in remote memory until the backward (:mod:`.memory`)
+    offload_bytes: int = 0  #: of its output kept in remote memory until the backward (:mod:`.memory`)
 
 
 @dataclass
@@ -73,8 +81,8 @@ class OneGpuStep:
     source: str
     ops: list[StepOp]
     notes: list[str] = field(default_factory=list)
-    optimizer_states: int = 2   #: optimizer state per parameter, in parameter sizes (Adam: 2; plain SGD: 0)
-    batch: int | None = None    #: samples per GPU the step processes, when known
+    optimizer_states: int = 2  #: optimizer state per parameter, in parameter sizes (Adam: 2; plain SGD: 0)
+    batch: int | None = None  #: samples per GPU the step processes, when known
 
     @property
     def total_ns(self) -> int:
@@ -109,14 +117,19 @@ def from_triosim(trace: TriosimTrace, time: str = "kernel") -> OneGpuStep:
     else:
         last_bwd = max((i for i, o in enumerate(trace.ops) if o.stage == "backward"), default=len(trace.ops) - 1)
         grads[last_bwd] = sum(fwd_params)
-        notes.append(f"{len(fwd_params)} parametrized forward ops but {len(grad_idx)} weight-gradient backward ops: "
-                     "all gradients are taken as ready at the end of the backward pass")
+        notes.append(
+            f"{len(fwd_params)} parametrized forward ops but {len(grad_idx)} weight-gradient backward ops: "
+            "all gradients are taken as ready at the end of the backward pass"
+        )
+
     def out_bytes(o) -> int:  # type: ignore[no-untyped-def]
         known = [trace.tensors[t].bytes for t in o.outputs if t in trace.tensors]
-        return sum(known) if known else 4 * sum(o.output_sizes)   # fp32 when tensor.csv lacks them
+        return sum(known) if known else 4 * sum(o.output_sizes)  # fp32 when tensor.csv lacks them
 
-    ops = [StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split,
-                  out_bytes(o)) for o, g, p in zip(trace.ops, grads, params)]
+    ops = [
+        StepOp(o.name, (o.kernel_us if time == "kernel" else o.span_us) * 1000, o.stage, g, p, o.tp_split, out_bytes(o))
+        for o, g, p in zip(trace.ops, grads, params)
+    ]
     # backward ops: a weight-gradient op belongs with the forward op it was matched with; the ops
     # autograd runs before it (activation backward, e.g. ReLU) belong to the same layer
     fwd_of: dict[int, int] = {}
@@ -154,8 +167,20 @@ def to_triosim(step: OneGpuStep) -> TriosimTrace:
         elements = max(o.output_bytes // 4, 0)
         tensors[oid] = TriosimTensor(oid, elements, 4, "output", frozenset({"output"}))
         us = round(o.ns / 1000)
-        ops.append(TriosimOp(i, o.name, tuple(inputs), (oid,), us, us,
-                             tuple(tensors[t].elements for t in inputs), (elements,), o.stage, o.tp_split))
+        ops.append(
+            TriosimOp(
+                i,
+                o.name,
+                tuple(inputs),
+                (oid,),
+                us,
+                us,
+                tuple(tensors[t].elements for t in inputs),
+                (elements,),
+                o.stage,
+                o.tp_split,
+            )
+        )
         # an input the next op reads: tensor roles stay as first written (weights stay weights)
         prev_out = (oid,)
     return TriosimTrace(step.source, ops, tensors)
@@ -180,7 +205,7 @@ def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_of: dict[int, in
                 current = f"L{n_layers} {_short(o.name)}"
                 n_layers += 1
             layers[i] = current
-    first = next((x for x in layers if x), "(all)")   # "(all)": no op reads parameters
+    first = next((x for x in layers if x), "(all)")  # "(all)": no op reads parameters
     prev = first
     for i, o in enumerate(ops):
         if o.stage == "forward":
@@ -195,8 +220,9 @@ def label_layers(ops: list[StepOp], fwd_of: dict[int, int], opt_of: dict[int, in
     return [replace(o, layer=layer) for o, layer in zip(ops, layers)]
 
 
-def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
-                 whole_trace: bool = False) -> OneGpuStep:
+def from_pytorch(
+    kineto: str | Path, execution_trace: str | Path | None = None, whole_trace: bool = False
+) -> OneGpuStep:
     """The step of a PyTorch profiler trace: its top-level host ops (every thread: autograd
     runs the backward on its own) in time order, each lasting the GPU time of the kernels it
     launched (its host time on a CPU-only trace), staged forward / backward (inside an
@@ -213,11 +239,12 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         raise InputError("the profiled step has no host ops", k.source)
     # a distributed capture's own communication (c10d ops at the top level, e.g. DDP's buffer
     # broadcast) is not compute of the step: the parallelization adds its own
-    top = sorted((o for o in top_level_ops(host) if not o.name.startswith(("c10d::", "_c10d_functional::"))),
-                 key=lambda o: o.ts)
+    top = sorted(
+        (o for o in top_level_ops(host) if not o.name.startswith(("c10d::", "_c10d_functional::"))), key=lambda o: o.ts
+    )
     opt = [a for a in k.annotations if a.name.startswith("Optimizer.step") and lo <= a.ts < hi]
 
-    by_tid: dict[int, tuple[list[float], list[int]]] = {}   # tid -> (starts, op indices), in order
+    by_tid: dict[int, tuple[list[float], list[int]]] = {}  # tid -> (starts, op indices), in order
     for i, o in enumerate(top):
         starts, idx = by_tid.setdefault(o.tid, ([], []))
         starts.append(o.ts)
@@ -234,7 +261,7 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
 
     gpu_ns = [0.0] * len(top)
     for g in k.gpu:
-        if g.name.lower().startswith("nccl"):   # the capture's collectives: communication, not compute
+        if g.name.lower().startswith("nccl"):  # the capture's collectives: communication, not compute
             continue
         launch = k.launches.get(g.correlation) if g.correlation is not None else None
         if launch is not None and lo <= launch[0] < hi:
@@ -251,14 +278,22 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         facts = _EtFacts.read(top, stages, host, nodes, et, owner)
         notes.extend(facts.notes)
     else:
-        notes.append("no execution trace: gradient and parameter sizes unknown, so no data-parallel reduction is "
-                     "sized and no op is split by tensor parallelism")
-    grads, params, outputs, inputs_act, results = facts.grads, facts.params, facts.outputs, facts.inputs_act, \
-        facts.results
+        notes.append(
+            "no execution trace: gradient and parameter sizes unknown, so no data-parallel reduction is "
+            "sized and no op is split by tensor parallelism"
+        )
+    grads, params, outputs, inputs_act, results = (
+        facts.grads,
+        facts.params,
+        facts.outputs,
+        facts.inputs_act,
+        facts.results,
+    )
     fwd_of, opt_layer_of = facts.fwd_of, facts.opt_of
     use_gpu = any(gpu_ns)
-    keep = [i for i in range(n) if (round(gpu_ns[i]) if use_gpu else round(top[i].dur * 1000)) > 0
-            or grads[i] or params[i]]
+    keep = [
+        i for i in range(n) if (round(gpu_ns[i]) if use_gpu else round(top[i].dur * 1000)) > 0 or grads[i] or params[i]
+    ]
     new_index = {i: j for j, i in enumerate(keep)}
     ops = []
     for i in keep:
@@ -271,9 +306,19 @@ def from_pytorch(kineto: str | Path, execution_trace: str | Path | None = None,
         elif stages[i] == "backward" and i in fwd_of and any(k in o.name for k in _TP_SPLIT_BWD):
             f = fwd_of[i]
             split = params[f] > 0 and _short(top[f].name) in _TP_SPLIT
-            out = inputs_act[f]   # the gradient of the forward op's input
-        ops.append(StepOp(o.name, max(ns, 1), stages[i], grads[i], params[i], split, out,
-                          result_bytes=results[i] if stages[i] == "forward" else out))
+            out = inputs_act[f]  # the gradient of the forward op's input
+        ops.append(
+            StepOp(
+                o.name,
+                max(ns, 1),
+                stages[i],
+                grads[i],
+                params[i],
+                split,
+                out,
+                result_bytes=results[i] if stages[i] == "forward" else out,
+            )
+        )
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
     opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
     return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)
@@ -316,8 +361,15 @@ class _EtFacts:
         return cls([0] * n, [0] * n, [0] * n, [0] * n, [0] * n)
 
     @classmethod
-    def read(cls, top: list, stages: list[str], host: list, nodes: dict, et: object,  # type: ignore[type-arg]
-             owner: object) -> _EtFacts:
+    def read(
+        cls,
+        top: list,
+        stages: list[str],
+        host: list,
+        nodes: dict,
+        et: object,  # type: ignore[type-arg]
+        owner: object,
+    ) -> _EtFacts:
         """Parameters are the storages that both the forward pass and the optimizer read and
         that no forward or backward op creates (storage ids of freed activations get reused; a
         view of a parameter, as aten::t, writes the storage it reads), each with a gradient of
@@ -327,17 +379,24 @@ class _EtFacts:
         children = et.children()  # type: ignore[attr-defined]
         subtree = [et.subtree(nodes[o.rf_id], children) if o.rf_id in nodes else [] for o in top]  # type: ignore[attr-defined]
         fwd_reads = {sid for i in range(n) if stages[i] == "forward" for x in subtree[i] for sid, _ in x.inputs}
-        written = {sid for i in range(n) if stages[i] != "optimizer" for x in subtree[i]
-                   for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}}
+        written = {
+            sid
+            for i in range(n)
+            if stages[i] != "optimizer"
+            for x in subtree[i]
+            for sid in {s for s, _ in x.outputs} - {s for s, _ in x.inputs}
+        }
         opt_reads = {sid for i in range(n) if stages[i] == "optimizer" for x in subtree[i] for sid, _ in x.inputs}
         if opt_reads:
             param_storages = (fwd_reads & opt_reads) - written
-        else:   # no optimizer in the step: what the forward reads and nothing in the step made
+        else:  # no optimizer in the step: what the forward reads and nothing in the step made
             param_storages = fwd_reads - written
-            f.notes.append("no optimizer in the profiled step: parameters taken as the tensors the forward pass "
-                           "reads that the step did not make (the input batch and buffers included)")
+            f.notes.append(
+                "no optimizer in the profiled step: parameters taken as the tensors the forward pass "
+                "reads that the step did not make (the input batch and buffers included)"
+            )
         accumulated: list[int] = []
-        for o in host:   # AccumulateGrad makes its gradient (its input) ready in the op it runs under
+        for o in host:  # AccumulateGrad makes its gradient (its input) ready in the op it runs under
             if o.name == "torch::autograd::AccumulateGrad" and o.rf_id in nodes:
                 nbytes = nodes[o.rf_id].tensor_bytes_in
                 accumulated.append(nbytes)
@@ -357,7 +416,7 @@ class _EtFacts:
             f.outputs[i] = sum(b for sid, b in dict(head.outputs).items() if sid not in read)
             f.results[i] = head.tensor_bytes_out
             for x in subtree[i]:
-                if x.seq_id is not None:   # the op that creates the autograd node takes the number last
+                if x.seq_id is not None:  # the op that creates the autograd node takes the number last
                     seq_owner[x.seq_id] = i
                 for sid, nbytes in x.inputs:
                     if sid in param_storages and sid not in seen:
@@ -391,8 +450,9 @@ def read_triosim_step(folder: str | Path) -> OneGpuStep:
     return from_triosim(read_triosim(folder))
 
 
-def read_pytorch_step(path: str | Path, execution_trace: str | Path | None = None,
-                      whole_trace: bool = False) -> OneGpuStep:
+def read_pytorch_step(
+    path: str | Path, execution_trace: str | Path | None = None, whole_trace: bool = False
+) -> OneGpuStep:
     """The one-GPU step of a ``podsim trace`` folder (rank 0 of a distributed capture), or of a
     Kineto trace file with its ``execution_trace`` (a capture made elsewhere).  A folder's
     ``capture.json`` gives the step's batch (``batch``) and optimizer (plain SGD keeps no state).
@@ -403,16 +463,18 @@ def read_pytorch_step(path: str | Path, execution_trace: str | Path | None = Non
     """
     p = Path(path)
     if not p.exists():
-        raise InputError(f"{path}: no such folder or file; expected a `podsim trace --out` folder or a "
-                         "Kineto trace JSON", where="--pytorch")
+        raise InputError(
+            f"{path}: no such folder or file; expected a `podsim trace --out` folder or a Kineto trace JSON",
+            where="--pytorch",
+        )
     if p.is_file():
         kineto, et = p, (Path(execution_trace) if execution_trace else None)
     else:
-        kineto, et = capture_files(p)[0]   # rank 0 of a distributed capture
+        kineto, et = capture_files(p)[0]  # rank 0 of a distributed capture
     step = from_pytorch(kineto, et, whole_trace)
-    step.source = str(path)   # the capture folder names the run
+    step.source = str(path)  # the capture folder names the run
     info = _capture_info(kineto.parent)
-    if info.get("optimizer") == "sgd":   # podsim trace's SGD has no momentum
+    if info.get("optimizer") == "sgd":  # podsim trace's SGD has no momentum
         step.optimizer_states = 0
     captured = info.get("batch_size")
     if isinstance(captured, int):

@@ -36,19 +36,37 @@ from pathlib import Path
 from ..errors import InputError
 from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
 
-ET_SCHEMAS = ("1.0.1", "1.0.2-chakra.0.0.4", "1.0.3-chakra.0.0.4", "1.0.4-chakra.0.0.4", "1.1.0-chakra.0.0.4",
-              "1.1.1-chakra.0.0.4")
+ET_SCHEMAS = (
+    "1.0.1",
+    "1.0.2-chakra.0.0.4",
+    "1.0.3-chakra.0.0.4",
+    "1.0.4-chakra.0.0.4",
+    "1.1.0-chakra.0.0.4",
+    "1.1.1-chakra.0.0.4",
+)
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 #: c10d ops (``c10d::NAME_``) and functional collectives (``_c10d_functional::NAME``, DTensor and
 #: torch.compile) by their collective
 _COLLECTIVES = {
-    **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"),
-                    CollectiveKind.ALL_REDUCE),
-    **dict.fromkeys(("allgather", "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
-                     "all_gather_into_tensor", "all_gather_into_tensor_out", "all_gather_into_tensor_coalesced"),
-                    CollectiveKind.ALL_GATHER),
-    **dict.fromkeys(("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
-                     "reduce_scatter_tensor_coalesced"), CollectiveKind.REDUCE_SCATTER),
+    **dict.fromkeys(
+        ("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"), CollectiveKind.ALL_REDUCE
+    ),
+    **dict.fromkeys(
+        (
+            "allgather",
+            "_allgather_base",
+            "allgather_coalesced",
+            "allgather_into_tensor_coalesced",
+            "all_gather_into_tensor",
+            "all_gather_into_tensor_out",
+            "all_gather_into_tensor_coalesced",
+        ),
+        CollectiveKind.ALL_GATHER,
+    ),
+    **dict.fromkeys(
+        ("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced"),
+        CollectiveKind.REDUCE_SCATTER,
+    ),
     **dict.fromkeys(("alltoall", "alltoall_base", "all_to_all_single"), CollectiveKind.ALL_TO_ALL),
     "broadcast": CollectiveKind.BROADCAST,
 }
@@ -83,7 +101,7 @@ class KinetoTrace:
     source: str
     host_ops: list[HostOp]
     annotations: list[HostOp]
-    launches: dict[int, tuple[float, int]]     #: correlation -> (ts, tid) of the runtime call
+    launches: dict[int, tuple[float, int]]  #: correlation -> (ts, tid) of the runtime call
     gpu: list[GpuEvent]
     #: ``record_param_comms`` ops (the NCCL path's) with their process group: (op, group name, ranks)
     comms: list[tuple[HostOp, str, tuple[int, ...]]] = field(default_factory=list)
@@ -101,7 +119,7 @@ class EtNode:
     seq_id: int | None = None
     inputs: tuple[tuple[int, int], ...] = ()
     outputs: tuple[tuple[int, int], ...] = ()
-    arg_bytes: tuple[int, ...] = ()   #: tensor bytes of each input argument (tensor lists summed)
+    arg_bytes: tuple[int, ...] = ()  #: tensor bytes of each input argument (tensor lists summed)
 
     def collective_bytes(self, kind: CollectiveKind) -> int:
         """The size of the collective this c10d op runs, as nccl-tests counts it: the gathered
@@ -138,7 +156,7 @@ class ExecutionTrace:
         while todo:
             n = todo.pop()
             out.append(n)
-            kids = [c for c in children.get(n.node_id, ()) if c.node_id not in seen]   # parent cycles end here
+            kids = [c for c in children.get(n.node_id, ()) if c.node_id not in seen]  # parent cycles end here
             seen.update(c.node_id for c in kids)
             todo.extend(kids)
         return out
@@ -200,7 +218,7 @@ def _read_kineto(path: str | Path) -> KinetoTrace:
             continue
         cat = e.get("cat")
         if type(cat) is not str:
-            if cat in _KINETO_CAT_ORDER:   # (a non-string equal to a category: not from JSON)
+            if cat in _KINETO_CAT_ORDER:  # (a non-string equal to a category: not from JSON)
                 _kineto_event(e, i, src, host, notes, gpu, comms, launches)
             continue
         if cat not in cats:
@@ -208,17 +226,23 @@ def _read_kineto(path: str | Path) -> KinetoTrace:
         args = e.get("args") or {}
         ts = e.get("ts", 0)
         tid = e.get("tid", 0)
-        if (type(args) is not dict or not ((type(ts) is float or type(ts) is int) and -max_time <= ts <= max_time)
-                or type(tid) is not int or not -max_field <= tid <= max_field):
+        if (
+            type(args) is not dict
+            or not ((type(ts) is float or type(ts) is int) and -max_time <= ts <= max_time)
+            or type(tid) is not int
+            or not -max_field <= tid <= max_field
+        ):
             _kineto_event(e, i, src, host, notes, gpu, comms, launches)
             continue
         if cat == "cpu_op" or cat == "user_annotation":
             dur = e.get("dur", 0)
             rf = args.get("Record function id")
             ext = args.get("External id")
-            if (not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
-                    or not (rf is None or (type(rf) is int and -max_field <= rf <= max_field))
-                    or not (ext is None or (type(ext) is int and -max_field <= ext <= max_field))):
+            if (
+                not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
+                or not (rf is None or (type(rf) is int and -max_field <= rf <= max_field))
+                or not (ext is None or (type(ext) is int and -max_field <= ext <= max_field))
+            ):
                 _kineto_event(e, i, src, host, notes, gpu, comms, launches)
                 continue
             name = e.get("name", "")
@@ -239,9 +263,12 @@ def _read_kineto(path: str | Path) -> KinetoTrace:
             stream = args.get("stream", tid) or 0
             dur = e.get("dur", 0)
             corr = args.get("correlation")
-            if (type(stream) is not int or not -max_field <= stream <= max_field
-                    or not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
-                    or not (corr is None or (type(corr) is int and -max_field <= corr <= max_field))):
+            if (
+                type(stream) is not int
+                or not -max_field <= stream <= max_field
+                or not ((type(dur) is float or type(dur) is int) and 0 <= dur <= max_dur)
+                or not (corr is None or (type(corr) is int and -max_field <= corr <= max_field))
+            ):
                 _kineto_event(e, i, src, host, notes, gpu, comms, launches)
                 continue
             name = e.get("name", "")
@@ -255,8 +282,16 @@ _KINETO_CAT_ORDER = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")
 _KINETO_CATS = frozenset(_KINETO_CAT_ORDER)
 
 
-def _kineto_event(e: dict, i: int, src: str, host: list[HostOp], notes: list[HostOp], gpu: list[GpuEvent],
-                  comms: list[tuple[HostOp, str, tuple[int, ...]]], launches: dict[int, tuple[float, int]]) -> None:
+def _kineto_event(
+    e: dict,
+    i: int,
+    src: str,
+    host: list[HostOp],
+    notes: list[HostOp],
+    gpu: list[GpuEvent],
+    comms: list[tuple[HostOp, str, tuple[int, ...]]],
+    launches: dict[int, tuple[float, int]],
+) -> None:
     """Read one trace event into the lists of :func:`read_kineto`, every field checked (the
     reading of any event its inline path does not take)."""
     if not isinstance(e, dict) or e.get("ph") != "X":
@@ -270,28 +305,45 @@ def _kineto_event(e: dict, i: int, src: str, host: list[HostOp], notes: list[Hos
         raise InputError(f"expected a mapping, got {args!r}", src, f"{where}.args")
     ts, tid = _time(e, "ts", src, where), _whole(e.get("tid", 0), src, f"{where}.tid")
     if cat in ("cpu_op", "user_annotation"):
-        op = HostOp(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True), tid,
-                    _id(args, "Record function id", src, where), _id(args, "External id", src, where))
+        op = HostOp(
+            str(e.get("name", "")),
+            ts,
+            _time(e, "dur", src, where, duration=True),
+            tid,
+            _id(args, "Record function id", src, where),
+            _id(args, "External id", src, where),
+        )
         (host if cat == "cpu_op" else notes).append(op)
         if op.name == "record_param_comms" and "Process Group Name" in args:
             ranks = args.get("Process Group Ranks") or []
-            if isinstance(ranks, str):   # some PyTorch versions write the list as a string
+            if isinstance(ranks, str):  # some PyTorch versions write the list as a string
                 ranks = [x for x in ranks.strip("[]").replace(" ", "").split(",") if x]
             if not isinstance(ranks, list):
-                raise InputError(f"expected a list of ranks, got {ranks!r}", src,
-                                 f"{where}.args.Process Group Ranks")
-            comms.append((op, str(args["Process Group Name"]), tuple(
-                _whole(r, src, f"{where}.args.Process Group Ranks", lo=0) for r in ranks)))
+                raise InputError(f"expected a list of ranks, got {ranks!r}", src, f"{where}.args.Process Group Ranks")
+            comms.append(
+                (
+                    op,
+                    str(args["Process Group Name"]),
+                    tuple(_whole(r, src, f"{where}.args.Process Group Ranks", lo=0) for r in ranks),
+                )
+            )
     elif cat in ("cuda_runtime", "cuda_driver"):
         if "correlation" in args:
             launches[_whole(args["correlation"], src, f"{where}.args.correlation")] = (ts, tid)
     else:
         stream = args.get("stream", e.get("tid", 0)) or 0
-        gpu.append(GpuEvent(str(e.get("name", "")), ts, _time(e, "dur", src, where, duration=True),
-                            _whole(stream, src, f"{where}.args.stream"), _id(args, "correlation", src, where)))
+        gpu.append(
+            GpuEvent(
+                str(e.get("name", "")),
+                ts,
+                _time(e, "dur", src, where, duration=True),
+                _whole(stream, src, f"{where}.args.stream"),
+                _id(args, "correlation", src, where),
+            )
+        )
 
 
-_TWICE = object()   #: an attribute named more than once
+_TWICE = object()  #: an attribute named more than once
 
 
 def _named_once(attrs: list, names: list[str], name: str) -> object:
@@ -331,7 +383,7 @@ def _gc_paused() -> Iterator[None]:
 _MAX_DURATION = 10**15
 _MAX_TIME = 2**53
 _MAX_FIELD = 2**63 - 1
-_MAX_ELEMENTS = 10**15    #: elements of one tensor
+_MAX_ELEMENTS = 10**15  #: elements of one tensor
 
 
 def _time(e: dict, key: str, src: str, where: str, duration: bool = False) -> float:
@@ -375,8 +427,9 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
     data = load_json_object(path, "execution trace")
     schema = str(data.get("schema", ""))
     if schema not in ET_SCHEMAS:
-        raise InputError(f"unknown execution-trace schema {schema!r}; podsim reads {', '.join(ET_SCHEMAS)}",
-                         str(path), "schema")
+        raise InputError(
+            f"unknown execution-trace schema {schema!r}; podsim reads {', '.join(ET_SCHEMAS)}", str(path), "schema"
+        )
     nodes = data.get("nodes")
     if not isinstance(nodes, list) or not nodes:
         raise InputError("no nodes", str(path))
@@ -402,14 +455,14 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
             if a_list is None:
                 rf = seq = None
             elif type(a_list) is list:
-                try:   # each attribute a mapping with a string name (else a TypeError or KeyError)
+                try:  # each attribute a mapping with a string name (else a TypeError or KeyError)
                     names = [a["name"] for a in a_list]
                     "".join(names)
                 except (TypeError, KeyError):
                     out.append(_et_node(n, i, schema, src, ids))
                     continue
                 rf, seq = _named_once(a_list, names, "rf_id"), _named_once(a_list, names, "seq_id")
-                if rf is _TWICE or seq is _TWICE:   # named twice: the last counts
+                if rf is _TWICE or seq is _TWICE:  # named twice: the last counts
                     out.append(_et_node(n, i, schema, src, ids))
                     continue
             else:
@@ -418,9 +471,14 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
             values, outs = _plain_values(n.get("inputs")), _plain_values(n.get("outputs"))
             parent = n.get("ctrl_deps")
         nid = n.get("id")
-        if (type(values) is not list or type(outs) is not list or type(nid) is not int
-                or not 0 <= nid <= max_field or nid in ids
-                or not (rf is None or (type(rf) is int and 0 <= rf <= max_field))):
+        if (
+            type(values) is not list
+            or type(outs) is not list
+            or type(nid) is not int
+            or not 0 <= nid <= max_field
+            or nid in ids
+            or not (rf is None or (type(rf) is int and 0 <= rf <= max_field))
+        ):
             out.append(_et_node(n, i, schema, src, ids))
             continue
         # the tensors as _tensors reads them: (storage, bytes) of each, and each argument's bytes
@@ -431,8 +489,14 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
             if type(v) is list:
                 if len(v) == 6:
                     t_id, storage, offset, numel, itemsize, device = v
-                    if (type(t_id) is int and type(storage) is int and type(offset) is int and type(numel) is int
-                            and type(itemsize) is int and type(device) is str):
+                    if (
+                        type(t_id) is int
+                        and type(storage) is int
+                        and type(offset) is int
+                        and type(numel) is int
+                        and type(itemsize) is int
+                        and type(device) is str
+                    ):
                         if not (0 <= numel <= max_elements and 0 <= itemsize <= 1024):
                             odd = True
                             break
@@ -440,11 +504,11 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
                         tensors.append((storage, nbytes))
                         arg_bytes.append(nbytes)
                         continue
-                    some = _tensors([v], src, f"nodes[{i}]")   # (a bool among the fields, say)
+                    some = _tensors([v], src, f"nodes[{i}]")  # (a bool among the fields, say)
                     tensors.extend(some)
                     arg_bytes.append(sum(b for _, b in some))
                     continue
-                if v and type(v[0]) is list:   # a list of tensors (or not a tensor at all)
+                if v and type(v[0]) is list:  # a list of tensors (or not a tensor at all)
                     some = _tensors([v], src, f"nodes[{i}]")
                     tensors.extend(some)
                     arg_bytes.append(sum(b for _, b in some))
@@ -456,8 +520,14 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
                 if type(v) is list:
                     if len(v) == 6:
                         t_id, storage, offset, numel, itemsize, device = v
-                        if (type(t_id) is int and type(storage) is int and type(offset) is int
-                                and type(numel) is int and type(itemsize) is int and type(device) is str):
+                        if (
+                            type(t_id) is int
+                            and type(storage) is int
+                            and type(offset) is int
+                            and type(numel) is int
+                            and type(itemsize) is int
+                            and type(device) is str
+                        ):
                             if not (0 <= numel <= max_elements and 0 <= itemsize <= 1024):
                                 odd = True
                                 break
@@ -472,10 +542,19 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
             continue
         ids.add(nid)
         name = n.get("name", "")
-        out.append(EtNode(nid, name if type(name) is str else str(name), rf, sum(arg_bytes),
-                          int(parent) if isinstance(parent, int) else None,
-                          int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
-                          tuple(outputs), tuple(arg_bytes)))
+        out.append(
+            EtNode(
+                nid,
+                name if type(name) is str else str(name),
+                rf,
+                sum(arg_bytes),
+                int(parent) if isinstance(parent, int) else None,
+                int(seq) if isinstance(seq, int) and seq >= 0 else None,
+                tuple(tensors),
+                tuple(outputs),
+                tuple(arg_bytes),
+            )
+        )
     return ExecutionTrace(src, schema, out)
 
 
@@ -492,8 +571,7 @@ def _et_node(n: object, i: int, schema: str, src: str, ids: set[int]) -> EtNode:
         attrs = {}
         for a in _list(n.get("attrs"), src, f"{where}.attrs"):
             if not isinstance(a, dict) or not isinstance(a.get("name"), str):
-                raise InputError(f"expected an attribute {{name, type, value}}, got {a!r:.60}", src,
-                                 f"{where}.attrs")
+                raise InputError(f"expected an attribute {{name, type, value}}, got {a!r:.60}", src, f"{where}.attrs")
             attrs[a["name"]] = a.get("value")
         values = _values(n.get("inputs"), src, f"{where}.inputs")
         outs = _values(n.get("outputs"), src, f"{where}.outputs")
@@ -507,11 +585,17 @@ def _et_node(n: object, i: int, schema: str, src: str, ids: set[int]) -> EtNode:
     ids.add(nid)
     rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
     tensors = _tensors(values, src, where)
-    return EtNode(nid, str(n.get("name", "")), _whole(rf, src, f"{where}.rf_id", lo=0) if rf is not None else None,
-                  sum(b for _, b in tensors), int(parent) if isinstance(parent, int) else None,
-                  int(seq) if isinstance(seq, int) and seq >= 0 else None, tuple(tensors),
-                  tuple(_tensors(outs, src, where)),
-                  tuple(sum(b for _, b in _tensors([v], src, where)) for v in values))
+    return EtNode(
+        nid,
+        str(n.get("name", "")),
+        _whole(rf, src, f"{where}.rf_id", lo=0) if rf is not None else None,
+        sum(b for _, b in tensors),
+        int(parent) if isinstance(parent, int) else None,
+        int(seq) if isinstance(seq, int) and seq >= 0 else None,
+        tuple(tensors),
+        tuple(_tensors(outs, src, where)),
+        tuple(sum(b for _, b in _tensors([v], src, where)) for v in values),
+    )
 
 
 def _list(v: object, src: str, where: str) -> list:
@@ -542,8 +626,7 @@ def _tensors(values: list, src: str = "", where: str = "") -> list[tuple[int, in
     for v in values:
         if isinstance(v, list) and len(v) == 6 and all(isinstance(x, int) for x in v[:5]) and isinstance(v[5], str):
             if not (0 <= v[3] <= _MAX_ELEMENTS and 0 <= v[4] <= 1024):
-                raise InputError(f"tensor {v!r} has {v[3]} elements of {v[4]} bytes; expected counts >= 0",
-                                 src, where)
+                raise InputError(f"tensor {v!r} has {v[3]} elements of {v[4]} bytes; expected counts >= 0", src, where)
             out.append((v[1], v[3] * v[4]))
         elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
             out.extend(_tensors(v, src, where))
@@ -562,9 +645,12 @@ def step_window(k: KinetoTrace, whole_trace: bool = False) -> tuple[float, float
         step = max(steps, key=lambda a: a.ts)
         return step.ts, step.ts + step.dur, step
     if not whole_trace:
-        raise InputError("no ProfilerStep annotation: capture with torch.profiler.profile(schedule=...) and call "
-                         "prof.step() after each step, so the profiled step is marked (or simulate the whole "
-                         "trace: --whole-trace)", k.source)
+        raise InputError(
+            "no ProfilerStep annotation: capture with torch.profiler.profile(schedule=...) and call "
+            "prof.step() after each step, so the profiled step is marked (or simulate the whole "
+            "trace: --whole-trace)",
+            k.source,
+        )
     spans = [(o.ts, o.ts + o.dur) for o in k.host_ops] + [(g.ts, g.ts + g.dur) for g in k.gpu]
     if not spans:
         raise InputError("no host ops or GPU events", k.source)
@@ -583,8 +669,9 @@ def top_level_ops(ops: list[HostOp]) -> list[HostOp]:
     return out
 
 
-def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_trace: bool = False,
-                        ranks: int = 1, comm: str = "simulate") -> Workload:
+def pytorch_to_workload(
+    kineto: str | Path, et: str | Path | None = None, whole_trace: bool = False, ranks: int = 1, comm: str = "simulate"
+) -> Workload:
     """The profiled step of a Kineto trace (and its ET) as a workload on ``ranks`` ranks, all
     running the same step.
 
@@ -597,9 +684,12 @@ def pytorch_to_workload(kineto: str | Path, et: str | Path | None = None, whole_
     world = tuple(range(ranks))
     sub = sorted(name for name, r in groups if tuple(sorted(r)) != world)
     if sub:
-        raise InputError(f"the trace's collectives run on process groups of some of the {ranks} ranks "
-                         f"({', '.join(sub)}): simulate every rank's trace together (a podsim trace folder), or "
-                         "give the group's size as --gpus", str(kineto))
+        raise InputError(
+            f"the trace's collectives run on process groups of some of the {ranks} ranks "
+            f"({', '.join(sub)}): simulate every rank's trace together (a podsim trace folder), or "
+            "give the group's size as --gpus",
+            str(kineto),
+        )
     return Workload([prog], [0] * ranks, [Group(f"pg {name}", world) for name, _ in sorted(groups)], label)
 
 
@@ -619,11 +709,23 @@ def execution_trace_to_workload(et: str | Path, ranks: int = 2) -> Workload:
         kind = _collective_kind(n.name)
         if kind is None:
             continue
-        prev = [b.add(OpKind.COLLECTIVE, n.name, data_deps=prev, node_id=n.node_id, collective=int(kind),
-                      size_bytes=max(n.collective_bytes(kind), 1), stream="comm")]
+        prev = [
+            b.add(
+                OpKind.COLLECTIVE,
+                n.name,
+                data_deps=prev,
+                node_id=n.node_id,
+                collective=int(kind),
+                size_bytes=max(n.collective_bytes(kind), 1),
+                stream="comm",
+            )
+        ]
     if not prev:
-        raise InputError("no c10d collectives in this execution trace, and no Kineto trace to time its ops: give "
-                         "the profiler's trace as the workload and this file as --execution-trace", str(et))
+        raise InputError(
+            "no c10d collectives in this execution trace, and no Kineto trace to time its ops: give "
+            "the profiler's trace as the workload and this file as --execution-trace",
+            str(et),
+        )
     prog = b.build()
     prog.notes.append("an execution trace alone: its collectives only (no Kineto trace, so compute has no time)")
     return Workload([prog], [0] * ranks, [], f"{Path(et).name} (collectives)")
@@ -661,8 +763,12 @@ def capture_to_workload(folder: str | Path, comm: str = "simulate") -> Workload:
     for name, ranks in groups:
         if any(r >= n for r in ranks):
             raise InputError(f"process group {name} has ranks {list(ranks)} but the capture has {n} ranks", str(folder))
-    return Workload(progs, list(range(n)), [Group(f"pg {name}", ranks) for name, ranks in sorted(groups)],
-                    f"{Path(folder).name} ({n} rank{'s' if n > 1 else ''})")
+    return Workload(
+        progs,
+        list(range(n)),
+        [Group(f"pg {name}", ranks) for name, ranks in sorted(groups)],
+        f"{Path(folder).name} ({n} rank{'s' if n > 1 else ''})",
+    )
 
 
 _RANK_KINETO = re.compile(r"^kineto\.(\d+)\.json(\.gz)?$")
@@ -679,6 +785,7 @@ def capture_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
 
     def find(stem: str) -> Path | None:
         return next((d / n for n in (f"{stem}.json", f"{stem}.json.gz") if (d / n).is_file()), None)
+
     one = find("kineto")
     if one is not None:
         return [(one, find("et"))]
@@ -696,26 +803,35 @@ class _Collective:
     op: HostOp
     kind: CollectiveKind
     size: int
-    end: float | None      #: when its backend finished it (us), if the trace says
+    end: float | None  #: when its backend finished it (us), if the trace says
     backend_ops: list[HostOp] = field(default_factory=list)
-    group: tuple[str, tuple[int, ...]] | None = None   #: its process group (NCCL traces say)
+    group: tuple[str, tuple[int, ...]] | None = None  #: its process group (NCCL traces say)
 
 
-def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], lo: float, hi: float) -> list[_Collective]:
+def _collectives(
+    k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], lo: float, hi: float
+) -> list[_Collective]:
     """The step's c10d collectives (any thread, any depth) with their ET sizes, their process
     group (NCCL's ``record_param_comms`` inside the op says it) and, for gloo, the worker-thread
     range that ran them (record-function id + 1; otherwise the first unclaimed one after)."""
-    backend = sorted((a for a in k.annotations if lo <= a.ts < hi and a.name.startswith(("gloo:", "nccl:"))),
-                     key=lambda a: a.ts)
+    backend = sorted(
+        (a for a in k.annotations if lo <= a.ts < hi and a.name.startswith(("gloo:", "nccl:"))), key=lambda a: a.ts
+    )
     by_rf = {a.rf_id: a for a in backend if a.rf_id is not None}
-    comms: dict[int, tuple[list[float], list[tuple[str, tuple[int, ...]]]]] = {}   # tid -> (starts, groups)
+    comms: dict[int, tuple[list[float], list[tuple[str, tuple[int, ...]]]]] = {}  # tid -> (starts, groups)
     for c, name, ranks in sorted(k.comms, key=lambda x: x[0].ts):
         if ranks:
             starts, groups = comms.setdefault(c.tid, ([], []))
             starts.append(c.ts)
             groups.append((name, ranks))
-    ops = sorted((o for o in host if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is not None
-                  and o.rf_id in nodes), key=lambda o: o.ts)
+    ops = sorted(
+        (
+            o
+            for o in host
+            if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is not None and o.rf_id in nodes
+        ),
+        key=lambda o: o.ts,
+    )
     claimed = {id(by_rf[o.rf_id + 1]) for o in ops if o.rf_id is not None and o.rf_id + 1 in by_rf}
     free = [a for a in backend if id(a) not in claimed]
     free_starts = [a.ts for a in free]
@@ -725,7 +841,7 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
         kind = _collective_kind(o.name)
         assert kind is not None
         b = by_rf.get(o.rf_id + 1) if o.rf_id is not None else None
-        if b is None:   # the first unclaimed backend range at or after the op
+        if b is None:  # the first unclaimed backend range at or after the op
             j = bisect.bisect_left(free_starts, o.ts)
             while j < len(free) and id(free[j]) in taken:
                 j += 1
@@ -737,8 +853,16 @@ def _collectives(k: KinetoTrace, host: list[HostOp], nodes: dict[int, EtNode], l
         j = bisect.bisect_left(starts, o.ts)
         if j < len(starts) and starts[j] <= o.ts + o.dur:
             group = groups[j]
-        out.append(_Collective(o, kind, max(nodes[o.rf_id].collective_bytes(kind), 1), b.ts + b.dur if b else None,
-                               [b] if b else [], group))
+        out.append(
+            _Collective(
+                o,
+                kind,
+                max(nodes[o.rf_id].collective_bytes(kind), 1),
+                b.ts + b.dur if b else None,
+                [b] if b else [],
+                group,
+            )
+        )
     return out
 
 
@@ -768,9 +892,14 @@ def read_linked(kineto: str | Path, et: str | Path | None) -> tuple[KinetoTrace,
         return k, tr, []
     rf = {id(o): n.rf_id for name, ops in ops_by_name.items() for o, n in zip(ops, nodes_by_name[name])}
     host = [replace(o, rf_id=rf[id(o)]) for o in k.host_ops]
-    return (replace(k, host_ops=host), tr,
-            ["the Kineto trace carries no record-function ids (an older PyTorch): linked to the execution trace by "
-             "the order of each op name"])
+    return (
+        replace(k, host_ops=host),
+        tr,
+        [
+            "the Kineto trace carries no record-function ids (an older PyTorch): linked to the execution trace by "
+            "the order of each op name"
+        ],
+    )
 
 
 def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tuple[dict[int, EtNode], list[str]]:
@@ -782,28 +911,35 @@ def linked_nodes(k: KinetoTrace, host: list[HostOp], et: ExecutionTrace) -> tupl
     nodes = et.by_rf_id()
     with_rf = [o for o in host if o.rf_id is not None]
     if not with_rf:
-        return nodes, ["the Kineto trace carries no record-function ids and its ops do not pair with the execution "
-                       "trace's by name and order: the execution trace is not linked"]
+        return nodes, [
+            "the Kineto trace carries no record-function ids and its ops do not pair with the execution "
+            "trace's by name and order: the execution trace is not linked"
+        ]
     matched = sum(1 for o in with_rf if o.rf_id in nodes)
     if matched < 0.5 * len(with_rf):
-        raise InputError(f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in the "
-                         f"execution trace {et.source}: the two files come from different runs; capture both in one "
-                         "profiler session (execution_trace_observer=...)", k.source)
+        raise InputError(
+            f"only {matched} of {len(with_rf)} profiled host ops have a record-function id in the "
+            f"execution trace {et.source}: the two files come from different runs; capture both in one "
+            "profiler session (execution_trace_observer=...)",
+            k.source,
+        )
     return nodes, []
 
 
-def _rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
-                  ) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
+def _rank_program(
+    kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
+) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
     """One rank's program: host ops in order on the host, each until the next begins (the
     host's gaps are kept) except where the next one waited for a collective; GPU events on
     their streams; c10d collectives issued when their op runs, the first host op after a
     collective's end that found the host idle waiting for it."""
-    with _gc_paused():   # (the traces are freed before the collector runs again)
+    with _gc_paused():  # (the traces are freed before the collector runs again)
         return _read_rank_program(kineto, et, whole_trace, comm)
 
 
-def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
-                       ) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
+def _read_rank_program(
+    kineto: str | Path, et: str | Path | None, whole_trace: bool, comm: str
+) -> tuple[Program, str, set[tuple[str, tuple[int, ...]]]]:
     if comm not in ("simulate", "measured"):
         raise InputError(f"comm must be 'simulate' or 'measured', not {comm!r}")
     k, tr, notes = read_linked(kineto, et)
@@ -811,8 +947,11 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
     host = [o for o in k.host_ops if lo <= o.ts < hi and not o.name.startswith("ProfilerStep#")]
     if not host:
         raise InputError("the profiled step has no host ops", k.source)
-    main_tid = step.tid if step is not None else max({o.tid for o in host}, key=lambda t: sum(
-        o.dur for o in host if o.tid == t))
+    main_tid = (
+        step.tid
+        if step is not None
+        else max({o.tid for o in host}, key=lambda t: sum(o.dur for o in host if o.tid == t))
+    )
     top = [o for o in top_level_ops(host) if o.tid == main_tid]
     et_nodes: dict[int, EtNode] = {}
     if tr is not None:
@@ -824,12 +963,12 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
         notes.append(f"not read as collectives (replayed as host time): {', '.join(unknown)}")
     top_starts = [o.ts for o in top]
     # NCCL: the collective is the kernel its op launched; it runs on the kernel's stream
-    by_tid: dict[int, list[tuple[float, float, int]]] = {}   # tid -> (start, end, collective), by start
+    by_tid: dict[int, list[tuple[float, float, int]]] = {}  # tid -> (start, end, collective), by start
     for c_i, c in enumerate(colls):
         by_tid.setdefault(c.op.tid, []).append((c.op.ts, c.op.ts + c.op.dur, c_i))
     for v in by_tid.values():
         v.sort()
-    nccl_of: dict[int, int] = {}    # id(GPU event) -> collective
+    nccl_of: dict[int, int] = {}  # id(GPU event) -> collective
     for g in k.gpu:
         if g.name.lower().startswith("nccl") and g.correlation in k.launches:
             ts, tid = k.launches[g.correlation]
@@ -855,10 +994,18 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
     prev: list[int] = []
     if top and top[0].ts > lo:  # the host's time from the step's start to its first op
         nid += 1
-        prev = [b.add(OpKind.COMPUTE, "host (before the first op)", node_id=nid, is_cpu=True, stream="host",
-                      duration_ns=max(1, round((top[0].ts - lo) * 1000)))]
+        prev = [
+            b.add(
+                OpKind.COMPUTE,
+                "host (before the first op)",
+                node_id=nid,
+                is_cpu=True,
+                stream="host",
+                duration_ns=max(1, round((top[0].ts - lo) * 1000)),
+            )
+        ]
     coll_idx: dict[int, int] = {}
-    issued_in: dict[int, list[int]] = {}   # top-level op -> the collectives issued while it runs
+    issued_in: dict[int, list[int]] = {}  # top-level op -> the collectives issued while it runs
     for c_i, c in sorted(enumerate(colls), key=lambda x: x[1].op.ts):
         if c_i not in on_gpu:
             issued_in.setdefault(max(bisect.bisect_right(top_starts, c.op.ts) - 1, 0), []).append(c_i)
@@ -870,20 +1017,41 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
             if comm == "measured" and c.end is not None:
                 # from the start of the op that issued it to its traced end (queueing behind other
                 # buckets included), on a track of its own
-                coll_idx[c_i] = b.add(OpKind.COMPUTE, f"{c.op.name} ({c.size:,} B, measured)", data_deps=deps,
-                                      node_id=nid, duration_ns=max(1, round((c.end - o.ts) * 1000)),
-                                      stream=f"collective {c_i} (measured)")
+                coll_idx[c_i] = b.add(
+                    OpKind.COMPUTE,
+                    f"{c.op.name} ({c.size:,} B, measured)",
+                    data_deps=deps,
+                    node_id=nid,
+                    duration_ns=max(1, round((c.end - o.ts) * 1000)),
+                    stream=f"collective {c_i} (measured)",
+                )
             else:
-                coll_idx[c_i] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
-                                      collective=int(c.kind), size_bytes=c.size, stream="comm",
-                                      group=f"pg {c.group[0]}" if c.group else None)
+                coll_idx[c_i] = b.add(
+                    OpKind.COLLECTIVE,
+                    c.op.name,
+                    data_deps=deps,
+                    node_id=nid,
+                    collective=int(c.kind),
+                    size_bytes=c.size,
+                    stream="comm",
+                    group=f"pg {c.group[0]}" if c.group else None,
+                )
         nid += 1
         deps = prev + [coll_idx[c] for c in waits_for.get(i, ()) if c in coll_idx]
-        if i in waits_for:   # the host resumes some time after the collective it waited for ends
+        if i in waits_for:  # the host resumes some time after the collective it waited for ends
             wake = o.ts - max(colls[c].end or 0.0 for c in waits_for[i])
             if wake > 0:
-                deps = [b.add(OpKind.COMPUTE, "host (resumes after the wait)", data_deps=deps, node_id=nid,
-                              duration_ns=max(1, round(wake * 1000)), is_cpu=True, stream="host")]
+                deps = [
+                    b.add(
+                        OpKind.COMPUTE,
+                        "host (resumes after the wait)",
+                        data_deps=deps,
+                        node_id=nid,
+                        duration_ns=max(1, round(wake * 1000)),
+                        is_cpu=True,
+                        stream="host",
+                    )
+                ]
                 nid += 1
         end = o.ts + o.dur if i + 1 in waits_for else starts[i + 1]
         ns = max(1, round((end - o.ts) * 1000))
@@ -896,11 +1064,14 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
         if g.correlation is None or g.correlation not in k.launches:
             continue
         ts, _tid = k.launches[g.correlation]
-        if lo <= ts < hi:   # launched in this step (it may run after the step's host part ends)
+        if lo <= ts < hi:  # launched in this step (it may run after the step's host part ends)
             launch_of[id(g)] = max(bisect.bisect_right(top_starts, ts) - 1, 0)
     last_on: dict[int, int] = {}
-    in_step = (g for g in k.gpu if id(g) in launch_of or
-               (lo <= g.ts < hi and (g.correlation is None or g.correlation not in k.launches)))
+    in_step = (
+        g
+        for g in k.gpu
+        if id(g) in launch_of or (lo <= g.ts < hi and (g.correlation is None or g.correlation not in k.launches))
+    )
     for g in sorted(in_step, key=lambda g: g.ts):
         nid += 1
         deps = [last_on[g.stream]] if g.stream in last_on else []
@@ -910,12 +1081,26 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
         c_i = nccl_of.get(id(g))
         if c_i is not None and comm == "simulate":
             c = colls[c_i]
-            last_on[g.stream] = b.add(OpKind.COLLECTIVE, c.op.name, data_deps=deps, node_id=nid,
-                                      collective=int(c.kind), size_bytes=c.size, stream=f"cuda stream {g.stream}",
-                                      group=f"pg {c.group[0]}" if c.group else None, extra={"kernel": g.name})
+            last_on[g.stream] = b.add(
+                OpKind.COLLECTIVE,
+                c.op.name,
+                data_deps=deps,
+                node_id=nid,
+                collective=int(c.kind),
+                size_bytes=c.size,
+                stream=f"cuda stream {g.stream}",
+                group=f"pg {c.group[0]}" if c.group else None,
+                extra={"kernel": g.name},
+            )
             continue
-        last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, node_id=nid,
-                                  duration_ns=max(1, round(g.dur * 1000)), stream=f"cuda stream {g.stream}")
+        last_on[g.stream] = b.add(
+            OpKind.COMPUTE,
+            g.name,
+            data_deps=deps,
+            node_id=nid,
+            duration_ns=max(1, round(g.dur * 1000)),
+            stream=f"cuda stream {g.stream}",
+        )
     prog = b.build()
     prog.notes.extend(notes)
     label = f"{Path(kineto).name}" + (" (whole trace)" if step is None else f" ({step.name})")
@@ -925,13 +1110,19 @@ def _read_rank_program(kineto: str | Path, et: str | Path | None, whole_trace: b
 def _collective_kind(name: str) -> CollectiveKind | None:
     for prefix in _COLLECTIVE_PREFIXES:
         if name.startswith(prefix):
-            return _COLLECTIVES.get(name[len(prefix):].rstrip("_"))
+            return _COLLECTIVES.get(name[len(prefix) :].rstrip("_"))
     return None
 
 
 def _unknown_collectives(host: list[HostOp]) -> list[str]:
     """Names of c10d ops that move data but podsim does not read as collectives (a note)."""
     skip = ("barrier", "wait", "wait_tensor", "monitored_barrier", "send", "recv", "recv_any_source")
-    return sorted({o.name for o in host if o.name.startswith(_COLLECTIVE_PREFIXES) and _collective_kind(o.name) is None
-                   and o.name.split("::", 1)[1].rstrip("_") not in skip})
-
+    return sorted(
+        {
+            o.name
+            for o in host
+            if o.name.startswith(_COLLECTIVE_PREFIXES)
+            and _collective_kind(o.name) is None
+            and o.name.split("::", 1)[1].rstrip("_") not in skip
+        }
+    )

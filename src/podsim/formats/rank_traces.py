@@ -40,10 +40,17 @@ from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, W
 from ..workload.mesh import DIMS, MeshLayout, layout_from_json
 from .pytorch_trace import load_json_object, read_kineto, step_window, top_level_ops
 
-_KINDS = {"all_reduce": CollectiveKind.ALL_REDUCE, "all_gather": CollectiveKind.ALL_GATHER,
-          "reduce_scatter": CollectiveKind.REDUCE_SCATTER, "all_to_all": CollectiveKind.ALL_TO_ALL,
-          "broadcast": CollectiveKind.BROADCAST, "reduce": CollectiveKind.REDUCE, "gather": CollectiveKind.GATHER,
-          "scatter": CollectiveKind.SCATTER, "barrier": CollectiveKind.BARRIER}
+_KINDS = {
+    "all_reduce": CollectiveKind.ALL_REDUCE,
+    "all_gather": CollectiveKind.ALL_GATHER,
+    "reduce_scatter": CollectiveKind.REDUCE_SCATTER,
+    "all_to_all": CollectiveKind.ALL_TO_ALL,
+    "broadcast": CollectiveKind.BROADCAST,
+    "reduce": CollectiveKind.REDUCE,
+    "gather": CollectiveKind.GATHER,
+    "scatter": CollectiveKind.SCATTER,
+    "barrier": CollectiveKind.BARRIER,
+}
 _P2P = ("send", "recv")
 _MARK = re.compile(r"^podsim::([a-z_]+)#(\d+)$")
 
@@ -68,7 +75,7 @@ class Call:
     seq: int
     kind: str
     size: int
-    group: str          #: the group's key (``<desc> <name>``)
+    group: str  #: the group's key (``<desc> <name>``)
     ranks: tuple[int, ...]
     site: str
     peer: int | None = None
@@ -94,6 +101,7 @@ def read_calls(path: str | Path) -> list[Call]:
 
     def group_key(desc: str, name: str) -> str:
         return desc if len(names[desc]) == 1 and desc not in ("pg", "undefined") else f"{desc} {name}"
+
     out = []
     for i, c in enumerate(calls):
         where = f"calls[{i}]"
@@ -101,8 +109,11 @@ def read_calls(path: str | Path) -> list[Call]:
             raise InputError("expected a call object", str(p), where)
         kind = c.get("kind")
         if kind not in _KINDS and kind not in _P2P:
-            raise InputError(f"unknown kind {kind!r}; expected one of {', '.join(list(_KINDS) + list(_P2P))}",
-                             str(p), f"{where}.kind")
+            raise InputError(
+                f"unknown kind {kind!r}; expected one of {', '.join(list(_KINDS) + list(_P2P))}",
+                str(p),
+                f"{where}.kind",
+            )
         for key in ("seq", "bytes"):
             if isinstance(c.get(key), bool) or not isinstance(c.get(key), int) or c[key] < 0:
                 raise InputError(f"expected a whole number >= 0, got {c.get(key)!r}", str(p), f"{where}.{key}")
@@ -113,8 +124,18 @@ def read_calls(path: str | Path) -> list[Call]:
         if kind in _P2P and (not isinstance(peer, int) or peer < 0):
             raise InputError(f"a {kind} needs a peer rank, got {peer!r}", str(p), f"{where}.peer")
         group = group_key(str(c.get("group_desc") or "pg"), str(c.get("group", "?")))
-        out.append(Call(c["seq"], kind, c["bytes"], group, tuple(ranks), str(c.get("site", "?")), peer if kind in _P2P else None,
-                        int(c.get("tag", 0) or 0)))
+        out.append(
+            Call(
+                c["seq"],
+                kind,
+                c["bytes"],
+                group,
+                tuple(ranks),
+                str(c.get("site", "?")),
+                peer if kind in _P2P else None,
+                int(c.get("tag", 0) or 0),
+            )
+        )
     return out
 
 
@@ -129,8 +150,7 @@ def _marks(k: Any, lo: float, hi: float) -> list[tuple[str, int, float, float]]:
     return out
 
 
-def rank_program(kineto: str | Path, calls: list[Call], rank: int,
-                 comm_ns: dict[int, int] | None = None) -> Program:
+def rank_program(kineto: str | Path, calls: list[Call], rank: int, comm_ns: dict[int, int] | None = None) -> Program:
     """One traced rank's program (see the module docstring).  ``comm_ns`` (call seq -> ns):
     replay each call for that time instead of simulating it (a real capture's measured times).
 
@@ -154,17 +174,21 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
             issues[seq] = ts
     missing = [c.seq for c in calls if c.seq not in issues]
     if missing:
-        raise InputError(f"calls {missing[:5]} of the comms file are not marked in the trace (podsim::<kind>#<seq>):"
-                         " the two files come from different runs", k.source)
+        raise InputError(
+            f"calls {missing[:5]} of the comms file are not marked in the trace (podsim::<kind>#<seq>):"
+            " the two files come from different runs",
+            k.source,
+        )
     # the cuts, in time order: (time, order, what, payload); at one time a wait's end comes
     # after calls issued there, an op's start first
     events: list[tuple[float, int, str, Any]] = [(o.ts, 0, "op", o.name) for o in top]
     events += [(ts, 1, "issue", seq) for seq, ts in issues.items()]
     events += [(ts, 2, "wait", (dur, seq)) for ts, dur, seq in waits if seq in issues]
     events.sort(key=lambda e: (e[0], e[1]))
-    optimizer = sorted((a.ts, a.ts + a.dur) for a in k.annotations + host
-                       if a.name.startswith("Optimizer.step") and lo <= a.ts < hi)
-    on_host = bool(k.gpu)   # a CUDA trace: host ops launch the GPU's work; a CPU trace: they are the work
+    optimizer = sorted(
+        (a.ts, a.ts + a.dur) for a in k.annotations + host if a.name.startswith("Optimizer.step") and lo <= a.ts < hi
+    )
+    on_host = bool(k.gpu)  # a CUDA trace: host ops launch the GPU's work; a CPU trace: they are the work
     b = ProgramBuilder(Path(kineto).stem)
     cur, name = lo, "host (before the first op)"
     prev: list[int] = []
@@ -172,23 +196,31 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
     comm_idx: dict[int, int] = {}
     seg_start: list[float] = []
     seg_idx: list[int] = []
-    stream_waits: list[tuple[float, int]] = []   # (when the host waited, the call) on a CUDA trace
+    stream_waits: list[tuple[float, int]] = []  # (when the host waited, the call) on a CUDA trace
 
     def segment(until: float) -> None:
         nonlocal prev, pending
         if until > cur:
             deps = prev + pending
-            idx = b.add(OpKind.COMPUTE, name, data_deps=deps, duration_ns=max(1, round((until - cur) * 1000)),
-                        is_cpu=on_host, stream="host",
-                        extra={"layer": name.removeprefix("autograd::engine::evaluate_function: "),
-                               "stage": _stage(name, cur, optimizer)})
+            idx = b.add(
+                OpKind.COMPUTE,
+                name,
+                data_deps=deps,
+                duration_ns=max(1, round((until - cur) * 1000)),
+                is_cpu=on_host,
+                stream="host",
+                extra={
+                    "layer": name.removeprefix("autograd::engine::evaluate_function: "),
+                    "stage": _stage(name, cur, optimizer),
+                },
+            )
             seg_start.append(cur)
             seg_idx.append(idx)
             prev, pending = [idx], []
 
     for t, _, what, payload in events:
         t = min(max(t, lo), hi)
-        if t < cur:   # inside a dropped wait: the cut moves to its end
+        if t < cur:  # inside a dropped wait: the cut moves to its end
             t = cur
         segment(t)
         cur = max(cur, t)
@@ -198,17 +230,23 @@ def rank_program(kineto: str | Path, calls: list[Call], rank: int,
             comm_idx[payload] = _call_op(b, by_seq[payload], rank, prev, comm_ns)
         else:
             dur, seq = payload
-            if on_host:   # CUDA: the wait makes the GPU's stream wait, not the host
+            if on_host:  # CUDA: the wait makes the GPU's stream wait, not the host
                 stream_waits.append((t, comm_idx[seq]))
             else:
                 pending.append(comm_idx[seq])
             cur = max(cur, min(t + dur, hi))
     segment(hi)
-    if pending:   # waits at the very end of the step: a last host op finishes after them
-        b.add(OpKind.COMPUTE, "host (after the last wait)", data_deps=prev + pending, duration_ns=1, is_cpu=on_host,
-              stream="host")
+    if pending:  # waits at the very end of the step: a last host op finishes after them
+        b.add(
+            OpKind.COMPUTE,
+            "host (after the last wait)",
+            data_deps=prev + pending,
+            duration_ns=1,
+            is_cpu=on_host,
+            stream="host",
+        )
     launched = _gpu_events(b, k, lo, hi, seg_start, seg_idx, stream_waits)
-    if launched:   # CUDA: a call starts once the GPU work launched before it is done (NCCL's stream order)
+    if launched:  # CUDA: a call starts once the GPU work launched before it is done (NCCL's stream order)
         times = [t for t, _ in launched]
         for seq, idx in comm_idx.items():
             j = bisect.bisect_left(times, issues[seq]) - 1
@@ -231,40 +269,75 @@ def _call_op(b: ProgramBuilder, c: Call, rank: int, deps: list[int], comm_ns: di
     extra = {"site": c.site, "seq": c.seq, "layer": c.site}
     if comm_ns is not None and c.seq in comm_ns:
         # each on a track of its own: its measured time already holds any queueing behind others
-        return b.add(OpKind.COMPUTE, f"{c.kind} ({c.size:,} B, measured)", data_deps=deps, extra=extra,
-                     duration_ns=max(1, comm_ns[c.seq]), stream=f"measured {c.seq}")
+        return b.add(
+            OpKind.COMPUTE,
+            f"{c.kind} ({c.size:,} B, measured)",
+            data_deps=deps,
+            extra=extra,
+            duration_ns=max(1, comm_ns[c.seq]),
+            stream=f"measured {c.seq}",
+        )
     if c.kind in _P2P:
         assert c.peer is not None
-        return b.add(OpKind.SEND if c.kind == "send" else OpKind.RECV, f"{c.kind} {c.size:,} B", data_deps=deps,
-                     peer=c.peer - rank, size_bytes=max(c.size, 1), tag=c.tag, extra=extra,
-                     stream=f"p2p {c.kind} {c.peer - rank:+d}")
-    return b.add(OpKind.COLLECTIVE, c.kind, data_deps=deps, collective=int(_KINDS[c.kind]), size_bytes=max(c.size, 1),
-                 group=c.group, extra=extra, stream=f"comm {c.group}")
+        return b.add(
+            OpKind.SEND if c.kind == "send" else OpKind.RECV,
+            f"{c.kind} {c.size:,} B",
+            data_deps=deps,
+            peer=c.peer - rank,
+            size_bytes=max(c.size, 1),
+            tag=c.tag,
+            extra=extra,
+            stream=f"p2p {c.kind} {c.peer - rank:+d}",
+        )
+    return b.add(
+        OpKind.COLLECTIVE,
+        c.kind,
+        data_deps=deps,
+        collective=int(_KINDS[c.kind]),
+        size_bytes=max(c.size, 1),
+        group=c.group,
+        extra=extra,
+        stream=f"comm {c.group}",
+    )
 
 
-def _gpu_events(b: ProgramBuilder, k: Any, lo: float, hi: float, seg_start: list[float], seg_idx: list[int],
-                waits: list[tuple[float, int]]) -> list[tuple[float, int]]:
+def _gpu_events(
+    b: ProgramBuilder,
+    k: Any,
+    lo: float,
+    hi: float,
+    seg_start: list[float],
+    seg_idx: list[int],
+    waits: list[tuple[float, int]],
+) -> list[tuple[float, int]]:
     """GPU kernels, copies and memsets of the step on their streams, each once the host piece
     in which it was launched has begun, and after every call the host waited for before launching it (a
     wait on a CUDA tensor's work holds the stream).  Returns ``(launch time, op)`` in launch
     order."""
     last_on: dict[int, int] = {}
-    waited_on: dict[int, int] = {}   # stream -> how many of ``waits`` it already waits for
+    waited_on: dict[int, int] = {}  # stream -> how many of ``waits`` it already waits for
     out = []
-    events = sorted((g for g in k.gpu if g.correlation in k.launches and lo <= k.launches[g.correlation][0] < hi),
-                    key=lambda g: (k.launches[g.correlation][0], g.ts))
+    events = sorted(
+        (g for g in k.gpu if g.correlation in k.launches and lo <= k.launches[g.correlation][0] < hi),
+        key=lambda g: (k.launches[g.correlation][0], g.ts),
+    )
     wait_times = [t for t, _ in waits]
     for g in events:
         launch = k.launches[g.correlation][0]
         deps = [last_on[g.stream]] if g.stream in last_on else []
-        j = bisect.bisect_right(seg_start, launch) - 1   # the piece that launched it: it may start with it
+        j = bisect.bisect_right(seg_start, launch) - 1  # the piece that launched it: it may start with it
         if j >= 1:
             deps.append(seg_idx[j - 1])
         n = bisect.bisect_right(wait_times, launch)
-        deps += [c for _, c in waits[waited_on.get(g.stream, 0):n]]
+        deps += [c for _, c in waits[waited_on.get(g.stream, 0) : n]]
         waited_on[g.stream] = max(n, waited_on.get(g.stream, 0))
-        last_on[g.stream] = b.add(OpKind.COMPUTE, g.name, data_deps=deps, duration_ns=max(1, round(g.dur * 1000)),
-                                  stream=f"cuda stream {g.stream}")
+        last_on[g.stream] = b.add(
+            OpKind.COMPUTE,
+            g.name,
+            data_deps=deps,
+            duration_ns=max(1, round(g.dur * 1000)),
+            stream=f"cuda stream {g.stream}",
+        )
         out.append((launch, last_on[g.stream]))
     return out
 
@@ -298,15 +371,19 @@ def _spans(members: tuple[int, ...], layout: MeshLayout) -> tuple[str, ...] | No
     return dims if size == len(set(members)) else None
 
 
-def _translate_group(members: tuple[int, ...], rank: int, old: MeshLayout, new: MeshLayout, rep: int) -> tuple[int, ...]:
+def _translate_group(
+    members: tuple[int, ...], rank: int, old: MeshLayout, new: MeshLayout, rep: int
+) -> tuple[int, ...]:
     """The group of ``rank`` (in layout ``new``) that plays the part ``members`` play for the
     traced rank ``rep`` (in layout ``old``)."""
     dims = _spans(members, old)
     if dims is None:
         if old.dp != new.dp:
-            raise InputError(f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
-                             f"for {new.world_size} ranks; simulate the job on its own {old.world_size}")
-        shift = rank - rep   # the same data-parallel offset
+            raise InputError(
+                f"group of ranks {list(members)} is not a whole slice of the mesh: it cannot be rebuilt "
+                f"for {new.world_size} ranks; simulate the job on its own {old.world_size}"
+            )
+        shift = rank - rep  # the same data-parallel offset
         return tuple(m + shift for m in members)
     return _slice(dims, rank, new)
 
@@ -315,8 +392,11 @@ def _slice(dims: tuple[str, ...], rank: int, layout: MeshLayout) -> tuple[int, .
     """The ranks of ``layout`` that differ from ``rank`` only along the mesh dimensions ``dims``."""
     c = layout.coords(rank)
     grid = [[c[d]] if d not in dims else list(range(getattr(layout, d))) for d in DIMS]
-    return tuple(sorted(layout.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2]
-                        for t in grid[3]))
+    return tuple(
+        sorted(
+            layout.rank_of(pp=p, dp=q, cp=x, tp=t) for p in grid[0] for q in grid[1] for x in grid[2] for t in grid[3]
+        )
+    )
 
 
 def _translate_peer(peer: int, rep: int, rank: int, old: MeshLayout, new: MeshLayout) -> int:
@@ -361,9 +441,14 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
         raise InputError(f"ranks {missing} were not traced (ranks_traced lists {traced})", str(d / "capture.json"))
     groups: dict[tuple[str, tuple[int, ...]], None] = {}
     # each traced rank's groups, and the mesh dimensions each spans (once, not once a rank)
-    spans = {rep: [(key, members, _spans(members, old)) for key, members in
-                   {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items()] for rep in traced}
-    made: dict[tuple[Any, ...], tuple[int, ...]] = {}   # (key, dims, coords off the group) -> group
+    spans = {
+        rep: [
+            (key, members, _spans(members, old))
+            for key, members in {c.group: c.ranks for c in calls[rep] if c.kind not in _P2P}.items()
+        ]
+        for rep in traced
+    }
+    made: dict[tuple[Any, ...], tuple[int, ...]] = {}  # (key, dims, coords off the group) -> group
     for r in range(new.world_size):
         rep = rep_of[r]
         coords = new.coords(r)
@@ -384,30 +469,42 @@ def compose(folder: str | Path, gpus: int | None = None, comm_ns: dict[int, dict
                 continue
             offsets = {_translate_peer(c.peer, rep, r, old, new) - r for r in sharers}
             if len(offsets) > 1:
-                raise InputError(f"rank {rep}'s {c.kind} with rank {c.peer} ({c.site}) does not keep one offset "
-                                 "across its replicas", str(d))
+                raise InputError(
+                    f"rank {rep}'s {c.kind} with rank {c.peer} ({c.site}) does not keep one offset across its replicas",
+                    str(d),
+                )
             i = op_of[c.seq]
             if prog.columns["kind"][i] in (OpKind.SEND, OpKind.RECV):
                 prog.columns["peer"][i] = offsets.pop()
-    w = Workload(programs, [prog_of[rep_of[r]] for r in range(new.world_size)],
-                 [Group(k, m) for k, m in groups], f"{d.name} ({new.world_size} ranks, {new.spec()})")
-    w.rank_labels = [" ".join(f"{k}={v}" for k, v in new.coords(r).items() if k in ("pp", "dp", "tp") or new.cp > 1)
-                     for r in range(new.world_size)]
+    w = Workload(
+        programs,
+        [prog_of[rep_of[r]] for r in range(new.world_size)],
+        [Group(k, m) for k, m in groups],
+        f"{d.name} ({new.world_size} ranks, {new.spec()})",
+    )
+    w.rank_labels = [
+        " ".join(f"{k}={v}" for k, v in new.coords(r).items() if k in ("pp", "dp", "tp") or new.cp > 1)
+        for r in range(new.world_size)
+    ]
     _check_groups(w, calls, rep_of, prog_of, traced)
     batch = info.get("batch_size")
     if new is not old and isinstance(batch, int):
         programs[0].notes.append(
-            f"traced as {old.world_size} ranks ({old.spec()}, dp={old.dp}), simulated as {new.world_size} (dp={new.dp}): "
+            f"traced as {old.world_size} ranks ({old.spec()}, dp={old.dp}), "
+            f"simulated as {new.world_size} (dp={new.dp}): "
             f"each data-parallel rank keeps its batch of {batch}, so the global batch is {batch * new.dp} "
-            f"(traced: {batch * old.dp}); data-parallel groups follow, call sizes do not change")
+            f"(traced: {batch * old.dp}); data-parallel groups follow, call sizes do not change"
+        )
     if info.get("fake_ranks", True):
-        w.representatives = np.asarray([new.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"])
-                                        for r in range(new.world_size)], dtype=np.int64)
+        w.representatives = np.asarray(
+            [new.rank_of(pp=new.coords(r)["pp"], tp=new.coords(r)["tp"]) for r in range(new.world_size)], dtype=np.int64
+        )
     return w
 
 
-def _check_groups(w: Workload, calls: dict[int, list[Call]], rep_of: list[int], prog_of: dict[int, int],
-                  traced: list[int]) -> None:
+def _check_groups(
+    w: Workload, calls: dict[int, list[Call]], rep_of: list[int], prog_of: dict[int, int], traced: list[int]
+) -> None:
     """Ranks of each group issue the same calls on it, in the same order.
 
     Raises:
@@ -433,11 +530,15 @@ def _check_groups(w: Workload, calls: dict[int, list[Call]], rep_of: list[int], 
                 x = a[i] if i < len(a) else None
                 y = bb[i] if i < len(bb) else None
                 if x is None or y is None or (x.kind, x.size) != (y.kind, y.size):
+
                     def say(c: Call | None) -> str:
                         return "nothing" if c is None else f"{c.kind} of {c.size:,} B at {c.site}"
-                    raise InputError(f"ranks {first} and {other} issue different calls on group {g.name} (ranks "
-                                     f"{list(g.ranks)[:8]}{'...' if len(g.ranks) > 8 else ''}): call {i + 1} is "
-                                     f"{say(x)} on rank {first} but {say(y)} on rank {other}")
+
+                    raise InputError(
+                        f"ranks {first} and {other} issue different calls on group {g.name} (ranks "
+                        f"{list(g.ranks)[:8]}{'...' if len(g.ranks) > 8 else ''}): call {i + 1} is "
+                        f"{say(x)} on rank {first} but {say(y)} on rank {other}"
+                    )
 
 
 def measured_comm_ns(folder: str | Path) -> dict[int, list[int]]:
@@ -461,8 +562,11 @@ def measured_comm_ns(folder: str | Path) -> dict[int, list[int]]:
                 done[seq] = max(done.get(seq, 0.0), ts + dur)
             else:
                 issue[seq] = (ts, ts + dur)
-        out[r] = [max(1, round((max(done.get(c.seq, 0.0), issue[c.seq][1]) - issue[c.seq][0]) * 1000))
-                  for c in read_calls(d / f"comms.{r}.json") if c.seq in issue]
+        out[r] = [
+            max(1, round((max(done.get(c.seq, 0.0), issue[c.seq][1]) - issue[c.seq][0]) * 1000))
+            for c in read_calls(d / f"comms.{r}.json")
+            if c.seq in issue
+        ]
     return out
 
 
@@ -479,7 +583,10 @@ def replay_with_measured(fake: str | Path, real: str | Path) -> Workload:
     for r in info["ranks_traced"]:
         calls = read_calls(Path(fake) / f"comms.{r}.json")
         if r not in times or len(times[r]) != len(calls):
-            raise InputError(f"rank {r} issued {len(calls)} calls in the fake-rank trace but "
-                             f"{len(times.get(r, []))} in the real capture {real}", str(fake))
+            raise InputError(
+                f"rank {r} issued {len(calls)} calls in the fake-rank trace but "
+                f"{len(times.get(r, []))} in the real capture {real}",
+                str(fake),
+            )
         comm[r] = {c.seq: ns for c, ns in zip(calls, times[r])}
     return compose(fake, comm_ns=comm)

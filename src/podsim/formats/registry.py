@@ -129,17 +129,25 @@ def is_capture(p: Path) -> bool:
 
 # -- 1. a PyTorch execution trace alone ---------------------------------------------------------
 
+
 def _execution_trace_workload(p: Path, o: ReadOptions) -> Workload:
     """Its collectives on ``gpus`` ranks (default 2)."""
     return execution_trace_to_workload(p, o.gpus or 2)
 
 
-_register(TraceFormat(
-    "execution-trace", "a PyTorch execution trace alone (.json): its collectives, timed by the network only",
-    lambda p: _is_json_file(p) and is_execution_trace(p), _execution_trace_workload, aliases=("pytorch-et",)))
+_register(
+    TraceFormat(
+        "execution-trace",
+        "a PyTorch execution trace alone (.json): its collectives, timed by the network only",
+        lambda p: _is_json_file(p) and is_execution_trace(p),
+        _execution_trace_workload,
+        aliases=("pytorch-et",),
+    )
+)
 
 
 # -- 2. TrioSim ---------------------------------------------------------------------------------
+
 
 def _triosim_write(step: Workload | OneGpuStep, out: Path) -> tuple[str, ...]:
     if not isinstance(step, OneGpuStep):
@@ -147,26 +155,42 @@ def _triosim_write(step: Workload | OneGpuStep, out: Path) -> tuple[str, ...]:
     return tuple(str(x) for x in write_triosim(to_triosim(step), out))
 
 
-_register(TraceFormat(
-    "triosim", "a TrioSim trace folder (trace.csv, tensor.csv): one GPU's step",
-    lambda p: (p / "trace.csv").is_file(), lambda p, o: triosim_to_workload(read_triosim(p)),
-    to_step=lambda p, o: read_triosim_step(p), write=_triosim_write, writes="step"))
+_register(
+    TraceFormat(
+        "triosim",
+        "a TrioSim trace folder (trace.csv, tensor.csv): one GPU's step",
+        lambda p: (p / "trace.csv").is_file(),
+        lambda p, o: triosim_to_workload(read_triosim(p)),
+        to_step=lambda p, o: read_triosim_step(p),
+        write=_triosim_write,
+        writes="step",
+    )
+)
 
 
 # -- 3. a parallel job traced rank by rank --------------------------------------------------------
+
 
 def _rank_traces_step(p: Path, o: ReadOptions) -> OneGpuStep:
     """Rank 0's step, as of a ``podsim trace`` folder."""
     return read_pytorch_step(p, o.execution_trace, o.whole_trace)
 
 
-_register(TraceFormat(
-    "rank-traces", "a parallel job traced rank by rank (podsim trace --world-size N): every rank of the job",
-    is_rank_trace, lambda p, o: compose(p, o.gpus), to_step=_rank_traces_step,
-    aliases=("rank-trace", "fake-ranks"), layers=True))
+_register(
+    TraceFormat(
+        "rank-traces",
+        "a parallel job traced rank by rank (podsim trace --world-size N): every rank of the job",
+        is_rank_trace,
+        lambda p, o: compose(p, o.gpus),
+        to_step=_rank_traces_step,
+        aliases=("rank-trace", "fake-ranks"),
+        layers=True,
+    )
+)
 
 
 # -- 4. PyTorch profiler (Kineto) traces and podsim trace folders --------------------------------
+
 
 def _pytorch_workload(p: Path, o: ReadOptions) -> Workload:
     """A Kineto file: its step on ``gpus`` ranks (default 1), linked with ``execution_trace``;
@@ -175,8 +199,11 @@ def _pytorch_workload(p: Path, o: ReadOptions) -> Workload:
         return pytorch_to_workload(p, o.execution_trace, o.whole_trace, o.gpus or 1)
     w = capture_to_workload(p)
     if o.gpus is not None and o.gpus != w.num_ranks:
-        raise InputError(f"the capture has {w.num_ranks} ranks, not {o.gpus}: simulate it on its own ranks, or "
-                         "scale its rank 0 with --pytorch DIR --gpus N --parallel ...", str(p))
+        raise InputError(
+            f"the capture has {w.num_ranks} ranks, not {o.gpus}: simulate it on its own ranks, or "
+            "scale its rank 0 with --pytorch DIR --gpus N --parallel ...",
+            str(p),
+        )
     return w
 
 
@@ -184,14 +211,21 @@ def _pytorch_step(p: Path, o: ReadOptions) -> OneGpuStep:
     return read_pytorch_step(p, o.execution_trace, o.whole_trace)
 
 
-_register(TraceFormat(
-    "pytorch", "a PyTorch profiler (Kineto) trace .json (with --execution-trace), or a podsim trace folder "
-    "(kineto[.<rank>].json, et[.<rank>].json)",
-    lambda p: _is_json_file(p) or is_capture(p), _pytorch_workload, to_step=_pytorch_step,
-    aliases=("kineto", "capture", "pytorch-trace")))
+_register(
+    TraceFormat(
+        "pytorch",
+        "a PyTorch profiler (Kineto) trace .json (with --execution-trace), or a podsim trace folder "
+        "(kineto[.<rank>].json, et[.<rank>].json)",
+        lambda p: _is_json_file(p) or is_capture(p),
+        _pytorch_workload,
+        to_step=_pytorch_step,
+        aliases=("kineto", "capture", "pytorch-trace"),
+    )
+)
 
 
 # -- 5. ASTRA-sim 1.0 text workloads ------------------------------------------------------------
+
 
 def _text_workload(p: Path, o: ReadOptions) -> Workload:
     if o.gpus is None:
@@ -199,20 +233,32 @@ def _text_workload(p: Path, o: ReadOptions) -> Workload:
     return read_text_workload(p, o.gpus)
 
 
-_register(TraceFormat(
-    "astra-sim-text", "an ASTRA-sim 1.0 text workload (.txt; DATA, MODEL, HYBRID_... policies) on --gpus NPUs",
-    lambda p: str(p).endswith(".txt") and is_text_workload(p), _text_workload,
-    aliases=("astra-sim-1.0", "text")))
+_register(
+    TraceFormat(
+        "astra-sim-text",
+        "an ASTRA-sim 1.0 text workload (.txt; DATA, MODEL, HYBRID_... policies) on --gpus NPUs",
+        lambda p: str(p).endswith(".txt") and is_text_workload(p),
+        _text_workload,
+        aliases=("astra-sim-1.0", "text"),
+    )
+)
 
 
 # -- 6. SimAI / AICB workloads ------------------------------------------------------------------
 
-_register(TraceFormat(
-    "simai", "a SimAI / AICB workload (.txt) on --gpus GPUs (default: its all_gpus)",
-    lambda p: str(p).endswith(".txt"), lambda p, o: simai_to_workload(p, o.gpus), aliases=("aicb",)))
+_register(
+    TraceFormat(
+        "simai",
+        "a SimAI / AICB workload (.txt) on --gpus GPUs (default: its all_gpus)",
+        lambda p: str(p).endswith(".txt"),
+        lambda p, o: simai_to_workload(p, o.gpus),
+        aliases=("aicb",),
+    )
+)
 
 
 # -- 7. Chakra execution traces ------------------------------------------------------------------
+
 
 def _chakra_workload(p: Path, o: ReadOptions) -> Workload:
     """``<prefix>.<rank>.et`` of ``gpus`` ranks (default: the rank files found)."""
@@ -230,10 +276,18 @@ def _chakra_sniff(p: Path) -> bool:
     return os.path.isfile(rank_file(p, 0))
 
 
-_register(TraceFormat(
-    "chakra", "Chakra execution traces: <prefix>.<rank>.et for every rank",
-    _chakra_sniff, _chakra_workload, write=_chakra_write, aliases=("chakra-et", "et"), rank_files=True,
-    ranks=discover_ranks))
+_register(
+    TraceFormat(
+        "chakra",
+        "Chakra execution traces: <prefix>.<rank>.et for every rank",
+        _chakra_sniff,
+        _chakra_workload,
+        write=_chakra_write,
+        aliases=("chakra-et", "et"),
+        rank_files=True,
+        ranks=discover_ranks,
+    )
+)
 
 #: the formats in the order :func:`trace_format` asks them
 SNIFF_ORDER: tuple[str, ...] = TRACE_FORMATS.names()
@@ -289,12 +343,17 @@ def to_step(path: PathLike, name: str | None = None, options: ReadOptions = Read
         InputError: for a path no format claims, a format without one-GPU steps, or a bad file.
     """
     if name is None and sniffed(path) is None:
-        raise InputError(f"{path}: no such folder or file, or not a one-GPU trace; expected a TrioSim folder, a "
-                         f"podsim trace folder or a Kineto trace JSON (formats: {_step_formats()})")
+        raise InputError(
+            f"{path}: no such folder or file, or not a one-GPU trace; expected a TrioSim folder, a "
+            f"podsim trace folder or a Kineto trace JSON (formats: {_step_formats()})"
+        )
     f = trace_format(path, name)
     if f.to_step is None:
-        raise InputError(f"{path} is a {f.name} trace ({f.description}), which holds no one-GPU training step to "
-                         f"parallelize; formats that do: {_step_formats()}", where="--format" if name else None)
+        raise InputError(
+            f"{path} is a {f.name} trace ({f.description}), which holds no one-GPU training step to "
+            f"parallelize; formats that do: {_step_formats()}",
+            where="--format" if name else None,
+        )
     return f.to_step(Path(path), options)
 
 

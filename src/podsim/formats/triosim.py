@@ -24,10 +24,29 @@ from ..errors import InputError
 from ..fileio import read_text
 from ..workload import OpKind, ProgramBuilder, Workload
 
-TRACE_COLUMNS = ("OperatorID", "OperatorName", "Operator_input", "Operator_output", "Operator_cudatime",
-                 "Operator_cudatimenooverlap", "InputSize", "OutputSize", "gpuid", "stage", "tpflag")
-TENSOR_COLUMNS = ("Index", "TensorID", "TensorShape", "TensorNumElement", "TensorEachByte", "TensorType",
-                  "TensorStorgeid", "gpuid")
+TRACE_COLUMNS = (
+    "OperatorID",
+    "OperatorName",
+    "Operator_input",
+    "Operator_output",
+    "Operator_cudatime",
+    "Operator_cudatimenooverlap",
+    "InputSize",
+    "OutputSize",
+    "gpuid",
+    "stage",
+    "tpflag",
+)
+TENSOR_COLUMNS = (
+    "Index",
+    "TensorID",
+    "TensorShape",
+    "TensorNumElement",
+    "TensorEachByte",
+    "TensorType",
+    "TensorStorgeid",
+    "gpuid",
+)
 STAGES = ("forward", "backward", "optimizer")
 
 
@@ -113,7 +132,7 @@ def _int(text: str, where: str, src: str, hi: int = MAX_FIELD) -> int:
         f = float(text)
     except (TypeError, ValueError):
         raise InputError(f"expected a number, got {text!r}", src, where) from None
-    if not 0 <= f <= hi:   # also refuses NaN and inf
+    if not 0 <= f <= hi:  # also refuses NaN and inf
         raise InputError(f"expected a number from 0 to {hi:.0e}, got {text!r}", src, where)
     return int(f)
 
@@ -143,15 +162,20 @@ def read_triosim(directory: str | Path) -> TriosimTrace:
         stage = (r["stage"] or "").strip()
         if stage not in STAGES:
             raise InputError(f"stage {stage!r} is not one of {', '.join(STAGES)}", src, f"{where}, column stage")
-        ops.append(TriosimOp(
-            _int(r["OperatorID"], f"{where}, column OperatorID", src), (r["OperatorName"] or "").strip(),
-            _ints(r["Operator_input"], f"{where}, column Operator_input", src),
-            _ints(r["Operator_output"], f"{where}, column Operator_output", src),
-            _int(r["Operator_cudatime"], f"{where}, column Operator_cudatime", src),
-            _int(r["Operator_cudatimenooverlap"], f"{where}, column Operator_cudatimenooverlap", src),
-            _ints(r["InputSize"], f"{where}, column InputSize", src),
-            _ints(r["OutputSize"], f"{where}, column OutputSize", src),
-            stage, (r["tpflag"] or "0").strip() == "1"))
+        ops.append(
+            TriosimOp(
+                _int(r["OperatorID"], f"{where}, column OperatorID", src),
+                (r["OperatorName"] or "").strip(),
+                _ints(r["Operator_input"], f"{where}, column Operator_input", src),
+                _ints(r["Operator_output"], f"{where}, column Operator_output", src),
+                _int(r["Operator_cudatime"], f"{where}, column Operator_cudatime", src),
+                _int(r["Operator_cudatimenooverlap"], f"{where}, column Operator_cudatimenooverlap", src),
+                _ints(r["InputSize"], f"{where}, column InputSize", src),
+                _ints(r["OutputSize"], f"{where}, column OutputSize", src),
+                stage,
+                (r["tpflag"] or "0").strip() == "1",
+            )
+        )
     if not ops:
         raise InputError("no operators", src)
     tensors: dict[int, TriosimTensor] = {}
@@ -161,9 +185,13 @@ def read_triosim(directory: str | Path) -> TriosimTrace:
         tid = _int(r["TensorID"], f"{where}, column TensorID", nsrc)
         role = (r["TensorType"] or "").strip()
         seen = tensors[tid].roles if tid in tensors else frozenset()
-        tensors[tid] = TriosimTensor(tid, _int(r["TensorNumElement"], f"{where}, column TensorNumElement", nsrc),
-                                     _int(r["TensorEachByte"], f"{where}, column TensorEachByte", nsrc, hi=1024),
-                                     role, seen | {role})
+        tensors[tid] = TriosimTensor(
+            tid,
+            _int(r["TensorNumElement"], f"{where}, column TensorNumElement", nsrc),
+            _int(r["TensorEachByte"], f"{where}, column TensorEachByte", nsrc, hi=1024),
+            role,
+            seen | {role},
+        )
     return TriosimTrace(str(d), ops, tensors)
 
 
@@ -180,8 +208,19 @@ def triosim_to_workload(trace: TriosimTrace, time: str = "kernel") -> Workload:
         us = o.kernel_us if time == "kernel" else o.span_us
         size = sum(trace.tensors[t].bytes for t in o.inputs + o.outputs if t in trace.tensors)
         if size > MAX_OP_BYTES:
-            raise InputError(f"operator {o.op_id} ({o.name}) touches {size:.3g} B of tensors, more than "
-                             f"{MAX_OP_BYTES:.3g} B", trace.source)
-        prev = [b.add(OpKind.COMPUTE, o.name, data_deps=prev, node_id=o.op_id, duration_ns=us * 1000,
-                      size_bytes=size, extra={"stage": o.stage, "triosim_id": o.op_id, "tp_split": o.tp_split})]
+            raise InputError(
+                f"operator {o.op_id} ({o.name}) touches {size:.3g} B of tensors, more than {MAX_OP_BYTES:.3g} B",
+                trace.source,
+            )
+        prev = [
+            b.add(
+                OpKind.COMPUTE,
+                o.name,
+                data_deps=prev,
+                node_id=o.op_id,
+                duration_ns=us * 1000,
+                size_bytes=size,
+                extra={"stage": o.stage, "triosim_id": o.op_id, "tp_split": o.tp_split},
+            )
+        ]
     return Workload([b.build()], [0], [], f"TrioSim trace {trace.source}")

@@ -31,8 +31,21 @@ def write_triosim(trace: TriosimTrace, folder: str | Path) -> tuple[Path, Path]:
     t.writerow(TENSOR_COLUMNS)
     index = 0
     for o in trace.ops:
-        w.writerow([o.op_id, o.name, _list(o.inputs), _list(o.outputs), o.span_us, o.kernel_us,
-                    _list(o.input_sizes), _list(o.output_sizes), 0, o.stage, int(o.tp_split)])
+        w.writerow(
+            [
+                o.op_id,
+                o.name,
+                _list(o.inputs),
+                _list(o.outputs),
+                o.span_us,
+                o.kernel_us,
+                _list(o.input_sizes),
+                _list(o.output_sizes),
+                0,
+                o.stage,
+                int(o.tp_split),
+            ]
+        )
         for tid in o.inputs + o.outputs:
             tensor = trace.tensors.get(tid)
             if tensor is None:

@@ -39,15 +39,43 @@ from ..units import parse_bandwidth, parse_time_ns
 from .gpu import get_gpu
 
 INTRA_KINDS = ("nvswitch", "nvlink_mesh", "pcie")
-INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus",
-               "optical_mesh")
-_TOP_KEYS = {"name", "description", "gpu", "gpus_per_node", "gpus_per_tray", "max_gpus", "intra_node",
-             "inter_node", "nccl", "topology_file"}
+INTER_KINDS = ("none", "fat_tree", "rail_optimized", "spectrum-x", "alibaba-hpn", "dcn+", "torus", "optical_mesh")
+_TOP_KEYS = {
+    "name",
+    "description",
+    "gpu",
+    "gpus_per_node",
+    "gpus_per_tray",
+    "max_gpus",
+    "intra_node",
+    "inter_node",
+    "nccl",
+    "topology_file",
+}
 _INTRA_KEYS = {"kind", "bandwidth", "latency", "switches", "link_bandwidth", "pairs", "gpus_per_switch"}
-_INTER_KEYS = {"kind", "nic_bandwidth", "nic_latency", "switch_latency", "radix", "tiers",
-               "oversubscription", "uplink_bandwidth", "servers_per_segment", "spines", "dual_plane",
-               "dual_tor", "dims", "rows", "cols", "hop_latency", "bandwidth", "latency", "routing",
-               "nics_per_switch", "ecmp_seed"}
+_INTER_KEYS = {
+    "kind",
+    "nic_bandwidth",
+    "nic_latency",
+    "switch_latency",
+    "radix",
+    "tiers",
+    "oversubscription",
+    "uplink_bandwidth",
+    "servers_per_segment",
+    "spines",
+    "dual_plane",
+    "dual_tor",
+    "dims",
+    "rows",
+    "cols",
+    "hop_latency",
+    "bandwidth",
+    "latency",
+    "routing",
+    "nics_per_switch",
+    "ecmp_seed",
+}
 
 
 @dataclass(frozen=True)
@@ -57,8 +85,8 @@ class ClusterSpec:
     name: str
     gpu: str
     gpus_per_node: int
-    intra: dict                       #: intra_node section, units converted
-    inter: dict                       #: inter_node section, units converted
+    intra: dict  #: intra_node section, units converted
+    inter: dict  #: inter_node section, units converted
     nccl: NcclTuning = field(default_factory=NcclTuning)
     description: str = ""
     max_gpus: int | None = None
@@ -99,8 +127,15 @@ def load_cluster(name_or_path: str) -> ClusterSpec:
     """
     path = Path(name_or_path)
     if path.suffix == ".txt" or (path.exists() and path.suffix not in (".yaml", ".yml", ".json")):
-        return ClusterSpec(name=path.stem, gpu="", gpus_per_node=1, intra={"kind": "nvswitch"},
-                           inter={"kind": "none"}, source=str(path), topology_file=str(path))
+        return ClusterSpec(
+            name=path.stem,
+            gpu="",
+            gpus_per_node=1,
+            intra={"kind": "nvswitch"},
+            inter={"kind": "none"},
+            source=str(path),
+            topology_file=str(path),
+        )
     data, source = cluster_document(name_or_path)
     return cluster_from_dict(data, source)
 
@@ -140,10 +175,16 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     topo = data.get("topology_file")
     if topo is not None:
         base = Path(source).parent if source and Path(source).exists() else Path(".")
-        return ClusterSpec(name=str(data.get("name", Path(str(topo)).stem)), gpu=str(data.get("gpu", "")),
-                           gpus_per_node=1, intra={"kind": "nvswitch"}, inter={"kind": "none"},
-                           nccl=tuning_from_dict(data.get("nccl"), source), source=source,
-                           topology_file=str(base / str(topo)))
+        return ClusterSpec(
+            name=str(data.get("name", Path(str(topo)).stem)),
+            gpu=str(data.get("gpu", "")),
+            gpus_per_node=1,
+            intra={"kind": "nvswitch"},
+            inter={"kind": "none"},
+            nccl=tuning_from_dict(data.get("nccl"), source),
+            source=source,
+            topology_file=str(base / str(topo)),
+        )
     for k in ("name", "gpus_per_node", "intra_node"):
         if k not in data:
             raise InputError(f"missing required field {k!r}", source, k)
@@ -152,8 +193,9 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
         raise InputError(f"expected a positive integer, got {gpn!r}", source, "gpus_per_node")
     tray = data.get("gpus_per_tray")
     if tray is not None and (not isinstance(tray, int) or isinstance(tray, bool) or tray < 1 or gpn % tray):
-        raise InputError(f"expected a positive integer that divides gpus_per_node ({gpn}), got {tray!r}",
-                         source, "gpus_per_tray")
+        raise InputError(
+            f"expected a positive integer that divides gpus_per_node ({gpn}), got {tray!r}", source, "gpus_per_tray"
+        )
     max_gpus = data.get("max_gpus")
     if max_gpus is not None and (not isinstance(max_gpus, int) or isinstance(max_gpus, bool) or max_gpus < 1):
         raise InputError(f"expected a positive integer, got {max_gpus!r}", source, "max_gpus")
@@ -169,17 +211,33 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
     if inter["kind"] in ("fat_tree", "rail_optimized") and "nic_bandwidth" not in inter:
         raise InputError("missing 'nic_bandwidth' (per NIC, per direction, e.g. '200 Gbps')", source, "inter_node")
     return ClusterSpec(
-        name=str(data["name"]), gpu=str(data.get("gpu", "")), gpus_per_node=gpn, intra=intra, inter=inter,
-        nccl=tuning_from_dict(data.get("nccl"), source), description=str(data.get("description", "")),
-        max_gpus=max_gpus, source=source, gpus_per_tray=tray)
+        name=str(data["name"]),
+        gpu=str(data.get("gpu", "")),
+        gpus_per_node=gpn,
+        intra=intra,
+        inter=inter,
+        nccl=tuning_from_dict(data.get("nccl"), source),
+        description=str(data.get("description", "")),
+        max_gpus=max_gpus,
+        source=source,
+        gpus_per_tray=tray,
+    )
 
 
 _BW_KEYS = {"bandwidth", "link_bandwidth", "nic_bandwidth", "uplink_bandwidth"}
 _TIME_KEYS = {"latency", "nic_latency", "switch_latency", "hop_latency"}
 #: counts of switches, ports, tiers, rows...: positive integers, at most this
-_COUNT_KEYS = {"switches": 1 << 10, "gpus_per_switch": 1 << 10, "radix": 1 << 16, "tiers": 3,
-               "servers_per_segment": 1 << 20, "spines": 1 << 16, "rows": 1 << 20, "cols": 1 << 20,
-               "nics_per_switch": 1 << 16}
+_COUNT_KEYS = {
+    "switches": 1 << 10,
+    "gpus_per_switch": 1 << 10,
+    "radix": 1 << 16,
+    "tiers": 3,
+    "servers_per_segment": 1 << 20,
+    "spines": 1 << 16,
+    "rows": 1 << 20,
+    "cols": 1 << 20,
+    "nics_per_switch": 1 << 16,
+}
 _BOOL_KEYS = {"dual_plane", "dual_tor"}
 
 
@@ -207,8 +265,11 @@ def _typed(k: str, v: object, source: str | None, where: str) -> object:
         return [_count(x, source, where, 1 << 20) for x in v]
     if k == "pairs":
         if not isinstance(v, list) or not all(
-                isinstance(p, list) and len(p) in (2, 3) and all(isinstance(x, int) and not isinstance(x, bool)
-                                                               and 0 <= x <= 1 << 10 for x in p) for p in v):
+            isinstance(p, list)
+            and len(p) in (2, 3)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1 << 10 for x in p)
+            for p in v
+        ):
             raise InputError(f"expected a list of [gpu, gpu] or [gpu, gpu, links] pairs, got {v!r:.80}", source, where)
         return v
     if k in ("kind", "routing") and not isinstance(v, str):
@@ -278,7 +339,6 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     gpn = domain_size(spec, num_gpus)
     where = spec.source or spec.name
     if spec.topology_file is not None:
-
         fab = read_topology(spec.topology_file)
         if num_gpus != fab.num_gpus:
             raise InputError(f"the topology file has {fab.num_gpus} GPUs; asked for {num_gpus}", spec.topology_file)
@@ -288,13 +348,20 @@ def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     if spec.max_gpus is not None and num_gpus > spec.max_gpus:
         raise InputError(f"{num_gpus} GPUs exceed this cluster's {spec.max_gpus}", where, "max_gpus")
     if num_gpus > gpn and num_gpus % gpn:
-        hint = f" (or a multiple of {spec.gpus_per_tray} that some number of domains share evenly)" \
-            if spec.gpus_per_tray else ""
-        raise InputError(f"{num_gpus} GPUs do not fill whole servers of {gpn} GPUs; use a multiple "
-                         f"of {gpn}{hint}", where, "gpus_per_node")
+        hint = (
+            f" (or a multiple of {spec.gpus_per_tray} that some number of domains share evenly)"
+            if spec.gpus_per_tray
+            else ""
+        )
+        raise InputError(
+            f"{num_gpus} GPUs do not fill whole servers of {gpn} GPUs; use a multiple of {gpn}{hint}",
+            where,
+            "gpus_per_node",
+        )
     if num_gpus > gpn and spec.inter["kind"] == "none":
-        raise InputError(f"{num_gpus} GPUs need more than one server, and this cluster has no "
-                         f"inter_node fabric", where, "inter_node")
+        raise InputError(
+            f"{num_gpus} GPUs need more than one server, and this cluster has no inter_node fabric", where, "inter_node"
+        )
     b = FabricBuilder(f"{spec.name}-{num_gpus}", min(gpn, num_gpus), spec.source)
     try:
         assemble(b, num_gpus, min(gpn, num_gpus), spec.intra, spec.inter)

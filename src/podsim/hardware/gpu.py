@@ -22,8 +22,18 @@ from ..units import parse_bandwidth
 #: the dtypes a ``peak_tflops`` mapping may name
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 _REQUIRED = ("name", "memory_gib", "hbm_bandwidth", "nvlink_bandwidth", "peak_tflops")
-_OPTIONAL = ("efficiency", "sources", "nvlink_generation", "sm_count", "boost_clock_mhz", "tdp_w", "vendor",
-             "architecture", "aliases", "preset")
+_OPTIONAL = (
+    "efficiency",
+    "sources",
+    "nvlink_generation",
+    "sm_count",
+    "boost_clock_mhz",
+    "tdp_w",
+    "vendor",
+    "architecture",
+    "aliases",
+    "preset",
+)
 _KEYS = frozenset(_REQUIRED + _OPTIONAL)
 _VENDORS = ("nvidia", "amd")
 #: what a dtype falls back to on a GPU without it (fp4 -> fp8 -> bf16)
@@ -59,10 +69,10 @@ class GpuSpec:
     key: str
     name: str
     memory_gib: float
-    hbm_bandwidth: float           #: bytes per ns
-    nvlink_bandwidth: float        #: bytes per ns, per direction
-    peak_tflops: dict = field(default_factory=dict)   #: dtype -> dense TFLOP/s
-    efficiency: dict = field(default_factory=dict)    #: compute-model calibration (may be empty)
+    hbm_bandwidth: float  #: bytes per ns
+    nvlink_bandwidth: float  #: bytes per ns, per direction
+    peak_tflops: dict = field(default_factory=dict)  #: dtype -> dense TFLOP/s
+    efficiency: dict = field(default_factory=dict)  #: compute-model calibration (may be empty)
     sources: tuple[str, ...] = ()
     nvlink_generation: int | None = None
     sm_count: int | None = None
@@ -107,13 +117,21 @@ class GpuSpec:
 MAX_FIGURE = 1e9
 #: the compute model's calibration parameters (podsim/compute/model.py): ``*_max`` are fractions
 #: of peak in (0, 1], ``*_knee`` sizes and ``launch_ns`` a time, both >= 0
-EFFICIENCY_KEYS = ("gemm_max", "gemm_knee", "memory_max", "flash_max", "flash_knee", "launch_ns", "fp8_gemm_max",
-                   "fp8_gemm_knee")
+EFFICIENCY_KEYS = (
+    "gemm_max",
+    "gemm_knee",
+    "memory_max",
+    "flash_max",
+    "flash_knee",
+    "launch_ns",
+    "fp8_gemm_max",
+    "fp8_gemm_knee",
+)
 
 
 def _number(v: object, source: str, where: str, *, integer: bool = False) -> float:
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
-    if not ok or isinstance(v, bool) or not 0 < v <= MAX_FIGURE:   # also refuses NaN and inf
+    if not ok or isinstance(v, bool) or not 0 < v <= MAX_FIGURE:  # also refuses NaN and inf
         what = "a positive integer" if integer else "a positive number"
         raise InputError(f"expected {what} (at most {MAX_FIGURE:.0e}), got {v!r}", source, where)
     return v
@@ -152,13 +170,15 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
             e = unknown_key_error(str(dt), DTYPES, source, what="dtype")
             raise InputError(e.message, source, f"{key}.peak_tflops.{dt}")
         _number(v, source, f"{key}.peak_tflops.{dt}")
-    if "bf16" not in peaks:   # what fp8 and fp4 fall back to, and attention and norms run in
-        raise InputError("missing bf16: every GPU needs its bf16 (or fp16-equivalent) peak", source,
-                         f"{key}.peak_tflops")
+    if "bf16" not in peaks:  # what fp8 and fp4 fall back to, and attention and norms run in
+        raise InputError(
+            "missing bf16: every GPU needs its bf16 (or fp16-equivalent) peak", source, f"{key}.peak_tflops"
+        )
     eff = d.get("efficiency") or {}
     if not isinstance(eff, (dict, str)):
-        raise InputError(f"expected a mapping of fitted parameters or a GPU key, got {eff!r}", source,
-                         f"{key}.efficiency")
+        raise InputError(
+            f"expected a mapping of fitted parameters or a GPU key, got {eff!r}", source, f"{key}.efficiency"
+        )
     if isinstance(eff, dict) and "from" not in eff:
         _efficiency(eff, source, f"{key}.efficiency")
     eff_from = key if eff else ""
@@ -174,8 +194,9 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
             raise InputError(e.message, source, f"{key}.efficiency")
         eff = data[eff].get("efficiency") or {}
         if not isinstance(eff, dict) or "from" in eff:
-            raise InputError(f"efficiency names {d['efficiency']!r}, which itself names another GPU",
-                             source, f"{key}.efficiency")
+            raise InputError(
+                f"efficiency names {d['efficiency']!r}, which itself names another GPU", source, f"{key}.efficiency"
+            )
         _efficiency(eff, source, f"{d['efficiency']}.efficiency")
     sources = d.get("sources") or []
     if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
@@ -191,17 +212,27 @@ def _spec(key: str, d: object, data: dict, source: str) -> GpuSpec:
     if not isinstance(preset, str):
         raise InputError(f"expected the name of a cluster preset, got {preset!r}", source, f"{key}.preset")
     opt = {}
-    for k, integer in (("nvlink_generation", True), ("sm_count", True), ("boost_clock_mhz", False),
-                       ("tdp_w", False)):
+    for k, integer in (("nvlink_generation", True), ("sm_count", True), ("boost_clock_mhz", False), ("tdp_w", False)):
         if d.get(k) is not None:
             opt[k] = _number(d[k], source, f"{key}.{k}", integer=integer)
-    return GpuSpec(key, str(d["name"]), float(_number(d["memory_gib"], source, f"{key}.memory_gib")),
-                   parse_bandwidth(d["hbm_bandwidth"], source, f"{key}.hbm_bandwidth"),
-                   parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
-                   {str(k): float(v) for k, v in peaks.items()}, dict(eff), tuple(sources),
-                   vendor=str(vendor), architecture=str(d.get("architecture", "")), efficiency_from=eff_from,
-                   efficiency_scale=scale, efficiency_measured_as=measured_as,
-                   aliases=tuple(a.strip().lower() for a in aliases), preset=preset.strip(), **opt)
+    return GpuSpec(
+        key,
+        str(d["name"]),
+        float(_number(d["memory_gib"], source, f"{key}.memory_gib")),
+        parse_bandwidth(d["hbm_bandwidth"], source, f"{key}.hbm_bandwidth"),
+        parse_bandwidth(d["nvlink_bandwidth"], source, f"{key}.nvlink_bandwidth"),
+        {str(k): float(v) for k, v in peaks.items()},
+        dict(eff),
+        tuple(sources),
+        vendor=str(vendor),
+        architecture=str(d.get("architecture", "")),
+        efficiency_from=eff_from,
+        efficiency_scale=scale,
+        efficiency_measured_as=measured_as,
+        aliases=tuple(a.strip().lower() for a in aliases),
+        preset=preset.strip(),
+        **opt,
+    )
 
 
 #: the compute-model parameters a derived fit may scale
@@ -240,8 +271,11 @@ def _scaled_efficiency(key: str, eff: dict, data: dict, source: str) -> tuple[di
         if fitted is not None:
             out[p] = round(float(fitted) * f, 4)
             if not 0 < out[p] <= 1:
-                raise InputError(f"scales {sib}'s {p} of {fitted} to {out[p]}; expected a fraction of peak in (0, 1]",
-                                 source, f"{where}.scale.{p}")
+                raise InputError(
+                    f"scales {sib}'s {p} of {fitted} to {out[p]}; expected a fraction of peak in (0, 1]",
+                    source,
+                    f"{where}.scale.{p}",
+                )
         scale[p] = f
     for p, g in measured_as.items():
         if not isinstance(g, str) or g not in data:
@@ -284,7 +318,6 @@ def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
                 raise InputError(f"alias {name!r} names both {other} and {key}", source, f"{key}.aliases")
             seen[name] = key
     return specs
-
 
 
 @lru_cache(maxsize=1)

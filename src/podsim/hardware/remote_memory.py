@@ -21,8 +21,15 @@ Register = Callable[[int, int, Callable[[], None]], None]
 class RemoteMemory:
     """Times memory loads and stores."""
 
-    def __init__(self, memory_type: str, latency_ns: float, bandwidth: float | None,
-                 npus_per_node: int | None, num_nodes: int | None, register: Register) -> None:
+    def __init__(
+        self,
+        memory_type: str,
+        latency_ns: float,
+        bandwidth: float | None,
+        npus_per_node: int | None,
+        num_nodes: int | None,
+        register: Register,
+    ) -> None:
         self.memory_type = memory_type
         self.latency_ns = int(latency_ns)
         self.bandwidth = bandwidth
@@ -41,8 +48,9 @@ class RemoteMemory:
         if self.memory_type == "PER_NODE_MEMORY_EXPANSION":
             ch = rank // self.npus_per_node
             if self.num_nodes is not None and ch >= self.num_nodes:
-                raise InputError(f"rank {rank} is on node {ch} but the remote memory has {self.num_nodes} nodes",
-                                 where="num-nodes")
+                raise InputError(
+                    f"rank {rank} is on node {ch} but the remote memory has {self.num_nodes} nodes", where="num-nodes"
+                )
             return ch
         if self.memory_type == "MEMORY_POOL":
             return 0
@@ -51,8 +59,10 @@ class RemoteMemory:
     def issue(self, rank: int, size: int, kind: int, done: Callable[[], None]) -> None:
         """Start a load/store of ``size`` bytes for ``rank``; ``done()`` when it completes."""
         if self.memory_type == "NO_MEMORY_EXPANSION":
-            raise InputError(f"rank {rank} issues a memory load/store but the remote memory type is "
-                             "NO_MEMORY_EXPANSION", where="memory-type")
+            raise InputError(
+                f"rank {rank} issues a memory load/store but the remote memory type is NO_MEMORY_EXPANSION",
+                where="memory-type",
+            )
         ch = self.channel(rank)
         if ch is None:
             self._register(rank, self.duration_ns(size), done)

@@ -14,11 +14,20 @@ DEFAULT_GPU = "a100-80gb"
 
 
 #: ``--gpu`` and ``--cluster`` of the jobs that name a GPU (llm, infer, serve-llm, search)
-GPU = Param("gpu", "name", DEFAULT_GPU, metavar="NAME",
-            help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200, "
-                 "b300, gb200, gb300, mi300x")
-CLUSTER = Param("cluster", "name", metavar="PRESET_OR_YAML",
-                help="the cluster (default: the preset for --gpu; presets: podsim collective --list)")
+GPU = Param(
+    "gpu",
+    "name",
+    DEFAULT_GPU,
+    metavar="NAME",
+    help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200, "
+    "b300, gb200, gb300, mi300x",
+)
+CLUSTER = Param(
+    "cluster",
+    "name",
+    metavar="PRESET_OR_YAML",
+    help="the cluster (default: the preset for --gpu; presets: podsim collective --list)",
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,15 @@ class Hardware:
 class ClusterOverrides:
     """What ``podsim llm`` may change of the cluster without a YAML of its own."""
 
-    gpus_per_node: int | None = param(Param("gpus-per-node", "count", metavar="K",
-                                            help="GPUs per node, overriding the cluster's"))
-    nic_bandwidth: str | None = param(Param("nic-bandwidth", "bandwidth", metavar="BW", unit="GB/s",
-                                            help="per-GPU NIC bandwidth, e.g. 200Gbps (a number: GB/s)"))
+    gpus_per_node: int | None = param(
+        Param("gpus-per-node", "count", metavar="K", help="GPUs per node, overriding the cluster's")
+    )
+    nic_bandwidth: str | None = param(
+        Param(
+            "nic-bandwidth",
+            "bandwidth",
+            metavar="BW",
+            unit="GB/s",
+            help="per-GPU NIC bandwidth, e.g. 200Gbps (a number: GB/s)",
+        )
+    )

@@ -13,16 +13,26 @@ from .simulate import SIMULATE_PARAMS
 from .train import TRAIN_PARAMS
 
 #: subcommand -> its parameters, in --help order
-PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {"llm": TRAIN_PARAMS, "serve-llm": SERVE_LLM_PARAMS,
-                                                     "infer": INFER_PARAMS, "collective": COLLECTIVE_PARAMS,
-                                                     "serve": SERVE_PARAMS, "simulate": SIMULATE_PARAMS,
-                                                     "search": SEARCH_PARAMS}
+PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
+    "llm": TRAIN_PARAMS,
+    "serve-llm": SERVE_LLM_PARAMS,
+    "infer": INFER_PARAMS,
+    "collective": COLLECTIVE_PARAMS,
+    "serve": SERVE_PARAMS,
+    "simulate": SIMULATE_PARAMS,
+    "search": SEARCH_PARAMS,
+}
 
 #: subcommand -> the docs page whose flag table is generated from its parameters
-DOCS_PAGE: dict[str, str] = {"llm": "docs/llm.md", "serve-llm": "docs/serving-llm.md",
-                          "infer": "docs/serving-llm.md", "collective": "docs/networks.md",
-                          "serve": "docs/serving.md", "simulate": "docs/traces.md",
-                          "search": "docs/search.md"}
+DOCS_PAGE: dict[str, str] = {
+    "llm": "docs/llm.md",
+    "serve-llm": "docs/serving-llm.md",
+    "infer": "docs/serving-llm.md",
+    "collective": "docs/networks.md",
+    "serve": "docs/serving.md",
+    "simulate": "docs/traces.md",
+    "search": "docs/search.md",
+}
 
 
 def markers(command: str) -> tuple[str, str]:

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from ..llm.model import ModelConfig, load_model
 from ..params import Param, param
 
-
 #: ``--model`` and ``--model-config``: the same in every subcommand that takes a model
 MODEL = Param("model", "name", metavar="NAME", exclusive="model", help="a zoo model (podsim llm --list shows them)")
-MODEL_CONFIG = Param("model-config", "path", metavar="FILE", exclusive="model",
-                     help="a HuggingFace-style config.json")
+MODEL_CONFIG = Param("model-config", "path", metavar="FILE", exclusive="model", help="a HuggingFace-style config.json")
 
 
 @dataclass(frozen=True)

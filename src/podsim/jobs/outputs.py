@@ -23,10 +23,17 @@ class JsonOutput:
 
 
 #: ``--trace`` and ``--trace-ranks``, the same in every subcommand that writes a timeline
-TRACE = Param("trace", "path", metavar="OUT", sweep=False,
-              help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)")
-TRACE_RANKS_PARAM = Param("trace-ranks", "count", TRACE_RANKS, metavar="N", sweep=False,
-                          help=f"ranks to include in the trace (default {TRACE_RANKS})")
+TRACE = Param(
+    "trace", "path", metavar="OUT", sweep=False, help="write a Perfetto/Chrome trace JSON (open in ui.perfetto.dev)"
+)
+TRACE_RANKS_PARAM = Param(
+    "trace-ranks",
+    "count",
+    TRACE_RANKS,
+    metavar="N",
+    sweep=False,
+    help=f"ranks to include in the trace (default {TRACE_RANKS})",
+)
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,27 @@ class ResultOutputs:
     json: str | None = param(JSON)
     trace: str | None = param(TRACE)
     trace_ranks: int = param(TRACE_RANKS_PARAM)
-    plot: str | None = param(Param("plot", "path", metavar="OUT.png", sweep=False,
-                                   help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install "
-                                        "podsim[plot])"))
-    plot_ranks: int = param(Param("plot-ranks", "count", 4, metavar="N", sweep=False,
-                                  help="ranks to draw with --plot (default 4)"))
-    no_symmetry: bool = param(Param("no-symmetry", "bool", False, sweep=False,
-                                    help="simulate every rank even when ranks are provably equivalent"))
+    plot: str | None = param(
+        Param(
+            "plot",
+            "path",
+            metavar="OUT.png",
+            sweep=False,
+            help="draw the first ranks' timeline as a PNG (needs matplotlib: pip install podsim[plot])",
+        )
+    )
+    plot_ranks: int = param(
+        Param("plot-ranks", "count", 4, metavar="N", sweep=False, help="ranks to draw with --plot (default 4)")
+    )
+    no_symmetry: bool = param(
+        Param(
+            "no-symmetry",
+            "bool",
+            False,
+            sweep=False,
+            help="simulate every rank even when ranks are provably equivalent",
+        )
+    )
 
 
 #: the outputs of every subcommand that simulates ranks (simulate, example)

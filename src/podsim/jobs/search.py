@@ -65,12 +65,13 @@ def zero_stages(text: Any, where: str) -> tuple[int, ...]:
 
 def words(choices: tuple[str, ...]) -> Parse:
     """A parser of ``a,b``: some of ``choices``."""
+
     def parse(text: Any, where: str) -> tuple[str, ...]:
         out = tuple(x.strip() for x in str(text).split(","))
         if not out or any(x not in choices for x in out):
-            raise InputError(f"expected some of {', '.join(choices)} separated by commas, got {text!r}",
-                             where=where)
+            raise InputError(f"expected some of {', '.join(choices)} separated by commas, got {text!r}", where=where)
         return out
+
     return parse
 
 
@@ -86,8 +87,9 @@ def switches(text: Any, where: str) -> tuple[bool, ...]:
 def _only(kind: str, declared: Any) -> Any:
     """The declared field ``declared`` (:func:`~podsim.params.param`'s), marked as taken by a
     ``kind`` search only (``training`` or ``serving``)."""
-    return field(default=declared.default, default_factory=declared.default_factory,
-                 metadata={**declared.metadata, "only": kind})
+    return field(
+        default=declared.default, default_factory=declared.default_factory, metadata={**declared.metadata, "only": kind}
+    )
 
 
 def _reworded(p: Param, text: str, only: str | None = None) -> Any:
@@ -102,8 +104,18 @@ def _values_of(of: Param) -> str:
     return (of.field or of.column).replace("_", "-") + "-values"
 
 
-def _values(of: Param, default: str | None, what: str, parse: Parse = ints, *, choices: tuple[str, ...] = (),
-            shown: str = "", default_text: str | None = None, command: str = "llm", only: str | None = None) -> Any:
+def _values(
+    of: Param,
+    default: str | None,
+    what: str,
+    parse: Parse = ints,
+    *,
+    choices: tuple[str, ...] = (),
+    shown: str = "",
+    default_text: str | None = None,
+    command: str = "llm",
+    only: str | None = None,
+) -> Any:
     """A field declaring ``--<field>-values``: the values of ``podsim <command>``'s flag ``of``
     to try (``of`` sets the field ``tp``: ``--tp-values``).  ``choices``: the words it takes
     (their parser then); ``shown``: the values it takes, for the help (default: ``choices``);
@@ -111,8 +123,16 @@ def _values(of: Param, default: str | None, what: str, parse: Parse = ints, *, c
     if choices:
         parse, shown = words(choices), shown or ", ".join(choices)
     flag = f"podsim {command} --{of.name}" + (f": {shown}" if shown else "")
-    declared = param(Param(_values_of(of), "list", default, metavar="X,X,..." if choices else "N,N,...",
-                           parse=parse, help=f"{what} ({flag}; default {default_text or default})"))
+    declared = param(
+        Param(
+            _values_of(of),
+            "list",
+            default,
+            metavar="X,X,..." if choices else "N,N,...",
+            parse=parse,
+            help=f"{what} ({flag}; default {default_text or default})",
+        )
+    )
     return _only(only, declared) if only else declared
 
 
@@ -120,8 +140,16 @@ def _on_off(of: Param, default: str, what: str) -> Any:
     """A training search's ``--<field>-values on,off``: ``podsim llm``'s switch ``of`` on, off or
     both (a negated flag, ``--no-overlap-grad-reduce``, is the off)."""
     flag = f"off: podsim llm --{of.name}" if of.negate else f"podsim llm --{of.name}"
-    declared = param(Param(_values_of(of), "list", default, metavar="on,off", parse=switches,
-                           help=f"{what} on, off or both ({flag}; default {default})"))
+    declared = param(
+        Param(
+            _values_of(of),
+            "list",
+            default,
+            metavar="on,off",
+            parse=switches,
+            help=f"{what} on, off or both ({flag}; default {default})",
+        )
+    )
     return _only("training", declared)
 
 
@@ -136,96 +164,220 @@ class SearchJob:
     (``workload`` None) needs ``global_batch``; a serving search takes the serving fields.
     """
 
-    gpus: tuple[int, ...] | None = param(Param("gpus", "list", metavar="N[,N...]", parse=ints,
-                                               help="GPU counts to search (podsim llm --gpus; required)"))
+    gpus: tuple[int, ...] | None = param(
+        Param("gpus", "list", metavar="N[,N...]", parse=ints, help="GPU counts to search (podsim llm --gpus; required)")
+    )
     model: str | None = param(MODEL)
     model_config: str | None = param(MODEL_CONFIG)
     gpu: str = param(GPU)
-    objective: str | None = param(Param(
-        "objective", "choice", None, SEARCH_OBJECTIVES,
-        help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost per million "
-             "tokens; a serving search by capacity (requests/s per GPU meeting the SLOs, its default), tokens "
-             "(output tokens/s per GPU at capacity) or cost (per million output tokens)"))
+    objective: str | None = param(
+        Param(
+            "objective",
+            "choice",
+            None,
+            SEARCH_OBJECTIVES,
+            help="rank by tokens/s (default), MFU, time (an iteration's, or to train --train-tokens) or cost "
+            "per million tokens; a serving search by capacity (requests/s per GPU meeting the SLOs, its "
+            "default), tokens (output tokens/s per GPU at capacity) or cost (per million output tokens)",
+        )
+    )
     gpu_hour_price: float | None = _reworded(
         _SERVE["gpu-hour-price"],
         "the price of one GPU-hour in US dollars: rows then say their cost per million tokens (with --objective cost "
-        "and no price, the GPU's price in --gpu-prices)")
-    gpu_prices: str | None = param(Param(
-        "gpu-prices", "path", metavar="FILE",
-        help="a YAML file of GPU-hour prices ({gpu key: {usd_per_gpu_hour: USD}}; default: podsim's "
-             "hardware/prices.yaml, published on-demand prices of 2026)"))
+        "and no price, the GPU's price in --gpu-prices)",
+    )
+    gpu_prices: str | None = param(
+        Param(
+            "gpu-prices",
+            "path",
+            metavar="FILE",
+            help="a YAML file of GPU-hour prices ({gpu key: {usd_per_gpu_hour: USD}}; default: podsim's "
+            "hardware/prices.yaml, published on-demand prices of 2026)",
+        )
+    )
     cluster: str | None = param(CLUSTER)
-    workers: int | None = param(Param("workers", "count", metavar="W", exclusive="where", sweep=False,
-                                      help="worker processes on this machine (default: the CPUs, at most 8; 1: this "
-                                           "process)"))
-    ray: str | None = param(Param("ray", "text", const="local", metavar="ADDRESS", exclusive="where", sweep=False,
-                                  help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start "
-                                       "--head` prints it (host:6379), or none to start Ray on this machine"))
+    workers: int | None = param(
+        Param(
+            "workers",
+            "count",
+            metavar="W",
+            exclusive="where",
+            sweep=False,
+            help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)",
+        )
+    )
+    ray: str | None = param(
+        Param(
+            "ray",
+            "text",
+            const="local",
+            metavar="ADDRESS",
+            exclusive="where",
+            sweep=False,
+            help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start "
+            "--head` prints it (host:6379), or none to start Ray on this machine",
+        )
+    )
     tp_values: tuple[int, ...] = _values(_LLM["tp"], "1,2,4,8", "TP values to try")
-    pp_values: tuple[int, ...] | None = _values(_LLM["pp"], None, "PP values to try",
-                                                default_text="1,2,4,8,16; a serving search: 1")
+    pp_values: tuple[int, ...] | None = _values(
+        _LLM["pp"], None, "PP values to try", default_text="1,2,4,8,16; a serving search: 1"
+    )
     ep_values: tuple[int, ...] = _values(_LLM["ep"], "1", "EP values to try")
     # a training search
-    global_batch: int | None = _reworded(_LLM["global-batch"], "sequences per iteration (a training search needs it)",
-                                         "training")
+    global_batch: int | None = _reworded(
+        _LLM["global-batch"], "sequences per iteration (a training search needs it)", "training"
+    )
     seq_len: int | None = _reworded(_LLM["seq-len"], "tokens per sequence (default 2048)", "training")
-    train_tokens: float | None = _only("training", param(Param(
-        "train-tokens", "number", metavar="N",
-        help="tokens to train (e.g. 15e12): rows then say the hours it takes (time_to_train_h)")))
-    memory_reserve: float = _only("training", param(Param(
-        "memory-reserve", "nonneg", 0.0, metavar="GIB", unit="GiB",
-        help="GiB per GPU to keep free of the model's states and activations (the CUDA context, NCCL's buffers, "
-             "the allocator's fragmentation); a layout must fit in the rest (default 0)")))
+    train_tokens: float | None = _only(
+        "training",
+        param(
+            Param(
+                "train-tokens",
+                "number",
+                metavar="N",
+                help="tokens to train (e.g. 15e12): rows then say the hours it takes (time_to_train_h)",
+            )
+        ),
+    )
+    memory_reserve: float = _only(
+        "training",
+        param(
+            Param(
+                "memory-reserve",
+                "nonneg",
+                0.0,
+                metavar="GIB",
+                unit="GiB",
+                help="GiB per GPU to keep free of the model's states and activations (the CUDA context, NCCL's "
+                "buffers, the allocator's fragmentation); a layout must fit in the rest (default 0)",
+            )
+        ),
+    )
     vpp_values: tuple[int, ...] = _values(_LLM["vpp"], "1,2", "VPP values to try", only="training")
     cp_values: tuple[int, ...] = _values(_LLM["cp"], "1", "CP values to try", only="training")
-    micro_batch_values: tuple[int, ...] = _values(_LLM["micro-batch"], "1,2,4", "micro-batch values to try",
-                                                  only="training")
-    zero_values: tuple[int, ...] = _values(_LLM["zero"], "0", "ZeRO stages to try besides the distributed optimizer",
-                                           zero_stages, shown="0-3", only="training")
-    recompute_values: tuple[str, ...] = _values(_LLM["recompute"], ",".join(_LLM["recompute"].choices),
-                                                "recompute values to try", choices=_LLM["recompute"].choices,
-                                                only="training")
-    tp_overlap_values: tuple[str, ...] = _values(_LLM["tp-overlap"], "te", "tp-overlap values to try",
-                                                 choices=_LLM["tp-overlap"].choices, only="training")
+    micro_batch_values: tuple[int, ...] = _values(
+        _LLM["micro-batch"], "1,2,4", "micro-batch values to try", only="training"
+    )
+    zero_values: tuple[int, ...] = _values(
+        _LLM["zero"],
+        "0",
+        "ZeRO stages to try besides the distributed optimizer",
+        zero_stages,
+        shown="0-3",
+        only="training",
+    )
+    recompute_values: tuple[str, ...] = _values(
+        _LLM["recompute"],
+        ",".join(_LLM["recompute"].choices),
+        "recompute values to try",
+        choices=_LLM["recompute"].choices,
+        only="training",
+    )
+    tp_overlap_values: tuple[str, ...] = _values(
+        _LLM["tp-overlap"], "te", "tp-overlap values to try", choices=_LLM["tp-overlap"].choices, only="training"
+    )
     sequence_parallel_values: tuple[bool, ...] = _on_off(_LLM["sequence-parallel"], "on,off", "sequence parallel")
-    distributed_optimizer_values: tuple[bool, ...] = _on_off(_LLM["distributed-optimizer"], "on,off",
-                                                             "distributed optimizer")
-    overlap_grad_reduce_values: tuple[bool, ...] = _on_off(_LLM["no-overlap-grad-reduce"], "on",
-                                                           "overlap grad reduce")
-    overlap_param_gather_values: tuple[bool, ...] = _on_off(_LLM["no-overlap-param-gather"], "on",
-                                                            "overlap param gather")
-    simulate_top: int = _only("training", param(Param(
-        "simulate-top", "count", SIMULATE_TOP, metavar="N",
-        help=f"after every layout is estimated in closed form, simulate the best N exactly as podsim llm does "
-             f"(default {SIMULATE_TOP}; a space of at most N layouts is simulated whole)")))
-    flow_top: int = _only("training", param(Param(
-        "flow-top", "natural", FLOW_TOP, metavar="N",
-        help="re-run the best N with the flow backend (congestion) as well (default 0)")))
+    distributed_optimizer_values: tuple[bool, ...] = _on_off(
+        _LLM["distributed-optimizer"], "on,off", "distributed optimizer"
+    )
+    overlap_grad_reduce_values: tuple[bool, ...] = _on_off(_LLM["no-overlap-grad-reduce"], "on", "overlap grad reduce")
+    overlap_param_gather_values: tuple[bool, ...] = _on_off(
+        _LLM["no-overlap-param-gather"], "on", "overlap param gather"
+    )
+    simulate_top: int = _only(
+        "training",
+        param(
+            Param(
+                "simulate-top",
+                "count",
+                SIMULATE_TOP,
+                metavar="N",
+                help=f"after every layout is estimated in closed form, simulate the best N exactly as podsim llm does "
+                f"(default {SIMULATE_TOP}; a space of at most N layouts is simulated whole)",
+            )
+        ),
+    )
+    flow_top: int = _only(
+        "training",
+        param(
+            Param(
+                "flow-top",
+                "natural",
+                FLOW_TOP,
+                metavar="N",
+                help="re-run the best N with the flow backend (congestion) as well (default 0)",
+            )
+        ),
+    )
     backend: str = _only("training", param(BACKEND))
-    store: str | None = _only("training", param(Param(
-        "store", "path", metavar="PATH",
-        help="a results store (DuckDB file; pip install podsim[search]): every evaluated layout is added as it "
-             "finishes, and a search run again skips what it holds")))
+    store: str | None = _only(
+        "training",
+        param(
+            Param(
+                "store",
+                "path",
+                metavar="PATH",
+                help="a results store (DuckDB file; pip install podsim[search]): every evaluated layout is added as it "
+                "finishes, and a search run again skips what it holds",
+            )
+        ),
+    )
     # a serving search
-    workload: str | None = _reworded(_SERVE["workload"],
-                                     "the requests (as podsim serve-llm --workload): makes this a serving search")
-    requests: int = _only("serving", param(Param(
-        "requests", "count", 1000, metavar="N",
-        help="requests of each capacity run (default 1000; more make a steadier answer at high rates)")))
+    workload: str | None = _reworded(
+        _SERVE["workload"], "the requests (as podsim serve-llm --workload): makes this a serving search"
+    )
+    requests: int = _only(
+        "serving",
+        param(
+            Param(
+                "requests",
+                "count",
+                1000,
+                metavar="N",
+                help="requests of each capacity run (default 1000; more make a steadier answer at high rates)",
+            )
+        ),
+    )
     slo_ttft: float | None = _only("serving", param(_SERVE["slo-ttft"]))
     slo_tpot: float | None = _only("serving", param(_SERVE["slo-tpot"]))
-    capacity_target: float = _reworded(_SERVE["capacity-target"],
-                                       "the share of requests that must meet the SLOs (default 0.99)", "serving")
-    scheduler_values: tuple[str, ...] = _values(_SERVE["scheduler"], "vllm,sarathi", "schedulers to try",
-                                                choices=SCHEDULERS.names(), command="serve-llm", only="serving")
-    chunk_values: tuple[int, ...] = _only("serving", param(Param(
-        "chunk-values", "list", "512,2048,8192", metavar="N,N,...", parse=ints,
-        help="token budgets of a step to try (podsim serve-llm --max-batched-tokens of vllm, --chunk-size of "
-             "sarathi; default 512,2048,8192)")))
-    pd_values: str = _only("serving", param(Param(
-        "pd-values", "text", "off", metavar="off,P:D,all",
-        help="prefill/decode splits to try: off (mixed replicas; default), P:D (podsim serve-llm --pd), all (every "
-             "split)")))
+    capacity_target: float = _reworded(
+        _SERVE["capacity-target"], "the share of requests that must meet the SLOs (default 0.99)", "serving"
+    )
+    scheduler_values: tuple[str, ...] = _values(
+        _SERVE["scheduler"],
+        "vllm,sarathi",
+        "schedulers to try",
+        choices=SCHEDULERS.names(),
+        command="serve-llm",
+        only="serving",
+    )
+    chunk_values: tuple[int, ...] = _only(
+        "serving",
+        param(
+            Param(
+                "chunk-values",
+                "list",
+                "512,2048,8192",
+                metavar="N,N,...",
+                parse=ints,
+                help="token budgets of a step to try (podsim serve-llm --max-batched-tokens of vllm, --chunk-size of "
+                "sarathi; default 512,2048,8192)",
+            )
+        ),
+    )
+    pd_values: str = _only(
+        "serving",
+        param(
+            Param(
+                "pd-values",
+                "text",
+                "off",
+                metavar="off,P:D,all",
+                help="prefill/decode splits to try: off (mixed replicas; default), P:D (podsim serve-llm --pd), "
+                "all (every split)",
+            )
+        ),
+    )
     router: str = _only("serving", param(_SERVE["router"]))
     max_context: int | None = _only("serving", param(_SERVE["max-context"]))
 
@@ -256,11 +408,25 @@ class SearchOutputs:
     """What ``podsim search`` prints and writes."""
 
     top: int = param(Param("top", "count", 10, metavar="K", sweep=False, help="layouts to print (default 10)"))
-    report: str | None = param(Param("report", "path", metavar="OUT.html", sweep=False,
-                                     help="write an HTML report: the Pareto front, the best layouts' time breakdown "
-                                          "and memory per stage, filters by parallel dimension"))
-    json: str | None = param(Param("json", "path", metavar="OUT", sweep=False,
-                                   help="evaluated, rejected (by reason) and the best layouts, as JSON"))
+    report: str | None = param(
+        Param(
+            "report",
+            "path",
+            metavar="OUT.html",
+            sweep=False,
+            help="write an HTML report: the Pareto front, the best layouts' time breakdown "
+            "and memory per stage, filters by parallel dimension",
+        )
+    )
+    json: str | None = param(
+        Param(
+            "json",
+            "path",
+            metavar="OUT",
+            sweep=False,
+            help="evaluated, rejected (by reason) and the best layouts, as JSON",
+        )
+    )
 
 
 @dataclass(frozen=True)

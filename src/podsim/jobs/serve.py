@@ -84,67 +84,166 @@ class ServeJob:
         name: the workload's name for a closed loop (default ``closed-loop``).
     """
 
-    placement: str | os.PathLike[str] | Placement = param(Param(
-        "placement", "path", aliases=("p",), help="a placement (DLSIM's JSON, or YAML; required)"), required=True)
-    workload: str | os.PathLike[str] | ServeWorkload | None = param(Param(
-        "workload", "path", aliases=("w",),
-        help="a DLSIM workload CSV, or a request trace CSV with a header naming model_id and arrival_s columns "
-             "(replayed as recorded)"))
-    closed_loop: tuple[int, ...] | None = param(Param(
-        "closed-loop", "list", metavar="C0,C1,...", parse=whole_numbers,
-        help="instead of -w: closed-loop clients per model (each sends, waits, thinks, sends again)"))
-    think_ms: float = param(Param("think-ms", "nonneg", 0.0, metavar="MS", unit="ms",
-                                  help="with --closed-loop: mean think time between a response and the next request "
-                                       "(default 0)"))
-    duration_s: float | None = param(Param("duration", "number", metavar="S", unit="s", field="duration_s",
-                                           help="with --closed-loop: seconds clients keep sending (required)"))
-    slos_s: tuple[float, ...] | None = param(Param(
-        "slos", "list", metavar="S0,S1,...", unit="s", field="slos_s", parse=lambda v, w: tuple(numbers(v, w)),
-        help="SLOs in seconds per model (or one for all): for --closed-loop and request traces, or to override a "
-             "workload's"))
+    placement: str | os.PathLike[str] | Placement = param(
+        Param("placement", "path", aliases=("p",), help="a placement (DLSIM's JSON, or YAML; required)"), required=True
+    )
+    workload: str | os.PathLike[str] | ServeWorkload | None = param(
+        Param(
+            "workload",
+            "path",
+            aliases=("w",),
+            help="a DLSIM workload CSV, or a request trace CSV with a header naming model_id and arrival_s columns "
+            "(replayed as recorded)",
+        )
+    )
+    closed_loop: tuple[int, ...] | None = param(
+        Param(
+            "closed-loop",
+            "list",
+            metavar="C0,C1,...",
+            parse=whole_numbers,
+            help="instead of -w: closed-loop clients per model (each sends, waits, thinks, sends again)",
+        )
+    )
+    think_ms: float = param(
+        Param(
+            "think-ms",
+            "nonneg",
+            0.0,
+            metavar="MS",
+            unit="ms",
+            help="with --closed-loop: mean think time between a response and the next request (default 0)",
+        )
+    )
+    duration_s: float | None = param(
+        Param(
+            "duration",
+            "number",
+            metavar="S",
+            unit="s",
+            field="duration_s",
+            help="with --closed-loop: seconds clients keep sending (required)",
+        )
+    )
+    slos_s: tuple[float, ...] | None = param(
+        Param(
+            "slos",
+            "list",
+            metavar="S0,S1,...",
+            unit="s",
+            field="slos_s",
+            parse=lambda v, w: tuple(numbers(v, w)),
+            help="SLOs in seconds per model (or one for all): for --closed-loop and request traces, or to override a "
+            "workload's",
+        )
+    )
     seed: int = param(Param("seed", "natural", 0, help="with --closed-loop: seed of the think times"))
-    profile: str | os.PathLike[str] | None = param(Param(
-        "profile", "path", metavar="FILE",
-        help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)"))
-    cluster: str | None = param(Param(
-        "cluster", "name", metavar="PRESET_OR_YAML",
-        help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the placement uses) "
-             "(presets: podsim collective --list)"))
-    num_nodes: int | None = param(Param("num-nodes", "count", aliases=("n", "num_nodes"), metavar="N",
-                                        help="nodes (default 1, or what the placement uses with --cluster)"))
-    gpus_per_node: int | None = param(Param("num-devices-per-node", "count", aliases=("d", "num_devices_per_node"),
-                                            metavar="N", field="gpus_per_node", help="GPUs per node (default 2)"))
-    memory_gb: float | None = param(Param("memory-capacity", "number", aliases=("c", "memory_capacity"),
-                                          metavar="GB", unit="GB", field="memory_gb",
-                                          help="GPU memory in GB (default 16)"))
-    scheduler: str = param(Param("scheduler", "name", DEFAULT_SCHEDULER, SCHEDULERS.spellings(), metavar="NAME",
-                                 parse=scheduler_name,
-                                 help=f"replica choice (serve-llm's --router): {describe_schedulers()}"))
-    dispatch_overhead: str = param(Param(
-        "dispatch-overhead", "name", "dlsim", metavar="dlsim|none|MS",
-        help="added to a stage's start when its mesh is busy: dlsim (3 ms multi-stage, 4 ms single-stage), none, "
-             "or a number of ms"))
-    drop_late: bool = param(Param("drop-late", "bool", False,
-                                  help="drop a request whose predicted finish misses its SLO (AlpaServe)"))
-    memory_check: str = param(Param("memory-check", "choice", "error", MEMORY_CHECKS,
-                                    help="placements whose weights exceed a GPU's memory: refuse (default), warn, "
-                                         "or skip the check"))
-    name: str | None = param(Param("name", "name", sweep=False,
-                                   help="run name (default: the workload's); names the Chrome trace"))
+    profile: str | os.PathLike[str] | None = param(
+        Param(
+            "profile",
+            "path",
+            metavar="FILE",
+            help="executables' stage shapes and latencies (YAML; default: DLSIM's V100 profile)",
+        )
+    )
+    cluster: str | None = param(
+        Param(
+            "cluster",
+            "name",
+            metavar="PRESET_OR_YAML",
+            help="GPUs per node and memory from a cluster preset or YAML (nodes: -n, default what the placement uses) "
+            "(presets: podsim collective --list)",
+        )
+    )
+    num_nodes: int | None = param(
+        Param(
+            "num-nodes",
+            "count",
+            aliases=("n", "num_nodes"),
+            metavar="N",
+            help="nodes (default 1, or what the placement uses with --cluster)",
+        )
+    )
+    gpus_per_node: int | None = param(
+        Param(
+            "num-devices-per-node",
+            "count",
+            aliases=("d", "num_devices_per_node"),
+            metavar="N",
+            field="gpus_per_node",
+            help="GPUs per node (default 2)",
+        )
+    )
+    memory_gb: float | None = param(
+        Param(
+            "memory-capacity",
+            "number",
+            aliases=("c", "memory_capacity"),
+            metavar="GB",
+            unit="GB",
+            field="memory_gb",
+            help="GPU memory in GB (default 16)",
+        )
+    )
+    scheduler: str = param(
+        Param(
+            "scheduler",
+            "name",
+            DEFAULT_SCHEDULER,
+            SCHEDULERS.spellings(),
+            metavar="NAME",
+            parse=scheduler_name,
+            help=f"replica choice (serve-llm's --router): {describe_schedulers()}",
+        )
+    )
+    dispatch_overhead: str = param(
+        Param(
+            "dispatch-overhead",
+            "name",
+            "dlsim",
+            metavar="dlsim|none|MS",
+            help="added to a stage's start when its mesh is busy: dlsim (3 ms multi-stage, 4 ms single-stage), none, "
+            "or a number of ms",
+        )
+    )
+    drop_late: bool = param(
+        Param("drop-late", "bool", False, help="drop a request whose predicted finish misses its SLO (AlpaServe)")
+    )
+    memory_check: str = param(
+        Param(
+            "memory-check",
+            "choice",
+            "error",
+            MEMORY_CHECKS,
+            help="placements whose weights exceed a GPU's memory: refuse (default), warn, or skip the check",
+        )
+    )
+    name: str | None = param(
+        Param("name", "name", sweep=False, help="run name (default: the workload's); names the Chrome trace")
+    )
 
 
 @dataclass(frozen=True)
 class DlsimOutputs:
     """What ``podsim serve`` writes (not sweep parameters)."""
 
-    trace: str | None = param(Param(
-        "trace", "path", aliases=("chrome-trace", "chrome_trace"), const="", metavar="OUT", sweep=False,
-        help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json; --chrome_trace is DLSIM's "
-             "spelling)"))
-    json: str | None = param(Param("json", "path", metavar="OUT", sweep=False,
-                                   help="write the statistics and every request as JSON"))
-    cdf: str | None = param(Param("cdf", "path", metavar="OUT.png", sweep=False,
-                                  help="plot the latency CDF (needs matplotlib)"))
+    trace: str | None = param(
+        Param(
+            "trace",
+            "path",
+            aliases=("chrome-trace", "chrome_trace"),
+            const="",
+            metavar="OUT",
+            sweep=False,
+            help="write a Chrome/Perfetto trace (default chrome_trace/<name>.json; --chrome_trace is DLSIM's spelling)",
+        )
+    )
+    json: str | None = param(
+        Param("json", "path", metavar="OUT", sweep=False, help="write the statistics and every request as JSON")
+    )
+    cdf: str | None = param(
+        Param("cdf", "path", metavar="OUT.png", sweep=False, help="plot the latency CDF (needs matplotlib)")
+    )
 
 
 @dataclass(frozen=True)
@@ -153,7 +252,6 @@ class ServeCommand(JobSpec):
 
     job: ServeJob = field(metadata={"nested": ServeJob})
     outputs: DlsimOutputs = nested(DlsimOutputs)
-
 
 
 #: every parameter of ``podsim serve``, in --help order

@@ -12,9 +12,13 @@ BACKENDS = ("analytical", "flow")
 
 
 #: ``--backend``, the same in every subcommand that simulates a network
-BACKEND = Param("backend", "choice", "analytical", BACKENDS,
-                help="analytical (closed form, no contention) or flow (max-min fair sharing of every link); default "
-                     "analytical")
+BACKEND = Param(
+    "backend",
+    "choice",
+    "analytical",
+    BACKENDS,
+    help="analytical (closed form, no contention) or flow (max-min fair sharing of every link); default analytical",
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,13 @@ class Simulation:
     """Network backend and flow granularity."""
 
     backend: str = param(BACKEND)
-    granularity: str = param(Param("granularity", "choice", "bulk", ("bulk", "round"),
-                                   help="flow backend: a collective step's rounds as one set of flows (bulk, "
-                                        "default) or every round simulated (round: slower, exact under contention)"))
+    granularity: str = param(
+        Param(
+            "granularity",
+            "choice",
+            "bulk",
+            ("bulk", "round"),
+            help="flow backend: a collective step's rounds as one set of flows (bulk, "
+            "default) or every round simulated (round: slower, exact under contention)",
+        )
+    )

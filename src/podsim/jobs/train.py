@@ -18,24 +18,49 @@ from .simulation import Simulation
 class Timing:
     """How kernels are timed."""
 
-    kernel_table: str | None = param(Param(
-        "kernel-table", "name", metavar="CSV|measured",
-        help="time kernels by interpolating a measured kernel table (podsim kernels measure); 'measured' = the "
-             "table podsim ships for --gpu (h100-80gb)"))
+    kernel_table: str | None = param(
+        Param(
+            "kernel-table",
+            "name",
+            metavar="CSV|measured",
+            help="time kernels by interpolating a measured kernel table (podsim kernels measure); 'measured' = the "
+            "table podsim ships for --gpu (h100-80gb)",
+        )
+    )
 
 
 @dataclass(frozen=True)
 class TrainExports:
     """What ``podsim llm`` prints or writes besides the result (not sweep parameters)."""
 
-    kernels: bool = param(Param("kernels", "bool", False, sweep=False,
-                                help="print the per-kernel list of one layer, the embedding, the output layer and "
-                                     "the optimizer with their times (also in --json under 'kernels')"))
-    simai: str | None = param(Param("simai", "path", metavar="OUT.txt", sweep=False,
-                                    help="also write pipeline stage 0 as a SimAI/AICB workload file"))
-    chakra: str | None = param(Param("chakra", "path", metavar="PREFIX", sweep=False,
-                                     help="also write Chakra ET files PREFIX.<rank>.et and PREFIX.comm_groups.json "
-                                          "(ASTRA-sim inputs)"))
+    kernels: bool = param(
+        Param(
+            "kernels",
+            "bool",
+            False,
+            sweep=False,
+            help="print the per-kernel list of one layer, the embedding, the output layer and "
+            "the optimizer with their times (also in --json under 'kernels')",
+        )
+    )
+    simai: str | None = param(
+        Param(
+            "simai",
+            "path",
+            metavar="OUT.txt",
+            sweep=False,
+            help="also write pipeline stage 0 as a SimAI/AICB workload file",
+        )
+    )
+    chakra: str | None = param(
+        Param(
+            "chakra",
+            "path",
+            metavar="PREFIX",
+            sweep=False,
+            help="also write Chakra ET files PREFIX.<rank>.et and PREFIX.comm_groups.json (ASTRA-sim inputs)",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -51,7 +76,6 @@ class TrainJob(JobSpec):
     timing: Timing = nested(Timing)
     outputs: Outputs = nested(Outputs)
     exports: TrainExports = nested(TrainExports)
-
 
 
 #: every parameter of ``podsim llm``, in --help order

@@ -45,9 +45,9 @@ from .ops import LayerCosts, PassStep
 from .stack import Stack
 from .training import group_ranks
 
-_GRID_FROM = 1 << 20      #: collectives above this size are timed on a grid of sizes (B)
-_PER_OCTAVE = 4           #: grid points per doubling of the size
-_HANDSHAKE_BYTES = 8192   #: the rendezvous control message before a pipeline send (as the engine's)
+_GRID_FROM = 1 << 20  #: collectives above this size are timed on a grid of sizes (B)
+_PER_OCTAVE = 4  #: grid points per doubling of the size
+_HANDSHAKE_BYTES = 8192  #: the rendezvous control message before a pipeline send (as the engine's)
 
 
 _FIRST_FORWARD, _LAST_BACKWARD = 1, 2
@@ -73,8 +73,13 @@ def _plan(kind: str, p: int, m: int, v: int) -> tuple[tuple[list[int], list[int]
                 dep.append((((mb * p * v + g + 1) << 1) | 1) if g < last_v else -1)
             special = mb == 0 if forward else mb == m - 1
             cls.append((((0 if forward else 1) * v + chunk) << 1) | int(special))
-            flag.append(_FIRST_FORWARD if forward and special else
-                        _LAST_BACKWARD if not forward and special and chunk == v - 1 else 0)
+            flag.append(
+                _FIRST_FORWARD
+                if forward and special
+                else _LAST_BACKWARD
+                if not forward and special and chunk == v - 1
+                else 0
+            )
         out.append((own, dep, cls, flag))
     return tuple(out)
 
@@ -92,7 +97,7 @@ class LayoutEstimator:
         self._fabrics: dict[int, tuple[Fabric, CollectivePlanner, FabricDelay]] = {}
         self._costs: dict[tuple, LayerCosts] = {}
         self._pass: dict[tuple, int] = {}
-        self._curves: dict[tuple, int] = {}   # (gpus, ranks, kind, grid point) -> ns
+        self._curves: dict[tuple, int] = {}  # (gpus, ranks, kind, grid point) -> ns
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -139,18 +144,38 @@ class LayoutEstimator:
             if tb is None:
                 tb = curves[(layout.gpus, ranks, kind, lo + 1)] = exact(ranks, kind, b)
             return int(round(ta + (tb - ta) * (nbytes - a) / max(1, b - a)))
+
         return timed
 
     def costs(self, layout: Layout) -> LayerCosts:
         """The layer steps of ``layout`` (shared by layouts that differ only in PP, VPP, DP or
         the optimizer's sharding)."""
-        key = (layout.gpus, layout.tp, layout.cp, layout.ep, layout.micro_batch, layout.seq_len,
-               layout.sequence_parallel, layout.recompute, tuple(layout.recompute_modules), layout.precision,
-               layout.flash_attention, layout.tp_overlap, layout.loss_fusion, layout.zero)
+        key = (
+            layout.gpus,
+            layout.tp,
+            layout.cp,
+            layout.ep,
+            layout.micro_batch,
+            layout.seq_len,
+            layout.sequence_parallel,
+            layout.recompute,
+            tuple(layout.recompute_modules),
+            layout.precision,
+            layout.flash_attention,
+            layout.tp_overlap,
+            layout.loss_fusion,
+            layout.zero,
+        )
         hit = self._costs.get(key)
         if hit is None:
-            hit = self._costs[key] = LayerCosts(self.model, layout, self._compute_model(layout.compute_dtype),
-                                                layout.flash_attention, comm_ns=self.folder(layout), stack=self.stack)
+            hit = self._costs[key] = LayerCosts(
+                self.model,
+                layout,
+                self._compute_model(layout.compute_dtype),
+                layout.flash_attention,
+                comm_ns=self.folder(layout),
+                stack=self.stack,
+            )
         return hit
 
     def _steps_ns(self, key: tuple, steps: Sequence[PassStep], slow: float, fold: Folder) -> int:
@@ -215,8 +240,9 @@ class LayoutEstimator:
                 layers = lay.chunk_layers(m, s, chunk)
                 total = 0
                 # layers of the same kind (MoE or dense; recomputed or not) take the same time
-                kinds = Counter((m.is_moe_layer(i), not forward and lay.recomputed_layer(m, s, chunk, i))
-                                for i in layers)
+                kinds = Counter(
+                    (m.is_moe_layer(i), not forward and lay.recomputed_layer(m, s, chunk, i)) for i in layers
+                )
                 if forward:
                     slow = prog.slow_fwd if special else 1.0
                     if g == 0:
@@ -229,11 +255,14 @@ class LayoutEstimator:
                     slow = prog.slow_bwd if reduce_now else 1.0
                     if g == last_v:
                         total += extra_ns("out", True, slow)
-                    total += sum(n * ((layer_ns(moe, "F", slow) if again else 0) + layer_ns(moe, "B", slow))
-                                 for (moe, again), n in kinds.items())
+                    total += sum(
+                        n * ((layer_ns(moe, "F", slow) if again else 0) + layer_ns(moe, "B", slow))
+                        for (moe, again), n in kinds.items()
+                    )
                     if g == 0:
                         total += extra_ns("emb", True, slow)
                 return total
+
             # durations by class: (backward, chunk, special) -> ns (see _plan)
             table = [dur(bwd == 0, chunk, special == 1) for bwd in (0, 1) for chunk in range(v) for special in (0, 1)]
             stages.append((prog, table))
@@ -243,10 +272,12 @@ class LayoutEstimator:
         sharded = (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1
         gathers = [0] * p
         if sharded and lay.overlap_param_gather:
-            gathers = [self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, params[s] * 2 * stages[s][0].comm_fwd)
-                       for s in range(p)]
+            gathers = [
+                self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, params[s] * 2 * stages[s][0].comm_fwd)
+                for s in range(p)
+            ]
         plan = _plan(lay.schedule, p, mbs, v)
-        fin = [0] * (mbs * p * v * 2)   # finish time of each pass (0: not yet), by _plan's pass id
+        fin = [0] * (mbs * p * v * 2)  # finish time of each pass (0: not yet), by _plan's pass id
         idx, now = [0] * p, [0] * p
         last_bwd_start = [0] * p
         left = sum(len(own) for own, _, _, _ in plan)
@@ -270,7 +301,7 @@ class LayoutEstimator:
                     if flag[k]:
                         if flag[k] == _LAST_BACKWARD:
                             last_bwd_start[s] = start
-                        elif gathers[s]:   # the first micro-batch's forward waits for the gathers
+                        elif gathers[s]:  # the first micro-batch's forward waits for the gathers
                             layers = max(1, len(lay.chunk_layers(m, s, (c >> 1) % v)))
                             t = max(t, gathers[s] + table[c] // layers)
                     fin[own[k]] = t
@@ -279,14 +310,17 @@ class LayoutEstimator:
                     left -= k - idx[s]
                     moved = True
                 now[s], idx[s] = t, k
-            if not moved:   # a schedule whose inputs never come: cannot happen for valid schedules
+            if not moved:  # a schedule whose inputs never come: cannot happen for valid schedules
                 raise ValueError(f"pipeline schedule {lay.schedule!r} deadlocks for pp {p} vpp {v} m {mbs}")
         end = 0
         for s, (prog, _) in enumerate(stages):
             t = now[s]
             if lay.dp * lay.cp > 1:
-                kind = CollectiveKind.REDUCE_SCATTER if (lay.distributed_optimizer or lay.zero >= 1) \
+                kind = (
+                    CollectiveKind.REDUCE_SCATTER
+                    if (lay.distributed_optimizer or lay.zero >= 1)
                     else CollectiveKind.ALL_REDUCE
+                )
                 scale = prog.comm_bwd if lay.overlap_grad_reduce else 1.0
                 total, last = self._dp_buckets(fold, lay, kind, params[s] * lay.grad_reduce_bytes * scale)
                 if lay.overlap_grad_reduce:

@@ -33,8 +33,12 @@ from .memory import stage_params
 from .model import ModelConfig
 from .ops import LayerCosts, PassStep
 
-_SIMAI_NAME = {CollectiveKind.ALL_REDUCE: "ALLREDUCE", CollectiveKind.ALL_GATHER: "ALLGATHER",
-               CollectiveKind.REDUCE_SCATTER: "REDUCESCATTER", CollectiveKind.ALL_TO_ALL: "ALLTOALL"}
+_SIMAI_NAME = {
+    CollectiveKind.ALL_REDUCE: "ALLREDUCE",
+    CollectiveKind.ALL_GATHER: "ALLGATHER",
+    CollectiveKind.REDUCE_SCATTER: "REDUCESCATTER",
+    CollectiveKind.ALL_TO_ALL: "ALLTOALL",
+}
 
 
 def _segments(steps: list[PassStep]) -> list[tuple[int, str, int]]:
@@ -59,7 +63,7 @@ def _rows(name: str, fwd: list[PassStep], bwd: list[PassStep], dp: tuple[str, in
     lines = []
     for r in range(n):
         fn, fc, fs = f[r] if r < len(f) else (0, "NONE", 0)
-        j = n - 1 - r                      # backward runs rows from the last to the first
+        j = n - 1 - r  # backward runs rows from the last to the first
         bn, bc, bs = b[j] if 0 <= j < len(b) else (0, "NONE", 0)
         wc, ws = dp if (dp is not None and r == 0) else ("NONE", 0)
         lines.append(f"{name}_{r}\t-1\t{fn}\t{fc}\t{fs}\t{bn}\t{bc}\t{bs}\t0\t{wc}\t{ws}\t100")
@@ -102,16 +106,18 @@ def simai_text(model: ModelConfig, layout: Layout, cm: KernelTimer, stage: int =
             lines += _rows(f"mb{mb}_layer{i}", list(costs.forward(moe)), bwd, dp)
         if last:
             lines += _rows(f"mb{mb}_final_column", costs.output_steps(False), costs.output_steps(True), None)
-    head = (f"HYBRID_TRANSFORMER_FWD_IN_BCKWD\tmodel_parallel_NPU_group: {layout.tp} ep: {layout.ep} "
-            f"pp: {layout.pp} vpp: {len(layers)} ga: {mbs} all_gpus: {layout.gpus} checkpoints: 0 "
-            f"checkpoint_initiates: 0")
+    head = (
+        f"HYBRID_TRANSFORMER_FWD_IN_BCKWD\tmodel_parallel_NPU_group: {layout.tp} ep: {layout.ep} "
+        f"pp: {layout.pp} vpp: {len(layers)} ga: {mbs} all_gpus: {layout.gpus} checkpoints: 0 "
+        f"checkpoint_initiates: 0"
+    )
     if layout.pp > 1:
         head += f" pp_comm: {costs.act_bytes // (layout.tp if layout.sequence_parallel else 1)}"
     return "\n".join([head, str(len(lines))] + lines) + "\n"
 
 
-def write_simai(model: ModelConfig, layout: Layout, cm: KernelTimer, path: str | os.PathLike[str],
-                stage: int = 0) -> None:
+def write_simai(
+    model: ModelConfig, layout: Layout, cm: KernelTimer, path: str | os.PathLike[str], stage: int = 0
+) -> None:
     """Write :func:`simai_text` to ``path`` (atomically)."""
     atomic_write_text(path, simai_text(model, layout, cm, stage))
-

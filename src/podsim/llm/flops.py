@@ -63,14 +63,21 @@ def iteration_flops(model: ModelConfig, layout: Layout) -> tuple[float, float]:
     if layout.recompute == "full":
         if layout.recompute_layers is None:
             hw += tokens * (mat + score)
-        else:   # the first N layers of every virtual stage
-            hw += tokens * sum(per_layer[i] for st in range(layout.pp) for c in range(layout.vpp)
-                               for i in layout.chunk_layers(model, st, c)
-                               if layout.recomputed_layer(model, st, c, i))
+        else:  # the first N layers of every virtual stage
+            hw += tokens * sum(
+                per_layer[i]
+                for st in range(layout.pp)
+                for c in range(layout.vpp)
+                for i in layout.chunk_layers(model, st, c)
+                if layout.recomputed_layer(model, st, c, i)
+            )
     elif layout.recompute == "selective":
         if layout.recomputes("core_attn"):
             hw += tokens * score
-        if layout.recomputes("mlp"):   # FC1 re-run (FC2's input is the re-run activation)
-            hw += tokens * sum(2 * model.hidden * (model.mlp_matrices - 1) * model.ffn
-                               for i in range(model.layers) if not model.is_moe_layer(i))
+        if layout.recomputes("mlp"):  # FC1 re-run (FC2's input is the re-run activation)
+            hw += tokens * sum(
+                2 * model.hidden * (model.mlp_matrices - 1) * model.ffn
+                for i in range(model.layers)
+                if not model.is_moe_layer(i)
+            )
     return model_flops, hw

@@ -63,8 +63,7 @@ def build_groups(layout: Layout) -> list[Group]:
             for cp in range(c):
                 if layout.ep > 1:
                     for e0 in range(0, d, layout.ep):
-                        groups.append(Group("ep", tuple(rank_of(layout, tp, cp, e0 + i, pp)
-                                                        for i in range(layout.ep))))
+                        groups.append(Group("ep", tuple(rank_of(layout, tp, cp, e0 + i, pp) for i in range(layout.ep))))
     if p > 1:
         for tp in range(t):
             for cp in range(c):
@@ -76,15 +75,22 @@ def build_groups(layout: Layout) -> list[Group]:
 class StageProgram:
     """Builds one pipeline stage's program."""
 
-    def __init__(self, model: ModelConfig, layout: Layout, costs: LayerCosts, stage: int,
-                 fold: Folder | None = None, estimate: Folder | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelConfig,
+        layout: Layout,
+        costs: LayerCosts,
+        stage: int,
+        fold: Folder | None = None,
+        estimate: Folder | None = None,
+    ) -> None:
         self.m, self.lay, self.costs, self.s = model, layout, costs, stage
         self.fold = fold
-        self.fused: list[tuple[int, int, str, str]] = []   # pending (offset, ns, name, category)
+        self.fused: list[tuple[int, int, str, str]] = []  # pending (offset, ns, name, category)
         self.fused_ns = 0
         self.fused_flops = 0.0
-        self.beside: int | None = None                      # an overlapped collective op to join
-        self.beside_fused: tuple[int, str, str] | None = None   # the same, fused: (ns, name, group)
+        self.beside: int | None = None  # an overlapped collective op to join
+        self.beside_fused: tuple[int, str, str] | None = None  # the same, fused: (ns, name, group)
         self.b = ProgramBuilder(f"stage{stage}")
         #: what the next op waits for: the last op, plus a receive or an overlapped collective
         #: that must also be done (a join without a no-op, whose instant completion would not
@@ -100,8 +106,8 @@ class StageProgram:
         #: overlapped parameter all-gathers), see :meth:`_dp_interference`
         self.slow = 1.0
         self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
-        self.param_gathers: dict[int, int] = {}   # first layer of a bucket -> its all-gather op
-        self.z3_gathers: dict[int, int] = {}      # ZeRO-3: prefetched layer -> its all-gather op
+        self.param_gathers: dict[int, int] = {}  # first layer of a bucket -> its all-gather op
+        self.z3_gathers: dict[int, int] = {}  # ZeRO-3: prefetched layer -> its all-gather op
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
         self.nodes += 1
@@ -116,8 +122,17 @@ class StageProgram:
         name = segs[0][2] if len(segs) == 1 else f"{segs[0][2]} .. {segs[-1][2]}"
         extra = {SEGMENTS: segs} if len(segs) > 1 or segs[0][3] != "compute" else None
         self.nodes += 1
-        self.prev = [self.b.add(OpKind.COMPUTE, name, data_deps=self.prev,
-                               node_id=self.nodes, duration_ns=total, flops=flops, extra=extra)]
+        self.prev = [
+            self.b.add(
+                OpKind.COMPUTE,
+                name,
+                data_deps=self.prev,
+                node_id=self.nodes,
+                duration_ns=total,
+                flops=flops,
+                extra=extra,
+            )
+        ]
 
     def chain(self, kind: OpKind, name: str, extra: list[int] | None = None, **kw: object) -> int:
         self._flush()
@@ -141,8 +156,9 @@ class StageProgram:
                     self.fused_ns += d
                     self.fused_flops += st.flops
                     return
-                self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))),
-                           flops=st.flops)
+                self.chain(
+                    OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))), flops=st.flops
+                )
                 if self.beside is not None:  # the next op waits for the collective alongside too
                     self.prev.append(self.beside)
                     self.beside = None
@@ -157,12 +173,24 @@ class StageProgram:
                 return
             if st.overlap:
                 self._flush()
-                self.beside = self._add(OpKind.COLLECTIVE, f"{label} {st.name}", list(self.prev),
-                                        collective=int(st.collective), size_bytes=st.nbytes, group=st.group,
-                                        stream=st.group)
+                self.beside = self._add(
+                    OpKind.COLLECTIVE,
+                    f"{label} {st.name}",
+                    list(self.prev),
+                    collective=int(st.collective),
+                    size_bytes=st.nbytes,
+                    group=st.group,
+                    stream=st.group,
+                )
                 return
-            self.chain(OpKind.COLLECTIVE, f"{label} {st.name}", collective=int(st.collective),
-                       size_bytes=st.nbytes, group=st.group, stream=st.group)
+            self.chain(
+                OpKind.COLLECTIVE,
+                f"{label} {st.name}",
+                collective=int(st.collective),
+                size_bytes=st.nbytes,
+                group=st.group,
+                stream=st.group,
+            )
 
     def _tag(self, mb: int, vstage: int, forward: bool) -> int:
         return (mb * self.lay.pp * self.lay.vpp + vstage) * 2 + (0 if forward else 1)
@@ -173,15 +201,27 @@ class StageProgram:
 
     def recv(self, mb: int, vstage: int, src_vstage: int, forward: bool) -> int:
         self._flush()
-        return self._add(OpKind.RECV, f"recv {'activation' if forward else 'gradient'} mb{mb}",
-                         list(self.prev), peer=self._peer(src_vstage),
-                         size_bytes=self.act_bytes, tag=self._tag(mb, vstage, forward), stream="pp")
+        return self._add(
+            OpKind.RECV,
+            f"recv {'activation' if forward else 'gradient'} mb{mb}",
+            list(self.prev),
+            peer=self._peer(src_vstage),
+            size_bytes=self.act_bytes,
+            tag=self._tag(mb, vstage, forward),
+            stream="pp",
+        )
 
     def send(self, mb: int, dst_vstage: int, forward: bool) -> None:
         self._flush()
-        self._add(OpKind.SEND, f"send {'activation' if forward else 'gradient'} mb{mb}",
-                  list(self.prev), peer=self._peer(dst_vstage),
-                  size_bytes=self.act_bytes, tag=self._tag(mb, dst_vstage, forward), stream="pp")
+        self._add(
+            OpKind.SEND,
+            f"send {'activation' if forward else 'gradient'} mb{mb}",
+            list(self.prev),
+            peer=self._peer(dst_vstage),
+            size_bytes=self.act_bytes,
+            tag=self._tag(mb, dst_vstage, forward),
+            stream="pp",
+        )
 
     def dp_grads(self, params: float, force: bool = False) -> None:
         """Reduce accumulated gradients once a bucket is full (or ``force``)."""
@@ -196,9 +236,15 @@ class StageProgram:
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
         nbytes = int(self.bucket * lay.grad_reduce_bytes * (self.comm_bwd if self.slow != 1.0 else 1.0))
         self._flush()
-        op = self._add(OpKind.COLLECTIVE, f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
-                       list(self.prev), collective=int(kind), size_bytes=nbytes,
-                       group="dp", stream="dp")
+        op = self._add(
+            OpKind.COLLECTIVE,
+            f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
+            list(self.prev),
+            collective=int(kind),
+            size_bytes=nbytes,
+            group="dp",
+            stream="dp",
+        )
         self.pending_dp.append(op)
         self.bucket = 0.0
 
@@ -314,15 +360,28 @@ class StageProgram:
     def _issue_gather(self, i: int | str, label: str) -> int:
         self._flush()
         name, nbytes = self._unit(i)
-        return self._add(OpKind.COLLECTIVE, f"{label} {name} zero-3 param all-gather", list(self.prev),
-                         collective=int(CollectiveKind.ALL_GATHER), size_bytes=nbytes, group="dp", stream="dp")
+        return self._add(
+            OpKind.COLLECTIVE,
+            f"{label} {name} zero-3 param all-gather",
+            list(self.prev),
+            collective=int(CollectiveKind.ALL_GATHER),
+            size_bytes=nbytes,
+            group="dp",
+            stream="dp",
+        )
 
     def _scatter_grads(self, i: int | str, label: str) -> None:
         self._flush()
         name, nbytes = self._unit(i)
-        op = self._add(OpKind.COLLECTIVE, f"{label} {name} zero-3 grad reduce-scatter",
-                       list(self.prev), collective=int(CollectiveKind.REDUCE_SCATTER), size_bytes=nbytes,
-                       group="dp", stream="dp")
+        op = self._add(
+            OpKind.COLLECTIVE,
+            f"{label} {name} zero-3 grad reduce-scatter",
+            list(self.prev),
+            collective=int(CollectiveKind.REDUCE_SCATTER),
+            size_bytes=nbytes,
+            group="dp",
+            stream="dp",
+        )
         self.pending_dp.append(op)
 
     def _finish(self) -> None:
@@ -334,11 +393,21 @@ class StageProgram:
             self.dp_grads(rest, force=True)  # embeddings / output layer, and what is left
         shard = params / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params
         local = params / (lay.dp * lay.cp) if lay.zero >= 3 else params
-        self.chain(OpKind.COMPUTE, "optimizer step", self.pending_dp,
-                   duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard, local).ns))))
+        self.chain(
+            OpKind.COMPUTE,
+            "optimizer step",
+            self.pending_dp,
+            duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard, local).ns))),
+        )
         if self._sharded() and not self._gathers_overlapped():
-            self.chain(OpKind.COLLECTIVE, "dp param all-gather", collective=int(CollectiveKind.ALL_GATHER),
-                       size_bytes=int(params * 2), group="dp", stream="dp")
+            self.chain(
+                OpKind.COLLECTIVE,
+                "dp param all-gather",
+                collective=int(CollectiveKind.ALL_GATHER),
+                size_bytes=int(params * 2),
+                group="dp",
+                stream="dp",
+            )
 
     # -- the distributed optimizer's parameter all-gather and DP interference ----------------
 
@@ -364,9 +433,15 @@ class StageProgram:
                 first = i
             bucket += self._layer_params(i)
             if bucket >= limit or n == len(layers) - 1:
-                op = self._add(OpKind.COLLECTIVE, f"dp param all-gather L{first}", [],
-                               collective=int(CollectiveKind.ALL_GATHER), size_bytes=int(bucket * 2 * self.comm_fwd),
-                               group="dp", stream="dp")
+                op = self._add(
+                    OpKind.COLLECTIVE,
+                    f"dp param all-gather L{first}",
+                    [],
+                    collective=int(CollectiveKind.ALL_GATHER),
+                    size_bytes=int(bucket * 2 * self.comm_fwd),
+                    group="dp",
+                    stream="dp",
+                )
                 self.param_gathers[first] = op
                 bucket, first = 0.0, None
 
@@ -407,9 +482,15 @@ class StageProgram:
         return slow_bwd, slow_fwd
 
 
-def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attention: bool | None = None,
-             costs: LayerCosts | None = None, fold: Folder | None = None,
-             estimate: Folder | None = None) -> Workload:
+def generate(
+    model: ModelConfig,
+    layout: Layout,
+    cm: KernelTimer,
+    flash_attention: bool | None = None,
+    costs: LayerCosts | None = None,
+    fold: Folder | None = None,
+    estimate: Folder | None = None,
+) -> Workload:
     """One training iteration of ``model`` under ``layout`` on GPUs timed by ``cm`` (or by
     ``costs``, which gives every layer pass's steps).
 
@@ -433,7 +514,11 @@ def generate(model: ModelConfig, layout: Layout, cm: KernelTimer, flash_attentio
     stride = layout.tp * layout.cp * layout.dp
     stage_of = np.arange(n) // stride
     reps = stage_of * stride
-    w = Workload(programs, stage_of.astype(np.int32), build_groups(layout),
-                 f"{model.name} tp{layout.tp} pp{layout.pp} dp{layout.dp}")
+    w = Workload(
+        programs,
+        stage_of.astype(np.int32),
+        build_groups(layout),
+        f"{model.name} tp{layout.tp} pp{layout.pp} dp{layout.dp}",
+    )
     w.representatives = reps
     return w

@@ -17,8 +17,15 @@ from __future__ import annotations
 from .kernels import Kernel, embedding_kernels, output_kernels
 from .ops import LayerCosts
 
-SECTIONS = ("layer_forward", "layer_backward", "embedding_forward", "embedding_backward",
-            "output_forward", "output_backward", "optimizer")
+SECTIONS = (
+    "layer_forward",
+    "layer_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "output_forward",
+    "output_backward",
+    "optimizer",
+)
 
 
 def _shape(k: Kernel) -> str:
@@ -33,12 +40,22 @@ def _rows(costs: LayerCosts, kernels: list[Kernel]) -> list[dict]:
     out = []
     for t in costs.timed(kernels):
         k = t.kernel
-        out.append({"name": k.name, "module": k.module, "kind": k.kind, "shape": _shape(k), "dtype": k.dtype
-                    if k.kind == "gemm" else "", "gflop": round(k.flops / 1e9, 4),
-                    "mbytes": round(k.nbytes / 1e6, 4), "time_us": round(t.ns / 1e3, 3),
-                    "step_us": round(t.step_ns / 1e3, 3), "collective": t.collective,
-                    "tflops": round(k.flops / t.ns / 1e3, 1) if k.flops and t.ns else 0.0,
-                    "gbps": round(k.nbytes / t.ns, 1) if k.nbytes and t.ns else 0.0})
+        out.append(
+            {
+                "name": k.name,
+                "module": k.module,
+                "kind": k.kind,
+                "shape": _shape(k),
+                "dtype": k.dtype if k.kind == "gemm" else "",
+                "gflop": round(k.flops / 1e9, 4),
+                "mbytes": round(k.nbytes / 1e6, 4),
+                "time_us": round(t.ns / 1e3, 3),
+                "step_us": round(t.step_ns / 1e3, 3),
+                "collective": t.collective,
+                "tflops": round(k.flops / t.ns / 1e3, 1) if k.flops and t.ns else 0.0,
+                "gbps": round(k.nbytes / t.ns, 1) if k.nbytes and t.ns else 0.0,
+            }
+        )
     return out
 
 

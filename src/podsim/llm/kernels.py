@@ -63,7 +63,7 @@ class Kernel:
     ``cp kv exchange``; ``nbytes``).  ``dtype`` is the GEMM's input precision."""
 
     name: str
-    module: str                  #: attention | mlp | norm | embedding | output | loss | optimizer | fp8 | moe
+    module: str  #: attention | mlp | norm | embedding | output | loss | optimizer | fp8 | moe
     kind: str
     m: float = 0.0
     n: float = 0.0
@@ -72,7 +72,7 @@ class Kernel:
     nbytes: float = 0.0
     dtype: str = "bf16"
     backward: bool = False
-    count: int = 1               #: identical launches (MoE experts)
+    count: int = 1  #: identical launches (MoE experts)
     #: the TP collective this GEMM can hide with sequence parallelism ("ag": an all-gather,
     #: "rs": a reduce-scatter; see :func:`_linear`)
     overlap: str = ""
@@ -93,16 +93,16 @@ class Kernel:
 class Shapes:
     """Per-GPU sizes of one micro-batch under a layout (elements)."""
 
-    tokens: float       #: T: tokens per GPU (b s / cp)
-    rows: float         #: R: rows in sequence-parallel regions (T / t with SP)
-    heads: float        #: a / t
-    kv: float           #: max(g / t, 1)
+    tokens: float  #: T: tokens per GPU (b s / cp)
+    rows: float  #: R: rows in sequence-parallel regions (T / t with SP)
+    heads: float  #: a / t
+    kv: float  #: max(g / t, 1)
     dhead: float
     hidden: float
-    ffn: float          #: f / t (dense)
-    vocab: float        #: V / t
-    act_bytes: float    #: bytes per activation element (2; 4 in fp32)
-    gemm_dtype: str     #: the layer GEMMs' precision
+    ffn: float  #: f / t (dense)
+    vocab: float  #: V / t
+    act_bytes: float  #: bytes per activation element (2; 4 in fp32)
+    gemm_dtype: str  #: the layer GEMMs' precision
     quant_bytes: float  #: bytes per GEMM input element a cast writes (act_bytes when not quantized)
 
 
@@ -110,16 +110,34 @@ def shapes(model: ModelConfig, layout: Layout) -> Shapes:
     """The per-GPU sizes of ``model`` under ``layout``."""
     t = layout.tp
     T = layout.micro_batch * layout.seq_len / layout.cp
-    return Shapes(T, T / t if layout.sequence_parallel else T, model.heads / t, max(model.kv / t, 1.0),
-                  float(model.dhead), float(model.hidden), model.ffn / t, model.vocab / t,
-                  4.0 if layout.precision == "fp32" else 2.0, layout.compute_dtype,
-                  QUANT_BYTES.get(layout.precision, 4.0 if layout.precision == "fp32" else 2.0))
+    return Shapes(
+        T,
+        T / t if layout.sequence_parallel else T,
+        model.heads / t,
+        max(model.kv / t, 1.0),
+        float(model.dhead),
+        float(model.hidden),
+        model.ffn / t,
+        model.vocab / t,
+        4.0 if layout.precision == "fp32" else 2.0,
+        layout.compute_dtype,
+        QUANT_BYTES.get(layout.precision, 4.0 if layout.precision == "fp32" else 2.0),
+    )
 
 
-def _gemm(name: str, module: str, m: float, n: float, k: float, dtype: str, backward: bool = False,
-          overlap: str = "", batch: float = 1.0, count: int = 1) -> Kernel:
-    return Kernel(name, module, "gemm", m, n, k, batch, dtype=dtype, backward=backward, overlap=overlap,
-                  count=count)
+def _gemm(
+    name: str,
+    module: str,
+    m: float,
+    n: float,
+    k: float,
+    dtype: str,
+    backward: bool = False,
+    overlap: str = "",
+    batch: float = 1.0,
+    count: int = 1,
+) -> Kernel:
+    return Kernel(name, module, "gemm", m, n, k, batch, dtype=dtype, backward=backward, overlap=overlap, count=count)
 
 
 def _mem(name: str, module: str, nbytes: float, backward: bool = False, count: int = 1) -> Kernel:
@@ -129,12 +147,22 @@ def _mem(name: str, module: str, nbytes: float, backward: bool = False, count: i
 def _residual_add(module: str, rows: float, sh: Shapes, dropout: bool) -> Kernel:
     """The block's output added to the residual stream (with Megatron's fused bias-dropout:
     a 1-byte mask more)."""
-    return _mem("bias-dropout-add" if dropout else "residual add", module,
-                rows * sh.hidden * sh.act_bytes * 3 + (rows * sh.hidden if dropout else 0))
+    return _mem(
+        "bias-dropout-add" if dropout else "residual add",
+        module,
+        rows * sh.hidden * sh.act_bytes * 3 + (rows * sh.hidden if dropout else 0),
+    )
 
 
-def _block_backward_ends(module: str, rows: float, sh: Shapes, dropout: bool, recompute_norm: bool,
-                         gin: float, rerun: list[Kernel] | None = None) -> tuple[list[Kernel], list[Kernel]]:
+def _block_backward_ends(
+    module: str,
+    rows: float,
+    sh: Shapes,
+    dropout: bool,
+    recompute_norm: bool,
+    gin: float,
+    rerun: list[Kernel] | None = None,
+) -> tuple[list[Kernel], list[Kernel]]:
     """The kernels that open a block's backward (the norm and ``rerun`` re-run under selective
     recompute, dropout's gradient) and close it (the norm's gradient, the residual gradient
     add)."""
@@ -144,8 +172,10 @@ def _block_backward_ends(module: str, rows: float, sh: Shapes, dropout: bool, re
     head += rerun or []
     if dropout:
         head.append(_mem("dropout bwd", module, rows * sh.hidden * (2 * sh.act_bytes + 1), True))
-    tail = [_mem("norm bwd", "norm", rows * sh.hidden * sh.act_bytes * 3, True),
-            _mem("residual grad add", "norm", rows * sh.hidden * sh.act_bytes * 3, True)]
+    tail = [
+        _mem("norm bwd", "norm", rows * sh.hidden * sh.act_bytes * 3, True),
+        _mem("residual grad add", "norm", rows * sh.hidden * sh.act_bytes * 3, True),
+    ]
     return head, tail
 
 
@@ -153,8 +183,9 @@ def _comm(name: str, nbytes: float, backward: bool = False) -> Kernel:
     return Kernel(name, "comm", "comm", nbytes=nbytes, backward=backward)
 
 
-def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes, fp8: bool, backward: bool,
-            column: bool) -> list[Kernel]:
+def _linear(
+    name: str, module: str, rows: float, n: float, k: float, sh: Shapes, fp8: bool, backward: bool, column: bool
+) -> list[Kernel]:
     """A linear layer ``rows x k -> rows x n``: fprop, or dgrad + wgrad (with fp8, the incoming
     gradient's cast + transpose first).
 
@@ -168,8 +199,7 @@ def _linear(name: str, module: str, rows: float, n: float, k: float, sh: Shapes,
         return [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
     out = []
     if fp8:
-        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes),
-                        True))
+        out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes), True))
     out.append(_gemm(f"{name} dgrad", module, rows, k, n, dt, True, overlap="ag"))
     out.append(_gemm(f"{name} wgrad", module, n, k, rows, dt, True, overlap="rs" if column else ""))
     return out
@@ -182,30 +212,66 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
     E, T, R, h, d = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.dhead
     qkv_n = (sh.heads + 2 * sh.kv) * d
     ctx = sh.heads * d
-    gin = sh.quant_bytes             # bytes of a GEMM input element written by a fused cast
+    gin = sh.quant_bytes  # bytes of a GEMM input element written by a fused cast
     dropout = model.dropout > 0
     b, sq, skv = layout.micro_batch, layout.seq_len / layout.cp, float(layout.seq_len)
     bh = b * sh.heads
     core: list[Kernel]
     if flash:
-        core = [Kernel("flash attention " + ("bwd" if backward else "fwd"), "attention", "attention",
-                       sq, skv, d, bh, backward=backward)]
+        core = [
+            Kernel(
+                "flash attention " + ("bwd" if backward else "fwd"),
+                "attention",
+                "attention",
+                sq,
+                skv,
+                d,
+                bh,
+                backward=backward,
+            )
+        ]
         if backward and layout.recomputes("core_attn"):
             core.insert(0, Kernel("flash attention fwd (recompute)", "attention", "attention", sq, skv, d, bh))
     else:
-        core = [Kernel("attention scores " + ("bwd" if backward else "fwd"), "attention", "attention_unfused",
-                       sq, skv, d, bh, backward=backward),
-                _mem("scale-mask-softmax-dropout " + ("bwd" if backward else "fwd"), "attention",
-                     bh * sq * skv * (11 if backward else 9), backward)]
+        core = [
+            Kernel(
+                "attention scores " + ("bwd" if backward else "fwd"),
+                "attention",
+                "attention_unfused",
+                sq,
+                skv,
+                d,
+                bh,
+                backward=backward,
+            ),
+            _mem(
+                "scale-mask-softmax-dropout " + ("bwd" if backward else "fwd"),
+                "attention",
+                bh * sq * skv * (11 if backward else 9),
+                backward,
+            ),
+        ]
         if backward and layout.recomputes("core_attn"):
-            core = [Kernel("attention scores fwd (recompute)", "attention", "attention_unfused", sq, skv, d, bh),
-                    _mem("scale-mask-softmax-dropout fwd (recompute)", "attention", bh * sq * skv * 9)] + core
+            core = [
+                Kernel("attention scores fwd (recompute)", "attention", "attention_unfused", sq, skv, d, bh),
+                _mem("scale-mask-softmax-dropout fwd (recompute)", "attention", bh * sq * skv * 9),
+            ] + core
     if layout.cp > 1:  # ring attention: the K/V exchange with the other CP ranks runs under the core
         kv_bytes = 2 * T * sh.kv * d * E * layout.cp
         core = [_comm("cp kv exchange", kv_bytes, backward)] + core
-    rope = [] if model.learned_positions else \
-        [_mem("rotary embedding q, k" + (" bwd" if backward else ""), "attention",
-              T * (sh.heads + sh.kv) * d * E * 2, backward, count=2)]
+    rope = (
+        []
+        if model.learned_positions
+        else [
+            _mem(
+                "rotary embedding q, k" + (" bwd" if backward else ""),
+                "attention",
+                T * (sh.heads + sh.kv) * d * E * 2,
+                backward,
+                count=2,
+            )
+        ]
+    )
     if not backward:
         ks = [_mem("norm fwd", "norm", R * h * (E + gin))]
         ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, False, True)
@@ -240,7 +306,7 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
         ks.append(_residual_add("mlp", R, sh, dropout))
         return ks
     rerun = []
-    if layout.recomputes("mlp"):   # the MLP re-run from its input: FC1, activation, FC2's input
+    if layout.recomputes("mlp"):  # the MLP re-run from its input: FC1, activation, FC2's input
         rerun.append(_gemm("fc1 fprop (recompute)", "mlp", T, u * f, h, sh.gemm_dtype, True))
     if layout.recomputes("mlp") or layout.recomputes("act"):
         rerun.append(_mem(f"{act_name} (recompute)", "mlp", T * f * (u * E + gin), True))
@@ -257,7 +323,6 @@ def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     """A mixture-of-experts MLP block: norm, router, token permutation, the local experts'
     GEMMs (balanced routing), activation, un-permutation, shared experts, residual."""
     sh = shapes(model, layout)
-    fp8 = layout.quantized
     E, T, R, h = sh.act_bytes, sh.tokens, sh.rows, sh.hidden
     f = model.expert_ffn / layout.tp
     u = model.mlp_matrices - 1
@@ -295,11 +360,13 @@ def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     ks.append(_gemm("expert fc1 wgrad", "moe", u * f, h, rows, dt, True, count=local))
     if model.shared_experts:
         n = model.shared_experts
-        ks += [_gemm("shared expert fc2 dgrad", "moe", T, f, h, dt, True, count=n),
-               _gemm("shared expert fc2 wgrad", "moe", f, h, T, dt, True, count=n),
-               _mem("shared expert activation bwd", "moe", T * f * (2 * u + 1) * E, True, count=n),
-               _gemm("shared expert fc1 dgrad", "moe", T, h, u * f, dt, True, count=n),
-               _gemm("shared expert fc1 wgrad", "moe", u * f, h, T, dt, True, count=n)]
+        ks += [
+            _gemm("shared expert fc2 dgrad", "moe", T, f, h, dt, True, count=n),
+            _gemm("shared expert fc2 wgrad", "moe", f, h, T, dt, True, count=n),
+            _mem("shared expert activation bwd", "moe", T * f * (2 * u + 1) * E, True, count=n),
+            _gemm("shared expert fc1 dgrad", "moe", T, h, u * f, dt, True, count=n),
+            _gemm("shared expert fc1 wgrad", "moe", u * f, h, T, dt, True, count=n),
+        ]
     ks.append(_comm("ep all-to-all dispatch grad", routed * h * E, True))
     ks.append(_mem("token permute bwd", "moe", routed * h * E * 2, True))
     ks.append(_gemm("router dgrad", "moe", T, h, model.experts, sh.gemm_dtype, True))
@@ -323,9 +390,11 @@ def embedding_kernels(model: ModelConfig, layout: Layout, backward: bool) -> lis
     ks = []
     if model.dropout > 0:
         ks.append(_mem("embedding dropout bwd", "embedding", R * h * (2 * E + 1), True))
-    ks += [_mem("embedding grad zero", "embedding", V * h * E, True),
-           _mem("embedding grad scatter-add", "embedding", T * h * (2 * E + 8), True),
-           _mem("embedding grad into main_grad", "embedding", V * h * (E + 8), True)]
+    ks += [
+        _mem("embedding grad zero", "embedding", V * h * E, True),
+        _mem("embedding grad scatter-add", "embedding", T * h * (2 * E + 8), True),
+        _mem("embedding grad into main_grad", "embedding", V * h * (E + 8), True),
+    ]
     if model.learned_positions:
         ks.append(_mem("position embedding grad", "embedding", layout.seq_len * h * (E + 8) + T * h * E, True))
     return ks
@@ -339,26 +408,31 @@ def output_kernels(model: ModelConfig, layout: Layout, backward: bool, loss_fusi
     dt = "bf16" if layout.quantized else sh.gemm_dtype
     logits = T * V
     if not backward:
-        ks = [_mem("final norm fwd", "norm", R * h * 2 * E),
-              _gemm("output layer fprop", "output", T, V, h, dt)]
+        ks = [_mem("final norm fwd", "norm", R * h * 2 * E), _gemm("output layer fprop", "output", T, V, h, dt)]
         if loss_fusion:
             ks.append(_mem("fused cross entropy fwd", "loss", logits * E * 2))
         else:
-            ks += [_mem("logits to fp32", "loss", logits * (E + 4)),
-                   _mem("cross entropy max", "loss", logits * 4),
-                   _mem("cross entropy subtract max", "loss", logits * 8),
-                   _mem("cross entropy exp", "loss", logits * 8),
-                   _mem("cross entropy sum", "loss", logits * 4),
-                   _mem("softmax divide", "loss", logits * 8)]
+            ks += [
+                _mem("logits to fp32", "loss", logits * (E + 4)),
+                _mem("cross entropy max", "loss", logits * 4),
+                _mem("cross entropy subtract max", "loss", logits * 8),
+                _mem("cross entropy exp", "loss", logits * 8),
+                _mem("cross entropy sum", "loss", logits * 4),
+                _mem("softmax divide", "loss", logits * 8),
+            ]
         return ks
     if loss_fusion:
         ks = [_mem("fused cross entropy bwd", "loss", logits * E * 2, True)]
     else:
-        ks = [_mem("cross entropy grad scale", "loss", logits * 8, True),
-              _mem("logits grad to bf16", "loss", logits * (4 + E), True)]
-    ks += [_gemm("output layer dgrad", "output", T, h, V, dt, True),
-           _gemm("output layer wgrad", "output", V, h, T, dt, True),
-           _mem("final norm bwd", "norm", R * h * E * 3, True)]
+        ks = [
+            _mem("cross entropy grad scale", "loss", logits * 8, True),
+            _mem("logits grad to bf16", "loss", logits * (4 + E), True),
+        ]
+    ks += [
+        _gemm("output layer dgrad", "output", T, h, V, dt, True),
+        _gemm("output layer wgrad", "output", V, h, T, dt, True),
+        _mem("final norm bwd", "norm", R * h * E * 3, True),
+    ]
     return ks
 
 
@@ -370,11 +444,18 @@ def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_by
     ks = [_mem("zero gradient buffer", "optimizer", params_local * grad_bytes)]
     if layout.dp * layout.cp > 1:
         ks.append(_mem("scale gradients by 1/DP", "optimizer", params_local * grad_bytes * 2))
-    ks += [_mem("gradient norm", "optimizer", shard * 4),
-           _mem("clip gradients", "optimizer", shard * 8),
-           _mem("adam", "optimizer", shard * 28),
-           _mem("master weights to bf16", "optimizer", shard * 6)]
-    if layout.quantized:   # read bf16, write the row- and column-wise quantized copies
-        ks.append(_mem(f"{layout.precision} weight cast-transpose", "fp8",
-                       params_local * (2 + 2 * QUANT_BYTES[layout.precision])))
+    ks += [
+        _mem("gradient norm", "optimizer", shard * 4),
+        _mem("clip gradients", "optimizer", shard * 8),
+        _mem("adam", "optimizer", shard * 28),
+        _mem("master weights to bf16", "optimizer", shard * 6),
+    ]
+    if layout.quantized:  # read bf16, write the row- and column-wise quantized copies
+        ks.append(
+            _mem(
+                f"{layout.precision} weight cast-transpose",
+                "fp8",
+                params_local * (2 + 2 * QUANT_BYTES[layout.precision]),
+            )
+        )
     return ks

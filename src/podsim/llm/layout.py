@@ -59,94 +59,200 @@ class Layout:
     pp: int = param(Param("pp", "count", 1, help="pipeline-parallel size", metavar="P"))
     cp: int = param(Param("cp", "count", 1, help="context-parallel size", metavar="C"))
     ep: int = param(Param("ep", "count", 1, help="expert-parallel size (inside DP x CP)", metavar="E"))
-    vpp: int = param(Param("vpp", "count", 1, help="virtual stages per pipeline rank (interleaved 1F1B)",
-                           metavar="V"))
-    global_batch: int = param(Param("global-batch", "count", help="sequences per iteration (required)",
-                                    metavar="B"), 1)
-    micro_batch: int = param(Param("micro-batch", "count", 1, help="sequences per micro-batch", metavar="M",
-                                   aliases=("micro-batch-size",)))
-    seq_len: int = param(Param("seq-len", "count", help="tokens per sequence (default: the model's)",
-                               metavar="S"), 2048)
-    sequence_parallel: bool = param(Param("sequence-parallel", "bool", False,
-                                          help="Megatron's sequence parallelism (with TP)"))
-    recompute: str = param(Param("recompute", "choice", "none", RECOMPUTE,
-                                 help="activation recomputation: none, selective or full"))
+    vpp: int = param(Param("vpp", "count", 1, help="virtual stages per pipeline rank (interleaved 1F1B)", metavar="V"))
+    global_batch: int = param(Param("global-batch", "count", help="sequences per iteration (required)", metavar="B"), 1)
+    micro_batch: int = param(
+        Param("micro-batch", "count", 1, help="sequences per micro-batch", metavar="M", aliases=("micro-batch-size",))
+    )
+    seq_len: int = param(
+        Param("seq-len", "count", help="tokens per sequence (default: the model's)", metavar="S"), 2048
+    )
+    sequence_parallel: bool = param(
+        Param("sequence-parallel", "bool", False, help="Megatron's sequence parallelism (with TP)")
+    )
+    recompute: str = param(
+        Param("recompute", "choice", "none", RECOMPUTE, help="activation recomputation: none, selective or full")
+    )
     #: selective recompute's modules (Megatron-Core's --recompute-modules): core_attn (the
     #: attention core), act (the MLP activation), mlp (the whole MLP), layernorm (the norms)
-    recompute_modules: tuple[str, ...] = param(Param(
-        "recompute-modules", "list", "core_attn", metavar="M,M,...",
-        help="selective recompute's modules: core_attn (default), act, mlp, layernorm"))
+    recompute_modules: tuple[str, ...] = param(
+        Param(
+            "recompute-modules",
+            "list",
+            "core_attn",
+            metavar="M,M,...",
+            help="selective recompute's modules: core_attn (default), act, mlp, layernorm",
+        )
+    )
     #: full recompute of only the first N layers of each virtual stage (Megatron's
     #: --recompute-method block --recompute-num-layers N); None: every layer
-    recompute_layers: int | None = param(Param(
-        "recompute-num-layers", "count", field="recompute_layers", metavar="N",
-        help="full recompute of only the first N layers of each virtual stage (Megatron's block method)"))
-    schedule: str = param(Param("schedule", "choice", "1f1b", SCHEDULES, aliases=("pipeline-schedule",),
-                                help="pipeline schedule (--vpp > 1 implies interleaved)"))
-    zero: int = param(Param("zero", "natural", 0, (0, 1, 2, 3), help="DeepSpeed ZeRO stage 0-3",
-                            exclusive="optimizer"),
-                      also=(Param("fsdp", "bool", False, help="fully sharded data parallelism (= --zero 3)",
-                                  field="zero", const=3, exclusive="optimizer"),))
-    distributed_optimizer: bool = param(Param(
-        "distributed-optimizer", "bool", False, exclusive="optimizer",
-        help="Megatron's distributed optimizer (ZeRO-1 style sharding, fp32 gradients)"))
-    precision: str = param(Param(
-        "precision", "choice", "bf16", PRECISIONS,
-        help="fp8: Transformer Engine's per-tensor scaling (delayed or current); mxfp8, nvfp4: Blackwell's "
-             "block-scaled formats (layer GEMMs at the fp8 / fp4 peak)"))
+    recompute_layers: int | None = param(
+        Param(
+            "recompute-num-layers",
+            "count",
+            field="recompute_layers",
+            metavar="N",
+            help="full recompute of only the first N layers of each virtual stage (Megatron's block method)",
+        )
+    )
+    schedule: str = param(
+        Param(
+            "schedule",
+            "choice",
+            "1f1b",
+            SCHEDULES,
+            aliases=("pipeline-schedule",),
+            help="pipeline schedule (--vpp > 1 implies interleaved)",
+        )
+    )
+    zero: int = param(
+        Param("zero", "natural", 0, (0, 1, 2, 3), help="DeepSpeed ZeRO stage 0-3", exclusive="optimizer"),
+        also=(
+            Param(
+                "fsdp",
+                "bool",
+                False,
+                help="fully sharded data parallelism (= --zero 3)",
+                field="zero",
+                const=3,
+                exclusive="optimizer",
+            ),
+        ),
+    )
+    distributed_optimizer: bool = param(
+        Param(
+            "distributed-optimizer",
+            "bool",
+            False,
+            exclusive="optimizer",
+            help="Megatron's distributed optimizer (ZeRO-1 style sharding, fp32 gradients)",
+        )
+    )
+    precision: str = param(
+        Param(
+            "precision",
+            "choice",
+            "bf16",
+            PRECISIONS,
+            help="fp8: Transformer Engine's per-tensor scaling (delayed or current); mxfp8, nvfp4: Blackwell's "
+            "block-scaled formats (layer GEMMs at the fp8 / fp4 peak)",
+        )
+    )
     #: reduce gradients while the backward runs (Megatron-core's --overlap-grad-reduce); off,
     #: they are reduced after the whole backward (Megatron-LM of 2021)
-    overlap_grad_reduce: bool = param(Param("no-overlap-grad-reduce", "bool", False, negate=True,
-                                            field="overlap_grad_reduce",
-                                            help="reduce gradients after the backward"))
+    overlap_grad_reduce: bool = param(
+        Param(
+            "no-overlap-grad-reduce",
+            "bool",
+            False,
+            negate=True,
+            field="overlap_grad_reduce",
+            help="reduce gradients after the backward",
+        )
+    )
     #: bytes per gradient element in the data-parallel reduction (4: fp32, Megatron's default
     #: for bf16; 2: reduced in the training precision)
     grad_reduce_bytes: int = 4
     #: fused (flash) attention: no s x s scores are stored or materialised
-    flash_attention: bool = param(Param("no-flash-attention", "bool", False, negate=True, field="flash_attention",
-                                        help="unfused attention (Megatron of 2021)"))
+    flash_attention: bool = param(
+        Param(
+            "no-flash-attention",
+            "bool",
+            False,
+            negate=True,
+            field="flash_attention",
+            help="unfused attention (Megatron of 2021)",
+        )
+    )
     #: uneven pipeline split (Megatron's --decoder-first/last-pipeline-num-layers): layers on the
     #: first / last pipeline rank; the others share the rest evenly
-    first_stage_layers: int | None = param(Param(
-        "first-stage-layers", "natural", aliases=("decoder-first-pipeline-num-layers",), metavar="L",
-        help="uneven pipeline split: layers on the first pipeline rank (with --vpp V, a multiple of V, split "
-             "evenly over its virtual stages)"))
-    last_stage_layers: int | None = param(Param(
-        "last-stage-layers", "natural", aliases=("decoder-last-pipeline-num-layers",), metavar="L",
-        help="uneven pipeline split: layers on the last pipeline rank (likewise)"))
+    first_stage_layers: int | None = param(
+        Param(
+            "first-stage-layers",
+            "natural",
+            aliases=("decoder-first-pipeline-num-layers",),
+            metavar="L",
+            help="uneven pipeline split: layers on the first pipeline rank (with --vpp V, a multiple of V, split "
+            "evenly over its virtual stages)",
+        )
+    )
+    last_stage_layers: int | None = param(
+        Param(
+            "last-stage-layers",
+            "natural",
+            aliases=("decoder-last-pipeline-num-layers",),
+            metavar="L",
+            help="uneven pipeline split: layers on the last pipeline rank (likewise)",
+        )
+    )
     #: Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-
     #: split: the embedding / the loss counts as one layer of the first / last virtual stage
-    account_for_embedding: bool = param(Param(
-        "account-for-embedding-in-pipeline-split", "bool", False, field="account_for_embedding",
-        help="count the embedding as one layer of the split: the first virtual stage gets one transformer layer "
-             "fewer"))
-    account_for_loss: bool = param(Param(
-        "account-for-loss-in-pipeline-split", "bool", False, field="account_for_loss",
-        help="count the loss (output layer) as one layer of the split: the last virtual stage gets one "
-             "transformer layer fewer"))
+    account_for_embedding: bool = param(
+        Param(
+            "account-for-embedding-in-pipeline-split",
+            "bool",
+            False,
+            field="account_for_embedding",
+            help="count the embedding as one layer of the split: the first virtual stage gets one transformer layer "
+            "fewer",
+        )
+    )
+    account_for_loss: bool = param(
+        Param(
+            "account-for-loss-in-pipeline-split",
+            "bool",
+            False,
+            field="account_for_loss",
+            help="count the loss (output layer) as one layer of the split: the last virtual stage gets one "
+            "transformer layer fewer",
+        )
+    )
     #: explicit layers per virtual stage (pp * vpp counts, virtual-stage order)
-    pipeline_layers: tuple[int, ...] | None = param(Param(
-        "pipeline-layers", "list", item=int, items="layer counts", metavar="N,N,...",
-        help="explicit split: layers per virtual stage, PP x VPP numbers (chunk 0 of ranks 0..PP-1, then chunk 1, "
-             "...)"))
+    pipeline_layers: tuple[int, ...] | None = param(
+        Param(
+            "pipeline-layers",
+            "list",
+            item=int,
+            items="layer counts",
+            metavar="N,N,...",
+            help="explicit split: layers per virtual stage, PP x VPP numbers (chunk 0 of ranks 0..PP-1, then chunk 1, "
+            "...)",
+        )
+    )
     #: TP communication overlap: ``te`` (Transformer Engine's --tp-comm-overlap: every
     #: sequence-parallel collective pipelined with its GEMM), ``async`` (Megatron-Core's
     #: default: the backward's input re-gather and dgrad reduction run under dgrad / wgrad
     #: GEMMs), ``none`` (Megatron-LM of 2021: every TP collective blocks)
-    tp_overlap: str = param(Param(
-        "tp-overlap", "choice", "te", TP_OVERLAP,
-        help="TP communication overlap: te = Transformer Engine's --tp-comm-overlap (default; needs "
-             "--sequence-parallel), async = Megatron-Core's default (backward only), none = blocking"))
+    tp_overlap: str = param(
+        Param(
+            "tp-overlap",
+            "choice",
+            "te",
+            TP_OVERLAP,
+            help="TP communication overlap: te = Transformer Engine's --tp-comm-overlap (default; needs "
+            "--sequence-parallel), async = Megatron-Core's default (backward only), none = blocking",
+        )
+    )
     #: the distributed optimizer's parameter all-gather runs under the next forward
     #: (Megatron-Core's --overlap-param-gather); off, it follows the optimizer step
-    overlap_param_gather: bool = param(Param(
-        "no-overlap-param-gather", "bool", False, negate=True, field="overlap_param_gather",
-        help="the distributed optimizer's parameter all-gather follows the optimizer step instead of running "
-             "under the next forward"))
+    overlap_param_gather: bool = param(
+        Param(
+            "no-overlap-param-gather",
+            "bool",
+            False,
+            negate=True,
+            field="overlap_param_gather",
+            help="the distributed optimizer's parameter all-gather follows the optimizer step instead of running "
+            "under the next forward",
+        )
+    )
     #: a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion); off, the
     #: vocabulary-parallel cross entropy runs in fp32 as separate kernels
-    loss_fusion: bool = param(Param("loss-fusion", "bool", False,
-                                    help="a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion)"))
+    loss_fusion: bool = param(
+        Param(
+            "loss-fusion", "bool", False, help="a fused cross-entropy kernel (Megatron's --cross-entropy-loss-fusion)"
+        )
+    )
 
     @property
     def dp(self) -> int:
@@ -238,13 +344,17 @@ class Layout:
             raise InputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
         bad = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
         if bad or not self.recompute_modules:
-            raise InputError(f"--recompute-modules must name some of {', '.join(RECOMPUTE_MODULES)}, got "
-                             f"{','.join(self.recompute_modules) or 'none'}")
+            raise InputError(
+                f"--recompute-modules must name some of {', '.join(RECOMPUTE_MODULES)}, got "
+                f"{','.join(self.recompute_modules) or 'none'}"
+            )
         if self.recompute_layers is not None:
             if self.recompute != "full":
                 raise InputError("--recompute-num-layers needs --recompute full")
             if not isinstance(self.recompute_layers, int) or self.recompute_layers < 0:
-                raise InputError(f"--recompute-num-layers must be a non-negative integer, got {self.recompute_layers!r}")
+                raise InputError(
+                    f"--recompute-num-layers must be a non-negative integer, got {self.recompute_layers!r}"
+                )
         if self.schedule not in SCHEDULES:
             raise InputError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.precision not in PRECISIONS:
@@ -257,8 +367,9 @@ class Layout:
             raise InputError("choose --zero or --distributed-optimizer, not both")
         mp = self.tp * self.pp * self.cp
         if self.gpus % mp:
-            raise InputError(f"{self.gpus} GPUs are not divisible by TP x PP x CP = {self.tp} x {self.pp} x "
-                             f"{self.cp} = {mp}")
+            raise InputError(
+                f"{self.gpus} GPUs are not divisible by TP x PP x CP = {self.tp} x {self.pp} x {self.cp} = {mp}"
+            )
         if model.heads % self.tp:
             raise InputError(f"TP {self.tp} does not divide the {model.heads} attention heads of {model.name}")
         if model.kv % self.tp and self.tp % model.kv:
@@ -269,12 +380,15 @@ class Layout:
         if self.seq_len % self.cp:
             raise InputError(f"CP {self.cp} does not divide the sequence length {self.seq_len}")
         if self.sequence_parallel and self.seq_len % (self.tp * self.cp):
-            raise InputError(f"sequence parallelism needs TP x CP = {self.tp * self.cp} to divide the "
-                             f"sequence length {self.seq_len}")
+            raise InputError(
+                f"sequence parallelism needs TP x CP = {self.tp * self.cp} to divide the sequence length {self.seq_len}"
+            )
         per_rank = self.global_batch % (self.dp * self.micro_batch)
         if per_rank:
-            raise InputError(f"the global batch {self.global_batch} is not a multiple of DP x micro-batch = "
-                             f"{self.dp} x {self.micro_batch}")
+            raise InputError(
+                f"the global batch {self.global_batch} is not a multiple of DP x micro-batch = "
+                f"{self.dp} x {self.micro_batch}"
+            )
         if self.ep > 1:
             if not model.moe:
                 raise InputError(f"--ep {self.ep} needs a mixture-of-experts model; {model.name} is dense")
@@ -283,37 +397,48 @@ class Layout:
             if (self.dp * self.cp) % self.ep:
                 raise InputError(f"EP {self.ep} must divide DP x CP = {self.dp * self.cp}")
         if self.interleaved and self.pp > 1 and self.num_microbatches % self.pp:
-            raise InputError(f"interleaved 1F1B needs the micro-batches per rank ({self.num_microbatches}) "
-                             f"to be a multiple of PP {self.pp}")
-
+            raise InputError(
+                f"interleaved 1F1B needs the micro-batches per rank ({self.num_microbatches}) "
+                f"to be a multiple of PP {self.pp}"
+            )
 
     def _check_split(self, model: ModelConfig) -> None:
         """The pipeline split's rules (see the module docstring), one clear error each."""
         L, p, v, name = model.layers, self.pp, self.vpp, model.name
         n = p * v
-        given = [f for f, on in (("--pipeline-layers", self.pipeline_layers is not None),
-                                 ("--first-stage-layers / --last-stage-layers",
-                                  self.first_stage_layers is not None or self.last_stage_layers is not None),
-                                 ("--account-for-embedding/loss-in-pipeline-split",
-                                  self.account_for_embedding or self.account_for_loss)) if on]
+        given = [
+            f
+            for f, on in (
+                ("--pipeline-layers", self.pipeline_layers is not None),
+                (
+                    "--first-stage-layers / --last-stage-layers",
+                    self.first_stage_layers is not None or self.last_stage_layers is not None,
+                ),
+                ("--account-for-embedding/loss-in-pipeline-split", self.account_for_embedding or self.account_for_loss),
+            )
+            if on
+        ]
         if len(given) > 1:
             raise InputError(f"choose one uneven pipeline split, not {' and '.join(given)}")
         if self.pipeline_layers is not None:
             counts = self.pipeline_layers
             if len(counts) != n:
-                raise InputError(f"--pipeline-layers needs PP x VPP = {p} x {v} = {n} numbers (layers per virtual "
-                                 f"stage: chunk 0 of ranks 0..{p - 1}, then chunk 1, ...), got {len(counts)}")
+                raise InputError(
+                    f"--pipeline-layers needs PP x VPP = {p} x {v} = {n} numbers (layers per virtual "
+                    f"stage: chunk 0 of ranks 0..{p - 1}, then chunk 1, ...), got {len(counts)}"
+                )
             for g, c in enumerate(counts):
                 if not isinstance(c, int) or isinstance(c, bool) or c < 0:
-                    raise InputError(f"--pipeline-layers: virtual stage {g} has {c!r} layers; expected an "
-                                     "integer >= 0")
+                    raise InputError(f"--pipeline-layers: virtual stage {g} has {c!r} layers; expected an integer >= 0")
             if sum(counts) != L:
                 raise InputError(f"--pipeline-layers sums to {sum(counts)} layers; {name} has {L}")
             empty = [g for g, c in enumerate(counts) if c == 0 and 0 < g < n - 1]
             if empty:
-                raise InputError(f"--pipeline-layers: virtual stage {empty[0]} (rank {empty[0] % p}, chunk "
-                                 f"{empty[0] // p}) has no layers; only the first (embedding) and the last "
-                                 "(loss) virtual stage may be empty")
+                raise InputError(
+                    f"--pipeline-layers: virtual stage {empty[0]} (rank {empty[0] % p}, chunk "
+                    f"{empty[0] // p}) has no layers; only the first (embedding) and the last "
+                    "(loss) virtual stage may be empty"
+                )
             return
         first, last = self.first_stage_layers, self.last_stage_layers
         if first is not None or last is not None:
@@ -323,39 +448,54 @@ class Layout:
                 if not isinstance(val, int) or isinstance(val, bool) or val < 1:
                     raise InputError(f"{flag} must be a positive integer, got {val!r}")
                 if val % v:
-                    raise InputError(f"{flag} {val} must be a multiple of VPP {v}: Megatron splits the "
-                                     f"{'first' if 'first' in flag else 'last'} pipeline rank's layers evenly "
-                                     f"over its {v} virtual stages (for an uneven first / last virtual stage use "
-                                     "--account-for-embedding/loss-in-pipeline-split or --pipeline-layers)")
+                    raise InputError(
+                        f"{flag} {val} must be a multiple of VPP {v}: Megatron splits the "
+                        f"{'first' if 'first' in flag else 'last'} pipeline rank's layers evenly "
+                        f"over its {v} virtual stages (for an uneven first / last virtual stage use "
+                        "--account-for-embedding/loss-in-pipeline-split or --pipeline-layers)"
+                    )
             if p < 2:
                 raise InputError(f"{given[0]} needs PP >= 2, got PP {p}")
             inner = p - (first is not None) - (last is not None)
             rest = L - (first or 0) - (last or 0)
             if (inner and (rest < inner or rest % inner)) or (not inner and rest):
                 want = f"a multiple of {inner}" if inner else "0"
-                raise InputError(f"the uneven split (first {first}, last {last}) does not leave the other {inner} "
-                                 f"pipeline ranks an equal share of the {L} layers of {name}: {rest} layers left, "
-                                 f"expected {want}")
+                raise InputError(
+                    f"the uneven split (first {first}, last {last}) does not leave the other {inner} "
+                    f"pipeline ranks an equal share of the {L} layers of {name}: {rest} layers left, "
+                    f"expected {want}"
+                )
             if inner and (rest // inner) % v:
-                raise InputError(f"the uneven split (first {first}, last {last}) leaves {rest // inner} layers on "
-                                 f"each other pipeline rank, not a multiple of VPP {v}")
+                raise InputError(
+                    f"the uneven split (first {first}, last {last}) leaves {rest // inner} layers on "
+                    f"each other pipeline rank, not a multiple of VPP {v}"
+                )
             return
         e, lo = int(self.account_for_embedding), int(self.account_for_loss)
         if e or lo:
             total = L + e + lo
             what = " + ".join(["the embedding"] * e + ["the loss"] * lo)
             if total % n:
-                raise InputError(f"with {what} counted as layers, PP x VPP = {n} does not divide the {total} "
-                                 f"(= {L} + {e + lo}) layers of {name}")
+                raise InputError(
+                    f"with {what} counted as layers, PP x VPP = {n} does not divide the {total} "
+                    f"(= {L} + {e + lo}) layers of {name}"
+                )
             return
         if L % n:
             hints = []
             for ee, ll in ((1, 1), (1, 0), (0, 1)):
                 if (L + ee + ll) % n == 0:
-                    flags = " ".join(f for f, on in (("--account-for-embedding-in-pipeline-split", ee),
-                                                     ("--account-for-loss-in-pipeline-split", ll)) if on)
-                    hints.append(f"{flags} ({L} + {ee + ll} = {L + ee + ll} layers, {(L + ee + ll) // n} per "
-                                 "virtual stage)")
+                    flags = " ".join(
+                        f
+                        for f, on in (
+                            ("--account-for-embedding-in-pipeline-split", ee),
+                            ("--account-for-loss-in-pipeline-split", ll),
+                        )
+                        if on
+                    )
+                    hints.append(
+                        f"{flags} ({L} + {ee + ll} = {L + ee + ll} layers, {(L + ee + ll) // n} per virtual stage)"
+                    )
                     break
             if p > 2:
                 for edge in range(v, L // p + 1, v):
@@ -364,5 +504,8 @@ class Layout:
                         hints.append(f"--first-stage-layers {edge} --last-stage-layers {edge}")
                         break
             hints.append(f"--pipeline-layers with {n} numbers")
-            raise InputError(f"PP x VPP = {n} does not divide the {L} layers of {name} (give an uneven split: "
-                             + "; or ".join(hints) + ")")
+            raise InputError(
+                f"PP x VPP = {n} does not divide the {L} layers of {name} (give an uneven split: "
+                + "; or ".join(hints)
+                + ")"
+            )

@@ -49,7 +49,6 @@ Units: bytes (reported in GiB = 2^30 B).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, replace
 
 from ..workload.pipeline_schedules import schedule
@@ -67,9 +66,9 @@ class StageMemory:
     weights: float
     gradients: float
     optimizer: float
-    activations_layers: float   #: the transformer layers' activations (Korthikanti)
-    activations_other: float    #: embedding dropout, output layer input, logits
-    buffers: float = 0.0        #: temporary: a recomputed layer, gathered K/V or ZeRO-3 weights
+    activations_layers: float  #: the transformer layers' activations (Korthikanti)
+    activations_other: float  #: embedding dropout, output layer input, logits
+    buffers: float = 0.0  #: temporary: a recomputed layer, gathered K/V or ZeRO-3 weights
 
     @property
     def activations(self) -> float:
@@ -85,9 +84,15 @@ class StageMemory:
         return self.states + self.activations + self.buffers
 
     def as_gib(self) -> dict[str, float]:
-        return {"stage": self.stage, "weights_gib": self.weights / GIB, "gradients_gib": self.gradients / GIB,
-                "optimizer_gib": self.optimizer / GIB, "activations_gib": self.activations / GIB,
-                "buffers_gib": self.buffers / GIB, "total_gib": self.total / GIB}
+        return {
+            "stage": self.stage,
+            "weights_gib": self.weights / GIB,
+            "gradients_gib": self.gradients / GIB,
+            "optimizer_gib": self.optimizer / GIB,
+            "activations_gib": self.activations / GIB,
+            "buffers_gib": self.buffers / GIB,
+            "total_gib": self.total / GIB,
+        }
 
 
 def bytes_per_param(layout: Layout) -> tuple[float, float, float]:
@@ -167,8 +172,11 @@ def layer_activation_bytes(model: ModelConfig, layout: Layout, layer: int, recom
     sp = layout.sequence_parallel
     if layout.recompute == "full" if recomputed is None else recomputed:
         return 2 * sbh / (t if sp else 1)
-    mlp = (6.0 if model.activation == "swiglu" else 4.0) * model.expert_ffn / h if model.is_moe_layer(layer) \
+    mlp = (
+        (6.0 if model.activation == "swiglu" else 4.0) * model.expert_ffn / h
+        if model.is_moe_layer(layer)
         else (6.0 if model.activation == "swiglu" else 4.0) * model.ffn / h
+    )
     if model.is_moe_layer(layer):
         mlp *= model.top_k + model.shared_experts
     if layout.recomputes("mlp"):
@@ -200,8 +208,13 @@ def peak_activations(model: ModelConfig, layout: Layout, stage: int) -> tuple[fl
     p, v = layout.pp, layout.vpp
     sp_t = layout.tp if layout.sequence_parallel else 1
     emb = layout.seq_len / layout.cp * layout.micro_batch * model.hidden / sp_t
-    chunk_act = [sum(layer_activation_bytes(model, layout, i, layout.recomputed_layer(model, stage, c, i))
-                     for i in layout.chunk_layers(model, stage, c)) for c in range(v)]
+    chunk_act = [
+        sum(
+            layer_activation_bytes(model, layout, i, layout.recomputed_layer(model, stage, c, i))
+            for i in layout.chunk_layers(model, stage, c)
+        )
+        for c in range(v)
+    ]
     chunk_emb = [emb if c * p + stage == 0 else 0.0 for c in range(v)]
     kind = "interleaved" if layout.interleaved and p > 1 else layout.schedule
     best = (-1.0, 0.0, 0.0)
@@ -226,8 +239,7 @@ def _live_after_forwards(kind: str, p: int, stage: int, m: int, v: int) -> tuple
         if forward:
             seen.setdefault(tuple(live))
     states = list(seen)
-    return tuple(a for a in states
-                 if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in states))
+    return tuple(a for a in states if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in states))
 
 
 def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:

@@ -21,11 +21,17 @@ from ..errors import InputError, unknown_key_error
 from ..fileio import read_text
 from ..registry import Registry
 
-
 #: the largest value each size may take (beyond any model trained; they bound the work and memory a
 #: typo could ask for)
-_MAX = {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "ffn": 1 << 24, "vocab": 1 << 27,
-        "seq_len": 1 << 24, "experts": 1 << 16}
+_MAX = {
+    "layers": 100_000,
+    "hidden": 1 << 20,
+    "heads": 1 << 16,
+    "ffn": 1 << 24,
+    "vocab": 1 << 27,
+    "seq_len": 1 << 24,
+    "experts": 1 << 16,
+}
 
 
 @dataclass(frozen=True)
@@ -36,29 +42,30 @@ class ModelConfig:
     layers: int
     hidden: int
     heads: int
-    ffn: int                       #: dense MLP width
+    ffn: int  #: dense MLP width
     vocab: int
-    seq_len: int = 2048            #: default / maximum sequence length
-    kv_heads: int | None = None    #: grouped-query attention; None = heads
-    head_dim: int | None = None    #: None = hidden / heads
-    activation: str = "gelu"       #: gelu (2 matrices) | swiglu (3 matrices)
-    bias: bool = True              #: linear biases (GPT) or none (LLaMA)
+    seq_len: int = 2048  #: default / maximum sequence length
+    kv_heads: int | None = None  #: grouped-query attention; None = heads
+    head_dim: int | None = None  #: None = hidden / heads
+    activation: str = "gelu"  #: gelu (2 matrices) | swiglu (3 matrices)
+    bias: bool = True  #: linear biases (GPT) or none (LLaMA)
     learned_positions: bool = True  #: a learned position embedding (GPT) or rotary (LLaMA)
-    tied_embeddings: bool = True   #: output layer shares the input embedding
-    dropout: float = 0.1           #: hidden dropout (GPT / Megatron 0.1; LLaMA-style models 0)
-    experts: int = 0               #: routed experts per MoE layer (0 = dense model)
-    top_k: int = 0                 #: routed experts per token
-    moe_ffn: int | None = None     #: routed expert width (None = ffn)
-    shared_experts: int = 0        #: always-active experts per MoE layer
-    dense_layers: int = 0          #: leading layers that stay dense in an MoE model
+    tied_embeddings: bool = True  #: output layer shares the input embedding
+    dropout: float = 0.1  #: hidden dropout (GPT / Megatron 0.1; LLaMA-style models 0)
+    experts: int = 0  #: routed experts per MoE layer (0 = dense model)
+    top_k: int = 0  #: routed experts per token
+    moe_ffn: int | None = None  #: routed expert width (None = ffn)
+    shared_experts: int = 0  #: always-active experts per MoE layer
+    dense_layers: int = 0  #: leading layers that stay dense in an MoE model
     description: str = ""
 
     def __post_init__(self) -> None:
         for f in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= _MAX[f]:
-                raise InputError(f"model {self.name!r}: {f} must be a positive integer (at most {_MAX[f]:,}), "
-                                 f"got {v!r}")
+                raise InputError(
+                    f"model {self.name!r}: {f} must be a positive integer (at most {_MAX[f]:,}), got {v!r}"
+                )
         for f in ("kv_heads", "head_dim", "moe_ffn"):
             v = getattr(self, f)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= _MAX["hidden"]):
@@ -66,11 +73,14 @@ class ModelConfig:
         for f in ("experts", "top_k", "shared_experts", "dense_layers"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= _MAX["experts"]:
-                raise InputError(f"model {self.name!r}: {f} must be an integer from 0 to {_MAX['experts']:,}, "
-                                 f"got {v!r}")
+                raise InputError(
+                    f"model {self.name!r}: {f} must be an integer from 0 to {_MAX['experts']:,}, got {v!r}"
+                )
         if self.head_dim is None and self.hidden % self.heads:
-            raise InputError(f"model {self.name!r}: hidden size {self.hidden} is not a multiple of its "
-                             f"{self.heads} attention heads (give head_dim when it is not hidden / heads)")
+            raise InputError(
+                f"model {self.name!r}: hidden size {self.hidden} is not a multiple of its "
+                f"{self.heads} attention heads (give head_dim when it is not hidden / heads)"
+            )
         if self.dense_layers > self.layers:
             raise InputError(f"model {self.name!r}: {self.dense_layers} dense layers of {self.layers} in all")
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
@@ -79,8 +89,7 @@ class ModelConfig:
             raise InputError(f"model {self.name!r}: activation must be gelu or swiglu, got {self.activation!r}")
         kv = self.kv
         if self.heads % kv:
-            raise InputError(f"model {self.name!r}: {self.heads} attention heads are not a multiple of "
-                             f"{kv} KV heads")
+            raise InputError(f"model {self.name!r}: {self.heads} attention heads are not a multiple of {kv} KV heads")
         if self.experts and not 1 <= self.top_k <= self.experts:
             raise InputError(f"model {self.name!r}: top_k must be 1..{self.experts}, got {self.top_k}")
 
@@ -160,8 +169,7 @@ class ModelConfig:
 
     def total_params(self) -> int:
         """Every parameter of the model."""
-        return (self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers))
-                + self.output_params())
+        return self.embedding_params() + sum(self.layer_params(i) for i in range(self.layers)) + self.output_params()
 
     def active_params(self) -> int:
         """Parameters a token passes through (routed experts counted ``top_k`` times)."""
@@ -215,9 +223,24 @@ def get_model(name: str) -> ModelConfig:
 
 _REQUIRED_HF = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 #: HuggingFace ``hidden_act`` values and the MLP they mean
-_ACTIVATIONS = {**{a: "gelu" for a in ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python",
-                                        "gelu_accurate", "quick_gelu", "relu", "relu2", "gelu_10")},
-                **{a: "swiglu" for a in ("silu", "swish", "swiglu")}}
+_ACTIVATIONS = {
+    **{
+        a: "gelu"
+        for a in (
+            "gelu",
+            "gelu_new",
+            "gelu_fast",
+            "gelu_pytorch_tanh",
+            "gelu_python",
+            "gelu_accurate",
+            "quick_gelu",
+            "relu",
+            "relu2",
+            "gelu_10",
+        )
+    },
+    **{a: "swiglu" for a in ("silu", "swish", "swiglu")},
+}
 
 
 def from_hf_config(path: str | Path) -> ModelConfig:
@@ -241,6 +264,7 @@ def from_hf_config(path: str | Path) -> ModelConfig:
                 data[key] = data[alt]
             else:
                 raise InputError(f"missing key {key!r}", src, key)
+
     def count(key: str, default: object = None, zero: bool = False) -> int | None:
         """An integer field (a whole-number float such as 4096.0 is taken), named in errors."""
         v = data.get(key, default)
@@ -275,18 +299,26 @@ def from_hf_config(path: str | Path) -> ModelConfig:
     h = count("hidden_size")
     act_raw = data.get("hidden_act", data.get("activation_function", "gelu"))
     if not isinstance(act_raw, str) or act_raw.lower() not in _ACTIVATIONS:
-        raise InputError(f"unknown activation {act_raw!r}; expected one of {', '.join(sorted(_ACTIVATIONS))}",
-                         src, "hidden_act")
+        raise InputError(
+            f"unknown activation {act_raw!r}; expected one of {', '.join(sorted(_ACTIVATIONS))}", src, "hidden_act"
+        )
     swiglu = _ACTIVATIONS[act_raw.lower()] == "swiglu"
     ffn = count("intermediate_size") or count("n_inner") or 4 * h  # type: ignore[operator]
-    experts = count("num_local_experts", zero=True) or count("n_routed_experts", zero=True) \
-        or count("num_experts", zero=True) or 0
+    experts = (
+        count("num_local_experts", zero=True)
+        or count("n_routed_experts", zero=True)
+        or count("num_experts", zero=True)
+        or 0
+    )
     llama_like = swiglu
     try:
         return ModelConfig(
             name=str(data.get("_name_or_path") or Path(path).parent.name or Path(path).stem),
-            layers=count("num_hidden_layers"), hidden=h, heads=count("num_attention_heads"),  # type: ignore[arg-type]
-            ffn=ffn, vocab=count("vocab_size"),  # type: ignore[arg-type]
+            layers=count("num_hidden_layers"),
+            hidden=h,
+            heads=count("num_attention_heads"),  # type: ignore[arg-type]
+            ffn=ffn,
+            vocab=count("vocab_size"),  # type: ignore[arg-type]
             seq_len=count("max_position_embeddings") or count("n_positions") or 2048,
             kv_heads=count("num_key_value_heads") if data.get("num_key_value_heads") else None,
             head_dim=count("head_dim") if data.get("head_dim") else None,

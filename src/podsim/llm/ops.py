@@ -77,7 +77,7 @@ class TimedKernel:
     kernel: Kernel
     ns: float
     step_ns: float
-    collective: str = ""   #: the TP collective beside it, if any
+    collective: str = ""  #: the TP collective beside it, if any
 
 
 class LayerCosts:
@@ -86,15 +86,22 @@ class LayerCosts:
     ``comm_ns`` times TP collectives in closed form (for the interference of overlapped
     ones); ``stack`` the host overhead and interference parameters (the GPU's defaults)."""
 
-    def __init__(self, model: ModelConfig, layout: Layout, cm: KernelTimer, flash: bool = True,
-                 comm_ns: CommTimer | None = None, stack: Stack | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelConfig,
+        layout: Layout,
+        cm: KernelTimer,
+        flash: bool = True,
+        comm_ns: CommTimer | None = None,
+        stack: Stack | None = None,
+    ) -> None:
         self.m = model
         self.lay = layout
         self.cm = cm
         self.flash = flash
         self.comm_ns = comm_ns
         self.stack = stack or Stack.for_gpu(cm.gpu.key)
-        self.tokens = layout.micro_batch * layout.seq_len // layout.cp   # tokens per GPU
+        self.tokens = layout.micro_batch * layout.seq_len // layout.cp  # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
         self._timers: dict[str, KernelTimer] = {cm.dtype: cm}
         self._cache: dict[tuple, list[PassStep]] = {}
@@ -142,8 +149,11 @@ class LayerCosts:
         if lay.tp == 1 or not k.overlap:
             return None
         if lay.sequence_parallel:
-            return (CollectiveKind.ALL_GATHER, "all-gather") if k.overlap == "ag" else \
-                (CollectiveKind.REDUCE_SCATTER, "reduce-scatter")
+            return (
+                (CollectiveKind.ALL_GATHER, "all-gather")
+                if k.overlap == "ag"
+                else (CollectiveKind.REDUCE_SCATTER, "reduce-scatter")
+            )
         # without SP: a row-parallel output and a column-parallel dgrad are all-reduced
         if k.overlap == "rs" and (not k.backward or k.name.endswith("wgrad")):
             return CollectiveKind.ALL_REDUCE, "all-reduce"
@@ -175,7 +185,7 @@ class LayerCosts:
                 out.append(self._compute_step(label, run))
                 run.clear()
 
-        solo = False   # the kernel after an overlapped collective forms a step of its own
+        solo = False  # the kernel after an overlapped collective forms a step of its own
         for k in kernels:
             if k.kind == "comm":
                 coll = self._marker(k)
@@ -195,8 +205,9 @@ class LayerCosts:
                 continue
             kind, cname = tp
             engine = self._overlapped(k)
-            coll = PassStep(f"{label}tp {cname}".strip(), collective=kind, nbytes=self.act_bytes, group="tp",
-                        overlap=bool(engine))
+            coll = PassStep(
+                f"{label}tp {cname}".strip(), collective=kind, nbytes=self.act_bytes, group="tp", overlap=bool(engine)
+            )
             if engine:
                 flush()
                 out.append(coll)
@@ -241,14 +252,23 @@ class LayerCosts:
                 kind = CollectiveKind.ALL_GATHER if "gather" in k.name else CollectiveKind.REDUCE_SCATTER
                 return PassStep(k.name, collective=kind, nbytes=self.act_bytes, group="tp")
             if "reduce" in k.name:
-                return PassStep("tp all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes, group="tp")
+                return PassStep(
+                    "tp all-reduce", collective=CollectiveKind.ALL_REDUCE, nbytes=self.act_bytes, group="tp"
+                )
             return None
         if k.name.startswith("ep "):
-            return None if lay.ep == 1 else PassStep(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
+            return (
+                None if lay.ep == 1 else PassStep(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
+            )
         if k.name.startswith("cp "):
             kind = CollectiveKind.REDUCE_SCATTER if k.backward else CollectiveKind.ALL_GATHER
-            return PassStep(f"{k.name} {'reduce-scatter' if k.backward else 'all-gather'}", collective=kind,
-                        nbytes=nb, group="cp", overlap=True)
+            return PassStep(
+                f"{k.name} {'reduce-scatter' if k.backward else 'all-gather'}",
+                collective=kind,
+                nbytes=nb,
+                group="cp",
+                overlap=True,
+            )
         return None
 
     def _in_step_ns(self, gpu: float, beside: CollectiveKind | None, engine: str) -> float:
@@ -261,8 +281,9 @@ class LayerCosts:
             return gpu
         return self.stack.overlapped_ns(gpu, float(c), engine, self.lay.tp if engine == "te" else 1)
 
-    def _compute_step(self, label: str, ks: Sequence[Kernel], beside: CollectiveKind | None = None,
-                      engine: str = "") -> PassStep:
+    def _compute_step(
+        self, label: str, ks: Sequence[Kernel], beside: CollectiveKind | None = None, engine: str = ""
+    ) -> PassStep:
         gpu = self._in_step_ns(sum(self.kernel_ns(k) for k in ks), beside, engine)
         name = ks[0].name if len(ks) == 1 else f"{ks[0].module} {ks[0].name} .. {ks[-1].name}"
         return PassStep(f"{label}{name}".strip(), gpu, sum(k.flops for k in ks))
@@ -277,8 +298,9 @@ class LayerCosts:
             tp = self._tp_collective(k)
             engine = self._overlapped(k) if tp else ""
             step = self._in_step_ns(ns, tp[0] if tp else None, engine)
-            out.append(TimedKernel(k, ns, step, f"tp {tp[1]}" + (f" ({engine} overlap)" if engine else "")
-                                   if tp else ""))
+            out.append(
+                TimedKernel(k, ns, step, f"tp {tp[1]}" + (f" ({engine} overlap)" if engine else "") if tp else "")
+            )
         return out
 
     # -- kernel lists -------------------------------------------------------------------------
@@ -319,8 +341,12 @@ class LayerCosts:
                 else:
                     kind = None if backward else CollectiveKind.ALL_REDUCE
                 if kind is not None:
-                    coll = PassStep(f"embedding tp {kind.name.lower().replace('_', '-')}", collective=kind,
-                                nbytes=self.act_bytes, group="tp")
+                    coll = PassStep(
+                        f"embedding tp {kind.name.lower().replace('_', '-')}",
+                        collective=kind,
+                        nbytes=self.act_bytes,
+                        group="tp",
+                    )
                     steps = [coll] + steps if backward else steps + [coll]
             self._cache[key] = steps
         return self._cache[key]
@@ -339,18 +365,37 @@ class LayerCosts:
             elif not backward:
                 steps = [self._compute_step("", ks[:1])]
                 if lay.sequence_parallel:
-                    steps.append(PassStep("output tp all-gather", collective=CollectiveKind.ALL_GATHER,
-                                      nbytes=self.act_bytes, group="tp"))
+                    steps.append(
+                        PassStep(
+                            "output tp all-gather",
+                            collective=CollectiveKind.ALL_GATHER,
+                            nbytes=self.act_bytes,
+                            group="tp",
+                        )
+                    )
                 steps += [self._compute_step("", ks[1:])]
                 small = int(self.tokens * 4)
-                steps += [PassStep(f"cross entropy tp all-reduce {w}", collective=CollectiveKind.ALL_REDUCE,
-                               nbytes=small, group="tp") for w in ("max", "sum", "target")]
+                steps += [
+                    PassStep(
+                        f"cross entropy tp all-reduce {w}",
+                        collective=CollectiveKind.ALL_REDUCE,
+                        nbytes=small,
+                        group="tp",
+                    )
+                    for w in ("max", "sum", "target")
+                ]
             else:
                 kind = CollectiveKind.REDUCE_SCATTER if lay.sequence_parallel else CollectiveKind.ALL_REDUCE
-                steps = [self._compute_step("", ks[:-1]),
-                         PassStep(f"output grad tp {'reduce-scatter' if lay.sequence_parallel else 'all-reduce'}",
-                              collective=kind, nbytes=self.act_bytes, group="tp"),
-                         self._compute_step("", ks[-1:])]
+                steps = [
+                    self._compute_step("", ks[:-1]),
+                    PassStep(
+                        f"output grad tp {'reduce-scatter' if lay.sequence_parallel else 'all-reduce'}",
+                        collective=kind,
+                        nbytes=self.act_bytes,
+                        group="tp",
+                    ),
+                    self._compute_step("", ks[-1:]),
+                ]
             self._cache[key] = steps
         return self._cache[key]
 

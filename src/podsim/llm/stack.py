@@ -17,7 +17,6 @@ import yaml
 
 from ..errors import InputError
 
-
 #: a stack.yaml value read from the GPU's shipped measured training steps
 #: (``compute/tables/steps/<gpu>.csv``) instead of written down
 MEASURED = "measured"
@@ -33,10 +32,14 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
     """
     other = [k for k in keys if k not in IN_STEP]
     if other:
-        raise InputError(f"{other[0]} cannot be 'measured' (only {', '.join(IN_STEP)} are read from measured "
-                         "training steps)", "podsim/llm/stack.yaml", gpu_key)
+        raise InputError(
+            f"{other[0]} cannot be 'measured' (only {', '.join(IN_STEP)} are read from measured training steps)",
+            "podsim/llm/stack.yaml",
+            gpu_key,
+        )
     # imported here: the measured steps are simulated, and their kernel timing reads this module
     from ..validation.training_steps import shipped_efficiency  # noqa: PLC0415 -- a cycle, see above
+
     got = dict(shipped_efficiency(gpu_key))
     return {k: got[k] for k in keys}
 
@@ -62,15 +65,16 @@ class Stack:
         data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
         own = data.get(gpu_key) or {}
-        if isinstance(own, str):   # the name of the GPU whose parameters this one shares
+        if isinstance(own, str):  # the name of the GPU whose parameters this one shares
             own = data.get(own) or {}
         values.update(own)
         values.update(override)
         known = {f.name for f in fields(cls)}
         bad = sorted(set(values) - known)
         if bad:
-            raise InputError(f"unknown stack parameter {bad[0]!r} (known: {', '.join(sorted(known))})",
-                             "podsim/llm/stack.yaml")
+            raise InputError(
+                f"unknown stack parameter {bad[0]!r} (known: {', '.join(sorted(known))})", "podsim/llm/stack.yaml"
+            )
         wanted = sorted(k for k, v in values.items() if v == MEASURED)
         if wanted:
             values.update(measured_values(gpu_key, wanted))

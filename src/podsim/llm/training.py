@@ -3,24 +3,25 @@
 kernel times are known, the ranks of a layout's groups.
 
 Result fields (``TrainingResult.to_dict``; times in s, FLOP/s in 10^12, memory in GiB):
-``iteration_time_s``; ``model_tflops_per_gpu`` (model FLOPs, :mod:`podsim.llm.flops`, over
-time and GPUs: full ``s x s`` attention, as Megatron-LM and Korthikanti et al. count);
-``model_tflops_per_gpu_causal`` (the causal attention scores at half, as NeMo and
-Megatron-Bridge count in their performance tables); ``hardware_tflops_per_gpu`` (counting recomputation); ``mfu`` (model FLOP/s
-over the GPU's dense peak); ``tokens_per_s``; ``memory_peak_gib`` (worst pipeline stage) and
-per-stage memory; ``breakdown``: ``compute_s`` (GPU compute busy), ``exposed_comm_s``
-(collectives not hidden under compute), ``bubble_s`` (waiting for the neighbouring pipeline
-stage), ``other_s`` (the rest), all on the pipeline rank that finishes last.
+``iteration_time_s``; ``model_tflops_per_gpu`` (model FLOPs, :mod:`podsim.llm.flops`, over time
+and GPUs: full ``s x s`` attention, as Megatron-LM and Korthikanti et al. count);
+``model_tflops_per_gpu_causal`` (the causal attention scores at half, as NeMo and Megatron-
+Bridge count in their performance tables); ``hardware_tflops_per_gpu`` (counting
+recomputation); ``mfu`` (model FLOP/s over the GPU's dense peak); ``tokens_per_s``;
+``memory_peak_gib`` (worst pipeline stage) and per-stage memory; ``breakdown``: ``compute_s``
+(GPU compute busy), ``exposed_comm_s`` (collectives not hidden under compute), ``bubble_s``
+(waiting for the neighbouring pipeline stage), ``other_s`` (the rest), all on the pipeline rank
+that finishes last.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..errors import InputError
 from ..hardware.cluster import ClusterSpec, load_cluster
 from ..hardware.gpu import GpuSpec
 from ..intervals import length, merged, subtract
-from ..errors import InputError
 from ..report.result import Result
 from .flops import causal_model_flops
 from .layout import Layout
@@ -82,8 +83,12 @@ class TrainingResult:
     def to_dict(self) -> dict:
         lay = self.layout
         return {
-            "model": self.model.name, "gpu": self.gpu.name, "cluster": self.cluster, "backend": self.backend,
-            "compute_model": self.compute_model, "calibration": self.calibration,
+            "model": self.model.name,
+            "gpu": self.gpu.name,
+            "cluster": self.cluster,
+            "backend": self.backend,
+            "compute_model": self.compute_model,
+            "calibration": self.calibration,
             "layout": layout_dict(self.model, lay),
             "iteration_time_s": round(self.iteration_time_s, 9),
             "tokens_per_s": round(lay.global_batch * lay.seq_len / self.iteration_time_s, 3),
@@ -93,8 +98,9 @@ class TrainingResult:
             "mfu": round(self.mfu, 5),
             "memory_peak_gib": round(self.memory_peak_gib, 4),
             "memory_fits": self.memory_peak_gib <= self.gpu.memory_gib,
-            "memory_per_stage": [{k: round(v, 4) if isinstance(v, float) else v for k, v in s.as_gib().items()}
-                                 for s in self.memory],
+            "memory_per_stage": [
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in s.as_gib().items()} for s in self.memory
+            ],
             "breakdown": {k: None if v is None else round(v, 9) for k, v in self.breakdown.items()},
             "simulation": {k: v for k, v in self.result.info.items() if k not in ("podsim_version",)},
             "notes": self.notes + list(self.result.notes),
@@ -104,17 +110,32 @@ class TrainingResult:
 
 def layout_dict(model: ModelConfig, lay: Layout) -> dict:
     """The ``layout`` field of the JSON (every setting of the layout, and its layers per virtual stage)."""
-    return {"gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
-            "vpp": lay.vpp, "global_batch": lay.global_batch, "micro_batch": lay.micro_batch,
-            "num_microbatches": lay.num_microbatches, "seq_len": lay.seq_len,
-            "sequence_parallel": lay.sequence_parallel, "recompute": lay.recompute,
-            "recompute_modules": list(lay.recompute_modules) if lay.recompute == "selective" else [],
-            "recompute_layers": lay.recompute_layers,
-            "schedule": lay.schedule, "zero": lay.zero,
-            "distributed_optimizer": lay.distributed_optimizer, "precision": lay.precision,
-            "tp_overlap": lay.tp_overlap, "overlap_grad_reduce": lay.overlap_grad_reduce,
-            "overlap_param_gather": lay.overlap_param_gather, "loss_fusion": lay.loss_fusion,
-            "layers_per_virtual_stage": lay.virtual_stage_layer_counts(model)}
+    return {
+        "gpus": lay.gpus,
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "dp": lay.dp,
+        "cp": lay.cp,
+        "ep": lay.ep,
+        "vpp": lay.vpp,
+        "global_batch": lay.global_batch,
+        "micro_batch": lay.micro_batch,
+        "num_microbatches": lay.num_microbatches,
+        "seq_len": lay.seq_len,
+        "sequence_parallel": lay.sequence_parallel,
+        "recompute": lay.recompute,
+        "recompute_modules": list(lay.recompute_modules) if lay.recompute == "selective" else [],
+        "recompute_layers": lay.recompute_layers,
+        "schedule": lay.schedule,
+        "zero": lay.zero,
+        "distributed_optimizer": lay.distributed_optimizer,
+        "precision": lay.precision,
+        "tp_overlap": lay.tp_overlap,
+        "overlap_grad_reduce": lay.overlap_grad_reduce,
+        "overlap_param_gather": lay.overlap_param_gather,
+        "loss_fusion": lay.loss_fusion,
+        "layers_per_virtual_stage": lay.virtual_stage_layer_counts(model),
+    }
 
 
 def calibration_of(gpu: GpuSpec, table: bool) -> dict:
@@ -129,28 +150,40 @@ def calibration_of(gpu: GpuSpec, table: bool) -> dict:
     scaled = ""
     if gpu.efficiency_scale:
         factors = ", ".join(f"{p} x{f:g}" for p, f in gpu.efficiency_scale.items())
-        scaled = (f", scaled by published kernel measurements ({factors}; podsim/hardware/published_kernels.csv, "
-                  "docs/hardware.md)")
-    return {"status": "derived", "source": f"{sib}'s fit ({_FITS.get(sib, 'its own')}) on the {gpu.name}'s "
-            f"datasheet peaks and HBM bandwidth{scaled}", "derived_from": sib,
-            "scale": dict(gpu.efficiency_scale)}
+        scaled = (
+            f", scaled by published kernel measurements ({factors}; podsim/hardware/published_kernels.csv, "
+            "docs/hardware.md)"
+        )
+    return {
+        "status": "derived",
+        "source": f"{sib}'s fit ({_FITS.get(sib, 'its own')}) on the {gpu.name}'s "
+        f"datasheet peaks and HBM bandwidth{scaled}",
+        "derived_from": sib,
+        "scale": dict(gpu.efficiency_scale),
+    }
 
 
 #: GPUs whose roofline parameters were fitted to their own measurements (docs/compute.md)
-_FITS = {"a100-80gb": "Megatron-LM SC'21 Table 1 (A100 80GB)",
-         "h100-80gb": "podsim's H100 kernel table (src/podsim/compute/tables/h100-80gb.csv)"}
+_FITS = {
+    "a100-80gb": "Megatron-LM SC'21 Table 1 (A100 80GB)",
+    "h100-80gb": "podsim's H100 kernel table (src/podsim/compute/tables/h100-80gb.csv)",
+}
 
 
-def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: float | None,
-                    cluster: str | ClusterSpec | None) -> ClusterSpec:
+def default_cluster(
+    gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: float | None, cluster: str | ClusterSpec | None
+) -> ClusterSpec:
     """The cluster to run on: ``cluster`` if given, else the preset that matches the GPU; with
     ``gpus_per_node`` / ``nic_bandwidth`` (bytes per ns) overriding it."""
     if isinstance(cluster, ClusterSpec):
         spec = cluster
     else:
         if cluster is None and not gpu.preset:
-            raise InputError(f"no cluster preset for GPU {gpu.key} ({gpu.name}): give --cluster (a preset or a cluster "
-                             "YAML), or a `preset:` in its GPU entry", where="--cluster")
+            raise InputError(
+                f"no cluster preset for GPU {gpu.key} ({gpu.name}): give --cluster (a preset or a cluster "
+                "YAML), or a `preset:` in its GPU entry",
+                where="--cluster",
+            )
         spec = load_cluster(cluster or gpu.preset)
     if gpus_per_node is None and nic_bandwidth is None:
         return spec
@@ -159,15 +192,22 @@ def default_cluster(gpu: GpuSpec, gpus_per_node: int | None, nic_bandwidth: floa
         inter["nic_bandwidth"] = nic_bandwidth
     gpn = gpus_per_node or spec.gpus_per_node
     tray = spec.gpus_per_tray if spec.gpus_per_tray and gpn % spec.gpus_per_tray == 0 else None
-    return replace(spec, name=spec.name + "-custom", gpus_per_node=gpn, inter=inter, max_gpus=None,
-                   gpus_per_tray=tray, topology_file=None)
+    return replace(
+        spec,
+        name=spec.name + "-custom",
+        gpus_per_node=gpn,
+        inter=inter,
+        max_gpus=None,
+        gpus_per_tray=tray,
+        topology_file=None,
+    )
 
 
 def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
     """The ranks of the first ``tp`` / ``cp`` / ``ep`` / ``dp`` (DP x CP) group of ``layout``, or
     None for a group of one rank or another name."""
     stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp}
-    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}   # dp: DP x CP
+    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}  # dp: DP x CP
     if group not in stride or size[group] < 2:
         return None
     return tuple(i * stride[group] for i in range(size[group]))
@@ -178,11 +218,20 @@ def breakdown(res: Result) -> dict[str, float]:
     last = max(res.ranks, key=lambda r: r.finish_ns)
     slices = res.timelines.get(last.rank, [])
     if not slices:  # simulated without a timeline: only the compute total is known
-        return {"compute_s": last.compute_ns / 1e9, "exposed_comm_s": None, "bubble_s": None,  # type: ignore[dict-item]
-                "other_s": None}
+        return {
+            "compute_s": last.compute_ns / 1e9,
+            "exposed_comm_s": None,
+            "bubble_s": None,  # type: ignore[dict-item]
+            "other_s": None,
+        }
     comp = merged([(s.start_ns, s.end_ns) for s in slices if s.category == "compute"])
-    coll = merged([(s.start_ns, s.end_ns) for s in slices
-                   if s.category == "comm" and " recv " not in f" {s.name} " and " send " not in f" {s.name} "])
+    coll = merged(
+        [
+            (s.start_ns, s.end_ns)
+            for s in slices
+            if s.category == "comm" and " recv " not in f" {s.name} " and " send " not in f" {s.name} "
+        ]
+    )
     recv = merged([(s.start_ns, s.end_ns) for s in slices if s.category == "comm" and s.name.startswith("recv")])
     total = last.finish_ns
     c = length(comp)

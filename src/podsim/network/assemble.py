@@ -65,8 +65,7 @@ def add_intra(b: FabricBuilder, server: int, gpus: list[int], intra: dict) -> No
         for p in pairs:
             i, j, n = (p + [1])[:3] if isinstance(p, list) else p
             if not (0 <= i < len(gpus) and 0 <= j < len(gpus)) or i == j:
-                raise InputError(f"NVLink pair {p} names a GPU outside 0..{len(gpus) - 1}",
-                                 where="intra_node.pairs")
+                raise InputError(f"NVLink pair {p} names a GPU outside 0..{len(gpus) - 1}", where="intra_node.pairs")
             b.add_duplex(gpus[i], gpus[j], link_bw, lat, LinkTier.NVLINK, count=int(n))
     elif kind == "pcie":
         bw = intra.get("bandwidth", 32.0)
@@ -75,15 +74,17 @@ def add_intra(b: FabricBuilder, server: int, gpus: list[int], intra: dict) -> No
         for k in range(0, len(gpus), per):
             sw = b.add_node(NodeKind.NVSWITCH, f"pcisw{server}.{k // per}")
             b.add_duplex(sw, root, bw, lat, LinkTier.PCIE)
-            for g in gpus[k:k + per]:
+            for g in gpus[k : k + per]:
                 b.add_duplex(g, sw, bw, lat, LinkTier.PCIE)
     else:  # validated by the cluster parser
         raise InputError(f"unknown intra_node kind {kind!r}")
 
 
 def _latencies(inter: dict) -> tuple[float, float]:
-    return (float(inter.get("nic_latency", DEFAULT_NIC_LATENCY_NS)),
-            float(inter.get("switch_latency", DEFAULT_SWITCH_LATENCY_NS)))
+    return (
+        float(inter.get("nic_latency", DEFAULT_NIC_LATENCY_NS)),
+        float(inter.get("switch_latency", DEFAULT_SWITCH_LATENCY_NS)),
+    )
 
 
 def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None:
@@ -110,9 +111,11 @@ def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None
         tiers = 2  # as few switches as the endpoints need
     if tiers == 2:
         if leaves_needed > radix:
-            raise InputError(f"{n} GPUs exceed a two-tier fat-tree of radix {radix} "
-                             f"({down * radix} endpoints); use tiers: 3 or a larger radix",
-                             where="inter_node.tiers")
+            raise InputError(
+                f"{n} GPUs exceed a two-tier fat-tree of radix {radix} "
+                f"({down * radix} endpoints); use tiers: 3 or a larger radix",
+                where="inter_node.tiers",
+            )
         leaves = [b.add_node(NodeKind.SWITCH, f"leaf{i}") for i in range(leaves_needed)]
         spines = [b.add_node(NodeKind.SWITCH, f"spine{i}") for i in range(up)]
         for i, e in enumerate(endpoints):
@@ -130,13 +133,15 @@ def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None
     per_pod = down * half
     pods = math.ceil(n / per_pod)
     if pods > radix:
-        raise InputError(f"{n} GPUs exceed a three-tier fat-tree of radix {radix} "
-                         f"({per_pod * radix} endpoints)", where="inter_node.radix")
+        raise InputError(
+            f"{n} GPUs exceed a three-tier fat-tree of radix {radix} ({per_pod * radix} endpoints)",
+            where="inter_node.radix",
+        )
     cores = [b.add_node(NodeKind.SWITCH, f"core{i}") for i in range(half * half)]
     for p in range(pods):
         leaves = [b.add_node(NodeKind.SWITCH, f"pod{p}.leaf{i}") for i in range(half)]
         aggs = [b.add_node(NodeKind.SWITCH, f"pod{p}.agg{i}") for i in range(half)]
-        for i, e in enumerate(endpoints[p * per_pod:(p + 1) * per_pod]):
+        for i, e in enumerate(endpoints[p * per_pod : (p + 1) * per_pod]):
             b.add_duplex(e, leaves[i // down], nic_bw, nic_lat, LinkTier.NIC)
         for lf in leaves:
             for ag in aggs:
@@ -158,8 +163,7 @@ def attach_rail_optimized(b: FabricBuilder, servers: list[list[int]], inter: dic
     per_seg = int(inter.get("servers_per_segment", 32))
     r = float(inter.get("oversubscription", 1.0))
     if per_seg < 1 or r < 1:
-        raise InputError("servers_per_segment must be >= 1 and oversubscription >= 1",
-                         where="inter_node")
+        raise InputError("servers_per_segment must be >= 1 and oversubscription >= 1", where="inter_node")
     nic_lat, sw_lat = _latencies(inter)
     gpn = len(servers[0])
     segments = math.ceil(len(servers) / per_seg)
@@ -183,5 +187,6 @@ def _direct(b: FabricBuilder, num_gpus: int, inter: dict) -> None:
         dims = list(inter.get("dims") or [])
         attach_torus_cluster(b, num_gpus, dims, inter.get("bandwidth", 50.0), inter.get("latency", 100.0))
     else:
-        attach_optical_mesh(b, num_gpus, int(inter.get("rows", 1)), inter.get("bandwidth", 64.0),
-                            inter.get("hop_latency", 20.0))
+        attach_optical_mesh(
+            b, num_gpus, int(inter.get("rows", 1)), inter.get("bandwidth", 64.0), inter.get("hop_latency", 20.0)
+        )

@@ -17,11 +17,12 @@ from ..errors import InputError
 from .fabric import FabricBuilder, LinkTier
 
 
-def _grid_links(b: FabricBuilder, gpus: list[int], dims: list[int], bw: float, lat: float, wrap: bool,
-                tier: LinkTier) -> None:
+def _grid_links(
+    b: FabricBuilder, gpus: list[int], dims: list[int], bw: float, lat: float, wrap: bool, tier: LinkTier
+) -> None:
     strides = [math.prod(dims[:i]) for i in range(len(dims))]
     for idx, g in enumerate(gpus):
-        for d, (size, stride) in enumerate(zip(dims, strides)):
+        for _d, (size, stride) in enumerate(zip(dims, strides)):
             pos = (idx // stride) % size
             if pos + 1 < size:
                 b.add_duplex(g, gpus[idx + stride], bw, lat, tier)
@@ -29,23 +30,29 @@ def _grid_links(b: FabricBuilder, gpus: list[int], dims: list[int], bw: float, l
                 b.add_duplex(g, gpus[idx - pos * stride], bw, lat, tier)
 
 
-def attach_torus_cluster(b: FabricBuilder, num_gpus: int, dims: list[int], bandwidth: float,
-                         latency_ns: float) -> None:
+def attach_torus_cluster(b: FabricBuilder, num_gpus: int, dims: list[int], bandwidth: float, latency_ns: float) -> None:
     """Add ``num_gpus`` forwarding GPUs as a 2-D or 3-D torus of shape ``dims``."""
     if not dims:
         raise InputError("a torus needs 'dims', e.g. [4, 4] or [4, 4, 4]", where="inter_node.dims")
     if len(dims) not in (1, 2, 3) or any(not isinstance(x, int) or x < 1 for x in dims):
         raise InputError(f"expected 1 to 3 positive integer sizes, got {dims}", where="inter_node.dims")
     if math.prod(dims) != num_gpus:
-        raise InputError(f"a {'x'.join(map(str, dims))} torus holds {math.prod(dims)} GPUs, not {num_gpus}",
-                         where="inter_node.dims")
+        raise InputError(
+            f"a {'x'.join(map(str, dims))} torus holds {math.prod(dims)} GPUs, not {num_gpus}", where="inter_node.dims"
+        )
     gpus = [b.add_gpu(forwards=True) for _ in range(num_gpus)]
     _grid_links(b, gpus, list(dims), bandwidth, latency_ns, True, LinkTier.FABRIC)
     b.meta.update(inter_node="torus", dims=list(dims))
 
 
-def attach_optical_mesh(b: FabricBuilder, num_gpus: int, rows: int, bandwidth: float = 64.0,
-                        hop_latency_ns: float = 20.0, max_ports: int = 8) -> None:
+def attach_optical_mesh(
+    b: FabricBuilder,
+    num_gpus: int,
+    rows: int,
+    bandwidth: float = 64.0,
+    hop_latency_ns: float = 20.0,
+    max_ports: int = 8,
+) -> None:
     """Add ``num_gpus`` forwarding GPUs as TrioSim's ``rows x cols`` optical mesh."""
     if rows < 1 or num_gpus % rows:
         raise InputError(f"{num_gpus} GPUs do not fill {rows} rows", where="inter_node.rows")

@@ -28,19 +28,19 @@ class NodeKind(IntEnum):
     """What a fabric node is."""
 
     GPU = 0
-    NVSWITCH = 1   #: an NVLink switch (or a server-local switch chip such as a PCIe switch)
-    SWITCH = 2     #: a network switch (leaf / ToR / spine / core)
-    NIC = 3        #: a network interface card, when modelled as its own node
-    CPU = 4        #: a host CPU / PCIe root complex
+    NVSWITCH = 1  #: an NVLink switch (or a server-local switch chip such as a PCIe switch)
+    SWITCH = 2  #: a network switch (leaf / ToR / spine / core)
+    NIC = 3  #: a network interface card, when modelled as its own node
+    CPU = 4  #: a host CPU / PCIe root complex
 
 
 class LinkTier(IntEnum):
     """Which kind of cable a link is; used for per-tier latency and efficiency parameters."""
 
-    NVLINK = 0   #: GPU <-> NVSwitch, or GPU <-> GPU NVLink
-    PCIE = 1     #: GPU / NIC <-> PCIe switch or CPU
-    NIC = 2      #: GPU or NIC <-> first network switch (the scale-out NIC link)
-    FABRIC = 3   #: switch <-> switch
+    NVLINK = 0  #: GPU <-> NVSwitch, or GPU <-> GPU NVLink
+    PCIE = 1  #: GPU / NIC <-> PCIe switch or CPU
+    NIC = 2  #: GPU or NIC <-> first network switch (the scale-out NIC link)
+    FABRIC = 3  #: switch <-> switch
     OPTICAL = 4  #: an optical link (TrioSim's optical mesh)
 
 
@@ -49,17 +49,17 @@ class Fabric:
     """An immutable fabric.  Build one with :class:`FabricBuilder`."""
 
     name: str
-    node_kind: np.ndarray       #: int8 per node, a :class:`NodeKind`
+    node_kind: np.ndarray  #: int8 per node, a :class:`NodeKind`
     node_name: tuple[str, ...]  #: a readable name per node ("gpu3", "leaf1", ...)
-    forwards: np.ndarray        #: bool per node: may appear inside a route
-    gpus: np.ndarray            #: int32 node id of each GPU rank
-    gpus_per_node: int          #: GPUs per server (ranks ``k*g .. k*g+g-1`` share server ``k``)
-    link_src: np.ndarray        #: int32 per directed link
-    link_dst: np.ndarray        #: int32 per directed link
-    link_bw: np.ndarray         #: float64 bytes per ns, per directed link
-    link_lat: np.ndarray        #: float64 ns, per directed link
-    link_tier: np.ndarray       #: int8 per directed link, a :class:`LinkTier`
-    gpu_type: str = ""          #: e.g. "A100", "H100" (informational; specs live in hardware/)
+    forwards: np.ndarray  #: bool per node: may appear inside a route
+    gpus: np.ndarray  #: int32 node id of each GPU rank
+    gpus_per_node: int  #: GPUs per server (ranks ``k*g .. k*g+g-1`` share server ``k``)
+    link_src: np.ndarray  #: int32 per directed link
+    link_dst: np.ndarray  #: int32 per directed link
+    link_bw: np.ndarray  #: float64 bytes per ns, per directed link
+    link_lat: np.ndarray  #: float64 ns, per directed link
+    link_tier: np.ndarray  #: int8 per directed link, a :class:`LinkTier`
+    gpu_type: str = ""  #: e.g. "A100", "H100" (informational; specs live in hardware/)
     #: extra facts a builder records (e.g. {"nvswitches": [...], "rails": 8}); read-only by
     #: convention
     meta: dict = field(default_factory=dict, compare=False)
@@ -96,7 +96,7 @@ class Fabric:
         order = np.argsort(self.link_src, kind="stable")
         counts = np.bincount(self.link_src, minlength=self.num_nodes)
         bounds = np.concatenate(([0], np.cumsum(counts)))
-        return [order[bounds[i]:bounds[i + 1]] for i in range(self.num_nodes)]
+        return [order[bounds[i] : bounds[i + 1]] for i in range(self.num_nodes)]
 
 
 class FabricBuilder:
@@ -150,22 +150,28 @@ class FabricBuilder:
         """Add one directed link ``a -> b`` (bytes per ns, ns) and return its id."""
         n = len(self._kind)
         if not (0 <= a < n and 0 <= b < n):
-            raise InputError(f"link {a}->{b} names a node that does not exist (nodes are 0..{n - 1})",
-                             self.source)
+            raise InputError(f"link {a}->{b} names a node that does not exist (nodes are 0..{n - 1})", self.source)
         if a == b:
             raise InputError(f"link {a}->{b} connects a node to itself", self.source)
         if not bandwidth > 0:
-            raise InputError(f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth}; "
-                             "expected a positive value", self.source)
-        if not bandwidth <= MAX_BYTES / 1e9:   # also refuses NaN and inf
-            raise InputError(f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth} B/ns; expected a "
-                             f"finite value (at most {MAX_BYTES / 1e9:.3g})", self.source)
+            raise InputError(
+                f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth}; expected a positive value",
+                self.source,
+            )
+        if not bandwidth <= MAX_BYTES / 1e9:  # also refuses NaN and inf
+            raise InputError(
+                f"link {self._name[a]}->{self._name[b]} has bandwidth {bandwidth} B/ns; expected a "
+                f"finite value (at most {MAX_BYTES / 1e9:.3g})",
+                self.source,
+            )
         if latency_ns < 0:
-            raise InputError(f"link {self._name[a]}->{self._name[b]} has negative latency {latency_ns}",
-                             self.source)
+            raise InputError(f"link {self._name[a]}->{self._name[b]} has negative latency {latency_ns}", self.source)
         if not latency_ns <= MAX_NS:
-            raise InputError(f"link {self._name[a]}->{self._name[b]} has latency {latency_ns} ns; expected a "
-                             f"finite value (at most {MAX_NS:.3g})", self.source)
+            raise InputError(
+                f"link {self._name[a]}->{self._name[b]} has latency {latency_ns} ns; expected a "
+                f"finite value (at most {MAX_NS:.3g})",
+                self.source,
+            )
         self._src.append(a)
         self._dst.append(b)
         self._bw.append(float(bandwidth))
@@ -173,8 +179,7 @@ class FabricBuilder:
         self._tier.append(int(tier))
         return len(self._src) - 1
 
-    def add_duplex(self, a: int, b: int, bandwidth: float, latency_ns: float, tier: LinkTier,
-                   count: int = 1) -> None:
+    def add_duplex(self, a: int, b: int, bandwidth: float, latency_ns: float, tier: LinkTier, count: int = 1) -> None:
         """Add a full-duplex cable (two directed links) between ``a`` and ``b``.  ``count``
         parallel cables are merged into one link of ``count`` times the bandwidth."""
         self.add_link(a, b, bandwidth * count, latency_ns, tier)
@@ -233,5 +238,6 @@ def check_gpus_connected(fab: Fabric, source: str | None = None) -> None:
             names = ", ".join(fab.node_name[g] for g in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             verb = "reach" if direction == "from" else "be reached from"
-            raise InputError(f"fabric {fab.name!r} is disconnected: {fab.node_name[start]} cannot "
-                             f"{verb} {names}{more}", source)
+            raise InputError(
+                f"fabric {fab.name!r} is disconnected: {fab.node_name[start]} cannot {verb} {names}{more}", source
+            )

@@ -83,7 +83,7 @@ class Router:
         weight = np.maximum(np.rint(fabric.link_lat), 1).astype(np.int64)
         w = weight.tolist()
         out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (link, dst, weight)
-        into: list[list[tuple[int, int]]] = [[] for _ in range(n)]      # (source node, weight)
+        into: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # (source node, weight)
         for link, (a, b) in enumerate(zip(fabric.link_src.tolist(), fabric.link_dst.tolist())):
             out[a].append((link, b, w[link]))
             into[b].append((a, w[link]))
@@ -107,7 +107,7 @@ class Router:
         dist = np.full((k, k), _UNREACHABLE, dtype=np.int64)
         block = max(1, 4_000_000 // max(len(a), 1))
         for lo in range(0, k, block):
-            d = dist[lo:lo + block]
+            d = dist[lo : lo + block]
             d[np.arange(d.shape[0]), np.arange(lo, lo + d.shape[0])] = 0
             if not len(a):
                 continue
@@ -143,8 +143,7 @@ class Router:
         self._to_cache[dst] = out
         return out
 
-    def route(self, src: int, dst: int, label: int = 0, load: np.ndarray | list[int] | None = None
-              ) -> tuple[int, ...]:
+    def route(self, src: int, dst: int, label: int = 0, load: np.ndarray | list[int] | None = None) -> tuple[int, ...]:
         """The directed links a flow from node ``src`` to node ``dst`` takes (empty if equal).
         ``load`` (flows per link) is used by adaptive routing only.
 
@@ -189,8 +188,9 @@ class Router:
                 self._pair_cache[(src, dst)] = out
         return out
 
-    def _least_congested(self, u: int, cands: list[tuple[int, int]], dst: int,
-                         load: np.ndarray | list[int]) -> list[tuple[int, int]]:
+    def _least_congested(
+        self, u: int, cands: list[tuple[int, int]], dst: int, load: np.ndarray | list[int]
+    ) -> list[tuple[int, int]]:
         """The adaptive choices whose path is least congested: the most flows on the link or,
         one hop further, on the least-loaded link it can continue on (a spine has one link down
         to each leaf, so choosing the uplink chooses the downlink too: without the look-ahead,
@@ -207,7 +207,7 @@ class Router:
         for c, link, onward in plan:
             here = load[link]
             if best0 >= 0 and here > best0:
-                continue   # already worse than the best, whatever lies behind it
+                continue  # already worse than the best, whatever lies behind it
             if onward.__class__ is int:
                 if onward < 0:
                     s0 = here
@@ -223,8 +223,9 @@ class Router:
                 out.append(c)
         return out
 
-    def batch_paths(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ...]], np.ndarray, set[int]]:
+    def batch_paths(
+        self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ...]], np.ndarray, set[int]]:
         """Many flows' routes at once, routed once per (source, destination) pair where the
         label cannot matter (no choice on the way).
 
@@ -258,14 +259,14 @@ class Router:
                     if path is None:
                         route = self.route(a, b, int(labels[f]))
                         path = self._pair_cache.get((a, b))
-                        if path is None:   # hashed choices: the route depends on the label
+                        if path is None:  # hashed choices: the route depends on the label
                             by_label.append(j)
                             path = route
             routes.append(path)
         width = max(1, max((len(r) for r in routes), default=1))
         table = np.full((len(routes), width), pad, dtype=np.int64)
         for j, r in enumerate(routes):
-            table[j, :len(r)] = r
+            table[j, : len(r)] = r
         lengths_of = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
         paths = table[inv]
         lengths = lengths_of[inv]
@@ -274,10 +275,11 @@ class Router:
             for i in np.flatnonzero(np.isin(inv, by_label)).tolist():
                 r = self.route(int(src[i]), int(dst[i]), int(labels[i]))
                 if len(r) > paths.shape[1]:
-                    paths = np.concatenate([paths, np.full((len(paths), len(r) - paths.shape[1]), pad,
-                                                           dtype=np.int64)], axis=1)
+                    paths = np.concatenate(
+                        [paths, np.full((len(paths), len(r) - paths.shape[1]), pad, dtype=np.int64)], axis=1
+                    )
                 paths[i] = pad
-                paths[i, :len(r)] = r
+                paths[i, : len(r)] = r
                 lengths[i] = len(r)
                 route_of[i] = len(routes)
                 routes.append(r)
@@ -325,7 +327,8 @@ class Router:
             if pairs is None:
                 f = self.fabric
                 pairs = f.derived["link_of_pair"] = {
-                    (a, b): i for i, (a, b) in enumerate(zip(f.link_src.tolist(), f.link_dst.tolist()))}
+                    (a, b): i for i, (a, b) in enumerate(zip(f.link_src.tolist(), f.link_dst.tolist()))
+                }
             if (v, dst) in pairs:
                 got = [pairs[(v, dst)]]
             else:

@@ -27,12 +27,9 @@ from .fabric import FabricBuilder, LinkTier, NodeKind
 GBPS = 0.125  # 1 Gb/s in bytes per ns
 
 _DEFAULTS = {
-    "spectrum-x": {"nic_bandwidth": 400 * GBPS, "nics_per_switch": 64, "spines": 64, "rail": True,
-                   "dual_tor": False},
-    "alibaba-hpn": {"nic_bandwidth": 200 * GBPS, "nics_per_switch": 128, "spines": 120, "rail": True,
-                    "dual_tor": True},
-    "dcn+": {"nic_bandwidth": 400 * GBPS, "nics_per_switch": 64, "spines": 8, "rail": False,
-             "dual_tor": False},
+    "spectrum-x": {"nic_bandwidth": 400 * GBPS, "nics_per_switch": 64, "spines": 64, "rail": True, "dual_tor": False},
+    "alibaba-hpn": {"nic_bandwidth": 200 * GBPS, "nics_per_switch": 128, "spines": 120, "rail": True, "dual_tor": True},
+    "dcn+": {"nic_bandwidth": 400 * GBPS, "nics_per_switch": 64, "spines": 8, "rail": False, "dual_tor": False},
 }
 POD_GPUS = {"spectrum-x": 4096, "alibaba-hpn": 15360, "dcn+": 512}
 
@@ -40,16 +37,18 @@ POD_GPUS = {"spectrum-x": 4096, "alibaba-hpn": 15360, "dcn+": 512}
 def attach_simai_template(b: FabricBuilder, servers: list[list[int]], template: str, inter: dict) -> None:
     """Wire ``servers`` (GPU node ids per server) into one of SimAI's templates."""
     if template not in _DEFAULTS:
-        raise InputError(f"unknown template {template!r}; expected one of {', '.join(_DEFAULTS)}",
-                         where="inter_node.kind")
+        raise InputError(
+            f"unknown template {template!r}; expected one of {', '.join(_DEFAULTS)}", where="inter_node.kind"
+        )
     d = dict(_DEFAULTS[template])
     dual_tor = bool(inter.get("dual_tor", d["dual_tor"]))
     dual_plane = bool(inter.get("dual_plane", False))
     if template == "dcn+" and dual_tor:
         d.update(nic_bandwidth=200 * GBPS, nics_per_switch=128)
     if dual_plane and not (d["rail"] and dual_tor):
-        raise InputError("dual_plane needs a rail-optimized dual-ToR template (alibaba-hpn)",
-                         where="inter_node.dual_plane")
+        raise InputError(
+            "dual_plane needs a rail-optimized dual-ToR template (alibaba-hpn)", where="inter_node.dual_plane"
+        )
     nic_bw = inter.get("nic_bandwidth", d["nic_bandwidth"])
     up_bw = inter.get("uplink_bandwidth", nic_bw)
     npa = int(inter.get("nics_per_switch", d["nics_per_switch"]))
@@ -60,8 +59,7 @@ def attach_simai_template(b: FabricBuilder, servers: list[list[int]], template: 
     gpn = len(servers[0])
     cap = POD_GPUS[template] if "nics_per_switch" not in inter else None
     if cap is not None and len(gpus) > cap:
-        raise InputError(f"{len(gpus)} GPUs exceed the capacity of one {template} pod ({cap})",
-                         where="inter_node.kind")
+        raise InputError(f"{len(gpus)} GPUs exceed the capacity of one {template} pod ({cap})", where="inter_node.kind")
     banks = 2 if dual_tor else 1  # dual ToR: each NIC has one port (at nic_bandwidth) per bank
     tors: dict[tuple[int, int, int], int] = {}
 

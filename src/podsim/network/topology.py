@@ -18,9 +18,9 @@ from ..errors import InputError
 class BlockKind(str, Enum):
     """The shape of one dimension."""
 
-    RING = "Ring"                     #: bidirectional ring; a message takes the shorter way
+    RING = "Ring"  #: bidirectional ring; a message takes the shorter way
     FULLY_CONNECTED = "FullyConnected"  #: a direct link between every pair: 1 hop
-    SWITCH = "Switch"                 #: every NPU on one switch: 2 hops (up and down)
+    SWITCH = "Switch"  #: every NPU on one switch: 2 hops (up and down)
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Dimension:
 
     kind: BlockKind
     npus: int
-    bandwidth: float   #: bytes per ns, per link per direction
+    bandwidth: float  #: bytes per ns, per link per direction
     latency_ns: float  #: per hop
 
     def hops(self, a: int, b: int) -> int:

@@ -9,6 +9,25 @@ from .pipeline_parallel import partition, pipeline_parallel
 from .plan import MODES, fit_memory, load_step, parallelize, summary
 from .tensor_parallel import tensor_parallel
 
-__all__ = ["DDP_BUCKET_BYTES", "Footprint", "MODES", "OneGpuStep", "StepOp", "data_parallel", "extrapolate",
-           "fit_memory", "footprint", "from_pytorch", "from_triosim", "label_layers", "load_step", "parallelize",
-           "partition", "pipeline_parallel", "plan_offload", "summary", "tensor_parallel", "to_triosim"]
+__all__ = [
+    "DDP_BUCKET_BYTES",
+    "Footprint",
+    "MODES",
+    "OneGpuStep",
+    "StepOp",
+    "data_parallel",
+    "extrapolate",
+    "fit_memory",
+    "footprint",
+    "from_pytorch",
+    "from_triosim",
+    "label_layers",
+    "load_step",
+    "parallelize",
+    "partition",
+    "pipeline_parallel",
+    "plan_offload",
+    "summary",
+    "tensor_parallel",
+    "to_triosim",
+]

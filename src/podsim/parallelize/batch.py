@@ -26,9 +26,19 @@ def extrapolate(step: OneGpuStep, traced: int, target: int) -> OneGpuStep:
     if traced == target:
         return step
     ratio = target / traced
-    ops = [op if op.stage == "optimizer" else
-           replace(op, ns=max(1, round(op.ns * ratio)), output_bytes=round(op.output_bytes * ratio),
-                   result_bytes=round(op.result_bytes * ratio)) for op in step.ops]
-    notes = step.notes + [f"batch {traced} traced, {target} simulated: forward and backward times and activations "
-                          f"scaled by {ratio:g}, the optimizer and parameter sizes not"]
+    ops = [
+        op
+        if op.stage == "optimizer"
+        else replace(
+            op,
+            ns=max(1, round(op.ns * ratio)),
+            output_bytes=round(op.output_bytes * ratio),
+            result_bytes=round(op.result_bytes * ratio),
+        )
+        for op in step.ops
+    ]
+    notes = step.notes + [
+        f"batch {traced} traced, {target} simulated: forward and backward times and activations "
+        f"scaled by {ratio:g}, the optimizer and parameter sizes not"
+    ]
     return replace(step, ops=ops, notes=notes)

@@ -20,7 +20,7 @@ from ..formats.one_gpu_step import OneGpuStep
 from ..workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from .memory import Offload
 
-DDP_BUCKET_BYTES = 25 * 2**20   #: PyTorch DDP's default bucket_cap_mb
+DDP_BUCKET_BYTES = 25 * 2**20  #: PyTorch DDP's default bucket_cap_mb
 
 
 def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: int = DDP_BUCKET_BYTES) -> Workload:
@@ -49,13 +49,28 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
         if mode == "dp":
             label = "dp all-reduce (all gradients)"
         else:
-            span = (f" ({bucket_layers[0]})" if len(bucket_layers) == 1 else
-                    f" ({bucket_layers[0]} .. {bucket_layers[-1]})" if bucket_layers else "")
+            span = (
+                f" ({bucket_layers[0]})"
+                if len(bucket_layers) == 1
+                else f" ({bucket_layers[0]} .. {bucket_layers[-1]})"
+                if bucket_layers
+                else ""
+            )
             label = f"ddp bucket {len(reduces)}{span}"
         bucket_layers.clear()
-        reduces.append(b.add(OpKind.COLLECTIVE, f"{mode} gradient all-reduce ({nbytes:,} B)", data_deps=after,
-                             node_id=nid, collective=int(CollectiveKind.ALL_REDUCE), size_bytes=nbytes,
-                             group="dp", stream="dp", extra={"layer": label, "stage": "backward"}))
+        reduces.append(
+            b.add(
+                OpKind.COLLECTIVE,
+                f"{mode} gradient all-reduce ({nbytes:,} B)",
+                data_deps=after,
+                node_id=nid,
+                collective=int(CollectiveKind.ALL_REDUCE),
+                size_bytes=nbytes,
+                group="dp",
+                stream="dp",
+                extra={"layer": label, "stage": "backward"},
+            )
+        )
 
     optimizer_started = False
     offload = Offload(step)
@@ -68,8 +83,16 @@ def data_parallel(step: OneGpuStep, gpus: int, mode: str = "ddp", bucket_bytes: 
             prev = prev + reduces
         nid += 1
         deps, nid = offload.before_backward(b, op, prev, nid)
-        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=deps, node_id=nid, duration_ns=max(op.ns, 1),
-                      extra={"stage": op.stage, "layer": op.layer})]
+        prev = [
+            b.add(
+                OpKind.COMPUTE,
+                op.name,
+                data_deps=deps,
+                node_id=nid,
+                duration_ns=max(op.ns, 1),
+                extra={"stage": op.stage, "layer": op.layer},
+            )
+        ]
         if op.offload_bytes:
             nid += 1
             offload.store(b, op, prev[0], nid)

@@ -52,12 +52,21 @@ class Footprint:
         return self.weights + self.gradients + self.optimizer
 
     def describe(self) -> str:
-        return (f"weights {self.weights / GIB:.2f} + gradients {self.gradients / GIB:.2f} + optimizer "
-                f"{self.optimizer / GIB:.2f} + activations {self.activations / GIB:.2f} = {self.total / GIB:.2f} GiB")
+        return (
+            f"weights {self.weights / GIB:.2f} + gradients {self.gradients / GIB:.2f} + optimizer "
+            f"{self.optimizer / GIB:.2f} + activations {self.activations / GIB:.2f} = {self.total / GIB:.2f} GiB"
+        )
 
 
-def footprint(step: OneGpuStep, mode: str, gpus: int, *, micro_batches: int = 1, stage_ops: list[StepOp] | None = None,
-              in_flight: int = 1) -> Footprint:
+def footprint(
+    step: OneGpuStep,
+    mode: str,
+    gpus: int,
+    *,
+    micro_batches: int = 1,
+    stage_ops: list[StepOp] | None = None,
+    in_flight: int = 1,
+) -> Footprint:
     """The memory one GPU needs for ``step`` in ``mode`` (dp, ddp, tp, pp) on ``gpus`` GPUs.
 
     For pp give the stage's forward ops (``stage_ops``) and the micro-batches it holds at once
@@ -85,17 +94,21 @@ def plan_offload(step: OneGpuStep, fp: Footprint, capacity: int) -> OneGpuStep:
     if excess <= 0:
         return step
     if fp.static >= capacity:
-        raise InputError(f"weights, gradients and optimizer state need {fp.static / GIB:.2f} GiB per GPU, more than "
-                         f"its {capacity / GIB:.2f} GiB even with every activation offloaded: use more GPUs with "
-                         "--parallel tp or pp, or a GPU with more memory (--gpu-memory)")
+        raise InputError(
+            f"weights, gradients and optimizer state need {fp.static / GIB:.2f} GiB per GPU, more than "
+            f"its {capacity / GIB:.2f} GiB even with every activation offloaded: use more GPUs with "
+            "--parallel tp or pp, or a GPU with more memory (--gpu-memory)"
+        )
     ops = []
     for o in step.ops:
         take = min(o.output_bytes, excess) if o.stage == "forward" and excess > 0 else 0
         excess -= take
         ops.append(replace(o, offload_bytes=take) if take else o)
-    notes = step.notes + [f"{(fp.total - capacity) / GIB:.2f} GiB of activations per GPU do not fit in "
-                          f"{capacity / GIB:.2f} GiB: offloaded to remote memory after the forward op that makes "
-                          "them and loaded again before their layer's backward"]
+    notes = step.notes + [
+        f"{(fp.total - capacity) / GIB:.2f} GiB of activations per GPU do not fit in "
+        f"{capacity / GIB:.2f} GiB: offloaded to remote memory after the forward op that makes "
+        "them and loaded again before their layer's backward"
+    ]
     return replace(step, ops=ops, notes=notes)
 
 
@@ -120,13 +133,27 @@ class Offload:
         """After forward op ``op`` (program index ``after``), store its offloaded output."""
         if op.offload_bytes:
             self.stores.setdefault(op.layer, []).append(
-                b.add(OpKind.MEM_STORE, f"offload {op.name} output", data_deps=[after], node_id=node_id,
-                      size_bytes=op.offload_bytes, stream="offload", extra={"stage": op.stage, "layer": op.layer}))
+                b.add(
+                    OpKind.MEM_STORE,
+                    f"offload {op.name} output",
+                    data_deps=[after],
+                    node_id=node_id,
+                    size_bytes=op.offload_bytes,
+                    stream="offload",
+                    extra={"stage": op.stage, "layer": op.layer},
+                )
+            )
 
     def _load(self, b: ProgramBuilder, layer: str, deps: list[int], node_id: int) -> None:
-        self.loads[layer] = b.add(OpKind.MEM_LOAD, f"load {layer} activations", node_id=node_id,
-                                  data_deps=deps + self.stores.get(layer, []), size_bytes=self.by_layer[layer],
-                                  stream="offload", extra={"stage": "backward", "layer": layer})
+        self.loads[layer] = b.add(
+            OpKind.MEM_LOAD,
+            f"load {layer} activations",
+            node_id=node_id,
+            data_deps=deps + self.stores.get(layer, []),
+            size_bytes=self.by_layer[layer],
+            stream="offload",
+            extra={"stage": "backward", "layer": layer},
+        )
 
     def before_backward(self, b: ProgramBuilder, op: StepOp, deps: list[int], next_id: int) -> tuple[list[int], int]:
         """Dependencies of ``op``: ``deps``, plus its layer's load for a backward op of an
@@ -135,7 +162,7 @@ class Offload:
         dependencies and the next free node id."""
         if op.stage != "backward" or not self.order:
             return deps, next_id
-        if not self.loads:   # the backward starts: prefetch the first offloaded layer
+        if not self.loads:  # the backward starts: prefetch the first offloaded layer
             self._load(b, self.order[0], deps, next_id)
             next_id += 1
         if op.layer not in self.by_layer:

@@ -66,7 +66,7 @@ def partition(step: OneGpuStep, stages: int) -> tuple[list[list[StepOp]], list[l
         # autograd's backward mirrors the forward op for op: balance forward + backward
         cuts = _balanced_cuts([fwd[i].ns + bwd[n - 1 - i].ns for i in range(n)], stages)
         f_parts = [fwd[a:b] for a, b in zip(cuts, cuts[1:])]
-        b_parts = [bwd[n - b:n - a] for a, b in zip(cuts, cuts[1:])]
+        b_parts = [bwd[n - b : n - a] for a, b in zip(cuts, cuts[1:])]
         return f_parts, b_parts
     total = sum(o.ns for o in fwd) or 1
     cuts = _balanced_cuts([o.ns for o in fwd], stages)
@@ -76,7 +76,7 @@ def partition(step: OneGpuStep, stages: int) -> tuple[list[list[StepOp]], list[l
     b_parts = [[] for _ in range(stages)]
     done = 0
     for o in bwd:
-        from_end = 1.0 - (done + o.ns / 2) / b_total   # the forward position this op mirrors
+        from_end = 1.0 - (done + o.ns / 2) / b_total  # the forward position this op mirrors
         st = max(k for k in range(stages) if edges[k] <= from_end or k == 0)
         b_parts[st].append(o)
         done += o.ns
@@ -92,8 +92,9 @@ def _boundary_bytes(part: list[StepOp]) -> int:
     return (big or sizes or [0])[-1]
 
 
-def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b",
-                      replicas: int = 1) -> Workload:
+def pipeline_parallel(
+    step: OneGpuStep, stages: int, micro_batches: int, kind: str = "1f1b", replicas: int = 1
+) -> Workload:
     """The pipeline-parallel workload of ``step`` on ``stages`` x ``replicas`` GPUs with
     ``micro_batches`` per pipeline (each replica's batch is the step's).
 
@@ -102,8 +103,9 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
             ops, or an unknown schedule.
     """
     if stages < 1 or micro_batches < 1 or replicas < 1:
-        raise InputError(f"stages, micro-batches and replicas must be at least 1, got {stages}, {micro_batches} "
-                         f"and {replicas}")
+        raise InputError(
+            f"stages, micro-batches and replicas must be at least 1, got {stages}, {micro_batches} and {replicas}"
+        )
     if kind not in ("gpipe", "1f1b"):
         raise InputError(f"pipeline schedule must be 'gpipe' or '1f1b', not {kind!r}")
     f_parts, b_parts = partition(step, stages)
@@ -141,34 +143,80 @@ def pipeline_parallel(step: OneGpuStep, stages: int, micro_batches: int, kind: s
             tag = mb * 2 + (0 if forward else 1)
             if forward:
                 if s > 0:
-                    prev = prev + [add(OpKind.RECV, f"recv activation mb{mb}", list(prev), peer=-replicas,
-                                       size_bytes=up, tag=tag * stages + s, stream="pp", extra=edge_in)]
+                    prev = prev + [
+                        add(
+                            OpKind.RECV,
+                            f"recv activation mb{mb}",
+                            list(prev),
+                            peer=-replicas,
+                            size_bytes=up,
+                            tag=tag * stages + s,
+                            stream="pp",
+                            extra=edge_in,
+                        )
+                    ]
                 prev = fused(f"F mb{mb}", f_parts[s], prev, 1 / m)
                 if s < stages - 1:
-                    add(OpKind.SEND, f"send activation mb{mb}", list(prev), peer=replicas, size_bytes=down,
-                        tag=tag * stages + s + 1, stream="pp", extra=edge_out)
+                    add(
+                        OpKind.SEND,
+                        f"send activation mb{mb}",
+                        list(prev),
+                        peer=replicas,
+                        size_bytes=down,
+                        tag=tag * stages + s + 1,
+                        stream="pp",
+                        extra=edge_out,
+                    )
             else:
                 if s < stages - 1:
-                    prev = prev + [add(OpKind.RECV, f"recv gradient mb{mb}", list(prev), peer=replicas,
-                                       size_bytes=down, tag=tag * stages + s, stream="pp", extra=edge_out)]
+                    prev = prev + [
+                        add(
+                            OpKind.RECV,
+                            f"recv gradient mb{mb}",
+                            list(prev),
+                            peer=replicas,
+                            size_bytes=down,
+                            tag=tag * stages + s,
+                            stream="pp",
+                            extra=edge_out,
+                        )
+                    ]
                 prev = fused(f"B mb{mb}", b_parts[s], prev, 1 / m)
                 if s > 0:
-                    add(OpKind.SEND, f"send gradient mb{mb}", list(prev), peer=-replicas, size_bytes=up,
-                        tag=tag * stages + s - 1, stream="pp", extra=edge_in)
+                    add(
+                        OpKind.SEND,
+                        f"send gradient mb{mb}",
+                        list(prev),
+                        peer=-replicas,
+                        size_bytes=up,
+                        tag=tag * stages + s - 1,
+                        stream="pp",
+                        extra=edge_in,
+                    )
         if replicas > 1 and params[s] > 0:
-            prev = [add(OpKind.COLLECTIVE, f"stage {s} gradient all-reduce ({params[s]:,} B)", prev,
-                        collective=int(CollectiveKind.ALL_REDUCE), size_bytes=params[s], group="dp", stream="dp",
-                        extra={"layer": f"dp all-reduce (stage {s})", "stage": "backward"})]
+            prev = [
+                add(
+                    OpKind.COLLECTIVE,
+                    f"stage {s} gradient all-reduce ({params[s]:,} B)",
+                    prev,
+                    collective=int(CollectiveKind.ALL_REDUCE),
+                    size_bytes=params[s],
+                    group="dp",
+                    stream="dp",
+                    extra={"layer": f"dp all-reduce (stage {s})", "stage": "backward"},
+                )
+            ]
         share = params[s] / all_params
         if opt and share > 0:
             fused("optimizer step", opt, prev, share)
         prog = b.build()
-        prog.relative_peers = True   # peers are the stage before and after, in the same replica
+        prog.relative_peers = True  # peers are the stage before and after, in the same replica
         programs.append(prog)
     n = stages * replicas
     stage_of = np.arange(n) // replicas
-    groups = [Group("dp", tuple(range(st * replicas, (st + 1) * replicas))) for st in range(stages)] \
-        if replicas > 1 else []
+    groups = (
+        [Group("dp", tuple(range(st * replicas, (st + 1) * replicas))) for st in range(stages)] if replicas > 1 else []
+    )
     dp = f", dp {replicas}" if replicas > 1 else ""
     # no representatives: a stage's replicas run alike only when the fabric places them alike
     # (they may straddle servers), so every rank is simulated

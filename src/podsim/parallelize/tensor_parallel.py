@@ -31,16 +31,34 @@ def tensor_parallel(step: OneGpuStep, gpus: int) -> Workload:
         nid += 1
         ns = max(1, round(op.ns / gpus)) if op.tp_split else max(op.ns, 1)
         deps, nid = offload.before_backward(b, op, prev, nid)
-        prev = [b.add(OpKind.COMPUTE, op.name, data_deps=deps, node_id=nid, duration_ns=ns,
-                      extra={"stage": op.stage, "layer": op.layer})]
+        prev = [
+            b.add(
+                OpKind.COMPUTE,
+                op.name,
+                data_deps=deps,
+                node_id=nid,
+                duration_ns=ns,
+                extra={"stage": op.stage, "layer": op.layer},
+            )
+        ]
         if op.offload_bytes:
             nid += 1
             offload.store(b, op, prev[0], nid)
         if op.tp_split and gpus > 1 and op.result_bytes > 0:
             nid += 1
-            prev = [b.add(OpKind.COLLECTIVE, f"{op.name} output all-reduce", data_deps=prev, node_id=nid,
-                          collective=int(CollectiveKind.ALL_REDUCE), size_bytes=op.result_bytes, group="tp",
-                          stream="tp", extra={"stage": op.stage, "layer": op.layer})]
+            prev = [
+                b.add(
+                    OpKind.COLLECTIVE,
+                    f"{op.name} output all-reduce",
+                    data_deps=prev,
+                    node_id=nid,
+                    collective=int(CollectiveKind.ALL_REDUCE),
+                    size_bytes=op.result_bytes,
+                    group="tp",
+                    stream="tp",
+                    extra={"stage": op.stage, "layer": op.layer},
+                )
+            ]
     prog = b.build()
     prog.notes.extend(step.notes)
     return Workload([prog], [0] * gpus, [Group("tp", tuple(range(gpus)))], f"{step.source} (tp, {gpus} GPUs)")

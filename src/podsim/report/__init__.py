@@ -5,5 +5,14 @@ from .perfetto import trace_events, write_trace
 from .result import Flow, RankResult, Result, Slice
 from .summary import format_summary
 
-__all__ = ["Flow", "RankResult", "Result", "Slice", "format_summary", "result_json", "trace_events",
-           "write_json", "write_trace"]
+__all__ = [
+    "Flow",
+    "RankResult",
+    "Result",
+    "Slice",
+    "format_summary",
+    "result_json",
+    "trace_events",
+    "write_json",
+    "write_trace",
+]

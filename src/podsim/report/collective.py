@@ -25,21 +25,32 @@ class CollectiveTable:
     def to_dict(self) -> dict:
         """JSON form (fields documented in docs/outputs.md)."""
         return {
-            "collective": self.collective, "cluster": self.cluster, "gpus": self.gpus,
-            "servers": self.servers, "backend": self.backend, "dtype": self.dtype,
-            "units": {"bytes": "B", "time_us": "us", "algbw_gbps": "GB/s (1e9 B/s)",
-                      "busbw_gbps": "GB/s (1e9 B/s)"},
-            "rows": [{"bytes": r.bytes, "count": r.count, "time_us": round(r.time_us, 3),
-                      "algbw_gbps": round(r.algbw_gbps, 4), "busbw_gbps": round(r.busbw_gbps, 4),
-                      "algorithm": r.algorithm, "protocol": r.protocol} for r in self.rows],
+            "collective": self.collective,
+            "cluster": self.cluster,
+            "gpus": self.gpus,
+            "servers": self.servers,
+            "backend": self.backend,
+            "dtype": self.dtype,
+            "units": {"bytes": "B", "time_us": "us", "algbw_gbps": "GB/s (1e9 B/s)", "busbw_gbps": "GB/s (1e9 B/s)"},
+            "rows": [
+                {
+                    "bytes": r.bytes,
+                    "count": r.count,
+                    "time_us": round(r.time_us, 3),
+                    "algbw_gbps": round(r.algbw_gbps, 4),
+                    "busbw_gbps": round(r.busbw_gbps, 4),
+                    "algorithm": r.algorithm,
+                    "protocol": r.protocol,
+                }
+                for r in self.rows
+            ],
         }
 
 
 def format_collective(t: CollectiveTable) -> str:
     """The nccl-tests table (out-of-place columns), with the chosen algorithm and protocol."""
     lines = [
-        f"# podsim collective {t.collective}: {t.gpus} GPUs ({t.servers} servers) of {t.cluster}, "
-        f"backend {t.backend}",
+        f"# podsim collective {t.collective}: {t.gpus} GPUs ({t.servers} servers) of {t.cluster}, backend {t.backend}",
         "#",
         f"# {'size':>10} {'count':>12} {'type':>9} {'redop':>7} {'time':>10} {'algbw':>7} {'busbw':>7}"
         f"  {'algo':<12} proto",
@@ -48,8 +59,10 @@ def format_collective(t: CollectiveTable) -> str:
     redop = "sum" if t.collective in ("all_reduce", "reduce_scatter") else "none"
     for r in t.rows:
         tm = f"{r.time_us:.2f}" if r.time_us < 10000 else f"{r.time_us:.0f}"
-        lines.append(f"  {r.bytes:>10} {r.count:>12} {t.dtype:>9} {redop:>7} {tm:>10} "
-                     f"{r.algbw_gbps:7.2f} {r.busbw_gbps:7.2f}  {r.algorithm:<12} {r.protocol}")
+        lines.append(
+            f"  {r.bytes:>10} {r.count:>12} {t.dtype:>9} {redop:>7} {tm:>10} "
+            f"{r.algbw_gbps:7.2f} {r.busbw_gbps:7.2f}  {r.algorithm:<12} {r.protocol}"
+        )
     if t.rows:
         big = [r for r in t.rows if r.bytes >= 1 << 20] or t.rows
         avg = sum(r.busbw_gbps for r in t.rows) / len(t.rows)

@@ -10,19 +10,29 @@ def format_infer(outcome: Any) -> str:
     """The summary of an :class:`~podsim.api.infer.InferOutcome`."""
     r, timer = outcome.report, outcome.timer
     profile = outcome.job.replica.profile
-    lines = [f"podsim infer: {r.model} on {r.tp * r.pp} x {r.gpu} (tp {r.tp}, pp {r.pp}, ep {r.ep}, {r.precision}), "
-             f"batch {r.batch} x {r.prompt_tokens} prompt + {r.output_tokens} output tokens"]
+    lines = [
+        f"podsim infer: {r.model} on {r.tp * r.pp} x {r.gpu} (tp {r.tp}, pp {r.pp}, ep {r.ep}, {r.precision}), "
+        f"batch {r.batch} x {r.prompt_tokens} prompt + {r.output_tokens} output tokens"
+    ]
     if profile:
-        lines.append(f"  step times from the tables in {profile} (Vidur's layout); memory, logits and host: "
-                     "podsim's model")
+        lines.append(
+            f"  step times from the tables in {profile} (Vidur's layout); memory, logits and host: podsim's model"
+        )
     lines.append(f"  prefill (time to first token)  {r.prefill_s * 1e3:10.2f} ms")
-    lines.append(f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"
-                 + (f"   ({r.batch / r.decode_step_mean_s:,.0f} output tokens/s)" if r.decode_step_mean_s else ""))
+    lines.append(
+        f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"
+        + (f"   ({r.batch / r.decode_step_mean_s:,.0f} output tokens/s)" if r.decode_step_mean_s else "")
+    )
     lines.append(f"  end to end                      {r.e2e_s:10.3f} s")
-    lines.append(f"  memory per GPU: weights {r.weights_gib_per_gpu:.1f} GiB, KV cache {r.kv_cache_gib:.2f} GiB, "
-                 f"in all {r.memory_gib_per_gpu:.1f} GiB" + ("" if r.memory_fits else
-                                                             f"  -- does not fit in {timer.memory_utilization:.0%} "
-                                                             f"of {timer.gpu.memory_gib:g} GiB"))
+    lines.append(
+        f"  memory per GPU: weights {r.weights_gib_per_gpu:.1f} GiB, KV cache {r.kv_cache_gib:.2f} GiB, "
+        f"in all {r.memory_gib_per_gpu:.1f} GiB"
+        + (
+            ""
+            if r.memory_fits
+            else f"  -- does not fit in {timer.memory_utilization:.0%} of {timer.gpu.memory_gib:g} GiB"
+        )
+    )
     for what, parts in (("prefill", r.prefill_parts_s), ("decode", r.decode_parts_s)):
         total = sum(parts.values()) or 1.0
         lines.append(f"  {what:<8}" + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in parts.items() if v))

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 def format_kernel_fit(fit: KernelFit) -> str:
     """The fitted efficiencies, then each kernel family's mean |time error|."""
-    lines = [f"podsim kernels fit: {fit.table} on {fit.gpu}",
-             "  efficiency: {" + ", ".join(f"{k}: {v:g}" for k, v in fit.efficiency.items()) + "}"]
+    lines = [
+        f"podsim kernels fit: {fit.table} on {fit.gpu}",
+        "  efficiency: {" + ", ".join(f"{k}: {v:g}" for k, v in fit.efficiency.items()) + "}",
+    ]
     for fam, e in fit.errors.items():
         lines.append(f"  {fam:<10} mean |time error| {100 * e:.1f}% (weighted by sqrt(time))")
     return "\n".join(lines)
@@ -28,6 +30,8 @@ def format_steps(cmp: StepComparison) -> str:
     """Where the steps come from (file, device, date, torch), then each step measured against
     podsim's prediction."""
     prov = cmp.provenance
-    header = (f"podsim kernels steps: {len(cmp.entries)} measured steps of {', '.join(cmp.gpus) or 'no GPU'} from "
-              f"{cmp.path} ({prov.get('device', '?')}, {prov.get('date', '?')}, torch {prov.get('torch', '?')})")
+    header = (
+        f"podsim kernels steps: {len(cmp.entries)} measured steps of {', '.join(cmp.gpus) or 'no GPU'} from "
+        f"{cmp.path} ({prov.get('device', '?')}, {prov.get('date', '?')}, torch {prov.get('torch', '?')})"
+    )
     return format_step_comparison(cmp.entries, cmp.efficiency, cmp.stack_values, header)

@@ -69,7 +69,7 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
         dur = s.end_ns - s.start_ns
         if s.category == "comm":
             row.comm_ns += dur
-            claimed = [c for c in claimed if c[1] > s.start_ns]   # later slices start later: the rest is past
+            claimed = [c for c in claimed if c[1] > s.start_ns]  # later slices start later: the rest is past
             mine = subtract(clip(s.start_ns, s.end_ns, exposed, ex_starts), claimed)
             row.exposed_comm_ns += sum(b - a for a, b in mine)
             claimed = merged(claimed + mine)
@@ -78,27 +78,37 @@ def layer_breakdown(result: Result, rank: int = 0) -> list[LayerRow]:
             attr = f"{stage}_ns" if stage in ("forward", "backward", "optimizer") else "forward_ns"
             setattr(row, attr, getattr(row, attr) + dur)
     if not rows:
-        raise InputError("the simulated ops carry no layers (per-layer reports need a workload from "
-                         "--triosim or --pytorch)")
+        raise InputError(
+            "the simulated ops carry no layers (per-layer reports need a workload from --triosim or --pytorch)"
+        )
     return list(rows.values())
 
 
 def format_layers(rows: list[LayerRow], top: int | None = 15) -> str:
     """A table of the ``top`` layers by total time (all with ``None``) and the sum of all (ms)."""
     shown = sorted(rows, key=lambda r: -r.total_ns)[:top] if top is not None else rows
-    lines = [f"  {'layer (ms)':<42}  forward  backward  optimizer    comm  exposed comm",
-             f"  {'-' * 42}  -------  --------  ---------  ------  ------------"]
+    lines = [
+        f"  {'layer (ms)':<42}  forward  backward  optimizer    comm  exposed comm",
+        f"  {'-' * 42}  -------  --------  ---------  ------  ------------",
+    ]
 
     def line(name: str, f: int, b: int, o: int, c: int, e: int) -> str:
-        return (f"  {name[:42]:<42}  {f / 1e6:7.3f}  {b / 1e6:8.3f}  {o / 1e6:9.3f}  {c / 1e6:6.3f}  "
-                f"{e / 1e6:12.3f}")
+        return f"  {name[:42]:<42}  {f / 1e6:7.3f}  {b / 1e6:8.3f}  {o / 1e6:9.3f}  {c / 1e6:6.3f}  {e / 1e6:12.3f}"
+
     for r in shown:
         lines.append(line(r.layer, r.forward_ns, r.backward_ns, r.optimizer_ns, r.comm_ns, r.exposed_comm_ns))
     if top is not None and len(rows) > top:
         lines.append(f"  ... {len(rows) - top} more layers (--layers FILE.csv writes all)")
-    lines.append(line(f"all {len(rows)} layers", sum(r.forward_ns for r in rows), sum(r.backward_ns for r in rows),
-                      sum(r.optimizer_ns for r in rows), sum(r.comm_ns for r in rows),
-                      sum(r.exposed_comm_ns for r in rows)))
+    lines.append(
+        line(
+            f"all {len(rows)} layers",
+            sum(r.forward_ns for r in rows),
+            sum(r.backward_ns for r in rows),
+            sum(r.optimizer_ns for r in rows),
+            sum(r.comm_ns for r in rows),
+            sum(r.exposed_comm_ns for r in rows),
+        )
+    )
     return "\n".join(lines)
 
 

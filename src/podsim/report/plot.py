@@ -14,11 +14,28 @@ from ..fileio import atomic_write_bytes
 from ..optional import require
 from .result import Result, Slice
 
-COLOURS = {"forward": "#4C72B0", "backward": "#DD8452", "optimizer": "#55A868", "compute": "#64B5CD",
-           "comm": "#C44E52", "chunk": "#E8A0A2", "mem": "#8172B3", "cpu": "#937860", "other": "#BBBBBB"}
-_LABELS = {"forward": "forward", "backward": "backward", "optimizer": "optimizer", "compute": "compute",
-           "comm": "collective / transfer", "chunk": "collective algorithm", "mem": "remote memory",
-           "cpu": "host", "other": "other"}
+COLOURS = {
+    "forward": "#4C72B0",
+    "backward": "#DD8452",
+    "optimizer": "#55A868",
+    "compute": "#64B5CD",
+    "comm": "#C44E52",
+    "chunk": "#E8A0A2",
+    "mem": "#8172B3",
+    "cpu": "#937860",
+    "other": "#BBBBBB",
+}
+_LABELS = {
+    "forward": "forward",
+    "backward": "backward",
+    "optimizer": "optimizer",
+    "compute": "compute",
+    "comm": "collective / transfer",
+    "chunk": "collective algorithm",
+    "mem": "remote memory",
+    "cpu": "host",
+    "other": "other",
+}
 
 
 def pyplot(purpose: str, flag: str) -> Any:
@@ -60,7 +77,7 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
 
     ranks = sorted(result.timelines)[:max_ranks]
     lanes: list[tuple[int, str]] = []
-    for r in ranks:   # per rank: the compute stream first, the others as they first appear
+    for r in ranks:  # per rank: the compute stream first, the others as they first appear
         streams: list[str] = []
         for s in result.timelines[r]:
             if s.stream not in streams:
@@ -79,12 +96,20 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
             bars.setdefault(key, []).append((s.start_ns / 1e6, max(s.end_ns - s.start_ns, 1) / 1e6))
         for key, spans in bars.items():
             ax.broken_barh(spans, (y - 0.38, 0.76), facecolors=COLOURS[key], edgecolor="white", linewidth=0.2)
-        for s in sorted(slices, key=lambda s: s.start_ns - s.end_ns)[:3]:   # name the longest ops
+        for s in sorted(slices, key=lambda s: s.start_ns - s.end_ns)[:3]:  # name the longest ops
             width = (s.end_ns - s.start_ns) / 1e6
             if width > 0.06 * end_ms:
                 name = s.name.rsplit(": ", 1)[-1]
-                ax.text(s.start_ns / 1e6 + width / 2, y, name[: max(4, int(90 * width / end_ms))], ha="center",
-                        va="center", fontsize=7, color="white", clip_on=True)
+                ax.text(
+                    s.start_ns / 1e6 + width / 2,
+                    y,
+                    name[: max(4, int(90 * width / end_ms))],
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                    clip_on=True,
+                )
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels([f"rank {r} {stream}" for r, stream in lanes], fontsize=8)
     ax.invert_yaxis()
@@ -92,11 +117,17 @@ def plot_timeline(result: Result, path: str | os.PathLike[str], max_ranks: int =
     ax.set_xlabel("time (ms)")
     ax.grid(axis="x", alpha=0.3)
     shown = f"{len(ranks)} of {result.num_ranks} ranks" if len(ranks) < result.num_ranks else f"{len(ranks)} ranks"
-    ax.set_title(title or f"{result.info.get('title', 'podsim')}: {result.finish_ns / 1e6:.3f} ms ({shown})",
-                 fontsize=10)
+    ax.set_title(
+        title or f"{result.info.get('title', 'podsim')}: {result.finish_ns / 1e6:.3f} ms ({shown})", fontsize=10
+    )
     order = [k for k in COLOURS if k in used]
-    fig.legend(handles=[Patch(color=COLOURS[k], label=_LABELS[k]) for k in order], loc="lower center",
-               ncol=len(order), fontsize=8, frameon=False)
+    fig.legend(
+        handles=[Patch(color=COLOURS[k], label=_LABELS[k]) for k in order],
+        loc="lower center",
+        ncol=len(order),
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.6 / fig.get_figheight(), 1, 1))
     save_png(fig, path)
     return len(ranks)

@@ -26,7 +26,7 @@ class Slice:
     stream: str
     start_ns: int
     end_ns: int
-    category: str = "compute"   #: compute | comm | cpu | mem | other
+    category: str = "compute"  #: compute | comm | cpu | mem | other
     args: dict[str, object] = field(default_factory=dict)
 
 
@@ -58,9 +58,15 @@ class LinkUse:
 
     def as_dict(self) -> dict[str, object]:
 
-        return {"link": self.name, "tier": LinkTier(self.tier).name.lower(), "bytes": round(self.bytes),
-                "busy_ns": self.busy_ns, "peak_flows": self.peak_flows, "bandwidth_GBps": self.bandwidth,
-                "utilization": round(self.utilization, 6)}
+        return {
+            "link": self.name,
+            "tier": LinkTier(self.tier).name.lower(),
+            "bytes": round(self.bytes),
+            "busy_ns": self.busy_ns,
+            "peak_flows": self.peak_flows,
+            "bandwidth_GBps": self.bandwidth,
+            "utilization": round(self.utilization, 6),
+        }
 
 
 @dataclass
@@ -87,9 +93,14 @@ class RankResult:
 
     def as_dict(self) -> dict[str, int]:
         return {
-            "rank": self.rank, "finish_ns": self.finish_ns, "compute_ns": self.compute_ns,
-            "comm_ns": self.comm_ns, "exposed_comm_ns": self.exposed_comm_ns,
-            "overlap_ns": self.overlap_ns, "cpu_ns": self.cpu_ns, "mem_ns": self.mem_ns,
+            "rank": self.rank,
+            "finish_ns": self.finish_ns,
+            "compute_ns": self.compute_ns,
+            "comm_ns": self.comm_ns,
+            "exposed_comm_ns": self.exposed_comm_ns,
+            "overlap_ns": self.overlap_ns,
+            "cpu_ns": self.cpu_ns,
+            "mem_ns": self.mem_ns,
         }
 
 
@@ -113,8 +124,8 @@ class Result:
     flows: list[Flow] = field(default_factory=list)
     info: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    links: list[LinkUse] = field(default_factory=list)      #: busiest first (flow backend)
-    counters: list[Counter] = field(default_factory=list)   #: link load tracks (flow backend)
+    links: list[LinkUse] = field(default_factory=list)  #: busiest first (flow backend)
+    counters: list[Counter] = field(default_factory=list)  #: link load tracks (flow backend)
 
     @property
     def finish_ns(self) -> int:

@@ -24,27 +24,35 @@ __all__ = ["format_serve_summary", "plot_latency_cdf", "summarize", "write_serve
 def format_serve_summary(doc: dict[str, object]) -> str:
     """Lines for the terminal from :func:`summarize`'s document: overall and per-model latency
     (ms), SLO attainment, GPU use."""
+
     def ms(x: object) -> str:
         return f"{'-':>9}" if x is None else f"{float(x) * 1e3:9.2f}"  # type: ignore[arg-type]
 
     def pct(x: object) -> str:
         return "-" if x is None else f"{100 * float(x):.1f}%"  # type: ignore[arg-type]
 
-    lines = [f"podsim serve: {doc['workload']} on {doc['placement']} ({doc['scheduler']} scheduler)",
-             f"  requests {doc['num_requests']}, completed {doc['completed']}, dropped {doc['dropped']}; "
-             f"throughput {float(doc['throughput_rps']):.3f} req/s; SLO attainment {pct(doc['slo_attainment'])}",
-             "",
-             "  model  service               requests  mean (ms)  p50 (ms)  p90 (ms)  p99 (ms)  SLO met",
-             "  -----  --------------------  --------  ---------  --------  --------  --------  -------"]
+    lines = [
+        f"podsim serve: {doc['workload']} on {doc['placement']} ({doc['scheduler']} scheduler)",
+        f"  requests {doc['num_requests']}, completed {doc['completed']}, dropped {doc['dropped']}; "
+        f"throughput {float(doc['throughput_rps']):.3f} req/s; SLO attainment {pct(doc['slo_attainment'])}",
+        "",
+        "  model  service               requests  mean (ms)  p50 (ms)  p90 (ms)  p99 (ms)  SLO met",
+        "  -----  --------------------  --------  ---------  --------  --------  --------  -------",
+    ]
     rows = [("all", "", doc["num_requests"], doc)] + [
-        (m, v["service"] or "", v["requests"], v) for m, v in doc["per_model"].items()]  # type: ignore[union-attr]
+        (m, v["service"] or "", v["requests"], v) for m, v in doc["per_model"].items()
+    ]  # type: ignore[union-attr]
     for m, svc, cnt, v in rows:
-        lines.append(f"  {m:<5}  {svc[:20]:<20}  {cnt:>8}  {ms(v['latency_mean_s'])}  {ms(v['latency_p50_s'])[1:]}  "
-                     f"{ms(v['latency_p90_s'])[1:]}  {ms(v['latency_p99_s'])[1:]}  {pct(v['slo_attainment']):>7}")
+        lines.append(
+            f"  {m:<5}  {svc[:20]:<20}  {cnt:>8}  {ms(v['latency_mean_s'])}  {ms(v['latency_p50_s'])[1:]}  "
+            f"{ms(v['latency_p90_s'])[1:]}  {ms(v['latency_p99_s'])[1:]}  {pct(v['slo_attainment']):>7}"
+        )
     gpus = doc["gpus"]
     lines.append("")
-    lines.append("  GPU utilization: " + ", ".join(f"node {g['node']} gpu {g['gpu']} {100 * g['utilization']:.1f}%"
-                                                   for g in gpus))  # type: ignore[union-attr]
+    lines.append(
+        "  GPU utilization: "
+        + ", ".join(f"node {g['node']} gpu {g['gpu']} {100 * g['utilization']:.1f}%" for g in gpus)
+    )  # type: ignore[union-attr]
     lines.extend(f"  note: {x}" for x in doc["notes"])  # type: ignore[union-attr]
     return "\n".join(lines)
 
@@ -66,12 +74,29 @@ def write_serving_trace(r: ServeResult, path: str | os.PathLike[str]) -> None:
         events.append({"ph": "M", "name": "thread_name", "pid": node, "tid": gpu, "args": {"name": f"GPU {gpu}"}})
         for req, stage, start, end in sl:
             m = r.model_ids[req]
-            events.append({"ph": "X", "name": f"r{req}.s{stage}", "cat": f"model {m}", "pid": node, "tid": gpu,
-                           "ts": start / 1000.0, "dur": (end - start) / 1000.0,
-                           "args": {"request": req, "model_id": m, "service": services[m], "stage": stage,
-                                    "executor": r.placement.executors[r.executor_of[req]].executable}})
-    doc = {"traceEvents": events, "displayTimeUnit": "ms",
-           "otherData": {"generator": "podsim serve", "workload": r.workload.name}}
+            events.append(
+                {
+                    "ph": "X",
+                    "name": f"r{req}.s{stage}",
+                    "cat": f"model {m}",
+                    "pid": node,
+                    "tid": gpu,
+                    "ts": start / 1000.0,
+                    "dur": (end - start) / 1000.0,
+                    "args": {
+                        "request": req,
+                        "model_id": m,
+                        "service": services[m],
+                        "stage": stage,
+                        "executor": r.placement.executors[r.executor_of[req]].executable,
+                    },
+                }
+            )
+    doc = {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "podsim serve", "workload": r.workload.name},
+    }
     atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
 
 
@@ -82,14 +107,20 @@ def plot_latency_cdf(r: ServeResult, path: str | os.PathLike[str]) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     series = [("all", r.latencies_s(), None)] + [
         (f"model {m} ({r.placement.services()[m]})", r.latencies_s(m), r.workload.slos_s[m])
-        for m in range(r.workload.num_models)]
+        for m in range(r.workload.num_models)
+    ]
     for label, lat, slo in series:
         if not lat:
             continue
         s = sorted(lat)
         ys = [(i + 1) / len(s) for i in range(len(s))]
-        line, = ax.step([x * 1e3 for x in s], ys, where="post", label=f"{label}: mean {1e3 * sum(s) / len(s):.1f} ms",
-                        linewidth=2 if label == "all" else 1.2)
+        (line,) = ax.step(
+            [x * 1e3 for x in s],
+            ys,
+            where="post",
+            label=f"{label}: mean {1e3 * sum(s) / len(s):.1f} ms",
+            linewidth=2 if label == "all" else 1.2,
+        )
         if slo is not None and math.isfinite(slo):
             ax.axvline(slo * 1e3, color=line.get_color(), linestyle=":", linewidth=1)
     ax.set_xlabel("latency (ms)")

@@ -18,25 +18,33 @@ def format_serve_llm(outcome: Any, usd_per_gpu_hour: float | None) -> str:
         if usd_per_gpu_hour is not None:
             cost = outcome.cost(usd_per_gpu_hour)["cost_per_mtok_usd"]
             if cost is not None:
-                lines.append(f"  cost          ${cost:.4g} per million output tokens ({serving.gpus} GPUs "
-                             f"at ${usd_per_gpu_hour:g} a GPU-hour)")
+                lines.append(
+                    f"  cost          ${cost:.4g} per million output tokens ({serving.gpus} GPUs "
+                    f"at ${usd_per_gpu_hour:g} a GPU-hour)"
+                )
         return "\n".join(lines)
     target = job.service.capacity_target
-    lines = [f"podsim serve-llm --find-capacity: {serving.describe()}, {len(outcome.requests)} requests a run, "
-             f"{job.engine.scheduler} scheduler, {job.engine.router} router"]
+    lines = [
+        f"podsim serve-llm --find-capacity: {serving.describe()}, {len(outcome.requests)} requests a run, "
+        f"{job.engine.scheduler} scheduler, {job.engine.router} router"
+    ]
     for q, a in cap.probes:
         lines.append(f"  {q:10.4g} req/s   SLO met by {100 * a:5.1f}%   {'meets' if a >= target else '-'}")
-    lines.append(f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * target:g}% of requests"
-                 + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else ""))
+    lines.append(
+        f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * target:g}% of requests"
+        + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else "")
+    )
     note = outcome.transient_note()
     if note:
         lines.append(f"  note: at capacity, {note}")
     if usd_per_gpu_hour is not None:
         doc = outcome.cost(usd_per_gpu_hour)
         if doc["cost_per_mtok_usd"] is not None:
-            lines.append(f"  cost: ${doc['cost_per_mtok_usd']:.4g} per million output tokens at capacity "
-                         f"({outcome.tokens_per_s:,.0f} output tokens/s on {serving.gpus} GPUs at "
-                         f"${usd_per_gpu_hour:g} a GPU-hour)")
+            lines.append(
+                f"  cost: ${doc['cost_per_mtok_usd']:.4g} per million output tokens at capacity "
+                f"({outcome.tokens_per_s:,.0f} output tokens/s on {serving.gpus} GPUs at "
+                f"${usd_per_gpu_hour:g} a GPU-hour)"
+            )
     return "\n".join(lines)
 
 
@@ -57,23 +65,32 @@ def format_serve_llm_run(r: LLMServeResult) -> str:
         return f"{'-':>9}" if x is None else f"{x * 1e3:9.1f}"
 
     info = r.info
-    head = f"podsim serve-llm: {r.num_requests} requests on {info.get('replicas_text', len(r.replicas))} " \
-           f"({info.get('scheduler', '?')} scheduler, {info.get('router', '?')} router)"
-    lines = [head, "",
-             "  latency (ms)      mean       p50       p90       p99",
-             "  ------------  --------  --------  --------  --------"]
+    head = (
+        f"podsim serve-llm: {r.num_requests} requests on {info.get('replicas_text', len(r.replicas))} "
+        f"({info.get('scheduler', '?')} scheduler, {info.get('router', '?')} router)"
+    )
+    lines = [
+        head,
+        "",
+        "  latency (ms)      mean       p50       p90       p99",
+        "  ------------  --------  --------  --------  --------",
+    ]
     for name, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "end to end")):
-        lines.append(f"  {label:<12}" + "".join(ms(d[f"{name}_{k}_s"]) + " " for k in ("mean", "p50", "p90", "p99"))
-                     .rstrip())
+        lines.append(
+            f"  {label:<12}" + "".join(ms(d[f"{name}_{k}_s"]) + " " for k in ("mean", "p50", "p90", "p99")).rstrip()
+        )
     span = r.span_s
     tps, rps = d["tokens_per_s"], d["requests_per_s"]
     lines.append("")
-    lines.append(f"  throughput    {tps or 0:,.1f} output tokens/s, {rps or 0:.3f} requests/s over {span:,.1f} s"
-                 + (f", MFU {100 * r.mfu:.1f}%" if r.mfu is not None else ""))
+    lines.append(
+        f"  throughput    {tps or 0:,.1f} output tokens/s, {rps or 0:.3f} requests/s over {span:,.1f} s"
+        + (f", MFU {100 * r.mfu:.1f}%" if r.mfu is not None else "")
+    )
     att = d["slo_attainment"]
     if att is not None:
-        slos = [f"TTFT <= {r.slo_ttft_s:g} s" for _ in [0] if r.slo_ttft_s is not None] + \
-               [f"TPOT <= {r.slo_tpot_s:g} s" for _ in [0] if r.slo_tpot_s is not None]
+        slos = [f"TTFT <= {r.slo_ttft_s:g} s" for _ in [0] if r.slo_ttft_s is not None] + [
+            f"TPOT <= {r.slo_tpot_s:g} s" for _ in [0] if r.slo_tpot_s is not None
+        ]
         lines.append(f"  SLO met       {100 * att:.1f}% of requests ({' and '.join(slos)})")
     swaps = sum(rs.swaps for rs in r.replicas)
     lines.append(f"  preemptions   {r.total_preemptions:,}" + (f" ({swaps:,} by swap)" if swaps else ""))
@@ -81,8 +98,10 @@ def format_serve_llm_run(r: LLMServeResult) -> str:
         peak = max((u for _, u in rs.kv_samples), default=0)
         util = rs.busy_ns / 1e9 / span if span > 0 else 0.0
         role = "" if rs.role == "mixed" else f" ({rs.role})"
-        lines.append(f"  replica {rs.index}{role}: {rs.steps:,} steps, busy {100 * min(util, 1.0):.1f}%, KV peak "
-                     f"{100 * peak / rs.blocks:.1f}% of {rs.blocks:,} blocks, {rs.preemptions:,} preemptions")
+        lines.append(
+            f"  replica {rs.index}{role}: {rs.steps:,} steps, busy {100 * min(util, 1.0):.1f}%, KV peak "
+            f"{100 * peak / rs.blocks:.1f}% of {rs.blocks:,} blocks, {rs.preemptions:,} preemptions"
+        )
     notes = info.get("notes")
     lines.extend(f"  note: {n}" for n in (notes if isinstance(notes, list) else []))
     return "\n".join(lines)

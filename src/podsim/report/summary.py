@@ -5,8 +5,13 @@ from __future__ import annotations
 from ..units import format_ns
 from .result import RankResult, Result
 
-_COLS = (("finish", "finish_ns"), ("compute", "compute_ns"), ("comm", "comm_ns"),
-         ("overlap", "overlap_ns"), ("exposed comm", "exposed_comm_ns"))
+_COLS = (
+    ("finish", "finish_ns"),
+    ("compute", "compute_ns"),
+    ("comm", "comm_ns"),
+    ("overlap", "overlap_ns"),
+    ("exposed comm", "exposed_comm_ns"),
+)
 
 
 def _row_key(r: RankResult) -> tuple[int, ...]:
@@ -18,8 +23,11 @@ def rank_ranges(ranks: list[int], max_parts: int = 8) -> str:
     ranks as ``"0,2,...,510"``; more than ``max_parts`` parts as the first three, ``...``, the
     last and the count (``"0-1,4-5,8-9,...,1020-1021 (512 ranks)"``)."""
     ranks = sorted(ranks)
-    if len(ranks) >= 4 and ranks[1] - ranks[0] > 1 and all(b - a == ranks[1] - ranks[0]
-                                                           for a, b in zip(ranks, ranks[1:])):
+    if (
+        len(ranks) >= 4
+        and ranks[1] - ranks[0] > 1
+        and all(b - a == ranks[1] - ranks[0] for a, b in zip(ranks, ranks[1:]))
+    ):
         return f"{ranks[0]},{ranks[1]},...,{ranks[-1]}"
     out = []
     start = prev = ranks[0]
@@ -49,12 +57,13 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     for r in result.ranks:
         groups.setdefault(_row_key(r), []).append(r.rank)
     # host (CPU) ops and remote memory get columns when some rank has them
-    extra = [(i, name) for i, name in ((len(_COLS), "cpu"), (len(_COLS) + 1, "remote mem"))
-             if any(k[i] for k in groups)]
+    extra = [
+        (i, name) for i, name in ((len(_COLS), "cpu"), (len(_COLS) + 1, "remote mem")) if any(k[i] for k in groups)
+    ]
     header = ["ranks"] + [f"{name} (ns)" for name, _ in _COLS] + [f"{name} (ns)" for _, name in extra]
     rows = []
     for key, ranks in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        rows.append([rank_ranges(ranks)] + [f"{v:,}" for v in key[:len(_COLS)]] + [f"{key[i]:,}" for i, _ in extra])
+        rows.append([rank_ranges(ranks)] + [f"{v:,}" for v in key[: len(_COLS)]] + [f"{key[i]:,}" for i, _ in extra])
     shown = rows[:max_rows]
     widths = [max(len(h), *(len(r[i]) for r in shown)) for i, h in enumerate(header)]
     lines.append("")
@@ -68,14 +77,18 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
         lines.append("")
         lines.append("  busiest links (flow backend; utilization = bytes / (bandwidth x run time))")
         for lk in result.links[:5]:
-            lines.append(f"    {lk.name:<28} {lk.bytes / 1e6:10.2f} MB  busy {format_ns(lk.busy_ns):>10}  "
-                         f"peak {lk.peak_flows} flows  {lk.utilization:6.1%}")
+            lines.append(
+                f"    {lk.name:<28} {lk.bytes / 1e6:10.2f} MB  busy {format_ns(lk.busy_ns):>10}  "
+                f"peak {lk.peak_flows} flows  {lk.utilization:6.1%}"
+            )
     if "wall_s" in result.info:
         lines.append("")
         lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]
     if any(r.cpu_ns and not r.compute_ns for r in result.ranks):
-        lines.append("  note: some ranks ran their compute on the host (a CPU capture): 'exposed comm' is "
-                     "finish - GPU compute, as ASTRA-sim reports it, so it includes their cpu time")
+        lines.append(
+            "  note: some ranks ran their compute on the host (a CPU capture): 'exposed comm' is "
+            "finish - GPU compute, as ASTRA-sim reports it, so it includes their cpu time"
+        )
     for note in result.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -61,6 +61,7 @@ def format_table(res: SweepResult) -> str:
 
     def line(vals: list[str]) -> str:
         return "  " + "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
+
     return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(c) for c in cells])
 
 
@@ -70,11 +71,14 @@ def format_sweep(res: SweepResult) -> str:
     spec = res.spec
     n_w = len(spec.whatifs)
     n_p = res.points
-    runs = (f"{n_p:,} point{'s' if n_p > 1 else ''}"
-            + (f" x {n_w} what-ifs = {len(res.rows):,} runs" if n_w > 1 else ""))
-    lines = [f"podsim sweep: {spec.name} ({spec.run.name}, {runs}): {res.evaluated:,} evaluated"
-             + (f", {res.reused:,} taken from {res.store}" if res.store else "")
-             + (f", {res.failed:,} failed (see the error column)" if res.failed else ""), "", format_table(res)]
+    runs = f"{n_p:,} point{'s' if n_p > 1 else ''}" + (f" x {n_w} what-ifs = {len(res.rows):,} runs" if n_w > 1 else "")
+    lines = [
+        f"podsim sweep: {spec.name} ({spec.run.name}, {runs}): {res.evaluated:,} evaluated"
+        + (f", {res.reused:,} taken from {res.store}" if res.store else "")
+        + (f", {res.failed:,} failed (see the error column)" if res.failed else ""),
+        "",
+        format_table(res),
+    ]
     if res.failed:
         lines.append(f"\n  {res.failed} run{'s' if res.failed > 1 else ''} failed:")
         for r in [r for r in res.rows if r["error"]][:5]:
@@ -84,8 +88,9 @@ def format_sweep(res: SweepResult) -> str:
         if res.failed > 5:
             lines.append(f"    ... {res.failed - 5} more (--csv or --json, or the store, hold every error)")
     if res.store:
-        lines.append(f"\n  results store: {res.store} (table 'sweep'; "
-                     f"duckdb.connect({res.store!r}).sql('from sweep').df())")
+        lines.append(
+            f"\n  results store: {res.store} (table 'sweep'; duckdb.connect({res.store!r}).sql('from sweep').df())"
+        )
     return "\n".join(lines)
 
 

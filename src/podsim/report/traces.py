@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..fileio import atomic_write_text
 from .layers import LayerRow, format_layers
 
-if TYPE_CHECKING:   # the result types, from the rooms that make them
+if TYPE_CHECKING:  # the result types, from the rooms that make them
     from ..api.convert import Converted
     from ..capture import Capture, RankCapture
     from ..formats.chakra.inspect import TraceSummary
@@ -19,8 +19,9 @@ if TYPE_CHECKING:   # the result types, from the rooms that make them
 
 def format_layer_section(rows: list[LayerRow]) -> str:
     """The per-layer section after a simulation's summary: rank 0's 15 longest layers (ms)."""
-    return (f"\n  per layer, rank 0 ({len(rows)} layers; the 15 longest by compute + exposed comm):\n"
-            + format_layers(rows))
+    return f"\n  per layer, rank 0 ({len(rows)} layers; the 15 longest by compute + exposed comm):\n" + format_layers(
+        rows
+    )
 
 
 def format_trace_summaries(n: int, sums: list[TraceSummary]) -> str:
@@ -53,8 +54,10 @@ def format_capture(c: Capture, batch_size: int) -> str:
     procs = f" x {c.nproc} processes (DDP)" if c.nproc > 1 else ""
     lines = [f"podsim trace: {c.model} on {c.device}{procs}, batch {batch_size}: profiled step {c.step_ms:.3f} ms"]
     if c.nproc > 1:
-        lines.append(f"  wrote {c.folder}/kineto.<rank>.json, et.<rank>.json, {c.workload_prefix}.<rank>.et, "
-                     f"capture.json for ranks 0-{c.nproc - 1}")
+        lines.append(
+            f"  wrote {c.folder}/kineto.<rank>.json, et.<rank>.json, {c.workload_prefix}.<rank>.et, "
+            f"capture.json for ranks 0-{c.nproc - 1}"
+        )
     else:
         lines.append(f"  wrote {c.kineto}, {c.execution_trace}, {c.workload_prefix}.0.et, {c.folder / 'capture.json'}")
     lines.append(f"  replay it:   podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
@@ -66,8 +69,10 @@ def format_rank_capture(c: RankCapture, model: str, batch_size: int) -> str:
     """``podsim trace --world-size N``: the ranks traced for the job, their step times (ms), the
     files written and how to simulate (and, for fake ranks, rescale) it."""
     how = "on the fake process group" if c.fake else f"for real in {c.world_size} processes (gloo)"
-    lines = [f"podsim trace: {model}, {c.world_size} ranks ({c.layout.spec()}, dp={c.layout.dp}), batch "
-             f"{batch_size} a rank: traced {len(c.ranks_traced)} of {c.world_size} ranks {how} in {c.trace_s:.1f} s"]
+    lines = [
+        f"podsim trace: {model}, {c.world_size} ranks ({c.layout.spec()}, dp={c.layout.dp}), batch "
+        f"{batch_size} a rank: traced {len(c.ranks_traced)} of {c.world_size} ranks {how} in {c.trace_s:.1f} s"
+    ]
     for r in c.ranks_traced[:8]:
         coords = ", ".join(f"{d}={v}" for d, v in c.layout.coords(r).items())
         lines.append(f"  rank {r:>5} ({coords}): profiled step {c.step_ms[r]:.3f} ms")
@@ -76,29 +81,42 @@ def format_rank_capture(c: RankCapture, model: str, batch_size: int) -> str:
     lines.append(f"  wrote {c.folder}/kineto.<rank>.json, comms.<rank>.json, capture.json")
     lines.append(f"  simulate it: podsim simulate --workload-configuration {c.folder} --cluster dgx-h100")
     if c.fake:
-        lines.append(f"  rescale it:  podsim simulate --workload-configuration {c.folder} --cluster dgx-h100 --gpus "
-                     f"{c.world_size * 2}   # dp={c.layout.dp * 2}")
+        lines.append(
+            f"  rescale it:  podsim simulate --workload-configuration {c.folder} --cluster dgx-h100 --gpus "
+            f"{c.world_size * 2}   # dp={c.layout.dp * 2}"
+        )
     return "\n".join(lines)
 
 
 def rank_capture_json(c: RankCapture) -> dict[str, Any]:
     """``podsim trace --world-size N --json``: what was traced (docs/traces.md)."""
-    return {"world_size": c.world_size, "layout": c.layout.to_json(), "ranks_traced": c.ranks_traced,
-            "ranks_traced_count": len(c.ranks_traced), "fake_ranks": c.fake, "trace_s": round(c.trace_s, 3),
-            "step_ms_per_rank": {str(r): v for r, v in c.step_ms.items()}, "folder": str(c.folder)}
+    return {
+        "world_size": c.world_size,
+        "layout": c.layout.to_json(),
+        "ranks_traced": c.ranks_traced,
+        "ranks_traced_count": len(c.ranks_traced),
+        "fake_ranks": c.fake,
+        "trace_s": round(c.trace_s, 3),
+        "step_ms_per_rank": {str(r): v for r, v in c.step_ms.items()},
+        "folder": str(c.folder),
+    }
 
 
 def format_converted(c: Converted) -> str:
     """``podsim convert``: what was read and the files written."""
     if c.format == "triosim":
         trace, tensors = c.paths[:2]
-        return (f"podsim convert: {c.source}: {c.ops} ops of one GPU's step -> {trace} and {tensors} "
-                f"(TrioSim's format; run it with podsim simulate --triosim {c.output})")
+        return (
+            f"podsim convert: {c.source}: {c.ops} ops of one GPU's step -> {trace} and {tensors} "
+            f"(TrioSim's format; run it with podsim simulate --triosim {c.output})"
+        )
     if c.format == "chakra":
         ets = [p for p in c.paths if p.endswith(".et")]
         groups = [p for p in c.paths if not p.endswith(".et")]
-        return (f"podsim convert: {c.source}: {len(ets)} Chakra ET file{'s' if len(ets) != 1 else ''} "
-                f"{c.output}.<rank>.et" + (f" and {groups[0]}" if groups else ""))
+        return (
+            f"podsim convert: {c.source}: {len(ets)} Chakra ET file{'s' if len(ets) != 1 else ''} "
+            f"{c.output}.<rank>.et" + (f" and {groups[0]}" if groups else "")
+        )
     what = f"{c.ops} ops of one GPU's step" if c.writes == "step" else "the workload"
     return f"podsim convert: {c.source}: {what} -> {', '.join(c.paths)} ({c.format} format)"
 

@@ -22,13 +22,17 @@ def _stats(errs: list[float]) -> str:
     return f"mean {100 * sum(errs) / len(errs):.2f}%, max {100 * max(errs):.2f}% over {len(errs)} rows"
 
 
-_FAMILIES = (("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
-             ("megatron_sc21_t2_PTD", "Megatron SC'21 Table 2, PTD-P (A100)"),
-             ("megatron_sc21_t2_ZeRO", "Megatron SC'21 Table 2, ZeRO-3 (DeepSpeed 2021; see docs/compute.md)"),
-             ("mcore_h100", "Megatron-Core r0.8 weak scaling (H100)"), ("llama3_405b", "Llama 3 405B (H100)"),
-             ("korthikanti", "Korthikanti memory"), ("nccl", "NCCL bus bandwidth"),
-             ("steps_", "podsim's measured single-GPU training steps"),
-             ("serve_", "podsim's measured serving steps"))
+_FAMILIES = (
+    ("megatron_sc21_t1", "Megatron SC'21 Table 1 (A100)"),
+    ("megatron_sc21_t2_PTD", "Megatron SC'21 Table 2, PTD-P (A100)"),
+    ("megatron_sc21_t2_ZeRO", "Megatron SC'21 Table 2, ZeRO-3 (DeepSpeed 2021; see docs/compute.md)"),
+    ("mcore_h100", "Megatron-Core r0.8 weak scaling (H100)"),
+    ("llama3_405b", "Llama 3 405B (H100)"),
+    ("korthikanti", "Korthikanti memory"),
+    ("nccl", "NCCL bus bandwidth"),
+    ("steps_", "podsim's measured single-GPU training steps"),
+    ("serve_", "podsim's measured serving steps"),
+)
 
 
 def format_checks(checks: Sequence[Check], skipped: int) -> str:
@@ -40,13 +44,17 @@ def format_checks(checks: Sequence[Check], skipped: int) -> str:
         mine = [c for c in checks if c.set == s]
         if not mine:
             continue
-        title = {"fitted": "FITTED set (the parameters were fitted to these rows)",
-                 "reported": "REPORTED set (never fitted to: podsim's error on data it has not seen)",
-                 "user": "your rows"}[s]
+        title = {
+            "fitted": "FITTED set (the parameters were fitted to these rows)",
+            "reported": "REPORTED set (never fitted to: podsim's error on data it has not seen)",
+            "user": "your rows",
+        }[s]
         lines.append(f"{title}\n{'row':<46} {'configuration':<44} {'measured':>10} {'predicted':>10} {'error':>8}")
         for c in mine:
-            lines.append(f"{c.row_id[:46]:<46} {c.config[:44]:<44} {c.measured:>10.4g} {c.predicted:>10.4g} "
-                         f"{100 * c.error:>+7.1f}%" + ("  (outside the model)" if c.outside else ""))
+            lines.append(
+                f"{c.row_id[:46]:<46} {c.config[:44]:<44} {c.measured:>10.4g} {c.predicted:>10.4g} "
+                f"{100 * c.error:>+7.1f}%" + ("  (outside the model)" if c.outside else "")
+            )
         lines.append("")
     if not checks:
         return f"no rows compared ({skipped} skipped)"
@@ -55,8 +63,10 @@ def format_checks(checks: Sequence[Check], skipped: int) -> str:
     if not checks:
         return "\n".join(lines + [f"{len(outside)} rows, all outside the model ({skipped} skipped)"])
     errs = [abs(c.error) for c in checks]
-    lines.append(f"{len(checks)} rows compared ({skipped} skipped): mean |error| {100 * sum(errs) / len(errs):.2f}%, "
-                 f"max {100 * max(errs):.2f}%")
+    lines.append(
+        f"{len(checks)} rows compared ({skipped} skipped): mean |error| {100 * sum(errs) / len(errs):.2f}%, "
+        f"max {100 * max(errs):.2f}%"
+    )
     for s in ("fitted", "reported", "user"):
         mine = [c for c in checks if c.set == s]
         if not mine:

@@ -6,12 +6,24 @@ from .placement import MeshExecutorSpec, Placement, read_placement
 from .profiles import Executable, load_profiles
 from .simulator import ServeResult, simulate_serving
 from .workload import (
-           ClosedLoop,
-           ServeWorkload,
-           generate_workload,
-           read_workload,
-           write_workload,
+    ClosedLoop,
+    ServeWorkload,
+    generate_workload,
+    read_workload,
+    write_workload,
 )
 
-__all__ = ["ClosedLoop", "Executable", "MeshExecutorSpec", "Placement", "ServeResult", "ServeWorkload", "generate_workload",
-           "load_profiles", "read_placement", "read_workload", "simulate_serving", "write_workload"]
+__all__ = [
+    "ClosedLoop",
+    "Executable",
+    "MeshExecutorSpec",
+    "Placement",
+    "ServeResult",
+    "ServeWorkload",
+    "generate_workload",
+    "load_profiles",
+    "read_placement",
+    "read_workload",
+    "simulate_serving",
+    "write_workload",
+]

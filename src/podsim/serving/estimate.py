@@ -20,19 +20,26 @@ import math
 from ..compute.model import ComputeModel
 from ..errors import InputError
 from ..hardware.gpu import GpuSpec
+from ..llm.kernels import output_kernels
 from ..llm.layout import Layout
 from ..llm.memory import layer_activation_bytes, stage_layers, stage_params
 from ..llm.model import ModelConfig
-from ..llm.kernels import output_kernels
 from ..llm.ops import LayerCosts
 from ..llm.stack import Stack
 from .profiles import Executable
 
-COLLECTIVE_LATENCY_NS = 10_000   #: per tensor-parallel all-reduce (NCCL's small-message floor, order of 10 us)
+COLLECTIVE_LATENCY_NS = 10_000  #: per tensor-parallel all-reduce (NCCL's small-message floor, order of 10 us)
 
 
-def estimate_executable(name: str, model: ModelConfig, gpu: GpuSpec, stage_shapes: list[tuple[int, int]],
-                        batch: int = 1, seq_len: int | None = None, dtype: str = "fp16") -> Executable:
+def estimate_executable(
+    name: str,
+    model: ModelConfig,
+    gpu: GpuSpec,
+    stage_shapes: list[tuple[int, int]],
+    batch: int = 1,
+    seq_len: int | None = None,
+    dtype: str = "fp16",
+) -> Executable:
     """The executable ``name`` of ``model`` with ``stage_shapes`` on ``gpu``.
 
     Raises:
@@ -51,8 +58,16 @@ def estimate_executable(name: str, model: ModelConfig, gpu: GpuSpec, stage_shape
         t = nodes * per_node
         if model.heads % t:
             raise InputError(f"stage {s} of {name}: {t} GPUs do not divide {model.name}'s {model.heads} heads")
-        lay = Layout(gpus=t * stages, tp=t, pp=stages, global_batch=batch, micro_batch=batch, seq_len=seq,
-                     precision="bf16" if dtype == "bf16" else "fp16", flash_attention=True)
+        lay = Layout(
+            gpus=t * stages,
+            tp=t,
+            pp=stages,
+            global_batch=batch,
+            micro_batch=batch,
+            seq_len=seq,
+            precision="bf16" if dtype == "bf16" else "fp16",
+            flash_attention=True,
+        )
         # serving engines replay CUDA graphs: no host launch bound
         costs = LayerCosts(model, lay, cm, stack=Stack.for_gpu(gpu.key, host_ns=0))
         ns = 0.0
@@ -70,5 +85,6 @@ def estimate_executable(name: str, model: ModelConfig, gpu: GpuSpec, stage_shape
         lats.append(max(1, math.ceil(ns)))
         weights = stage_params(model, lay, s) * cm.elem_bytes
         mem.append(int(weights + layer_activation_bytes(model, lay, layers[0])))
-    return Executable(name, model.name, tuple(stage_shapes), tuple(lats), int(model.total_params() * cm.elem_bytes),
-                      tuple(mem))
+    return Executable(
+        name, model.name, tuple(stage_shapes), tuple(lats), int(model.total_params() * cm.elem_bytes), tuple(mem)
+    )

@@ -43,8 +43,13 @@ class ServeCluster:
         return node * self.gpus_per_node + gpu
 
 
-def serve_cluster(placement: Placement | None = None, preset: str | None = None, nodes: int | None = None,
-                  gpus_per_node: int | None = None, memory_gb: float | None = None) -> ServeCluster:
+def serve_cluster(
+    placement: Placement | None = None,
+    preset: str | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+    memory_gb: float | None = None,
+) -> ServeCluster:
     """The GPUs to serve on: DLSIM's defaults (1 node of 2 GPUs of 16 GB), or a cluster preset
     or YAML's GPUs per node and GPU memory with as many nodes as ``placement`` uses; each given
     value overrides.
@@ -54,8 +59,11 @@ def serve_cluster(placement: Placement | None = None, preset: str | None = None,
     """
     if preset is not None:
         spec = load_cluster(preset)
-        used = 1 + max((n for e in placement.executors for st in e.stages for n, _ in st), default=0) \
-            if placement is not None else 1
+        used = (
+            1 + max((n for e in placement.executors for st in e.stages for n, _ in st), default=0)
+            if placement is not None
+            else 1
+        )
         mem = spec.gpu_memory_bytes
         defaults = (used, spec.gpus_per_node, mem / 1e9 if mem is not None else 16.0)
     else:
@@ -75,7 +83,7 @@ class MeshExecutorSpec:
     model: str
     executable: str
     stages: tuple[tuple[tuple[int, int], ...], ...]
-    mesh_shapes: tuple[tuple[int, int], ...]   #: (nodes, GPUs per node) of each stage's mesh as written
+    mesh_shapes: tuple[tuple[int, int], ...]  #: (nodes, GPUs per node) of each stage's mesh as written
 
 
 @dataclass
@@ -143,26 +151,35 @@ def read_placement(path: str | Path) -> Placement:
             w = f"{where} mesh_group[{s}]"
             nodes, devs = (mesh.get("node_ids"), mesh.get("devices")) if isinstance(mesh, dict) else (None, None)
             if not isinstance(nodes, list) or not isinstance(devs, list) or len(nodes) != len(devs) or not nodes:
-                raise InputError("expected node_ids: [n, ...] and devices: [[gpu, ...], ...] of the same length",
-                                 str(p), w)
+                raise InputError(
+                    "expected node_ids: [n, ...] and devices: [[gpu, ...], ...] of the same length", str(p), w
+                )
             pairs = []
             for n, ds in zip(nodes, devs):
                 if not _is_id(n) or not isinstance(ds, list) or not ds or not all(_is_id(d) for d in ds):
-                    raise InputError(f"node {n!r} with devices {ds!r}: expected a node id and a non-empty list of GPU "
-                                     f"ids (integers from 0 to {MAX_ID:,})", str(p), w)
+                    raise InputError(
+                        f"node {n!r} with devices {ds!r}: expected a node id and a non-empty list of GPU "
+                        f"ids (integers from 0 to {MAX_ID:,})",
+                        str(p),
+                        w,
+                    )
                 pairs.extend((n, d) for d in ds)
             if len(set(pairs)) != len(pairs):
                 raise InputError("a GPU appears twice in one sub-mesh", str(p), w)
             stages.append(tuple(pairs))
             per_node = {len(ds) for ds in devs}
             shapes.append((len(nodes), per_node.pop() if len(per_node) == 1 else -1))
-        out.append(MeshExecutorSpec(str(e["service_name"]), str(e["model_name"]), str(e["executable_name"]),
-                                    tuple(stages), tuple(shapes)))
+        out.append(
+            MeshExecutorSpec(
+                str(e["service_name"]), str(e["model_name"]), str(e["executable_name"]), tuple(stages), tuple(shapes)
+            )
+        )
     return Placement(str(p), out)
 
 
-def check_placement(placement: Placement, executables: dict[str, Executable], cluster: ServeCluster,
-                    memory: str = "error") -> list[str]:
+def check_placement(
+    placement: Placement, executables: dict[str, Executable], cluster: ServeCluster, memory: str = "error"
+) -> list[str]:
     """Validate ``placement``; returns warnings (memory over capacity when ``memory`` is
     ``"warn"``; ``"off"`` skips the memory check).
 
@@ -177,22 +194,32 @@ def check_placement(placement: Placement, executables: dict[str, Executable], cl
         where = f"entry {k} ({e.service})"
         ex = executables.get(e.executable)
         if ex is None:
-            raise InputError(f"unknown executable {e.executable!r}; the profiles have {', '.join(sorted(executables))}",
-                             src, where)
+            raise InputError(
+                f"unknown executable {e.executable!r}; the profiles have {', '.join(sorted(executables))}", src, where
+            )
         if ex.model != e.model:
             raise InputError(f"executable {e.executable!r} runs model {ex.model!r}, not {e.model!r}", src, where)
         if len(e.stages) != ex.num_stages:
-            raise InputError(f"{e.executable} has {ex.num_stages} stage(s) but mesh_group has {len(e.stages)}", src,
-                             where)
+            raise InputError(
+                f"{e.executable} has {ex.num_stages} stage(s) but mesh_group has {len(e.stages)}", src, where
+            )
         for s, (shape, want) in enumerate(zip(e.mesh_shapes, ex.stage_shapes)):
             if shape != want:
-                raise InputError(f"stage {s}: {e.executable} needs a ({want[0]} node, {want[1]} GPU) mesh, the "
-                                 f"placement gives {shape[0]} node(s) x {shape[1] if shape[1] >= 0 else 'uneven'} "
-                                 "GPU(s)", src, where)
+                raise InputError(
+                    f"stage {s}: {e.executable} needs a ({want[0]} node, {want[1]} GPU) mesh, the "
+                    f"placement gives {shape[0]} node(s) x {shape[1] if shape[1] >= 0 else 'uneven'} "
+                    "GPU(s)",
+                    src,
+                    where,
+                )
             for n, d in e.stages[s]:
                 if not 0 <= n < cluster.num_nodes or not 0 <= d < cluster.gpus_per_node:
-                    raise InputError(f"stage {s} names GPU {d} of node {n}, but the cluster has {cluster.num_nodes} "
-                                     f"node(s) of {cluster.gpus_per_node} GPU(s)", src, where)
+                    raise InputError(
+                        f"stage {s} names GPU {d} of node {n}, but the cluster has {cluster.num_nodes} "
+                        f"node(s) of {cluster.gpus_per_node} GPU(s)",
+                        src,
+                        where,
+                    )
                 g = cluster.gpu_index(n, d)
                 used[g] = used.get(g, 0) + ex.weight_bytes_per_gpu(s)
                 holders.setdefault(g, []).append(e.service)
@@ -200,9 +227,11 @@ def check_placement(placement: Placement, executables: dict[str, Executable], cl
     if memory != "off":
         for g, b in sorted(used.items()):
             if b > cluster.memory_bytes:
-                msg = (f"GPU {g % cluster.gpus_per_node} of node {g // cluster.gpus_per_node} holds "
-                       f"{b / 1e9:.2f} GB of weights ({', '.join(holders[g])}), more than its "
-                       f"{cluster.memory_bytes / 1e9:.2f} GB")
+                msg = (
+                    f"GPU {g % cluster.gpus_per_node} of node {g // cluster.gpus_per_node} holds "
+                    f"{b / 1e9:.2f} GB of weights ({', '.join(holders[g])}), more than its "
+                    f"{cluster.memory_bytes / 1e9:.2f} GB"
+                )
                 if memory == "error":
                     raise InputError(msg + " (--memory-check warn to simulate anyway)", src)
                 warnings.append(msg)

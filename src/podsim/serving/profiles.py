@@ -54,7 +54,7 @@ class Executable:
     model: str
     stage_shapes: tuple[tuple[int, int], ...]
     stage_latencies_ns: tuple[int, ...]
-    weight_bytes: int = 0          #: the model's weights, all stages together
+    weight_bytes: int = 0  #: the model's weights, all stages together
     #: bytes one GPU of each stage needs, when known (estimated executables: weights + activations)
     stage_gpu_bytes: tuple[int, ...] = ()
 
@@ -105,8 +105,9 @@ def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untype
     from .estimate import estimate_executable  # noqa: PLC0415 -- estimate imports this module's Executable
 
     if not isinstance(spec, dict) or "gpu" not in spec or ("model" not in spec) == ("hf_config" not in spec):
-        raise InputError("expected {model: NAME or hf_config: PATH, gpu: NAME, batch: B, seq_len: S, dtype: D}",
-                         source, where)
+        raise InputError(
+            "expected {model: NAME or hf_config: PATH, gpu: NAME, batch: B, seq_len: S, dtype: D}", source, where
+        )
     try:
         model = get_model(str(spec["model"])) if "model" in spec else from_hf_config(str(spec["hf_config"]))
         gpu = get_gpu(str(spec["gpu"]))
@@ -123,6 +124,7 @@ def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untype
             return estimate_executable(name, model, gpu, stages, int(batch), int(seq) if seq else None, dtype)
         except InputError as e:
             raise InputError(e.message, source, f"{where} ({name})") from None
+
     return make
 
 
@@ -153,35 +155,59 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
     out: dict[str, Executable] = {}
     for model, m in data["models"].items():
         if not isinstance(m, dict) or not isinstance(m.get("executables"), dict):
-            raise InputError("expected 'executables: {NAME: {stages: ..., latencies_s: ...}}'", source, f"models.{model}")
-        weights = int(_positive(m.get("parameters", 0), source, f"models.{model}.parameters", zero_ok=True) *
-                      _positive(m.get("bytes_per_parameter", 2), source, f"models.{model}.bytes_per_parameter",
-                                hi=64))
+            raise InputError(
+                "expected 'executables: {NAME: {stages: ..., latencies_s: ...}}'", source, f"models.{model}"
+            )
+        weights = int(
+            _positive(m.get("parameters", 0), source, f"models.{model}.parameters", zero_ok=True)
+            * _positive(m.get("bytes_per_parameter", 2), source, f"models.{model}.bytes_per_parameter", hi=64)
+        )
         est = _estimator(m.get("estimate"), source, f"models.{model}.estimate") if "estimate" in m else None
         for name, e in m["executables"].items():
             where = f"models.{model}.executables.{name}"
             if not isinstance(e, dict):
                 raise InputError("expected {stages: [[nodes, gpus], ...], latencies_s: [...]}", source, where)
             stages, lats = e.get("stages"), e.get("latencies_s")
-            if not isinstance(stages, list) or not stages or not all(
-                    isinstance(s, list) and len(s) == 2 and all(_is_int(x) and x > 0 for x in s) for s in stages):
-                raise InputError(f"stages must be a list of [nodes, GPUs per node] pairs of positive integers, got "
-                                 f"{stages!r}", source, where)
+            if (
+                not isinstance(stages, list)
+                or not stages
+                or not all(isinstance(s, list) and len(s) == 2 and all(_is_int(x) and x > 0 for x in s) for s in stages)
+            ):
+                raise InputError(
+                    f"stages must be a list of [nodes, GPUs per node] pairs of positive integers, got {stages!r}",
+                    source,
+                    where,
+                )
             if name in out:
                 raise InputError(f"executable {name!r} is defined twice", source, where)
-            if lats is None and est is not None:   # no measurement: podsim's compute model
+            if lats is None and est is not None:  # no measurement: podsim's compute model
                 out[name] = est(str(name), [(int(a), int(b)) for a, b in stages])
                 continue
             mem = e.get("memory_gb_per_gpu")
             if mem is not None and (not isinstance(mem, list) or len(mem) != len(stages)):
-                raise InputError(f"memory_gb_per_gpu must be {len(stages)} numbers (one per stage), got {mem!r}",
-                                 source, where)
-            stage_bytes = tuple(int(_positive(x, source, f"{where}.memory_gb_per_gpu", hi=1e9) * 1e9)
-                                for x in mem or [])
-            if not isinstance(lats, list) or len(lats) != len(stages) or not all(
-                    _is_number(x) and 0 < x <= MAX_LATENCY_S for x in lats):
-                raise InputError(f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
-                                 "(or give the model an 'estimate:' block to have them estimated)", source, where)
-            out[name] = Executable(name, str(model), tuple((int(a), int(b)) for a, b in stages),
-                                   tuple(round(float(x) * 1e9) for x in lats), weights, stage_bytes)
+                raise InputError(
+                    f"memory_gb_per_gpu must be {len(stages)} numbers (one per stage), got {mem!r}", source, where
+                )
+            stage_bytes = tuple(
+                int(_positive(x, source, f"{where}.memory_gb_per_gpu", hi=1e9) * 1e9) for x in mem or []
+            )
+            if (
+                not isinstance(lats, list)
+                or len(lats) != len(stages)
+                or not all(_is_number(x) and 0 < x <= MAX_LATENCY_S for x in lats)
+            ):
+                raise InputError(
+                    f"latencies_s must be {len(stages)} positive numbers (one per stage), got {lats!r} "
+                    "(or give the model an 'estimate:' block to have them estimated)",
+                    source,
+                    where,
+                )
+            out[name] = Executable(
+                name,
+                str(model),
+                tuple((int(a), int(b)) for a, b in stages),
+                tuple(round(float(x) * 1e9) for x in lats),
+                weights,
+                stage_bytes,
+            )
     return out

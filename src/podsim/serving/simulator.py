@@ -40,7 +40,7 @@ from .profiles import Executable
 from .schedulers import DEFAULT_SCHEDULER, QueueView, make_scheduler
 from .workload import ClosedLoop, ServeWorkload
 
-DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)   #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
+DLSIM_OVERHEAD_NS = (4_000_000, 3_000_000)  #: dispatch overhead on a busy mesh: (single-stage, multi-stage)
 
 
 def parse_overhead(text: str) -> tuple[int, int]:
@@ -60,8 +60,9 @@ def parse_overhead(text: str) -> tuple[int, int]:
     except ValueError:
         ms = math.nan
     if not (math.isfinite(ms) and ms >= 0):
-        raise InputError(f"expected dlsim, none or a finite number of ms >= 0, got {text!r}",
-                         where="--dispatch-overhead")
+        raise InputError(
+            f"expected dlsim, none or a finite number of ms >= 0, got {text!r}", where="--dispatch-overhead"
+        )
     return (round(ms * 1e6),) * 2  # type: ignore[return-value]
 
 
@@ -73,12 +74,12 @@ class ServeResult:
     arrival_ns: list[int]
     finish_ns: list[int | None]
     model_ids: list[int]
-    executor_of: list[int]                     #: placement entry that served each request (-1: dropped)
+    executor_of: list[int]  #: placement entry that served each request (-1: dropped)
     slices: dict[int, list[tuple[int, int, int, int]]]
     cluster: ServeCluster
     placement: Placement
     workload: ServeWorkload
-    scheduler: str                             #: as the run was asked for (a name or an alias)
+    scheduler: str  #: as the run was asked for (a name or an alias)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -88,13 +89,23 @@ class ServeResult:
 
     def latencies_s(self, model: int | None = None) -> list[float]:
         """Latencies (s) of the completed requests (of one model)."""
-        return [(f - a) / 1e9 for f, a, m in zip(self.finish_ns, self.arrival_ns, self.model_ids)
-                if f is not None and (model is None or m == model)]
+        return [
+            (f - a) / 1e9
+            for f, a, m in zip(self.finish_ns, self.arrival_ns, self.model_ids)
+            if f is not None and (model is None or m == model)
+        ]
 
 
-def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement, executables: dict[str, Executable],
-                     cluster: ServeCluster, *, scheduler: str = DEFAULT_SCHEDULER,
-                     overhead_ns: tuple[int, int] = DLSIM_OVERHEAD_NS, drop_late: bool = False) -> ServeResult:
+def simulate_serving(
+    workload: ServeWorkload | ClosedLoop,
+    placement: Placement,
+    executables: dict[str, Executable],
+    cluster: ServeCluster,
+    *,
+    scheduler: str = DEFAULT_SCHEDULER,
+    overhead_ns: tuple[int, int] = DLSIM_OVERHEAD_NS,
+    drop_late: bool = False,
+) -> ServeResult:
     """Serve ``workload`` (open-loop arrivals, or closed-loop clients) on ``placement``
     (checked beforehand with :func:`podsim.serving.placement.check_placement`) under the
     scheduler named ``scheduler`` (:data:`podsim.serving.schedulers.SCHEDULERS`: a name or an
@@ -108,13 +119,16 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
     picker = make_scheduler(scheduler)
     services = placement.services()
     if workload.num_models > len(services):
-        raise InputError(f"the workload has {workload.num_models} models but the placement serves "
-                         f"{len(services)} ({', '.join(services)}): model i goes to the i-th service", placement.source)
+        raise InputError(
+            f"the workload has {workload.num_models} models but the placement serves "
+            f"{len(services)} ({', '.join(services)}): model i goes to the i-th service",
+            placement.source,
+        )
     replicas: list[list[int]] = [[k for k, e in enumerate(placement.executors) if e.service == s] for s in services]
     exes = [executables[e.executable] for e in placement.executors]
     meshes = [[tuple(cluster.gpu_index(n, d) for n, d in stage) for stage in e.stages] for e in placement.executors]
     n_gpus = cluster.num_gpus
-    queues: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(n_gpus)]   # (req, stage, start, end)
+    queues: list[deque[tuple[int, int, int, int]]] = [deque() for _ in range(n_gpus)]  # (req, stage, start, end)
     slices: dict[int, list[tuple[int, int, int, int]]] = {g: [] for g in range(n_gpus)}
     # arrivals: (time, order, model, client); open-loop ones all known, a closed-loop client's
     # next one is added when its previous request is done
@@ -134,9 +148,9 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
     client_of: list[int] = []
     finish: list[int | None] = []
     executor_of: list[int] = []
-    pending: dict[tuple[int, int], int] = {}   # (request, stage) -> GPUs still running it
+    pending: dict[tuple[int, int], int] = {}  # (request, stage) -> GPUs still running it
     outstanding = [0] * len(placement.executors)
-    heap: list[tuple[float, int]] = []         # (event time, entity): GPUs 0..n-1, then the scheduler
+    heap: list[tuple[float, int]] = []  # (event time, entity): GPUs 0..n-1, then the scheduler
 
     def idle(g: int) -> int:
         return queues[g][-1][3] if queues[g] else 0
@@ -193,9 +207,9 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
         heapq.heappush(heap, (incoming[0][0], n_gpus))
     while heap:
         t, ent = heapq.heappop(heap)
-        if ent == n_gpus:   # the scheduler: the next request arrives
+        if ent == n_gpus:  # the scheduler: the next request arrives
             if not incoming or incoming[0][0] != t:
-                continue   # stale entry (an earlier arrival was added since)
+                continue  # stale entry (an earlier arrival was added since)
             _, _, m, c = heapq.heappop(incoming)
             req = len(arrivals)
             arrivals.append(int(t))
@@ -207,7 +221,7 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
             slo = workload.slos_s[m]
             predicted = predicted_finish(k, int(t)) if drop_late and math.isfinite(slo) else 0
             if predicted and predicted - int(t) > slo * 1e9:
-                done(req, int(t), predicted - int(t))   # dropped: finish stays None
+                done(req, int(t), predicted - int(t))  # dropped: finish stays None
             else:
                 executor_of[req] = k
                 outstanding[k] += 1
@@ -217,7 +231,7 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
             continue
         q = queues[ent]
         if not q or q[0][3] != t:
-            continue   # stale entry
+            continue  # stale entry
         req, stage, start, end = q.popleft()
         slices[ent].append((req, stage, start, end))
         if q:
@@ -239,10 +253,18 @@ def simulate_serving(workload: ServeWorkload | ClosedLoop, placement: Placement,
         notes.append(f"{dropped} of {n} requests dropped: their predicted finish missed the SLO")
     if closed:
         wl = workload
-        workload = ServeWorkload(model_ids, [a / 1e9 for a in arrivals], wl.num_models,  # type: ignore[union-attr]
-                                 n / wl.duration_s, [c / max(sum(wl.clients), 1) for c in wl.clients],
-                                 wl.duration_s, list(wl.slos_s), wl.name)
-        notes.append(f"closed loop: {sum(wl.clients)} clients, {wl.think_s * 1e3:g} ms mean think time: "
-                     f"{n} requests in {wl.duration_s:g} s")
-    return ServeResult(arrivals, finish, model_ids, executor_of, slices, cluster, placement,
-                       workload, scheduler, notes)  # type: ignore[arg-type]
+        workload = ServeWorkload(
+            model_ids,
+            [a / 1e9 for a in arrivals],
+            wl.num_models,  # type: ignore[union-attr]
+            n / wl.duration_s,
+            [c / max(sum(wl.clients), 1) for c in wl.clients],
+            wl.duration_s,
+            list(wl.slos_s),
+            wl.name,
+        )
+        notes.append(
+            f"closed loop: {sum(wl.clients)} clients, {wl.think_s * 1e3:g} ms mean think time: "
+            f"{n} requests in {wl.duration_s:g} s"
+        )
+    return ServeResult(arrivals, finish, model_ids, executor_of, slices, cluster, placement, workload, scheduler, notes)  # type: ignore[arg-type]

@@ -41,8 +41,12 @@ def percentile(sorted_values: list[float], q: float) -> float:
 def latency_stats(latencies_s: list[float]) -> dict[str, float | None]:
     """Mean, p50, p90 and p99 (s; None without requests)."""
     s = sorted(latencies_s)
-    vals = {"latency_mean_s": sum(s) / len(s) if s else math.nan, "latency_p50_s": percentile(s, 50),
-            "latency_p90_s": percentile(s, 90), "latency_p99_s": percentile(s, 99)}
+    vals = {
+        "latency_mean_s": sum(s) / len(s) if s else math.nan,
+        "latency_p50_s": percentile(s, 50),
+        "latency_p90_s": percentile(s, 90),
+        "latency_p99_s": percentile(s, 99),
+    }
     return {k: (None if math.isnan(v) else v) for k, v in vals.items()}
 
 
@@ -58,26 +62,48 @@ def summarize(r: ServeResult) -> dict[str, object]:
     per_model: dict[str, object] = {}
     for m in range(w.num_models):
         idx = [i for i in range(n) if r.model_ids[i] == m]
-        per_model[str(m)] = {"service": services[m] if m < len(services) else None, "requests": len(idx),
-                             "completed": sum(1 for i in idx if lat_ns[i] is not None),
-                             **latency_stats(r.latencies_s(m)),
-                             "slo_s": w.slos_s[m] if math.isfinite(w.slos_s[m]) else None,
-                             "slo_attainment": sum(good[i] for i in idx) / len(idx) if idx else None}
+        per_model[str(m)] = {
+            "service": services[m] if m < len(services) else None,
+            "requests": len(idx),
+            "completed": sum(1 for i in idx if lat_ns[i] is not None),
+            **latency_stats(r.latencies_s(m)),
+            "slo_s": w.slos_s[m] if math.isfinite(w.slos_s[m]) else None,
+            "slo_attainment": sum(good[i] for i in idx) / len(idx) if idx else None,
+        }
     gpus = []
     for g, sl in sorted(r.slices.items()):
         busy = union_length([(a, b) for _, _, a, b in sl])
-        gpus.append({"node": g // r.cluster.gpus_per_node, "gpu": g % r.cluster.gpus_per_node,
-                     "busy_s": busy / 1e9, "utilization": busy / span})
+        gpus.append(
+            {
+                "node": g // r.cluster.gpus_per_node,
+                "gpu": g % r.cluster.gpus_per_node,
+                "busy_s": busy / 1e9,
+                "utilization": busy / span,
+            }
+        )
     return {
-        "workload": w.name, "placement": r.placement.source, "scheduler": r.scheduler,
-        "num_requests": n, "completed": completed, "dropped": n - completed,
+        "workload": w.name,
+        "placement": r.placement.source,
+        "scheduler": r.scheduler,
+        "num_requests": n,
+        "completed": completed,
+        "dropped": n - completed,
         **latency_stats(r.latencies_s()),
         "slo_attainment": sum(good) / n if n else None,
         "throughput_rps": completed / (span / 1e9),
         "makespan_s": r.makespan_ns / 1e9,
-        "per_model": per_model, "gpus": gpus, "notes": list(r.notes),
-        "requests": [{"id": i, "model_id": r.model_ids[i], "arrival_s": r.arrival_ns[i] / 1e9,
-                      "finish_s": None if r.finish_ns[i] is None else r.finish_ns[i] / 1e9,
-                      "latency_s": None if lat_ns[i] is None else lat_ns[i] / 1e9, "executor": r.executor_of[i]}
-                     for i in range(n)],
+        "per_model": per_model,
+        "gpus": gpus,
+        "notes": list(r.notes),
+        "requests": [
+            {
+                "id": i,
+                "model_id": r.model_ids[i],
+                "arrival_s": r.arrival_ns[i] / 1e9,
+                "finish_s": None if r.finish_ns[i] is None else r.finish_ns[i] / 1e9,
+                "latency_s": None if lat_ns[i] is None else lat_ns[i] / 1e9,
+                "executor": r.executor_of[i],
+            }
+            for i in range(n)
+        ],
     }

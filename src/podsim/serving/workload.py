@@ -69,8 +69,10 @@ class ClosedLoop:
 
     def __post_init__(self) -> None:
         if not self.clients or any(c < 0 for c in self.clients) or sum(self.clients) == 0:
-            raise InputError(f"closed-loop clients must be non-negative per model with some in all, got {self.clients}",
-                             where="--closed-loop")
+            raise InputError(
+                f"closed-loop clients must be non-negative per model with some in all, got {self.clients}",
+                where="--closed-loop",
+            )
         if not (math.isfinite(self.think_s) and self.think_s >= 0):
             raise InputError(f"the think time must be a finite number >= 0, got {self.think_s:g} s", where="--think-ms")
         if not (math.isfinite(self.duration_s) and self.duration_s > 0):
@@ -115,7 +117,7 @@ def _number(text: str, what: str, source: str, row: int, integer: bool = False, 
     """A finite number of magnitude at most ``hi`` (a positive whole one with ``integer``)."""
     try:
         v = float(text)
-        if not abs(v) <= hi or (integer and (v != int(v) or v < 1)):   # also refuses NaN and inf
+        if not abs(v) <= hi or (integer and (v != int(v) or v < 1)):  # also refuses NaN and inf
             raise ValueError
     except ValueError:
         kind = "a positive whole number" if integer else "a finite number"
@@ -153,8 +155,11 @@ def read_workload(path: str | Path) -> ServeWorkload:
         raise InputError("empty workload file", str(p))
     meta = rows[0]
     if len(meta) != 6:
-        raise InputError("the metadata row must be model_num,rate,\"[proportions]\",duration,\"[SLOs]\",name; got "
-                         f"{len(meta)} fields", str(p), "row 1")
+        raise InputError(
+            f'the metadata row must be model_num,rate,"[proportions]",duration,"[SLOs]",name; got {len(meta)} fields',
+            str(p),
+            "row 1",
+        )
     n = int(_number(meta[0], "model_num", str(p), 1, integer=True, hi=MAX_MODELS))
     rate = _number(meta[1], "rate", str(p), 1)
     props = _number_list(meta[2], "proportions", str(p), 1)
@@ -180,8 +185,11 @@ def read_workload(path: str | Path) -> ServeWorkload:
         if t < 0:
             raise InputError(f"arrival {r[1]} s is before 0", str(p), f"row {i}")
         if t < last:
-            raise InputError(f"arrival {r[1]} s is before the previous row's {last} s: rows must be in time order",
-                             str(p), f"row {i}")
+            raise InputError(
+                f"arrival {r[1]} s is before the previous row's {last} s: rows must be in time order",
+                str(p),
+                f"row {i}",
+            )
         last = t
         ids.append(int(mid))
         arrivals.append(t)
@@ -208,12 +216,14 @@ def write_workload(w: ServeWorkload, path: str | Path) -> None:
         except (InputError, KeyError, ValueError):
             return False
 
-    meta = [keep("model_num", str(w.num_models), parses("model_num", w.num_models)),
-            keep("rate", _num(w.rate), parses("rate", w.rate)),
-            keep("proportions", _list(w.proportions), parses("proportions", w.proportions)),
-            keep("duration", _num(w.duration_s), parses("duration", w.duration_s)),
-            keep("slos", _list(w.slos_s), parses("slos", w.slos_s)),
-            keep("name", w.name, t.get("name") == w.name)]
+    meta = [
+        keep("model_num", str(w.num_models), parses("model_num", w.num_models)),
+        keep("rate", _num(w.rate), parses("rate", w.rate)),
+        keep("proportions", _list(w.proportions), parses("proportions", w.proportions)),
+        keep("duration", _num(w.duration_s), parses("duration", w.duration_s)),
+        keep("slos", _list(w.slos_s), parses("slos", w.slos_s)),
+        keep("name", w.name, t.get("name") == w.name),
+    ]
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator=t.get("line_end", "\r\n"))
     out.writerow(meta)
@@ -237,7 +247,7 @@ def _num(x: float) -> str:
 
 def _list(xs: list[float]) -> str:
     """As Python prints a list of floats (DLSIM's metadata): ``[0.8, 0.2]``."""
-    return "[" + ", ".join(repr(float(x)) for x in xs) + "]"   # inf as Python prints it: inf
+    return "[" + ", ".join(repr(float(x)) for x in xs) + "]"  # inf as Python prints it: inf
 
 
 def read_any_workload(path: str | Path) -> ServeWorkload:
@@ -246,7 +256,7 @@ def read_any_workload(path: str | Path) -> ServeWorkload:
     p = Path(path)
     first = next(csv.reader(io.StringIO(_read_text(p, "workload file"))), [])
     names = {c.strip() for c in first}
-    if names & {"model_id", "model", "arrival_s", "timestamp_s", "time_s"}:   # a header: a trace
+    if names & {"model_id", "model", "arrival_s", "timestamp_s", "time_s"}:  # a header: a trace
         return read_request_trace(p)
     return read_workload(p)
 
@@ -265,7 +275,9 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
     mcol = next((c for c in ("model_id", "model") if c in cols), None)
     tcol = next((c for c in ("arrival_s", "timestamp_s", "time_s") if c in cols), None)
     if mcol is None or tcol is None:
-        raise InputError(f"a request trace needs model_id and arrival_s columns; the header has {cols}", str(p), "row 1")
+        raise InputError(
+            f"a request trace needs model_id and arrival_s columns; the header has {cols}", str(p), "row 1"
+        )
     rows = []
     for i, r in enumerate(reader, start=2):
         m = _number(r.get(mcol) or "", mcol, str(p), i, hi=MAX_MODELS)
@@ -277,19 +289,36 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
         rows.append((t, int(m)))
     if not rows:
         raise InputError("no requests", str(p))
-    rows.sort(key=lambda x: x[0])   # by time; simultaneous requests keep their order
+    rows.sort(key=lambda x: x[0])  # by time; simultaneous requests keep their order
     n = max(m for _, m in rows) + 1
     counts = [0] * n
     for _, m in rows:
         counts[m] += 1
     duration = max(t for t, _ in rows) - min(t for t, _ in rows)
-    return ServeWorkload([m for _, m in rows], [t for t, _ in rows], n, len(rows) / duration if duration > 0 else 0.0,
-                         [c / len(rows) for c in counts], duration, [float("inf")] * n, p.name)
+    return ServeWorkload(
+        [m for _, m in rows],
+        [t for t, _ in rows],
+        n,
+        len(rows) / duration if duration > 0 else 0.0,
+        [c / len(rows) for c in counts],
+        duration,
+        [float("inf")] * n,
+        p.name,
+    )
 
 
-def generate_workload(num_models: int, rate: float, duration_s: float, *, proportions: list[float] | None = None,
-                      rates: list[float] | None = None, cv: float = 1.0, slos_s: list[float] | None = None,
-                      seed: int = 0, name: str = "workload") -> ServeWorkload:
+def generate_workload(
+    num_models: int,
+    rate: float,
+    duration_s: float,
+    *,
+    proportions: list[float] | None = None,
+    rates: list[float] | None = None,
+    cv: float = 1.0,
+    slos_s: list[float] | None = None,
+    seed: int = 0,
+    name: str = "workload",
+) -> ServeWorkload:
     """Open-loop arrivals over ``duration_s`` seconds, seeded.
 
     With ``proportions`` (default: equal): one stream of ``rate`` req/s starting at t = 0, each

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 #: name -> (what it shows, the spec's YAML)
 SWEEP_EXAMPLES: dict[str, tuple[str, str]] = {
-    "collective": (("ring all-reduce on two DGX H100s, 1 MiB to 1 GiB: NICs at half speed, NVLink twice as fast, "
-                    "or DGX A100s instead"), """\
+    "collective": (
+        (
+            "ring all-reduce on two DGX H100s, 1 MiB to 1 GiB: NICs at half speed, NVLink twice as fast, "
+            "or DGX A100s instead"
+        ),
+        """\
 # podsim sweep --example collective: the bus bandwidth of a ring all-reduce on 16 GPUs (two DGX
 # H100 servers), and what if the NICs were half as fast, NVLink twice as fast, or the servers
 # DGX A100s.  Parameters: podsim collective's flags (size: one message size per point).
@@ -19,8 +23,11 @@ what-if:
   - {name: half NIC, cluster: {nic_bandwidth_scale: 0.5}}
   - {name: 2x NVLink, cluster: {intra_bandwidth_scale: 2}}
   - {name: DGX A100, cluster: {preset: dgx-a100-superpod}}
-"""),
-    "llm": ("Llama 3 8B on 8 and 16 H100s, TP 2 to 8, and with twice the GPU peak, or half the NIC bandwidth", """\
+""",
+    ),
+    "llm": (
+        "Llama 3 8B on 8 and 16 H100s, TP 2 to 8, and with twice the GPU peak, or half the NIC bandwidth",
+        """\
 # podsim sweep --example llm: Llama 3 8B on 8 and 16 H100s, TP 2, 4 and 8, and what if the
 # GPUs had twice the peak FLOP/s or the NICs half the bandwidth.  Parameters: podsim llm's flags.
 name: llama3-8b-tp
@@ -31,9 +38,14 @@ what-if:
   - {name: baseline}
   - {name: 2x peak, gpu: {peak_scale: 2}}
   - {name: half NIC, cluster: {nic_bandwidth_scale: 0.5}}
-"""),
-    "serve-llm": (("Llama 3 8B served on 4 H100s: mixed replicas or a prefill/decode split, each at its capacity "
-                   "under the SLOs, and with half the HBM bandwidth"), """\
+""",
+    ),
+    "serve-llm": (
+        (
+            "Llama 3 8B served on 4 H100s: mixed replicas or a prefill/decode split, each at its capacity "
+            "under the SLOs, and with half the HBM bandwidth"
+        ),
+        """\
 # podsim sweep --example serve-llm: Llama 3 8B on four H100s serving prompts of 1,000-3,000
 # tokens and 256-token answers: four mixed replicas, or 1, 2 or 3 of them prefilling for the
 # rest; each point's capacity (the highest request rate meeting TTFT <= 1 s and TPOT <= 15 ms
@@ -47,5 +59,6 @@ grid: {pd: ["off", "1:3", "2:2", "3:1"]}
 what-if:
   - {name: baseline}
   - {name: half HBM, gpu: {hbm_bandwidth_scale: 0.5}}
-"""),
+""",
+    ),
 }

@@ -27,8 +27,9 @@ def default_workers() -> int:
     return min(8, os.cpu_count() or 1)
 
 
-def run_tasks(fn: Callable[[T], R], args: Sequence[T], workers: int | None = None,
-              ray_address: str | None = None) -> Iterator[tuple[int, R]]:
+def run_tasks(
+    fn: Callable[[T], R], args: Sequence[T], workers: int | None = None, ray_address: str | None = None
+) -> Iterator[tuple[int, R]]:
     """Run ``fn`` on each of ``args``; yield ``(index into args, result)`` as tasks finish.
 
     ``workers``: local worker processes (default :func:`default_workers`; 1 runs in this

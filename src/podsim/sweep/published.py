@@ -35,16 +35,32 @@ def published_rank(r: dict[str, str], workers: int | None = None) -> dict[str, A
     old = r.get("framework", "").endswith("2021")
     layers = model.layers + (2 if pub.account_for_embedding else 1 if pub.account_for_loss else 0)
     base = replace(pub, pipeline_layers=None, vpp=1, schedule="1f1b")
-    space = Space(gpus=(pub.gpus,), global_batch=pub.global_batch, seq_len=pub.seq_len, tp=(1, 2, 4, 8),
-                  pp=divisors(layers, 64), vpp=(1,) if old else (1, 2, 4),
-                  cp=(1,) if pub.cp == 1 else (1, 2, 4, 8, 16), micro_batch=(1, 2, 4, 8),
-                  recompute=(pub.recompute,) if old else ("none", "selective", "full"),
-                  sequence_parallel=(pub.sequence_parallel,) if old else (True, False),
-                  distributed_optimizer=(pub.distributed_optimizer,), zero=(pub.zero,),
-                  tp_overlap=(pub.tp_overlap,), base=base)
+    space = Space(
+        gpus=(pub.gpus,),
+        global_batch=pub.global_batch,
+        seq_len=pub.seq_len,
+        tp=(1, 2, 4, 8),
+        pp=divisors(layers, 64),
+        vpp=(1,) if old else (1, 2, 4),
+        cp=(1,) if pub.cp == 1 else (1, 2, 4, 8, 16),
+        micro_batch=(1, 2, 4, 8),
+        recompute=(pub.recompute,) if old else ("none", "selective", "full"),
+        sequence_parallel=(pub.sequence_parallel,) if old else (True, False),
+        distributed_optimizer=(pub.distributed_optimizer,),
+        zero=(pub.zero,),
+        tp_overlap=(pub.tp_overlap,),
+        base=base,
+    )
     t = time.perf_counter()
-    res = search(model, f"--model {r['model']}", space, r["gpu"], gpu.memory_gib, cluster=r.get("system") or None,
-                 workers=workers)
+    res = search(
+        model,
+        f"--model {r['model']}",
+        space,
+        r["gpu"],
+        gpu.memory_gib,
+        cluster=r.get("system") or None,
+        workers=workers,
+    )
     wall = time.perf_counter() - t
     groups: dict[tuple, float] = {}
     for row in res.rows:
@@ -54,7 +70,15 @@ def published_rank(r: dict[str, str], workers: int | None = None) -> dict[str, A
     order = sorted(groups, key=lambda k: -groups[k])
     mine = (pub.tp, pub.pp, pub.cp, pub.vpp)
     rank = order.index(mine) + 1 if mine in groups else None
-    return {"row": r["row_id"], "model": model.name, "gpus": pub.gpus, "published": mine, "rank": rank,
-            "groups": len(order), "best": order[0],
-            "gap_pct": 100 * (1 - groups[mine] / groups[order[0]]) if rank else None,
-            "evaluated": res.evaluated, "wall_s": wall}
+    return {
+        "row": r["row_id"],
+        "model": model.name,
+        "gpus": pub.gpus,
+        "published": mine,
+        "rank": rank,
+        "groups": len(order),
+        "best": order[0],
+        "gap_pct": 100 * (1 - groups[mine] / groups[order[0]]) if rank else None,
+        "evaluated": res.evaluated,
+        "wall_s": wall,
+    }

@@ -95,11 +95,11 @@ def parse_address(address: str) -> RayAddress:
     """
     text = address.strip()
     client = text.startswith("ray://")
-    rest = text[len("ray://"):] if client else text
+    rest = text[len("ray://") :] if client else text
     if "://" in rest:
         raise InputError(f"{address!r} is not a Ray cluster address: expected {_FORMAT}", where=_WHERE)
     bracketed = rest.startswith("[")
-    if bracketed:   # [ipv6]:port
+    if bracketed:  # [ipv6]:port
         host, sep, port = rest[1:].partition("]:")
     else:
         host, sep, port = rest.rpartition(":")
@@ -114,11 +114,12 @@ def parse_address(address: str) -> RayAddress:
         except ValueError:
             ok = False
         if not ok:
-            raise InputError(f"{address!r} is not a Ray cluster address: expected {_FORMAT} "
-                             "(an IPv6 host in brackets: [::1]:6379)", where=_WHERE)
+            raise InputError(
+                f"{address!r} is not a Ray cluster address: expected {_FORMAT} (an IPv6 host in brackets: [::1]:6379)",
+                where=_WHERE,
+            )
     if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise InputError(f"{address!r}: the port {port!r} is not a number in 1-65535; expected {_FORMAT}",
-                         where=_WHERE)
+        raise InputError(f"{address!r}: the port {port!r} is not a number in 1-65535; expected {_FORMAT}", where=_WHERE)
     return RayAddress(host, int(port), client)
 
 
@@ -131,16 +132,21 @@ def check_reachable(addr: RayAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> N
     try:
         socket.create_connection((addr.host, addr.port), timeout=timeout_s).close()
     except socket.gaierror as e:
-        raise InputError(f"cannot reach the Ray cluster at {addr}: unknown host {addr.host!r} ({e.strerror})",
-                         where=_WHERE) from None
+        raise InputError(
+            f"cannot reach the Ray cluster at {addr}: unknown host {addr.host!r} ({e.strerror})", where=_WHERE
+        ) from None
     except TimeoutError:
-        raise InputError(f"cannot reach the Ray cluster at {addr}: no answer within {timeout_s:g} s "
-                         "(is the host up, the port open to this machine, and `ray start --head` running there?)",
-                         where=_WHERE) from None
+        raise InputError(
+            f"cannot reach the Ray cluster at {addr}: no answer within {timeout_s:g} s "
+            "(is the host up, the port open to this machine, and `ray start --head` running there?)",
+            where=_WHERE,
+        ) from None
     except OSError as e:
-        raise InputError(f"cannot reach the Ray cluster at {addr}: {e.strerror or e} "
-                         "(is `ray start --head` running there, and is this the port it printed?)",
-                         where=_WHERE) from None
+        raise InputError(
+            f"cannot reach the Ray cluster at {addr}: {e.strerror or e} "
+            "(is `ray start --head` running there, and is this the port it printed?)",
+            where=_WHERE,
+        ) from None
 
 
 def probe_cluster(addr: RayAddress, timeout_s: float = PROBE_TIMEOUT_S) -> None:
@@ -153,14 +159,24 @@ def probe_cluster(addr: RayAddress, timeout_s: float = PROBE_TIMEOUT_S) -> None:
             wants a token says so.
     """
     env = dict(os.environ)
-    env.setdefault("RAY_gcs_server_port_wait_time_s", "3")   # Ray's attempts (1 s apart; 20 by default)
+    env.setdefault("RAY_gcs_server_port_wait_time_s", "3")  # Ray's attempts (1 s apart; 20 by default)
     try:
-        run = subprocess.run([sys.executable, "-c", _PROBE, str(addr)], env=env, capture_output=True,
-                             text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)
+        run = subprocess.run(
+            [sys.executable, "-c", _PROBE, str(addr)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise InputError(f"cannot connect to the Ray cluster at {addr}: no answer as a Ray cluster within "
-                         f"{timeout_s:g} s (is this the address `ray start --head` printed, port 6379 by "
-                         "default?)", where=_WHERE) from None
+        raise InputError(
+            f"cannot connect to the Ray cluster at {addr}: no answer as a Ray cluster within "
+            f"{timeout_s:g} s (is this the address `ray start --head` printed, port 6379 by "
+            "default?)",
+            where=_WHERE,
+        ) from None
     if run.returncode == 0 and run.stdout.strip().endswith("OK"):
         return
     text = run.stdout + run.stderr
@@ -168,11 +184,19 @@ def probe_cluster(addr: RayAddress, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         raise InputError(
             f"the Ray cluster at {addr} refused this machine: it uses token authentication. Set "
             "RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, or the head's ~/.ray/auth_token "
-            "copied to this machine)", where=_WHERE)
-    lines = [ln.strip() for ln in run.stdout.splitlines() if ln.strip()] or \
-        [ln.strip() for ln in run.stderr.splitlines() if ln.strip()] or [f"exit status {run.returncode}"]
-    raise InputError(f"cannot connect to the Ray cluster at {addr}: {lines[-1]} (is this the address "
-                     "`ray start --head` printed, port 6379 by default?)", where=_WHERE)
+            "copied to this machine)",
+            where=_WHERE,
+        )
+    lines = (
+        [ln.strip() for ln in run.stdout.splitlines() if ln.strip()]
+        or [ln.strip() for ln in run.stderr.splitlines() if ln.strip()]
+        or [f"exit status {run.returncode}"]
+    )
+    raise InputError(
+        f"cannot connect to the Ray cluster at {addr}: {lines[-1]} (is this the address "
+        "`ray start --head` printed, port 6379 by default?)",
+        where=_WHERE,
+    )
 
 
 def _podsim_path() -> list[str]:
@@ -195,11 +219,11 @@ def _start(ray: ModuleType, address: str, addr: RayAddress | None) -> bool:
     did (and so must shut it down).  A Ray already initialised in this process is used as it is."""
     if ray.is_initialized():
         return False
-    quiet: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                             "logging_level": logging.ERROR}
+    quiet: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     if address == LOCAL_RAY:
         from ray.job_config import JobConfig
-        path = _podsim_path()   # workers import the podsim this process runs, not another install
+
+        path = _podsim_path()  # workers import the podsim this process runs, not another install
         job = JobConfig(code_search_path=path) if path else None
         try:
             ray.init(address="local", num_cpus=os.cpu_count() or 1, job_config=job, **quiet)
@@ -209,8 +233,11 @@ def _start(ray: ModuleType, address: str, addr: RayAddress | None) -> bool:
     assert addr is not None
     if addr.client:
         if find_spec("grpc") is None:
-            raise InputError("a ray:// address (Ray Client) needs ray[client]: pip install 'ray[client]'; "
-                             "or give the GCS address host:6379 that `ray start --head` prints", where=_WHERE)
+            raise InputError(
+                "a ray:// address (Ray Client) needs ray[client]: pip install 'ray[client]'; "
+                "or give the GCS address host:6379 that `ray start --head` prints",
+                where=_WHERE,
+            )
     check_reachable(addr)
     probe_cluster(addr)
     try:
@@ -230,8 +257,11 @@ def _unwrap(e: BaseException) -> BaseException:
     missing = re.search(r"No module named '([^']+)'", text)
     if isinstance(cause, ImportError) or missing or "failed to import on the worker" in text:
         name = getattr(cause, "name", None) or (missing.group(1) if missing else "the task's module")
-        return InputError(f"a Ray worker cannot import {name}: install the same podsim version "
-                          "(pip install podsim[ray]) on every machine of the cluster", where=_WHERE)
+        return InputError(
+            f"a Ray worker cannot import {name}: install the same podsim version "
+            "(pip install podsim[ray]) on every machine of the cluster",
+            where=_WHERE,
+        )
     return e
 
 

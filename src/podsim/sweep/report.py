@@ -45,12 +45,41 @@ from typing import Any, Iterable, Sequence
 from ..fileio import atomic_write_text
 
 #: the layout fields a row carries in the page, in this order
-LAYOUT_COLS = ("gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "num_microbatches", "global_batch",
-               "seq_len", "recompute", "sequence_parallel", "distributed_optimizer", "schedule", "zero",
-               "tp_overlap", "overlap_grad_reduce", "overlap_param_gather")
+LAYOUT_COLS = (
+    "gpus",
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "dp",
+    "micro_batch",
+    "num_microbatches",
+    "global_batch",
+    "seq_len",
+    "recompute",
+    "sequence_parallel",
+    "distributed_optimizer",
+    "schedule",
+    "zero",
+    "tp_overlap",
+    "overlap_grad_reduce",
+    "overlap_param_gather",
+)
 #: the columns of an embedded row (``rows`` of the payload are lists in this order)
-COLS = LAYOUT_COLS + ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib", "cost_per_mtok_usd",
-                      "breakdown", "memory_per_stage", "flow", "command", "best", "simulated")
+COLS = LAYOUT_COLS + (
+    "tokens_per_s",
+    "mfu",
+    "iteration_time_s",
+    "memory_peak_gib",
+    "cost_per_mtok_usd",
+    "breakdown",
+    "memory_per_stage",
+    "flow",
+    "command",
+    "best",
+    "simulated",
+)
 BREAKDOWN_KEYS = ("compute_s", "exposed_comm_s", "bubble_s", "other_s")
 STAGE_KEYS = ("weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "buffers_gib", "total_gib")
 FLOW_KEYS = ("iteration_time_s", "tokens_per_s", "mfu")
@@ -202,13 +231,20 @@ def payload(doc: dict[str, Any]) -> dict[str, Any]:
         packed.append(rec)
     rejected = doc.get("rejected") or {}
     n_sim = sum(1 for rec in packed if rec[-1])
-    meta = {"model": str(doc.get("model", "")), "gpu": str(doc.get("gpu", "")),
-            "objective": str(doc.get("objective", "")), "evaluated": doc.get("evaluated"),
-            "reused": doc.get("reused"),
-            "rejected": sorted(([str(k), int(v)] for k, v in dict(rejected).items()), key=lambda kv: -kv[1]),
-            "best": len(best_at), "simulated": n_sim, "estimated": len(packed) - n_sim,
-            "flow": sum(1 for r in rows if isinstance(r.get("flow"), dict)),
-            "global_batch": _num(doc.get("global_batch")), "seq_len": _num(doc.get("seq_len"))}
+    meta = {
+        "model": str(doc.get("model", "")),
+        "gpu": str(doc.get("gpu", "")),
+        "objective": str(doc.get("objective", "")),
+        "evaluated": doc.get("evaluated"),
+        "reused": doc.get("reused"),
+        "rejected": sorted(([str(k), int(v)] for k, v in dict(rejected).items()), key=lambda kv: -kv[1]),
+        "best": len(best_at),
+        "simulated": n_sim,
+        "estimated": len(packed) - n_sim,
+        "flow": sum(1 for r in rows if isinstance(r.get("flow"), dict)),
+        "global_batch": _num(doc.get("global_batch")),
+        "seq_len": _num(doc.get("seq_len")),
+    }
     return {"meta": meta, "cols": list(COLS), "parts": parts.table, "rows": packed}
 
 
@@ -236,4 +272,3 @@ def write_report(path: str, doc: dict[str, Any]) -> None:
         InputError: when ``path`` cannot be written.
     """
     atomic_write_text(path, render_report(doc))
-

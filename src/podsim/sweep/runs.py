@@ -60,13 +60,13 @@ class RunKind:
 
     name: str
     params: tuple[Param, ...]
-    required: tuple[tuple[str, ...], ...]   #: each: exactly one of these names (usually one name)
+    required: tuple[tuple[str, ...], ...]  #: each: exactly one of these names (usually one name)
     metrics: dict[str, str]
     shown: tuple[str, ...]
     gpu_fields: tuple[str, ...]
     cluster_fields: tuple[str, ...]
     describe: str = ""
-    aliases: dict[str, str] = field(default_factory=dict)   #: other spellings the CLI takes -> name
+    aliases: dict[str, str] = field(default_factory=dict)  #: other spellings the CLI takes -> name
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
@@ -76,76 +76,137 @@ class RunKind:
         return tuple(p.name for p in self.params)
 
 
-_ALL_CLUSTER = ("preset", "gpus_per_node", "nic_bandwidth", "nic_bandwidth_scale", "intra_bandwidth_scale",
-                "intra_node", "inter_node", "nccl")
+_ALL_CLUSTER = (
+    "preset",
+    "gpus_per_node",
+    "nic_bandwidth",
+    "nic_bandwidth_scale",
+    "intra_bandwidth_scale",
+    "intra_node",
+    "inter_node",
+    "nccl",
+)
 _BACKENDS = ("analytical", "flow")
 
 LLM = RunKind(
     "llm",
     tuple(p for p in TRAIN_PARAMS if p.sweep),
     (("model", "model-config"), ("gpus",), ("global-batch",)),
-    {"iteration_time_s": "DOUBLE", "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE",
-     "model_tflops_per_gpu": "DOUBLE", "mfu": "DOUBLE", "memory_peak_gib": "DOUBLE", "memory_fits": "BOOLEAN",
-     "dp": "BIGINT", "compute_s": "DOUBLE", "exposed_comm_s": "DOUBLE", "bubble_s": "DOUBLE", "other_s": "DOUBLE"},
+    {
+        "iteration_time_s": "DOUBLE",
+        "tokens_per_s": "DOUBLE",
+        "tokens_per_s_per_gpu": "DOUBLE",
+        "model_tflops_per_gpu": "DOUBLE",
+        "mfu": "DOUBLE",
+        "memory_peak_gib": "DOUBLE",
+        "memory_fits": "BOOLEAN",
+        "dp": "BIGINT",
+        "compute_s": "DOUBLE",
+        "exposed_comm_s": "DOUBLE",
+        "bubble_s": "DOUBLE",
+        "other_s": "DOUBLE",
+    },
     ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib"),
-    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
+    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
+    _ALL_CLUSTER,
     "one training iteration of an LLM under a parallel layout (podsim llm)",
-    {a: p.name for p in TRAIN_PARAMS if p.sweep for a in p.aliases})
+    {a: p.name for p in TRAIN_PARAMS if p.sweep for a in p.aliases},
+)
 
 COLLECTIVE = RunKind(
     "collective",
     tuple(p for p in COLLECTIVE_PARAMS if p.sweep),
     (("collective",), ("cluster",), ("gpus",), ("size",)),
-    {"bytes": "BIGINT", "time_us": "DOUBLE", "algbw_gbps": "DOUBLE", "busbw_gbps": "DOUBLE", "algorithm": "VARCHAR",
-     "protocol": "VARCHAR", "servers": "BIGINT"},
+    {
+        "bytes": "BIGINT",
+        "time_us": "DOUBLE",
+        "algbw_gbps": "DOUBLE",
+        "busbw_gbps": "DOUBLE",
+        "algorithm": "VARCHAR",
+        "protocol": "VARCHAR",
+        "servers": "BIGINT",
+    },
     ("bytes", "time_us", "busbw_gbps", "algorithm"),
-    (), _ALL_CLUSTER,
+    (),
+    _ALL_CLUSTER,
     "one collective of one size, as nccl-tests would time it (podsim collective)",
-    {"name": "collective", "bytes": "size"})
+    {"name": "collective", "bytes": "size"},
+)
 
 SIMULATE = RunKind(
     "simulate",
     tuple(p for p in SIMULATE_PARAMS if p.sweep),
     (("workload-configuration",),),
-    {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE",
-     "exposed_comm_s": "DOUBLE"},
+    {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE", "exposed_comm_s": "DOUBLE"},
     ("time_s", "compute_s", "exposed_comm_s"),
-    (), _ALL_CLUSTER,
+    (),
+    _ALL_CLUSTER,
     "a workload on a cluster or an ASTRA-sim machine (podsim simulate)",
-    {"system": "system-configuration", "network": "network-configuration",
-     **{a: p.name for p in SIMULATE_PARAMS if p.sweep for a in p.aliases}})
+    {
+        "system": "system-configuration",
+        "network": "network-configuration",
+        **{a: p.name for p in SIMULATE_PARAMS if p.sweep for a in p.aliases},
+    },
+)
 
 SERVE = RunKind(
     "serve",
     tuple(p for p in SERVE_PARAMS if p.sweep),
     (("workload", "closed-loop"), ("placement",)),
-    {"num_requests": "BIGINT", "completed": "BIGINT", "dropped": "BIGINT", "latency_mean_s": "DOUBLE",
-     "latency_p50_s": "DOUBLE", "latency_p90_s": "DOUBLE", "latency_p99_s": "DOUBLE", "slo_attainment": "DOUBLE",
-     "throughput_rps": "DOUBLE", "makespan_s": "DOUBLE"},
+    {
+        "num_requests": "BIGINT",
+        "completed": "BIGINT",
+        "dropped": "BIGINT",
+        "latency_mean_s": "DOUBLE",
+        "latency_p50_s": "DOUBLE",
+        "latency_p90_s": "DOUBLE",
+        "latency_p99_s": "DOUBLE",
+        "slo_attainment": "DOUBLE",
+        "throughput_rps": "DOUBLE",
+        "makespan_s": "DOUBLE",
+    },
     ("throughput_rps", "latency_mean_s", "latency_p99_s", "slo_attainment"),
-    ("memory_gib",), ("preset", "gpus_per_node"),
+    ("memory_gib",),
+    ("preset", "gpus_per_node"),
     "inference serving: requests, placements, per-GPU queues (podsim serve)",
-    {a: p.name for p in SERVE_PARAMS if p.sweep for a in p.aliases if a.replace("_", "-") != p.name})
+    {a: p.name for p in SERVE_PARAMS if p.sweep for a in p.aliases if a.replace("_", "-") != p.name},
+)
 
 SERVE_LLM = RunKind(
     "serve-llm",
     tuple(p for p in SERVE_LLM_PARAMS if p.sweep),
     (("model", "model-config"), ("workload",)),
-    {"gpus": "BIGINT", "capacity_qps": "DOUBLE", "ttft_mean_s": "DOUBLE", "ttft_p99_s": "DOUBLE",
-     "tpot_mean_s": "DOUBLE", "tpot_p99_s": "DOUBLE", "e2e_mean_s": "DOUBLE", "e2e_p99_s": "DOUBLE",
-     "tokens_per_s": "DOUBLE", "tokens_per_s_per_gpu": "DOUBLE", "requests_per_s": "DOUBLE",
-     "slo_attainment": "DOUBLE", "preemptions": "BIGINT", "mfu": "DOUBLE", "usd_per_gpu_hour": "DOUBLE",
-     "cost_per_mtok_usd": "DOUBLE"},
+    {
+        "gpus": "BIGINT",
+        "capacity_qps": "DOUBLE",
+        "ttft_mean_s": "DOUBLE",
+        "ttft_p99_s": "DOUBLE",
+        "tpot_mean_s": "DOUBLE",
+        "tpot_p99_s": "DOUBLE",
+        "e2e_mean_s": "DOUBLE",
+        "e2e_p99_s": "DOUBLE",
+        "tokens_per_s": "DOUBLE",
+        "tokens_per_s_per_gpu": "DOUBLE",
+        "requests_per_s": "DOUBLE",
+        "slo_attainment": "DOUBLE",
+        "preemptions": "BIGINT",
+        "mfu": "DOUBLE",
+        "usd_per_gpu_hour": "DOUBLE",
+        "cost_per_mtok_usd": "DOUBLE",
+    },
     ("capacity_qps", "tokens_per_s", "ttft_p99_s", "tpot_p99_s", "slo_attainment", "cost_per_mtok_usd"),
-    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"), _ALL_CLUSTER,
+    ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
+    _ALL_CLUSTER,
     "LLM serving on replicas: continuous batching, a paged KV cache, schedulers, P/D (podsim serve-llm)",
-    {a: p.name for p in SERVE_LLM_PARAMS if p.sweep for a in p.aliases})
+    {a: p.name for p in SERVE_LLM_PARAMS if p.sweep for a in p.aliases},
+)
 
 #: run kind -> its definition
 RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE, SERVE_LLM)}
 
 
 # -- values ------------------------------------------------------------------------------------
+
 
 def size_bytes(v: object, where: str | None = None) -> int:
     """A message size in bytes: an integer, ``1K`` / ``4M`` / ``1G`` (KiB, MiB, GiB, as
@@ -180,8 +241,10 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
     Raises:
         InputError: naming ``where``, with the closest valid name for a misspelled one.
     """
+
     def bad(expected: str) -> InputError:
         return InputError(f"expected {expected}, got {v!r}", source, where)
+
     k = p.kind
     if k in ("count", "natural"):
         lo = 1 if k == "count" else 0
@@ -190,17 +253,20 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
         return v
     if k in ("number", "nonneg"):
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= _MAX_NUMBER
-        if not ok or not (v > 0 if k == "number" else v >= 0):   # type: ignore[operator]
+        if not ok or not (v > 0 if k == "number" else v >= 0):  # type: ignore[operator]
             raise bad("a finite number > 0" if k == "number" else "a finite number >= 0")
-        return float(v)   # type: ignore[arg-type]
+        return float(v)  # type: ignore[arg-type]
     if k == "bool":
         if not isinstance(v, bool):
             raise bad("true or false")
         return v
     if k == "choice":
         if not isinstance(v, str) or v not in p.choices:
-            hint = unknown_key_error(str(v), p.choices, None, "value").message if isinstance(v, str) else \
-                f"expected one of {', '.join(p.choices)}, got {v!r}"
+            hint = (
+                unknown_key_error(str(v), p.choices, None, "value").message
+                if isinstance(v, str)
+                else f"expected one of {', '.join(p.choices)}, got {v!r}"
+            )
             raise InputError(hint, source, where)
         return v
     if k == "list":
@@ -223,17 +289,18 @@ def check_value(run: RunKind, p: Param, v: object, base: str | None, source: str
         except InputError as e:
             raise InputError(e.message, source, where) from None
         return v
-    if k == "text":   # a number >= 0 or a word (host-overhead-ms: 0.5, eager, cuda-graphs)
+    if k == "text":  # a number >= 0 or a word (host-overhead-ms: 0.5, eager, cuda-graphs)
         if isinstance(v, bool) or not isinstance(v, (int, float, str)) or (isinstance(v, str) and not v.strip()):
             raise bad("a number or a word")
         if isinstance(v, (int, float)) and not (math.isfinite(v) and 0 <= v <= _MAX_NUMBER):
             raise bad("a finite number >= 0")
         return v
-    if v is False and p.name in _OFF_NAMES:   # YAML reads a bare off / no as false
+    if v is False and p.name in _OFF_NAMES:  # YAML reads a bare off / no as false
         return "off"
     if not isinstance(v, str) or not v.strip():
-        raise bad(("one of " + ", ".join(map(str, p.choices)) if p.choices else "a name") if k == "name"
-                  else "a file path")
+        raise bad(
+            ("one of " + ", ".join(map(str, p.choices)) if p.choices else "a name") if k == "name" else "a file path"
+        )
     if k == "path" and not Path(resolve(v, base)).exists() and not _chakra_prefix(resolve(v, base)):
         raise InputError(f"no such file or folder: {resolve(v, base)}", source, where)
     if k == "name" and p.choices and v not in p.choices:
@@ -283,8 +350,10 @@ def _check_workload(v: str, base: str | None) -> None:
     if is_generator(v):
         parse_generator(v, where="workload")
     elif not Path(resolve(v, base)).exists():
-        raise InputError(f"expected a request trace file or a generator such as poisson:10,prompt=1000,output=200; "
-                         f"no such file: {resolve(v, base)}")
+        raise InputError(
+            f"expected a request trace file or a generator such as poisson:10,prompt=1000,output=200; "
+            f"no such file: {resolve(v, base)}"
+        )
 
 
 def _check_pair(v: str, base: str | None) -> None:
@@ -292,8 +361,15 @@ def _check_pair(v: str, base: str | None) -> None:
 
 
 _NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
-    "model": _check_model, "draft-model": _check_model, "gpu": _check_gpu, "cluster": _check_cluster, "kernel-table": _check_kernel_table,
-    "workload": _check_workload, "pd": _check_pair, "spec-decode": _check_pair}
+    "model": _check_model,
+    "draft-model": _check_model,
+    "gpu": _check_gpu,
+    "cluster": _check_cluster,
+    "kernel-table": _check_kernel_table,
+    "workload": _check_workload,
+    "pd": _check_pair,
+    "spec-decode": _check_pair,
+}
 
 
 def _ints(text: str, where: str) -> tuple[int, ...]:
@@ -305,14 +381,16 @@ def _ints(text: str, where: str) -> tuple[int, ...]:
 
 # -- runs ----------------------------------------------------------------------------------------
 
-def _cluster_arg(p: dict[str, Any], whatif: dict[str, Any], base: str | None,
-                 default: str | None) -> str | ClusterSpec | None:
+
+def _cluster_arg(
+    p: dict[str, Any], whatif: dict[str, Any], base: str | None, default: str | None
+) -> str | ClusterSpec | None:
     """The cluster a run uses: None (the run's default), a path or preset name, or a
     :class:`ClusterSpec` with the what-if's cluster overrides."""
     name = p.get("cluster") or default
     ov = whatif.get("cluster")
     if ov:
-        return apply_cluster(name, ov, whatif["name"], base)   # type: ignore[arg-type]
+        return apply_cluster(name, ov, whatif["name"], base)  # type: ignore[arg-type]
     if name is None:
         return None
     return resolve(name, base) if _is_path_like(name) else name
@@ -323,7 +401,7 @@ def default_cluster_name(gpu: Any) -> str:
     given none: what a what-if's cluster overrides change."""
     spec = default_cluster(gpu, None, None, None)
     src = spec.source or ""
-    return src[len("preset "):] if src.startswith("preset ") else spec.name
+    return src[len("preset ") :] if src.startswith("preset ") else spec.name
 
 
 def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -340,11 +418,20 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
     lay = r.layout
     d = r.to_dict()
     b = d["breakdown"]
-    return {"iteration_time_s": d["iteration_time_s"], "tokens_per_s": d["tokens_per_s"],
-            "tokens_per_s_per_gpu": d["tokens_per_s"] / lay.gpus, "model_tflops_per_gpu": d["model_tflops_per_gpu"],
-            "mfu": d["mfu"], "memory_peak_gib": d["memory_peak_gib"], "memory_fits": d["memory_fits"], "dp": lay.dp,
-            "compute_s": b["compute_s"], "exposed_comm_s": b["exposed_comm_s"], "bubble_s": b["bubble_s"],
-            "other_s": b["other_s"]}
+    return {
+        "iteration_time_s": d["iteration_time_s"],
+        "tokens_per_s": d["tokens_per_s"],
+        "tokens_per_s_per_gpu": d["tokens_per_s"] / lay.gpus,
+        "model_tflops_per_gpu": d["model_tflops_per_gpu"],
+        "mfu": d["mfu"],
+        "memory_peak_gib": d["memory_peak_gib"],
+        "memory_fits": d["memory_fits"],
+        "dp": lay.dp,
+        "compute_s": b["compute_s"],
+        "exposed_comm_s": b["exposed_comm_s"],
+        "bubble_s": b["bubble_s"],
+        "other_s": b["other_s"],
+    }
 
 
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -352,8 +439,15 @@ def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) 
     job = CollectiveJob.from_values({**p, "size": size_bytes(p["size"], "size")})
     t = run_job(replace(job, options=replace(job.options, cluster=_cluster_arg(p, whatif, base, None))))
     r = t.rows[0]
-    return {"bytes": r.bytes, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps, "busbw_gbps": r.busbw_gbps,
-            "algorithm": r.algorithm, "protocol": r.protocol, "servers": t.servers}
+    return {
+        "bytes": r.bytes,
+        "time_us": r.time_us,
+        "algbw_gbps": r.algbw_gbps,
+        "busbw_gbps": r.busbw_gbps,
+        "algorithm": r.algorithm,
+        "protocol": r.protocol,
+        "servers": t.servers,
+    }
 
 
 def _cluster_file(p: dict[str, Any], whatif: dict[str, Any], base: str | None, folder: str) -> str | None:
@@ -376,20 +470,34 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
     """One ``podsim simulate`` run: when the last rank finishes (s), and that rank's compute,
     communication and exposed communication (s)."""
 
-    paths = {k: resolve(p[k], base) for k in ("workload-configuration", "system-configuration",
-                                                  "network-configuration", "comm-group-configuration",
-                                                  "execution-trace", "remote-memory-configuration") if p.get(k)}
+    paths = {
+        k: resolve(p[k], base)
+        for k in (
+            "workload-configuration",
+            "system-configuration",
+            "network-configuration",
+            "comm-group-configuration",
+            "execution-trace",
+            "remote-memory-configuration",
+        )
+        if p.get(k)
+    }
     with tempfile.TemporaryDirectory(prefix="podsim-sweep-") as tmp:
         cluster = _cluster_file(p, whatif, base, tmp)
         job = SimulateJob.from_values({**p, **paths})
-        if cluster is not None:   # the cluster's fabric, not an ASTRA-sim network
+        if cluster is not None:  # the cluster's fabric, not an ASTRA-sim network
             job = replace(job, machine=replace(job.machine, cluster=cluster, network=None))
         if not p.get("parallel") and cluster is None and not (job.machine.system and job.machine.network):
             raise InputError("give cluster, or system-configuration and network-configuration")
         res = simulate_job(job).result
     last = max(res.ranks, key=lambda r: r.finish_ns)
-    return {"time_s": res.finish_ns / 1e9, "num_ranks": res.num_ranks, "compute_s": last.compute_ns / 1e9,
-            "comm_s": last.comm_ns / 1e9, "exposed_comm_s": last.exposed_comm_ns / 1e9}
+    return {
+        "time_s": res.finish_ns / 1e9,
+        "num_ranks": res.num_ranks,
+        "compute_s": last.compute_ns / 1e9,
+        "comm_s": last.comm_ns / 1e9,
+        "exposed_comm_s": last.exposed_comm_ns / 1e9,
+    }
 
 
 def run_serve(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -404,8 +512,12 @@ def run_serve(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> di
     if p.get("closed-loop"):
         paths["workload"] = None
     job = ServeCommand.from_values({**p, **paths}).job
-    job = replace(job, cluster=resolve(preset, base) if preset and _is_path_like(preset) else preset,
-                  gpus_per_node=cl_ov.get("gpus_per_node", p.get("num-devices-per-node")), memory_gb=memory_gb)
+    job = replace(
+        job,
+        cluster=resolve(preset, base) if preset and _is_path_like(preset) else preset,
+        gpus_per_node=cl_ov.get("gpus_per_node", p.get("num-devices-per-node")),
+        memory_gb=memory_gb,
+    )
     doc = summarize(serve(job))
     return {k: doc[k] for k in SERVE.metrics}
 
@@ -428,8 +540,11 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
     job = ServeLLMJob.from_values({**p, **paths})
     outcome = serve_llm(with_hardware(job, gpu, _cluster_arg(p, whatif, base, default)))
     if outcome.capacity is not None and outcome.result is None:
-        raise InputError(f"no rate tried meets the SLOs for {100 * p['capacity-target']:g}% of requests "
-                         f"(down to {min(q for q, _ in outcome.capacity.probes):.3g} req/s)", where="find-capacity")
+        raise InputError(
+            f"no rate tried meets the SLOs for {100 * p['capacity-target']:g}% of requests "
+            f"(down to {min(q for q, _ in outcome.capacity.probes):.3g} req/s)",
+            where="find-capacity",
+        )
     result, serving, requests = outcome.result, outcome.serving, outcome.requests
     capacity = outcome.capacity.qps if outcome.capacity is not None else None
     d = result.stats()
@@ -440,19 +555,30 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
         except InputError:
             price = None
     tps, rps = d["tokens_per_s"], d["requests_per_s"]
-    if capacity is not None:   # the steady state the SLOs hold at, not one finite run's drain
+    if capacity is not None:  # the steady state the SLOs hold at, not one finite run's drain
         tps, rps = capacity * sum(r.output_tokens for r in requests) / len(requests), capacity
-    return {"gpus": serving.gpus, "capacity_qps": capacity,
-            **{k: d[k] for k in ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "e2e_mean_s", "e2e_p99_s")},
-            "tokens_per_s": tps, "tokens_per_s_per_gpu": tps / serving.gpus if tps else None,
-            "requests_per_s": rps, "slo_attainment": d["slo_attainment"],
-            "preemptions": result.total_preemptions, "mfu": d["mfu"], "usd_per_gpu_hour": price,
-            "cost_per_mtok_usd": usd_per_mtok(serving.gpus, price, tps) if price is not None else None}
+    return {
+        "gpus": serving.gpus,
+        "capacity_qps": capacity,
+        **{k: d[k] for k in ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "e2e_mean_s", "e2e_p99_s")},
+        "tokens_per_s": tps,
+        "tokens_per_s_per_gpu": tps / serving.gpus if tps else None,
+        "requests_per_s": rps,
+        "slo_attainment": d["slo_attainment"],
+        "preemptions": result.total_preemptions,
+        "mfu": d["mfu"],
+        "usd_per_gpu_hour": price,
+        "cost_per_mtok_usd": usd_per_mtok(serving.gpus, price, tps) if price is not None else None,
+    }
 
 
 _RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any], str | None], dict[str, Any]]] = {
-    "llm": run_llm, "collective": run_collective, "simulate": run_simulate, "serve": run_serve,
-    "serve-llm": run_serve_llm}
+    "llm": run_llm,
+    "collective": run_collective,
+    "simulate": run_simulate,
+    "serve": run_serve,
+    "serve-llm": run_serve_llm,
+}
 
 
 def with_defaults(run: RunKind, params: dict[str, Any]) -> dict[str, Any]:

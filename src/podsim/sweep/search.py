@@ -63,19 +63,30 @@ class SearchResult:
     evaluated: int
     rejected: Counter[str]
     objective: str
-    reused: int = 0      #: rows a results store already held (not evaluated again)
-    simulated: int = 0   #: rows simulated exactly (the rest estimated)
-    flow: int = 0        #: rows re-run with the flow backend
-    phases_s: dict[str, float] = field(default_factory=dict)   #: wall time of each pass (s)
+    reused: int = 0  #: rows a results store already held (not evaluated again)
+    simulated: int = 0  #: rows simulated exactly (the rest estimated)
+    flow: int = 0  #: rows re-run with the flow backend
+    phases_s: dict[str, float] = field(default_factory=dict)  #: wall time of each pass (s)
 
 
 def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, backend: str) -> str:
     """The ``podsim llm`` command line that simulates ``layout`` (``model_arg``: ``--model NAME``
     or ``--model-config FILE``)."""
-    parts = ["podsim llm", model_arg, f"--gpu {gpu}", f"--gpus {layout.gpus}", f"--tp {layout.tp}",
-             f"--pp {layout.pp}", f"--vpp {layout.vpp}", f"--cp {layout.cp}", f"--ep {layout.ep}",
-             f"--global-batch {layout.global_batch}", f"--micro-batch {layout.micro_batch}",
-             f"--seq-len {layout.seq_len}", f"--recompute {layout.recompute}"]
+    parts = [
+        "podsim llm",
+        model_arg,
+        f"--gpu {gpu}",
+        f"--gpus {layout.gpus}",
+        f"--tp {layout.tp}",
+        f"--pp {layout.pp}",
+        f"--vpp {layout.vpp}",
+        f"--cp {layout.cp}",
+        f"--ep {layout.ep}",
+        f"--global-batch {layout.global_batch}",
+        f"--micro-batch {layout.micro_batch}",
+        f"--seq-len {layout.seq_len}",
+        f"--recompute {layout.recompute}",
+    ]
     if layout.sequence_parallel:
         parts.append("--sequence-parallel")
     if layout.distributed_optimizer:
@@ -113,29 +124,45 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
     for lay, mem in zip(layouts, memory_gib):
         try:
             ns = est.iteration_ns(lay)
-        except ValueError:   # ZeRO-3: simulated instead
-            ns = simulate_training(model, lay, gpu=spec_gpu, cluster=est.cluster,
-                                   record_timeline=False).result.finish_ns
+        except ValueError:  # ZeRO-3: simulated instead
+            ns = simulate_training(
+                model, lay, gpu=spec_gpu, cluster=est.cluster, record_timeline=False
+            ).result.finish_ns
         s = ns / 1e9
         mf, _ = iteration_flops(model, lay)
-        rows.append({"layout": layout_dict(model, lay), "method": "estimated",
-                     "tokens_per_s": round(lay.global_batch * lay.seq_len / s, 3),
-                     "mfu": round(mf / s / lay.gpus / 1e12 * 1000 / spec_gpu.peak(lay.compute_dtype), 5),
-                     "iteration_time_s": round(s, 9), "memory_peak_gib": round(mem, 4),
-                     "breakdown": None, "command": llm_command(model_arg, lay, gpu, cluster, "analytical")})
+        rows.append(
+            {
+                "layout": layout_dict(model, lay),
+                "method": "estimated",
+                "tokens_per_s": round(lay.global_batch * lay.seq_len / s, 3),
+                "mfu": round(mf / s / lay.gpus / 1e12 * 1000 / spec_gpu.peak(lay.compute_dtype), 5),
+                "iteration_time_s": round(s, 9),
+                "memory_peak_gib": round(mem, 4),
+                "breakdown": None,
+                "command": llm_command(model_arg, lay, gpu, cluster, "analytical"),
+            }
+        )
     return rows
 
 
 def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
     """One layout simulated as ``podsim llm`` does, with its time breakdown."""
     model, layout, gpu, cluster, backend, model_arg = task
-    r = simulate_training(model, layout, gpu=gpu, cluster=cluster, backend=backend,
-                          record_timeline=backend == "analytical")
+    r = simulate_training(
+        model, layout, gpu=gpu, cluster=cluster, backend=backend, record_timeline=backend == "analytical"
+    )
     d = r.to_dict()
-    return {"layout": d["layout"], "method": "simulated", "tokens_per_s": d["tokens_per_s"], "mfu": d["mfu"],
-            "iteration_time_s": d["iteration_time_s"], "memory_peak_gib": d["memory_peak_gib"],
-            "memory_per_stage": d["memory_per_stage"], "breakdown": d["breakdown"],
-            "command": llm_command(model_arg, layout, gpu, cluster, backend)}
+    return {
+        "layout": d["layout"],
+        "method": "simulated",
+        "tokens_per_s": d["tokens_per_s"],
+        "mfu": d["mfu"],
+        "iteration_time_s": d["iteration_time_s"],
+        "memory_peak_gib": d["memory_peak_gib"],
+        "memory_per_stage": d["memory_per_stage"],
+        "breakdown": d["breakdown"],
+        "command": llm_command(model_arg, layout, gpu, cluster, backend),
+    }
 
 
 def gpu_hour_price(gpu: str, path: str | None = None) -> float:
@@ -145,7 +172,6 @@ def gpu_hour_price(gpu: str, path: str | None = None) -> float:
     Raises:
         InputError: the file has no price for the GPU, or is not such a file.
     """
-
 
     key = get_gpu(gpu).key
     where = path or "podsim/hardware/prices.yaml"
@@ -158,8 +184,12 @@ def gpu_hour_price(gpu: str, path: str | None = None) -> float:
         raise InputError("expected a mapping of GPU keys to {usd_per_gpu_hour: USD}", where, "--gpu-prices")
     entry = doc.get(key)
     if entry is None:
-        raise InputError(f"no price for the {key} here (it has {', '.join(map(str, doc)) or 'none'}): give "
-                         "--gpu-hour-price USD, or add it to the file", where, "--gpu-prices")
+        raise InputError(
+            f"no price for the {key} here (it has {', '.join(map(str, doc)) or 'none'}): give "
+            "--gpu-hour-price USD, or add it to the file",
+            where,
+            "--gpu-prices",
+        )
     price = entry.get("usd_per_gpu_hour") if isinstance(entry, dict) else None
     if not isinstance(price, (int, float)) or isinstance(price, bool) or not price > 0:
         raise InputError(f"{key}: usd_per_gpu_hour must be a number > 0, got {price!r}", where, "--gpu-prices")
@@ -186,20 +216,43 @@ def _key(objective: str) -> Callable[[dict[str, Any]], float]:
 def _batches(layouts: list[Layout], memory_gib: list[float], workers: int) -> Iterator[list[int]]:
     """Indices of ``layouts`` in batches of layouts that share their layer costs (same TP, CP,
     EP, micro-batch, recomputation ...), a few batches per worker."""
-    order = sorted(range(len(layouts)), key=lambda i: (
-        layouts[i].gpus, layouts[i].tp, layouts[i].cp, layouts[i].ep, layouts[i].micro_batch,
-        layouts[i].sequence_parallel, layouts[i].recompute, layouts[i].tp_overlap, layouts[i].pp))
+    order = sorted(
+        range(len(layouts)),
+        key=lambda i: (
+            layouts[i].gpus,
+            layouts[i].tp,
+            layouts[i].cp,
+            layouts[i].ep,
+            layouts[i].micro_batch,
+            layouts[i].sequence_parallel,
+            layouts[i].recompute,
+            layouts[i].tp_overlap,
+            layouts[i].pp,
+        ),
+    )
     size = max(16, min(400, len(order) // max(1, 4 * workers) + 1))
     for a in range(0, len(order), size):
-        yield order[a:a + size]
+        yield order[a : a + size]
 
 
-def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memory_gib: float,
-           cluster: str | None = None, backend: str = "analytical", objective: str = "tokens",
-           workers: int | None = None, progress: Progress | None = None,
-           store: str | None = None, gpu_hour_usd: float | None = None, simulate_top: int = SIMULATE_TOP,
-           flow_top: int = FLOW_TOP, ray_address: str | None = None,
-           train_tokens: float | None = None) -> SearchResult:
+def search(
+    model: ModelConfig,
+    model_arg: str,
+    space: Space,
+    gpu: str,
+    gpu_memory_gib: float,
+    cluster: str | None = None,
+    backend: str = "analytical",
+    objective: str = "tokens",
+    workers: int | None = None,
+    progress: Progress | None = None,
+    store: str | None = None,
+    gpu_hour_usd: float | None = None,
+    simulate_top: int = SIMULATE_TOP,
+    flow_top: int = FLOW_TOP,
+    ray_address: str | None = None,
+    train_tokens: float | None = None,
+) -> SearchResult:
     """Evaluate every layout of ``space`` that fits and rank them by ``objective`` (see the
     module docstring for the three passes).
 
@@ -219,11 +272,11 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
     """
 
     if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}",
-                         where="--objective")
+        raise InputError(
+            f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}", where="--objective"
+        )
     if objective == "cost" and gpu_hour_usd is None:
-        raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD",
-                         where="--objective")
+        raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD", where="--objective")
     if train_tokens is not None and not train_tokens > 0:
         raise InputError(f"the tokens to train must be more than 0, got {train_tokens:g}", where="--train-tokens")
     if gpu_hour_usd is not None and not gpu_hour_usd > 0:
@@ -250,8 +303,17 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
         def key_of(lay: Layout, method: str) -> str:
             return point_key(model.name, gpu, cluster, method, asdict(lay))
 
-        def run(phase: str, fn: Callable[[Any], Any], tasks: list[Any], counts: list[int], keys: list[list[str]],
-                method: str, out: dict[str, dict[str, Any]], total: int, already: int) -> None:
+        def run(
+            phase: str,
+            fn: Callable[[Any], Any],
+            tasks: list[Any],
+            counts: list[int],
+            keys: list[list[str]],
+            method: str,
+            out: dict[str, dict[str, Any]],
+            total: int,
+            already: int,
+        ) -> None:
             finished = already
             for i, got in run_tasks(fn, tasks, n_workers, ray_address):
                 for k, row in zip(keys[i], got if isinstance(got, list) else [got]):
@@ -272,15 +334,28 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
             skeys = [key_of(lay, "estimate") for lay in e.layouts]
             for k in skeys:
                 if k in done:
-                    screened[k] = db.row(k)   # type: ignore[union-attr]
+                    screened[k] = db.row(k)  # type: ignore[union-attr]
             reused += len(screened)
             todo = [i for i, k in enumerate(skeys) if k not in screened]
-            batches = [[todo[j] for j in b] for b in _batches([e.layouts[i] for i in todo],
-                                                               [e.memory_gib[i] for i in todo], n_workers)]
-            tasks = [(model, model_arg, gpu, cluster, [e.layouts[i] for i in b], [e.memory_gib[i] for i in b])
-                     for b in batches]
-            run("screen", _screen, tasks, [len(b) for b in batches], [[skeys[i] for i in b] for b in batches],
-                "estimate", screened, len(e.layouts), len(screened))
+            batches = [
+                [todo[j] for j in b]
+                for b in _batches([e.layouts[i] for i in todo], [e.memory_gib[i] for i in todo], n_workers)
+            ]
+            tasks = [
+                (model, model_arg, gpu, cluster, [e.layouts[i] for i in b], [e.memory_gib[i] for i in b])
+                for b in batches
+            ]
+            run(
+                "screen",
+                _screen,
+                tasks,
+                [len(b) for b in batches],
+                [[skeys[i] for i in b] for b in batches],
+                "estimate",
+                screened,
+                len(e.layouts),
+                len(screened),
+            )
             phases["screen_s"] = time.perf_counter() - t0
             est_rows = [finish_row(screened[k]) for k in skeys]
             candidates = sorted(range(len(e.layouts)), key=lambda i: rank(est_rows[i]))[:simulate_top]
@@ -290,11 +365,20 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
         xkeys = [key_of(e.layouts[i], backend) for i in candidates]
         for k in xkeys:
             if k in done:
-                simulated[k] = db.row(k)   # type: ignore[union-attr]
+                simulated[k] = db.row(k)  # type: ignore[union-attr]
         reused += len(simulated)
         todo_x = [(k, i) for k, i in zip(xkeys, candidates) if k not in simulated]
-        run("simulate", _simulate, [(model, e.layouts[i], gpu, cluster, backend, model_arg) for _, i in todo_x],
-            [1] * len(todo_x), [[k] for k, _ in todo_x], backend, simulated, len(candidates), len(simulated))
+        run(
+            "simulate",
+            _simulate,
+            [(model, e.layouts[i], gpu, cluster, backend, model_arg) for _, i in todo_x],
+            [1] * len(todo_x),
+            [[k] for k, _ in todo_x],
+            backend,
+            simulated,
+            len(candidates),
+            len(simulated),
+        )
         phases["simulate_s"] = time.perf_counter() - t0
         exact = sorted((finish_row(simulated[k]) for k in xkeys), key=rank)
         # 3. the best again with the flow backend
@@ -308,13 +392,25 @@ def search(model: ModelConfig, model_arg: str, space: Space, gpu: str, gpu_memor
             flows: dict[str, dict[str, Any]] = {k: db.row(k) for k in fkeys if k in done} if db else {}
             reused += len(flows)
             todo_f = [(k, r) for k, r in zip(fkeys, best) if k not in flows]
-            run("flow", _simulate, [(model, lays[r["command"]], gpu, cluster, "flow", model_arg) for _, r in todo_f],
-                [1] * len(todo_f), [[k] for k, _ in todo_f], "flow", flows, flow_n, len(flows))
+            run(
+                "flow",
+                _simulate,
+                [(model, lays[r["command"]], gpu, cluster, "flow", model_arg) for _, r in todo_f],
+                [1] * len(todo_f),
+                [[k] for k, _ in todo_f],
+                "flow",
+                flows,
+                flow_n,
+                len(flows),
+            )
             for k, r in zip(fkeys, best):
                 f = flows[k]
-                by_cmd[r["command"]]["flow"] = {"iteration_time_s": f["iteration_time_s"],
-                                                "tokens_per_s": f["tokens_per_s"], "mfu": f["mfu"],
-                                                "command": f["command"]}
+                by_cmd[r["command"]]["flow"] = {
+                    "iteration_time_s": f["iteration_time_s"],
+                    "tokens_per_s": f["tokens_per_s"],
+                    "mfu": f["mfu"],
+                    "command": f["command"],
+                }
         phases["flow_s"] = time.perf_counter() - t0
     finally:
         if db:

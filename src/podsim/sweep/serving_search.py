@@ -76,20 +76,27 @@ class ServingPoint:
     chunk: int | None
 
     def as_row(self) -> dict[str, Any]:
-        return {"gpus": self.gpus, "tp": self.tp, "pp": self.pp, "ep": self.ep, "replicas": self.replicas,
-                "pd": "off" if self.pd is None else f"{self.pd[0]}:{self.pd[1]}", "scheduler": self.scheduler,
-                "chunk": self.chunk}
+        return {
+            "gpus": self.gpus,
+            "tp": self.tp,
+            "pp": self.pp,
+            "ep": self.ep,
+            "replicas": self.replicas,
+            "pd": "off" if self.pd is None else f"{self.pd[0]}:{self.pd[1]}",
+            "scheduler": self.scheduler,
+            "chunk": self.chunk,
+        }
 
 
 @dataclass(frozen=True)
 class RequestMix:
     """The requests each capacity run serves, how they are routed, and the SLOs they must meet."""
 
-    spec: str                      #: a trace CSV or a generator (``podsim serve-llm --workload``)
-    requests: int | None           #: the first N of a trace / N generated (None: all / 1000)
+    spec: str  #: a trace CSV or a generator (``podsim serve-llm --workload``)
+    requests: int | None  #: the first N of a trace / N generated (None: all / 1000)
     slo_ttft_s: float | None
     slo_tpot_s: float | None
-    target: float = 0.99           #: the share of requests that must meet the SLOs
+    target: float = 0.99  #: the share of requests that must meet the SLOs
     router: str = DEFAULT_ROUTER
     max_context: int | None = None
 
@@ -119,8 +126,9 @@ def parse_pd(text: str) -> list[str]:
             continue
         m = re.fullmatch(r"(\d+):(\d+)", x)
         if not m or min(int(m[1]), int(m[2])) < 1:
-            raise InputError(f"expected off, all or P:D (prefill and decode replicas, each >= 1), got {x!r}",
-                             where="--pd-values")
+            raise InputError(
+                f"expected off, all or P:D (prefill and decode replicas, each >= 1), got {x!r}", where="--pd-values"
+            )
     if not out:
         raise InputError("expected off, all or P:D values separated by commas", where="--pd-values")
     return out
@@ -140,8 +148,9 @@ def _splits(pd: tuple[str, ...], replicas: int) -> list[tuple[int, int] | None]:
     return list(dict.fromkeys(out))
 
 
-def enumerate_serving(model: ModelConfig, gpu: str, space: ServingSpace, cluster: str | None = None,
-                      precision: str = "bf16") -> tuple[list[ServingPoint], Counter[str]]:
+def enumerate_serving(
+    model: ModelConfig, gpu: str, space: ServingSpace, cluster: str | None = None, precision: str = "bf16"
+) -> tuple[list[ServingPoint], Counter[str]]:
     """The points of ``space`` whose replica ``model`` takes (heads, layers, experts) and whose
     weights leave room for a KV cache on ``gpu``; the rest counted by reason.
 
@@ -162,25 +171,30 @@ def enumerate_serving(model: ModelConfig, gpu: str, space: ServingSpace, cluster
         if key not in fits:
             try:
                 timer = step_timer(model, gpu, tp, pp, ep, precision, cluster)
-                fits[key] = None if timer.kv_capacity_bytes >= timer.kv_bytes_per_token * 16 else \
-                    "the weights leave no room for a KV cache"
+                fits[key] = (
+                    None
+                    if timer.kv_capacity_bytes >= timer.kv_bytes_per_token * 16
+                    else "the weights leave no room for a KV cache"
+                )
             except InputError as e:
                 fits[key] = re.sub(r"\d+", "N", e.message.replace(model.name, "the model"))
         if fits[key] is not None:
-            rejected[fits[key]] += 1   # type: ignore[index]
+            rejected[fits[key]] += 1  # type: ignore[index]
             continue
         replicas = g // per
         splits = _splits(space.pd, replicas)
         if not splits:
             rejected["no P/D split of the values makes the replicas"] += 1
         for split, sched in itertools.product(splits, space.scheduler):
-            for chunk in (space.chunk if sched in CHUNKED else (None,)):
+            for chunk in space.chunk if sched in CHUNKED else (None,):
                 points.append(ServingPoint(g, tp, pp, ep, replicas, split, sched, chunk))
     points = list(dict.fromkeys(points))
     if not points:
         worst = ", ".join(f"{n:,} x {r}" for r, n in rejected.most_common(3)) or "the space is empty"
-        raise InputError(f"no way to serve {model.name} is left on {', '.join(map(str, space.gpus))} GPUs: {worst}",
-                         where="search space")
+        raise InputError(
+            f"no way to serve {model.name} is left on {', '.join(map(str, space.gpus))} GPUs: {worst}",
+            where="search space",
+        )
     return points, rejected
 
 
@@ -222,10 +236,17 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     row["command"] = serve_command(model_arg, gpu, cluster, pt, w)
     try:
         flag = scheduler_class(pt.scheduler).chunk_flag
-        cfg = ServeConfig(replicas=pt.replicas, scheduler=pt.scheduler, pd=pt.pd, router=w.router,
-                          max_batched_tokens=pt.chunk if flag == "max-batched-tokens" else None,
-                          chunk_size=pt.chunk if flag == "chunk-size" else None,
-                          max_context=w.max_context or model.seq_len, slo_ttft_s=w.slo_ttft_s, slo_tpot_s=w.slo_tpot_s)
+        cfg = ServeConfig(
+            replicas=pt.replicas,
+            scheduler=pt.scheduler,
+            pd=pt.pd,
+            router=w.router,
+            max_batched_tokens=pt.chunk if flag == "max-batched-tokens" else None,
+            chunk_size=pt.chunk if flag == "chunk-size" else None,
+            max_context=w.max_context or model.seq_len,
+            slo_ttft_s=w.slo_ttft_s,
+            slo_tpot_s=w.slo_tpot_s,
+        )
         serving = prepare(ReplicaSpec(model, gpu, pt.tp, pt.pp, pt.ep, cluster=cluster), cfg, PDLink())
         requests = load_requests(w.spec, w.requests)
         cap = serving.capacity(requests, parse_generator(w.spec) if is_generator(w.spec) else None, w.target)
@@ -234,12 +255,20 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     mean_output = sum(r.output_tokens for r in requests) / len(requests)
     tps = cap.qps * mean_output
     d = cap.result.stats() if cap.result is not None else {}
-    row.update({"steady": cap.result is not None and transient_note(cap.result) is None,
-                "capacity_qps": cap.qps, "capacity_qps_per_gpu": cap.qps / pt.gpus, "tokens_per_s": tps,
-                "tokens_per_s_per_gpu": tps / pt.gpus, "ttft_p99_s": d.get("ttft_p99_s"),
-                "tpot_p99_s": d.get("tpot_p99_s"), "slo_attainment": d.get("slo_attainment"),
-                "cost_per_mtok_usd": usd_per_mtok(pt.gpus, price, tps) if price is not None else None,
-                "error": None})
+    row.update(
+        {
+            "steady": cap.result is not None and transient_note(cap.result) is None,
+            "capacity_qps": cap.qps,
+            "capacity_qps_per_gpu": cap.qps / pt.gpus,
+            "tokens_per_s": tps,
+            "tokens_per_s_per_gpu": tps / pt.gpus,
+            "ttft_p99_s": d.get("ttft_p99_s"),
+            "tpot_p99_s": d.get("tpot_p99_s"),
+            "slo_attainment": d.get("slo_attainment"),
+            "cost_per_mtok_usd": usd_per_mtok(pt.gpus, price, tps) if price is not None else None,
+            "error": None,
+        }
+    )
     return row
 
 
@@ -250,13 +279,23 @@ def _rank(objective: str) -> Callable[[dict[str, Any]], tuple[int, float]]:
         if objective == "cost":
             return (0, r["cost_per_mtok_usd"])
         return (0, -(r["capacity_qps_per_gpu"] if objective == "capacity" else r["tokens_per_s_per_gpu"]))
+
     return key
 
 
-def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingSpace, mix: RequestMix,
-                   objective: str = "capacity", cluster: str | None = None, gpu_hour_usd: float | None = None,
-                   workers: int | None = None, ray_address: str | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> ServingSearchResult:
+def search_serving(
+    model: ModelConfig,
+    model_arg: str,
+    gpu: str,
+    space: ServingSpace,
+    mix: RequestMix,
+    objective: str = "capacity",
+    cluster: str | None = None,
+    gpu_hour_usd: float | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ServingSearchResult:
     """Every point of ``space`` that can serve ``model`` on ``gpu``, each at its capacity under
     ``mix``'s SLOs, ranked by ``objective`` (module docstring).
 
@@ -265,17 +304,19 @@ def search_serving(model: ModelConfig, model_arg: str, gpu: str, space: ServingS
             left to try.
     """
     if objective not in SERVING_OBJECTIVES:
-        raise InputError(f"a serving search ranks by {', '.join(SERVING_OBJECTIVES)}, not {objective!r}",
-                         where="--objective")
+        raise InputError(
+            f"a serving search ranks by {', '.join(SERVING_OBJECTIVES)}, not {objective!r}", where="--objective"
+        )
     if objective == "cost" and gpu_hour_usd is None:
         raise InputError("the cost objective needs the price of a GPU-hour: --gpu-hour-price USD", where="--objective")
     if mix.slo_ttft_s is None and mix.slo_tpot_s is None:
-        raise InputError("a serving search finds each point's capacity under SLOs: give --slo-ttft S and/or "
-                         "--slo-tpot S", where="--workload")
+        raise InputError(
+            "a serving search finds each point's capacity under SLOs: give --slo-ttft S and/or --slo-tpot S",
+            where="--workload",
+        )
     if not 0 < mix.target <= 1:
-        raise InputError(f"the SLO attainment target must be in (0, 1], got {mix.target}",
-                         where="--capacity-target")
-    load_requests(mix.spec, 1)   # a bad workload fails once, here, not in every worker
+        raise InputError(f"the SLO attainment target must be in (0, 1], got {mix.target}", where="--capacity-target")
+    load_requests(mix.spec, 1)  # a bad workload fails once, here, not in every worker
     points, rejected = enumerate_serving(model, gpu, space, cluster)
     tasks: list[Task] = [(model, model_arg, gpu, cluster, pt, mix, gpu_hour_usd) for pt in points]
     rows: list[dict[str, Any]] = []

@@ -37,11 +37,11 @@ class Space:
     recompute: tuple[str, ...] = ("none", "selective", "full")
     sequence_parallel: tuple[bool, ...] = (True, False)
     distributed_optimizer: tuple[bool, ...] = (True, False)
-    zero: tuple[int, ...] = (0,)                          #: DeepSpeed ZeRO stages (0: none)
-    tp_overlap: tuple[str, ...] = ("te",)                 #: TP communication overlap (none | async | te)
-    overlap_grad_reduce: tuple[bool, ...] = (True,)       #: reduce gradients under the backward
-    overlap_param_gather: tuple[bool, ...] = (True,)      #: gather sharded weights under the forward
-    base: Layout = field(default_factory=lambda: Layout(gpus=1))   #: every other setting (precision, ...)
+    zero: tuple[int, ...] = (0,)  #: DeepSpeed ZeRO stages (0: none)
+    tp_overlap: tuple[str, ...] = ("te",)  #: TP communication overlap (none | async | te)
+    overlap_grad_reduce: tuple[bool, ...] = (True,)  #: reduce gradients under the backward
+    overlap_param_gather: tuple[bool, ...] = (True,)  #: gather sharded weights under the forward
+    base: Layout = field(default_factory=lambda: Layout(gpus=1))  #: every other setting (precision, ...)
 
     def size(self) -> int:
         """Points in the space (before any is rejected)."""
@@ -51,8 +51,21 @@ class Space:
         return n
 
 
-_DIMS = ("tp", "pp", "vpp", "cp", "ep", "micro_batch", "recompute", "sequence_parallel", "distributed_optimizer",
-         "zero", "tp_overlap", "overlap_grad_reduce", "overlap_param_gather")
+_DIMS = (
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "micro_batch",
+    "recompute",
+    "sequence_parallel",
+    "distributed_optimizer",
+    "zero",
+    "tp_overlap",
+    "overlap_grad_reduce",
+    "overlap_param_gather",
+)
 
 
 @dataclass
@@ -96,13 +109,37 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
     mem: list[float] = []
     rejected: Counter[str] = Counter()
     for gpus, tp, pp, vpp, cp, ep, mb, rc, sp, do, zero in itertools.product(
-            space.gpus, space.tp, space.pp, space.vpp, space.cp, space.ep, space.micro_batch, space.recompute,
-            space.sequence_parallel, space.distributed_optimizer, space.zero):
+        space.gpus,
+        space.tp,
+        space.pp,
+        space.vpp,
+        space.cp,
+        space.ep,
+        space.micro_batch,
+        space.recompute,
+        space.sequence_parallel,
+        space.distributed_optimizer,
+        space.zero,
+    ):
         if (sp and tp == 1) or (vpp > 1 and pp == 1) or (zero and do):
             continue
-        lay = replace(space.base, gpus=gpus, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, micro_batch=mb, recompute=rc,
-                      sequence_parallel=sp, distributed_optimizer=do, zero=zero, global_batch=space.global_batch,
-                      seq_len=space.seq_len, schedule="interleaved" if vpp > 1 else space.base.schedule)
+        lay = replace(
+            space.base,
+            gpus=gpus,
+            tp=tp,
+            pp=pp,
+            vpp=vpp,
+            cp=cp,
+            ep=ep,
+            micro_batch=mb,
+            recompute=rc,
+            sequence_parallel=sp,
+            distributed_optimizer=do,
+            zero=zero,
+            global_batch=space.global_batch,
+            seq_len=space.seq_len,
+            schedule="interleaved" if vpp > 1 else space.base.schedule,
+        )
         try:
             lay.check(model)
         except InputError as e:
@@ -116,14 +153,18 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
         # matter are varied (TP overlap with TP > 1, the others with data parallelism)
         data = lay.dp * lay.cp > 1
         sharded = data and (do or zero in (1, 2))
-        for tpo, ogr, opg in itertools.product(space.tp_overlap if tp > 1 else space.tp_overlap[:1],
-                                               space.overlap_grad_reduce if data else space.overlap_grad_reduce[:1],
-                                               space.overlap_param_gather if sharded else
-                                               space.overlap_param_gather[:1]):
+        for tpo, ogr, opg in itertools.product(
+            space.tp_overlap if tp > 1 else space.tp_overlap[:1],
+            space.overlap_grad_reduce if data else space.overlap_grad_reduce[:1],
+            space.overlap_param_gather if sharded else space.overlap_param_gather[:1],
+        ):
             kept.append(replace(lay, tp_overlap=tpo, overlap_grad_reduce=ogr, overlap_param_gather=opg))
             mem.append(peak)
     if not kept:
         worst = ", ".join(f"{n:,} x {r}" for r, n in rejected.most_common(3)) or "the space is empty"
-        raise InputError(f"no layout is left of {space.size():,} for {model.name} on {', '.join(map(str, space.gpus))} "
-                         f"GPUs: {worst}", where="search space")
+        raise InputError(
+            f"no layout is left of {space.size():,} for {model.name} on {', '.join(map(str, space.gpus))} "
+            f"GPUs: {worst}",
+            where="search space",
+        )
     return Enumerated(kept, mem, rejected)

@@ -185,8 +185,11 @@ def spec_from_dict(data: object, source: str, base: str | None, default_name: st
         if pname in grid:
             raise InputError(f"{pname!r} is given twice", source, where)
         if not isinstance(vals, list):
-            raise InputError(f"expected a list of values such as [1, 2, 4], got {vals!r:.60} (a single value "
-                             "belongs in fixed)", source, where)
+            raise InputError(
+                f"expected a list of values such as [1, 2, 4], got {vals!r:.60} (a single value belongs in fixed)",
+                source,
+                where,
+            )
         if not vals:
             raise InputError("the list is empty: a grid parameter needs at least one value", source, where)
         grid[pname] = [check_value(run, run.param(pname), v, base, source, f"{where}[{i}]") for i, v in enumerate(vals)]
@@ -196,12 +199,14 @@ def spec_from_dict(data: object, source: str, base: str | None, default_name: st
     if "points" in data:
         raw_points = data["points"]
         if not isinstance(raw_points, list) or not raw_points:
-            raise InputError("expected a non-empty list of points such as [{tp: 8, pp: 2}, {tp: 4, pp: 4}]",
-                             source, "points")
+            raise InputError(
+                "expected a non-empty list of points such as [{tp: 8, pp: 2}, {tp: 4, pp: 4}]", source, "points"
+            )
         for i, q in enumerate(raw_points):
             where = f"points[{i}]"
-            pt = _params(run, _mapping(q if q is not None else {}, source, where, "{tp: 8, pp: 2}"), base, source,
-                         where)
+            pt = _params(
+                run, _mapping(q if q is not None else {}, source, where, "{tp: 8, pp: 2}"), base, source, where
+            )
             for k in pt:
                 if k in grid:
                     raise InputError(f"{k!r} is in the grid too: give it in one of them", source, f"{where}.{k}")
@@ -249,8 +254,9 @@ def _params(run: RunKind, raw: dict[Any, Any], base: str | None, source: str, wh
         if name in out:
             raise InputError(f"{name!r} is given twice", source, f"{where}.{k}")
         if isinstance(v, list) and run.param(name).kind != "list":
-            raise InputError("expected one value, got a list (lists of values to sweep go in grid)", source,
-                             f"{where}.{k}")
+            raise InputError(
+                "expected one value, got a list (lists of values to sweep go in grid)", source, f"{where}.{k}"
+            )
         out[name] = check_value(run, run.param(name), v, base, source, f"{where}.{k}")
     return out
 
@@ -259,8 +265,11 @@ def _whatifs(run: RunKind, raw: object, source: str) -> list[dict[str, Any]]:
     if raw is None:
         return [{"name": "baseline"}]
     if not isinstance(raw, list) or not raw:
-        raise InputError("expected a non-empty list of what-ifs such as [{name: baseline}, {name: 2x peak, gpu: "
-                         "{peak_scale: 2}}]", source, "what-if")
+        raise InputError(
+            "expected a non-empty list of what-ifs such as [{name: baseline}, {name: 2x peak, gpu: {peak_scale: 2}}]",
+            source,
+            "what-if",
+        )
     out = []
     names: set[str] = set()
     for i, w in enumerate(raw):
@@ -272,12 +281,21 @@ def _whatifs(run: RunKind, raw: object, source: str) -> list[dict[str, Any]]:
         for part, allowed in (("gpu", run.gpu_fields), ("cluster", run.cluster_fields)):
             for k in c.get(part) or {}:
                 if k not in allowed:
-                    runs = [r for r, kind in RUNS.items() if k in (kind.gpu_fields if part == "gpu"
-                                                                  else kind.cluster_fields)]
-                    why = (f"; {part} what-ifs of {run.name} runs take: {', '.join(allowed)}" if allowed else
-                           f"; {run.name} runs take no {part} what-if")
-                    raise InputError(f"{k!r} does not apply to run: {run.name} (it applies to "
-                                     f"{', '.join(runs)}){why}", source, f"{where}.{part}.{k}")
+                    runs = [
+                        r
+                        for r, kind in RUNS.items()
+                        if k in (kind.gpu_fields if part == "gpu" else kind.cluster_fields)
+                    ]
+                    why = (
+                        f"; {part} what-ifs of {run.name} runs take: {', '.join(allowed)}"
+                        if allowed
+                        else f"; {run.name} runs take no {part} what-if"
+                    )
+                    raise InputError(
+                        f"{k!r} does not apply to run: {run.name} (it applies to {', '.join(runs)}){why}",
+                        source,
+                        f"{where}.{part}.{k}",
+                    )
         out.append(c)
     return out
 
@@ -295,8 +313,11 @@ def _check_points(spec: SweepSpec) -> None:
             if not given:
                 what = " or ".join(repr(g) for g in group)
                 anywhere = any(g in spec.parameters for g in group)
-                raise InputError(f"missing parameter {what} (give it in fixed, grid or points)", spec.source,
-                                 where if anywhere else None)
+                raise InputError(
+                    f"missing parameter {what} (give it in fixed, grid or points)",
+                    spec.source,
+                    where if anywhere else None,
+                )
             if len(given) > 1:
                 raise InputError(f"give one of {', '.join(repr(g) for g in group)}, not both", spec.source, where)
         w = pt.whatif
@@ -328,7 +349,7 @@ def _try_whatif(run: RunKind, full: dict[str, Any], w: dict[str, Any], base: str
     ov = w.get("cluster")
     if not ov:
         return
-    if run.name == "serve":   # GPUs per node and memory only: no fabric to change
+    if run.name == "serve":  # GPUs per node and memory only: no fabric to change
         if "preset" in ov:
             apply_cluster(ov["preset"], None, w["name"], base)
         return

@@ -25,18 +25,36 @@ from typing import Any
 from ..errors import InputError
 from ..optional import require
 
-_LAYOUT = ("gpus", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch", "global_batch", "seq_len", "recompute",
-           "sequence_parallel", "distributed_optimizer", "zero", "tp_overlap", "overlap_grad_reduce",
-           "overlap_param_gather")
+_LAYOUT = (
+    "gpus",
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "dp",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+    "recompute",
+    "sequence_parallel",
+    "distributed_optimizer",
+    "zero",
+    "tp_overlap",
+    "overlap_grad_reduce",
+    "overlap_param_gather",
+)
 _RESULTS = ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib")
 _BREAKDOWN = ("compute_s", "exposed_comm_s", "bubble_s", "other_s")
-_SCHEMA = ("key VARCHAR PRIMARY KEY, model VARCHAR, gpu VARCHAR, cluster VARCHAR, backend VARCHAR, gpus INTEGER, "
-           "tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, ep INTEGER, dp INTEGER, micro_batch INTEGER, "
-           "global_batch INTEGER, seq_len INTEGER, recompute VARCHAR, sequence_parallel BOOLEAN, "
-           "distributed_optimizer BOOLEAN, zero INTEGER, tp_overlap VARCHAR, overlap_grad_reduce BOOLEAN, "
-           "overlap_param_gather BOOLEAN, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
-           "memory_peak_gib DOUBLE, compute_s DOUBLE, exposed_comm_s DOUBLE, bubble_s DOUBLE, other_s DOUBLE, "
-           "command VARCHAR, row VARCHAR")
+_SCHEMA = (
+    "key VARCHAR PRIMARY KEY, model VARCHAR, gpu VARCHAR, cluster VARCHAR, backend VARCHAR, gpus INTEGER, "
+    "tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, ep INTEGER, dp INTEGER, micro_batch INTEGER, "
+    "global_batch INTEGER, seq_len INTEGER, recompute VARCHAR, sequence_parallel BOOLEAN, "
+    "distributed_optimizer BOOLEAN, zero INTEGER, tp_overlap VARCHAR, overlap_grad_reduce BOOLEAN, "
+    "overlap_param_gather BOOLEAN, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
+    "memory_peak_gib DOUBLE, compute_s DOUBLE, exposed_comm_s DOUBLE, bubble_s DOUBLE, other_s DOUBLE, "
+    "command VARCHAR, row VARCHAR"
+)
 
 
 def point_key(model: str, gpu: str, cluster: str | None, backend: str, layout: dict[str, Any]) -> str:
@@ -58,12 +76,14 @@ class Store:
             self._db.execute(f"CREATE TABLE IF NOT EXISTS results ({_SCHEMA})")
             columns = [c for (c, *_rest) in self._db.execute("DESCRIBE results").fetchall()]
         except duckdb.Error as e:
-            raise InputError(f"cannot open it as a results store: {str(e).splitlines()[0]}", str(path),
-                             "--store") from None
+            raise InputError(
+                f"cannot open it as a results store: {str(e).splitlines()[0]}", str(path), "--store"
+            ) from None
         if "key" not in columns or "row" not in columns:
             self._db.close()
-            raise InputError("its table 'results' is not a podsim search's (no key and row columns)", str(path),
-                             "--store")
+            raise InputError(
+                "its table 'results' is not a podsim search's (no key and row columns)", str(path), "--store"
+            )
 
     def keys(self) -> set[str]:
         """The points already evaluated."""
@@ -72,8 +92,18 @@ class Store:
     def add(self, key: str, model: str, gpu: str, cluster: str | None, backend: str, row: dict[str, Any]) -> None:
         """Append one evaluated point (committed at once)."""
         lay, br = row["layout"], row.get("breakdown") or {}
-        values = [key, model, gpu, cluster or "", backend, *(lay[k] for k in _LAYOUT), *(row[k] for k in _RESULTS),
-                  *(br.get(k) for k in _BREAKDOWN), row["command"], json.dumps(row)]
+        values = [
+            key,
+            model,
+            gpu,
+            cluster or "",
+            backend,
+            *(lay[k] for k in _LAYOUT),
+            *(row[k] for k in _RESULTS),
+            *(br.get(k) for k in _BREAKDOWN),
+            row["command"],
+            json.dumps(row),
+        ]
         marks = ", ".join("?" * len(values))
         self._db.execute(f"INSERT INTO results VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values)
 

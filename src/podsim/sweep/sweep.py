@@ -50,16 +50,29 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``podsim sweep --json`` document: the sweep, its counts, columns and rows."""
-        return {"sweep": self.spec.name, "run": self.spec.run.name, "source": self.spec.source, "store": self.store,
-                "runs": len(self.rows), "evaluated": self.evaluated, "reused": self.reused, "failed": self.failed,
-                "columns": self.columns, "rows": self.rows}
+        return {
+            "sweep": self.spec.name,
+            "run": self.spec.run.name,
+            "source": self.spec.source,
+            "store": self.store,
+            "runs": len(self.rows),
+            "evaluated": self.evaluated,
+            "reused": self.reused,
+            "failed": self.failed,
+            "columns": self.columns,
+            "rows": self.rows,
+        }
 
 
 def table_columns(spec: SweepSpec) -> list[str]:
     """``key, sweep, run, what_if``, the spec's parameters (underscore names), the run kind's
     metrics and ``error``."""
-    return (["key", "sweep", "run", "what_if"] + [spec.run.param(p).column for p in spec.parameters]
-            + list(spec.run.metrics) + ["error"])
+    return (
+        ["key", "sweep", "run", "what_if"]
+        + [spec.run.param(p).column for p in spec.parameters]
+        + list(spec.run.metrics)
+        + ["error"]
+    )
 
 
 def column_types(spec: SweepSpec) -> dict[str, str]:
@@ -72,8 +85,7 @@ def column_types(spec: SweepSpec) -> dict[str, str]:
 def make_row(spec: SweepSpec, point: Point, result: dict[str, Any]) -> dict[str, Any]:
     """The table row of ``point`` from its metrics (or ``{"error": ...}``); a parameter the point
     leaves out has its default there."""
-    row: dict[str, Any] = {"key": point.key, "sweep": spec.name, "run": spec.run.name,
-                           "what_if": point.whatif["name"]}
+    row: dict[str, Any] = {"key": point.key, "sweep": spec.name, "run": spec.run.name, "what_if": point.whatif["name"]}
     full = with_defaults(spec.run, point.params)
     for p in spec.parameters:
         row[spec.run.param(p).column] = full[p]
@@ -83,8 +95,13 @@ def make_row(spec: SweepSpec, point: Point, result: dict[str, Any]) -> dict[str,
     return row
 
 
-def run_sweep(spec: SweepSpec, store: str | None = None, workers: int | None = None,
-              ray_address: str | None = None, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec,
+    store: str | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
     """Run ``spec``: every point under every what-if, the store's points taken from it.
 
     ``store``: a DuckDB results store (default: the spec's ``store``; None: keep nothing).

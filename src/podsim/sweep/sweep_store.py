@@ -31,8 +31,14 @@ from ..errors import InputError
 from ..optional import require
 
 #: the columns every sweep row has, before its parameters and metrics
-BASE_COLUMNS = {"key": "VARCHAR PRIMARY KEY", "sweep": "VARCHAR", "run": "VARCHAR", "what_if": "VARCHAR",
-                "error": "VARCHAR", "row": "VARCHAR"}
+BASE_COLUMNS = {
+    "key": "VARCHAR PRIMARY KEY",
+    "sweep": "VARCHAR",
+    "run": "VARCHAR",
+    "what_if": "VARCHAR",
+    "error": "VARCHAR",
+    "row": "VARCHAR",
+}
 
 
 def _quote(name: str) -> str:
@@ -54,12 +60,12 @@ class SweepStore:
             self._db.execute(f"CREATE TABLE IF NOT EXISTS sweep ({cols})")
             self._types = {c: t for (c, t, *_rest) in self._db.execute("DESCRIBE sweep").fetchall()}
         except duckdb.Error as e:
-            raise InputError(f"cannot open it as a results store: {str(e).splitlines()[0]}", str(path),
-                             "--store") from None
+            raise InputError(
+                f"cannot open it as a results store: {str(e).splitlines()[0]}", str(path), "--store"
+            ) from None
         if "key" not in self._types or "row" not in self._types:
             self._db.close()
-            raise InputError("its table 'sweep' is not a podsim sweep's (no key and row columns)", str(path),
-                             "--store")
+            raise InputError("its table 'sweep' is not a podsim sweep's (no key and row columns)", str(path), "--store")
 
     def ensure_columns(self, columns: dict[str, str]) -> None:
         """Add the columns (name -> DuckDB type) the table lacks.
@@ -73,8 +79,11 @@ class SweepStore:
                 self._db.execute(f"ALTER TABLE sweep ADD COLUMN {_quote(name)} {typ}")
                 self._types[name] = typ
             elif have != typ and have != "VARCHAR":
-                raise InputError(f"its column {name!r} holds {have}, and this sweep's {name} is {typ}: use another "
-                                 "store", str(self.path), "--store")
+                raise InputError(
+                    f"its column {name!r} holds {have}, and this sweep's {name} is {typ}: use another store",
+                    str(self.path),
+                    "--store",
+                )
 
     def keys(self) -> set[str]:
         """The points already evaluated."""
@@ -93,8 +102,9 @@ class SweepStore:
         cols.append("row")
         values.append(json.dumps(row))
         marks = ", ".join("?" * len(values))
-        self._db.execute(f"INSERT INTO sweep ({', '.join(map(_quote, cols))}) VALUES ({marks}) "
-                         "ON CONFLICT (key) DO NOTHING", values)
+        self._db.execute(
+            f"INSERT INTO sweep ({', '.join(map(_quote, cols))}) VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values
+        )
 
     def close(self) -> None:
         self._db.close()

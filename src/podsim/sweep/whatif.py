@@ -42,8 +42,16 @@ from ..units import parse_bandwidth
 #: the fields of a what-if's ``gpu`` mapping
 GPU_FIELDS = ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib")
 #: the fields of a what-if's ``cluster`` mapping
-CLUSTER_FIELDS = ("preset", "gpus_per_node", "nic_bandwidth", "nic_bandwidth_scale", "intra_bandwidth_scale",
-                  "intra_node", "inter_node", "nccl")
+CLUSTER_FIELDS = (
+    "preset",
+    "gpus_per_node",
+    "nic_bandwidth",
+    "nic_bandwidth_scale",
+    "intra_bandwidth_scale",
+    "intra_node",
+    "inter_node",
+    "nccl",
+)
 #: the fields of a what-if
 WHATIF_FIELDS = ("name", "gpu", "cluster")
 _SECTIONS = ("intra_node", "inter_node", "nccl")
@@ -67,12 +75,14 @@ def check_whatif(w: object, source: str | None, where: str) -> dict[str, Any]:
             the closest name) or a bad value.
     """
     if not isinstance(w, dict):
-        raise InputError(f"expected a mapping such as {{name: 2x peak, gpu: {{peak_scale: 2}}}}, got {w!r:.60}",
-                         source, where)
+        raise InputError(
+            f"expected a mapping such as {{name: 2x peak, gpu: {{peak_scale: 2}}}}, got {w!r:.60}", source, where
+        )
     for k in w:
         if k not in WHATIF_FIELDS:
-            raise InputError(unknown_key_error(str(k), WHATIF_FIELDS, None, "what-if field").message, source,
-                             f"{where}.{k}")
+            raise InputError(
+                unknown_key_error(str(k), WHATIF_FIELDS, None, "what-if field").message, source, f"{where}.{k}"
+            )
     name = w.get("name")
     if not isinstance(name, (str, int, float)) or isinstance(name, bool) or not str(name).strip():
         raise InputError("every what-if needs a name (a short label such as 'half NIC')", source, f"{where}.name")
@@ -117,8 +127,9 @@ def _check_field(part: str, k: str, v: object, source: str | None, where: str) -
         return v
     if k in _SECTIONS:
         if not isinstance(v, dict) or not v:
-            raise InputError(f"expected a mapping of {k} fields (as in a cluster file, docs/hardware.md)", source,
-                             where)
+            raise InputError(
+                f"expected a mapping of {k} fields (as in a cluster file, docs/hardware.md)", source, where
+            )
         return dict(v)
     return v  # pragma: no cover - every field is handled above
 
@@ -155,8 +166,7 @@ def raw_cluster(name_or_path: str, base: str | None = None) -> tuple[dict[str, A
         if base and not p.is_absolute():
             p = Path(base) / p
         if p.suffix == ".txt":
-            raise InputError("a SimAI topology file fixes the whole fabric: a cluster what-if cannot change it",
-                             str(p))
+            raise InputError("a SimAI topology file fixes the whole fabric: a cluster what-if cannot change it", str(p))
         target = str(p)
     data, source = cluster_document(target)
     if not isinstance(data, dict):
@@ -181,10 +191,12 @@ def cluster_doc(name_or_path: str, ov: dict[str, Any], whatif: str, base: str | 
         doc["gpus_per_node"] = ov["gpus_per_node"]
         tray = doc.get("gpus_per_tray")
         if isinstance(tray, int) and ov["gpus_per_node"] % tray:
-            doc.pop("gpus_per_tray")   # rack-scale trays no longer divide the server
+            doc.pop("gpus_per_tray")  # rack-scale trays no longer divide the server
+
     def section(sec: str) -> dict[str, Any]:
         got = doc.get(sec)
         return dict(got) if isinstance(got, dict) else {}
+
     for sec in _SECTIONS:
         if sec in ov:
             doc[sec] = {**section(sec), **ov[sec]}
@@ -193,8 +205,11 @@ def cluster_doc(name_or_path: str, ov: dict[str, Any], whatif: str, base: str | 
         inter["nic_bandwidth"] = ov["nic_bandwidth"]
     if "nic_bandwidth_scale" in ov:
         if "nic_bandwidth" not in inter:
-            raise InputError(f"what-if {whatif!r}: the cluster has no inter_node.nic_bandwidth to scale "
-                             f"(its inter_node kind is {inter.get('kind', 'none')!r})", source)
+            raise InputError(
+                f"what-if {whatif!r}: the cluster has no inter_node.nic_bandwidth to scale "
+                f"(its inter_node kind is {inter.get('kind', 'none')!r})",
+                source,
+            )
         bw = parse_bandwidth(inter["nic_bandwidth"], source, "inter_node.nic_bandwidth")
         inter["nic_bandwidth"] = f"{bw * ov['nic_bandwidth_scale']!r} GB/s"
     if inter:
@@ -222,7 +237,8 @@ def apply_cluster(name_or_path: str, ov: dict[str, Any] | None, whatif: str, bas
     """
     if not ov:
         p = Path(name_or_path)
-        return load_cluster(str(Path(base) / p) if base and _is_path(name_or_path) and not p.is_absolute()
-                            else name_or_path)
+        return load_cluster(
+            str(Path(base) / p) if base and _is_path(name_or_path) and not p.is_absolute() else name_or_path
+        )
     doc = cluster_doc(name_or_path, ov, whatif, base)
     return cluster_from_dict(doc, f"{name_or_path} with what-if {whatif!r}")

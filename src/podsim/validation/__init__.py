@@ -41,18 +41,29 @@ class Check:
         return self.predicted / self.measured - 1 if self.measured else 0.0
 
     def to_dict(self) -> dict:
-        return {"row_id": self.row_id, "set": self.set, "gpu": self.gpu, "config": self.config,
-                "metric": self.metric, "unit": self.unit, "measured": self.measured,
-                "predicted": round(self.predicted, 6), "error_pct": round(100 * self.error, 3),
-                "source": self.source, "outside_the_model": self.outside or None}
+        return {
+            "row_id": self.row_id,
+            "set": self.set,
+            "gpu": self.gpu,
+            "config": self.config,
+            "metric": self.metric,
+            "unit": self.unit,
+            "measured": self.measured,
+            "predicted": round(self.predicted, 6),
+            "error_pct": round(100 * self.error, 3),
+            "source": self.source,
+            "outside_the_model": self.outside or None,
+        }
 
 
 def _config(r: dict) -> str:
     if r.get("kind") == "serving_step":
         return r.get("label", "")
     if r.get("kind") == "training_step":
-        return (f"{r.get('model')} {r.get('layers')}L s{r.get('seq_len')} b{r.get('micro_batch')} {r.get('mode')} "
-                f"{r.get('attention')} {r.get('optimizer')}" + (" ckpt" if r.get("checkpoint") == "full" else ""))
+        return (
+            f"{r.get('model')} {r.get('layers')}L s{r.get('seq_len')} b{r.get('micro_batch')} {r.get('mode')} "
+            f"{r.get('attention')} {r.get('optimizer')}" + (" ckpt" if r.get("checkpoint") == "full" else "")
+        )
     parts = [r.get("model") or r.get("gpu") or ""]
     if r.get("gpus"):
         parts.append(f"{r['gpus']} x {r.get('gpu') or 'GPU'}")
@@ -66,7 +77,7 @@ def _config(r: dict) -> str:
         parts.append(r["precision"])
     if r["row_id"].startswith("korthikanti_fig7"):
         parts.append(r.get("recompute", ""))
-    if r.get("batch"):   # an inference row
+    if r.get("batch"):  # an inference row
         parts.append(f"b{r['batch']} {r.get('prompt_tokens')}+{r.get('output_tokens')} tok")
     return ", ".join(p for p in parts if p)
 
@@ -82,8 +93,9 @@ def _predict(r: dict, backend: str) -> tuple[float, str | None]:
         return 0.0, e.message
 
 
-def _predict_all(rows: list[dict], backend: str, jobs: int,
-                 progress: Callable[[str], None] | None) -> list[tuple[float, str | None]]:
+def _predict_all(
+    rows: list[dict], backend: str, jobs: int, progress: Callable[[str], None] | None
+) -> list[tuple[float, str | None]]:
     """Every row's prediction, in order; ``jobs`` worker processes (1: in this process).  The
     rows are independent simulations, so the results do not depend on ``jobs``."""
     if jobs <= 1 or len(rows) < 2:
@@ -111,9 +123,14 @@ def default_jobs() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def run_validation(rows: str | Path | None = None, only: str | None = None,
-                   progress: Callable[[str], None] | None = None, sets: tuple[str, ...] = ("fitted", "reported"),
-                   backend: str = "analytical", jobs: int = 1) -> tuple[list[Check], int]:
+def run_validation(
+    rows: str | Path | None = None,
+    only: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    sets: tuple[str, ...] = ("fitted", "reported"),
+    backend: str = "analytical",
+    jobs: int = 1,
+) -> tuple[list[Check], int]:
     """Predict every row podsim can run: the shipped ``sets``, or the rows of the CSV ``rows``
     (set ``user``); ``only`` keeps row ids starting with it; ``jobs`` worker processes.
     Returns the checks and the number of rows skipped (no handler, or not runnable)."""
@@ -129,15 +146,30 @@ def run_validation(rows: str | Path | None = None, only: str | None = None,
             continue
         todo.append(r)
     for r, (predicted, err) in zip(todo, _predict_all(todo, backend, jobs, progress)):
-        if err is not None:   # a row podsim cannot run as transcribed: skipped, and said
+        if err is not None:  # a row podsim cannot run as transcribed: skipped, and said
             skipped += 1
             failures.append(f"{r['row_id']}: {err}")
             continue
         notes = r.get("notes", "")
-        outside = notes.split(";")[0].removeprefix("outside the model:").strip() \
-            if notes.startswith("outside the model:") else ""
-        checks.append(Check(r["row_id"], _config(r), r["metric"], r.get("unit", ""), float(r["value"]), predicted,
-                            r["set"], r.get("gpu", ""), r.get("source", ""), outside))
+        outside = (
+            notes.split(";")[0].removeprefix("outside the model:").strip()
+            if notes.startswith("outside the model:")
+            else ""
+        )
+        checks.append(
+            Check(
+                r["row_id"],
+                _config(r),
+                r["metric"],
+                r.get("unit", ""),
+                float(r["value"]),
+                predicted,
+                r["set"],
+                r.get("gpu", ""),
+                r.get("source", ""),
+                outside,
+            )
+        )
     if failures and progress is not None:
         for f in failures:
             progress(f"not runnable: {f}")

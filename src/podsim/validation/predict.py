@@ -43,8 +43,14 @@ from ..serving.llm.measured_steps import serving_step_row
 from ..serving.llm.steps import infer, step_timer
 from .training_steps import predict_step_s
 
-THROUGHPUT = ("hardware_tflops_per_gpu", "model_tflops_per_gpu", "tokens_per_s_per_gpu", "iteration_time_s",
-              "step_time_s", "mfu_pct")
+THROUGHPUT = (
+    "hardware_tflops_per_gpu",
+    "model_tflops_per_gpu",
+    "tokens_per_s_per_gpu",
+    "iteration_time_s",
+    "step_time_s",
+    "mfu_pct",
+)
 
 
 def _int(r: dict, key: str, default: int | None = None) -> int:
@@ -71,17 +77,27 @@ def model_of(r: dict):  # type: ignore[no-untyped-def]
     old = r.get("framework", "").endswith("2021")
     experts = _int(r, "experts", 0)
     moe = experts > 0
-    return ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"),
-                       _int(r, "ffn_hidden", 4 * h), _int(r, "vocab", 51200), _int(r, "seq_len", 2048),
-                       kv_heads=_int(r, "kv_heads", 0) or None, head_dim=_int(r, "head_dim", 0) or None,
-                       activation="swiglu" if swiglu else "gelu",
-                       bias=not swiglu, learned_positions=old,
-                       tied_embeddings=((r["tied_embeddings"] == "yes") if r.get("tied_embeddings")
-                                        else not swiglu and old),
-                       dropout=0.1 if old else 0.0, experts=experts, top_k=_int(r, "top_k", 0) if moe else 0,
-                       moe_ffn=(_int(r, "moe_ffn_hidden", 0) or None) if moe else None,
-                       shared_experts=_int(r, "shared_experts", 0) if moe else 0,
-                       dense_layers=_int(r, "dense_layers", 0) if moe else 0)
+    return ModelConfig(
+        r.get("model") or r["row_id"],
+        _int(r, "layers"),
+        h,
+        _int(r, "heads"),
+        _int(r, "ffn_hidden", 4 * h),
+        _int(r, "vocab", 51200),
+        _int(r, "seq_len", 2048),
+        kv_heads=_int(r, "kv_heads", 0) or None,
+        head_dim=_int(r, "head_dim", 0) or None,
+        activation="swiglu" if swiglu else "gelu",
+        bias=not swiglu,
+        learned_positions=old,
+        tied_embeddings=((r["tied_embeddings"] == "yes") if r.get("tied_embeddings") else not swiglu and old),
+        dropout=0.1 if old else 0.0,
+        experts=experts,
+        top_k=_int(r, "top_k", 0) if moe else 0,
+        moe_ffn=(_int(r, "moe_ffn_hidden", 0) or None) if moe else None,
+        shared_experts=_int(r, "shared_experts", 0) if moe else 0,
+        dense_layers=_int(r, "dense_layers", 0) if moe else 0,
+    )
 
 
 def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
@@ -92,10 +108,21 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
     seq = _int(r, "seq_len", model.seq_len)
     if r.get("framework", "").endswith("2021"):
         mb = _int(r, "micro_batch", 4 if pp == 1 else 1)
-        return Layout(gpus, tp=tp, pp=pp, global_batch=_int(r, "global_batch"), micro_batch=mb, seq_len=seq,
-                      recompute="full", precision="fp16", overlap_grad_reduce=False,
-                      zero=3 if r.get("sharding") == "zero3" else 0, flash_attention=False, grad_reduce_bytes=2,
-                      tp_overlap="none")
+        return Layout(
+            gpus,
+            tp=tp,
+            pp=pp,
+            global_batch=_int(r, "global_batch"),
+            micro_batch=mb,
+            seq_len=seq,
+            recompute="full",
+            precision="fp16",
+            overlap_grad_reduce=False,
+            zero=3 if r.get("sharding") == "zero3" else 0,
+            flash_attention=False,
+            grad_reduce_bytes=2,
+            tp_overlap="none",
+        )
     sharding = r.get("sharding") or "distopt"
     zero = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(sharding, 0)
     rec = r.get("recompute") or "none"
@@ -110,12 +137,25 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
         else:
             kw = {"pipeline_layers": balanced_split(model.layers, pp * vpp)}
     prec = r.get("precision") or "bf16"
-    lay = Layout(gpus, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp, global_batch=_int(r, "global_batch"),
-                 micro_batch=_int(r, "micro_batch", 1), seq_len=seq,
-                 sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
-                 recompute=rec, precision=precision_of(prec),
-                 distributed_optimizer=zero == 0 and sharding != "none", zero=zero,
-                 schedule="interleaved" if vpp > 1 else "1f1b", loss_fusion=nemo_stack(r), **kw)
+    lay = Layout(
+        gpus,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        vpp=vpp,
+        global_batch=_int(r, "global_batch"),
+        micro_batch=_int(r, "micro_batch", 1),
+        seq_len=seq,
+        sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
+        recompute=rec,
+        precision=precision_of(prec),
+        distributed_optimizer=zero == 0 and sharding != "none",
+        zero=zero,
+        schedule="interleaved" if vpp > 1 else "1f1b",
+        loss_fusion=nemo_stack(r),
+        **kw,
+    )
     if not r.get("recompute"):
         lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
     return lay
@@ -181,11 +221,20 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
 
     cap = get_gpu(gpu).memory_bytes
     per_stage = max(len(lay.chunk_layers(model, st, c)) for st in range(lay.pp) for c in range(lay.vpp))
-    trials = [{"recompute": "none"}] + \
-        [{"recompute": "selective", "recompute_modules": mods}
-         for mods in (("core_attn",), ("core_attn", "layernorm"), ("core_attn", "layernorm", "act"),
-                      ("core_attn", "layernorm", "mlp"))] + \
-        [{"recompute": "full", "recompute_layers": n} for n in range(1, per_stage)] + [{"recompute": "full"}]
+    trials = (
+        [{"recompute": "none"}]
+        + [
+            {"recompute": "selective", "recompute_modules": mods}
+            for mods in (
+                ("core_attn",),
+                ("core_attn", "layernorm"),
+                ("core_attn", "layernorm", "act"),
+                ("core_attn", "layernorm", "mlp"),
+            )
+        ]
+        + [{"recompute": "full", "recompute_layers": n} for n in range(1, per_stage)]
+        + [{"recompute": "full"}]
+    )
     for kw in trials:
         trial = replace(lay, **kw)
         if max(s.total for s in layout_memory(model, trial)) <= cap:
@@ -199,7 +248,7 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None): 
     model = model_of(r)
     lay = layout_of(r, model)
     gpu = r.get("gpu") or "h100-80gb"
-    system = r.get("system") or None   # None: podsim llm's preset for the GPU
+    system = r.get("system") or None  # None: podsim llm's preset for the GPU
     res = simulate_training(model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack)
     metric = r["metric"]
     if metric == "hardware_tflops_per_gpu":
@@ -217,23 +266,48 @@ def memory(r: dict) -> float:
     """Korthikanti et al.'s memory figures from podsim's memory model."""
 
     h = _int(r, "hidden")
-    m = ModelConfig(r.get("model") or r["row_id"], _int(r, "layers"), h, _int(r, "heads"), 4 * h,
-                    _int(r, "vocab", 51200), _int(r, "seq_len", 2048))
+    m = ModelConfig(
+        r.get("model") or r["row_id"],
+        _int(r, "layers"),
+        h,
+        _int(r, "heads"),
+        4 * h,
+        _int(r, "vocab", 51200),
+        _int(r, "seq_len", 2048),
+    )
     if r["metric"] == "activation_memory_pct_of_baseline":
         p = _int(r, "pp")
         base = Layout(8 * p, tp=_int(r, "tp"), pp=p, global_batch=p, seq_len=_int(r, "seq_len"), flash_attention=False)
-        variants = {"none": {}, "seq": {"sequence_parallel": True}, "sel": {"recompute": "selective"},
-                    "seqsel": {"sequence_parallel": True, "recompute": "selective"}, "full": {"recompute": "full"}}
+        variants = {
+            "none": {},
+            "seq": {"sequence_parallel": True},
+            "sel": {"recompute": "selective"},
+            "seqsel": {"sequence_parallel": True, "recompute": "selective"},
+            "full": {"recompute": "full"},
+        }
         variant = variants.get(r.get("recompute", ""))
         if variant is None:
-            raise InputError(f"row {r['row_id']}: recompute must be one of {', '.join(variants)}, got "
-                             f"{r.get('recompute')!r}", "podsim validate")
-        return 100 * stage_memory(m, replace(base, **variant), 0).activations_layers \
+            raise InputError(
+                f"row {r['row_id']}: recompute must be one of {', '.join(variants)}, got {r.get('recompute')!r}",
+                "podsim validate",
+            )
+        return (
+            100
+            * stage_memory(m, replace(base, **variant), 0).activations_layers
             / stage_memory(m, base, 0).activations_layers
-    lay = Layout(_int(r, "gpus"), tp=_int(r, "tp"), pp=_int(r, "pp"), vpp=_int(r, "vpp", 1),
-                 global_batch=_int(r, "global_batch"), micro_batch=_int(r, "micro_batch", 1),
-                 seq_len=_int(r, "seq_len"), sequence_parallel=r.get("sequence_parallel") == "yes",
-                 recompute="selective" if r.get("recompute") == "selective" else "none", flash_attention=False)
+        )
+    lay = Layout(
+        _int(r, "gpus"),
+        tp=_int(r, "tp"),
+        pp=_int(r, "pp"),
+        vpp=_int(r, "vpp", 1),
+        global_batch=_int(r, "global_batch"),
+        micro_batch=_int(r, "micro_batch", 1),
+        seq_len=_int(r, "seq_len"),
+        sequence_parallel=r.get("sequence_parallel") == "yes",
+        recompute="selective" if r.get("recompute") == "selective" else "none",
+        flash_attention=False,
+    )
     if r["metric"] == "params_grads_optimizer_GiB":
         return sum(bytes_per_param(lay)) * stage_params(m, lay, 0, matrices_only=True) / GIB
     return stage_memory(m, lay, 0).activations_layers / GIB
@@ -257,12 +331,24 @@ def inference(r: dict) -> float:
     ``prompt_tokens`` and ``output_tokens - 1`` decode steps; the row's metric in s."""
 
     model = model_of(r)
-    timer = step_timer(model, r.get("gpu") or "h100-80gb", _int(r, "tp", 1), _int(r, "pp", 1), 1,
-                       r.get("precision") or "bf16", r.get("system") or None,
-                       kv_cache_dtype=r.get("kv_cache_dtype") or None)
+    timer = step_timer(
+        model,
+        r.get("gpu") or "h100-80gb",
+        _int(r, "tp", 1),
+        _int(r, "pp", 1),
+        1,
+        r.get("precision") or "bf16",
+        r.get("system") or None,
+        kv_cache_dtype=r.get("kv_cache_dtype") or None,
+    )
     res = infer(timer, _int(r, "batch"), _int(r, "prompt_tokens"), _int(r, "output_tokens"))
-    return {"prefill_s": res.prefill_s, "ttft_s": res.prefill_s, "decode_step_s": res.decode_step_mean_s,
-            "tpot_s": res.decode_step_mean_s, "e2e_s": res.e2e_s}[r["metric"]]
+    return {
+        "prefill_s": res.prefill_s,
+        "ttft_s": res.prefill_s,
+        "decode_step_s": res.decode_step_mean_s,
+        "tpot_s": res.decode_step_mean_s,
+        "e2e_s": res.e2e_s,
+    }[r["metric"]]
 
 
 def training_step(r: dict) -> float:
@@ -278,13 +364,32 @@ def serving_step(r: dict) -> float:
 
     row = serving_step_row({**r, "kind": r.get("step_kind", "")}, r.get("source_loc") or "serving steps")
     if not row.gpu:
-        raise InputError(f"row {row.row_id} was measured on {r.get('device_name') or 'a device'!r}, not a GPU podsim "
-                         "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)", row.source)
-    model = ModelConfig(row.model or row.row_id, row.layers, row.hidden, row.heads, row.ffn_hidden, row.vocab,
-                        max(row.prompt_tokens, row.context + 1), kv_heads=row.kv_heads, activation="swiglu",
-                        bias=False, learned_positions=False, tied_embeddings=False, dropout=0.0)
-    timer = step_timer(model, row.gpu, max_batched_tokens=max(8192, sum(n for n, _ in row.chunks)),
-                       max_num_seqs=max(256, len(row.chunks)))
+        raise InputError(
+            f"row {row.row_id} was measured on {r.get('device_name') or 'a device'!r}, not a GPU podsim "
+            "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)",
+            row.source,
+        )
+    model = ModelConfig(
+        row.model or row.row_id,
+        row.layers,
+        row.hidden,
+        row.heads,
+        row.ffn_hidden,
+        row.vocab,
+        max(row.prompt_tokens, row.context + 1),
+        kv_heads=row.kv_heads,
+        activation="swiglu",
+        bias=False,
+        learned_positions=False,
+        tied_embeddings=False,
+        dropout=0.0,
+    )
+    timer = step_timer(
+        model,
+        row.gpu,
+        max_batched_tokens=max(8192, sum(n for n, _ in row.chunks)),
+        max_num_seqs=max(256, len(row.chunks)),
+    )
     return timer.stage_ns(row.chunks) / 1e9
 
 

@@ -33,29 +33,76 @@ from ..serving.llm.measured_steps import ServingStepSet, read_serving_steps, shi
 SETS = {"fitted": ("calibration.csv",), "reported": ("reported.csv", "reported_inference.csv")}
 REQUIRED = ("row_id", "metric", "value")
 #: integer columns and their least value (an empty cell means unset); at most 2^31, as the CLI's
-COUNTS = {**dict.fromkeys(("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "gpus", "gpus_per_node",
-                           "tp", "pp", "cp", "ep", "vpp", "global_batch", "micro_batch", "batch", "prompt_tokens",
-                           "output_tokens"), 1),
-          **dict.fromkeys(("kv_heads", "experts", "top_k", "head_dim", "moe_ffn_hidden", "shared_experts",
-                           "dense_layers"), 0)}
+COUNTS = {
+    **dict.fromkeys(
+        (
+            "layers",
+            "hidden",
+            "heads",
+            "ffn_hidden",
+            "vocab",
+            "seq_len",
+            "gpus",
+            "gpus_per_node",
+            "tp",
+            "pp",
+            "cp",
+            "ep",
+            "vpp",
+            "global_batch",
+            "micro_batch",
+            "batch",
+            "prompt_tokens",
+            "output_tokens",
+        ),
+        1,
+    ),
+    **dict.fromkeys(
+        ("kv_heads", "experts", "top_k", "head_dim", "moe_ffn_hidden", "shared_experts", "dense_layers"), 0
+    ),
+}
 MAX_COUNT = 2**31
 
 
-def _measured(steps: StepSet | ServingStepSet, set_name: str, kind: str, metric: str, script: str,
-              extra: Callable[[Any], dict[str, str]]) -> list[dict[str, str]]:
+def _measured(
+    steps: StepSet | ServingStepSet,
+    set_name: str,
+    kind: str,
+    metric: str,
+    script: str,
+    extra: Callable[[Any], dict[str, str]],
+) -> list[dict[str, str]]:
     """podsim's own measurements as rows to predict, ``ok`` rows only: each row's columns, and
     ``metric`` (its ``step_ms`` in s) on one GPU, ``kind``, the source (``script`` and the
     provenance) and what ``extra`` adds."""
     prov = steps.provenance
-    where = ", ".join(x for x in (prov.get("device", ""), prov.get("date", "")[:10], f"torch {prov['torch']}"
-                                  if prov.get("torch") else "") if x)
+    where = ", ".join(
+        x
+        for x in (
+            prov.get("device", ""),
+            prov.get("date", "")[:10],
+            f"torch {prov['torch']}" if prov.get("torch") else "",
+        )
+        if x
+    )
     out = []
     for r in steps.rows:
         if not r.ok:
             continue
         d = dict(r.values)
-        d.update(row_id=r.row_id, metric=metric, value=repr(r.step_ms / 1000.0), unit="s", gpu=r.gpu, gpus="1",
-                 kind=kind, set=set_name, source=f"podsim {script} ({where})", source_loc=r.source, **extra(r))
+        d.update(
+            row_id=r.row_id,
+            metric=metric,
+            value=repr(r.step_ms / 1000.0),
+            unit="s",
+            gpu=r.gpu,
+            gpus="1",
+            kind=kind,
+            set=set_name,
+            source=f"podsim {script} ({where})",
+            source_loc=r.source,
+            **extra(r),
+        )
         out.append(d)
     return out
 
@@ -63,15 +110,20 @@ def _measured(steps: StepSet | ServingStepSet, set_name: str, kind: str, metric:
 def step_rows(steps: StepSet, set_name: str) -> list[dict[str, str]]:
     """Measured training steps (``podsim/compute/steps.py``): metric ``step_time_s``, ``kind``
     ``training_step``."""
-    return _measured(steps, set_name, "training_step", "step_time_s", "benchmarks/gpu/training_steps.py",
-                     lambda r: {})
+    return _measured(steps, set_name, "training_step", "step_time_s", "benchmarks/gpu/training_steps.py", lambda r: {})
 
 
 def serving_step_rows(steps: ServingStepSet, set_name: str) -> list[dict[str, str]]:
     """Measured serving steps (``podsim/serving/llm/measured_steps.py``): metric ``step_s``,
     ``kind`` ``serving_step`` (the step's own kind as ``step_kind``)."""
-    return _measured(steps, set_name, "serving_step", "step_s", "benchmarks/gpu/inference_steps.py",
-                     lambda r: {"step_kind": r.kind, "label": r.label})
+    return _measured(
+        steps,
+        set_name,
+        "serving_step",
+        "step_s",
+        "benchmarks/gpu/inference_steps.py",
+        lambda r: {"step_kind": r.kind, "label": r.label},
+    )
 
 
 def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
@@ -86,7 +138,7 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
     if "step_ms" in (reader.fieldnames or []) and "metric" not in (reader.fieldnames or []):
-        if "kind" in (reader.fieldnames or []):   # serving steps (benchmarks/gpu/inference_steps.py)
+        if "kind" in (reader.fieldnames or []):  # serving steps (benchmarks/gpu/inference_steps.py)
             return serving_step_rows(read_serving_steps(path), set_name)
         return step_rows(read_steps(path), set_name)
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
@@ -104,8 +156,9 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
         for col, lo in COUNTS.items():
             v = r.get(col, "")
             if v and not (v.isdigit() and lo <= int(v) <= MAX_COUNT):
-                raise InputError(f"{col} must be an integer from {lo} to 2^31, got {v!r}", src,
-                                 f"row {n} ({r['row_id']})")
+                raise InputError(
+                    f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, f"row {n} ({r['row_id']})"
+                )
         r["set"] = set_name
         out.append(r)
     return out
@@ -119,7 +172,7 @@ def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[st
             p = resources.files("podsim.validation") / name
             if p.is_file():
                 out += read_rows(Path(str(p)), s)
-        if s == "fitted":   # podsim's own measured training steps (compute/tables/steps/<gpu>.csv)
+        if s == "fitted":  # podsim's own measured training steps (compute/tables/steps/<gpu>.csv)
             for steps in shipped_steps():
                 out += step_rows(steps, s)
             for serving in shipped_serving_steps():

@@ -31,22 +31,44 @@ from ..llm.training import TrainingResult
 
 def model_of(row: StepRow) -> ModelConfig:
     """The row's decoder as podsim's model config."""
-    return ModelConfig(row.model or row.row_id, row.layers, row.hidden, row.heads, row.ffn_hidden, row.vocab,
-                       row.seq_len, kv_heads=row.kv_heads, activation="swiglu", bias=False, learned_positions=False,
-                       tied_embeddings=False, dropout=0.0)
+    return ModelConfig(
+        row.model or row.row_id,
+        row.layers,
+        row.hidden,
+        row.heads,
+        row.ffn_hidden,
+        row.vocab,
+        row.seq_len,
+        kv_heads=row.kv_heads,
+        activation="swiglu",
+        bias=False,
+        learned_positions=False,
+        tied_embeddings=False,
+        dropout=0.0,
+    )
 
 
 def layout_of(row: StepRow) -> Layout:
     """One GPU, one micro-batch of the row's size, as the row ran."""
-    return Layout(1, global_batch=row.micro_batch, micro_batch=row.micro_batch, seq_len=row.seq_len,
-                  recompute="full" if row.checkpoint == "full" else "none", precision="bf16",
-                  flash_attention=row.attention != "math", loss_fusion=False)
+    return Layout(
+        1,
+        global_batch=row.micro_batch,
+        micro_batch=row.micro_batch,
+        seq_len=row.seq_len,
+        recompute="full" if row.checkpoint == "full" else "none",
+        precision="bf16",
+        flash_attention=row.attention != "math",
+        loss_fusion=False,
+    )
 
 
 def _gpu(row: StepRow) -> str:
     if not row.gpu:
-        raise InputError(f"row {row.row_id} was measured on {row.device_name or 'a device'!r}, not a GPU podsim "
-                         "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)", row.source)
+        raise InputError(
+            f"row {row.row_id} was measured on {row.device_name or 'a device'!r}, not a GPU podsim "
+            "knows (gpu column empty; a CPU run checks the tool, it measures no GPU)",
+            row.source,
+        )
     return row.gpu
 
 
@@ -56,8 +78,9 @@ def predict(row: StepRow, stack: Stack | None = None) -> TrainingResult:
     Raises:
         InputError: a row without a GPU key, or a shape podsim's model refuses.
     """
-    return simulate_training(model_of(row), layout_of(row), _gpu(row), None, "analytical", record_timeline=False,
-                             stack=stack)
+    return simulate_training(
+        model_of(row), layout_of(row), _gpu(row), None, "analytical", record_timeline=False, stack=stack
+    )
 
 
 def predict_step_s(row: StepRow, stack: Stack | None = None) -> float:
@@ -125,10 +148,13 @@ def in_step_efficiency(rows: list[StepRow], gpu: str) -> dict[str, float]:
             attn[r.attention].append((pred["attention_fwd"] + pred["attention_bwd"]) / measured_attn)
     ratios = attn["cudnn"] or attn["flash"]
     if not ratios:
-        raise InputError(f"no measured training step of {gpu} with fused attention in its breakdown",
-                         "podsim/compute/tables")
-    return {"gemm_efficiency": round(statistics.median(gemm), 4),
-            "attention_efficiency": round(statistics.median(ratios), 4)}
+        raise InputError(
+            f"no measured training step of {gpu} with fused attention in its breakdown", "podsim/compute/tables"
+        )
+    return {
+        "gemm_efficiency": round(statistics.median(gemm), 4),
+        "attention_efficiency": round(statistics.median(ratios), 4),
+    }
 
 
 @lru_cache(maxsize=None)
@@ -140,8 +166,11 @@ def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
     """
     path = shipped_path(gpu)
     if path is None:
-        raise InputError(f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
-                         f"measured training steps of {gpu} (compute/tables/steps/{gpu}.csv)", "podsim/llm/stack.yaml")
+        raise InputError(
+            f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
+            f"measured training steps of {gpu} (compute/tables/steps/{gpu}.csv)",
+            "podsim/llm/stack.yaml",
+        )
     return tuple(in_step_efficiency(read_steps(path).rows, gpu).items())
 
 
@@ -155,17 +184,32 @@ def compare(rows: list[StepRow], efficiency: dict[str, float] | None = None) -> 
         if not r.ok or not r.gpu:
             continue
         res = predict(r)
-        entry = {"row_id": r.row_id, "gpu": r.gpu, "model": r.model, "layers": r.layers, "seq_len": r.seq_len,
-                 "micro_batch": r.micro_batch, "mode": r.mode, "attention": r.attention, "optimizer": r.optimizer,
-                 "checkpoint": r.checkpoint, "measured_ms": r.step_ms,
-                 "predicted_ms": round(res.iteration_time_s * 1e3, 4),
-                 "idle_ms": None if r.idle_ms != r.idle_ms else r.idle_ms,
-                 "categories": {c: {"measured_ms": r.category_ms.get(c), "predicted_ms": round(v, 4)}
-                                for c, v in predicted_categories(res, r).items()}}
+        entry = {
+            "row_id": r.row_id,
+            "gpu": r.gpu,
+            "model": r.model,
+            "layers": r.layers,
+            "seq_len": r.seq_len,
+            "micro_batch": r.micro_batch,
+            "mode": r.mode,
+            "attention": r.attention,
+            "optimizer": r.optimizer,
+            "checkpoint": r.checkpoint,
+            "measured_ms": r.step_ms,
+            "predicted_ms": round(res.iteration_time_s * 1e3, 4),
+            "idle_ms": None if r.idle_ms != r.idle_ms else r.idle_ms,
+            "categories": {
+                c: {"measured_ms": r.category_ms.get(c), "predicted_ms": round(v, 4)}
+                for c, v in predicted_categories(res, r).items()
+            },
+        }
         entry["error"] = entry["predicted_ms"] / r.step_ms - 1
         host = float(r.values.get("host_ms") or "nan")
-        listed = sum(len(ks) * {"layer_forward": r.layers * (2 if r.checkpoint == "full" else 1),
-                                "layer_backward": r.layers}.get(sec, 1) for sec, ks in res.kernels.items())
+        listed = sum(
+            len(ks)
+            * {"layer_forward": r.layers * (2 if r.checkpoint == "full" else 1), "layer_backward": r.layers}.get(sec, 1)
+            for sec, ks in res.kernels.items()
+        )
         entry["host_ms"] = None if host != host else host
         entry["listed_kernels"] = listed
         #: the host's issue time per kernel podsim lists (llm/stack.yaml's host_ns, for this stack)

@@ -6,6 +6,17 @@ from .validate import check_acyclic
 from .workload import Group, Workload, dedupe_programs, groups_from_mapping
 
 __all__ = [
-    "ALL_DIMS", "NO_VALUE", "COLUMNS", "SEGMENTS", "CollectiveKind", "OpKind", "Program", "ProgramBuilder",
-    "Group", "Workload", "dedupe_programs", "groups_from_mapping", "check_acyclic",
+    "ALL_DIMS",
+    "NO_VALUE",
+    "COLUMNS",
+    "SEGMENTS",
+    "CollectiveKind",
+    "OpKind",
+    "Program",
+    "ProgramBuilder",
+    "Group",
+    "Workload",
+    "dedupe_programs",
+    "groups_from_mapping",
+    "check_acyclic",
 ]

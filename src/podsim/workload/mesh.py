@@ -99,15 +99,18 @@ def parse_layout(spec: str, world_size: int, where: str = "--layout") -> MeshLay
             continue
         key, eq, value = part.partition("=")
         if not eq or key not in degrees:
-            raise InputError(f"unknown layout part {part!r}: expected tp=T, pp=P, cp=C or fsdp (e.g. tp=4,pp=2,fsdp)",
-                             where=where)
+            raise InputError(
+                f"unknown layout part {part!r}: expected tp=T, pp=P, cp=C or fsdp (e.g. tp=4,pp=2,fsdp)", where=where
+            )
         if not value.isdigit() or int(value) < 1:
             raise InputError(f"{key} must be a whole number >= 1, got {value!r}", where=where)
         degrees[key] = int(value)
     product = degrees["tp"] * degrees["pp"] * degrees["cp"]
     if world_size % product:
-        raise InputError(f"layout {spec!r} needs a multiple of tp x pp x cp = {product} ranks; the world size is "
-                         f"{world_size}", where=where)
+        raise InputError(
+            f"layout {spec!r} needs a multiple of tp x pp x cp = {product} ranks; the world size is {world_size}",
+            where=where,
+        )
     return MeshLayout(world_size, degrees["tp"], degrees["pp"], degrees["cp"], fsdp)
 
 

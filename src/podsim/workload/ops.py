@@ -12,13 +12,13 @@ from enum import IntEnum
 class OpKind(IntEnum):
     """What an op does."""
 
-    COMPUTE = 0      #: kernel or CPU work: a duration, or flops + bytes for a compute model
-    COLLECTIVE = 1   #: collective over a group
-    SEND = 2         #: point-to-point send to ``peer``
-    RECV = 3         #: point-to-point receive from ``peer``
-    MEM_LOAD = 4     #: load ``size_bytes`` from (remote) memory
-    MEM_STORE = 5    #: store ``size_bytes`` to (remote) memory
-    NOOP = 6         #: completes at once (metadata, invalid or unknown nodes)
+    COMPUTE = 0  #: kernel or CPU work: a duration, or flops + bytes for a compute model
+    COLLECTIVE = 1  #: collective over a group
+    SEND = 2  #: point-to-point send to ``peer``
+    RECV = 3  #: point-to-point receive from ``peer``
+    MEM_LOAD = 4  #: load ``size_bytes`` from (remote) memory
+    MEM_STORE = 5  #: store ``size_bytes`` to (remote) memory
+    NOOP = 6  #: completes at once (metadata, invalid or unknown nodes)
 
 
 class CollectiveKind(IntEnum):

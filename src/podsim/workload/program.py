@@ -17,7 +17,6 @@ its ``duration_ns`` and reports the parts (timeline slices, compute and communic
 Generators fuse runs of ops whose times do not depend on the rest of the simulation.
 """
 
-
 from __future__ import annotations
 
 import hashlib
@@ -34,20 +33,20 @@ SEGMENTS = "segments"
 # Columns of a program, their dtype and their default.
 COLUMNS: dict[str, tuple[type, int | float | bool]] = {
     "kind": (np.int8, int(OpKind.NOOP)),
-    "node_id": (np.int64, NO_VALUE),       # the id the source file gave the op
-    "duration_ns": (np.int64, NO_VALUE),   # measured/replayed duration; -1 if not given
-    "flops": (np.float64, 0.0),            # work for a compute model (Chakra num_ops)
-    "size_bytes": (np.int64, 0),           # collective/p2p/memory bytes, or tensor bytes of a compute op
-    "collective": (np.int8, NO_VALUE),     # CollectiveKind for COLLECTIVE ops
-    "group": (np.int32, NO_VALUE),         # index into Program.group_keys; -1 = all ranks
-    "peer": (np.int64, NO_VALUE),          # SEND: destination rank; RECV: source rank
-    "tag": (np.int64, 0),                  # send/recv matching tag
-    "priority": (np.int64, 0),             # explicit scheduling priority (higher first)
-    "stream": (np.int16, 0),               # index into Program.streams
-    "is_cpu": (np.bool_, False),           # runs on the host rather than the GPU
-    "remote": (np.bool_, True),            # MEM ops: remote (True) or local memory
-    "dims_mask": (np.int64, ALL_DIMS),     # network dimensions a collective spans (bit i = dim i)
-    "replay_only": (np.bool_, False),      # replay duration_ns whatever the kind
+    "node_id": (np.int64, NO_VALUE),  # the id the source file gave the op
+    "duration_ns": (np.int64, NO_VALUE),  # measured/replayed duration; -1 if not given
+    "flops": (np.float64, 0.0),  # work for a compute model (Chakra num_ops)
+    "size_bytes": (np.int64, 0),  # collective/p2p/memory bytes, or tensor bytes of a compute op
+    "collective": (np.int8, NO_VALUE),  # CollectiveKind for COLLECTIVE ops
+    "group": (np.int32, NO_VALUE),  # index into Program.group_keys; -1 = all ranks
+    "peer": (np.int64, NO_VALUE),  # SEND: destination rank; RECV: source rank
+    "tag": (np.int64, 0),  # send/recv matching tag
+    "priority": (np.int64, 0),  # explicit scheduling priority (higher first)
+    "stream": (np.int16, 0),  # index into Program.streams
+    "is_cpu": (np.bool_, False),  # runs on the host rather than the GPU
+    "remote": (np.bool_, True),  # MEM ops: remote (True) or local memory
+    "dims_mask": (np.int64, ALL_DIMS),  # network dimensions a collective spans (bit i = dim i)
+    "replay_only": (np.bool_, False),  # replay duration_ns whatever the kind
 }
 
 
@@ -92,11 +91,11 @@ class Program:
 
     def data_deps(self, i: int) -> np.ndarray:
         """Indices of the ops op ``i`` has data dependencies on."""
-        return self.data_idx[self.data_ptr[i]:self.data_ptr[i + 1]]
+        return self.data_idx[self.data_ptr[i] : self.data_ptr[i + 1]]
 
     def ctrl_deps(self, i: int) -> np.ndarray:
         """Indices of the ops op ``i`` has control dependencies on."""
-        return self.ctrl_idx[self.ctrl_ptr[i]:self.ctrl_ptr[i + 1]]
+        return self.ctrl_idx[self.ctrl_ptr[i] : self.ctrl_ptr[i + 1]]
 
     def signature(self, include_ids: bool = False) -> str:
         """A hash of what the program does (ops, sizes, deps); two ranks with equal
@@ -110,8 +109,11 @@ class Program:
             h.update(np.ascontiguousarray(self.columns[key]).tobytes())
         for arr in (self.data_ptr, self.data_idx, self.ctrl_ptr, self.ctrl_idx):
             h.update(np.ascontiguousarray(arr).tobytes())
-        h.update(repr((self.streams, self.group_keys, sorted(self.extras.items(), key=lambda kv: kv[0]),
-                       self.relative_peers)).encode())
+        h.update(
+            repr(
+                (self.streams, self.group_keys, sorted(self.extras.items(), key=lambda kv: kv[0]), self.relative_peers)
+            ).encode()
+        )
         if include_ids:
             h.update("\0".join(self.names).encode())
         return h.hexdigest()
@@ -150,9 +152,18 @@ class ProgramBuilder:
             self._group_keys.append(key)
         return self._group_keys.index(key)
 
-    def add(self, kind: OpKind, name: str = "", *, data_deps: Sequence[int] = (),
-            ctrl_deps: Sequence[int] = (), stream: str | None = None,
-            group: str | None = None, extra: dict[str, object] | None = None, **values: object) -> int:
+    def add(
+        self,
+        kind: OpKind,
+        name: str = "",
+        *,
+        data_deps: Sequence[int] = (),
+        ctrl_deps: Sequence[int] = (),
+        stream: str | None = None,
+        group: str | None = None,
+        extra: dict[str, object] | None = None,
+        **values: object,
+    ) -> int:
         """Add one op; ``values`` are column values (see ``COLUMNS``).  Returns its index."""
         idx = len(self._names)
         for key in values:
@@ -191,8 +202,18 @@ class ProgramBuilder:
             cols[k][np.asarray(idx, dtype=np.int64)] = np.asarray(vals, dtype=COLUMNS[k][0])
         data_ptr, data_idx = _csr(self._data)
         ctrl_ptr, ctrl_idx = _csr(self._ctrl)
-        return Program(self.name, cols, data_ptr, data_idx, ctrl_ptr, ctrl_idx, list(self._names),
-                       list(self._streams), list(self._group_keys), dict(self._extras))
+        return Program(
+            self.name,
+            cols,
+            data_ptr,
+            data_idx,
+            ctrl_ptr,
+            ctrl_idx,
+            list(self._names),
+            list(self._streams),
+            list(self._group_keys),
+            dict(self._extras),
+        )
 
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,7 @@ def check_acyclic(program: Program, use_ctrl: bool = False, source: str | None =
     while stack:
         u = stack.pop()
         seen += 1
-        for v in dst_sorted[child_ptr[u]:child_ptr[u + 1]]:
+        for v in dst_sorted[child_ptr[u] : child_ptr[u + 1]]:
             indeg[v] -= 1
             if indeg[v] == 0:
                 stack.append(v)
@@ -64,5 +64,5 @@ def _find_cycle(program: Program, candidates: np.ndarray, use_ctrl: bool) -> lis
         if not nxt:  # should not happen
             return path
         u = nxt[0]
-    cyc = path[pos[u]:] + [u]
+    cyc = path[pos[u] :] + [u]
     return cyc[::-1]

@@ -7,6 +7,22 @@ from .sweep import SweepRow, bus_factor, sweep
 from .timing import BACKENDS, CollectiveTime, Timer
 from .tuning import NcclTuning, tuning_from_dict, tuning_to_dict
 
-__all__ = ["BACKENDS", "COLLECTIVES", "CollectiveTime", "Communicator", "NcclTuning", "Schedule",
-           "Step", "SweepRow", "Timer", "build", "bus_factor", "candidates", "communicator",
-           "select", "sweep", "tuning_from_dict", "tuning_to_dict"]
+__all__ = [
+    "BACKENDS",
+    "COLLECTIVES",
+    "CollectiveTime",
+    "Communicator",
+    "NcclTuning",
+    "Schedule",
+    "Step",
+    "SweepRow",
+    "Timer",
+    "build",
+    "bus_factor",
+    "candidates",
+    "communicator",
+    "select",
+    "sweep",
+    "tuning_from_dict",
+    "tuning_to_dict",
+]

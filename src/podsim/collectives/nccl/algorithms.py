@@ -47,9 +47,9 @@ class Communicator:
     """The GPUs of one collective call, grouped by server (in first-appearance order)."""
 
     fabric: Fabric
-    ranks: list[int]          #: global GPU ranks in communicator order
+    ranks: list[int]  #: global GPU ranks in communicator order
     servers: list[list[int]]  #: global ranks per server
-    intra_class: str          #: "nvlink" or "pcie": how GPUs of one server talk
+    intra_class: str  #: "nvlink" or "pcie": how GPUs of one server talk
     #: steps whose flows all carry the same bytes (ring, tree), at one byte each, by algorithm
     #: and shape: the same at every size (see ``_scaled``)
     shapes: dict = field(default_factory=dict, repr=False, compare=False)
@@ -118,9 +118,14 @@ def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: boo
     if n < 2 or size <= 0:
         return sched
     rounds = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}[collective]
-    sched.steps.append(_scaled(comm, ("ring", channels, pxn, rounds),
-                               lambda: _ring_flows(comm, 1.0, channels, pxn).step("ring", rounds, _ring_hops(comm)),
-                               size / (n * channels)))
+    sched.steps.append(
+        _scaled(
+            comm,
+            ("ring", channels, pxn, rounds),
+            lambda: _ring_flows(comm, 1.0, channels, pxn).step("ring", rounds, _ring_hops(comm)),
+            size / (n * channels),
+        )
+    )
     return sched
 
 
@@ -204,8 +209,9 @@ def _scaled(comm: Communicator, key: tuple, build: Callable[[], Step], per: floa
     shape = comm.shapes.get(key)
     if shape is None:
         shape = comm.shapes[key] = build()
-    return Step(shape.name, shape.src, shape.dst, np.full(len(shape.src), per), shape.label, shape.repeat,
-                dict(shape.hops))
+    return Step(
+        shape.name, shape.src, shape.dst, np.full(len(shape.src), per), shape.label, shape.repeat, dict(shape.hops)
+    )
 
 
 def nvswitches_of(fabric: Fabric, rank: int) -> list[int]:
@@ -237,8 +243,7 @@ def nvls(comm: Communicator, collective: str, size: int, proto: str) -> Schedule
     return sched
 
 
-def hierarchical(comm: Communicator, collective: str, size: int, channels: int, pxn: bool,
-                 proto: str) -> Schedule:
+def hierarchical(comm: Communicator, collective: str, size: int, channels: int, pxn: bool, proto: str) -> Schedule:
     """Reduce-scatter in each server, all-reduce across servers per rail, all-gather."""
     if collective != "all_reduce":
         raise InputError(f"the hierarchical algorithm implements all_reduce only, not {collective}")
@@ -330,6 +335,7 @@ def _widest(comm: Communicator) -> str:
 
 # -- the registered algorithms: one uniform build(comm, collective, size, proto, tuning) each --
 
+
 def _build_ring(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
     if collective == "broadcast":
         return broadcast(comm, size, tuning.channels, proto)
@@ -344,8 +350,7 @@ def _build_nvls(comm: Communicator, collective: str, size: int, proto: str, tuni
     return nvls(comm, collective, size, proto)
 
 
-def _build_hierarchical(comm: Communicator, collective: str, size: int, proto: str,
-                        tuning: NcclTuning) -> Schedule:
+def _build_hierarchical(comm: Communicator, collective: str, size: int, proto: str, tuning: NcclTuning) -> Schedule:
     return hierarchical(comm, collective, size, tuning.channels, tuning.pxn, proto)
 
 
@@ -365,8 +370,9 @@ def _equal_servers(comm: Communicator) -> bool:
     return len({len(s) for s in comm.servers}) == 1
 
 
-register_nccl(NcclAlgorithm("ring", ("all_reduce", "all_gather", "reduce_scatter", "broadcast"), _build_ring,
-                            astra_sim="ring"))
+register_nccl(
+    NcclAlgorithm("ring", ("all_reduce", "all_gather", "reduce_scatter", "broadcast"), _build_ring, astra_sim="ring")
+)
 register_nccl(NcclAlgorithm("tree", ("all_reduce",), _build_tree, astra_sim="doubleBinaryTree"))
 register_nccl(NcclAlgorithm("nvls", ("all_reduce",), _build_nvls, fits=_one_nvswitch_server, protocols=("Simple",)))
 register_nccl(NcclAlgorithm("hierarchical", ("all_reduce",), _build_hierarchical, fits=_equal_servers))

@@ -49,9 +49,9 @@ class Case:
 class _StepCoef:
     repeat: int
     load_per_byte: np.ndarray  # per link, at 1 byte of collective size
-    phys_ns: float             # longest route latency
+    phys_ns: float  # longest route latency
     hops: dict
-    max_flow_per_byte: float   # largest flow, at 1 byte of collective size
+    max_flow_per_byte: float  # largest flow, at 1 byte of collective size
 
 
 class Predictor:
@@ -73,8 +73,7 @@ class Predictor:
                 load = np.bincount(links, weights=np.repeat(st.nbytes, lens), minlength=case.fabric.num_links)
                 lat = case.fabric.link_lat
                 phys = max((float(sum(lat[list(r)])) for r in set(routes)), default=0.0)
-                coefs.append(_StepCoef(st.repeat, load / REF_BYTES, phys, st.hops,
-                                       float(st.nbytes.max()) / REF_BYTES))
+                coefs.append(_StepCoef(st.repeat, load / REF_BYTES, phys, st.hops, float(st.nbytes.max()) / REF_BYTES))
             self.options.append((algo, proto, coefs))
 
     def times_us(self, tuning: NcclTuning) -> tuple[np.ndarray, list[str]]:
@@ -102,8 +101,7 @@ class Predictor:
         return best / 1000.0, choice
 
 
-PARAMS = ("eff_nvlink", "eff_nic", "eff_LL", "eff_LL128", "base_ring", "base_tree", "hop_nvlink", "hop_net",
-          "cap_tree")
+PARAMS = ("eff_nvlink", "eff_nic", "eff_LL", "eff_LL128", "base_ring", "base_tree", "hop_nvlink", "hop_net", "cap_tree")
 
 
 def apply(start: NcclTuning, x: dict[str, float]) -> NcclTuning:
@@ -124,8 +122,14 @@ def apply(start: NcclTuning, x: dict[str, float]) -> NcclTuning:
         hop[cls] = {a: {p: v * x[key] for p, v in d.items()} for a, d in start.hop_latency_ns[cls].items()}
     caps = dict(start.channel_bandwidth)
     caps["tree"] = x["cap_tree"]
-    return replace(start, link_efficiency=link, protocol_efficiency=proto, base_latency_ns=base,
-                   hop_latency_ns=hop, channel_bandwidth=caps)
+    return replace(
+        start,
+        link_efficiency=link,
+        protocol_efficiency=proto,
+        base_latency_ns=base,
+        hop_latency_ns=hop,
+        channel_bandwidth=caps,
+    )
 
 
 BIG = 1 << 20  #: sizes from here on are bandwidth-bound and carry the accuracy target
@@ -145,10 +149,14 @@ def objective(preds: list[Predictor], tuning: NcclTuning) -> float:
     return float((b.mean() if len(b) else 0.0) + 0.5 * (s.mean() if len(s) else 0.0))
 
 
-def fit(cases: list[Case], start: NcclTuning, channel_options: tuple[int, ...] = (8, 16),
-        algo_options: tuple[tuple[str, ...], ...] = (("ring",), ("ring", "tree")),
-        tree_cap_starts: tuple[float, ...] = (8.0, 16.0, 64.0),
-        log: Callable[[str], None] | None = None) -> tuple[NcclTuning, float]:
+def fit(
+    cases: list[Case],
+    start: NcclTuning,
+    channel_options: tuple[int, ...] = (8, 16),
+    algo_options: tuple[tuple[str, ...], ...] = (("ring",), ("ring", "tree")),
+    tree_cap_starts: tuple[float, ...] = (8.0, 16.0, 64.0),
+    log: Callable[[str], None] | None = None,
+) -> tuple[NcclTuning, float]:
     """Coordinate search over :data:`PARAMS` from several starts (channel count, whether
     trees are allowed, the tree channel cap); returns the best tuning and its objective."""
     best_t, best_f = start, math.inf
@@ -159,8 +167,7 @@ def fit(cases: list[Case], start: NcclTuning, channel_options: tuple[int, ...] =
             for cap0 in tree_cap_starts if "tree" in algos else (64.0,):
                 x, f = _descend(preds, base, cap0)
                 if log is not None:
-                    log(f"channels {ch}, algorithms {'+'.join(algos)}, tree cap from {cap0:g} GB/s: "
-                        f"objective {f:.4f}")
+                    log(f"channels {ch}, algorithms {'+'.join(algos)}, tree cap from {cap0:g} GB/s: objective {f:.4f}")
                 if f < best_f:
                     best_t, best_f = apply(base, x), f
     return best_t, best_f
@@ -168,9 +175,17 @@ def fit(cases: list[Case], start: NcclTuning, channel_options: tuple[int, ...] =
 
 def _descend(preds: list[Predictor], base: NcclTuning, cap0: float) -> tuple[dict[str, float], float]:
     """Multiplicative coordinate descent from NCCL's defaults."""
-    x = {"eff_nvlink": base.link_efficiency["nvlink"], "eff_nic": base.link_efficiency["nic"],
-         "eff_LL": base.protocol_efficiency["LL"], "eff_LL128": base.protocol_efficiency["LL128"],
-         "base_ring": 1.0, "base_tree": 1.0, "hop_nvlink": 1.0, "hop_net": 1.0, "cap_tree": cap0}
+    x = {
+        "eff_nvlink": base.link_efficiency["nvlink"],
+        "eff_nic": base.link_efficiency["nic"],
+        "eff_LL": base.protocol_efficiency["LL"],
+        "eff_LL128": base.protocol_efficiency["LL128"],
+        "base_ring": 1.0,
+        "base_tree": 1.0,
+        "hop_nvlink": 1.0,
+        "hop_net": 1.0,
+        "cap_tree": cap0,
+    }
     f = objective(preds, apply(base, x))
     for step in (1.5, 1.2, 1.05, 1.01):
         improved = True

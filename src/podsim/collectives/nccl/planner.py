@@ -17,8 +17,12 @@ from .timing import Timer
 from .tuning import NcclTuning
 
 #: the collectives NCCL's selector plans, by their names there
-COLLECTIVE_NAMES = {CollectiveKind.ALL_REDUCE: "all_reduce", CollectiveKind.ALL_GATHER: "all_gather",
-                    CollectiveKind.REDUCE_SCATTER: "reduce_scatter", CollectiveKind.ALL_TO_ALL: "all_to_all"}
+COLLECTIVE_NAMES = {
+    CollectiveKind.ALL_REDUCE: "all_reduce",
+    CollectiveKind.ALL_GATHER: "all_gather",
+    CollectiveKind.REDUCE_SCATTER: "reduce_scatter",
+    CollectiveKind.ALL_TO_ALL: "all_to_all",
+}
 
 
 class FabricDelay:

@@ -4,7 +4,8 @@ A :class:`Step` is a set of flows (fabric node ids, bytes, ECMP label) that run 
 time; a step repeated ``repeat`` times stands for that many identical rounds (a ring's
 ``2(n-1)`` rounds).  Each round also pays per-step latencies: ``hops`` maps a link class
 ("nvlink", "pcie", "net") to the number of such latencies per round (fractional when only some
-rounds cross the network, as a ring's ``2(k-1)`` of ``2(n-1)`` on ``k`` servers).  A :class:`Schedule` is the ordered list of steps of one algorithm and protocol.
+rounds cross the network, as a ring's ``2(k-1)`` of ``2(n-1)`` on ``k`` servers).
+A :class:`Schedule` is the ordered list of steps of one algorithm and protocol.
 
 Units: bytes, ns.
 """
@@ -21,8 +22,8 @@ class Step:
     """One kind of round: flows that run together, repeated ``repeat`` times."""
 
     name: str
-    src: np.ndarray    #: int64 fabric node ids
-    dst: np.ndarray    #: int64 fabric node ids
+    src: np.ndarray  #: int64 fabric node ids
+    dst: np.ndarray  #: int64 fabric node ids
     nbytes: np.ndarray  #: float64 bytes per flow per round
     label: np.ndarray  #: int64 ECMP labels (channel ids)
     repeat: int = 1
@@ -40,7 +41,7 @@ class Schedule:
     collective: str
     algorithm: str
     protocol: str
-    size: int          #: the collective's size in bytes (nccl-tests convention)
+    size: int  #: the collective's size in bytes (nccl-tests convention)
     ranks: int
     steps: list[Step] = field(default_factory=list)
 
@@ -62,6 +63,12 @@ class FlowList:
             self.label.append(label)
 
     def step(self, name: str, repeat: int, hops: dict[str, float]) -> Step:
-        return Step(name, np.asarray(self.src, dtype=np.int64), np.asarray(self.dst, dtype=np.int64),
-                    np.asarray(self.nbytes, dtype=np.float64), np.asarray(self.label, dtype=np.int64),
-                    repeat, dict(hops))
+        return Step(
+            name,
+            np.asarray(self.src, dtype=np.int64),
+            np.asarray(self.dst, dtype=np.int64),
+            np.asarray(self.nbytes, dtype=np.float64),
+            np.asarray(self.label, dtype=np.int64),
+            repeat,
+            dict(hops),
+        )

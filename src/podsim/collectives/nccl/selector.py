@@ -15,8 +15,7 @@ from .timing import CollectiveTime, Timer
 from .tuning import PROTOCOLS, NcclTuning
 
 
-def build(comm: alg.Communicator, collective: str, size: int, algo: str, proto: str,
-          tuning: NcclTuning) -> Schedule:
+def build(comm: alg.Communicator, collective: str, size: int, algo: str, proto: str, tuning: NcclTuning) -> Schedule:
     """The schedule of one (collective, algorithm, protocol).
 
     Raises:
@@ -24,8 +23,9 @@ def build(comm: alg.Communicator, collective: str, size: int, algo: str, proto: 
     return NCCL_ALGORITHMS.get(algo).build(comm, collective, size, proto, tuning)
 
 
-def candidates(comm: alg.Communicator, collective: str, tuning: NcclTuning,
-               algo: str | None = None, proto: str | None = None) -> list[tuple[str, str]]:
+def candidates(
+    comm: alg.Communicator, collective: str, tuning: NcclTuning, algo: str | None = None, proto: str | None = None
+) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs the selector may choose from: every algorithm that
     implements ``collective``, is enabled by the tuning (or needs no tuning) and runs on
     ``comm``, or ``algo`` alone when given (an NCCL name, or its ASTRA-sim counterpart's)."""
@@ -41,8 +41,11 @@ def candidates(comm: alg.Communicator, collective: str, tuning: NcclTuning,
             raise InputError(f"{collective} has no {algo!r} algorithm; expected one of {', '.join(names)}")
         algos = [forced]
     else:
-        algos = [a for a in names if (a in tuning.algorithms or not NCCL_ALGORITHMS.get(a).tuned)
-                 and NCCL_ALGORITHMS.get(a).runs_on(comm)]
+        algos = [
+            a
+            for a in names
+            if (a in tuning.algorithms or not NCCL_ALGORITHMS.get(a).tuned) and NCCL_ALGORITHMS.get(a).runs_on(comm)
+        ]
     protos = list(tuning.protocols)
     if proto is not None:
         if proto not in PROTOCOLS:
@@ -56,13 +59,22 @@ def candidates(comm: alg.Communicator, collective: str, tuning: NcclTuning,
         allowed = NCCL_ALGORITHMS.get(a).protocols
         out += [(a, p) for p in protos if allowed is None or p in allowed]
     if not out:
-        raise InputError(f"no algorithm/protocol allowed for {collective} on this cluster "
-                         f"(algorithms {list(tuning.algorithms)}, protocols {list(tuning.protocols)})")
+        raise InputError(
+            f"no algorithm/protocol allowed for {collective} on this cluster "
+            f"(algorithms {list(tuning.algorithms)}, protocols {list(tuning.protocols)})"
+        )
     return out
 
 
-def select(comm: alg.Communicator, collective: str, size: int, tuning: NcclTuning, model: Timer,
-           algo: str | None = None, proto: str | None = None) -> tuple[Schedule, CollectiveTime]:
+def select(
+    comm: alg.Communicator,
+    collective: str,
+    size: int,
+    tuning: NcclTuning,
+    model: Timer,
+    algo: str | None = None,
+    proto: str | None = None,
+) -> tuple[Schedule, CollectiveTime]:
     """The fastest allowed schedule by ``model`` (use an analytical :class:`Timer`), with its
     predicted time.  Ties keep the earlier candidate (ring before tree, LL before Simple)."""
     best: tuple[Schedule, CollectiveTime] | None = None

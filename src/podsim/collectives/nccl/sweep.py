@@ -34,10 +34,10 @@ class SweepRow:
     """One line of the table."""
 
     bytes: int
-    count: int           #: elements of ``dtype``
+    count: int  #: elements of ``dtype``
     time_us: float
-    algbw_gbps: float    #: GB/s (10^9 B/s)
-    busbw_gbps: float    #: GB/s (10^9 B/s)
+    algbw_gbps: float  #: GB/s (10^9 B/s)
+    busbw_gbps: float  #: GB/s (10^9 B/s)
     algorithm: str
     protocol: str
 
@@ -52,10 +52,19 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return out
 
 
-def sweep(fabric: Fabric, tuning: NcclTuning, collective: str, size_list: list[int], *,
-          ranks: list[int] | None = None, backend: str = "analytical", dtype_bytes: int = 4,
-          algo: str | None = None, proto: str | None = None,
-          progress: Callable[[int, int], None] | None = None) -> list[SweepRow]:
+def sweep(
+    fabric: Fabric,
+    tuning: NcclTuning,
+    collective: str,
+    size_list: list[int],
+    *,
+    ranks: list[int] | None = None,
+    backend: str = "analytical",
+    dtype_bytes: int = 4,
+    algo: str | None = None,
+    proto: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[SweepRow]:
     """Time ``collective`` at each size (bytes) on ``ranks`` (default: every GPU)."""
     comm = communicator(fabric, ranks)
     model = Timer(fabric, tuning, "analytical")
@@ -67,8 +76,7 @@ def sweep(fabric: Fabric, tuning: NcclTuning, collective: str, size_list: list[i
         t_ns = predicted.time_ns if timer is model else timer.time(sched).time_ns
         t_us = t_ns / 1000.0
         algbw = size / t_ns if t_ns > 0 else 0.0
-        rows.append(SweepRow(size, size // dtype_bytes, t_us, algbw, algbw * factor,
-                             sched.algorithm, sched.protocol))
+        rows.append(SweepRow(size, size // dtype_bytes, t_us, algbw, algbw * factor, sched.algorithm, sched.protocol))
         if progress is not None:
             progress(i + 1, len(size_list))
     return rows

@@ -30,8 +30,13 @@ from .schedule import Schedule, Step
 from .tuning import NcclTuning
 
 BACKENDS = ("analytical", "flow")
-_TIER_NAMES = {LinkTier.NVLINK: "nvlink", LinkTier.PCIE: "pcie", LinkTier.NIC: "nic",
-               LinkTier.FABRIC: "fabric", LinkTier.OPTICAL: "optical"}
+_TIER_NAMES = {
+    LinkTier.NVLINK: "nvlink",
+    LinkTier.PCIE: "pcie",
+    LinkTier.NIC: "nic",
+    LinkTier.FABRIC: "fabric",
+    LinkTier.OPTICAL: "optical",
+}
 
 
 @dataclass
@@ -40,8 +45,8 @@ class StepTime:
 
     name: str
     repeat: int
-    round_ns: float        #: transfer time of one round (ns)
-    latency_ns: float      #: per-step latency of one round (ns)
+    round_ns: float  #: transfer time of one round (ns)
+    latency_ns: float  #: per-step latency of one round (ns)
     flows: int
 
     @property
@@ -81,8 +86,9 @@ def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.nda
 class Timer:
     """Times schedules on one fabric with one backend; routes and capacities are cached."""
 
-    def __init__(self, fabric: Fabric, tuning: NcclTuning, backend: str = "analytical",
-                 router: Router | None = None) -> None:
+    def __init__(
+        self, fabric: Fabric, tuning: NcclTuning, backend: str = "analytical", router: Router | None = None
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}")
         self.fabric = fabric
@@ -130,9 +136,17 @@ class Timer:
         rb = route_batch(self.router, step.src, step.dst, step.label, self._latency)
         paths, lengths = rb.paths, rb.lengths
         routes = set(rb.routes)
-        if len(rb.in_order):   # only the flows a choice can see, from an empty fabric
-            paths, _, _ = place_in_order(self.router, rb, step.src.tolist(), step.dst.tolist(), step.label.tolist(),
-                                         [0] * (self.fabric.num_links + 1), [True] * step.num_flows, self._latency)
+        if len(rb.in_order):  # only the flows a choice can see, from an empty fabric
+            paths, _, _ = place_in_order(
+                self.router,
+                rb,
+                step.src.tolist(),
+                step.dst.tolist(),
+                step.label.tolist(),
+                [0] * (self.fabric.num_links + 1),
+                [True] * step.num_flows,
+                self._latency,
+            )
             lengths = (paths != rb.pad).sum(axis=1)
             chose = paths[rb.in_order[rb.choice]]
             routes.update(tuple(x for x in row if x != rb.pad) for row in chose.tolist())
@@ -156,7 +170,14 @@ class Timer:
 
     def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Run one round's flows on a max-min flow network; the time the last one arrives."""
-        arrivals, _ = run_batch(self.fabric, step.src.tolist(), step.dst.tolist(),
-                                [int(math.ceil(x)) for x in step.nbytes.tolist()], step.label.tolist(),
-                                router=self.router, capacity=self.capacity(proto), max_rate=flow_cap)
+        arrivals, _ = run_batch(
+            self.fabric,
+            step.src.tolist(),
+            step.dst.tolist(),
+            [int(math.ceil(x)) for x in step.nbytes.tolist()],
+            step.label.tolist(),
+            router=self.router,
+            capacity=self.capacity(proto),
+            max_rate=flow_cap,
+        )
         return float(max(arrivals, default=0))

@@ -35,18 +35,24 @@ _DEFAULT_BASE_US = {
     "hierarchical": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
 }
 _DEFAULT_HOP_US = {
-    "nvlink": {"ring": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
-               "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
-               "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
-               "hierarchical": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0}},
-    "pcie": {"ring": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
-             "tree": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
-             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
-             "hierarchical": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0}},
-    "net": {"ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
-            "tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
-            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
-            "hierarchical": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0}},
+    "nvlink": {
+        "ring": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+        "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+        "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+        "hierarchical": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+    },
+    "pcie": {
+        "ring": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
+        "tree": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
+        "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+        "hierarchical": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
+    },
+    "net": {
+        "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
+        "tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
+        "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 0.0},
+        "hierarchical": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
+    },
 }
 _DEFAULT_PROTO_EFF = {"LL": 0.5, "LL128": 0.9375, "Simple": 1.0}
 _DEFAULT_LINK_EFF = {"nvlink": 1.0, "pcie": 1.0, "nic": 1.0, "fabric": 1.0, "optical": 1.0}
@@ -56,15 +62,18 @@ _DEFAULT_LINK_EFF = {"nvlink": 1.0, "pcie": 1.0, "nic": 1.0, "fabric": 1.0, "opt
 class NcclTuning:
     """Tuning of the NCCL-like collectives (see the module docstring for the model)."""
 
-    channels: int = 8                    #: parallel rings / trees (NCCL channels)
+    channels: int = 8  #: parallel rings / trees (NCCL channels)
     algorithms: tuple[str, ...] = ("ring", "tree")  #: what the selector may pick (add "nvls" on H100+)
     protocols: tuple[str, ...] = PROTOCOLS
-    pxn: bool = True                     #: relay inter-node ring hops over NVLink to the rail GPU
-    base_latency_ns: dict = field(default_factory=lambda: {
-        a: {p: v * 1000 for p, v in d.items()} for a, d in _DEFAULT_BASE_US.items()})
-    hop_latency_ns: dict = field(default_factory=lambda: {
-        c: {a: {p: v * 1000 for p, v in d.items()} for a, d in ad.items()}
-        for c, ad in _DEFAULT_HOP_US.items()})
+    pxn: bool = True  #: relay inter-node ring hops over NVLink to the rail GPU
+    base_latency_ns: dict = field(
+        default_factory=lambda: {a: {p: v * 1000 for p, v in d.items()} for a, d in _DEFAULT_BASE_US.items()}
+    )
+    hop_latency_ns: dict = field(
+        default_factory=lambda: {
+            c: {a: {p: v * 1000 for p, v in d.items()} for a, d in ad.items()} for c, ad in _DEFAULT_HOP_US.items()
+        }
+    )
     protocol_efficiency: dict = field(default_factory=lambda: dict(_DEFAULT_PROTO_EFF))
     link_efficiency: dict = field(default_factory=lambda: dict(_DEFAULT_LINK_EFF))
     #: most one channel's transfer between two GPUs can carry, per algorithm (bytes per ns; an
@@ -88,8 +97,17 @@ class NcclTuning:
         return float(self.link_efficiency[tier]) * float(self.protocol_efficiency[proto])
 
 
-_KEYS = {"channels", "algorithms", "protocols", "pxn", "base_latency", "hop_latency",
-         "protocol_efficiency", "link_efficiency", "channel_bandwidth"}
+_KEYS = {
+    "channels",
+    "algorithms",
+    "protocols",
+    "pxn",
+    "base_latency",
+    "hop_latency",
+    "protocol_efficiency",
+    "link_efficiency",
+    "channel_bandwidth",
+}
 
 
 def tuning_from_dict(data: dict | None, source: str | None = None) -> NcclTuning:
@@ -167,8 +185,10 @@ def tuning_to_dict(t: NcclTuning) -> dict:
         "protocols": list(t.protocols),
         "pxn": t.pxn,
         "base_latency": {a: {p: f"{v / 1000:.4g} us" for p, v in d.items()} for a, d in t.base_latency_ns.items()},
-        "hop_latency": {c: {a: {p: f"{v / 1000:.4g} us" for p, v in d.items()} for a, d in ad.items()}
-                        for c, ad in t.hop_latency_ns.items()},
+        "hop_latency": {
+            c: {a: {p: f"{v / 1000:.4g} us" for p, v in d.items()} for a, d in ad.items()}
+            for c, ad in t.hop_latency_ns.items()
+        },
         "protocol_efficiency": {k: round(v, 4) for k, v in t.protocol_efficiency.items()},
         "link_efficiency": {k: round(v, 4) for k, v in t.link_efficiency.items()},
         "channel_bandwidth": {a: f"{v:.4g} GB/s" for a, v in t.channel_bandwidth.items()},

@@ -13,7 +13,16 @@ from .system import (
 )
 
 __all__ = [
-    "AlgorithmSpec", "RemoteMemoryConfig", "SystemConfig", "parse_algorithm", "parse_comm_groups",
-    "parse_network", "parse_remote_memory", "parse_system", "read_comm_groups", "read_network",
-    "read_remote_memory", "read_system",
+    "AlgorithmSpec",
+    "RemoteMemoryConfig",
+    "SystemConfig",
+    "parse_algorithm",
+    "parse_comm_groups",
+    "parse_network",
+    "parse_remote_memory",
+    "parse_system",
+    "read_comm_groups",
+    "read_network",
+    "read_remote_memory",
+    "read_system",
 ]

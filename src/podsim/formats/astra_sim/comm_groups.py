@@ -11,7 +11,9 @@ from ...errors import InputError
 from .common import load_json
 
 
-def parse_comm_groups(data: dict, num_npus: int | None = None, source: str = "<comm-groups>") -> dict[str, tuple[int, ...]]:
+def parse_comm_groups(
+    data: dict, num_npus: int | None = None, source: str = "<comm-groups>"
+) -> dict[str, tuple[int, ...]]:
     """Validate ``{id: ranks}``; returns ids as strings."""
     out: dict[str, tuple[int, ...]] = {}
     for key, ranks in data.items():

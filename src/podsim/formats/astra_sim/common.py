@@ -51,8 +51,9 @@ def check_keys(data: Mapping[str, object], valid: Iterable[str], source: str) ->
             raise unknown_key_error(str(key), valid, source)
 
 
-def get_int(data: Mapping[str, object], key: str, default: int | None, source: str,
-            lo: int | None = None, hi: int | None = None) -> int | None:
+def get_int(
+    data: Mapping[str, object], key: str, default: int | None, source: str, lo: int | None = None, hi: int | None = None
+) -> int | None:
     """An integer field (also accepts integral floats and numeric strings)."""
     if key not in data:
         return default
@@ -77,8 +78,15 @@ def get_int(data: Mapping[str, object], key: str, default: int | None, source: s
     return v
 
 
-def get_float(data: Mapping[str, object], key: str, default: float | None, source: str,
-              lo: float | None = None, positive: bool = False, hi: float | None = None) -> float | None:
+def get_float(
+    data: Mapping[str, object],
+    key: str,
+    default: float | None,
+    source: str,
+    lo: float | None = None,
+    positive: bool = False,
+    hi: float | None = None,
+) -> float | None:
     """A number field (finite; ``hi`` bounds it where a larger value is absurd)."""
     if key not in data:
         return default
@@ -114,8 +122,9 @@ def get_bool01(data: Mapping[str, object], key: str, default: bool, source: str)
     raise InputError(f"expected 0 or 1, got {v!r}", source, key)
 
 
-def get_choice(data: Mapping[str, object], key: str, default: str | None, choices: Iterable[str],
-               source: str) -> str | None:
+def get_choice(
+    data: Mapping[str, object], key: str, default: str | None, choices: Iterable[str], source: str
+) -> str | None:
     """A string from a fixed set (matched case-insensitively, returned canonical)."""
     if key not in data:
         return default

@@ -53,8 +53,9 @@ def parse_network(data: dict, source: str = "<network>") -> Topology:
         kind = kinds.get(str(name).lower())
         if kind is None:
             hint = closest(str(name), [k.value for k in BlockKind])
-            msg = f"unknown topology {name!r}" + (f"; did you mean {hint!r}?" if hint else
-                                                  "; expected Ring, FullyConnected or Switch")
+            msg = f"unknown topology {name!r}" + (
+                f"; did you mean {hint!r}?" if hint else "; expected Ring, FullyConnected or Switch"
+            )
             raise InputError(msg, source, f"topology[{i}]")
         n = lists["npus_count"][i]
         if isinstance(n, bool) or not isinstance(n, int) or n < 2:
@@ -68,9 +69,12 @@ def parse_network(data: dict, source: str = "<network>") -> Topology:
         else:
             if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0:
                 raise InputError(f"bandwidth must be > 0 (GB/s), got {bw!r}", source, f"bandwidth[{i}]")
-            if not bw * GIB_PER_GB <= MAX_BYTES / 1e9:   # also refuses inf and NaN
-                raise InputError(f"bandwidth must be a finite number of GB/s (at most {MAX_BYTES / 1e9:.3g}), got "
-                                 f"{bw!r}", source, f"bandwidth[{i}]")
+            if not bw * GIB_PER_GB <= MAX_BYTES / 1e9:  # also refuses inf and NaN
+                raise InputError(
+                    f"bandwidth must be a finite number of GB/s (at most {MAX_BYTES / 1e9:.3g}), got {bw!r}",
+                    source,
+                    f"bandwidth[{i}]",
+                )
             bpns = float(bw) * GIB_PER_GB
         lat = lists["latency"][i]
         if isinstance(lat, str):
@@ -78,9 +82,12 @@ def parse_network(data: dict, source: str = "<network>") -> Topology:
         else:
             if isinstance(lat, bool) or not isinstance(lat, (int, float)) or lat < 0:
                 raise InputError(f"latency must be >= 0 (ns), got {lat!r}", source, f"latency[{i}]")
-            if not lat <= MAX_NS:   # also refuses inf and NaN
-                raise InputError(f"latency must be a finite number of ns (at most {MAX_NS:.3g}), got {lat!r}",
-                                 source, f"latency[{i}]")
+            if not lat <= MAX_NS:  # also refuses inf and NaN
+                raise InputError(
+                    f"latency must be a finite number of ns (at most {MAX_NS:.3g}), got {lat!r}",
+                    source,
+                    f"latency[{i}]",
+                )
             lat_ns = float(lat)
         dims.append(Dimension(kind, n, bpns, lat_ns))
     return Topology(tuple(dims))

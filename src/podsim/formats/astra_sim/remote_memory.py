@@ -25,7 +25,7 @@ class RemoteMemoryConfig:
 
     memory_type: str = "NO_MEMORY_EXPANSION"
     latency_ns: float = 0.0
-    bandwidth: float | None = None   #: bytes per ns
+    bandwidth: float | None = None  #: bytes per ns
     num_nodes: int | None = None
     npus_per_node: int | None = None
     source: str = "<remote-memory>"
@@ -38,8 +38,11 @@ def parse_remote_memory(data: dict, source: str = "<remote-memory>") -> RemoteMe
         raise InputError(f"missing key 'memory-type' (one of {', '.join(TYPES)})", source)
     mtype = get_choice(data, "memory-type", None, TYPES, source)
     lat = get_float(data, "remote-mem-latency", 0.0, source, lo=0.0, hi=MAX_NS)
-    bw = get_float(data, "remote-mem-bw", None, source, positive=True, hi=MAX_BYTES / 1e9) \
-        if "remote-mem-bw" in data else None
+    bw = (
+        get_float(data, "remote-mem-bw", None, source, positive=True, hi=MAX_BYTES / 1e9)
+        if "remote-mem-bw" in data
+        else None
+    )
     nodes = get_int(data, "num-nodes", None, source, lo=1, hi=1 << 24)
     per_node = get_int(data, "num-npus-per-node", None, source, lo=1, hi=1 << 24)
     if mtype != "NO_MEMORY_EXPANSION" and bw is None:

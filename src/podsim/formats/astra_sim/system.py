@@ -32,11 +32,28 @@ IMPL_KEYS = {
 CUSTOM_KEYS = {k + "-custom": v for k, v in IMPL_KEYS.items()}
 IGNORED_KEYS = ("boost-mode", "intra-dimension-scheduling", "inter-dimension-scheduling")
 KEYS = (
-    "scheduling-policy", "collective-optimization", "local-reduction-delay",
-    "active-chunks-per-dimension", "preferred-dataset-splits", "endpoint-delay", "L", "o", "g",
-    "G", "model-shared-bus", "local-mem-bw", "peak-perf", "roofline-enabled", "trace-enabled",
-    "replay-only", "track-local-mem", "local-mem-trace-filename", "per-node-custom-implementation",
-    *IMPL_KEYS, *CUSTOM_KEYS, *IGNORED_KEYS,
+    "scheduling-policy",
+    "collective-optimization",
+    "local-reduction-delay",
+    "active-chunks-per-dimension",
+    "preferred-dataset-splits",
+    "endpoint-delay",
+    "L",
+    "o",
+    "g",
+    "G",
+    "model-shared-bus",
+    "local-mem-bw",
+    "peak-perf",
+    "roofline-enabled",
+    "trace-enabled",
+    "replay-only",
+    "track-local-mem",
+    "local-mem-trace-filename",
+    "per-node-custom-implementation",
+    *IMPL_KEYS,
+    *CUSTOM_KEYS,
+    *IGNORED_KEYS,
 )
 AlgorithmSpec = Algo
 """A native collective algorithm for one dimension (``name``, and ``window`` for direct)."""
@@ -77,8 +94,9 @@ def parse_algorithm(text: object, source: str, where: str) -> AlgorithmSpec:
         return AlgorithmSpec(name)
     spellings = phase_spellings()
     hint = closest(text, spellings)
-    msg = f"unknown collective algorithm {text!r}" + (f"; did you mean {hint!r}?" if hint else
-                                                      f"; expected one of {', '.join(spellings)}")
+    msg = f"unknown collective algorithm {text!r}" + (
+        f"; did you mean {hint!r}?" if hint else f"; expected one of {', '.join(spellings)}"
+    )
     raise InputError(msg, source, where)
 
 
@@ -118,8 +136,9 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
     check_keys(data, KEYS, source)
     cfg = SystemConfig(source=source)
     cfg.scheduling_policy = get_choice(data, "scheduling-policy", "LIFO", ("LIFO", "FIFO", "EXPLICIT"), source)  # type: ignore[assignment]
-    cfg.collective_optimization = get_choice(data, "collective-optimization", "baseline",
-                                             ("baseline", "localBWAware"), source)  # type: ignore[assignment]
+    cfg.collective_optimization = get_choice(
+        data, "collective-optimization", "baseline", ("baseline", "localBWAware"), source
+    )  # type: ignore[assignment]
     cfg.local_reduction_delay = get_int(data, "local-reduction-delay", 1, source, lo=0, hi=int(MAX_NS))  # type: ignore[assignment]
     cfg.active_chunks_per_dimension = get_int(data, "active-chunks-per-dimension", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
     cfg.preferred_dataset_splits = get_int(data, "preferred-dataset-splits", 1, source, lo=1, hi=1 << 20)  # type: ignore[assignment]
@@ -154,8 +173,9 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
     if "per-node-custom-implementation" in data:
         v = data["per-node-custom-implementation"]
         if not isinstance(v, str):
-            raise InputError("expected the path of a YAML file {node id: ET prefix}", source,
-                             "per-node-custom-implementation")
+            raise InputError(
+                "expected the path of a YAML file {node id: ET prefix}", source, "per-node-custom-implementation"
+            )
         cfg.per_node_custom_implementation = _resolve(v, base_dir)
     for key in IGNORED_KEYS:
         if key in data:
@@ -164,8 +184,9 @@ def parse_system(data: dict, source: str = "<system>", base_dir: str | None = No
                 raise InputError(f"expected a name or a finite number (the key is ignored), got {v!r}", source, key)
             cfg.ignored[key] = v
     if cfg.roofline_enabled and (cfg.local_mem_bw_GBps is None or cfg.peak_perf_TFLOPS is None):
-        raise InputError("roofline-enabled needs 'local-mem-bw' (GB/s) and 'peak-perf' (TFLOP/s)", source,
-                         "roofline-enabled")
+        raise InputError(
+            "roofline-enabled needs 'local-mem-bw' (GB/s) and 'peak-perf' (TFLOP/s)", source, "roofline-enabled"
+        )
     return cfg
 
 
@@ -178,6 +199,7 @@ def _resolve(path: str, base_dir: str | None) -> str:
     config in ``.../system/`` is found as ``.../system/x/y``).  If nothing matches, the path is
     returned unchanged and the error comes when it is read.
     """
+
     def exists(p: str) -> bool:
         return os.path.exists(p) or os.path.exists(p + ".0.et")
 

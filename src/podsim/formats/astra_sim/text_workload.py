@@ -33,9 +33,13 @@ from ...workload import ALL_DIMS, CollectiveKind, OpKind, ProgramBuilder, Worklo
 from ..simai.workload import parse_count
 
 POLICIES = ("DATA", "MICRO", "MODEL", "DISTRIBUTED_INFERENCE", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
-_KINDS = {"ALLREDUCE": CollectiveKind.ALL_REDUCE, "ALLGATHER": CollectiveKind.ALL_GATHER,
-          "REDUCESCATTER": CollectiveKind.REDUCE_SCATTER, "ALLTOALL": CollectiveKind.ALL_TO_ALL}
-_HIGHER_DIMS = (1 << 10) - 2   # dimensions 1..9, as ASTRA-sim 1.0 decodes them
+_KINDS = {
+    "ALLREDUCE": CollectiveKind.ALL_REDUCE,
+    "ALLGATHER": CollectiveKind.ALL_GATHER,
+    "REDUCESCATTER": CollectiveKind.REDUCE_SCATTER,
+    "ALLTOALL": CollectiveKind.ALL_TO_ALL,
+}
+_HIGHER_DIMS = (1 << 10) - 2  # dimensions 1..9, as ASTRA-sim 1.0 decodes them
 
 
 def is_text_workload(path: str | Path) -> bool:
@@ -48,8 +52,7 @@ def is_text_workload(path: str | Path) -> bool:
     return bool(first) and first[0] in POLICIES
 
 
-def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
-                       comm_scale: float = 1.0) -> Workload:
+def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0, comm_scale: float = 1.0) -> Workload:
     """The workload of an ASTRA-sim 1.0 text file on ``npus`` NPUs (every NPU runs it).
 
     Raises:
@@ -63,14 +66,14 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
     policy = lines[0][1][0]
     if policy not in POLICIES:
         hint = " (a SimAI/AICB workload: run it with --cluster)" if policy.startswith("HYBRID_TRANSFORMER") else ""
-        raise InputError(f"policy {policy!r} is not supported here{hint}; expected one of {', '.join(POLICIES)}",
-                         src, "line 1")
+        raise InputError(
+            f"policy {policy!r} is not supported here{hint}; expected one of {', '.join(POLICIES)}", src, "line 1"
+        )
     count_line, count_toks = lines[1]
     count = parse_count(count_toks[0], src, f"line {count_line}", "the layer count")
     body = lines[2:]
     if len(body) != count:
-        raise InputError(f"the file declares {count} layers and has {len(body)} layer lines", src,
-                         f"line {count_line}")
+        raise InputError(f"the file declares {count} layers and has {len(body)} layer lines", src, f"line {count_line}")
     data = policy in ("DATA", "MICRO")
     model = policy in ("MODEL", "DISTRIBUTED_INFERENCE")
     dims_mp = {"HYBRID_DATA_MODEL": 1, "HYBRID_MODEL_DATA": _HIGHER_DIMS}.get(policy, ALL_DIMS)
@@ -79,14 +82,26 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
     for lineno, f in body:
         where = f"line {lineno}"
         if len(f) != 12:
-            raise InputError(f"expected 12 fields (name dep fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes "
-                             f"wg_ns wg_comm wg_bytes update), got {len(f)}", src, where)
+            raise InputError(
+                f"expected 12 fields (name dep fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes "
+                f"wg_ns wg_comm wg_bytes update), got {len(f)}",
+                src,
+                where,
+            )
         for col in (3, 6, 9):
             if f[col] != "NONE" and f[col] not in _KINDS:
                 raise InputError(f"comm type {f[col]!r} is not one of NONE, {', '.join(_KINDS)}", src, where)
-        nums = [parse_count(f[c], src, where, name) for c, name in ((2, "forward compute"), (4, "forward size"),
-                                                             (5, "input-gradient compute"), (7, "input-gradient size"),
-                                                             (8, "weight-gradient compute"), (10, "weight-gradient size"))]
+        nums = [
+            parse_count(f[c], src, where, name)
+            for c, name in (
+                (2, "forward compute"),
+                (4, "forward size"),
+                (5, "input-gradient compute"),
+                (7, "input-gradient size"),
+                (8, "weight-gradient compute"),
+                (10, "weight-gradient size"),
+            )
+        ]
         layers.append((f[0], nums, f[3], f[6], f[9]))
     b = ProgramBuilder(Path(path).stem)
     nid = [0]
@@ -95,15 +110,26 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
         if ns <= 0:
             return deps
         nid[0] += 1
-        return [b.add(OpKind.COMPUTE, name, data_deps=deps, node_id=nid[0],
-                      duration_ns=max(1, round(ns * compute_scale)))]
+        return [
+            b.add(OpKind.COMPUTE, name, data_deps=deps, node_id=nid[0], duration_ns=max(1, round(ns * compute_scale)))
+        ]
 
     def coll(name: str, kind: str, size: int, dims: int, deps: list[int], stream: str | None = None) -> list[int]:
         if kind == "NONE" or size <= 0:
             return deps
         nid[0] += 1
-        return [b.add(OpKind.COLLECTIVE, name, data_deps=deps, node_id=nid[0], collective=int(_KINDS[kind]),
-                      size_bytes=max(1, round(size * comm_scale)), dims_mask=dims, stream=stream)]
+        return [
+            b.add(
+                OpKind.COLLECTIVE,
+                name,
+                data_deps=deps,
+                node_id=nid[0],
+                collective=int(_KINDS[kind]),
+                size_bytes=max(1, round(size * comm_scale)),
+                dims_mask=dims,
+                stream=stream,
+            )
+        ]
 
     prev: list[int] = []
     for name, (fwd, fwd_b, _ig, _ig_b, _wg, _wg_b), fc, _ic, _wc in layers:
@@ -120,7 +146,7 @@ def read_text_workload(path: str | Path, npus: int, compute_scale: float = 1.0,
             continue
         ig_done = comp(f"{name} ig", ig, prev)
         ig_comm = coll(f"{name} ig {ic.lower()}", ic, ig_b, dims_mp, ig_done)
-        w = comp(f"{name} wg", wg, ig_done)   # alongside the input-gradient collective
+        w = comp(f"{name} wg", wg, ig_done)  # alongside the input-gradient collective
         if not model:
             coll(f"{name} wg {wc.lower()}", wc, wg_b, dims_dp, w, stream="wg")
         prev = sorted(set(ig_comm + w))

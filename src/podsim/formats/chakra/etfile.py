@@ -71,9 +71,11 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         if size >= _MAX_MESSAGE:
             raise InputError(f"garbled length prefix at byte {start}: {size} bytes", path)
         if pos + size > n:
-            raise InputError(f"truncated: message #{len(messages)} at byte {start} declares {size} bytes "
-                             f"but only {n - pos} remain", path)
-        messages.append((start, buf[pos:pos + size]))
+            raise InputError(
+                f"truncated: message #{len(messages)} at byte {start} declares {size} bytes but only {n - pos} remain",
+                path,
+            )
+        messages.append((start, buf[pos : pos + size]))
         pos += size
     try:
         metadata = decode_metadata(messages[0][1])
@@ -97,8 +99,9 @@ def encode_trace(metadata: GlobalMetadata, nodes: Sequence[Node]) -> bytes:
     return b"".join(parts)
 
 
-def write_trace(path: str | os.PathLike[str], nodes: Sequence[Node],
-                metadata: GlobalMetadata | None = None, compress: bool = False) -> None:
+def write_trace(
+    path: str | os.PathLike[str], nodes: Sequence[Node], metadata: GlobalMetadata | None = None, compress: bool = False
+) -> None:
     """Write one ``.et`` file atomically (temporary file, then rename)."""
     data = encode_trace(metadata or GlobalMetadata(version="0.0.4"), nodes)
     if compress:

@@ -61,7 +61,9 @@ def program_to_nodes(program: Program, rank: int) -> list[Node]:
                 nd.set_attr("involved_dim", [bool(x) for x in flags], "bool_list")  # type: ignore[union-attr]
             elif int(program.dims_mask[i]) >= 0:
                 mask = int(program.dims_mask[i])
-                nd.set_attr("involved_dim", [bool(mask >> b & 1) for b in range(max(mask.bit_length(), 1))], "bool_list")
+                nd.set_attr(
+                    "involved_dim", [bool(mask >> b & 1) for b in range(max(mask.bit_length(), 1))], "bool_list"
+                )
             if program.priority[i]:
                 nd.set_attr("comm_priority", int(program.priority[i]), "int32")
         elif kind in (OpKind.SEND, OpKind.RECV):
@@ -92,7 +94,6 @@ def write_workload_with_groups(workload: Workload, prefix: str | os.PathLike[str
     groups, ``<prefix>.comm_groups.json`` (ASTRA-sim's ``{id: [ranks]}``, ids from 1: 0 is
     reserved for all ranks) with every collective's ``pg_name`` set to its group's id.
     Returns (ET paths, JSON path or None)."""
-
 
     ids: dict[tuple[str, tuple[int, ...]], str] = {}
     for g in workload.groups:

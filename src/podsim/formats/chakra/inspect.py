@@ -62,4 +62,3 @@ def summarize_prefix(prefix: str | os.PathLike[str], max_ranks: int = 8) -> tupl
     """The number of rank files of ``prefix`` and summaries of the first ``max_ranks``."""
     n = discover_ranks(prefix)
     return n, [summarize_trace(rank_file(prefix, r)) for r in range(min(n, max_ranks))]
-

@@ -37,16 +37,41 @@ CommType = CollectiveKind
 
 # AttributeProto oneof: field number -> (type name, is list)
 ATTR_TYPES: dict[int, str] = {
-    3: "double", 4: "double_list", 5: "float", 6: "float_list", 7: "int32", 8: "int32_list",
-    9: "int64", 10: "int64_list", 11: "uint32", 12: "uint32_list", 13: "uint64", 14: "uint64_list",
-    15: "sint32", 16: "sint32_list", 17: "sint64", 18: "sint64_list", 19: "fixed32",
-    20: "fixed32_list", 21: "fixed64", 22: "fixed64_list", 23: "sfixed32", 24: "sfixed32_list",
-    25: "sfixed64", 26: "sfixed64_list", 27: "bool", 28: "bool_list", 29: "string",
-    30: "string_list", 31: "bytes", 32: "bytes_list",
+    3: "double",
+    4: "double_list",
+    5: "float",
+    6: "float_list",
+    7: "int32",
+    8: "int32_list",
+    9: "int64",
+    10: "int64_list",
+    11: "uint32",
+    12: "uint32_list",
+    13: "uint64",
+    14: "uint64_list",
+    15: "sint32",
+    16: "sint32_list",
+    17: "sint64",
+    18: "sint64_list",
+    19: "fixed32",
+    20: "fixed32_list",
+    21: "fixed64",
+    22: "fixed64_list",
+    23: "sfixed32",
+    24: "sfixed32_list",
+    25: "sfixed64",
+    26: "sfixed64_list",
+    27: "bool",
+    28: "bool_list",
+    29: "string",
+    30: "string_list",
+    31: "bytes",
+    32: "bytes_list",
 }
 ATTR_FIELDS = {name: num for num, name in ATTR_TYPES.items()}
-INTEGER_TYPES = frozenset({"int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32",
-                           "fixed64", "sfixed32", "sfixed64"})
+INTEGER_TYPES = frozenset(
+    {"int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32", "sfixed64"}
+)
 
 
 @dataclass
@@ -95,6 +120,7 @@ class GlobalMetadata:
 
 # ----------------------------------------------------------------------------- decoding
 
+
 def _expect(wt: int, length_delimited: bool, what: str) -> None:
     """Refuse a field whose wire type is not the schema's (a garbled or foreign message)."""
     if (wt == wire.LEN) != length_delimited:
@@ -133,8 +159,14 @@ def _list(tname: str, data: bytes) -> list[object]:
         if wt == wire.LEN and base not in ("string", "bytes"):
             # packed encoding
             if base in ("double", "fixed64", "sfixed64", "float", "fixed32", "sfixed32"):
-                fmt = {"double": "<d", "fixed64": "<Q", "sfixed64": "<q", "float": "<f", "fixed32": "<I",
-                       "sfixed32": "<i"}[base]
+                fmt = {
+                    "double": "<d",
+                    "fixed64": "<Q",
+                    "sfixed64": "<q",
+                    "float": "<f",
+                    "fixed32": "<I",
+                    "sfixed32": "<i",
+                }[base]
                 if len(raw) % struct.calcsize(fmt):  # type: ignore[arg-type]
                     raise wire.WireError(f"a packed {base} list of {len(raw)} bytes")  # type: ignore[arg-type]
                 out.extend(x[0] for x in struct.iter_unpack(fmt, bytes(raw)))  # type: ignore[arg-type]
@@ -181,8 +213,16 @@ def _deps(wt: int, raw: object) -> list[int]:
 
 
 #: Node fields with one wire type (dependencies may be packed or not)
-_NODE_FIELDS = {1: "id", 2: "name", 3: "type", 6: "start_time_micros", 7: "duration_micros", 8: "inputs",
-                9: "outputs", 10: "attr"}
+_NODE_FIELDS = {
+    1: "id",
+    2: "name",
+    3: "type",
+    6: "start_time_micros",
+    7: "duration_micros",
+    8: "inputs",
+    9: "outputs",
+    10: "attr",
+}
 
 
 def decode_node(data: bytes) -> Node:
@@ -230,6 +270,7 @@ def decode_metadata(data: bytes) -> GlobalMetadata:
 
 
 # ----------------------------------------------------------------------------- encoding
+
 
 def _enc_scalar(tname: str, field_no: int, v: object) -> bytes:
     if tname == "string":
@@ -279,8 +320,11 @@ def encode_node(n: Node) -> bytes:
         parts.append(wire.field_varint(7, n.duration_micros))
     for fno, io in ((8, n.inputs), (9, n.outputs)):
         if io:
-            body = b"".join(wire.field_bytes(k, io[name].encode("utf-8"))
-                            for k, name in ((1, "values"), (2, "shapes"), (3, "types")) if io.get(name))
+            body = b"".join(
+                wire.field_bytes(k, io[name].encode("utf-8"))
+                for k, name in ((1, "values"), (2, "shapes"), (3, "types"))
+                if io.get(name)
+            )
             parts.append(wire.field_bytes(fno, body))
     for a in n.attrs.values():
         parts.append(wire.field_bytes(10, encode_attr(a)))

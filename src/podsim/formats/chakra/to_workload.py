@@ -38,9 +38,9 @@ from ...workload.validate import check_acyclic
 from .etfile import Trace, read_trace
 from .schema import INTEGER_TYPES, Node, NodeType
 
-MAX_BYTES = 1 << 50          # 1 PiB: larger sizes are rejected as absurd
-MAX_DURATION_US = 10**12     # ~11.6 days per op
-MAX_ID = (1 << 63) - 1       # node ids, tags and priorities are int64
+MAX_BYTES = 1 << 50  # 1 PiB: larger sizes are rejected as absurd
+MAX_DURATION_US = 10**12  # ~11.6 days per op
+MAX_ID = (1 << 63) - 1  # node ids, tags and priorities are int64
 MIN_INT64 = -(1 << 63)
 MAX_RANK = (1 << 31) - 1
 
@@ -77,13 +77,13 @@ def discover_ranks(prefix: str | os.PathLike[str]) -> int:
         raise InputError(f"no rank files: expected {rank_file(prefix, 0)}", prefix)
     for i, r in enumerate(found):
         if r != i:
-            raise InputError(f"rank file missing: found ranks up to {found[-1]} but not {i}",
-                             rank_file(prefix, i))
+            raise InputError(f"rank file missing: found ranks up to {found[-1]} but not {i}", rank_file(prefix, i))
     return len(found)
 
 
-def _int_attr(node: Node, name: str, path: str, default: int | None = None,
-              lo: int | None = None, hi: int | None = None) -> int | None:
+def _int_attr(
+    node: Node, name: str, path: str, default: int | None = None, lo: int | None = None, hi: int | None = None
+) -> int | None:
     a = node.attrs.get(name)
     if a is None:
         return default
@@ -258,17 +258,21 @@ def trace_to_program(trace: Trace, rank: int | None = None, num_ranks: int | Non
     if self_ctrl:
         notes.append(f"{label}: dropped {self_ctrl} control dependencies of nodes on themselves")
     if no_cpu_attr:
-        notes.append(f"{label}: {no_cpu_attr} nodes have no 'is_cpu_op' attribute and were taken as GPU ops "
-                     "(Chakra feeders disagree on the default; set it explicitly)")
+        notes.append(
+            f"{label}: {no_cpu_attr} nodes have no 'is_cpu_op' attribute and were taken as GPU ops "
+            "(Chakra feeders disagree on the default; set it explicitly)"
+        )
     if host_colls:
         notes.append(f"{label}: {host_colls} COMM_COLL nodes marked is_cpu_op were replayed as host (CPU) time")
-    return Program(label, cols, data_ptr, data_idx, ctrl_ptr, ctrl_idx, names, streams, group_keys, extras,
-                   notes)
+    return Program(label, cols, data_ptr, data_idx, ctrl_ptr, ctrl_idx, names, streams, group_keys, extras, notes)
 
 
-def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
-                  comm_groups: Mapping[str, Sequence[int]] | None = None,
-                  check_cycles: bool = True) -> Workload:
+def read_workload(
+    prefix: str | os.PathLike[str],
+    num_ranks: int | None = None,
+    comm_groups: Mapping[str, Sequence[int]] | None = None,
+    check_cycles: bool = True,
+) -> Workload:
     """Read ``<prefix>.<rank>.et`` for every rank into a :class:`Workload`.
 
     Args:
@@ -301,7 +305,8 @@ def read_workload(prefix: str | os.PathLike[str], num_ranks: int | None = None,
                     prog.notes.append(
                         f"{Path(path).name}: control dependencies form cycles with the data dependencies "
                         "(older Chakra converters used them for caller links), so only data dependencies "
-                        "order ops here; ASTRA-sim would wait forever")
+                        "order ops here; ASTRA-sim would wait forever"
+                    )
             if not any(prog.kind[i] in (OpKind.SEND, OpKind.RECV) for i in range(len(prog))):
                 cache[raw] = prog
         per_rank.append(prog)

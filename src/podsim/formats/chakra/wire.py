@@ -54,17 +54,17 @@ def iter_fields(buf: bytes, start: int = 0, end: int | None = None) -> Iterator[
             ln, pos = read_varint(buf, pos)
             if pos + ln > end:
                 raise WireError(f"field {field} declares {ln} bytes at byte {pos} but only {end - pos} remain")
-            val = buf[pos:pos + ln]
+            val = buf[pos : pos + ln]
             pos += ln
         elif wt == FIXED64:
             if pos + 8 > end:
                 raise WireError(f"truncated fixed64 at byte {pos}")
-            val = int.from_bytes(buf[pos:pos + 8], "little")
+            val = int.from_bytes(buf[pos : pos + 8], "little")
             pos += 8
         elif wt == FIXED32:
             if pos + 4 > end:
                 raise WireError(f"truncated fixed32 at byte {pos}")
-            val = int.from_bytes(buf[pos:pos + 4], "little")
+            val = int.from_bytes(buf[pos : pos + 4], "little")
             pos += 4
         else:
             raise WireError(f"unsupported wire type {wt} for field {field} at byte {pos}")
@@ -119,6 +119,7 @@ def fixed_to_float(v: int) -> float:
 
 
 # ----------------------------------------------------------------------------- encoding
+
 
 def encode_varint(n: int) -> bytes:
     """Encode an integer as a varint (negatives as 64-bit two's complement)."""

@@ -21,10 +21,20 @@ from ...errors import InputError
 from ...fileio import atomic_write_text, read_text
 from ...network.fabric import Fabric, FabricBuilder, LinkTier, NodeKind
 
-_RATE_UNITS = {"bps": 1e-9 / 8, "kbps": 1e-6 / 8, "mbps": 1e-3 / 8, "gbps": 1 / 8, "tbps": 1e3 / 8,
-               "bps_b": 1e-9, "kbps_b": 1e-6, "mbps_b": 1e-3, "gbps_b": 1.0, "tbps_b": 1e3}
+_RATE_UNITS = {
+    "bps": 1e-9 / 8,
+    "kbps": 1e-6 / 8,
+    "mbps": 1e-3 / 8,
+    "gbps": 1 / 8,
+    "tbps": 1e3 / 8,
+    "bps_b": 1e-9,
+    "kbps_b": 1e-6,
+    "mbps_b": 1e-3,
+    "gbps_b": 1.0,
+    "tbps_b": 1e3,
+}
 _TIME_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0, "ps": 1e-3}
-MAX_NODES = 1 << 22   #: GPUs and switches a topology file may have
+MAX_NODES = 1 << 22  #: GPUs and switches a topology file may have
 _NUM = re.compile(r"^([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z/]+)$")
 
 
@@ -59,8 +69,9 @@ def read_topology(path: str | Path) -> Fabric:
     lines = read_text(path, "topology file").splitlines()
     head = lines[0].split() if lines else []
     if len(head) != 6:
-        raise InputError("expected '<nodes> <gpus_per_server> <nvswitches> <switches> <links> <gpu_type>'",
-                         src, "line 1")
+        raise InputError(
+            "expected '<nodes> <gpus_per_server> <nvswitches> <switches> <links> <gpu_type>'", src, "line 1"
+        )
     try:
         total, gps, n_nv, n_sw, n_links = (int(x) for x in head[:5])
     except ValueError:
@@ -75,8 +86,9 @@ def read_topology(path: str | Path) -> Fabric:
     except ValueError:
         raise InputError("expected the NVSwitch and switch ids (integers)", src, "line 2") from None
     if len(special) != n_nv + n_sw:
-        raise InputError(f"expected {n_nv + n_sw} ids ({n_nv} NVSwitches + {n_sw} switches), got {len(special)}",
-                         src, "line 2")
+        raise InputError(
+            f"expected {n_nv + n_sw} ids ({n_nv} NVSwitches + {n_sw} switches), got {len(special)}", src, "line 2"
+        )
     for x in special:
         if not 0 <= x < total:
             raise InputError(f"id {x} is outside 0..{total - 1}", src, "line 2")
@@ -93,8 +105,7 @@ def read_topology(path: str | Path) -> Fabric:
             node[i] = b.add_node(kind[i], f"{prefix}{i}")
     body = [(n, ln) for n, ln in enumerate(lines[2:], 3) if ln.strip()]
     if len(body) != n_links:
-        raise InputError(f"the header declares {n_links} links, the file has {len(body)} link lines", src,
-                         "line 1")
+        raise InputError(f"the header declares {n_links} links, the file has {len(body)} link lines", src, "line 1")
     for lineno, ln in body:
         f = ln.split()
         where = f"line {lineno}"
@@ -154,8 +165,7 @@ def write_topology(fabric: Fabric, path: str | Path) -> None:
     """
     order = [int(g) for g in fabric.gpus]
     nv = [i for i in range(fabric.num_nodes) if fabric.node_kind[i] == NodeKind.NVSWITCH]
-    sw = [i for i in range(fabric.num_nodes)
-          if fabric.node_kind[i] not in (NodeKind.GPU, NodeKind.NVSWITCH)]
+    sw = [i for i in range(fabric.num_nodes) if fabric.node_kind[i] not in (NodeKind.GPU, NodeKind.NVSWITCH)]
     order += nv + sw
     new_id = {old: new for new, old in enumerate(order)}
     pending: dict[tuple[int, int, float, float], int] = {}
@@ -171,10 +181,14 @@ def write_topology(fabric: Fabric, path: str | Path) -> None:
             pending[(a, c, bw, lat)] = pending.get((a, c, bw, lat), 0) + 1
     if any(pending.values()):
         (a, c, _, _), _n = next((k, v) for k, v in pending.items() if v)
-        raise InputError(f"link {fabric.node_name[a]}->{fabric.node_name[c]} has no reverse link of equal "
-                         "rate and delay; SimAI links are full-duplex")
+        raise InputError(
+            f"link {fabric.node_name[a]}->{fabric.node_name[c]} has no reverse link of equal "
+            "rate and delay; SimAI links are full-duplex"
+        )
     gpu_type = fabric.gpu_type or "NONE"
-    lines = [f"{fabric.num_nodes} {fabric.gpus_per_node} {len(nv)} {len(sw)} {len(pairs)} {gpu_type}",
-             " ".join(str(new_id[x]) for x in nv + sw)]
+    lines = [
+        f"{fabric.num_nodes} {fabric.gpus_per_node} {len(nv)} {len(sw)} {len(pairs)} {gpu_type}",
+        " ".join(str(new_id[x]) for x in nv + sw),
+    ]
     lines += [f"{a} {c} {_rate_text(bw)} {_delay_text(lat)} 0" for a, c, bw, lat in pairs]
     atomic_write_text(path, "\n".join(lines) + "\n")

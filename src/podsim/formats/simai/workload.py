@@ -31,11 +31,25 @@ from ...errors import InputError
 from ...fileio import read_text
 from ...workload import CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 
-_KINDS = {"ALLREDUCE": CollectiveKind.ALL_REDUCE, "ALLGATHER": CollectiveKind.ALL_GATHER,
-          "REDUCESCATTER": CollectiveKind.REDUCE_SCATTER, "ALLTOALL": CollectiveKind.ALL_TO_ALL}
-POLICIES = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_DLRM",
-            "HYBRID_DLRM_ENHANCED", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED",
-            "MICRO", "DISTRIBUTED_INFERENCE")
+_KINDS = {
+    "ALLREDUCE": CollectiveKind.ALL_REDUCE,
+    "ALLGATHER": CollectiveKind.ALL_GATHER,
+    "REDUCESCATTER": CollectiveKind.REDUCE_SCATTER,
+    "ALLTOALL": CollectiveKind.ALL_TO_ALL,
+}
+POLICIES = (
+    "DATA",
+    "HYBRID_TRANSFORMER",
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+    "HYBRID_DLRM",
+    "HYBRID_DLRM_ENHANCED",
+    "MODEL",
+    "HYBRID_DATA_MODEL",
+    "HYBRID_MODEL_DATA",
+    "HYBRID_CUSTOMIZED",
+    "MICRO",
+    "DISTRIBUTED_INFERENCE",
+)
 
 
 @dataclass
@@ -103,11 +117,19 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
         raise InputError("expected a header line, a layer count and layer lines", src)
     head = body[0][1].split()
     if head[0] not in POLICIES:
-        raise InputError(f"unknown parallelism policy {head[0]!r}; expected one of {', '.join(POLICIES)}",
-                         src, "line 1")
+        raise InputError(
+            f"unknown parallelism policy {head[0]!r}; expected one of {', '.join(POLICIES)}", src, "line 1"
+        )
     hdr = SimaiHeader(head[0])
-    keys = {"model_parallel_NPU_group": "tp", "ep": "ep", "pp": "pp", "vpp": "vpp", "ga": "ga",
-            "all_gpus": "all_gpus", "pp_comm": "pp_comm"}
+    keys = {
+        "model_parallel_NPU_group": "tp",
+        "ep": "ep",
+        "pp": "pp",
+        "vpp": "vpp",
+        "ga": "ga",
+        "all_gpus": "all_gpus",
+        "pp_comm": "pp_comm",
+    }
     toks = head[1:]
     i = 0
     while i < len(toks):
@@ -119,7 +141,7 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
         if key in keys and i + 1 < len(toks):
             if key == "pp_comm":
                 hdr.pp_comm = parse_count(toks[i + 1], src, "line 1", key)
-            else:   # a parallel degree or the GPU count
+            else:  # a parallel degree or the GPU count
                 setattr(hdr, keys[key], parse_count(toks[i + 1], src, "line 1", key, lo=1, hi=MAX_GPUS))
             i += 2
             continue
@@ -128,8 +150,9 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
     count = parse_count(count_text.strip().split()[0], src, f"line {count_line}", "the layer count")
     layers_lines = body[2:]
     if len(layers_lines) != count:
-        raise InputError(f"the file declares {count} layers and has {len(layers_lines)} layer lines",
-                         src, f"line {count_line}")
+        raise InputError(
+            f"the file declares {count} layers and has {len(layers_lines)} layer lines", src, f"line {count_line}"
+        )
     layers = []
     for lineno, ln in layers_lines:
         f = ln.split()
@@ -137,13 +160,27 @@ def read_simai_workload(path: str | Path) -> tuple[SimaiHeader, list[SimaiLayer]
         if hdr.policy == "HYBRID_CUSTOMIZED" and len(f) == 13:
             f = f[:12]
         if len(f) != 12:
-            raise InputError(f"expected 12 fields (name dep fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes "
-                             f"wg_ns wg_comm wg_bytes update_ns), got {len(f)}", src, where)
-        layers.append(SimaiLayer(
-            f[0], parse_count(f[2], src, where, "forward compute time"), f[3], parse_count(f[4], src, where, "forward size"),
-            parse_count(f[5], src, where, "input-gradient compute time"), f[6], parse_count(f[7], src, where, "input-gradient size"),
-            parse_count(f[8], src, where, "weight-gradient compute time"), f[9], parse_count(f[10], src, where, "weight-gradient size"),
-            parse_count(f[11], src, where, "update time")))
+            raise InputError(
+                f"expected 12 fields (name dep fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes "
+                f"wg_ns wg_comm wg_bytes update_ns), got {len(f)}",
+                src,
+                where,
+            )
+        layers.append(
+            SimaiLayer(
+                f[0],
+                parse_count(f[2], src, where, "forward compute time"),
+                f[3],
+                parse_count(f[4], src, where, "forward size"),
+                parse_count(f[5], src, where, "input-gradient compute time"),
+                f[6],
+                parse_count(f[7], src, where, "input-gradient size"),
+                parse_count(f[8], src, where, "weight-gradient compute time"),
+                f[9],
+                parse_count(f[10], src, where, "weight-gradient size"),
+                parse_count(f[11], src, where, "update time"),
+            )
+        )
     return hdr, layers
 
 
@@ -193,19 +230,34 @@ def simai_to_workload(path: str | Path, gpus: int | None = None) -> Workload:
     b = ProgramBuilder(Path(path).stem)
     prev: list[int] = []
 
-    def collective(layer: SimaiLayer, name: str, bytes_: int, column: str, after: list[int],
-                   stream: str | None = None) -> list[int]:
+    def collective(
+        layer: SimaiLayer, name: str, bytes_: int, column: str, after: list[int], stream: str | None = None
+    ) -> list[int]:
         spec = _comm(name, column)
         if spec is None or bytes_ == 0:
             return after
         kind, group = spec
         if column == "fwd" and 0 < bytes_ < 4096:
             bytes_ = 4096
-        c = b.add(OpKind.COLLECTIVE, f"{layer.name}.{column} {name.lower()}", collective=int(kind),
-                  size_bytes=bytes_, data_deps=after, group=group, stream=stream, node_id=len(b) + 1)
+        c = b.add(
+            OpKind.COLLECTIVE,
+            f"{layer.name}.{column} {name.lower()}",
+            collective=int(kind),
+            size_bytes=bytes_,
+            data_deps=after,
+            group=group,
+            stream=stream,
+            node_id=len(b) + 1,
+        )
         if layer.update_ns:
-            c = b.add(OpKind.COMPUTE, f"{layer.name}.update", duration_ns=layer.update_ns, data_deps=[c],
-                      stream=stream, node_id=len(b) + 1)
+            c = b.add(
+                OpKind.COMPUTE,
+                f"{layer.name}.update",
+                duration_ns=layer.update_ns,
+                data_deps=[c],
+                stream=stream,
+                node_id=len(b) + 1,
+            )
         return [c]
 
     def compute(layer: SimaiLayer, what: str, ns: int, after: list[int]) -> list[int]:
@@ -223,6 +275,7 @@ def simai_to_workload(path: str | Path, gpus: int | None = None) -> Workload:
         collective(layer, layer.wg_comm, layer.wg_bytes, "wg", prev, stream="dp")
     prog = b.build()
     if hdr.pp > 1 and hdr.pp_comm:
-        prog.notes.append(f"pipeline traffic (pp {hdr.pp}, pp_comm {hdr.pp_comm} B) is not simulated, "
-                          "as in SimAI's simulation mode")
+        prog.notes.append(
+            f"pipeline traffic (pp {hdr.pp}, pp_comm {hdr.pp_comm} B) is not simulated, as in SimAI's simulation mode"
+        )
     return Workload([prog], [0] * n, groups, Path(path).stem)

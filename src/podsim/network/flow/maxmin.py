@@ -18,8 +18,9 @@ import math
 import numpy as np
 
 
-def max_min_rates(indptr: np.ndarray, links: np.ndarray, capacity: np.ndarray,
-                  flow_cap: np.ndarray | None = None) -> np.ndarray:
+def max_min_rates(
+    indptr: np.ndarray, links: np.ndarray, capacity: np.ndarray, flow_cap: np.ndarray | None = None
+) -> np.ndarray:
     """Max-min fair rate of each flow.
 
     Args:
@@ -86,8 +87,9 @@ def max_min_rates(indptr: np.ndarray, links: np.ndarray, capacity: np.ndarray,
     return rates
 
 
-def max_min_rates_small(indptr: list[int], links: list[int], capacity: list[float],
-                        flow_cap: list[float] | None = None) -> list[float]:
+def max_min_rates_small(
+    indptr: list[int], links: list[int], capacity: list[float], flow_cap: list[float] | None = None
+) -> list[float]:
     """:func:`max_min_rates` for a handful of flows, in plain Python: the same arithmetic in the
     same order, so the same floats (no numpy call overhead, which dominates below a few dozen
     flows).  Arguments as :func:`max_min_rates`, as lists."""
@@ -141,7 +143,7 @@ def max_min_rates_small(indptr: list[int], links: list[int], capacity: list[floa
                 if active[f] and math.isfinite(c) and c - level <= 1e-12 * max(c, 1.0):
                     frozen[f] = True
         frozen = [a and b for a, b in zip(frozen, active)]
-        if not any(frozen):   # numerical corner: freeze the tightest link's flows
+        if not any(frozen):  # numerical corner: freeze the tightest link's flows
             tight, best = 0, inf
             for link in range(nlinks):
                 if users[link] > 0 and remaining[link] < best:

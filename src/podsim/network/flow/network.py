@@ -92,13 +92,20 @@ class NetworkEnds:
     route latencies and the load counters of fast-forwarded rounds (arguments as
     :class:`FlowNetwork`'s)."""
 
-    def __init__(self, fabric: Fabric, clock: Clock, router: Router | None, seed: int | None,
-                 capacity: np.ndarray | None, record_load: bool) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        clock: Clock,
+        router: Router | None,
+        seed: int | None,
+        capacity: np.ndarray | None,
+        record_load: bool,
+    ) -> None:
         self.fabric = fabric
         self.clock = clock
         self.router = router or Router(fabric, seed)
         self.capacity = np.asarray(fabric.link_bw if capacity is None else capacity, dtype=np.float64)
-        self._capacity_list: list[float] = self.capacity.tolist()   # for small components, element by element
+        self._capacity_list: list[float] = self.capacity.tolist()  # for small components, element by element
         self.record_load = record_load
         self.load_samples: list[tuple[int, int, float]] = []  #: (t ns, link, bytes per ns)
         self.flows_started = 0
@@ -106,12 +113,14 @@ class NetworkEnds:
         self.solved_flows = 0
         self._lat_cache: dict[tuple[int, ...], int] = {}
 
-    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
-                    max_rate: float = _INF) -> tuple[int, ...]:
+    def start_nodes(
+        self, src: int, dst: int, size: int, on_done: Done, label: int = 0, max_rate: float = _INF
+    ) -> tuple[int, ...]:
         raise NotImplementedError
 
-    def start(self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0,
-              max_rate: float = _INF) -> None:
+    def start(
+        self, src_rank: int, dst_rank: int, size: int, on_done: Done, label: int = 0, max_rate: float = _INF
+    ) -> None:
         """Send ``size`` bytes from GPU ``src_rank`` to GPU ``dst_rank``; ``on_done()`` runs
         when the last byte has arrived.  ``max_rate`` (bytes per ns) caps the flow's rate (an
         endpoint limit such as a channel's copy engine); the network may give it less."""
@@ -124,7 +133,6 @@ class NetworkEnds:
         if lat is None:
             lat = self._lat_cache[path] = path_latency_ns(self.router, path)
         return lat
-
 
     def _credit_loads(self, loads: dict[int, float] | None, t_from: int, t_to: int) -> None:
         """The load counters of fast-forwarded rounds: ``loads`` (bytes per ns) from ``t_from``
@@ -147,8 +155,16 @@ class FlowNetwork(NetworkEnds):
         record_load: keep a time series of link loads (for counter tracks).
     """
 
-    def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
-                 capacity: np.ndarray | None = None, record_load: bool = False) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        clock: Clock,
+        *,
+        router: Router | None = None,
+        seed: int | None = None,
+        capacity: np.ndarray | None = None,
+        record_load: bool = False,
+    ) -> None:
         super().__init__(fabric, clock, router, seed, capacity, record_load)
         nl = self._nl = fabric.num_links
         # per-link arrays, one extra entry for the route padding (never reported)
@@ -158,19 +174,19 @@ class FlowNetwork(NetworkEnds):
         self._since = np.zeros(nl + 1, dtype=np.int64)
         self._bytes = np.zeros(nl + 1, dtype=np.float64)
         self._load = np.zeros(nl + 1, dtype=np.float64)
-        self._dirty = np.zeros(nl + 1, dtype=bool)   # links changed by batches (when _dirty_masked)
+        self._dirty = np.zeros(nl + 1, dtype=bool)  # links changed by batches (when _dirty_masked)
         self._dirty_masked = False
-        self._dirty_links: list[int] = []              # links changed by single flows
+        self._dirty_links: list[int] = []  # links changed by single flows
         self._resolve_pending = False
         # per-flow slots
-        self._slots = 0       # slots allocated
-        self._hi = 0          # slots ever used
-        self._free = np.zeros(0, dtype=np.int64)   # a stack of free slots: the first _nfree
+        self._slots = 0  # slots allocated
+        self._hi = 0  # slots ever used
+        self._free = np.zeros(0, dtype=np.int64)  # a stack of free slots: the first _nfree
         self._nfree = 0
         self._active = 0
-        self._capped = 0      # running flows with a rate cap
+        self._capped = 0  # running flows with a rate cap
         self._width = 1
-        self._paths = np.full((1, 0), nl, dtype=np.int64)   # route links, one row per position
+        self._paths = np.full((1, 0), nl, dtype=np.int64)  # route links, one row per position
         self._size = np.zeros(0, dtype=np.int64)
         self._plen = np.zeros(0, dtype=np.int64)
         self._rem = np.zeros(0)
@@ -188,7 +204,7 @@ class FlowNetwork(NetworkEnds):
         self._g_arrive: dict[int, int] = {}
         self._g_done: dict[int, Callable[[], None] | Callable[[int], None] | None] = {}
         self._g_each: dict[int, bool] = {}
-        self._g_first: dict[int, int] = {}   # each-mode: the batch's first flow's order number
+        self._g_first: dict[int, int] = {}  # each-mode: the batch's first flow's order number
         self._next_group = 0
         self._batches: dict[tuple[bytes, bytes, bytes], RouteBatch] = {}
         self._batched_flows = 0
@@ -200,8 +216,9 @@ class FlowNetwork(NetworkEnds):
 
     # -- public API -------------------------------------------------------------------------
 
-    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
-                    max_rate: float = _INF) -> tuple[int, ...]:
+    def start_nodes(
+        self, src: int, dst: int, size: int, on_done: Done, label: int = 0, max_rate: float = _INF
+    ) -> tuple[int, ...]:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
         the flow's route.  (:meth:`start_batch` for one flow, element by element: a point-to-
         point message should not pay for array operations.)"""
@@ -233,15 +250,25 @@ class FlowNetwork(NetworkEnds):
         slot = self._take_slot(len(path))
         col = self._paths[:, slot]
         col[:] = self._nl
-        col[:len(path)] = path
+        col[: len(path)] = path
         self._fill(slot, 1, len(path), size, lat, max_rate, self.flows_started - 1, gid, now)
         if self._few is not None:
             self._remember([slot], [list(path)], [self.flows_started - 1])
         self._request_resolve()
         return path
 
-    def _fill(self, slots: int | np.ndarray, k: int, lengths: int | np.ndarray, sizes: int | np.ndarray,
-              lat: int | np.ndarray, max_rate: float, order: int | np.ndarray, gid: int, now: int) -> None:
+    def _fill(
+        self,
+        slots: int | np.ndarray,
+        k: int,
+        lengths: int | np.ndarray,
+        sizes: int | np.ndarray,
+        lat: int | np.ndarray,
+        max_rate: float,
+        order: int | np.ndarray,
+        gid: int,
+        now: int,
+    ) -> None:
         """Give ``k`` new flows' fields to ``slots`` (one slot and scalars, or arrays): route
         length, bytes, latency (ns), rate cap (bytes/ns), start order and batch; running from
         ``now`` (ns) at no rate yet.  Their routes are written by the caller."""
@@ -274,9 +301,17 @@ class FlowNetwork(NetworkEnds):
         self._hi += 1
         return self._hi - 1
 
-    def start_batch(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, labels: np.ndarray,
-                    on_done: Callable[[], None] | Callable[[int], None] | None, max_rate: float = _INF,
-                    each: bool = False, same_as: object = None) -> Started:
+    def start_batch(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        nbytes: np.ndarray,
+        labels: np.ndarray,
+        on_done: Callable[[], None] | Callable[[int], None] | None,
+        max_rate: float = _INF,
+        each: bool = False,
+        same_as: object = None,
+    ) -> Started:
         """Start flows between fabric nodes together, now: flow ``i`` carries ``nbytes[i]``
         (int) from ``src[i]`` to ``dst[i]`` with ECMP label ``labels[i]``, at most ``max_rate``
         bytes per ns.  ``on_done()`` runs once, when the last flow has arrived; with ``each``,
@@ -319,8 +354,7 @@ class FlowNetwork(NetworkEnds):
         if nreal == 0:
             self._group_done(gid)
         else:
-            self._add_flows(np.flatnonzero(real) if nreal < k else None, paths, lat, lengths, sizes, gid, max_rate,
-                            now)
+            self._add_flows(np.flatnonzero(real) if nreal < k else None, paths, lat, lengths, sizes, gid, max_rate, now)
             self._request_resolve()
         return Started(paths, lat, rb.pad)
 
@@ -328,8 +362,16 @@ class FlowNetwork(NetworkEnds):
         """The network's own event callbacks (re-solves and flow ends)."""
         return (self._resolve, self._finish, self._finish_one)
 
-    def credit(self, paths: np.ndarray, nbytes: np.ndarray, busy_ns: int, times: int,
-               t_from: int, t_to: int, loads: dict[int, float] | None = None) -> None:
+    def credit(
+        self,
+        paths: np.ndarray,
+        nbytes: np.ndarray,
+        busy_ns: int,
+        times: int,
+        t_from: int,
+        t_to: int,
+        loads: dict[int, float] | None = None,
+    ) -> None:
         """Account ``times`` repetitions of a round whose flows took ``paths`` (rows of link
         ids padded with the link count) carrying ``nbytes`` each and kept each link busy
         ``busy_ns``, fast-forwarded from ``t_from`` to ``t_to`` (ns) without simulating them;
@@ -394,8 +436,9 @@ class FlowNetwork(NetworkEnds):
         self._dirty[self._nl] = False
         self._dirty_masked = True
 
-    def _place_in_order(self, rb: RouteBatch, src: np.ndarray, dst: np.ndarray, labels: np.ndarray,
-                        carry: np.ndarray, every: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _place_in_order(
+        self, rb: RouteBatch, src: np.ndarray, dst: np.ndarray, labels: np.ndarray, carry: np.ndarray, every: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Route and count a batch where some flows' routes depend on the load: the flows no
         choice can see are counted at once, the others one by one in batch order (flows that
         carry nothing are routed but not counted)."""
@@ -414,9 +457,10 @@ class FlowNetwork(NetworkEnds):
         loose[rb.in_order] = False
         count += np.bincount(rb.paths[loose].ravel(), minlength=self._nl + 1)
         count[self._nl] = 0
-        cl = count.tolist()   # the router reads single counts: a list is faster than the array
-        paths, lat, touched = place_in_order(self.router, rb, src.tolist(), dst.tolist(), labels.tolist(), cl,
-                                             carry.tolist(), self._lat_cache)
+        cl = count.tolist()  # the router reads single counts: a list is faster than the array
+        paths, lat, touched = place_in_order(
+            self.router, rb, src.tolist(), dst.tolist(), labels.tolist(), cl, carry.tolist(), self._lat_cache
+        )
         if touched:
             at = np.fromiter(touched, dtype=np.int64, count=len(touched))
             count[at] = [cl[x] for x in at.tolist()]
@@ -429,12 +473,14 @@ class FlowNetwork(NetworkEnds):
 
     def _grow(self, need: int) -> None:
         n = max(need, 2 * self._slots, 1024)
+
         def grown(a: np.ndarray, fill: object) -> np.ndarray:
             out = np.full((n,) + a.shape[1:], fill, dtype=a.dtype)
-            out[:len(a)] = a
+            out[: len(a)] = a
             return out
+
         paths = np.full((self._width, n), self._nl, dtype=np.int64)
-        paths[:, :self._paths.shape[1]] = self._paths
+        paths[:, : self._paths.shape[1]] = self._paths
         self._paths = paths
         self._size = grown(self._size, 0)
         self._plen = grown(self._plen, 0)
@@ -449,8 +495,17 @@ class FlowNetwork(NetworkEnds):
         self._alive = grown(self._alive, False)
         self._slots = n
 
-    def _add_flows(self, pick: np.ndarray | None, paths: np.ndarray, lat: np.ndarray, lengths: np.ndarray,
-                   sizes: np.ndarray, gid: int, max_rate: float, now: int) -> None:
+    def _add_flows(
+        self,
+        pick: np.ndarray | None,
+        paths: np.ndarray,
+        lat: np.ndarray,
+        lengths: np.ndarray,
+        sizes: np.ndarray,
+        gid: int,
+        max_rate: float,
+        now: int,
+    ) -> None:
         """Give the batch's flows that carry bytes (rows ``pick``, or all) slots."""
         first = self.flows_started - len(paths)
         order = np.arange(first, first + len(paths), dtype=np.int64)
@@ -459,7 +514,7 @@ class FlowNetwork(NetworkEnds):
         k = len(paths)
         take = min(k, self._nfree)
         self._nfree -= take
-        reused = self._free[self._nfree:self._nfree + take]
+        reused = self._free[self._nfree : self._nfree + take]
         fresh = k - take
         if self._hi + fresh > self._slots:
             self._grow(self._hi + fresh)
@@ -478,8 +533,9 @@ class FlowNetwork(NetworkEnds):
             if self._active > _FEW:
                 self._few = self._crossing = None
             else:
-                self._remember(slots.tolist(), [r[:n] for r, n in zip(paths.tolist(), lengths.tolist())],
-                               order.tolist())
+                self._remember(
+                    slots.tolist(), [r[:n] for r, n in zip(paths.tolist(), lengths.tolist())], order.tolist()
+                )
 
     # -- re-solving -------------------------------------------------------------------------
 
@@ -510,7 +566,7 @@ class FlowNetwork(NetworkEnds):
             return np.zeros(0, dtype=np.int64), reached
         hi = self._hi
         cols = self._paths[:, :hi]
-        free = self._alive[:hi].copy()   # running flows not yet in the component
+        free = self._alive[:hi].copy()  # running flows not yet in the component
         while True:
             hit = reached[cols[0]]
             for j in range(1, len(cols)):
@@ -554,10 +610,12 @@ class FlowNetwork(NetworkEnds):
         kept while few flows run (rebuilt from the arrays when the flows become few again)."""
         if self._few is None:
             self._few, self._crossing = {}, {}
-            act = np.flatnonzero(self._alive[:self._hi])
-            self._remember(act.tolist(), [r[:n] for r, n in zip(self._paths[:, act].T.tolist(),
-                                                                 self._plen[act].tolist())],
-                           self._order[act].tolist())
+            act = np.flatnonzero(self._alive[: self._hi])
+            self._remember(
+                act.tolist(),
+                [r[:n] for r, n in zip(self._paths[:, act].T.tolist(), self._plen[act].tolist())],
+                self._order[act].tolist(),
+            )
         few, crossing = self._few, self._crossing
         assert crossing is not None
         stack = list(start)
@@ -714,9 +772,10 @@ class FlowNetwork(NetworkEnds):
         self._alive[slots] = False
         nf = self._nfree + len(slots)
         if nf > len(self._free):
-            self._free = np.concatenate([self._free[:self._nfree], np.zeros(max(nf, 2 * len(self._free)) - self._nfree,
-                                                                            dtype=np.int64)])
-        self._free[self._nfree:nf] = slots
+            self._free = np.concatenate(
+                [self._free[: self._nfree], np.zeros(max(nf, 2 * len(self._free)) - self._nfree, dtype=np.int64)]
+            )
+        self._free[self._nfree : nf] = slots
         self._nfree = nf
         self._active -= len(slots)
         if self._few is not None:
@@ -726,7 +785,7 @@ class FlowNetwork(NetworkEnds):
         flat = self._paths[:, slots].ravel()
         on = np.bincount(flat, minlength=nl + 1)
         sizes = self._size[slots]
-        if sizes.min() == sizes.max():   # whole integers: the same sums as flow by flow
+        if sizes.min() == sizes.max():  # whole integers: the same sums as flow by flow
             self._bytes += on * float(sizes[0])
         else:
             self._bytes += np.bincount(flat, weights=np.tile(sizes.astype(np.float64), self._width), minlength=nl + 1)
@@ -771,7 +830,7 @@ class FlowNetwork(NetworkEnds):
             self._capped -= 1
         size = float(self._size[slot])
         count, since, busy, nbytes = self._count, self._since, self._busy, self._bytes
-        path = self._paths[:self._plen[slot], slot].tolist()
+        path = self._paths[: self._plen[slot], slot].tolist()
         for link in path:
             nbytes[link] += size
             c = count[link] - 1
@@ -850,9 +909,17 @@ class _LocalClock:
             cb(arg)
 
 
-def run_batch(fabric: Fabric, src: list[int], dst: list[int], nbytes: list[int], labels: list[int], *,
-              router: Router | None = None, capacity: np.ndarray | None = None,
-              max_rate: float = math.inf) -> tuple[list[int], FlowNetwork]:
+def run_batch(
+    fabric: Fabric,
+    src: list[int],
+    dst: list[int],
+    nbytes: list[int],
+    labels: list[int],
+    *,
+    router: Router | None = None,
+    capacity: np.ndarray | None = None,
+    max_rate: float = math.inf,
+) -> tuple[list[int], FlowNetwork]:
     """Start flows between fabric nodes together at time 0 and run them to the end.
 
     Returns:
@@ -864,7 +931,15 @@ def run_batch(fabric: Fabric, src: list[int], dst: list[int], nbytes: list[int],
 
     def done(i: int) -> None:
         arrivals[i] = clock.now
-    net.start_batch(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                    np.asarray(nbytes, dtype=np.int64), np.asarray(labels, dtype=np.int64), done, max_rate, each=True)
+
+    net.start_batch(
+        np.asarray(src, dtype=np.int64),
+        np.asarray(dst, dtype=np.int64),
+        np.asarray(nbytes, dtype=np.int64),
+        np.asarray(labels, dtype=np.int64),
+        done,
+        max_rate,
+        each=True,
+    )
     clock.run()
     return arrivals, net

@@ -25,11 +25,34 @@ Done = Callable[[], None] | None
 
 
 class _Flow:
-    __slots__ = ("fid", "path", "size", "remaining", "rate", "last", "version", "on_done",
-                 "latency", "start", "src", "dst", "max_rate")
+    __slots__ = (
+        "fid",
+        "path",
+        "size",
+        "remaining",
+        "rate",
+        "last",
+        "version",
+        "on_done",
+        "latency",
+        "start",
+        "src",
+        "dst",
+        "max_rate",
+    )
 
-    def __init__(self, fid: int, path: tuple[int, ...], size: int, on_done: Done, latency: int,
-                 start: int, src: int, dst: int, max_rate: float) -> None:
+    def __init__(
+        self,
+        fid: int,
+        path: tuple[int, ...],
+        size: int,
+        on_done: Done,
+        latency: int,
+        start: int,
+        src: int,
+        dst: int,
+        max_rate: float,
+    ) -> None:
         self.fid = fid
         self.path = path
         self.size = size
@@ -49,8 +72,16 @@ class ReferenceFlowNetwork(NetworkEnds):
     """Max-min fair flow network over a fabric, one Python object per flow; arguments as
     :class:`~podsim.network.flow.network.FlowNetwork`'s."""
 
-    def __init__(self, fabric: Fabric, clock: Clock, *, router: Router | None = None, seed: int | None = None,
-                 capacity: np.ndarray | None = None, record_load: bool = False) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        clock: Clock,
+        *,
+        router: Router | None = None,
+        seed: int | None = None,
+        capacity: np.ndarray | None = None,
+        record_load: bool = False,
+    ) -> None:
         super().__init__(fabric, clock, router, seed, capacity, record_load)
         self._link_flows: list[set[int]] = [set() for _ in range(fabric.num_links)]
         self._flows: dict[int, _Flow] = {}
@@ -69,8 +100,9 @@ class ReferenceFlowNetwork(NetworkEnds):
 
     # -- public API -------------------------------------------------------------------------
 
-    def start_nodes(self, src: int, dst: int, size: int, on_done: Done, label: int = 0,
-                    max_rate: float = math.inf) -> tuple[int, ...]:
+    def start_nodes(
+        self, src: int, dst: int, size: int, on_done: Done, label: int = 0, max_rate: float = math.inf
+    ) -> tuple[int, ...]:
         """:meth:`start` between fabric node ids (e.g. a GPU and an NVSwitch for NVLS); returns
         the flow's route."""
         clock = self.clock
@@ -101,9 +133,17 @@ class ReferenceFlowNetwork(NetworkEnds):
         self._request_resolve()
         return path
 
-    def start_batch(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, labels: np.ndarray,
-                    on_done: Callable[[], None] | Callable[[int], None] | None, max_rate: float = math.inf,
-                    each: bool = False, same_as: object = None) -> Started:
+    def start_batch(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        nbytes: np.ndarray,
+        labels: np.ndarray,
+        on_done: Callable[[], None] | Callable[[int], None] | None,
+        max_rate: float = math.inf,
+        each: bool = False,
+        same_as: object = None,
+    ) -> Started:
         """The flows started one by one in index order (see
         :meth:`podsim.network.flow.network.FlowNetwork.start_batch`)."""
         k = len(src)
@@ -120,23 +160,35 @@ class ReferenceFlowNetwork(NetworkEnds):
                 left[0] -= 1
                 if left[0] == 0:
                     on_done()  # type: ignore[call-arg]
+
             return arrived
-        paths = [self.start_nodes(int(a), int(b), int(x), one(i), int(lab), max_rate)
-                 for i, (a, b, x, lab) in enumerate(zip(src, dst, nbytes, labels))]
+
+        paths = [
+            self.start_nodes(int(a), int(b), int(x), one(i), int(lab), max_rate)
+            for i, (a, b, x, lab) in enumerate(zip(src, dst, nbytes, labels))
+        ]
         if k == 0 and on_done is not None and not each:
             self.clock.schedule(self.clock.now, _call, on_done)
         width = max((len(p) for p in paths), default=1) or 1
         rows = np.full((k, width), pad, dtype=np.int64)
         for i, p in enumerate(paths):
-            rows[i, :len(p)] = p
+            rows[i, : len(p)] = p
         return Started(rows, np.asarray([self.path_latency(p) for p in paths], dtype=np.int64), pad)
 
     def internal_callbacks(self) -> tuple[Callable[[object], None], ...]:
         """The network's own event callbacks (re-solves and flow ends)."""
         return (self._resolve, self._finish)
 
-    def credit(self, paths: np.ndarray, nbytes: np.ndarray, busy_ns: int, times: int,
-               t_from: int, t_to: int, loads: dict[int, float] | None = None) -> None:
+    def credit(
+        self,
+        paths: np.ndarray,
+        nbytes: np.ndarray,
+        busy_ns: int,
+        times: int,
+        t_from: int,
+        t_to: int,
+        loads: dict[int, float] | None = None,
+    ) -> None:
         """As :meth:`podsim.network.flow.network.FlowNetwork.credit`, flow by flow."""
         b, busy = self._bytes, self._busy
         pad = self.fabric.num_links
@@ -216,8 +268,7 @@ class ReferenceFlowNetwork(NetworkEnds):
                 links.append(i)
             indptr.append(len(links))
         gl = np.fromiter(local.keys(), dtype=np.int64, count=len(local))
-        caps = np.fromiter((f.max_rate for f in comp), dtype=np.float64, count=len(comp)) \
-            if self._capped else None
+        caps = np.fromiter((f.max_rate for f in comp), dtype=np.float64, count=len(comp)) if self._capped else None
         rates = max_min_rates(np.asarray(indptr), np.asarray(links), self.capacity[gl], caps)
         sched = self.clock.schedule
         for f, r in zip(comp, rates.tolist()):

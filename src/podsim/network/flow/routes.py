@@ -51,8 +51,9 @@ def path_latency_ns(router: Router, path: tuple[int, ...]) -> int:
     return int(math.ceil(float(sum(lat[list(path)])) - 1e-9))
 
 
-def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.ndarray,
-                latency: dict[tuple[int, ...], int]) -> RouteBatch:
+def route_batch(
+    router: Router, src: np.ndarray, dst: np.ndarray, labels: np.ndarray, latency: dict[tuple[int, ...], int]
+) -> RouteBatch:
     """Route a batch of flows between fabric nodes (``latency``: the caller's cache of
     :func:`path_latency_ns` per route)."""
     pad = router.fabric.num_links
@@ -73,9 +74,16 @@ def route_batch(router: Router, src: np.ndarray, dst: np.ndarray, labels: np.nda
     return RouteBatch(paths, lengths, lat[route_of], in_order, is_choice[in_order], read, pad, tuple(routes))
 
 
-def place_in_order(router: Router, rb: RouteBatch, src: list[int], dst: list[int], labels: list[int],
-                   count: list[int], counted: list[bool], latency: dict[tuple[int, ...], int]
-                   ) -> tuple[np.ndarray, np.ndarray, set[int]]:
+def place_in_order(
+    router: Router,
+    rb: RouteBatch,
+    src: list[int],
+    dst: list[int],
+    labels: list[int],
+    count: list[int],
+    counted: list[bool],
+    latency: dict[tuple[int, ...], int],
+) -> tuple[np.ndarray, np.ndarray, set[int]]:
     """Route a batch's choosing flows one by one in batch order, as if its flows started one
     after another: ``count`` (flows per link, updated in place) must already hold the flows no
     choice can see; the batch's other flows are counted as they start (``counted``: those that
@@ -87,9 +95,10 @@ def place_in_order(router: Router, rb: RouteBatch, src: list[int], dst: list[int
         if chosen:
             path = router.route(src[i], dst[i], labels[i], count)
             if len(path) > paths.shape[1]:
-                paths = np.concatenate([paths, np.full((len(paths), len(path) - paths.shape[1]), rb.pad,
-                                                       dtype=np.int64)], axis=1)
-            paths[i, :len(path)] = path
+                paths = np.concatenate(
+                    [paths, np.full((len(paths), len(path) - paths.shape[1]), rb.pad, dtype=np.int64)], axis=1
+                )
+            paths[i, : len(path)] = path
             v = latency.get(path)
             if v is None:
                 v = latency[path] = path_latency_ns(router, path)

@@ -43,14 +43,23 @@ class Capacity:
     def to_dict(self) -> dict[str, object]:
         """``capacity_qps``, ``attainment``, ``upper_qps``, ``probes: [{qps, slo_attainment}]`` and
         the best run's document under ``result``."""
-        return {"capacity_qps": self.qps, "attainment": self.attainment, "upper_qps": self.upper_qps,
-                "probes": [{"qps": q, "slo_attainment": a} for q, a in self.probes],
-                "result": self.result.to_dict() if self.result is not None else None}
+        return {
+            "capacity_qps": self.qps,
+            "attainment": self.attainment,
+            "upper_qps": self.upper_qps,
+            "probes": [{"qps": q, "slo_attainment": a} for q, a in self.probes],
+            "result": self.result.to_dict() if self.result is not None else None,
+        }
 
 
-def find_capacity(run: Callable[[float], LLMServeResult], target: float = 0.99, start_qps: float = 1.0,
-                  iterations: int = 12, rel_tol: float = 0.02,
-                  progress: Callable[[int, int], None] | None = None) -> Capacity:
+def find_capacity(
+    run: Callable[[float], LLMServeResult],
+    target: float = 0.99,
+    start_qps: float = 1.0,
+    iterations: int = 12,
+    rel_tol: float = 0.02,
+    progress: Callable[[int, int], None] | None = None,
+) -> Capacity:
     """Binary-search the highest rate whose run meets the SLOs (the module docstring).
 
     Args:
@@ -69,15 +78,16 @@ def find_capacity(run: Callable[[float], LLMServeResult], target: float = 0.99, 
     if not start_qps > 0:
         raise InputError(f"the first rate must be > 0, got {start_qps}")
     probes: list[tuple[float, float]] = []
-    best: list[LLMServeResult] = []      # the run at lo: the latest that met the SLOs
+    best: list[LLMServeResult] = []  # the run at lo: the latest that met the SLOs
     most = 2 * MAX_BRACKET_STEPS + iterations
 
     def meets(q: float) -> bool:
         r = run(q)
         att = r.slo_attainment()
         if att is None:
-            raise InputError("the capacity search needs an SLO: --slo-ttft S and/or --slo-tpot S",
-                             where="--find-capacity")
+            raise InputError(
+                "the capacity search needs an SLO: --slo-ttft S and/or --slo-tpot S", where="--find-capacity"
+            )
         probes.append((q, att))
         if progress is not None:
             progress(len(probes), most)

@@ -103,11 +103,17 @@ class Serving:
         """``4 replicas of Llama-3-70B, each on 4 x H100 (tp 4, pp 1)``."""
         n = self.config.num_replicas
         r = self.replica
-        return (f"{n} replica{'s' if n > 1 else ''} of {r.model.name}, each on {r.gpus} x {self.gpu.name} "
-                f"(tp {r.tp}, pp {r.pp})")
+        return (
+            f"{n} replica{'s' if n > 1 else ''} of {r.model.name}, each on {r.gpus} x {self.gpu.name} "
+            f"(tp {r.tp}, pp {r.pp})"
+        )
 
-    def run(self, requests: Sequence[Request], record_steps: bool = False,
-            progress: Callable[[int, int], None] | None = None) -> LLMServeResult:
+    def run(
+        self,
+        requests: Sequence[Request],
+        record_steps: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> LLMServeResult:
         """Serve ``requests`` (arrival order); ``record_steps`` keeps each step for a trace."""
         cfg = self.config
         transfer_ns = transfers = None
@@ -121,25 +127,48 @@ class Serving:
 
                 def transfers(clock):  # type: ignore[no-untyped-def]
                     return KVTransfers(cluster, replicas, per, clock, link.backend)
-        result = simulate(requests, self.timer, cfg, transfer_ns=transfer_ns, transfers=transfers,
-                          record_steps=record_steps, progress=progress)
-        result.mfu = serving_mfu(self.replica.model, result.prompt_tokens, result.output_tokens, result.span_s,
-                                 self.gpus, self.gpu.peak(self.replica.precision) / 1e3)
+
+        result = simulate(
+            requests,
+            self.timer,
+            cfg,
+            transfer_ns=transfer_ns,
+            transfers=transfers,
+            record_steps=record_steps,
+            progress=progress,
+        )
+        result.mfu = serving_mfu(
+            self.replica.model,
+            result.prompt_tokens,
+            result.output_tokens,
+            result.span_s,
+            self.gpus,
+            self.gpu.peak(self.replica.precision) / 1e3,
+        )
         return result
 
-    def capacity(self, requests: Sequence[Request], generator: GeneratorSpec | None = None,
-                 target: float = 0.99, run_at: Callable[[float, list[Request]], LLMServeResult] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Capacity:
+    def capacity(
+        self,
+        requests: Sequence[Request],
+        generator: GeneratorSpec | None = None,
+        target: float = 0.99,
+        run_at: Callable[[float, list[Request]], LLMServeResult] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Capacity:
         """The highest request rate whose run meets the SLOs for ``target`` of the requests: the
         generator's requests at each rate (``generator``), else ``requests`` re-timed as Poisson
         arrivals.  ``run_at(qps, requests)`` serves one probe (default :meth:`run`)."""
         if not requests:
             raise InputError("no requests to serve", where="--workload")
         serve = run_at or (lambda q, reqs: self.run(reqs))
-        start = generator.qps if generator is not None else \
-            max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
-        return find_capacity(lambda q: serve(q, requests_at(requests, generator, q)), target, start_qps=start,
-                             progress=progress)
+        start = (
+            generator.qps
+            if generator is not None
+            else max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
+        )
+        return find_capacity(
+            lambda q: serve(q, requests_at(requests, generator, q)), target, start_qps=start, progress=progress
+        )
 
 
 def requests_at(requests: Sequence[Request], generator: GeneratorSpec | None, qps: float) -> list[Request]:
@@ -179,29 +208,53 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
             :meth:`ServeConfig.check` refuses, or a replica the model cannot take.
     """
     gpu = replica.gpu if isinstance(replica.gpu, GpuSpec) else get_gpu(replica.gpu)
-    sched = scheduler_class(config.scheduler)          # unknown names fail here, before any work
+    sched = scheduler_class(config.scheduler)  # unknown names fail here, before any work
     make_router(config.router)
     if pd_link.backend not in PD_BACKENDS:
-        raise InputError(f"the P/D backend must be one of {', '.join(PD_BACKENDS)}, got {pd_link.backend!r}",
-                         where="--pd-backend")
+        raise InputError(
+            f"the P/D backend must be one of {', '.join(PD_BACKENDS)}, got {pd_link.backend!r}", where="--pd-backend"
+        )
     limits = sched.default_limits(gpu, config.max_context or replica.model.seq_len)
     if limits is not None:
         d_tokens, d_seqs = limits
-        config = replace(config, max_batched_tokens=config.max_batched_tokens or d_tokens,
-                         max_num_seqs=config.max_num_seqs or d_seqs)
+        config = replace(
+            config, max_batched_tokens=config.max_batched_tokens or d_tokens, max_num_seqs=config.max_num_seqs or d_seqs
+        )
     config.check()
     tokens, seqs = config.max_batched_tokens or config.chunk_size or 8192, config.max_num_seqs or 256
-    timer: StepTimer = step_timer(replica.model, gpu, replica.tp, replica.pp, replica.ep, replica.precision,
-                                  replica.cluster, replica.host_overhead_ms, max_batched_tokens=tokens,
-                                  max_num_seqs=seqs, kv_cache_dtype=replica.kv_cache_dtype, profile=replica.profile)
+    timer: StepTimer = step_timer(
+        replica.model,
+        gpu,
+        replica.tp,
+        replica.pp,
+        replica.ep,
+        replica.precision,
+        replica.cluster,
+        replica.host_overhead_ms,
+        max_batched_tokens=tokens,
+        max_num_seqs=seqs,
+        kv_cache_dtype=replica.kv_cache_dtype,
+        profile=replica.profile,
+    )
     if replica.draft_model is not None:
         if config.spec_decode is None:
-            raise InputError("a draft model drafts for speculative decoding: give --spec-decode K:A as well",
-                             where="--draft-model")
+            raise InputError(
+                "a draft model drafts for speculative decoding: give --spec-decode K:A as well", where="--draft-model"
+            )
         try:
-            draft = step_timer(replica.draft_model, gpu, replica.tp, 1, 1, replica.precision, replica.cluster,
-                               replica.host_overhead_ms, max_batched_tokens=tokens, max_num_seqs=seqs,
-                               kv_cache_dtype=replica.kv_cache_dtype)
+            draft = step_timer(
+                replica.draft_model,
+                gpu,
+                replica.tp,
+                1,
+                1,
+                replica.precision,
+                replica.cluster,
+                replica.host_overhead_ms,
+                max_batched_tokens=tokens,
+                max_num_seqs=seqs,
+                kv_cache_dtype=replica.kv_cache_dtype,
+            )
         except InputError as e:
             raise InputError(f"the draft model: {e.message}", where="--draft-model") from None
         timer = DraftedTimer(timer, draft, config.spec_decode[0])
@@ -230,7 +283,8 @@ def transient_note(result: LLMServeResult, factor: float = STEADY_FACTOR) -> str
     e2e = result.stats()["e2e_mean_s"] or 0.0
     if span >= factor * e2e:
         return None
-    return (f"the requests arrive over {span:.3g} s, less than {factor:g} x their mean end-to-end latency "
-            f"({e2e:.3g} s): the queues may not reach a steady state, so the SLO attainment is optimistic; "
-            f"give more --requests")
-
+    return (
+        f"the requests arrive over {span:.3g} s, less than {factor:g} x their mean end-to-end latency "
+        f"({e2e:.3g} s): the queues may not reach a steady state, so the SLO attainment is optimistic; "
+        f"give more --requests"
+    )

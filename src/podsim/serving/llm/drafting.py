@@ -39,8 +39,10 @@ class DraftedTimer:
         if self.k < 1:
             raise InputError(f"a draft model needs a draft length >= 1, got {self.k}", where="--spec-decode")
         if int(self.target.pp) != 1:
-            raise InputError("speculative decoding with a draft model runs without pipeline parallelism: give --pp 1",
-                             where="--draft-model")
+            raise InputError(
+                "speculative decoding with a draft model runs without pipeline parallelism: give --pp 1",
+                where="--draft-model",
+            )
 
     @property
     def pp(self) -> int:

@@ -92,13 +92,20 @@ def request_flops(model: ModelConfig, prompt_tokens: int, output_tokens: int) ->
         InputError: for a prompt or output of fewer than 1 token.
     """
     gemm, attention, logits = _per_token(model)
-    tokens, positions, samples = _request_counts(_count(prompt_tokens, "prompt_tokens", 1),
-                                                 _count(output_tokens, "output_tokens", 1))
+    tokens, positions, samples = _request_counts(
+        _count(prompt_tokens, "prompt_tokens", 1), _count(output_tokens, "output_tokens", 1)
+    )
     return float(tokens * gemm + positions * attention + samples * logits)
 
 
-def serving_mfu(model: ModelConfig, prompt_tokens: Sequence[int], output_tokens: Sequence[int], span_s: float,
-                gpus: int, peak_tflops_per_gpu: float) -> float | None:
+def serving_mfu(
+    model: ModelConfig,
+    prompt_tokens: Sequence[int],
+    output_tokens: Sequence[int],
+    span_s: float,
+    gpus: int,
+    peak_tflops_per_gpu: float,
+) -> float | None:
     """Model FLOPs utilization of a serving run: the :func:`request_flops` of every request
     summed, over ``span_s x gpus x peak_tflops_per_gpu x 1e12``.
 
@@ -127,13 +134,18 @@ def serving_mfu(model: ModelConfig, prompt_tokens: Sequence[int], output_tokens:
             not a finite number > 0.
     """
     if len(prompt_tokens) != len(output_tokens):
-        raise InputError(f"{len(prompt_tokens)} prompt lengths but {len(output_tokens)} output lengths",
-                         where="serving_mfu")
+        raise InputError(
+            f"{len(prompt_tokens)} prompt lengths but {len(output_tokens)} output lengths", where="serving_mfu"
+        )
     gpus = _count(gpus, "gpus", 1)
-    if isinstance(peak_tflops_per_gpu, bool) or not isinstance(peak_tflops_per_gpu, (int, float)) \
-            or not (math.isfinite(peak_tflops_per_gpu) and peak_tflops_per_gpu > 0):
-        raise InputError(f"the peak must be a finite number of TFLOP/s > 0, got {peak_tflops_per_gpu!r}",
-                         where="peak_tflops_per_gpu")
+    if (
+        isinstance(peak_tflops_per_gpu, bool)
+        or not isinstance(peak_tflops_per_gpu, (int, float))
+        or not (math.isfinite(peak_tflops_per_gpu) and peak_tflops_per_gpu > 0)
+    ):
+        raise InputError(
+            f"the peak must be a finite number of TFLOP/s > 0, got {peak_tflops_per_gpu!r}", where="peak_tflops_per_gpu"
+        )
     if not span_s > 0:
         return None
     gemm, attention, logits = _per_token(model)

@@ -35,10 +35,13 @@ def blocks_from_memory(kv_capacity_bytes: float, kv_bytes_per_token: float, bloc
         raise InputError(f"the KV bytes per token must be a finite number > 0, got {kv_bytes_per_token}")
     n = int(max(kv_capacity_bytes, 0.0) // (kv_bytes_per_token * block_size))
     if n < 1:
-        raise InputError(f"no room for a KV cache: {kv_capacity_bytes / 2**30:.3g} GiB per GPU left after the "
-                         f"weights and activations, one block of {block_size} tokens needs "
-                         f"{kv_bytes_per_token * block_size / 2**20:.3g} MiB (more TP or PP, a larger GPU, or "
-                         "--kv-blocks N)", where="--kv-blocks")
+        raise InputError(
+            f"no room for a KV cache: {kv_capacity_bytes / 2**30:.3g} GiB per GPU left after the "
+            f"weights and activations, one block of {block_size} tokens needs "
+            f"{kv_bytes_per_token * block_size / 2**20:.3g} MiB (more TP or PP, a larger GPU, or "
+            "--kv-blocks N)",
+            where="--kv-blocks",
+        )
     return n
 
 
@@ -51,23 +54,33 @@ class KVCache:
         watermark: share of the blocks (0 to 1) that admitting a new request must leave free.
     """
 
-    __slots__ = ("num_blocks", "block_size", "free", "watermark_blocks", "prefix_blocks", "prefix_refs", "cached",
-                 "cached_blocks")
+    __slots__ = (
+        "num_blocks",
+        "block_size",
+        "free",
+        "watermark_blocks",
+        "prefix_blocks",
+        "prefix_refs",
+        "cached",
+        "cached_blocks",
+    )
 
     def __init__(self, num_blocks: int, block_size: int = 16, watermark: float = 0.0) -> None:
         if num_blocks < 1 or block_size < 1:
-            raise InputError(f"a KV cache needs at least one block of at least one token, got {num_blocks} blocks "
-                             f"of {block_size}", where="--kv-blocks")
+            raise InputError(
+                f"a KV cache needs at least one block of at least one token, got {num_blocks} blocks of {block_size}",
+                where="--kv-blocks",
+            )
         if not 0.0 <= watermark < 1.0:
             raise InputError(f"the KV watermark must be a share from 0 to below 1, got {watermark}")
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.free = num_blocks
         self.watermark_blocks = int(watermark * num_blocks)
-        self.prefix_blocks: dict[int, int] = {}     # prefix id -> its blocks (held once)
-        self.prefix_refs: dict[int, int] = {}       # prefix id -> requests using it
-        self.cached: OrderedDict[int, None] = OrderedDict()   # unused prefixes, least recent first
-        self.cached_blocks = 0                      # their blocks: evictable
+        self.prefix_blocks: dict[int, int] = {}  # prefix id -> its blocks (held once)
+        self.prefix_refs: dict[int, int] = {}  # prefix id -> requests using it
+        self.cached: OrderedDict[int, None] = OrderedDict()  # unused prefixes, least recent first
+        self.cached_blocks = 0  # their blocks: evictable
 
     @property
     def used(self) -> int:

@@ -30,15 +30,49 @@ from ...compute.steps import CATEGORIES
 from ...errors import InputError
 from ...fileio import package_files, read_measured_csv, write_measured_csv
 
-CONFIG_COLUMNS = ("gpu", "device_name", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                  "precision", "kind", "batch", "prompt_tokens", "context", "decodes", "step_tokens", "mode",
-                  "attention", "status")
-MEASURED_COLUMNS = ("step_ms", "step_ms_min", "step_ms_max", "steps", "gpu_ms", "host_ms", "busy_ms", "idle_ms",
-                    "kernels", "peak_mem_gib", "kv_cache_gib", *(f"{c}_ms" for c in CATEGORIES))
+CONFIG_COLUMNS = (
+    "gpu",
+    "device_name",
+    "model",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn_hidden",
+    "vocab",
+    "precision",
+    "kind",
+    "batch",
+    "prompt_tokens",
+    "context",
+    "decodes",
+    "step_tokens",
+    "mode",
+    "attention",
+    "status",
+)
+MEASURED_COLUMNS = (
+    "step_ms",
+    "step_ms_min",
+    "step_ms_max",
+    "steps",
+    "gpu_ms",
+    "host_ms",
+    "busy_ms",
+    "idle_ms",
+    "kernels",
+    "peak_mem_gib",
+    "kv_cache_gib",
+    *(f"{c}_ms" for c in CATEGORIES),
+)
 COLUMNS = (*CONFIG_COLUMNS, *MEASURED_COLUMNS, "notes")
 COUNT_COLUMNS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "batch")
-CHOICES = {"kind": ("prefill", "decode", "mixed"), "mode": ("eager", "graph"), "attention": ("flash", "cudnn"),
-           "precision": ("bf16",)}
+CHOICES = {
+    "kind": ("prefill", "decode", "mixed"),
+    "mode": ("eager", "graph"),
+    "attention": ("flash", "cudnn"),
+    "precision": ("bf16",),
+}
 #: ``--host-overhead-ms`` words and the rows they read
 MODES = {"eager": "eager", "cuda-graphs": "graph"}
 
@@ -56,10 +90,10 @@ class ServingStepRow:
     ffn_hidden: int
     vocab: int
     kind: str
-    batch: int              #: sequences in the step (prefill prompts, decodes; mixed: 1 + decodes)
-    prompt_tokens: int      #: prefill: tokens a prompt; mixed: the prefill chunk's tokens
-    context: int            #: decode and mixed: cached tokens of each decoding sequence
-    decodes: int            #: mixed: decoding sequences
+    batch: int  #: sequences in the step (prefill prompts, decodes; mixed: 1 + decodes)
+    prompt_tokens: int  #: prefill: tokens a prompt; mixed: the prefill chunk's tokens
+    context: int  #: decode and mixed: cached tokens of each decoding sequence
+    decodes: int  #: mixed: decoding sequences
     mode: str
     attention: str
     status: str
@@ -85,14 +119,20 @@ class ServingStepRow:
     @property
     def label(self) -> str:
         """The step in words (``llama3-8b 32L decode b32 ctx 2048 graph flash``)."""
-        shape = {"prefill": f"b{self.batch} x {self.prompt_tokens} tok", "decode": f"b{self.batch} ctx {self.context}",
-                 "mixed": f"{self.prompt_tokens} + {self.decodes} dec ctx {self.context}"}[self.kind]
+        shape = {
+            "prefill": f"b{self.batch} x {self.prompt_tokens} tok",
+            "decode": f"b{self.batch} ctx {self.context}",
+            "mixed": f"{self.prompt_tokens} + {self.decodes} dec ctx {self.context}",
+        }[self.kind]
         return f"{self.model} {self.layers}L {self.kind} {shape} {self.mode} {self.attention}"
 
     @property
     def row_id(self) -> str:
-        shape = {"prefill": f"b{self.batch}_p{self.prompt_tokens}", "decode": f"b{self.batch}_c{self.context}",
-                 "mixed": f"p{self.prompt_tokens}_d{self.decodes}_c{self.context}"}[self.kind]
+        shape = {
+            "prefill": f"b{self.batch}_p{self.prompt_tokens}",
+            "decode": f"b{self.batch}_c{self.context}",
+            "mixed": f"p{self.prompt_tokens}_d{self.decodes}_c{self.context}",
+        }[self.kind]
         return f"serve_{self.gpu or 'cpu'}_{self.model}_{self.layers}L_{self.kind}_{shape}_{self.mode}_{self.attention}"
 
 
@@ -105,8 +145,13 @@ class ServingStepSet:
 
 def write_serving_steps(path: str | Path, rows: list[dict], provenance: dict[str, str]) -> None:
     """Write ``rows`` (dicts keyed by :data:`COLUMNS`) under the provenance lines, atomically."""
-    write_measured_csv(path, "podsim measured serving steps v1 (benchmarks/gpu/inference_steps.py; columns: "
-                       "docs/serving-llm.md)", provenance, COLUMNS, rows)
+    write_measured_csv(
+        path,
+        "podsim measured serving steps v1 (benchmarks/gpu/inference_steps.py; columns: docs/serving-llm.md)",
+        provenance,
+        COLUMNS,
+        rows,
+    )
 
 
 def _count(r: dict[str, str], col: str, src: str, where: str, lo: int = 1) -> int:
@@ -149,11 +194,29 @@ def serving_step_row(values: dict[str, str | None], src: str = "serving steps", 
     status = r.get("status", "")
     if status == "ok" and not meas["step_ms"] > 0:
         raise InputError("an 'ok' row needs its step_ms (> 0)", src, where)
-    return ServingStepRow(r.get("gpu", ""), r.get("model", ""), counts["layers"], counts["hidden"], counts["heads"],
-                          counts["kv_heads"], counts["ffn_hidden"], counts["vocab"], kind, counts["batch"], prompt,
-                          context, decodes, r["mode"], r["attention"], status, meas["step_ms"], meas["busy_ms"],
-                          {c: meas[f"{c}_ms"] for c in CATEGORIES if not math.isnan(meas[f"{c}_ms"])}, r,
-                          f"{src}:{where}" if where else src)
+    return ServingStepRow(
+        r.get("gpu", ""),
+        r.get("model", ""),
+        counts["layers"],
+        counts["hidden"],
+        counts["heads"],
+        counts["kv_heads"],
+        counts["ffn_hidden"],
+        counts["vocab"],
+        kind,
+        counts["batch"],
+        prompt,
+        context,
+        decodes,
+        r["mode"],
+        r["attention"],
+        status,
+        meas["step_ms"],
+        meas["busy_ms"],
+        {c: meas[f"{c}_ms"] for c in CATEGORIES if not math.isnan(meas[f"{c}_ms"])},
+        r,
+        f"{src}:{where}" if where else src,
+    )
 
 
 def read_serving_steps(path: str | Path) -> ServingStepSet:
@@ -163,9 +226,14 @@ def read_serving_steps(path: str | Path) -> ServingStepSet:
         InputError: a missing column, or a bad row (:func:`serving_step_row`).
     """
     src = str(path)
-    prov, table = read_measured_csv(path, "serving-steps CSV", ("model", "layers", "hidden", "heads", "kind", "batch",
-                                    "mode", "status", "step_ms"), "docs/serving-llm.md, 'Measured serving steps'")
+    prov, table = read_measured_csv(
+        path,
+        "serving-steps CSV",
+        ("model", "layers", "hidden", "heads", "kind", "batch", "mode", "status", "step_ms"),
+        "docs/serving-llm.md, 'Measured serving steps'",
+    )
     return ServingStepSet(src, prov, [serving_step_row(r, src, f"row {n}") for n, r in table])
+
 
 def shipped_path(gpu: str) -> Path | None:
     """The shipped measured serving steps of podsim GPU ``gpu`` (``serving/profiles/steps/<gpu>.csv``), or None."""
@@ -215,8 +283,12 @@ def host_overhead_from(rows: list[ServingStepRow], gpu: str, mode: str, source: 
     if not by:
         raise InputError(f"no measured {mode} decode steps of {gpu} with a profiled step", source or "serving steps")
     xs = tuple(sorted(by))
-    med = tuple(sorted(by[x])[len(by[x]) // 2] if len(by[x]) % 2 else
-                sum(sorted(by[x])[len(by[x]) // 2 - 1:len(by[x]) // 2 + 1]) / 2 for x in xs)
+    med = tuple(
+        sorted(by[x])[len(by[x]) // 2]
+        if len(by[x]) % 2
+        else sum(sorted(by[x])[len(by[x]) // 2 - 1 : len(by[x]) // 2 + 1]) / 2
+        for x in xs
+    )
     return HostOverhead(xs, med, source)
 
 
@@ -227,11 +299,15 @@ def host_overhead(gpu: str, word: str) -> HostOverhead:
         InputError: an unknown word, or no shipped measurements of ``gpu``.
     """
     if word not in MODES:
-        raise InputError(f"--host-overhead-ms takes a number of ms or one of {', '.join(MODES)}, got {word!r}",
-                         where="--host-overhead-ms")
+        raise InputError(
+            f"--host-overhead-ms takes a number of ms or one of {', '.join(MODES)}, got {word!r}",
+            where="--host-overhead-ms",
+        )
     path = shipped_path(gpu)
     if path is None:
-        raise InputError(f"{word!r}: podsim ships no measured serving steps of {gpu} "
-                         "(benchmarks/gpu/inference_steps.py measures them; give a number of ms meanwhile)",
-                         where="--host-overhead-ms")
+        raise InputError(
+            f"{word!r}: podsim ships no measured serving steps of {gpu} "
+            "(benchmarks/gpu/inference_steps.py measures them; give a number of ms meanwhile)",
+            where="--host-overhead-ms",
+        )
     return host_overhead_from(read_serving_steps(path).rows, gpu, MODES[word], str(path))

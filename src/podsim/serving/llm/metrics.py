@@ -83,14 +83,44 @@ class LLMServeResult:
     mfu: float | None = None
 
     @classmethod
-    def collect(cls, seqs: list[Seq], replicas: list[Replica], slo_ttft_s: float | None,
-                slo_tpot_s: float | None, info: dict[str, object]) -> "LLMServeResult":
+    def collect(
+        cls,
+        seqs: list[Seq],
+        replicas: list[Replica],
+        slo_ttft_s: float | None,
+        slo_tpot_s: float | None,
+        info: dict[str, object],
+    ) -> "LLMServeResult":
         """Gather a finished run's requests and replicas."""
-        stats = [ReplicaStats(r.index, r.role, r.kv.num_blocks, r.steps, r.busy_ns, r.preemptions, r.kv_samples,
-                              r.records, r.pp, r.swaps) for r in replicas]
-        return cls([s.req.id for s in seqs], [s.req.arrival_ns for s in seqs], [s.prompt for s in seqs],
-                   [s.output for s in seqs], [s.replica for s in seqs], [s.first_ns for s in seqs],
-                   [s.finish_ns for s in seqs], [s.preemptions for s in seqs], stats, slo_ttft_s, slo_tpot_s, info)
+        stats = [
+            ReplicaStats(
+                r.index,
+                r.role,
+                r.kv.num_blocks,
+                r.steps,
+                r.busy_ns,
+                r.preemptions,
+                r.kv_samples,
+                r.records,
+                r.pp,
+                r.swaps,
+            )
+            for r in replicas
+        ]
+        return cls(
+            [s.req.id for s in seqs],
+            [s.req.arrival_ns for s in seqs],
+            [s.prompt for s in seqs],
+            [s.output for s in seqs],
+            [s.replica for s in seqs],
+            [s.first_ns for s in seqs],
+            [s.finish_ns for s in seqs],
+            [s.preemptions for s in seqs],
+            stats,
+            slo_ttft_s,
+            slo_tpot_s,
+            info,
+        )
 
     # -- per request (s) -------------------------------------------------------------------------
 
@@ -98,8 +128,10 @@ class LLMServeResult:
         return [(f - a) / 1e9 for f, a in zip(self.first_ns, self.arrival_ns)]
 
     def tpot_s(self) -> list[float | None]:
-        return [(e - f) / 1e9 / (o - 1) if o > 1 else None
-                for f, e, o in zip(self.first_ns, self.finish_ns, self.output_tokens)]
+        return [
+            (e - f) / 1e9 / (o - 1) if o > 1 else None
+            for f, e, o in zip(self.first_ns, self.finish_ns, self.output_tokens)
+        ]
 
     def e2e_s(self) -> list[float]:
         return [(e - a) / 1e9 for e, a in zip(self.finish_ns, self.arrival_ns)]
@@ -139,8 +171,11 @@ class LLMServeResult:
     def stats(self) -> dict[str, float | None]:
         """The latency statistics and rates (the JSON document's scalar fields)."""
         out: dict[str, float | None] = {}
-        for name, vals in (("ttft", self.ttft_s()), ("tpot", [x for x in self.tpot_s() if x is not None]),
-                           ("e2e", self.e2e_s())):
+        for name, vals in (
+            ("ttft", self.ttft_s()),
+            ("tpot", [x for x in self.tpot_s() if x is not None]),
+            ("e2e", self.e2e_s()),
+        ):
             s = sorted(vals)
             out[f"{name}_mean_s"] = sum(s) / len(s) if s else None
             for q in (50, 90, 99):
@@ -154,20 +189,40 @@ class LLMServeResult:
 
     def kv_use(self, max_points: int = KV_POINTS) -> list[dict[str, object]]:
         """Each replica's KV use over time (the ``kv_use`` field)."""
-        return [{"replica": r.index, "role": r.role, "blocks": r.blocks,
-                 "samples": [[t / 1e9, round(u / r.blocks, 6)] for t, u in thin(r.kv_samples, max_points)]}
-                for r in self.replicas]
+        return [
+            {
+                "replica": r.index,
+                "role": r.role,
+                "blocks": r.blocks,
+                "samples": [[t / 1e9, round(u / r.blocks, 6)] for t, u in thin(r.kv_samples, max_points)],
+            }
+            for r in self.replicas
+        ]
 
     def to_dict(self) -> dict[str, object]:
         """The JSON document (fields in the module docstring)."""
         rows = []
         for i, ttft, tpot, e2e in zip(range(self.num_requests), self.ttft_s(), self.tpot_s(), self.e2e_s()):
-            rows.append({"id": self.ids[i], "arrival_s": self.arrival_ns[i] / 1e9,
-                         "prompt_tokens": self.prompt_tokens[i], "output_tokens": self.output_tokens[i],
-                         "replica": self.replica[i], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e,
-                         "preemptions": self.preemptions[i]})
-        return {**self.stats(), "preemptions": self.total_preemptions,
-                "swaps": sum(r.swaps for r in self.replicas), "requests": rows, "kv_use": self.kv_use()}
+            rows.append(
+                {
+                    "id": self.ids[i],
+                    "arrival_s": self.arrival_ns[i] / 1e9,
+                    "prompt_tokens": self.prompt_tokens[i],
+                    "output_tokens": self.output_tokens[i],
+                    "replica": self.replica[i],
+                    "ttft_s": ttft,
+                    "tpot_s": tpot,
+                    "e2e_s": e2e,
+                    "preemptions": self.preemptions[i],
+                }
+            )
+        return {
+            **self.stats(),
+            "preemptions": self.total_preemptions,
+            "swaps": sum(r.swaps for r in self.replicas),
+            "requests": rows,
+            "kv_use": self.kv_use(),
+        }
 
 
 def thin(samples: list[tuple[int, int]], max_points: int) -> list[tuple[int, int]]:

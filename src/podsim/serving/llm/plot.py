@@ -18,15 +18,23 @@ def plot_serving(r: LLMServeResult, path: str | os.PathLike[str], title: str = "
     """
     plt = pyplot("plotting the latency CDFs (--plot)", "--plot")
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=110)
-    series = (("time to first token", r.ttft_s(), r.slo_ttft_s),
-              ("time per output token", [x for x in r.tpot_s() if x is not None], r.slo_tpot_s),
-              ("end-to-end latency", r.e2e_s(), None))
+    series = (
+        ("time to first token", r.ttft_s(), r.slo_ttft_s),
+        ("time per output token", [x for x in r.tpot_s() if x is not None], r.slo_tpot_s),
+        ("end-to-end latency", r.e2e_s(), None),
+    )
     for ax, (label, vals, slo) in zip(axes.flat, series):
         s = sorted(vals)
         if s:
             ys = [(i + 1) / len(s) for i in range(len(s))]
-            ax.step([x * 1e3 for x in s], ys, where="post", linewidth=1.6,
-                    label=f"mean {1e3 * sum(s) / len(s):,.1f} ms, p99 {1e3 * s[min(len(s) - 1, int(0.99 * len(s)))]:,.1f} ms")
+            ax.step(
+                [x * 1e3 for x in s],
+                ys,
+                where="post",
+                linewidth=1.6,
+                label=f"mean {1e3 * sum(s) / len(s):,.1f} ms, "
+                f"p99 {1e3 * s[min(len(s) - 1, int(0.99 * len(s)))]:,.1f} ms",
+            )
             ax.legend(fontsize=8, loc="lower right")
         if slo is not None:
             ax.axvline(slo * 1e3, color="crimson", linestyle=":", linewidth=1.2)
@@ -39,8 +47,13 @@ def plot_serving(r: LLMServeResult, path: str | os.PathLike[str], title: str = "
     for rs in r.replicas[:16]:
         pts = thin(rs.kv_samples, 4000)
         role = "" if rs.role == "mixed" else f" ({rs.role})"
-        ax.step([t / 1e9 for t, _ in pts], [100 * u / rs.blocks for _, u in pts], where="post", linewidth=0.9,
-                label=f"replica {rs.index}{role}")
+        ax.step(
+            [t / 1e9 for t, _ in pts],
+            [100 * u / rs.blocks for _, u in pts],
+            where="post",
+            linewidth=0.9,
+            label=f"replica {rs.index}{role}",
+        )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("KV cache in use (% of blocks)")
     ax.set_ylim(0, 101)
@@ -48,7 +61,11 @@ def plot_serving(r: LLMServeResult, path: str | os.PathLike[str], title: str = "
     if len(r.replicas) <= 8:
         ax.legend(fontsize=7, loc="upper right")
     att = r.slo_attainment()
-    fig.suptitle((title + ": " if title else "") + f"{r.num_requests:,} requests, {len(r.replicas)} replica{'s' if len(r.replicas) > 1 else ''}"
-                 + (f", SLO met by {100 * att:.1f}%" if att is not None else ""), fontsize=10)
+    fig.suptitle(
+        (title + ": " if title else "")
+        + f"{r.num_requests:,} requests, {len(r.replicas)} replica{'s' if len(r.replicas) > 1 else ''}"
+        + (f", SLO met by {100 * att:.1f}%" if att is not None else ""),
+        fontsize=10,
+    )
     fig.tight_layout()
     save_png(fig, path)

@@ -83,10 +83,24 @@ class Replica:
         fast: simulate runs of identical decode steps in one go (exact; off only to check that).
     """
 
-    def __init__(self, index: int, role: str, timer: StepTimer, kv: KVCache, scheduler: "Scheduler", *,
-                 on_finish: Callable[[Seq, int], None], on_prefilled: Callable[[Seq, int], None] | None = None,
-                 lookahead: int = 0, accept: float = 0.0, prefix_hit_rate: float = 0.0, record: bool = False,
-                 fast: bool = True, swap_blocks: int = 0, swap_ns_per_block: float = 0.0) -> None:
+    def __init__(
+        self,
+        index: int,
+        role: str,
+        timer: StepTimer,
+        kv: KVCache,
+        scheduler: "Scheduler",
+        *,
+        on_finish: Callable[[Seq, int], None],
+        on_prefilled: Callable[[Seq, int], None] | None = None,
+        lookahead: int = 0,
+        accept: float = 0.0,
+        prefix_hit_rate: float = 0.0,
+        record: bool = False,
+        fast: bool = True,
+        swap_blocks: int = 0,
+        swap_ns_per_block: float = 0.0,
+    ) -> None:
         self.index = index
         self.role = role
         self.timer = timer
@@ -96,8 +110,11 @@ class Replica:
         self.on_finish = on_finish
         self.on_prefilled = on_prefilled
         self.lookahead = lookahead
-        self.expected_tokens = (lookahead + 1.0 if accept >= 1.0 else (1.0 - accept ** (lookahead + 1)) /
-                                (1.0 - accept)) if lookahead else 1.0
+        self.expected_tokens = (
+            (lookahead + 1.0 if accept >= 1.0 else (1.0 - accept ** (lookahead + 1)) / (1.0 - accept))
+            if lookahead
+            else 1.0
+        )
         self.prefix_hit_rate = prefix_hit_rate
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -106,10 +123,10 @@ class Replica:
         self.s0_free = 0
         self.try_at = -1
         # what routers read
-        self.outstanding = 0                     # requests routed here and not yet done here
-        self.pending_tokens = 0                  # tokens still to compute for them here
-        self.waiting_blocks = 0                  # blocks the waiting requests' contexts need
-        self.incoming_blocks = 0                 # P/D: blocks of requests on their way here
+        self.outstanding = 0  # requests routed here and not yet done here
+        self.pending_tokens = 0  # tokens still to compute for them here
+        self.waiting_blocks = 0  # blocks the waiting requests' contexts need
+        self.incoming_blocks = 0  # P/D: blocks of requests on their way here
         # preemption by swap: host blocks free, the copy time of each block, copies due in the next step
         self.swap_free = swap_blocks
         self.swap_ns_per_block = swap_ns_per_block
@@ -122,7 +139,7 @@ class Replica:
         self.kv_samples: list[tuple[int, int]] = [(0, 0)]
         self.record = record
         self.records: list[StepRecord] = []
-        self.run: _Run | None = None             # a pending run of identical decode steps
+        self.run: _Run | None = None  # a pending run of identical decode steps
         self.fast = fast and self.pp == 1 and not lookahead and role != "prefill"
         self._decode_steps = getattr(timer, "decode_steps_ns", None)
 
@@ -141,7 +158,7 @@ class Replica:
         by recompute (its KV forgotten)."""
         self.running.remove(s)
         self.kv.release(s.blocks)
-        held = s.blocks + s.shared                # a shared prefix is copied out with the rest
+        held = s.blocks + s.shared  # a shared prefix is copied out with the rest
         self.drop_prefix(s)
         if 0 < held <= self.swap_free:
             self.swap_free -= held
@@ -197,7 +214,7 @@ class Replica:
         c0 = s.computed or self.cached_prefix(s)
         n = min(s.prompt + s.generated - c0, n_max)
         shared = c0 // self.kv.block_size if c0 > s.computed and not self.prefix_hit_rate else 0
-        if shared:                               # hold the prefix before anything is evicted
+        if shared:  # hold the prefix before anything is evicted
             self.kv.ref(s.req.prefix_id)
         got = self.kv.admit(s.blocks + shared, max(c0 + n, reserve_tokens))
         if got < 0:
@@ -208,7 +225,7 @@ class Replica:
         self.waiting.popleft()
         self.waiting_blocks -= s.demand
         s.blocks += got
-        if s.swapped:                        # its blocks come back from host memory
+        if s.swapped:  # its blocks come back from host memory
             self.swap_free += s.swapped
             self.swap_ns += s.swapped * self.swap_ns_per_block
             s.swapped = 0
@@ -282,12 +299,12 @@ class Replica:
         if run is None:
             return
         self.run = None
-        m = bisect_left(run.ends, t)          # steps done before t; step m + 1 is in progress
+        m = bisect_left(run.ends, t)  # steps done before t; step m + 1 is in progress
         self._apply_run(run, m)
         seqs = run.seqs
         bs = self.kv.block_size
         extra = 0
-        for s in seqs:                         # step m + 1's KV slots (the run's bound leaves room)
+        for s in seqs:  # step m + 1's KV slots (the run's bound leaves room)
             b = -(-(s.computed + 1) // bs) - s.shared
             if b > s.blocks:
                 extra += b - s.blocks
@@ -350,7 +367,7 @@ class Replica:
         if self.fast and not self.swap_ns and len(seqs) == len(self.running) and self._start_run(now, seqs, ns):
             return
         stage = self.timer.stage_ns(list(zip(ns, [s.computed for s in seqs])))
-        if self.swap_ns:                     # the swaps this step's scheduling made, before its pass
+        if self.swap_ns:  # the swaps this step's scheduling made, before its pass
             stage += int(round(self.swap_ns))
             self.swap_ns = 0.0
         self.steps += 1
@@ -414,7 +431,7 @@ class Replica:
         for s in done:
             self.running.remove(s)
             self.outstanding -= 1
-            if prefill_role and s.generated < s.output:     # P/D: the prompt is done, the KV moves on
+            if prefill_role and s.generated < s.output:  # P/D: the prompt is done, the KV moves on
                 s.prefill_replica = self.index
                 s.prefill_blocks = s.blocks
                 s.blocks = 0
@@ -519,7 +536,7 @@ class _Run:
         """The most steps up to ``m_cap`` whose KV slots fit ``free`` more blocks."""
         if self.extra_blocks(self.m_cap) <= free:
             return self.m_cap
-        lo, hi = 1, self.m_cap          # extra(1) = 0 fits, extra(m_cap) does not
+        lo, hi = 1, self.m_cap  # extra(1) = 0 fits, extra(m_cap) does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if self.extra_blocks(mid) <= free:

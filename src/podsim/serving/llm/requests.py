@@ -109,7 +109,7 @@ class _Timestamps:
     def __init__(self, source: str) -> None:
         self.source = source
         self.dates: bool | None = None
-        self._second: tuple[str, int] = ("", 0)     # the last whole second parsed (most rows share it)
+        self._second: tuple[str, int] = ("", 0)  # the last whole second parsed (most rows share it)
 
     def ns(self, text: str, where: str) -> int:
         t = text.strip()
@@ -118,8 +118,12 @@ class _Timestamps:
             self.dates = m is not None
         if self.dates:
             if m is None:
-                raise InputError(f"TIMESTAMP must be a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM] as the "
-                                 f"first row's, got {t!r}", self.source, where)
+                raise InputError(
+                    f"TIMESTAMP must be a date and time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM] as the "
+                    f"first row's, got {t!r}",
+                    self.source,
+                    where,
+                )
             day, frac, zone = m.groups()
             if day != self._second[0]:
                 try:
@@ -152,7 +156,7 @@ def _trace_columns(header: list[str], src: str) -> tuple[str, str, str]:
     for cols in sets:
         if all(c in header for c in cols):
             return cols
-    best = max(sets, key=lambda cols: sum(c in header for c in cols))   # a tie: Vidur's
+    best = max(sets, key=lambda cols: sum(c in header for c in cols))  # a tie: Vidur's
     other = AZURE_COLUMNS if best is TRACE_COLUMNS else TRACE_COLUMNS
     missing = [c for c in best if c not in header]
     others = [h for h in header if h not in best]
@@ -160,11 +164,16 @@ def _trace_columns(header: list[str], src: str) -> tuple[str, str, str]:
     def hint(m: str) -> str:
         near = next((h for h in others if h.lower() == m.lower()), None) or closest(m, others)
         return f"{m!r} (found {near!r}?)" if near else repr(m)
+
     hints = [hint(m) for m in missing]
     names = {TRACE_COLUMNS: "Vidur's processed trace", AZURE_COLUMNS: "the raw Azure trace"}
-    raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; a trace needs "
-                     f"{', '.join(best)} ({names[best]}) or {', '.join(other)} ({names[other]}) "
-                     f"(found: {', '.join(header) or 'nothing'})", src, "header")
+    raise InputError(
+        f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; a trace needs "
+        f"{', '.join(best)} ({names[best]}) or {', '.join(other)} ({names[other]}) "
+        f"(found: {', '.join(header) or 'nothing'})",
+        src,
+        "header",
+    )
 
 
 def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
@@ -204,11 +213,19 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
             if not out:
                 first_ns = last_ns = ns
             if ns < last_ns:
-                raise InputError(f"TIMESTAMP {row[ia].strip()!r} is {(last_ns - ns) / 1e9:g} s before the previous "
-                                 "row's: rows must be in time order", src, f"{where}, column {c_arr}")
+                raise InputError(
+                    f"TIMESTAMP {row[ia].strip()!r} is {(last_ns - ns) / 1e9:g} s before the previous "
+                    "row's: rows must be in time order",
+                    src,
+                    f"{where}, column {c_arr}",
+                )
             if ns - first_ns > MAX_SECONDS * 1e9:
-                raise InputError(f"TIMESTAMP {row[ia].strip()!r} is {(ns - first_ns) / 1e9:.4g} s after the first "
-                                 f"row's, more than {MAX_SECONDS:.3g} s", src, f"{where}, column {c_arr}")
+                raise InputError(
+                    f"TIMESTAMP {row[ia].strip()!r} is {(ns - first_ns) / 1e9:.4g} s after the first "
+                    f"row's, more than {MAX_SECONDS:.3g} s",
+                    src,
+                    f"{where}, column {c_arr}",
+                )
             last_ns = ns
             arrival = ns - first_ns
         else:
@@ -217,16 +234,28 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
             except ValueError:
                 t = math.nan
             if not (math.isfinite(t) and 0 <= t <= MAX_SECONDS):
-                raise InputError(f"arrived_at must be a finite number of seconds from 0 to {MAX_SECONDS:.3g}, got "
-                                 f"{row[ia].strip()!r}", src, f"{where}, column arrived_at")
+                raise InputError(
+                    f"arrived_at must be a finite number of seconds from 0 to {MAX_SECONDS:.3g}, got "
+                    f"{row[ia].strip()!r}",
+                    src,
+                    f"{where}, column arrived_at",
+                )
             if t < last:
-                raise InputError(f"arrived_at {t:g} s is before the previous row's {last:g} s: rows must be in time "
-                                 "order", src, f"{where}, column arrived_at")
+                raise InputError(
+                    f"arrived_at {t:g} s is before the previous row's {last:g} s: rows must be in time order",
+                    src,
+                    f"{where}, column arrived_at",
+                )
             last = t
             arrival = round(t * 1e9)
         prompt = _whole(row[ip], c_prompt, src, f"{where}, column {c_prompt}")
-        output = _whole(row[io_], c_out, src, f"{where}, column {c_out}",
-                        zero_hint="every request generates at least one token: drop the rows of 0")
+        output = _whole(
+            row[io_],
+            c_out,
+            src,
+            f"{where}, column {c_out}",
+            zero_hint="every request generates at least one token: drop the rows of 0",
+        )
         pid, plen = -1, 0
         if ipid is not None and row[ipid].strip():
             pid = _whole(row[ipid], "prefix_id", src, f"{where}, column prefix_id", low=0)
@@ -234,8 +263,11 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
                 raise InputError("a prefix_id needs a prefix_tokens column", src, "header")
             plen = _whole(row[iplen], "prefix_tokens", src, f"{where}, column prefix_tokens", low=0)
             if plen > prompt:
-                raise InputError(f"prefix_tokens {plen} is longer than the prompt ({prompt} tokens)", src,
-                                 f"{where}, column prefix_tokens")
+                raise InputError(
+                    f"prefix_tokens {plen} is longer than the prompt ({prompt} tokens)",
+                    src,
+                    f"{where}, column prefix_tokens",
+                )
         out.append(Request(len(out), arrival, prompt, output, pid, plen))
     if not out:
         raise InputError("the trace has no requests", src)
@@ -278,11 +310,11 @@ def parse_lengths(text: str, where: str) -> Lengths:
     t = text.strip()
     try:
         if t.startswith("uniform:"):
-            a, b = (int(x) for x in t[len("uniform:"):].split("-"))
+            a, b = (int(x) for x in t[len("uniform:") :].split("-"))
             if 1 <= a <= b <= MAX_TOKENS:
                 return Lengths("uniform", a, b)
         elif t.startswith("lognormal:"):
-            m, s = (float(x) for x in t[len("lognormal:"):].split(":"))
+            m, s = (float(x) for x in t[len("lognormal:") :].split(":"))
             if math.isfinite(m) and math.isfinite(s) and m >= 1 and 0 <= s <= 10:
                 return Lengths("lognormal", m, s)
         else:
@@ -291,8 +323,10 @@ def parse_lengths(text: str, where: str) -> Lengths:
                 return Lengths("fixed", n)
     except ValueError:
         pass
-    raise InputError(f"expected a length as {forms} (whole numbers >= 1, A <= B, MEDIAN >= 1, 0 <= SIGMA <= 10), "
-                     f"got {text!r}", where=where)
+    raise InputError(
+        f"expected a length as {forms} (whole numbers >= 1, A <= B, MEDIAN >= 1, 0 <= SIGMA <= 10), got {text!r}",
+        where=where,
+    )
 
 
 @dataclass(frozen=True)
@@ -328,25 +362,34 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
     kind = kind.strip().lower()
     if kind not in GENERATORS:
         hint = closest(kind, GENERATORS)
-        raise InputError(f"unknown generator {kind!r}" + (f"; did you mean {hint!r}?" if hint else "") +
-                         " (poisson:QPS[,prompt=...,output=...] or gamma:QPS,cv=C[,...], or a trace CSV)",
-                         where=where)
+        raise InputError(
+            f"unknown generator {kind!r}"
+            + (f"; did you mean {hint!r}?" if hint else "")
+            + " (poisson:QPS[,prompt=...,output=...] or gamma:QPS,cv=C[,...], or a trace CSV)",
+            where=where,
+        )
     parts = [p.strip() for p in rest.split(",")]
     try:
         qps = float(parts[0])
     except ValueError:
         qps = math.nan
     if not (math.isfinite(qps) and 0 < qps <= 1e9):
-        raise InputError(f"{kind}: the rate must be a finite number of requests/s > 0, got {parts[0]!r} "
-                         f"(e.g. {kind}:5.5)", where=where)
+        raise InputError(
+            f"{kind}: the rate must be a finite number of requests/s > 0, got {parts[0]!r} (e.g. {kind}:5.5)",
+            where=where,
+        )
     kw: dict[str, object] = {}
     for p in parts[1:]:
         key, eq, value = p.partition("=")
         key = key.strip()
         if not eq or key not in _KEYS:
             hint = closest(key, _KEYS)
-            raise InputError(f"{kind}: unknown option {p!r}" + (f"; did you mean {hint!r}?" if hint else "") +
-                             f" (options: {', '.join(_KEYS)})", where=where)
+            raise InputError(
+                f"{kind}: unknown option {p!r}"
+                + (f"; did you mean {hint!r}?" if hint else "")
+                + f" (options: {', '.join(_KEYS)})",
+                where=where,
+            )
         if key in ("prompt", "output"):
             kw[key] = parse_lengths(value, f"{where} {key}")
         elif key == "seed":
@@ -367,8 +410,9 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
                 raise InputError(f"{kind}: prefixes must be K:LEN (whole numbers >= 1), got {value!r}", where=where)
             kw["prefixes"] = (int(k), int(ln))
     if kind == "gamma" and "cv" not in kw:
-        raise InputError("gamma arrivals need cv=C (their gaps' coefficient of variation), e.g. gamma:5,cv=2",
-                         where=where)
+        raise InputError(
+            "gamma arrivals need cv=C (their gaps' coefficient of variation), e.g. gamma:5,cv=2", where=where
+        )
     if kind == "poisson" and kw.get("cv", 1.0) != 1.0:
         raise InputError("poisson arrivals have cv 1; for another cv use gamma:QPS,cv=C", where=where)
     return GeneratorSpec(kind, qps, **kw)  # type: ignore[arg-type]
@@ -381,7 +425,7 @@ def arrivals_ns(spec: GeneratorSpec, n: int, rng: np.random.Generator) -> list[i
     if spec.kind == "poisson":
         gaps = rng.exponential(1.0 / spec.qps, n - 1)
     else:
-        gaps = rng.gamma(1.0 / spec.cv ** 2, spec.cv ** 2 / spec.qps, n - 1)
+        gaps = rng.gamma(1.0 / spec.cv**2, spec.cv**2 / spec.qps, n - 1)
     t = np.concatenate(([0.0], np.cumsum(gaps)))
     if t[-1] > MAX_SECONDS:
         raise InputError(f"{n} requests at {spec.qps:g}/s last past {MAX_SECONDS:.3g} s", where="--requests")
@@ -394,7 +438,7 @@ def generate(spec: GeneratorSpec, n: int) -> list[Request]:
     if n < 1:
         raise InputError(f"expected at least one request, got {n}", where="--requests")
     rng = np.random.default_rng(spec.seed)
-    unit = arrivals_ns(GeneratorSpec(spec.kind, 1.0, spec.cv), n, rng)   # gaps at 1/s, then scaled
+    unit = arrivals_ns(GeneratorSpec(spec.kind, 1.0, spec.cv), n, rng)  # gaps at 1/s, then scaled
     prompts = spec.prompt.draw(rng, n).tolist()
     outputs = spec.output.draw(rng, n).tolist()
     k, plen = spec.prefixes
@@ -403,8 +447,9 @@ def generate(spec: GeneratorSpec, n: int) -> list[Request]:
     out = []
     for i in range(n):
         shared = min(plen, prompts[i] - 1) if k else 0
-        out.append(Request(i, round(unit[i] * scale), prompts[i], outputs[i], pids[i] if shared > 0 else -1,
-                           max(shared, 0)))
+        out.append(
+            Request(i, round(unit[i] * scale), prompts[i], outputs[i], pids[i] if shared > 0 else -1, max(shared, 0))
+        )
     return out
 
 
@@ -413,7 +458,7 @@ def load_requests(spec: str, n: int | None = None) -> list[Request]:
     default 1000)."""
     if is_generator(spec):
         return generate(parse_generator(spec), 1000 if n is None else n)
-    if ":" in spec and not Path(spec).exists():         # a misspelt generator, not a missing file
+    if ":" in spec and not Path(spec).exists():  # a misspelt generator, not a missing file
         parse_generator(spec)
     return read_trace(spec, n)
 

@@ -108,6 +108,7 @@ class KVAware:
     def choose(self, pool: Sequence[Replica], now: int) -> int:
         def headroom(r: Replica) -> int:
             return r.free_at(now) - r.waiting_blocks - r.incoming_blocks
+
         return max(range(len(pool)), key=lambda i: (headroom(pool[i]), -i))
 
 
@@ -124,7 +125,6 @@ def describe(default: str = DEFAULT_ROUTER) -> str:
     """The routers for ``--help``: ``round-robin (rr; default), least-outstanding, jsq (...)``."""
     parts = []
     for name, cls in ROUTERS.items():
-        notes = [*ROUTERS.aliases(name), *([cls.help] if cls.help else []),
-                 *(["default"] if name == default else [])]
+        notes = [*ROUTERS.aliases(name), *([cls.help] if cls.help else []), *(["default"] if name == default else [])]
         parts.append(f"{name} ({'; '.join(notes)})" if notes else name)
     return ", ".join(parts)

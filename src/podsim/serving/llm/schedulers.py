@@ -152,8 +152,7 @@ class _Base:
     chunk_flag: ClassVar[str | None] = None
 
     @classmethod
-    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None,
-                    chunk_size: int | None) -> "_Base":
+    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None, chunk_size: int | None) -> "_Base":
         """A fresh scheduler from the run's limits (``--max-num-seqs``, ``--max-batched-tokens``,
         ``--chunk-size``); None takes the scheduler's default (256 sequences)."""
         return cls(256 if max_num_seqs is None else max_num_seqs, max_batched_tokens)  # type: ignore[call-arg]
@@ -185,8 +184,9 @@ class _Base:
             return 0
         return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
 
-    def _take_running(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float,
-                      decodes_only: bool = False) -> tuple[float, bool]:
+    def _take_running(
+        self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float, decodes_only: bool = False
+    ) -> tuple[float, bool]:
         """Schedule the running requests in order (only those decoding, with ``decodes_only``):
         each its decode tokens or the rest of its prompt, at most ``budget`` tokens in all,
         growing its KV blocks and preempting when they run out (:func:`_grow`); stops at the
@@ -225,8 +225,9 @@ class _Base:
             ns.append(n)
             budget -= n
 
-    def _fill_whole(self, rep: "Replica", seqs: list[Seq], ns: list[int], used: int, budget: float,
-                    reserve: bool) -> None:
+    def _fill_whole(
+        self, rep: "Replica", seqs: list[Seq], ns: list[int], used: int, budget: float, reserve: bool
+    ) -> None:
         """Admit waiting requests with their whole remaining prompts while they fit ``budget``
         (the first always fits) and sequence slots are left."""
         waiting, running = rep.waiting, rep.running
@@ -290,17 +291,18 @@ class VllmV0Scheduler(_Base):
         return vllm_v0_defaults(max_context)
 
     def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = V0_DEFAULT_BATCHED_TOKENS) -> None:
-        super().__init__(max_num_seqs, max_batched_tokens if max_batched_tokens is not None
-                         else V0_DEFAULT_BATCHED_TOKENS)
+        super().__init__(
+            max_num_seqs, max_batched_tokens if max_batched_tokens is not None else V0_DEFAULT_BATCHED_TOKENS
+        )
 
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        if rep.waiting:                     # prefills first: whole prompts; the decodes stall
+        if rep.waiting:  # prefills first: whole prompts; the decodes stall
             self._fill_whole(rep, seqs, ns, 0, self.max_batched_tokens, reserve=False)  # type: ignore[arg-type]
             if seqs:
                 return seqs, ns
-        self._take_running(rep, seqs, ns, math.inf)     # else every running request decodes
+        self._take_running(rep, seqs, ns, math.inf)  # else every running request decodes
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
@@ -318,11 +320,11 @@ class SarathiScheduler(_Base):
     chunk_flag = "chunk-size"
 
     @classmethod
-    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None,
-                    chunk_size: int | None) -> "_Base":
+    def from_limits(cls, max_num_seqs: int | None, max_batched_tokens: int | None, chunk_size: int | None) -> "_Base":
         """Its budget is ``chunk_size``, else ``max_batched_tokens`` (default 512)."""
-        return cls(256 if max_num_seqs is None else max_num_seqs,
-                   chunk_size if chunk_size is not None else max_batched_tokens)
+        return cls(
+            256 if max_num_seqs is None else max_num_seqs, chunk_size if chunk_size is not None else max_batched_tokens
+        )
 
     def __init__(self, max_num_seqs: int = 256, chunk_size: int | None = 512) -> None:
         super().__init__(max_num_seqs, chunk_size if chunk_size is not None else 512)
@@ -336,7 +338,7 @@ class SarathiScheduler(_Base):
         ns: list[int] = []
         # decodes first: they never stall
         budget, preempted = self._take_running(rep, seqs, ns, self.chunk_size, decodes_only=True)
-        for s in rep.running:                                # then prompts being prefilled
+        for s in rep.running:  # then prompts being prefilled
             if budget <= 0:
                 break
             if s.busy or s.decoding:
@@ -370,7 +372,7 @@ class OrcaScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        _, preempted = self._take_running(rep, seqs, ns, math.inf)   # whole prompts, no budget
+        _, preempted = self._take_running(rep, seqs, ns, math.inf)  # whole prompts, no budget
         used = sum(ns)
         if not preempted:
             budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
@@ -398,13 +400,13 @@ class StaticScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        if rep.running:                                 # the batch runs to completion
+        if rep.running:  # the batch runs to completion
             for s in rep.running:
                 if s.busy:
                     continue
                 rest = s.prompt + s.generated - s.computed
                 n = _decode_tokens(rep, s) if rest == 1 else rest
-                _grow(rep, s, n)                        # its blocks are reserved: never fails
+                _grow(rep, s, n)  # its blocks are reserved: never fails
                 s.busy = True
                 seqs.append(s)
                 ns.append(n)
@@ -423,8 +425,9 @@ class LightLLMScheduler(_Base):
 
     name = "lightllm"
 
-    def __init__(self, max_num_seqs: int = 256, max_batched_tokens: int | None = None,
-                 max_waiting_iters: int = 10) -> None:
+    def __init__(
+        self, max_num_seqs: int = 256, max_batched_tokens: int | None = None, max_waiting_iters: int = 10
+    ) -> None:
         super().__init__(max_num_seqs, max_batched_tokens)
         _positive(max_waiting_iters, "max_waiting_iters", "--max-waiting-iters")
         self.max_waiting_iters = max_waiting_iters
@@ -448,7 +451,7 @@ class LightLLMScheduler(_Base):
                 continue
             rest = s.prompt + s.generated - s.computed
             n = _decode_tokens(rep, s) if rest == 1 else rest
-            _grow(rep, s, n)                            # reserved: never fails
+            _grow(rep, s, n)  # reserved: never fails
             s.busy = True
             seqs.append(s)
             ns.append(n)
@@ -465,8 +468,9 @@ class LightLLMScheduler(_Base):
         self.decode_iters += steps
 
 
-def make_scheduler(name: str, max_num_seqs: int | None = None, max_batched_tokens: int | None = None,
-                   chunk_size: int | None = None) -> Scheduler:
+def make_scheduler(
+    name: str, max_num_seqs: int | None = None, max_batched_tokens: int | None = None, chunk_size: int | None = None
+) -> Scheduler:
     """A fresh scheduler by name, in any case (one per replica: some keep state).  Limits left
     ``None`` take the scheduler's defaults (vllm: 2048 tokens, 256 sequences; vllm-v0: 8192
     tokens, 256 sequences; sarathi: chunks of 512; the others: 256 sequences, no token cap).
@@ -490,7 +494,10 @@ def describe(default: str = DEFAULT_SCHEDULER) -> str:
     """The schedulers for ``--help``: ``vllm (V1: ...; default), vllm-v0 (...), sarathi, ...``."""
     parts = []
     for name, cls in SCHEDULERS.items():
-        notes = [*SCHEDULERS.aliases(name), *([cls.help] if cls.help else []),
-                 *(["default"] if name == default else [])]
+        notes = [
+            *SCHEDULERS.aliases(name),
+            *([cls.help] if cls.help else []),
+            *(["default"] if name == default else []),
+        ]
         parts.append(f"{name} ({'; '.join(notes)})" if notes else name)
     return ", ".join(parts)

@@ -39,9 +39,26 @@ class Seq:
             cache, not in ``blocks``), 0 otherwise.
     """
 
-    __slots__ = ("req", "prompt", "output", "computed", "generated", "blocks", "busy", "first_ns", "last_ns",
-                 "finish_ns", "preemptions", "replica", "demand", "spec_steps", "prefill_replica", "prefill_blocks",
-                 "swapped", "shared")
+    __slots__ = (
+        "req",
+        "prompt",
+        "output",
+        "computed",
+        "generated",
+        "blocks",
+        "busy",
+        "first_ns",
+        "last_ns",
+        "finish_ns",
+        "preemptions",
+        "replica",
+        "demand",
+        "spec_steps",
+        "prefill_replica",
+        "prefill_blocks",
+        "swapped",
+        "shared",
+    )
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -69,5 +86,7 @@ class Seq:
         return self.generated > 0 and self.computed == self.prompt + self.generated - 1
 
     def __repr__(self) -> str:
-        return (f"Seq({self.req.id}, prompt={self.prompt}, output={self.output}, computed={self.computed}, "
-                f"generated={self.generated}, blocks={self.blocks})")
+        return (
+            f"Seq({self.req.id}, prompt={self.prompt}, output={self.output}, computed={self.computed}, "
+            f"generated={self.generated}, blocks={self.blocks})"
+        )

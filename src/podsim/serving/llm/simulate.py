@@ -123,28 +123,36 @@ class ServeConfig:
         if self.block_size < 1:
             raise InputError(f"the KV block size must be at least 1 token, got {self.block_size}", where="--block-size")
         if not 0.0 <= self.prefix_hit_rate < 1.0:
-            raise InputError(f"the prefix hit rate must be from 0 to below 1, got {self.prefix_hit_rate}",
-                             where="--prefix-hit-rate")
+            raise InputError(
+                f"the prefix hit rate must be from 0 to below 1, got {self.prefix_hit_rate}", where="--prefix-hit-rate"
+            )
         if self.spec_decode is not None:
             k, a = self.spec_decode
             if k < 1 or not 0.0 <= a <= 1.0:
-                raise InputError(f"speculative decoding needs a draft length >= 1 and an acceptance rate from 0 to "
-                                 f"1, got {k}:{a}", where="--spec-decode")
+                raise InputError(
+                    f"speculative decoding needs a draft length >= 1 and an acceptance rate from 0 to 1, got {k}:{a}",
+                    where="--spec-decode",
+                )
         for name, v in (("--slo-ttft", self.slo_ttft_s), ("--slo-tpot", self.slo_tpot_s)):
             if v is not None and not (math.isfinite(v) and v > 0):
                 raise InputError(f"an SLO must be a finite number of seconds > 0, got {v}", where=name)
         if self.preemption not in PREEMPTIONS:
-            raise InputError(f"preemption must be {' or '.join(PREEMPTIONS)}, got {self.preemption!r}",
-                             where="--preemption")
+            raise InputError(
+                f"preemption must be {' or '.join(PREEMPTIONS)}, got {self.preemption!r}", where="--preemption"
+            )
         if not (math.isfinite(self.swap_space_gib) and self.swap_space_gib >= 0):
-            raise InputError(f"the swap space must be a finite number of GiB >= 0, got {self.swap_space_gib}",
-                             where="--swap-space")
+            raise InputError(
+                f"the swap space must be a finite number of GiB >= 0, got {self.swap_space_gib}", where="--swap-space"
+            )
         if not (math.isfinite(self.swap_bandwidth_gbps) and self.swap_bandwidth_gbps > 0):
-            raise InputError(f"the swap bandwidth must be a finite number of GB/s > 0, got {self.swap_bandwidth_gbps}",
-                             where="--swap-bandwidth")
+            raise InputError(
+                f"the swap bandwidth must be a finite number of GB/s > 0, got {self.swap_bandwidth_gbps}",
+                where="--swap-bandwidth",
+            )
         if self.max_context is not None and self.max_context < 2:
-            raise InputError(f"the model's context must be at least 2 tokens, got {self.max_context}",
-                             where="--max-context")
+            raise InputError(
+                f"the model's context must be at least 2 tokens, got {self.max_context}", where="--max-context"
+            )
 
     @property
     def num_replicas(self) -> int:
@@ -157,16 +165,21 @@ class Transfers(Protocol):
     def start(self, nbytes_per_gpu: int, src: int, dst: int, on_done: Callable[[], None]) -> None: ...
 
 
-def link_transfer(bytes_per_ns: float = DEFAULT_TRANSFER_BYTES_PER_NS,
-                  latency_ns: int = DEFAULT_TRANSFER_LATENCY_NS) -> Callable[[int, int, int], int]:
+def link_transfer(
+    bytes_per_ns: float = DEFAULT_TRANSFER_BYTES_PER_NS, latency_ns: int = DEFAULT_TRANSFER_LATENCY_NS
+) -> Callable[[int, int, int], int]:
     """A closed-form transfer time: ``latency + ceil(nbytes / bandwidth)`` ns for the bytes each
     GPU sends (all GPUs of the replica send at once, each on its own link)."""
     if not (bytes_per_ns > 0 and math.isfinite(bytes_per_ns)) or latency_ns < 0:
-        raise InputError(f"a transfer needs a bandwidth > 0 and a latency >= 0, got {bytes_per_ns * 1e9 / 1e9:g} "
-                         f"GB/s and {latency_ns} ns", where="--pd-bandwidth")
+        raise InputError(
+            f"a transfer needs a bandwidth > 0 and a latency >= 0, got {bytes_per_ns * 1e9 / 1e9:g} "
+            f"GB/s and {latency_ns} ns",
+            where="--pd-bandwidth",
+        )
 
     def transfer_ns(nbytes: int, src: int, dst: int) -> int:
         return latency_ns + math.ceil(nbytes / bytes_per_ns)
+
     return transfer_ns
 
 
@@ -194,29 +207,42 @@ class _ClosedForm:
         self.clock.schedule(self.clock.now + int(self.fn(nbytes_per_gpu, src, dst)), lambda _a: on_done(), None)
 
 
-def _check_requests(requests: Sequence[Request], cfg: ServeConfig, blocks: int, reserve: bool, lookahead: int,
-                    watermark_blocks: int) -> None:
+def _check_requests(
+    requests: Sequence[Request], cfg: ServeConfig, blocks: int, reserve: bool, lookahead: int, watermark_blocks: int
+) -> None:
     """Refuse requests longer than the context, or than a replica's KV cache."""
     longest = max(requests, key=lambda r: r.prompt_tokens + r.output_tokens)
     total = longest.prompt_tokens + longest.output_tokens
     if cfg.max_context is not None and total > cfg.max_context:
-        raise InputError(f"request {longest.id}: its prompt ({longest.prompt_tokens} tokens) and output "
-                         f"({longest.output_tokens}) make {total} tokens, more than the model's context of "
-                         f"{cfg.max_context} (--max-context N for a model that takes more)", where="--workload")
+        raise InputError(
+            f"request {longest.id}: its prompt ({longest.prompt_tokens} tokens) and output "
+            f"({longest.output_tokens}) make {total} tokens, more than the model's context of "
+            f"{cfg.max_context} (--max-context N for a model that takes more)",
+            where="--workload",
+        )
     held = total + lookahead if reserve else total - 1 + lookahead
     need = -(-held // cfg.block_size)
     room = blocks - (watermark_blocks if reserve else 0)
     if need > room:
-        raise InputError(f"the KV cache is smaller than one request: request {longest.id} ({longest.prompt_tokens} "
-                         f"prompt + {longest.output_tokens} output tokens) needs {need} blocks of {cfg.block_size} "
-                         f"tokens, a replica holds {room} (more GPUs per replica, a larger GPU, or --kv-blocks N)",
-                         where="--kv-blocks")
+        raise InputError(
+            f"the KV cache is smaller than one request: request {longest.id} ({longest.prompt_tokens} "
+            f"prompt + {longest.output_tokens} output tokens) needs {need} blocks of {cfg.block_size} "
+            f"tokens, a replica holds {room} (more GPUs per replica, a larger GPU, or --kv-blocks N)",
+            where="--kv-blocks",
+        )
 
 
-def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = ServeConfig(), *,
-             transfer_ns: Callable[[int, int, int], int] | None = None,
-             transfers: Callable[[EventLoop], Transfers] | None = None, record_steps: bool = False,
-             fast: bool = True, progress: Callable[[int, int], None] | None = None) -> LLMServeResult:
+def simulate(
+    requests: Sequence[Request],
+    timer: StepTimer,
+    cfg: ServeConfig = ServeConfig(),
+    *,
+    transfer_ns: Callable[[int, int, int], int] | None = None,
+    transfers: Callable[[EventLoop], Transfers] | None = None,
+    record_steps: bool = False,
+    fast: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> LLMServeResult:
     """Serve ``requests`` (in arrival order) on replicas timed by ``timer``.
 
     Args:
@@ -238,10 +264,14 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
         raise InputError("no requests to serve", where="--workload")
     for a, b in zip(requests, requests[1:]):
         if b.arrival_ns < a.arrival_ns:
-            raise InputError(f"requests must be in arrival order: request {b.id} arrives before request {a.id}",
-                             where="--workload")
-    blocks = cfg.kv_blocks if cfg.kv_blocks is not None else \
-        blocks_from_memory(timer.kv_capacity_bytes, timer.kv_bytes_per_token, cfg.block_size)
+            raise InputError(
+                f"requests must be in arrival order: request {b.id} arrives before request {a.id}", where="--workload"
+            )
+    blocks = (
+        cfg.kv_blocks
+        if cfg.kv_blocks is not None
+        else blocks_from_memory(timer.kv_capacity_bytes, timer.kv_bytes_per_token, cfg.block_size)
+    )
     lookahead, accept = cfg.spec_decode if cfg.spec_decode is not None else (0, 0.0)
     probe = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
     kv_probe = KVCache(blocks, cfg.block_size, cfg.watermark)
@@ -257,18 +287,32 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
         if progress is not None and done[0] % every == 0:
             progress(done[0], n)
 
-    block_bytes = timer.kv_bytes_per_token * cfg.block_size          # one block on one GPU
+    block_bytes = timer.kv_bytes_per_token * cfg.block_size  # one block on one GPU
     swap_blocks = int(cfg.swap_space_gib * 2**30 // block_bytes) if cfg.preemption == "swap" else 0
-    swap_ns_per_block = block_bytes / cfg.swap_bandwidth_gbps          # GB/s = bytes per ns
+    swap_ns_per_block = block_bytes / cfg.swap_bandwidth_gbps  # GB/s = bytes per ns
     clock = EventLoop()
     roles = (["prefill"] * cfg.pd[0] + ["decode"] * cfg.pd[1]) if cfg.pd is not None else ["mixed"] * cfg.replicas
     reps: list[Replica] = []
     for i, role in enumerate(roles):
         sched = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
-        reps.append(Replica(i, role, timer, KVCache(blocks, cfg.block_size, cfg.watermark), sched,
-                            on_finish=on_finish, on_prefilled=None, lookahead=lookahead if role != "prefill" else 0,
-                            accept=accept, prefix_hit_rate=cfg.prefix_hit_rate, record=record_steps, fast=fast,
-                            swap_blocks=swap_blocks, swap_ns_per_block=swap_ns_per_block))
+        reps.append(
+            Replica(
+                i,
+                role,
+                timer,
+                KVCache(blocks, cfg.block_size, cfg.watermark),
+                sched,
+                on_finish=on_finish,
+                on_prefilled=None,
+                lookahead=lookahead if role != "prefill" else 0,
+                accept=accept,
+                prefix_hit_rate=cfg.prefix_hit_rate,
+                record=record_steps,
+                fast=fast,
+                swap_blocks=swap_blocks,
+                swap_ns_per_block=swap_ns_per_block,
+            )
+        )
     entry = [r for r in reps if r.role != "decode"]
     decode_pool = [r for r in reps if r.role == "decode"]
     entry_router = make_router(cfg.router)
@@ -276,8 +320,9 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
     emitters = [r for r in reps if r.role == "prefill"]
 
     if cfg.pd is not None:
-        mover: Transfers = transfers(clock) if transfers is not None else \
-            _ClosedForm(clock, transfer_ns or link_transfer())
+        mover: Transfers = (
+            transfers(clock) if transfers is not None else _ClosedForm(clock, transfer_ns or link_transfer())
+        )
         kv_per_token = float(timer.kv_bytes_per_token)
 
         def on_prefilled(s: Seq, t: int) -> None:
@@ -305,7 +350,9 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
                 d.waiting_blocks += need
                 d.waiting.append(s)
                 d.wake(now)
+
             mover.start(int(math.ceil(kv_per_token * s.prompt)), s.prefill_replica, d.index, delivered)
+
         for r in emitters:
             r.on_prefilled = on_prefilled
 
@@ -345,11 +392,22 @@ def simulate(requests: Sequence[Request], timer: StepTimer, cfg: ServeConfig = S
     stuck = [s for s in seqs if s.finish_ns < 0]
     if stuck:
         s = stuck[0]
-        raise SimulationError(f"{len(stuck)} request(s) never finished (first: request {s.req.id}, "
-                              f"{s.prompt} prompt + {s.output} output tokens): they wait for KV blocks that "
-                              f"admission cannot take ({blocks} blocks a replica, watermark {cfg.watermark:g})")
-    text = f"{len(reps)} replica{'s' if len(reps) > 1 else ''}" if cfg.pd is None else \
-        f"{cfg.pd[0]} prefill + {cfg.pd[1]} decode replicas"
-    info: dict[str, object] = {"scheduler": cfg.scheduler, "router": cfg.router, "replicas_text": text,
-                               "kv_blocks": blocks, "block_size": cfg.block_size, "notes": []}
+        raise SimulationError(
+            f"{len(stuck)} request(s) never finished (first: request {s.req.id}, "
+            f"{s.prompt} prompt + {s.output} output tokens): they wait for KV blocks that "
+            f"admission cannot take ({blocks} blocks a replica, watermark {cfg.watermark:g})"
+        )
+    text = (
+        f"{len(reps)} replica{'s' if len(reps) > 1 else ''}"
+        if cfg.pd is None
+        else f"{cfg.pd[0]} prefill + {cfg.pd[1]} decode replicas"
+    )
+    info: dict[str, object] = {
+        "scheduler": cfg.scheduler,
+        "router": cfg.router,
+        "replicas_text": text,
+        "kv_blocks": blocks,
+        "block_size": cfg.block_size,
+        "notes": [],
+    }
     return LLMServeResult.collect(seqs, reps, cfg.slo_ttft_s, cfg.slo_tpot_s, info)

@@ -2,7 +2,8 @@
 batch, from podsim's compute model (``podsim infer``).
 
 A replica is TP x PP GPUs; EP (dividing TP) spreads the routed experts of an MoE model over
-that many of its TP GPUs, as vLLM's expert parallelism does with one data-parallel rank.  A step over a batch of chunks ``(new_tokens, context)`` (:mod:`.timing`) costs,
+that many of its TP GPUs, as vLLM's expert parallelism does with one data-parallel rank.  A step over a batch of chunks
+``(new_tokens, context)`` (:mod:`.timing`) costs,
 per pipeline stage, for each of its layers:
 
 * **GEMMs** (TP-sharded): QKV, attention output, the MLP (MoE: the router, the experts that
@@ -117,7 +118,7 @@ class LLMStepTimer:
             else:
                 per_layer.append((dense + m.mlp_params()) / self.tp)
         n = self.layers_per_stage
-        stages = [sum(per_layer[s * n:(s + 1) * n]) for s in range(self.pp)]
+        stages = [sum(per_layer[s * n : (s + 1) * n]) for s in range(self.pp)]
         stages[0] += m.embedding_params() / self.tp
         # the output layer: its own matrix, or the input embedding's when tied (a copy on the
         # last stage when that is another GPU)
@@ -154,15 +155,15 @@ class LLMStepTimer:
         m, cm, tp = self.model, self.cm, self.tp
         d, h = m.dhead, m.hidden
         t = float(tokens)
-        gemm = cm.gemm_ns(t, (m.heads // tp + 2 * self.kv_heads_per_gpu) * d, h)    # QKV
-        gemm += cm.gemm_ns(t, h, m.heads // tp * d)                                   # attention output
+        gemm = cm.gemm_ns(t, (m.heads // tp + 2 * self.kv_heads_per_gpu) * d, h)  # QKV
+        gemm += cm.gemm_ns(t, h, m.heads // tp * d)  # attention output
         if m.moe:
             # every MoE layer of the model alike (a dense first layer, if any, is not told apart)
-            gemm += cm.gemm_ns(t, m.experts, h)                                       # router
+            gemm += cm.gemm_ns(t, m.experts, h)  # router
             local = m.experts / self.ep
-            active = local * (1.0 - (1.0 - m.top_k / m.experts) ** t)                # experts that get tokens
+            active = local * (1.0 - (1.0 - m.top_k / m.experts) ** t)  # experts that get tokens
             per = t * m.top_k / self.ep / max(active, 1e-9)
-            f = m.expert_ffn * self.ep / tp   # a local expert's width on one GPU of its EP group
+            f = m.expert_ffn * self.ep / tp  # a local expert's width on one GPU of its EP group
             gemm += cm.gemm_ns(per, f * (m.mlp_matrices - 1), h, active) + cm.gemm_ns(per, h, f, active)
             if m.shared_experts:
                 fs = m.expert_ffn / tp
@@ -172,12 +173,14 @@ class LLMStepTimer:
             f = m.ffn / tp
             gemm += cm.gemm_ns(t, f * (m.mlp_matrices - 1), h) + cm.gemm_ns(t, h, f)
         width = m.expert_ffn if m.moe else m.ffn
-        elem = cm.memory_ns(t * (_ELEMENTWISE_PASSES * h + 2 * width * (m.top_k if m.moe else 1) / tp)
-                            * cm.elem_bytes, _ELEMENTWISE_KERNELS)
+        elem = cm.memory_ns(
+            t * (_ELEMENTWISE_PASSES * h + 2 * width * (m.top_k if m.moe else 1) / tp) * cm.elem_bytes,
+            _ELEMENTWISE_KERNELS,
+        )
         act = int(t * h * cm.elem_bytes)
         comm = 2 * self._collective_ns(CollectiveKind.ALL_REDUCE, tuple(range(tp)), act)
         if m.moe and self.ep > 1:
-            ranks = tuple(range(self.ep))   # the experts' GPUs: EP of the replica's TP ranks
+            ranks = tuple(range(self.ep))  # the experts' GPUs: EP of the replica's TP ranks
             comm += 2 * self._collective_ns(CollectiveKind.ALL_TO_ALL, ranks, int(act * m.top_k))
         out = self._per_tokens[tokens] = (gemm, elem, comm)
         return out
@@ -226,14 +229,31 @@ class LLMStepTimer:
         seqs = len(batch)
         out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
         send = float(self.delay.delay_ns(0, self.tp, int(tokens * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
-        return {"gemm": layers * gemm, "attention": layers * self._attention_ns(batch), "elementwise": layers * elem,
-                "communication": layers * comm + send, "output": out, "host": self.step_host_ns(seqs)}
+        return {
+            "gemm": layers * gemm,
+            "attention": layers * self._attention_ns(batch),
+            "elementwise": layers * elem,
+            "communication": layers * comm + send,
+            "output": out,
+            "host": self.step_host_ns(seqs),
+        }
 
 
-def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1, ep: int = 1,
-               precision: str = "bf16", cluster: str | ClusterSpec | None = None, host_overhead_ms: float | str = 0.0,
-               max_batched_tokens: int = 8192, max_num_seqs: int = 256, kv_cache_dtype: str | None = None,
-               memory_utilization: float = MEMORY_UTILIZATION, profile: str | None = None) -> LLMStepTimer:
+def step_timer(
+    model: ModelConfig,
+    gpu: str | GpuSpec,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    precision: str = "bf16",
+    cluster: str | ClusterSpec | None = None,
+    host_overhead_ms: float | str = 0.0,
+    max_batched_tokens: int = 8192,
+    max_num_seqs: int = 256,
+    kv_cache_dtype: str | None = None,
+    memory_utilization: float = MEMORY_UTILIZATION,
+    profile: str | None = None,
+) -> LLMStepTimer:
     """The step timer of one replica of ``model`` on TP x PP GPUs of ``gpu`` (``cluster``:
     default the GPU's preset, as ``podsim llm`` picks it).  ``profile``: a folder of measured
     tables in Vidur's layout, whose times replace the compute model's GEMMs, attention,
@@ -258,13 +278,21 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
     if pp > model.layers:
         raise InputError(f"PP {pp} is more than the {model.layers} layers of {model.name}", where="--pp")
     if ep > 1 and (not model.moe or model.experts % ep):
-        raise InputError(f"EP {ep} needs a mixture-of-experts model whose experts it divides; {model.name} has "
-                         f"{model.experts} experts", where="--ep")
+        raise InputError(
+            f"EP {ep} needs a mixture-of-experts model whose experts it divides; {model.name} has "
+            f"{model.experts} experts",
+            where="--ep",
+        )
     if tp % ep:
-        raise InputError(f"EP {ep} must divide TP {tp}: the routed experts are spread over the replica's TP "
-                         "GPUs (vLLM's expert parallelism with one data-parallel rank)", where="--ep")
+        raise InputError(
+            f"EP {ep} must divide TP {tp}: the routed experts are spread over the replica's TP "
+            "GPUs (vLLM's expert parallelism with one data-parallel rank)",
+            where="--ep",
+        )
     if not 0 < memory_utilization <= 1:
-        raise InputError(f"the memory share must be in (0, 1], got {memory_utilization:g}", where="--memory-utilization")
+        raise InputError(
+            f"the memory share must be in (0, 1], got {memory_utilization:g}", where="--memory-utilization"
+        )
     spec = default_cluster(spec_gpu, None, None, cluster)
     fabric = build_fabric(spec, tp * pp)
     planner = CollectivePlanner(fabric, spec.nccl)
@@ -272,14 +300,31 @@ def step_timer(model: ModelConfig, gpu: str | GpuSpec, tp: int = 1, pp: int = 1,
     cm = ComputeModel.for_gpu(spec_gpu, dtype)
     kv_bytes = {"fp8": 1.0, None: 2.0, "bf16": 2.0, "fp16": 2.0}.get(kv_cache_dtype)
     if kv_bytes is None:
-        raise InputError(f"--kv-cache-dtype must be bf16, fp16 or fp8, got {kv_cache_dtype!r}", where="--kv-cache-dtype")
+        raise InputError(
+            f"--kv-cache-dtype must be bf16, fp16 or fp8, got {kv_cache_dtype!r}", where="--kv-cache-dtype"
+        )
     table = host_overhead(spec_gpu.key, host_overhead_ms) if isinstance(host_overhead_ms, str) else None
-    timer = LLMStepTimer(model, spec_gpu, tp, pp, ep, precision, cm, planner, FabricDelay(fabric, planner.timer),
-                         0 if table is not None else int(round(host_overhead_ms * 1e6)), max_batched_tokens, max_num_seqs,
-                         memory_utilization, kv_bytes, table)
+    timer = LLMStepTimer(
+        model,
+        spec_gpu,
+        tp,
+        pp,
+        ep,
+        precision,
+        cm,
+        planner,
+        FabricDelay(fabric, planner.timer),
+        0 if table is not None else int(round(host_overhead_ms * 1e6)),
+        max_batched_tokens,
+        max_num_seqs,
+        memory_utilization,
+        kv_bytes,
+        table,
+    )
     if profile is None:
         return timer
     from .vidur_tables import table_step_timer  # noqa: PLC0415 -- vidur_tables builds on this module's timer
+
     return table_step_timer(timer, profile, spec.gpus_per_node)
 
 
@@ -308,16 +353,29 @@ class InferenceReport:
 
     def to_dict(self) -> dict:
         """The JSON document (times in s, memory in GiB per GPU, throughput in tokens/s)."""
-        return {"model": self.model, "gpu": self.gpu, "tp": self.tp, "pp": self.pp, "ep": self.ep,
-                "precision": self.precision, "batch": self.batch, "prompt_tokens": self.prompt_tokens,
-                "output_tokens": self.output_tokens, "prefill_s": round(self.prefill_s, 9),
-                "decode_step_mean_s": round(self.decode_step_mean_s, 9), "e2e_s": round(self.e2e_s, 9),
-                "ttft_s": round(self.prefill_s, 9), "tpot_s": round(self.decode_step_mean_s, 9),
-                "output_tokens_per_s": round(self.batch / self.decode_step_mean_s, 3) if self.decode_step_mean_s else None,
-                "kv_cache_gib": round(self.kv_cache_gib, 4), "weights_gib_per_gpu": round(self.weights_gib_per_gpu, 4),
-                "memory_gib_per_gpu": round(self.memory_gib_per_gpu, 4), "memory_fits": self.memory_fits,
-                "prefill_parts_s": {k: round(v, 9) for k, v in self.prefill_parts_s.items()},
-                "decode_parts_s": {k: round(v, 9) for k, v in self.decode_parts_s.items()}}
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "tp": self.tp,
+            "pp": self.pp,
+            "ep": self.ep,
+            "precision": self.precision,
+            "batch": self.batch,
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "prefill_s": round(self.prefill_s, 9),
+            "decode_step_mean_s": round(self.decode_step_mean_s, 9),
+            "e2e_s": round(self.e2e_s, 9),
+            "ttft_s": round(self.prefill_s, 9),
+            "tpot_s": round(self.decode_step_mean_s, 9),
+            "output_tokens_per_s": round(self.batch / self.decode_step_mean_s, 3) if self.decode_step_mean_s else None,
+            "kv_cache_gib": round(self.kv_cache_gib, 4),
+            "weights_gib_per_gpu": round(self.weights_gib_per_gpu, 4),
+            "memory_gib_per_gpu": round(self.memory_gib_per_gpu, 4),
+            "memory_fits": self.memory_fits,
+            "prefill_parts_s": {k: round(v, 9) for k, v in self.prefill_parts_s.items()},
+            "decode_parts_s": {k: round(v, 9) for k, v in self.decode_parts_s.items()},
+        }
 
 
 def infer(timer: LLMStepTimer, batch: int, prompt_tokens: int, output_tokens: int) -> InferenceReport:
@@ -333,8 +391,11 @@ def infer(timer: LLMStepTimer, batch: int, prompt_tokens: int, output_tokens: in
         if v < 1:
             raise InputError(f"{name} must be at least 1, got {v}", where=name)
     if prompt_tokens + output_tokens > m.seq_len:
-        raise InputError(f"a prompt of {prompt_tokens} tokens and {output_tokens} output tokens exceed the "
-                         f"{m.seq_len}-token context of {m.name}", where="--prompt-tokens")
+        raise InputError(
+            f"a prompt of {prompt_tokens} tokens and {output_tokens} output tokens exceed the "
+            f"{m.seq_len}-token context of {m.name}",
+            where="--prompt-tokens",
+        )
     pre = [(prompt_tokens, 0)] * batch
     prefill_ns = timer.pp * timer.stage_ns(pre)
     steps = [timer.pp * timer.stage_ns([(1, prompt_tokens + i)] * batch) for i in range(output_tokens - 1)]
@@ -343,9 +404,23 @@ def infer(timer: LLMStepTimer, batch: int, prompt_tokens: int, output_tokens: in
     kv = timer.kv_bytes_per_token * batch * (prompt_tokens + output_tokens)
     weights = timer.weights_bytes_per_gpu
     used = weights + timer.activation_bytes + kv
-    return InferenceReport(m.name, timer.gpu.name, timer.tp, timer.pp, timer.ep, timer.precision, batch,
-                           prompt_tokens, output_tokens, prefill_ns / 1e9, decode_mean / 1e9,
-                           (prefill_ns + sum(steps)) / 1e9, kv / GIB, weights / GIB, used / GIB,
-                           used <= timer.gpu.memory_bytes * timer.memory_utilization,
-                           {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(pre).items()},
-                           {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(mid).items()})
+    return InferenceReport(
+        m.name,
+        timer.gpu.name,
+        timer.tp,
+        timer.pp,
+        timer.ep,
+        timer.precision,
+        batch,
+        prompt_tokens,
+        output_tokens,
+        prefill_ns / 1e9,
+        decode_mean / 1e9,
+        (prefill_ns + sum(steps)) / 1e9,
+        kv / GIB,
+        weights / GIB,
+        used / GIB,
+        used <= timer.gpu.memory_bytes * timer.memory_utilization,
+        {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(pre).items()},
+        {k: timer.pp * v / 1e9 for k, v in timer.parts_ns(mid).items()},
+    )

@@ -48,15 +48,23 @@ def trace_document(r: LLMServeResult) -> dict[str, object]:
             e["args"] = {"name": f"replica {i}" + ("" if role == "mixed" else f" ({role})")}
     for rs in r.replicas:
         for t, used in rs.kv_samples:
-            events.append({"ph": "C", "name": "KV cache used", "pid": rs.index, "ts": t / 1000.0,
-                           "args": {"share of blocks": round(used / rs.blocks, 6)}})
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"generator": "podsim serve-llm", "replicas": len(r.replicas),
-                          "requests": r.num_requests}}
+            events.append(
+                {
+                    "ph": "C",
+                    "name": "KV cache used",
+                    "pid": rs.index,
+                    "ts": t / 1000.0,
+                    "args": {"share of blocks": round(used / rs.blocks, 6)},
+                }
+            )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "podsim serve-llm", "replicas": len(r.replicas), "requests": r.num_requests},
+    }
 
 
-def write_serve_trace(r: LLMServeResult, path: str | Path,
-                      announce: Callable[[str], None] | None = None) -> int:
+def write_serve_trace(r: LLMServeResult, path: str | Path, announce: Callable[[str], None] | None = None) -> int:
     """Write the trace JSON atomically; returns its step slices.  ``announce(message)`` hears of
     a trace over :data:`~podsim.report.perfetto.LARGE_TRACE_BYTES` before it is written.
 
@@ -68,7 +76,9 @@ def write_serve_trace(r: LLMServeResult, path: str | Path,
         raise InputError("no steps recorded: simulate with record_steps=True", where="--trace")
     text = json.dumps(trace_document(r), separators=(",", ":"))
     if announce is not None and len(text) > LARGE_TRACE_BYTES:
-        announce(f"writing a {len(text) / 1e6:,.0f} MB trace to {path}: {steps:,} steps of {len(r.replicas)} "
-                 "replicas (fewer requests, --requests N, make a smaller one)")
+        announce(
+            f"writing a {len(text) / 1e6:,.0f} MB trace to {path}: {steps:,} steps of {len(r.replicas)} "
+            "replicas (fewer requests, --requests N, make a smaller one)"
+        )
     atomic_write_text(path, text)
     return steps

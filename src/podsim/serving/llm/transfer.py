@@ -26,10 +26,13 @@ from ...network.flow.network import Clock, FlowNetwork
 class KVTransfers:
     """Moves KV caches between replicas of ``gpus_per_replica`` GPUs on ``cluster``."""
 
-    def __init__(self, cluster: ClusterSpec, replicas: int, gpus_per_replica: int, clock: Clock,
-                 backend: str = "flow") -> None:
+    def __init__(
+        self, cluster: ClusterSpec, replicas: int, gpus_per_replica: int, clock: Clock, backend: str = "flow"
+    ) -> None:
         if backend not in ("flow", "analytical"):
-            raise InputError(f"the KV transfer backend must be flow or analytical, got {backend!r}", where="--pd-backend")
+            raise InputError(
+                f"the KV transfer backend must be flow or analytical, got {backend!r}", where="--pd-backend"
+            )
         self.gpus_per_replica = gpus_per_replica
         self.clock = clock
         self.backend = backend
@@ -66,5 +69,6 @@ class KVTransfers:
             left[0] -= 1
             if left[0] == 0:
                 on_done()
+
         for a, b in pairs:
             self._net.start(a, b, nbytes_per_gpu, one_done)

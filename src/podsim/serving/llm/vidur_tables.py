@@ -67,7 +67,7 @@ ELEMENTWISE_OPS = ("mlp_act", "input_layernorm", "post_attention_layernorm", "at
 MLP_OPS = GEMM_OPS + ELEMENTWISE_OPS
 ATTENTION_OPS = ("attn_prefill", "attn_decode", "attn_kv_cache_save")
 STATS = ("min", "max", "mean", "median", "std")
-MS = 1e6   #: ns per ms
+MS = 1e6  #: ns per ms
 
 #: podsim zoo name -> (Vidur's model name, the vocab_size Vidur's model config says)
 VIDUR_MODELS = {
@@ -92,6 +92,7 @@ def vidur_names(model: ModelConfig, gpu_key: str) -> tuple[str, str, str]:
 
 
 # -- grids (the points Vidur's profiler measures) -------------------------------------------------
+
 
 def token_grid(max_tokens: int) -> list[int]:
     """Token counts of mlp.csv: 1, 2, 4, then steps of 8 up to 1024, of 16 up to 2048, and so on
@@ -131,6 +132,7 @@ def batch_grid(max_batch: int) -> list[int]:
 
 # -- writing --------------------------------------------------------------------------------------
 
+
 def _stats(v_ns: float | None) -> list[str]:
     """The five time_stats columns of one op (ms): a model has no spread."""
     if v_ns is None:
@@ -163,8 +165,13 @@ def mlp_ops_ns(timer: LLMStepTimer, tokens: int) -> dict[str, float]:
         up = cm.gemm_ns(t, m.ffn / tp * (m.mlp_matrices - 1), h)
     # the element-wise passes of podsim's model by kernel: (activation bytes per token, kernels)
     width = (m.expert_ffn if m.moe else m.ffn) * (m.top_k if m.moe else 1) / tp
-    passes = {"mlp_act": (2 * width, 1), "input_layernorm": (2 * h, 1), "post_attention_layernorm": (2 * h, 1),
-              "attn_rope": (2 * h, 1), "add": (4 * h, 2)}
+    passes = {
+        "mlp_act": (2 * width, 1),
+        "input_layernorm": (2 * h, 1),
+        "post_attention_layernorm": (2 * h, 1),
+        "attn_rope": (2 * h, 1),
+        "add": (4 * h, 2),
+    }
     share = {k: cm.memory_ns(t * b * cm.elem_bytes, n) for k, (b, n) in passes.items()}
     total = sum(share.values())
     out = {"attn_pre_proj": qkv, "attn_post_proj": o, "mlp_up_proj": up, "mlp_down_proj": rest - up}
@@ -172,11 +179,23 @@ def mlp_ops_ns(timer: LLMStepTimer, tokens: int) -> dict[str, float]:
     return out
 
 
-def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps: Sequence[int] = (1, 2, 4, 8), *,
-                         precision: str = "bf16", cluster: str | None = None, device: str | None = None,
-                         network_device: str | None = None, vidur_model: str | None = None,
-                         vocab_size: int | None = None, block_size: int = 16, max_tokens: int = 8192,
-                         max_seq_len: int | None = None, max_batch: int = 128) -> list[Path]:
+def write_vidur_profiles(
+    out_dir: str | Path,
+    model: ModelConfig,
+    gpu: str,
+    tps: Sequence[int] = (1, 2, 4, 8),
+    *,
+    precision: str = "bf16",
+    cluster: str | None = None,
+    device: str | None = None,
+    network_device: str | None = None,
+    vidur_model: str | None = None,
+    vocab_size: int | None = None,
+    block_size: int = 16,
+    max_tokens: int = 8192,
+    max_seq_len: int | None = None,
+    max_batch: int = 128,
+) -> list[Path]:
     """Write podsim's compute-model times of ``model`` on ``gpu`` at each TP of ``tps`` as Vidur's
     profiling CSVs under ``out_dir`` (the layout in this module's docstring), over Vidur's own
     grids: tokens up to ``max_tokens``, KV lengths and prefill chunks up to ``max_seq_len``
@@ -204,13 +223,36 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
     vocab = vocab_size or VIDUR_MODELS.get(model.name, (None, model.vocab))[1]
     out = Path(out_dir)
     mlp_header = [_col(op, s) for op in MLP_OPS for s in STATS] + [
-        "n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp", "num_tokens",
-        "num_tensor_parallel_workers"]
+        "n_head",
+        "n_kv_head",
+        "n_embd",
+        "n_expanded_embd",
+        "vocab_size",
+        "use_gated_mlp",
+        "num_tokens",
+        "num_tensor_parallel_workers",
+    ]
     att_header = [_col(op, s) for op in ATTENTION_OPS for s in STATS] + [
-        "n_embd", "n_q_head", "n_kv_head", "block_size", "num_tensor_parallel_workers", "max_model_len", "batch_size",
-        "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend"]
-    net_header = ["time_stats.{op}." + s for s in STATS] + ["rank", "num_workers", "size", "collective",
-                                                              "devices_per_node", "max_devices_per_node"]
+        "n_embd",
+        "n_q_head",
+        "n_kv_head",
+        "block_size",
+        "num_tensor_parallel_workers",
+        "max_model_len",
+        "batch_size",
+        "prefill_chunk_size",
+        "kv_cache_size",
+        "is_prefill",
+        "attention_backend",
+    ]
+    net_header = ["time_stats.{op}." + s for s in STATS] + [
+        "rank",
+        "num_workers",
+        "size",
+        "collective",
+        "devices_per_node",
+        "max_devices_per_node",
+    ]
     tokens = token_grid(max_tokens)
     kvs = kv_grid(max_seq_len)
     gated = "True" if model.mlp_matrices == 3 else "False"
@@ -225,23 +267,32 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
         act_bytes = [int(t * model.hidden * eb) for t in tokens]
         for t in tokens:
             ops = mlp_ops_ns(timer, t)
-            mlp_rows.append([x for op in MLP_OPS for x in _stats(ops[op])]
-                            + [model.heads, model.kv, model.hidden, ffn, vocab, gated, t, tp])
+            mlp_rows.append(
+                [x for op in MLP_OPS for x in _stats(ops[op])]
+                + [model.heads, model.kv, model.hidden, ffn, vocab, gated, t, tp]
+            )
         shape = [model.hidden, model.heads, model.kv, block_size, tp, max_seq_len]
         zero = _stats(0.0)
         chunks = chunk_grid(max_seq_len)
-        for n in chunks:                           # chunked prefills: contexts of whole chunks
+        for n in chunks:  # chunked prefills: contexts of whole chunks
             for c in range(0, max_seq_len - n + 1, n):
-                att_rows.append(_stats(timer._attention_ns([(n, c)])) + _stats(None) + zero
-                                + shape + [1, n, c, "True", "podsim"])
-        for n in kvs:                              # whole prompts
+                att_rows.append(
+                    _stats(timer._attention_ns([(n, c)])) + _stats(None) + zero + shape + [1, n, c, "True", "podsim"]
+                )
+        for n in kvs:  # whole prompts
             if n > 0 and n not in chunks:
-                att_rows.append(_stats(timer._attention_ns([(n, 0)])) + _stats(None) + zero
-                                + shape + [1, n, 0, "True", "podsim"])
-        for b in batch_grid(max_batch):            # decodes
+                att_rows.append(
+                    _stats(timer._attention_ns([(n, 0)])) + _stats(None) + zero + shape + [1, n, 0, "True", "podsim"]
+                )
+        for b in batch_grid(max_batch):  # decodes
             for c in kvs[1:]:
-                att_rows.append(_stats(None) + _stats(timer._attention_ns([(1, c)] * b)) + zero
-                                + shape + [b, 0, c, "False", "podsim"])
+                att_rows.append(
+                    _stats(None)
+                    + _stats(timer._attention_ns([(1, c)] * b))
+                    + zero
+                    + shape
+                    + [b, 0, c, "False", "podsim"]
+                )
         if tp > 1:
             ranks = tuple(range(tp))
             per_node = min(tp, spec.gpus_per_node)
@@ -252,20 +303,27 @@ def write_vidur_profiles(out_dir: str | Path, model: ModelConfig, gpu: str, tps:
     gpn = spec.gpus_per_node
     fabric = build_fabric(spec, max(2, 2 * gpn))
     delay = FabricDelay(fabric, CollectivePlanner(fabric, spec.nccl).timer)
-    sr_rows: list[Sequence[object]] = [_stats(float(delay.delay_ns(0, dst, size))) + [0, 2, size, "send_recv", per, gpn]
-               for per, dst in ((2, 1), (1, gpn)) if per == 1 or gpn > 1 for size in act_bytes or []]
+    sr_rows: list[Sequence[object]] = [
+        _stats(float(delay.delay_ns(0, dst, size))) + [0, 2, size, "send_recv", per, gpn]
+        for per, dst in ((2, 1), (1, gpn))
+        if per == 1 or gpn > 1
+        for size in act_bytes or []
+    ]
     compute = out / "compute" / dev / vname
     network = out / "network" / net
     files: list[tuple[Path, list[str], list[Sequence[object]]]] = [
-        (compute / "mlp.csv", mlp_header, mlp_rows), (compute / "attention.csv", att_header, att_rows),
-             (network / "all_reduce.csv", [h.format(op="all_reduce") for h in net_header], ar_rows),
-             (network / "send_recv.csv", [h.format(op="send_recv") for h in net_header], sr_rows)]
+        (compute / "mlp.csv", mlp_header, mlp_rows),
+        (compute / "attention.csv", att_header, att_rows),
+        (network / "all_reduce.csv", [h.format(op="all_reduce") for h in net_header], ar_rows),
+        (network / "send_recv.csv", [h.format(op="send_recv") for h in net_header], sr_rows),
+    ]
     for path, header, rows in files:
         atomic_write_text(path, _csv_text(header, rows))
     return [p for p, _, _ in files]
 
 
 # -- reading --------------------------------------------------------------------------------------
+
 
 def _find(directory: Path, name: str, kind: str, preferred: str) -> Path:
     """The table ``name`` in ``directory``: ``directory/name``, or the one file of that name in
@@ -283,11 +341,13 @@ def _find(directory: Path, name: str, kind: str, preferred: str) -> Path:
             return p
     where = f"{kind}/<device>/<model>/{name}" if kind == "compute" else f"{kind}/<network device>/{name}"
     if found:
-        raise InputError(f"{len(found)} {name} files in Vidur's layout and none under {kind}/{preferred}: "
-                         + ", ".join(str(p.relative_to(directory)) for p in found)
-                         + "; give the folder that holds the one you mean", str(directory))
-    raise InputError(f"no {name}: expected {flat} or {directory / where} (Vidur's profile layout)",
-                     str(directory))
+        raise InputError(
+            f"{len(found)} {name} files in Vidur's layout and none under {kind}/{preferred}: "
+            + ", ".join(str(p.relative_to(directory)) for p in found)
+            + "; give the folder that holds the one you mean",
+            str(directory),
+        )
+    raise InputError(f"no {name}: expected {flat} or {directory / where} (Vidur's profile layout)", str(directory))
 
 
 def _read_rows(path: Path, required: Sequence[str]) -> tuple[list[str], list[dict[str, str]]]:
@@ -300,8 +360,11 @@ def _read_rows(path: Path, required: Sequence[str]) -> tuple[list[str], list[dic
     reader.fieldnames = header
     missing = [c for c in required if c not in header]
     if missing:
-        raise InputError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
-                         f"{path.name} needs the columns {', '.join(required)}", str(path))
+        raise InputError(
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+            f"{path.name} needs the columns {', '.join(required)}",
+            str(path),
+        )
     return header, list(reader)
 
 
@@ -315,8 +378,9 @@ def _number(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = 
     except ValueError:
         v = math.nan
     if not math.isfinite(v):
-        raise InputError(f"{s!r} is not a number" if s else "empty, expected a number",
-                         f"{path}:{i + 2}", f"column {col}")
+        raise InputError(
+            f"{s!r} is not a number" if s else "empty, expected a number", f"{path}:{i + 2}", f"column {col}"
+        )
     return v
 
 
@@ -328,17 +392,21 @@ def _fmt(values: Iterable[float]) -> str:
     return ", ".join(f"{v:g}" for v in sorted(set(values)))
 
 
-def _select(path: Path, sel: list[tuple[int, dict[str, str]]], header: Sequence[str], match: dict[str, float],
-            what: str) -> list[tuple[int, dict[str, str]]]:
+def _select(
+    path: Path, sel: list[tuple[int, dict[str, str]]], header: Sequence[str], match: dict[str, float], what: str
+) -> list[tuple[int, dict[str, str]]]:
     """The rows (index, row) whose ``match`` columns that the table has equal the values."""
     cols = [c for c in match if c in header]
     out = [(i, r) for i, r in sel if all(_number(path, i, r, c) == match[c] for c in cols)]
     if not out and sel:
         have = sorted({tuple(_number(path, i, r, c) for c in cols) for i, r in sel})
-        raise InputError(f"no rows for {what} ({', '.join(f'{c} {match[c]:g}' for c in cols)}); "
-                         f"it has rows for " + "; ".join(", ".join(f"{c} {v:g}" for c, v in zip(cols, h))
-                                                         for h in have[:6]) + (" ..." if len(have) > 6 else ""),
-                         str(path))
+        raise InputError(
+            f"no rows for {what} ({', '.join(f'{c} {match[c]:g}' for c in cols)}); "
+            f"it has rows for "
+            + "; ".join(", ".join(f"{c} {v:g}" for c, v in zip(cols, h)) for h in have[:6])
+            + (" ..." if len(have) > 6 else ""),
+            str(path),
+        )
     return out
 
 
@@ -362,11 +430,11 @@ class _Grid2:
     """A table over (x, y) with y's points per x (attention: batch or chunk size, then KV length):
     linear in y along each x that covers y, then linear in x."""
 
-    xs: list[int]                  #: ascending
-    ys: list[list[float]]          #: y's points along each x, ascending
-    vs: list[list[float]]          #: the values there
-    lo: float = 0.0                #: every x covers the y's from ``lo`` ...
-    hi: float = -1.0               #: ... to ``hi``
+    xs: list[int]  #: ascending
+    ys: list[list[float]]  #: y's points along each x, ascending
+    vs: list[list[float]]  #: the values there
+    lo: float = 0.0  #: every x covers the y's from ``lo`` ...
+    hi: float = -1.0  #: ... to ``hi``
 
     @classmethod
     def of(cls, points: dict[tuple[int, int], list[float]]) -> _Grid2:
@@ -380,15 +448,18 @@ class _Grid2:
 
     def __call__(self, x: float, y: float) -> float:
         ok: Sequence[int]
-        if self.lo <= y <= self.hi:                       # every x covers y (the usual case)
+        if self.lo <= y <= self.hi:  # every x covers y (the usual case)
             ok, xs = range(len(self.xs)), self.xs
         else:
-            ok = [j for j, a in enumerate(self.ys) if a[0] <= y <= a[-1]] or \
-                [j for j, a in enumerate(self.ys) if len(a) > 1] or range(len(self.xs))
+            ok = (
+                [j for j, a in enumerate(self.ys) if a[0] <= y <= a[-1]]
+                or [j for j, a in enumerate(self.ys) if len(a) > 1]
+                or range(len(self.xs))
+            )
             xs = [self.xs[j] for j in ok]
         if len(xs) == 1:
             return _interp(self.ys[ok[0]], self.vs[ok[0]], y) * x / xs[0]
-        i = min(max(bisect_left(xs, x), 1), len(xs) - 1)   # xs[i-1] < x <= xs[i], or the end pair
+        i = min(max(bisect_left(xs, x), 1), len(xs) - 1)  # xs[i-1] < x <= xs[i], or the end pair
         a = _interp(self.ys[ok[i - 1]], self.vs[ok[i - 1]], y)
         if xs[i - 1] == x:
             return a
@@ -401,12 +472,12 @@ class VidurTables:
     """Measured times of one replica's ops (ns), read from Vidur's profile layout."""
 
     files: list[Path]
-    tokens: list[float]                    #: mlp.csv's token counts
-    ops: dict[str, list[float]]            #: op -> ns at ``tokens``
-    decode: _Grid2 | None                  #: (batch size, KV length) -> ns
-    prefill: _Grid2 | None                 #: (chunk size, KV length) -> ns
-    all_reduce: tuple[list[float], list[float]] | None = None   #: (bytes, ns)
-    send_recv: tuple[list[float], list[float]] | None = None    #: (bytes, ns)
+    tokens: list[float]  #: mlp.csv's token counts
+    ops: dict[str, list[float]]  #: op -> ns at ``tokens``
+    decode: _Grid2 | None  #: (batch size, KV length) -> ns
+    prefill: _Grid2 | None  #: (chunk size, KV length) -> ns
+    all_reduce: tuple[list[float], list[float]] | None = None  #: (bytes, ns)
+    send_recv: tuple[list[float], list[float]] | None = None  #: (bytes, ns)
 
     def op_ns(self, op: str, tokens: float) -> float:
         """One layer's ``op`` over ``tokens`` tokens."""
@@ -424,14 +495,16 @@ class VidurTables:
         for n, c in batch:
             if n != 1:
                 if self.prefill is None:
-                    raise InputError("attention.csv has no prefill rows (prefill_chunk_size > 0, batch_size 1)",
-                                     str(self.files[1]))
+                    raise InputError(
+                        "attention.csv has no prefill rows (prefill_chunk_size > 0, batch_size 1)", str(self.files[1])
+                    )
                 t += self.prefill(n, c)
         return t
 
 
-def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, tp: int, pp: int = 1,
-                      gpus_per_node: int = 8) -> VidurTables:
+def load_vidur_tables(
+    directory: str | Path, model: ModelConfig, gpu_key: str, tp: int, pp: int = 1, gpus_per_node: int = 8
+) -> VidurTables:
     """Read the tables of ``model`` at TP ``tp`` from ``directory``: either a folder holding
     mlp.csv and attention.csv (and all_reduce.csv for TP > 1, send_recv.csv for PP > 1), or
     Vidur's ``data/profiling`` tree (the only one of each file, or that of Vidur's names for
@@ -454,12 +527,17 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
     # mlp.csv: the nine ops over num_tokens
     need = ["num_tokens", "num_tensor_parallel_workers"] + [_col(op) for op in MLP_OPS]
     header, rows = _read_rows(mlp_path, need)
-    sel = _select(mlp_path, list(enumerate(rows)), header, {"n_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden,
-                                            "n_expanded_embd": ffn}, f"{model.name}'s shape")
+    sel = _select(
+        mlp_path,
+        list(enumerate(rows)),
+        header,
+        {"n_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden, "n_expanded_embd": ffn},
+        f"{model.name}'s shape",
+    )
     sel = _tp_rows(mlp_path, sel, "num_tensor_parallel_workers", tp)
     acc: dict[int, list[list[float]]] = {}
     for i, r in sel:
-        t = int(_number(mlp_path, i, r, "num_tokens"))   # type: ignore[arg-type]
+        t = int(_number(mlp_path, i, r, "num_tokens"))  # type: ignore[arg-type]
         acc.setdefault(t, []).append([_number(mlp_path, i, r, _col(op)) * MS for op in MLP_OPS])  # type: ignore[operator]
     tokens = [float(t) for t in sorted(acc)]
     mean = {t: [sum(col) / len(col) for col in zip(*v)] for t, v in acc.items()}
@@ -470,10 +548,18 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
     header, rows = _read_rows(att_path, need)
     for op in ("attn_prefill", "attn_decode"):
         if _col(op) not in header:
-            raise InputError(f"missing column {_col(op)}; {att_path.name} needs the columns "
-                             f"{', '.join(need + [_col('attn_prefill'), _col('attn_decode')])}", str(att_path))
-    sel = _select(att_path, list(enumerate(rows)), header, {"n_q_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden},
-                  f"{model.name}'s shape")
+            raise InputError(
+                f"missing column {_col(op)}; {att_path.name} needs the columns "
+                f"{', '.join(need + [_col('attn_prefill'), _col('attn_decode')])}",
+                str(att_path),
+            )
+    sel = _select(
+        att_path,
+        list(enumerate(rows)),
+        header,
+        {"n_q_head": model.heads, "n_kv_head": model.kv, "n_embd": model.hidden},
+        f"{model.name}'s shape",
+    )
     sel = _tp_rows(att_path, sel, "num_tensor_parallel_workers", tp)
     pre: dict[tuple[int, int], list[float]] = {}
     dec: dict[tuple[int, int], list[float]] = {}
@@ -484,10 +570,10 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
         if n > 0:
             if b == 1:
                 v = _number(att_path, i, r, _col("attn_prefill"))
-                pre.setdefault((n, c), []).append((v + extra) * MS)   # type: ignore[operator]
+                pre.setdefault((n, c), []).append((v + extra) * MS)  # type: ignore[operator]
         else:
             v = _number(att_path, i, r, _col("attn_decode"))
-            dec.setdefault((b, c), []).append((v + extra) * MS)       # type: ignore[operator]
+            dec.setdefault((b, c), []).append((v + extra) * MS)  # type: ignore[operator]
     tables = VidurTables(files, tokens, ops, _Grid2.of(dec) if dec else None, _Grid2.of(pre) if pre else None)
 
     def network(name: str, op: str, match: dict[str, float], what: str) -> tuple[list[float], list[float]]:
@@ -506,13 +592,20 @@ def load_vidur_tables(directory: str | Path, model: ModelConfig, gpu_key: str, t
         return [float(s) for s in sizes], [sum(acc[s]) / len(acc[s]) for s in sizes]
 
     if tp > 1:
-        tables.all_reduce = network("all_reduce.csv", "all_reduce",
-                                    {"num_workers": tp, "devices_per_node": min(tp, gpus_per_node)},
-                                    f"TP {tp} on {min(tp, gpus_per_node)} GPUs of a node")
+        tables.all_reduce = network(
+            "all_reduce.csv",
+            "all_reduce",
+            {"num_workers": tp, "devices_per_node": min(tp, gpus_per_node)},
+            f"TP {tp} on {min(tp, gpus_per_node)} GPUs of a node",
+        )
     if pp > 1:
-        inside = tp < gpus_per_node    # GPU 0 sends to GPU tp: the same node?
-        tables.send_recv = network("send_recv.csv", "send_recv", {"devices_per_node": 2 if inside else 1},
-                                   "a send inside a node" if inside else "a send between nodes")
+        inside = tp < gpus_per_node  # GPU 0 sends to GPU tp: the same node?
+        tables.send_recv = network(
+            "send_recv.csv",
+            "send_recv",
+            {"devices_per_node": 2 if inside else 1},
+            "a send inside a node" if inside else "a send between nodes",
+        )
     return tables
 
 
@@ -521,8 +614,9 @@ def _tp_rows(path: Path, sel: list[tuple[int, dict[str, str]]], col: str, tp: in
     out = [(i, r) for i, r in sel if _number(path, i, r, col) == tp]
     if not out:
         have = {_number(path, i, r, col) for i, r in sel}
-        raise InputError(f"column {col} has no rows for TP {tp}; the table has TP "
-                         f"{_fmt(have) if have else 'none'}", str(path))   # type: ignore[arg-type]
+        raise InputError(
+            f"column {col} has no rows for TP {tp}; the table has TP {_fmt(have) if have else 'none'}", str(path)
+        )  # type: ignore[arg-type]
     return out
 
 
@@ -547,7 +641,7 @@ class TableStepTimer(LLMStepTimer):
         elem = sum(tab.op_ns(op, tokens) for op in ELEMENTWISE_OPS)
         act = tokens * self.model.hidden * self.cm.elem_bytes
         comm = 2 * _interp(*tab.all_reduce, act) if tab.all_reduce is not None else 0.0
-        if self.model.moe and self.ep > 1:   # the EP all-to-alls: podsim's model (no such table)
+        if self.model.moe and self.ep > 1:  # the EP all-to-alls: podsim's model (no such table)
             ar = self._collective_ns(CollectiveKind.ALL_REDUCE, tuple(range(self.tp)), int(act))
             comm += max(0.0, self._token_costs(tokens)[2] - 2 * ar)
         out = self._table_tokens[tokens] = (gemm, elem, comm)
@@ -565,16 +659,22 @@ class TableStepTimer(LLMStepTimer):
         m, cm = self.model, self.cm
         seqs = len(batch)
         out = self._outputs.get(seqs)
-        if out is None:   # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
-            out = self._outputs[seqs] = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + \
-                cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+        if out is None:  # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
+            out = self._outputs[seqs] = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(
+                seqs * m.vocab / self.tp * 4.0
+            )
         send = 0.0
         if self.pp > 1:
             assert self.tables.send_recv is not None
             send = _interp(*self.tables.send_recv, tokens * m.hidden * cm.elem_bytes)
-        return {"gemm": layers * gemm, "attention": layers * self.tables.attention_ns(batch),
-                "elementwise": layers * elem, "communication": layers * comm + send, "output": out,
-                "host": self.step_host_ns(seqs)}
+        return {
+            "gemm": layers * gemm,
+            "attention": layers * self.tables.attention_ns(batch),
+            "elementwise": layers * elem,
+            "communication": layers * comm + send,
+            "output": out,
+            "host": self.step_host_ns(seqs),
+        }
 
 
 def table_step_timer(timer: LLMStepTimer, directory: str | Path, gpus_per_node: int = 8) -> TableStepTimer:
