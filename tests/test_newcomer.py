@@ -207,6 +207,7 @@ def test_capture_env_quiets_torch_unless_debug(tmp_path) -> None:
 def test_one_vocabulary_across_subcommands() -> None:
     import argparse
 
+    from podsim.api.jobs import SearchCommand
     from podsim.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -217,11 +218,12 @@ def test_one_vocabulary_across_subcommands() -> None:
                 seen.setdefault(a.option_strings[0], {})[name] = (a.type, a.choices and tuple(a.choices), a.metavar)
     # a shared idea is spelled, typed and offered the same way wherever it appears
     for flag in ("--backend", "--cluster", "--trace-ranks", "--json", "--gpus", "--seq-len", "--micro-batch"):
-        # search takes several GPU counts (--gpus N[,N...], as issue #15 spells it): one is any other's N
+        # search takes several GPU counts (--gpus N[,N...]): one is any other's N
         variants = {v for cmd, v in seen.get(flag, {}).items() if not (cmd == "search" and flag == "--gpus")}
         assert len(variants) == 1, (flag, seen.get(flag))
-    search_gpus = sub.choices["search"]._option_string_actions["--gpus"].type
-    assert search_gpus("8") == (8,) and search_gpus("8,16") == (8, 16)
+    # its flag value becomes the job's GPU counts where every flag value does, in the declared parameter
+    args = build_parser().parse_args(["search", "--model", "m", "--gpus", "8,16", "--global-batch", "8"])
+    assert SearchCommand.from_values(vars(args)).job.gpus == (8, 16)
     assert len(seen["--backend"]) >= 4 and len(seen["--cluster"]) >= 5
     # the peers' and older spellings are aliases only, never an option's own name
     for alias in ("--chrome-trace", "--chrome_trace", "--micro-batch-size", "--pipeline-schedule", "--list-clusters"):
