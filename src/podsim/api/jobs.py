@@ -12,10 +12,14 @@ from ..jobs.search import SEARCH_PARAMS, SearchCommand, SearchJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand, ServeJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
+from ..jobs.simulation import BACKEND, RAY, WORKERS
 from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..params import Param, add_arguments, echo
 
 __all__ = [
+    "BACKEND",
+    "RAY",
+    "WORKERS",
     "COLLECTIVE_PARAMS",
     "CollectiveJob",
     "INFER_PARAMS",

@@ -323,8 +323,3 @@ def write_search_report(path: str, ranked: RankedLayouts, top: int = 10) -> None
     """Write a training search's HTML report to ``path``: the Pareto front, the best layouts'
     time breakdown and memory per stage, filters by parallel dimension."""
     write_report(path, dict(ranked.to_dict(top), rows=ranked.rows))
-
-
-def job_fields() -> tuple[str, ...]:
-    """The names of :class:`SearchJob`'s fields (each the flag of the same name with dashes)."""
-    return tuple(f.name for f in fields(SearchJob))

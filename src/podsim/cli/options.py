@@ -9,25 +9,19 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
-from ..api.jobs import RESULT_OUTPUT_PARAMS, Param, add_arguments
+from ..api.jobs import BACKEND, RAY, RESULT_OUTPUT_PARAMS, WORKERS, Param, add_arguments
 from ..errors import InputError
 from ..report import format_summary, write_json, write_trace
 from ..report.outputs import check_output_paths as check_outputs_of
 from ..report.outputs import progress_text
 from ..report.plot import plot_timeline
 
-#: ranks a Perfetto trace holds unless --trace-ranks says otherwise (every subcommand)
-TRACE_RANKS = 64
-
 
 def announce(message: str) -> None:
     """A note on stderr before a long or large write."""
     print(f"podsim: {message}", file=sys.stderr, flush=True)
-
-
-#: the network backends every subcommand that simulates a cluster offers
-BACKENDS = ("analytical", "flow")
 
 
 def add_cluster(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
@@ -39,35 +33,13 @@ def add_cluster(p: argparse.ArgumentParser, help: str, required: bool = False) -
 
 
 def add_backend(p: argparse.ArgumentParser, context: str = "") -> None:
-    """``--backend analytical|flow`` (default analytical), the same everywhere."""
-    p.add_argument(
-        "--backend",
-        default="analytical",
-        choices=BACKENDS,
-        help=(context + ": " if context else "") + "analytical (closed form, no contention) or flow "
-        "(max-min fair sharing of every link); default analytical",
-    )
+    """``--backend analytical|flow`` (the declared parameter), ``context`` opening its help."""
+    add_params(p, (replace(BACKEND, help=(context + ": " if context else "") + BACKEND.help),))
 
 
 def add_workers(p: argparse.ArgumentParser) -> None:
-    """``--workers W | --ray [ADDRESS]``: where many runs go (search, sweep), the same everywhere."""
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--workers",
-        type=count_arg,
-        default=None,
-        metavar="W",
-        help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)",
-    )
-    g.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start --head` prints it "
-        "(host:6379), or none to start Ray on this machine",
-    )
+    """``--workers W | --ray [ADDRESS]`` (the declared parameters): where many runs go."""
+    add_params(p, (WORKERS, RAY))
 
 
 def add_outputs(p: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from ..serving.llm.schedulers import SCHEDULERS
 from .hardware import CLUSTER, GPU
 from .model import MODEL, MODEL_CONFIG
 from .serve_llm import SERVE_LLM_PARAMS
-from .simulation import BACKEND
+from .simulation import BACKEND, RAY, WORKERS
 
 #: layouts simulated exactly after the closed-form screen, and re-run with the flow backend
 SIMULATE_TOP = 32
@@ -196,28 +196,8 @@ class SearchJob:
         )
     )
     cluster: str | None = param(CLUSTER)
-    workers: int | None = param(
-        Param(
-            "workers",
-            "count",
-            metavar="W",
-            exclusive="where",
-            sweep=False,
-            help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)",
-        )
-    )
-    ray: str | None = param(
-        Param(
-            "ray",
-            "text",
-            const="local",
-            metavar="ADDRESS",
-            exclusive="where",
-            sweep=False,
-            help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start "
-            "--head` prints it (host:6379), or none to start Ray on this machine",
-        )
-    )
+    workers: int | None = param(WORKERS)
+    ray: str | None = param(RAY)
     tp_values: tuple[int, ...] = _values(_LLM["tp"], "1,2,4,8", "TP values to try")
     pp_values: tuple[int, ...] | None = _values(
         _LLM["pp"], None, "PP values to try", default_text="1,2,4,8,16; a serving search: 1"

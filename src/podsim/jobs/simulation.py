@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..collectives.nccl.timing import BACKENDS
 from ..params import Param, param
-
-#: the network backends: closed form, or max-min fair sharing of every link
-BACKENDS = ("analytical", "flow")
-
 
 #: ``--backend``, the same in every subcommand that simulates a network
 BACKEND = Param(
@@ -18,6 +15,27 @@ BACKEND = Param(
     "analytical",
     BACKENDS,
     help="analytical (closed form, no contention) or flow (max-min fair sharing of every link); default analytical",
+)
+
+
+#: ``--workers`` / ``--ray``: where the runs of a search or a sweep go, the same in both
+WORKERS = Param(
+    "workers",
+    "count",
+    metavar="W",
+    exclusive="where",
+    sweep=False,
+    help="worker processes on this machine (default: the CPUs, at most 8; 1: this process)",
+)
+RAY = Param(
+    "ray",
+    "text",
+    const="local",
+    metavar="ADDRESS",
+    exclusive="where",
+    sweep=False,
+    help="run on a Ray cluster (pip install podsim[ray]): ADDRESS as `ray start --head` prints it (host:6379), "
+    "or none to start Ray on this machine",
 )
 
 

@@ -86,7 +86,6 @@ _ALL_CLUSTER = (
     "inter_node",
     "nccl",
 )
-_BACKENDS = ("analytical", "flow")
 
 LLM = RunKind(
     "llm",
@@ -370,13 +369,6 @@ _NAME_CHECKS: dict[str, Callable[[str, str | None], None]] = {
     "pd": _check_pair,
     "spec-decode": _check_pair,
 }
-
-
-def _ints(text: str, where: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-    except ValueError:
-        raise InputError(f"expected comma-separated whole numbers, got {text!r}", where=where) from None
 
 
 # -- runs ----------------------------------------------------------------------------------------
