@@ -143,6 +143,21 @@ def test_breakdown_of_a_hand_built_cuda_step() -> None:
     assert sum(b.ms.values()) == pytest.approx(b.busy_ms + 0.010)  # the overlap counted in both kernels
 
 
+def test_breakdown_ignores_the_gpu_copy_of_the_step_and_an_empty_last_step() -> None:
+    """On a GPU the profiler also writes the step annotation on the device's timeline
+    (``gpu_user_annotation``, later than the host's) and may open an empty ``ProfilerStep#6`` at
+    its last ``prof.step()``: neither is the step, whose breakdown stays the hand-built one."""
+    doc = cuda_trace()
+    doc["traceEvents"] += [
+        _x("ProfilerStep#5", "gpu_user_annotation", 100, 805, tid=7),
+        _x("ProfilerStep#6", "user_annotation", 1200, 0.8),
+    ]
+    b = step_breakdown(doc)
+    assert b.kernels == 13
+    assert b.step_ms == pytest.approx(1.0)
+    assert b.ms["gemm"] == pytest.approx(0.3)
+
+
 @pytest.mark.parametrize(
     "kernel, context, backward, want",
     [
@@ -489,3 +504,36 @@ def test_a_gpu_run_without_a_gpu_says_so(script: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "no CUDA device visible to PyTorch" in done.stderr
     assert "Traceback" not in done.stderr and not list(tmp_path.iterdir())
+
+
+def test_merge_runs_prefers_the_first_measured_row_and_drops_a_wrong_breakdown(tmp_path: Path) -> None:
+    """benchmarks/gpu/merge_runs.py on two hand-written runs: the first run's measured rows win,
+    a row only the second measured comes from it (without its breakdown when so told), a
+    configuration measured twice in one run (the traced repeat) stays two rows."""
+    head = "gpu,mode,status,step_ms,busy_ms,kernels,gemm_ms,notes\n"
+    run1 = tmp_path / "run1.csv"
+    run2 = tmp_path / "run2.csv"
+    run1.write_text(
+        "# date: D1\n# command: c1\n"
+        + head
+        + "h200,eager,ok,10,9,5,4,\nh200,eager,ok,11,9,5,4,\nh200,compile,skipped: budget (3 s left),,,,,\n"
+    )
+    run2.write_text(
+        "# date: D2\n# command: c2\n"
+        + head
+        + "h200,eager,ok,12,0,0,0,\nh200,eager,ok,12,0,0,0,\nh200,compile,ok,8,7,3,2,\n"
+    )
+    out = tmp_path / "merged.csv"
+    script = ROOT / "benchmarks" / "gpu" / "merge_runs.py"
+    cmd = [sys.executable, str(script), str(run1), str(run2), "--no-breakdown", str(run2), "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    text = out.read_text()
+    assert "# run_1: D1, c1, 2 rows\n" in text
+    assert "# run_2: D2, c2, 1 rows, profiled breakdown left out\n" in text
+    rows = list(csv.DictReader(ln for ln in text.splitlines() if not ln.startswith("#")))
+    assert [(r["mode"], r["step_ms"], r["busy_ms"], r["gemm_ms"]) for r in rows] == [
+        ("eager", "10", "9", "4"),
+        ("eager", "11", "9", "4"),
+        ("compile", "8", "", ""),  # the step time stands, the breakdown does not
+    ]
+    assert rows[2]["notes"] == "from the run of D2 (its profiled breakdown left out)"

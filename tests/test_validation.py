@@ -33,7 +33,10 @@ def test_fitted_rows_are_the_calibration_tables_values(refdata) -> None:  # type
     # the shipped transcription has the same numbers as the project's calibration table
     with open(Path(refdata) / "calibration" / "published_measurements.csv", newline="") as f:
         ref = {r["row_id"]: r for r in csv.DictReader(f)}
-    mine = [r for r in shipped_rows(("fitted",))]
+    # podsim's own GPU measurements (measured steps, sourced "podsim benchmarks/gpu/...") are
+    # fitted rows too, but not the published table's
+    mine = [r for r in shipped_rows(("fitted",)) if not r["source"].startswith("podsim ")]
+    assert len(mine) >= 70
     for r in mine:
         assert r["row_id"] in ref, r["row_id"]
         assert float(r["value"]) == float(ref[r["row_id"]]["value"]), r["row_id"]

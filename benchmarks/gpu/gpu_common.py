@@ -4,8 +4,10 @@ path, quiet profiler logs, and the provenance of a run (``# key: value`` lines o
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,7 +122,22 @@ def output_path(out: str, name: str, gpu: str, quick: bool) -> Path:
     if path.is_dir():
         path = path / name / f"{gpu or ('cpu-quick' if quick else 'unknown-gpu')}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
+    SAMPLE_PROFILE[:] = [path.with_suffix(".profile.json.gz")]
     return path
+
+
+#: where the run's first profiled step is kept, gzipped, for a look at its raw trace (set by
+#: :func:`output_path`: ``<csv>.profile.json.gz``); later profiles are not kept
+SAMPLE_PROFILE: list[Path] = []
+
+
+def keep_first_profile(trace: Path) -> None:
+    """Gzip ``trace`` to the run's sample path if nothing is kept there yet."""
+    if SAMPLE_PROFILE and not SAMPLE_PROFILE[0].exists() and trace.exists():
+        tmp = SAMPLE_PROFILE[0].with_suffix(".tmp")
+        with trace.open("rb") as src, gzip.open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        tmp.replace(SAMPLE_PROFILE[0])
 
 
 def failure_status(e: BaseException) -> str:

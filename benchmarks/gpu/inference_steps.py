@@ -46,6 +46,7 @@ from gpu_common import (
     GIB,
     add_arguments,
     failure_status,
+    keep_first_profile,
     open_device,
     output_path,
     provenance,
@@ -193,6 +194,7 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
                 step.replay().cpu()
                 prof.step()
     b = step_breakdown(path)
+    keep_first_profile(path)
     path.unlink(missing_ok=True)
     row.update(
         step_ms=round(statistics.median(walls), 4),

@@ -59,6 +59,7 @@ from gpu_common import (
     ROOT,
     add_arguments,
     failure_status,
+    keep_first_profile,
     open_device,
     output_path,
     provenance,
@@ -262,6 +263,7 @@ def profile_step(torch: Any, tr: Trainer, device: str, folder: Path) -> dict:
             _sync(torch, device)
             prof.step()
     b = step_breakdown(path)
+    keep_first_profile(path)
     path.unlink(missing_ok=True)
     return b.to_dict()
 

@@ -254,6 +254,32 @@ def classify(kernel: str, context: list[str], forward: list[str], backward: bool
     return "other"
 
 
+def _last_step(events: list[dict], trace: dict | str | Path) -> dict:
+    """The host's last ``ProfilerStep#N`` annotation that launched device work (else its last).
+
+    The GPU's copy of the annotation (``gpu_user_annotation``, on the device's clock) is not a
+    step window; nor is the empty annotation a profiler may open at its last ``prof.step()``.
+    """
+    steps = sorted(
+        (
+            e
+            for e in events
+            if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"
+        ),
+        key=lambda e: e["ts"],
+    )
+    if not steps:
+        raise InputError(
+            "no ProfilerStep# annotation: profile with a schedule and call prof.step() after each step",
+            str(trace) if not isinstance(trace, dict) else "trace",
+        )
+    launched = [e["ts"] for e in events if e.get("cat") in _LAUNCH_CATS]
+    for step in reversed(steps):
+        if any(step["ts"] <= t <= step["ts"] + step["dur"] for t in launched):
+            return step
+    return steps[-1]
+
+
 def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
     """The device time of the trace's last profiled step, by category.
 
@@ -270,13 +296,7 @@ def step_breakdown(trace: dict | str | Path, top: int = 5) -> Breakdown:
         and isinstance(e.get("ts"), (int, float))
         and isinstance(e.get("dur"), (int, float))
     ]
-    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
-    if not steps:
-        raise InputError(
-            "no ProfilerStep# annotation: profile with a schedule and call prof.step() after each step",
-            str(trace) if not isinstance(trace, dict) else "trace",
-        )
-    step = max(steps, key=lambda e: e["ts"])
+    step = _last_step(events, trace)
     lo, hi = step["ts"], step["ts"] + step["dur"]
     host = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
     stacks = _Stacks(host)

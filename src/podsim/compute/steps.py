@@ -135,7 +135,9 @@ class StepRow:
     def row_id(self) -> str:
         return (
             f"steps_{self.gpu or 'cpu'}_{self.model}_{self.layers}L_s{self.seq_len}_b{self.micro_batch}_"
-            f"{self.mode}_{self.attention}_{self.optimizer}" + ("_ckpt" if self.checkpoint != "none" else "")
+            f"{self.mode}_{self.attention}_{self.optimizer}"
+            + ("_ckpt" if self.checkpoint != "none" else "")
+            + ("_traced" if (self.values.get("trace_step_ms") or "").strip() else "")
         )
 
 
