@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from ..params import Param
 from .collective import COLLECTIVE_PARAMS
+from .fabric import FABRIC_PARAMS
 from .infer import INFER_PARAMS
+from .kernels import KERNELS_PARAMS
 from .search import SEARCH_PARAMS
 from .serve import SERVE_PARAMS
 from .serve_llm import SERVE_LLM_PARAMS
+from .serve_workload import SERVE_WORKLOAD_PARAMS
 from .simulate import SIMULATE_PARAMS
+from .sweep import SWEEP_PARAMS
+from .trace import CONVERT_PARAMS, INSPECT_PARAMS, TRACE_PARAMS
 from .train import TRAIN_PARAMS
+from .validate import VALIDATE_PARAMS
 
 #: subcommand -> its parameters, in --help order
 PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
@@ -21,6 +27,14 @@ PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
     "serve": SERVE_PARAMS,
     "simulate": SIMULATE_PARAMS,
     "search": SEARCH_PARAMS,
+    "sweep": SWEEP_PARAMS,
+    "trace": TRACE_PARAMS,
+    "convert": CONVERT_PARAMS,
+    "inspect": INSPECT_PARAMS,
+    "kernels": KERNELS_PARAMS,
+    "validate": VALIDATE_PARAMS,
+    "fabric": FABRIC_PARAMS,
+    "serve-workload": SERVE_WORKLOAD_PARAMS,
 }
 
 #: subcommand -> the docs page whose flag table is generated from its parameters
@@ -32,6 +46,14 @@ DOCS_PAGE: dict[str, str] = {
     "serve": "docs/serving.md",
     "simulate": "docs/traces.md",
     "search": "docs/search.md",
+    "sweep": "docs/sweep.md",
+    "trace": "docs/traces.md",
+    "convert": "docs/traces.md",
+    "inspect": "docs/traces.md",
+    "kernels": "docs/compute.md",
+    "validate": "docs/calibration.md",
+    "fabric": "docs/networks.md",
+    "serve-workload": "docs/serving.md",
 }
 
 
