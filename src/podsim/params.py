@@ -71,6 +71,10 @@ class Param:
             a ``bool`` with a ``parse`` takes a value (``--rendezvous-protocol true``).
         hidden: accepted but not shown in ``--help`` or the docs (flags kept for another
             tool's command lines, such as ASTRA-sim's logging options).
+        repeat: the flag may be given several times (``--dtype bf16 --dtype fp8``), each value
+            checked alone; a positional takes one or more values.  The field holds a tuple.
+        required: the command line must give it (a positional: exactly one value, or one or
+            more with ``repeat``).
     """
 
     name: str
@@ -92,6 +96,8 @@ class Param:
     cli: bool = True
     parse: Callable[[Any, str], Any] | None = None
     hidden: bool = False
+    repeat: bool = False
+    required: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -128,6 +134,8 @@ class Param:
             return self.parse(value, self.flags[0] if self.flags else self.name)
         if self.negate:
             return not value
+        if self.repeat and isinstance(value, list):
+            return tuple(value)
         if self.kind == "list" and isinstance(value, str):
             out = []
             for part in (x for x in value.replace(" ", "").split(",") if x):
@@ -245,9 +253,18 @@ def add_arguments(
         if p.name in skipped or not p.cli:
             continue
         if p.positional:
-            parser.add_argument(
-                p.dest, nargs="?", default=p.default, help=p.help or None, metavar=p.metavar or p.name.upper()
-            )
+            nargs = ("+" if p.required else "*") if p.repeat else (None if p.required else "?")
+            pkw: dict[str, Any] = {"nargs": nargs, "help": p.help or None}
+            if not p.required:
+                pkw["default"] = p.default
+            if p.choices and p.kind == "choice":
+                pkw["choices"] = list(p.choices)
+            else:
+                pkw["metavar"] = p.metavar or p.name.upper()
+            convert = converters.get(p.name) or converters.get(p.kind)
+            if convert is not None:
+                pkw["type"] = convert
+            parser.add_argument(p.dest, **pkw)
             if not p.aliases:
                 continue
         target = parser
@@ -264,6 +281,10 @@ def add_arguments(
             kw.update(nargs="?", const=p.const, default=p.default, metavar=p.metavar or p.name.upper())
         else:
             kw.update(default=p.default, metavar=p.metavar or p.name.split("-")[-1].upper())
+        if p.repeat:
+            kw["action"] = "append"
+        if p.required:
+            kw["required"] = True
         if p.kind != "bool" and p.const is None:
             if p.choices and p.kind != "name":  # a name's choices come from a registry, whose error is kinder
                 kw.update(choices=list(p.choices))
