@@ -164,3 +164,52 @@ def test_llm_json_echoes_its_inputs(tmp_path: Path) -> None:
     inputs = json.loads(out.read_text())["inputs"]
     assert inputs["tp"] == 2 and inputs["gpus"] == 8 and inputs["global-batch"] == 16
     assert inputs["model"] == "gpt3-1.3b" and inputs["seq-len"] is None
+
+
+@pytest.mark.parametrize(
+    "argv, given",
+    [
+        (
+            ["infer", "--model", "llama2-7b", "--gpu", "h100", "--batch", "4", "--prompt-tokens", "512"],
+            {"model": "llama2-7b", "gpu": "h100", "batch": 4, "prompt-tokens": 512, "tp": 1},
+        ),
+        (
+            ["collective", "all_gather", "--cluster", "dgx-h100", "--gpus", "16", "--max-bytes", "1M"],
+            {"collective": "all_gather", "cluster": "dgx-h100", "gpus": 16, "backend": "analytical"},
+        ),
+        (
+            ["serve-llm", "--model", "llama2-7b", "--gpu", "h100", "--workload", "poisson:2", "--requests", "20"],
+            {"model": "llama2-7b", "gpu": "h100", "workload": "poisson:2", "requests": 20},
+        ),
+        (
+            ["search", "--model", "gpt3-1.3b", "--gpu", "a100", "--gpus", "8", "--global-batch", "16", "--top", "2"],
+            {"model": "gpt3-1.3b", "gpu": "a100", "global-batch": 16},
+        ),
+        (
+            ["simulate", "--workload", "{simai}", "--cluster", "dgx-h100", "--gpus", "8"],
+            {"cluster": "dgx-h100", "gpus": 8, "backend": "analytical"},
+        ),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else "",
+)
+def test_every_json_echoes_its_inputs(argv: list[str], given: dict, tmp_path: Path) -> None:
+    """The --json of each job kind carries ``inputs``: the flag values the run was given, by
+    parameter name, the defaults filled in (as ``podsim llm`` does)."""
+    out = tmp_path / "r.json"
+    if "{simai}" in argv:  # a SimAI workload of podsim's own writing
+        wl = tmp_path / "w.txt"
+        assert (
+            main(
+                ["llm", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "16"]
+                + ["--simai", str(wl)]
+            )
+            == 0
+        )
+        argv = [str(wl) if a == "{simai}" else a for a in argv]
+    if argv[0] == "infer":
+        argv = [*argv, "--output-tokens", "8"]
+    assert main([*argv, "--json", str(out)]) == 0
+    inputs = json.loads(out.read_text())["inputs"]
+    for k, v in given.items():
+        assert inputs[k] == v, k
+    assert "json" not in inputs  # outputs are not inputs

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..api.collective import cluster_presets, run_job
-from ..api.jobs import COLLECTIVE_PARAMS, CollectiveJob
+from ..api.jobs import COLLECTIVE_PARAMS, CollectiveJob, echo
 from ..report.collective import format_cluster_list, format_collective
 from ..report.json_out import write_document
 from .options import add_params
@@ -62,6 +62,6 @@ def _run_collective(args: argparse.Namespace) -> int:
             sys.stderr.write("\r" + " " * 30 + "\r")
     print(format_collective(table))
     if job.outputs.json:
-        write_document(table.to_dict(), job.outputs.json)
+        write_document({**table.to_dict(), "inputs": echo(job)}, job.outputs.json)
         print(f"# wrote {job.outputs.json}")
     return 0

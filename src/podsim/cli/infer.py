@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.infer import infer, write_profiles
-from ..api.jobs import INFER_PARAMS, InferJob
+from ..api.jobs import INFER_PARAMS, InferJob, echo
 from ..report.infer import format_infer
 from ..report.json_out import write_document
 from .options import add_params
@@ -53,6 +53,6 @@ def _run_infer(args: argparse.Namespace) -> int:
     outcome = infer(job)
     print(format_infer(outcome))
     if job.outputs.json:
-        write_document(outcome.report.to_dict(), job.outputs.json)
+        write_document({**outcome.report.to_dict(), "inputs": echo(job)}, job.outputs.json)
         print(f"  wrote {job.outputs.json}")
     return 0

@@ -167,11 +167,12 @@ def check_outputs(args: argparse.Namespace) -> None:
         raise InputError(f"expected at least 1 rank to write, got {args.trace_ranks}", where="--trace-ranks")
 
 
-def emit(res, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
-
+def emit(res, args: argparse.Namespace, inputs: dict | None = None) -> int:  # type: ignore[no-untyped-def]
+    """Print a simulation's summary and write the outputs its flags ask for (the JSON with the
+    job's ``inputs`` when given)."""
     print(format_summary(res))
     if args.json:
-        write_json(res, args.json)
+        write_json(res, args.json, inputs)
         print(f"\n  wrote {args.json}")
     if args.trace:
         shown = write_trace(res, args.trace, max_ranks=args.trace_ranks, announce=announce)

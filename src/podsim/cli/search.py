@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..api.jobs import SEARCH_PARAMS, SearchCommand
+from ..api.jobs import SEARCH_PARAMS, SearchCommand, echo
 from ..api.search import check_kind, search, write_search_report
 from ..errors import InputError
 from ..report.json_out import write_document
@@ -79,7 +79,7 @@ def _run_search(args: argparse.Namespace) -> int:
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(format_search(ranked, out.top))
     if out.json:
-        write_document(ranked.to_dict(out.top), out.json)
+        write_document({**ranked.to_dict(out.top), "inputs": echo(cmd)}, out.json)
         print(f"  wrote {out.json}")
     if out.report:
         write_search_report(out.report, ranked, out.top)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.jobs import SERVE_LLM_PARAMS, ServeLLMJob
+from ..api.jobs import SERVE_LLM_PARAMS, ServeLLMJob, echo
 from ..api.serve_llm import serve_llm, write_plot, write_trace
 from ..report.json_out import write_document
 from ..report.serving_llm import format_serve_llm, serve_llm_document
@@ -62,7 +62,7 @@ def _run_serve_llm(args: argparse.Namespace) -> int:
     price = job.service.gpu_hour_price
     print(format_serve_llm(outcome, price))
     if out.json:
-        write_document(serve_llm_document(outcome, price), out.json)
+        write_document({**serve_llm_document(outcome, price), "inputs": echo(job)}, out.json)
         print(f"{'' if outcome.capacity is not None else chr(10)}  wrote {out.json}")
     if outcome.result is None:
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..api.jobs import SIMULATE_PARAMS, SimulateJob
+from ..api.jobs import SIMULATE_PARAMS, SimulateJob, echo
 from ..api.simulate import run_job
 from ..errors import InputError
 from ..report.layers import layer_breakdown, write_layers_csv
@@ -63,7 +63,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         clear_progress_line(progress)
     res = outcome.result
     layers = layer_breakdown(res, 0) if outcome.one_gpu or (outcome.rank_layers and layers_csv) else None
-    code = emit(res, args)
+    code = emit(res, args, echo(job))
     if layers is not None:
         print(format_layer_section(layers))
         if layers_csv:

@@ -9,14 +9,18 @@ from ..fileio import atomic_write_text
 from .result import Result
 
 
-def result_json(result: Result) -> str:
-    """The JSON text of a result (fields documented in docs/outputs.md)."""
-    return json.dumps(result.to_dict(), indent=1, default=str)
+def result_json(result: Result, inputs: dict | None = None) -> str:
+    """The JSON text of a result (fields documented in docs/outputs.md), with the job's
+    ``inputs`` (its parameters as flag values, :func:`podsim.params.echo`) when given."""
+    doc = result.to_dict()
+    if inputs is not None:
+        doc["inputs"] = inputs
+    return json.dumps(doc, indent=1, default=str)
 
 
-def write_json(result: Result, path: str | os.PathLike[str]) -> None:
-    """Write the JSON document atomically."""
-    atomic_write_text(path, result_json(result) + "\n")
+def write_json(result: Result, path: str | os.PathLike[str], inputs: dict | None = None) -> None:
+    """Write the JSON document atomically (with the job's ``inputs`` when given)."""
+    atomic_write_text(path, result_json(result, inputs) + "\n")
 
 
 def write_document(doc: dict, path: str | os.PathLike[str]) -> None:
