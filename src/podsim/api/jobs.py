@@ -5,6 +5,7 @@ past the API."""
 from __future__ import annotations
 
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
+from ..jobs.example import EXAMPLE_PARAMS, ExampleJob
 from ..jobs.infer import INFER_PARAMS, InferJob
 from ..jobs.kinds import PARAMS_BY_COMMAND
 from ..jobs.outputs import RESULT_OUTPUT_PARAMS
@@ -22,6 +23,8 @@ __all__ = [
     "WORKERS",
     "COLLECTIVE_PARAMS",
     "CollectiveJob",
+    "EXAMPLE_PARAMS",
+    "ExampleJob",
     "INFER_PARAMS",
     "InferJob",
     "PARAMS_BY_COMMAND",

@@ -6,12 +6,9 @@ import argparse
 import tempfile
 
 from ..api.example import EXAMPLES, example_input_name, run_example, serve_example_args, write_example
+from ..api.jobs import EXAMPLE_PARAMS
 from ..errors import InputError
-from .options import (
-    add_outputs,
-    check_outputs,
-    emit,
-)
+from .options import add_params, check_outputs, emit
 
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
@@ -34,10 +31,9 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
         epilog=EPILOG_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    e.add_argument("name", nargs="?", default="allreduce", help="example name (see --list)")
     e.add_argument("--list", action="store_true", help="list the examples")
-    e.add_argument("--write", metavar="DIR", help="also keep the example's input files in DIR")
-    add_outputs(e)
+    add_params(e, EXAMPLE_PARAMS)
+    e.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
 def _run_example(args: argparse.Namespace) -> int:

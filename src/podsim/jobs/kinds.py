@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..params import Param
 from .collective import COLLECTIVE_PARAMS
+from .example import EXAMPLE_PARAMS
 from .fabric import FABRIC_PARAMS
 from .infer import INFER_PARAMS
 from .kernels import KERNELS_PARAMS
@@ -35,6 +36,7 @@ PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
     "validate": VALIDATE_PARAMS,
     "fabric": FABRIC_PARAMS,
     "serve-workload": SERVE_WORKLOAD_PARAMS,
+    "example": EXAMPLE_PARAMS,
 }
 
 #: subcommand -> the docs page whose flag table is generated from its parameters
@@ -54,6 +56,7 @@ DOCS_PAGE: dict[str, str] = {
     "validate": "docs/calibration.md",
     "fabric": "docs/networks.md",
     "serve-workload": "docs/serving.md",
+    "example": "docs/outputs.md",
 }
 
 
