@@ -213,3 +213,12 @@ def test_every_json_echoes_its_inputs(argv: list[str], given: dict, tmp_path: Pa
     for k, v in given.items():
         assert inputs[k] == v, k
     assert "json" not in inputs  # outputs are not inputs
+
+
+def test_a_simulations_json_counts_its_gpus(tmp_path: Path) -> None:
+    """One name per concept: the result JSON says ``gpus`` (the 1 MiB all-reduce example runs on
+    ASTRA-sim's 8 NPUs), and keeps ``num_ranks`` beside it for the scripts that read it."""
+    out = tmp_path / "r.json"
+    assert main(["example", "allreduce", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["gpus"] == 8 and doc["num_ranks"] == 8

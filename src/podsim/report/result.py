@@ -141,6 +141,7 @@ class Result:
         return {
             "podsim_version": self.info.get("podsim_version"),
             "finish_ns": self.finish_ns,
+            "gpus": self.num_ranks,
             "num_ranks": self.num_ranks,
             "ranks": [r.as_dict() for r in self.ranks],
             "info": {k: v for k, v in self.info.items() if k != "podsim_version"},
