@@ -18,6 +18,7 @@ from podsim.api import collective
 from podsim.cli import main
 from podsim.sweep.spec import load_spec, spec_from_text
 from podsim.sweep.sweep import run_sweep
+from podsim.sweep.whatif import apply_cluster
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -420,3 +421,15 @@ def test_other_bad_invocations(tmp_path: Path, capsys: pytest.CaptureFixture[str
     spec = _spec(tmp_path, COLLECTIVE_SPEC)
     assert main(["sweep", str(spec), "--store", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_cluster_what_if_scales_the_parsed_spec() -> None:
+    """A bandwidth scale multiplies the parsed cluster's numbers (GB/s), no unit string made
+    and read again: dgx-h100's NICs are 400 Gbps = 50 GB/s, its NVLink 450 GB/s per GPU."""
+    spec = apply_cluster("dgx-h100", {"nic_bandwidth_scale": 0.5, "intra_bandwidth_scale": 2.0}, "what-if")
+    assert spec.inter["nic_bandwidth"] == pytest.approx(25.0)
+    assert spec.intra["bandwidth"] == pytest.approx(900.0)
+    assert spec.name == "dgx-h100 (what-if)"
+    # a NIC bandwidth given in units replaces the preset's before the scale
+    spec = apply_cluster("dgx-h100", {"nic_bandwidth": "800 Gbps", "nic_bandwidth_scale": 0.25}, "w")
+    assert spec.inter["nic_bandwidth"] == pytest.approx(25.0)

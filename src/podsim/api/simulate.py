@@ -45,7 +45,7 @@ from ..formats.one_gpu_step import OneGpuStep
 from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_groups
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
-from ..hardware.cluster import build_fabric, load_cluster
+from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster
 from ..jobs.simulate import SimulateJob
 from ..network.topology import Topology
 from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
@@ -153,7 +153,7 @@ def simulate(
     record_timeline: bool = True,
     progress: Callable[[int, int, int], None] | None = None,
     rendezvous: bool = False,
-    cluster: str | None = None,
+    cluster: str | ClusterSpec | None = None,
     backend: str = "analytical",
     gpus: int | None = None,
     execution_trace: PathLike | None = None,
@@ -360,7 +360,7 @@ def _load_workload(
 def _simulate_on_cluster(
     workload: PathLike | Workload,
     system: PathLike | SystemConfig | None,
-    cluster: str,
+    cluster: str | ClusterSpec,
     backend: str,
     comm_groups: PathLike | dict[str, tuple[int, ...]] | None,
     use_symmetry: bool,
@@ -426,7 +426,7 @@ def _simulate_parallel(
     use_symmetry: bool,
     progress: Callable[[int, int, int], None] | None,
     rendezvous: bool,
-    cluster: str | None,
+    cluster: str | ClusterSpec | None,
     backend: str,
     execution_trace: PathLike | None,
     whole_trace: bool,
@@ -495,7 +495,10 @@ def _simulate_parallel(
 
 
 def _fit_memory(
-    step: OneGpuStep, spec: ParallelSpec, cluster: str, remote_memory: PathLike | RemoteMemoryConfig | None
+    step: OneGpuStep,
+    spec: ParallelSpec,
+    cluster: str | ClusterSpec,
+    remote_memory: PathLike | RemoteMemoryConfig | None,
 ) -> tuple[OneGpuStep, str, PathLike | RemoteMemoryConfig | None]:
     """(step with offloads marked, a note on memory per GPU, the remote memory to simulate with)."""
     if spec.gpu_memory_gib is not None:
@@ -505,7 +508,7 @@ def _fit_memory(
     else:
         cl = load_cluster(cluster)
         if cl.gpu_memory_bytes is None:
-            raise InputError(f"the cluster {cluster} names no GPU type: give --gpu-memory GIB", where="--cluster")
+            raise InputError(f"the cluster {cl.name} names no GPU type: give --gpu-memory GIB", where="--cluster")
         capacity, source = int(cl.gpu_memory_bytes), cl.gpu
     bw = spec.remote_bandwidth_gbps
     if bw is not None and bw <= 0:

@@ -119,12 +119,15 @@ def preset_names() -> list[str]:
     return list(preset_registry().names())
 
 
-def load_cluster(name_or_path: str) -> ClusterSpec:
-    """Load a preset by name, or a cluster YAML file by path.
+def load_cluster(name_or_path: str | ClusterSpec) -> ClusterSpec:
+    """Load a preset by name, or a cluster YAML file by path; a :class:`ClusterSpec` (a what-if's
+    cluster, already overridden) is returned as it is.
 
     Raises:
         InputError: for an unknown preset, a missing file or a malformed one.
     """
+    if isinstance(name_or_path, ClusterSpec):
+        return name_or_path
     path = Path(name_or_path)
     if path.suffix == ".txt" or (path.exists() and path.suffix not in (".yaml", ".yml", ".json")):
         return ClusterSpec(

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..api.collective import run_job
 from ..api.serve import serve
@@ -45,7 +42,7 @@ from ..serving.llm.deployment import parse_pair, usd_per_mtok
 from ..serving.llm.requests import is_generator, parse_generator
 from ..units import parse_bandwidth, parse_size
 from .search import gpu_hour_price
-from .whatif import apply_cluster, apply_gpu, cluster_doc
+from .whatif import apply_cluster, apply_gpu
 
 #: the largest integer or number a parameter may take
 _MAX_INT = 2**31
@@ -442,20 +439,12 @@ def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) 
     }
 
 
-def _cluster_file(p: dict[str, Any], whatif: dict[str, Any], base: str | None, folder: str) -> str | None:
-    """The cluster of a run that takes a cluster file's path (simulate, serve): the point's
-    own, or one written to ``folder`` with the what-if's cluster overrides."""
-
-    ov = whatif.get("cluster")
-    name = p.get("cluster")
-    if not ov:
-        return None if name is None else (resolve(name, base) if _is_path_like(name) else name)
-    if name is None and "preset" not in ov:
+def _simulate_cluster(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> str | ClusterSpec | None:
+    """The cluster of a ``simulate`` run: the point's own (a preset or a path), or its spec with
+    the what-if's cluster overrides."""
+    if whatif.get("cluster") and p.get("cluster") is None and "preset" not in whatif["cluster"]:
         raise InputError(f"what-if {whatif['name']!r} changes the cluster, and the point names none: give cluster")
-    doc = cluster_doc(name or ov["preset"], ov, whatif["name"], base)
-    path = Path(folder) / "cluster.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
+    return _cluster_arg(p, whatif, base, None)
 
 
 def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -474,14 +463,13 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
         )
         if p.get(k)
     }
-    with tempfile.TemporaryDirectory(prefix="podsim-sweep-") as tmp:
-        cluster = _cluster_file(p, whatif, base, tmp)
-        job = SimulateJob.from_values({**p, **paths})
-        if cluster is not None:  # the cluster's fabric, not an ASTRA-sim network
-            job = replace(job, machine=replace(job.machine, cluster=cluster, network=None))
-        if not p.get("parallel") and cluster is None and not (job.machine.system and job.machine.network):
-            raise InputError("give cluster, or system-configuration and network-configuration")
-        res = simulate_job(job).result
+    cluster = _simulate_cluster(p, whatif, base)
+    job = SimulateJob.from_values({**p, **paths})
+    if cluster is not None:  # the cluster's fabric, not an ASTRA-sim network
+        job = replace(job, machine=replace(job.machine, cluster=cluster, network=None))
+    if not p.get("parallel") and cluster is None and not (job.machine.system and job.machine.network):
+        raise InputError("give cluster, or system-configuration and network-configuration")
+    res = simulate_job(job).result
     last = max(res.ranks, key=lambda r: r.finish_ns)
     return {
         "time_s": res.finish_ns / 1e9,

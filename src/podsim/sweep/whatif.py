@@ -23,8 +23,9 @@ preset that matches the GPU):
 * ``intra_node``, ``inter_node``, ``nccl``: fields of the cluster file's sections (as in
   docs/hardware.md, with units), merged over the cluster's own.
 
-The overrides act on the cluster file's text (a mapping) before it is parsed, so everything the
-cluster parser checks is checked here too, naming the what-if.
+The fields act on the cluster file's mapping before it is parsed, so everything the cluster
+parser checks is checked here too, naming the what-if; the scales then multiply the parsed
+spec's bandwidths (:func:`scale_cluster`, a ``dataclasses.replace``).
 """
 
 from __future__ import annotations
@@ -177,12 +178,12 @@ def raw_cluster(name_or_path: str, base: str | None = None) -> tuple[dict[str, A
 
 
 def cluster_doc(name_or_path: str, ov: dict[str, Any], whatif: str, base: str | None = None) -> dict[str, Any]:
-    """The cluster file's mapping with a what-if's ``cluster`` overrides applied (see the
-    module docstring): what :func:`apply_cluster` parses, and what a run that takes a cluster
-    file writes to one.
+    """The cluster file's mapping with the fields a what-if's ``cluster`` gives merged in
+    (``preset``, ``gpus_per_node``, ``nic_bandwidth`` and the sections, each as the user wrote
+    it): what :func:`apply_cluster` parses before it applies the scales to the parsed spec.
 
     Raises:
-        InputError: for a cluster that lacks what a scale multiplies.
+        InputError: for an unknown preset or a file that cannot be read.
     """
     doc, source = raw_cluster(ov.get("preset", name_or_path), base)
     doc = {k: (dict(v) if isinstance(v, dict) else v) for k, v in doc.items()}
@@ -200,30 +201,35 @@ def cluster_doc(name_or_path: str, ov: dict[str, Any], whatif: str, base: str | 
     for sec in _SECTIONS:
         if sec in ov:
             doc[sec] = {**section(sec), **ov[sec]}
-    inter = section("inter_node")
     if "nic_bandwidth" in ov:
-        inter["nic_bandwidth"] = ov["nic_bandwidth"]
+        doc["inter_node"] = {**section("inter_node"), "nic_bandwidth": ov["nic_bandwidth"]}
+    return doc
+
+
+def scale_cluster(spec: ClusterSpec, ov: dict[str, Any], whatif: str) -> ClusterSpec:
+    """``spec`` with a what-if's bandwidth scales (``nic_bandwidth_scale``,
+    ``intra_bandwidth_scale``) applied to its parsed bandwidths (GB/s): a new spec, made with
+    :func:`dataclasses.replace`.
+
+    Raises:
+        InputError: naming the what-if, for a cluster that lacks the bandwidth a scale multiplies.
+    """
+    inter, intra = dict(spec.inter), dict(spec.intra)
     if "nic_bandwidth_scale" in ov:
         if "nic_bandwidth" not in inter:
             raise InputError(
                 f"what-if {whatif!r}: the cluster has no inter_node.nic_bandwidth to scale "
                 f"(its inter_node kind is {inter.get('kind', 'none')!r})",
-                source,
+                spec.source,
             )
-        bw = parse_bandwidth(inter["nic_bandwidth"], source, "inter_node.nic_bandwidth")
-        inter["nic_bandwidth"] = f"{bw * ov['nic_bandwidth_scale']!r} GB/s"
-    if inter:
-        doc["inter_node"] = inter
+        inter["nic_bandwidth"] = inter["nic_bandwidth"] * ov["nic_bandwidth_scale"]
     if "intra_bandwidth_scale" in ov:
-        intra = section("intra_node")
         scaled = [k for k in ("bandwidth", "link_bandwidth") if k in intra]
         if not scaled:
-            raise InputError(f"what-if {whatif!r}: the cluster has no intra_node bandwidth to scale", source)
+            raise InputError(f"what-if {whatif!r}: the cluster has no intra_node bandwidth to scale", spec.source)
         for k in scaled:
-            bw = parse_bandwidth(intra[k], source, f"intra_node.{k}")
-            intra[k] = f"{bw * ov['intra_bandwidth_scale']!r} GB/s"
-        doc["intra_node"] = intra
-    return doc
+            intra[k] = intra[k] * ov["intra_bandwidth_scale"]
+    return replace(spec, intra=intra, inter=inter)
 
 
 def apply_cluster(name_or_path: str, ov: dict[str, Any] | None, whatif: str, base: str | None = None) -> ClusterSpec:
@@ -241,4 +247,4 @@ def apply_cluster(name_or_path: str, ov: dict[str, Any] | None, whatif: str, bas
             str(Path(base) / p) if base and _is_path(name_or_path) and not p.is_absolute() else name_or_path
         )
     doc = cluster_doc(name_or_path, ov, whatif, base)
-    return cluster_from_dict(doc, f"{name_or_path} with what-if {whatif!r}")
+    return scale_cluster(cluster_from_dict(doc, f"{name_or_path} with what-if {whatif!r}"), ov, whatif)
