@@ -39,7 +39,7 @@ def _timer(kind: str):  # type: ignore[no-untyped-def]
             kv_capacity_bytes=40 * 2**30,
         )
     from podsim.llm.model import get_model
-    from podsim.serving.llm.steps import step_timer
+    from podsim.serving.llm.step_timer import step_timer
 
     return step_timer(get_model("llama2-70b"), "h100", tp=4, max_batched_tokens=8192, max_num_seqs=1024)
 

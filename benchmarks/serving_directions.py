@@ -35,7 +35,7 @@ from podsim.serving.llm.deployment import transient_note
 from podsim.serving.llm.requests import Request, generate, parse_generator
 from podsim.serving.llm.schedulers import vllm_v0_defaults
 from podsim.serving.llm.simulate import ServeConfig, link_transfer, simulate
-from podsim.serving.llm.steps import step_timer
+from podsim.serving.llm.step_timer import step_timer
 
 LONG_PROMPTS = "poisson:1,prompt=uniform:4096-7168,output=uniform:150-250"
 PD_WORKLOAD = "poisson:1,prompt=uniform:1024-3072,output=uniform:128-384"

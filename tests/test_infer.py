@@ -11,7 +11,8 @@ import pytest
 from podsim.cli import main
 from podsim.hardware.gpu import get_gpu
 from podsim.llm.model import get_model
-from podsim.serving.llm.steps import infer, step_timer
+from podsim.serving.llm.step_timer import step_timer
+from podsim.serving.llm.steps import infer
 
 
 def test_kv_cache_and_weights_per_gpu_by_hand() -> None:

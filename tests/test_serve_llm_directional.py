@@ -17,7 +17,7 @@ from podsim.serving.llm.capacity import find_capacity
 from podsim.serving.llm.requests import Request, generate, parse_generator
 from podsim.serving.llm.schedulers import SCHEDULERS, make_scheduler, vllm_v0_defaults
 from podsim.serving.llm.simulate import ServeConfig, link_transfer, simulate
-from podsim.serving.llm.steps import step_timer
+from podsim.serving.llm.step_timer import step_timer
 from podsim.serving.llm.timing import LinearTimer
 
 MS = 1_000_000

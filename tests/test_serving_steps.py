@@ -108,7 +108,7 @@ def test_infer_takes_the_measured_host_overhead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from podsim.llm import get_model
-    from podsim.serving.llm.steps import step_timer
+    from podsim.serving.llm.step_timer import step_timer
 
     p = tmp_path / "h100-80gb.csv"
     write_serving_steps(

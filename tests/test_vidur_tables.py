@@ -14,14 +14,15 @@ import pytest
 from podsim.cli import main
 from podsim.errors import InputError
 from podsim.llm.model import get_model
-from podsim.serving.llm.steps import infer, step_timer
+from podsim.serving.llm.step_timer import step_timer
+from podsim.serving.llm.steps import infer
+from podsim.serving.llm.vidur_profiles import write_vidur_profiles
 from podsim.serving.llm.vidur_tables import (
     MLP_OPS,
     TableStepTimer,
     chunk_grid,
     kv_grid,
     token_grid,
-    write_vidur_profiles,
 )
 
 SMALL = {"max_tokens": 1024, "max_seq_len": 1024, "max_batch": 16}

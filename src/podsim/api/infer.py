@@ -18,9 +18,10 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..jobs.infer import InferJob
-from ..serving.llm.steps import InferenceReport, LLMStepTimer, step_timer
+from ..serving.llm.step_timer import step_timer
+from ..serving.llm.steps import InferenceReport, LLMStepTimer
 from ..serving.llm.steps import infer as time_steps
-from ..serving.llm.vidur_tables import write_vidur_profiles
+from ..serving.llm.vidur_profiles import write_vidur_profiles
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ..serving.llm.requests import is_generator, load_requests, parse_generator
 from ..serving.llm.router import DEFAULT_ROUTER
 from ..serving.llm.schedulers import SCHEDULERS, scheduler_class
 from ..serving.llm.simulate import ServeConfig
-from ..serving.llm.steps import step_timer
+from ..serving.llm.step_timer import step_timer
 from .executors import run_tasks
 
 SERVING_OBJECTIVES = ("capacity", "tokens", "cost")

@@ -40,7 +40,8 @@ from ..llm.memory import GIB, bytes_per_param, stage_memory, stage_params
 from ..llm.memory import memory as layout_memory
 from ..llm.model import ModelConfig
 from ..serving.llm.measured_steps import serving_step_row
-from ..serving.llm.steps import infer, step_timer
+from ..serving.llm.step_timer import step_timer
+from ..serving.llm.steps import infer
 from .training_steps import predict_step_s
 
 THROUGHPUT = (

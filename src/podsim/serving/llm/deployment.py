@@ -29,7 +29,7 @@ from .requests import GeneratorSpec, Request, generate, with_poisson_arrivals
 from .router import make_router
 from .schedulers import scheduler_class
 from .simulate import ServeConfig, link_transfer, simulate
-from .steps import step_timer
+from .step_timer import step_timer
 from .timing import StepTimer
 from .transfer import KVTransfers
 
