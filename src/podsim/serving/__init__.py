@@ -2,8 +2,9 @@
 their profiles, placements of models on sub-meshes, and a discrete-event simulation of per-GPU
 queues with a scheduler, reporting latency, SLO attainment and utilization."""
 
+from .executable import Executable
 from .placement import MeshExecutorSpec, Placement, read_placement
-from .profiles import Executable, load_profiles
+from .profiles import load_profiles
 from .simulator import ServeResult, simulate_serving
 from .workload import (
     ClosedLoop,

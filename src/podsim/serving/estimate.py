@@ -26,7 +26,7 @@ from ..llm.memory import layer_activation_bytes, stage_layers, stage_params
 from ..llm.model import ModelConfig
 from ..llm.ops import LayerCosts
 from ..llm.stack import Stack
-from .profiles import Executable
+from .executable import Executable
 
 COLLECTIVE_LATENCY_NS = 10_000  #: per tensor-parallel all-reduce (NCCL's small-message floor, order of 10 us)
 

@@ -21,7 +21,7 @@ import yaml
 
 from ..errors import InputError, yaml_error
 from ..hardware.cluster import load_cluster
-from .profiles import Executable
+from .executable import Executable
 
 #: what :func:`check_placement` does with weights over a GPU's memory (``--memory-check``)
 MEMORY_CHECKS = ("error", "warn", "off")

@@ -33,7 +33,6 @@ ns inside, seconds in files; memory in bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -42,36 +41,10 @@ import yaml
 from ..errors import InputError, yaml_error
 from ..hardware.gpu import get_gpu
 from ..llm.model import from_hf_config, get_model
+from .estimate import estimate_executable
+from .executable import Executable
 
 BUILTIN = "dlsim-v100"
-
-
-@dataclass(frozen=True)
-class Executable:
-    """One way to run ``model``: stage shapes and per-stage latencies (ns) for one request."""
-
-    name: str
-    model: str
-    stage_shapes: tuple[tuple[int, int], ...]
-    stage_latencies_ns: tuple[int, ...]
-    weight_bytes: int = 0  #: the model's weights, all stages together
-    #: bytes one GPU of each stage needs, when known (estimated executables: weights + activations)
-    stage_gpu_bytes: tuple[int, ...] = ()
-
-    @property
-    def num_stages(self) -> int:
-        return len(self.stage_shapes)
-
-    def gpus(self, stage: int) -> int:
-        nodes, per_node = self.stage_shapes[stage]
-        return nodes * per_node
-
-    def weight_bytes_per_gpu(self, stage: int) -> int:
-        """Memory one GPU of ``stage`` needs: as estimated, or the stage's share of the weights
-        (stages split the layers evenly) split again over the stage's GPUs."""
-        if self.stage_gpu_bytes:
-            return self.stage_gpu_bytes[stage]
-        return self.weight_bytes // self.num_stages // self.gpus(stage)
 
 
 def _is_int(x: object) -> bool:
@@ -102,8 +75,6 @@ def _positive(x: object, source: str, where: str, zero_ok: bool = False, hi: flo
 def _estimator(spec: object, source: str, where: str):  # type: ignore[no-untyped-def]
     """A function (name, stage shapes) -> Executable from an ``estimate:`` block:
     ``{model: ZOO_NAME | hf_config: PATH, gpu: NAME, batch: 1, seq_len: N, dtype: fp16}``."""
-    from .estimate import estimate_executable  # noqa: PLC0415 -- estimate imports this module's Executable
-
     if not isinstance(spec, dict) or "gpu" not in spec or ("model" not in spec) == ("hf_config" not in spec):
         raise InputError(
             "expected {model: NAME or hf_config: PATH, gpu: NAME, batch: B, seq_len: S, dtype: D}", source, where

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .executable import Executable
 from .placement import Placement, ServeCluster
-from .profiles import Executable
 from .schedulers import DEFAULT_SCHEDULER, QueueView, make_scheduler
 from .workload import ClosedLoop, ServeWorkload
 
