@@ -23,9 +23,16 @@ MEASURED = "measured"
 IN_STEP = ("gemm_efficiency", "attention_efficiency")
 
 
+#: the in-step efficiencies measured on each GPU with shipped training steps, as
+#: ``scripts/in_step_efficiency.py`` computes them from ``compute/tables/steps/<gpu>.csv`` (a test
+#: recomputes them): data, so that this module needs nothing that simulates
+IN_STEP_FILE = "compute/tables/steps/in_step_efficiency.yaml"
+
+
 def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
     """The values of ``keys`` (``gemm_efficiency``, ``attention_efficiency``) measured in whole
-    training steps on ``gpu_key`` (:func:`podsim.validation.training_steps.in_step_efficiency`).
+    training steps on ``gpu_key`` (:data:`IN_STEP_FILE`; how: docs/compute.md, "Measured
+    training steps").
 
     Raises:
         InputError: a key that is not measured, or a GPU without shipped measurements.
@@ -37,11 +44,20 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
             "podsim/llm/stack.yaml",
             gpu_key,
         )
-    # imported here: the measured steps are simulated, and their kernel timing reads this module
-    from ..validation.training_steps import shipped_efficiency  # noqa: PLC0415 -- a cycle, see above
+    got = in_step_table().get(gpu_key)
+    if got is None:
+        raise InputError(
+            f"llm/stack.yaml asks for {gpu_key}'s measured in-step efficiency, but podsim ships no "
+            f"measured training steps of {gpu_key} (compute/tables/steps/{gpu_key}.csv)",
+            "podsim/llm/stack.yaml",
+        )
+    return {k: float(got[k]) for k in keys}
 
-    got = dict(shipped_efficiency(gpu_key))
-    return {k: got[k] for k in keys}
+
+def in_step_table() -> dict[str, dict[str, float]]:
+    """GPU key -> its measured ``gemm_efficiency`` and ``attention_efficiency`` (:data:`IN_STEP_FILE`)."""
+    data = yaml.safe_load((resources.files("podsim") / IN_STEP_FILE).read_text()) or {}
+    return {str(k): dict(v) for k, v in data.items()}
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,9 @@ measured instead of fitted (a value ``measured`` there reads it from the GPU's s
 from __future__ import annotations
 
 import statistics
-from functools import lru_cache
 
 from ..api.train import simulate_training
-from ..compute.steps import CATEGORIES, StepRow, read_steps, shipped_path
+from ..compute.steps import CATEGORIES, StepRow
 from ..errors import InputError
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig
@@ -155,23 +154,6 @@ def in_step_efficiency(rows: list[StepRow], gpu: str) -> dict[str, float]:
         "gemm_efficiency": round(statistics.median(gemm), 4),
         "attention_efficiency": round(statistics.median(ratios), 4),
     }
-
-
-@lru_cache(maxsize=None)
-def shipped_efficiency(gpu: str) -> tuple[tuple[str, float], ...]:
-    """:func:`in_step_efficiency` of ``gpu``'s shipped rows (``compute/tables/steps/<gpu>.csv``).
-
-    Raises:
-        InputError: no shipped measurements of ``gpu``.
-    """
-    path = shipped_path(gpu)
-    if path is None:
-        raise InputError(
-            f"llm/stack.yaml asks for {gpu}'s measured in-step efficiency, but podsim ships no "
-            f"measured training steps of {gpu} (compute/tables/steps/{gpu}.csv)",
-            "podsim/llm/stack.yaml",
-        )
-    return tuple(in_step_efficiency(read_steps(path).rows, gpu).items())
 
 
 def compare(rows: list[StepRow], efficiency: dict[str, float] | None = None) -> list[dict]:
