@@ -1,7 +1,7 @@
 import pytest
 
 from podsim.errors import InputError
-from podsim.units import format_ns, parse_bandwidth, parse_size, parse_time_ns
+from podsim.units import format_ns, parse_bandwidth, parse_message_size, parse_size, parse_time_ns
 
 
 def test_sizes_distinguish_decimal_and_binary_prefixes():
@@ -30,3 +30,14 @@ def test_times():
 def test_bad_bandwidth(bad):
     with pytest.raises(InputError):
         parse_bandwidth(bad)
+
+
+def test_message_sizes_read_as_nccl_tests_reads_them() -> None:
+    # nccl-tests' -b 1K -e 4G are binary; a size with a unit is what the unit says
+    assert parse_message_size("1K") == 1024
+    assert parse_message_size("4M") == 4 * 2**20
+    assert parse_message_size(" 1.5G ") == 3 * 2**29
+    assert parse_message_size("16 MB") == 16_000_000
+    assert parse_message_size(128) == 128
+    with pytest.raises(InputError):
+        parse_message_size("4Q")

@@ -92,6 +92,17 @@ def parse_size(value: object, source: str | None = None, where: str | None = Non
     return int(round(out))
 
 
+def parse_message_size(value: object, source: str | None = None, where: str | None = None) -> int:
+    """A message size in integer bytes as nccl-tests and ``podsim collective -b`` read it:
+    ``1K`` / ``4M`` / ``1G`` / ``2T`` are KiB, MiB, GiB, TiB; anything else as :func:`parse_size`
+    (an integer of bytes, ``16 MB`` = 16e6, ``1 MiB``)."""
+    if isinstance(value, str):
+        t = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?[KMGT]", t):
+            value = f"{t[:-1]} {t[-1]}iB"
+    return parse_size(value, source, where)
+
+
 def parse_time_ns(value: object, source: str | None = None, where: str | None = None) -> int:
     """Parse a duration (number = ns, or a string with a unit) into integer nanoseconds."""
     num, unit = _number_unit(value, "duration", "ns", source, where)

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster, preset_names
 from ..jobs.collective import DTYPES, CollectiveJob
 from ..report.collective import CollectiveTable
-from ..units import parse_size
+from ..units import parse_message_size
 
 #: the algorithms ``algorithm`` may force (NCCL's names; the registry also takes ASTRA-sim's
 #: name for the same algorithm, e.g. doubleBinaryTree for tree)
@@ -68,8 +68,8 @@ def collective(
         raise InputError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}", where="--backend")
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}", where="--dtype")
-    lo = parse_size(_nccl_size(min_bytes), where="--min-bytes")
-    hi = parse_size(_nccl_size(max_bytes), where="--max-bytes")
+    lo = parse_message_size(min_bytes, where="--min-bytes")
+    hi = parse_message_size(max_bytes, where="--max-bytes")
     if lo < 1 or hi < lo:
         raise InputError(f"need 1 <= min-bytes <= max-bytes, got {lo} and {hi}", where="--min-bytes")
     if factor < 2:
@@ -88,15 +88,6 @@ def collective(
         progress=progress,
     )
     return CollectiveTable(name, spec.name, gpus, fabric.num_servers, backend, dtype, rows)
-
-
-def _nccl_size(v: int | str) -> int | str:
-    """nccl-tests style sizes: "1K", "4G" mean KiB and GiB; other strings go to parse_size."""
-    if isinstance(v, str):
-        t = v.strip()
-        if t and t[-1] in "KMGT" and t[:-1].replace(".", "", 1).isdigit():
-            return f"{t[:-1]} {t[-1]}iB"
-    return v
 
 
 def cluster_presets() -> list[tuple[str, str]]:

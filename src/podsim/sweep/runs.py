@@ -15,7 +15,6 @@ GiB (``_gib``), sizes in B (``bytes``), rates per second (``_per_s``, ``_rps``).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,7 +39,7 @@ from ..params import Param
 from ..report.serving import summarize
 from ..serving.llm.deployment import parse_pair, usd_per_mtok
 from ..serving.llm.requests import is_generator, parse_generator
-from ..units import parse_bandwidth, parse_size
+from ..units import parse_bandwidth, parse_message_size
 from .search import gpu_hour_price
 from .whatif import apply_cluster, apply_gpu
 
@@ -211,9 +210,7 @@ def size_bytes(v: object, where: str | None = None) -> int:
     Raises:
         InputError: for anything else or a size below 1 B.
     """
-    if isinstance(v, str) and re.fullmatch(r"\s*\d+(\.\d+)?[KMGT]\s*", v):
-        v = f"{v.strip()[:-1]} {v.strip()[-1]}iB"
-    n = parse_size(v, where=where)
+    n = parse_message_size(v, where=where)
     if n < 1:
         raise InputError(f"expected a size of at least 1 B, got {v!r}", where=where)
     return n
