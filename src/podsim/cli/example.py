@@ -8,7 +8,8 @@ import tempfile
 from ..api.example import EXAMPLES, example_input_name, run_example, serve_example_args, write_example
 from ..api.jobs import EXAMPLE_PARAMS
 from ..errors import InputError
-from .options import add_params, check_outputs, emit
+from . import serve as serve_cli
+from .options import add_params, check_output_paths, check_outputs, emit
 
 EPILOG_EXAMPLE = """examples:
   podsim example                 # the 1 MiB all-reduce on 8 NPUs (117,780 ns)
@@ -59,10 +60,17 @@ def _run_example(args: argparse.Namespace) -> int:
             if args.trace:
                 argv += ["--trace", args.trace]
             print("podsim example: running podsim " + " ".join(argv))
-            from . import main  # noqa: PLC0415 -- the package holding this module, whole once the CLI runs
-
-            return main(argv)
+            return _run_serve(argv)
         res = run_example(
             args.name, paths, use_symmetry=not args.no_symmetry, record_timeline=bool(args.trace or args.plot)
         )
         return emit(res, args)
+
+
+def _run_serve(argv: list[str]) -> int:
+    """``podsim serve ARGV``, parsed by the serve subcommand's own parser and run by its runner."""
+    parser = argparse.ArgumentParser(prog="podsim")
+    serve_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    check_output_paths(args)
+    return getattr(serve_cli, serve_cli.RUNNERS["serve"])(args)
