@@ -31,12 +31,25 @@ def _subparser(command: str) -> argparse.ArgumentParser:
     return sub.choices[command]
 
 
+def _flag_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The actions of ``parser`` and of its own subcommands' parsers (``podsim serve-workload
+    generate``'s flags live on ``generate``)."""
+    out: list[argparse.Action] = []
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for p in dict.fromkeys(a.choices.values()):
+                out += _flag_actions(p)
+        else:
+            out.append(a)
+    return out
+
+
 @pytest.mark.parametrize("command", sorted(PARAMS_BY_COMMAND))
 def test_every_flag_is_a_declared_parameter(command: str) -> None:
     params = [p for p in PARAMS_BY_COMMAND[command] if p.cli]
     declared = {f: p for p in params for f in p.flags}
-    parser = _subparser(command)
-    for action in parser._actions:
+    actions = _flag_actions(_subparser(command))
+    for action in actions:
         for flag in action.option_strings:
             if flag in ACTIONS:
                 continue
@@ -47,7 +60,7 @@ def test_every_flag_is_a_declared_parameter(command: str) -> None:
             if p.choices and p.kind != "name":  # a name is checked by its registry, not argparse
                 assert tuple(action.choices) == p.choices, flag
     # and every declared spelling is a flag
-    spellings = {f for a in parser._actions for f in a.option_strings}
+    spellings = {f for a in actions for f in a.option_strings}
     assert set(declared) <= spellings
 
 
@@ -186,6 +199,10 @@ def test_llm_json_echoes_its_inputs(tmp_path: Path) -> None:
             {"model": "gpt3-1.3b", "gpu": "a100", "global-batch": 16},
         ),
         (
+            ["serve", "-n", "1", "-d", "2", "-c", "16", "-w", "{sx}/workload.csv", "-p", "{sx}/placement.json"],
+            {"num-nodes": 1, "num-devices-per-node": 2},
+        ),
+        (
             ["simulate", "--workload", "{simai}", "--cluster", "dgx-h100", "--gpus", "8"],
             {"cluster": "dgx-h100", "gpus": 8, "backend": "analytical"},
         ),
@@ -196,6 +213,9 @@ def test_every_json_echoes_its_inputs(argv: list[str], given: dict, tmp_path: Pa
     """The --json of each job kind carries ``inputs``: the flag values the run was given, by
     parameter name, the defaults filled in (as ``podsim llm`` does)."""
     out = tmp_path / "r.json"
+    if argv[0] == "serve":  # the serving example's inputs, written by podsim
+        assert main(["example", "serving", "--write", str(tmp_path / "sx")]) == 0
+        argv = [a.replace("{sx}", str(tmp_path / "sx")) for a in argv]
     if "{simai}" in argv:  # a SimAI workload of podsim's own writing
         wl = tmp_path / "w.txt"
         assert (

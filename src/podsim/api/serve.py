@@ -5,7 +5,9 @@ request by a scheduler.
 :func:`serve` takes a :class:`ServeJob` (what the command line and the sweep's ``run: serve``
 build from their flags) and returns a :class:`~podsim.serving.simulator.ServeResult`; its JSON
 document, text summary, trace and plot are in :mod:`podsim.report.serving`.  Workloads are
-written with :func:`generate_workload` and :func:`write_workload` (``podsim serve-workload``).
+generated with :func:`generate` from a :class:`ServeWorkloadJob` (``podsim serve-workload
+generate``; or :func:`generate_workload` with its arguments) and written with
+:func:`write_workload`.
 
 Example::
 
@@ -20,10 +22,12 @@ Units: think time in ms, durations and SLOs in s, GPU memory in GB (10^9 B).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 
 from ..errors import InputError
 from ..jobs.serve import ServeJob, numbers, whole_numbers
+from ..jobs.serve_workload import SERVE_WORKLOAD_PARAMS, ServeWorkloadJob
 from ..serving import (
     ClosedLoop,
     Placement,
@@ -44,8 +48,11 @@ from ..serving.workload import read_any_workload
 __all__ = [
     "MEMORY_CHECKS",
     "SCHEDULERS",
+    "SERVE_WORKLOAD_PARAMS",
     "ServeJob",
+    "ServeWorkloadJob",
     "describe_schedulers",
+    "generate",
     "generate_workload",
     "numbers",
     "per_model",
@@ -66,6 +73,31 @@ def per_model(values: list[float] | tuple[float, ...] | None, models: int, where
     if len(values) == 1:
         return list(values) * models
     raise InputError(f"{models} models but {len(values)} SLOs", where=where)
+
+
+def generate(job: ServeWorkloadJob) -> ServeWorkload:
+    """The open-loop arrivals ``job`` asks for (seeded: the same job, the same arrivals), named
+    ``job.name`` or else after the file it is to be written to.
+
+    Raises:
+        InputError: SLOs neither one nor one per model (at ``--slos``), both or neither of a
+            total rate and per-model rates (at ``--rate``), and what :func:`generate_workload`
+            refuses (proportions that do not sum to 1, counts that do not match the models).
+    """
+    slos = per_model(job.slos_s, job.models, "--slos")
+    if (job.rates is None) == (job.rate is None):
+        raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
+    return generate_workload(
+        job.models,
+        job.rate or 0.0,
+        job.duration_s,
+        proportions=None if job.proportions is None else list(job.proportions),
+        rates=None if job.rates is None else list(job.rates),
+        cv=job.cv,
+        slos_s=slos,
+        seed=job.seed,
+        name=job.name or os.path.basename(job.out),
+    )
 
 
 def _workload(job: ServeJob) -> ServeWorkload | ClosedLoop:

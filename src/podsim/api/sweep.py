@@ -15,8 +15,9 @@ Example::
     for row in res.rows:
         print(row["what_if"], row["size"], row["busbw_gbps"])      # GB/s
 
-Built-in specs: :func:`sweep_examples` (name -> what it shows), :func:`example_spec`,
-:func:`write_example` (its YAML, to edit).
+The command line's own parameters (which spec, the store, where the runs go, what is written)
+are those of :class:`SweepJob`.  Built-in specs: :func:`sweep_examples` (name -> what it
+shows), :func:`example_spec`, :func:`write_example` (its YAML, to edit).
 """
 
 from __future__ import annotations
@@ -27,12 +28,24 @@ from pathlib import Path
 
 from ..errors import unknown_key_error
 from ..fileio import atomic_write_text
+from ..jobs.sweep import SWEEP_PARAMS, SweepJob
 from ..sweep.examples import SWEEP_EXAMPLES
 from ..sweep.runs import RUNS
 from ..sweep.spec import SweepSpec, load_spec, spec_from_text
 from ..sweep.sweep import SweepResult, run_sweep
 
-__all__ = ["RUNS", "SweepResult", "SweepSpec", "example_spec", "load_spec", "sweep", "sweep_examples", "write_example"]
+__all__ = [
+    "RUNS",
+    "SWEEP_PARAMS",
+    "SweepJob",
+    "SweepResult",
+    "SweepSpec",
+    "example_spec",
+    "load_spec",
+    "sweep",
+    "sweep_examples",
+    "write_example",
+]
 
 
 def sweep(

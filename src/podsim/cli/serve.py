@@ -6,8 +6,8 @@ import argparse
 import os
 from dataclasses import replace
 
-from ..api.jobs import SERVE_PARAMS, ServeCommand
-from ..api.serve import generate_workload, numbers, per_model, serve, write_workload
+from ..api.jobs import SERVE_PARAMS, ServeCommand, echo
+from ..api.serve import SERVE_WORKLOAD_PARAMS, ServeWorkloadJob, generate, serve, write_workload
 from ..errors import InputError
 from ..report.serving import (
     format_serve_summary,
@@ -16,7 +16,7 @@ from ..report.serving import (
     write_serve_json,
     write_serving_trace,
 )
-from .options import add_params, count_arg, natural_arg, non_negative_arg, positive_arg
+from .options import add_params
 
 EPILOG_SERVE = """examples:
   podsim serve -n 1 -d 2 -c 16 -w test_workload_8to2_6.667Hz_20s -p placement_intraop.json --chrome_trace
@@ -41,7 +41,9 @@ RUNNERS = {"serve": "_run_serve", "serve-workload": "_run_serve_workload"}
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
-    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    """Add these subcommands to ``sub`` (argparse's subparsers): the flags of ``serve`` are the
+    parameters of :class:`~podsim.jobs.serve.ServeCommand`, those of ``serve-workload generate``
+    the parameters of :class:`~podsim.jobs.serve_workload.ServeWorkloadJob`."""
     sv = sub.add_parser(
         "serve",
         help="simulate inference serving: requests, model placements, per-GPU queues (DLSIM's flags work)",
@@ -58,28 +60,12 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     swsub = sw.add_subparsers(dest="action", metavar="ACTION")
-    gen = swsub.add_parser("generate", help="generate arrivals")
-    gen.add_argument("--models", type=count_arg, required=True, metavar="N", help="number of models")
-    gen.add_argument(
-        "--rate",
-        type=positive_arg,
-        default=None,
-        metavar="RPS",
-        help="total requests per second (with --proportions; default equal shares)",
+    gen = swsub.add_parser(
+        "generate",
+        help="generate arrivals",
+        description="Generate open-loop arrivals (Poisson, or Gamma with --cv) and write DLSIM's workload CSV.",
     )
-    gen.add_argument("--proportions", default=None, metavar="P0,P1,...", help="each model's share of --rate")
-    gen.add_argument("--rates", default=None, metavar="R0,R1,...", help="each model's own rate (instead of --rate)")
-    gen.add_argument("--duration", type=positive_arg, required=True, metavar="S", help="seconds of arrivals")
-    gen.add_argument(
-        "--cv",
-        type=non_negative_arg,
-        default=1.0,
-        help="coefficient of variation of the gaps (1: Poisson; other: Gamma)",
-    )
-    gen.add_argument("--slos", default=None, metavar="S0,S1,...", help="each model's SLO in seconds (or one for all)")
-    gen.add_argument("--seed", type=natural_arg, default=0)
-    gen.add_argument("--name", default=None, help="the workload's name (default: the output file's)")
-    gen.add_argument("-o", "--out", required=True, metavar="FILE")
+    add_params(gen, SERVE_WORKLOAD_PARAMS)
     gen.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
@@ -114,7 +100,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         write_serving_trace(result, path)
         print(f"\n  wrote {path} (open it at https://ui.perfetto.dev)")
     if out.json:
-        write_serve_json(doc, name, out.json)
+        write_serve_json({**doc, "inputs": echo(cmd)}, name, out.json)
         print(f"  wrote {out.json}")
     if out.cdf:
         plot_latency_cdf(result, out.cdf)
@@ -125,26 +111,11 @@ def _run_serve(args: argparse.Namespace) -> int:
 def _run_serve_workload(args: argparse.Namespace) -> int:
     if args.action != "generate":
         raise InputError("say what to do: podsim serve-workload generate ... (see --help)")
-    rates = None if args.rates is None else numbers(args.rates, "--rates")
-    props = None if args.proportions is None else numbers(args.proportions, "--proportions")
-    slos = per_model(None if args.slos is None else numbers(args.slos, "--slos"), args.models, "--slos")
-    if (rates is None) == (args.rate is None):
-        raise InputError("give --rate (with optional --proportions) or --rates, one of them", where="--rate")
-    name = args.name or os.path.basename(args.out)
-    w = generate_workload(
-        args.models,
-        args.rate or 0.0,
-        args.duration,
-        proportions=props,
-        rates=rates,
-        cv=args.cv,
-        slos_s=slos,
-        seed=args.seed,
-        name=name,
-    )
-    write_workload(w, args.out)
+    job = ServeWorkloadJob.from_values(vars(args))
+    w = generate(job)
+    write_workload(w, job.out)
     print(
-        f"podsim serve-workload: {len(w)} requests of {args.models} model(s) over {args.duration:g} s "
-        f"({len(w) / args.duration:.3f} req/s) -> {args.out}"
+        f"podsim serve-workload: {len(w)} requests of {job.models} model(s) over {job.duration_s:g} s "
+        f"({len(w) / job.duration_s:.3f} req/s) -> {job.out}"
     )
     return 0

@@ -7,10 +7,10 @@ import argparse
 import sys
 import time
 
-from ..api.sweep import example_spec, sweep, sweep_examples, write_example
+from ..api.sweep import SWEEP_PARAMS, SweepJob, example_spec, sweep, sweep_examples, write_example
 from ..errors import InputError
 from ..report.sweep import check_output_files, format_examples, format_sweep, write_sweep_csv, write_sweep_json
-from .options import add_workers, count_bar, count_status
+from .options import add_params, count_bar, count_status
 
 EPILOG_SWEEP = """examples:
   podsim sweep --example collective          # a built-in spec: all-reduce, NIC and NVLink what-ifs
@@ -36,27 +36,16 @@ RUNNERS = {"sweep": "_run_sweep"}
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
-    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
+    :class:`~podsim.jobs.sweep.SweepJob` (not those of its runs: a spec names them)."""
     s = sub.add_parser(
         "sweep",
         help="run llm, collective, simulate or serve over a grid of parameters and hardware what-ifs, into one table",
         epilog=EPILOG_SWEEP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("spec", nargs="?", metavar="SPEC.yaml", help="the sweep spec (docs/sweep.md)")
-    s.add_argument("--example", metavar="NAME", help="run a built-in spec instead (see --list)")
+    add_params(s, SWEEP_PARAMS)
     s.add_argument("--list", action="store_true", help="list the built-in specs")
-    s.add_argument("--write", metavar="SPEC.yaml", help="with --example: also keep its spec in this file")
-    s.add_argument(
-        "--store",
-        metavar="PATH",
-        help="a results store (DuckDB file; pip install podsim[search]): "
-        "every point is added as it finishes, and a sweep run again skips what it holds (default: the "
-        "spec's store, if it names one)",
-    )
-    add_workers(s)
-    s.add_argument("--json", metavar="OUT", help="write the table as JSON (rows and their columns)")
-    s.add_argument("--csv", metavar="OUT", help="write the table as CSV (every column)")
     s.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
@@ -82,31 +71,32 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if args.list:
         print(format_examples(sweep_examples()))
         return 0
-    if (args.spec is None) == (args.example is None):
+    job = SweepJob.from_values(vars(args))
+    if (job.spec is None) == (job.example is None):
         raise InputError(
             "give a sweep spec (podsim sweep SPEC.yaml) or a built-in one (--example NAME, see --list), one of them"
         )
-    if args.write and not args.example:
+    if job.write and not job.example:
         raise InputError("--write keeps a built-in spec: use it with --example NAME", where="--write")
-    check_output_files({"--csv": args.csv, "--write": args.write})
-    spec = example_spec(args.example) if args.example else args.spec
-    if args.write:
-        write_example(args.example, args.write)
-        print(f"podsim sweep: wrote the spec of '{args.example}' to {args.write}")
+    check_output_files({"--csv": job.csv, "--write": job.write})
+    spec = example_spec(job.example) if job.example else job.spec
+    if job.write:
+        write_example(job.example, job.write)
+        print(f"podsim sweep: wrote the spec of '{job.example}' to {job.write}")
     res = sweep(
         spec,
-        store=args.store,
-        workers=args.workers,
-        ray=args.ray,
+        store=job.store,
+        workers=job.workers,
+        ray=job.ray,
         progress=_progress("evaluated {done}/{total} points"),
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
     print(format_sweep(res))
-    if args.csv:
-        write_sweep_csv(res, args.csv)
-        print(f"  wrote {args.csv}")
-    if args.json:
-        write_sweep_json(res, args.json)
-        print(f"  wrote {args.json}")
+    if job.csv:
+        write_sweep_csv(res, job.csv)
+        print(f"  wrote {job.csv}")
+    if job.json:
+        write_sweep_json(res, job.json)
+        print(f"  wrote {job.json}")
     return 0
