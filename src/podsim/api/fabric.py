@@ -1,5 +1,6 @@
 """``podsim fabric`` as a Python call: the fabric of a number of GPUs of a cluster (servers,
 switches, NICs and the cables between them), to summarize or to write as a SimAI topology.
+The parameters of ``podsim fabric`` are :class:`FabricJob`'s (its flags: :data:`FABRIC_PARAMS`).
 
 Example::
 
@@ -16,9 +17,10 @@ import os
 
 from ..formats.simai import write_topology
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster
+from ..jobs.fabric import FABRIC_PARAMS, FabricJob
 from ..network.fabric import Fabric
 
-__all__ = ["Fabric", "fabric", "write_simai_topology"]
+__all__ = ["FABRIC_PARAMS", "Fabric", "FabricJob", "fabric", "write_simai_topology"]
 
 
 def fabric(cluster: str | ClusterSpec, gpus: int) -> Fabric:

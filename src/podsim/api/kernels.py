@@ -7,6 +7,7 @@ podsim's prediction.
 * :func:`fit_kernels` -- the roofline's efficiencies fitted to a table: a :class:`KernelFit`.
 * :func:`compare_steps` -- measured single-GPU training steps against podsim: a
   :class:`StepComparison` (its printed form: :func:`podsim.report.kernels.format_steps`).
+* :class:`KernelsJob` -- the parameters of ``podsim kernels`` (its flags: :data:`KERNELS_PARAMS`).
 
 Example::
 
@@ -31,13 +32,20 @@ from ..compute.steps import read_steps, shipped_path
 from ..compute.table import table_model
 from ..errors import InputError
 from ..hardware.gpu import get_gpu
+from ..jobs.kernels import DTYPES, KERNELS_PARAMS, KernelsJob
 from ..llm.stack import Stack
 from ..validation.training_steps import compare, in_step_efficiency
 
-__all__ = ["DTYPES", "KernelFit", "StepComparison", "compare_steps", "fit_kernels", "measure_kernels"]
-
-#: the precisions a kernel table may be measured in
-DTYPES = ("bf16", "fp16", "fp8", "fp32")
+__all__ = [
+    "DTYPES",
+    "KERNELS_PARAMS",
+    "KernelFit",
+    "KernelsJob",
+    "StepComparison",
+    "compare_steps",
+    "fit_kernels",
+    "measure_kernels",
+]
 
 
 def measure_kernels(

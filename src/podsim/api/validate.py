@@ -4,6 +4,7 @@ own) measurement it can run.
 :func:`validate` returns a :class:`Validation`: one :class:`~podsim.validation.Check` per
 compared row (measured, predicted, relative error) and the rows skipped; its printed summary is
 :func:`podsim.report.validate.format_validation`, its ``--json`` document :meth:`Validation.to_dict`.
+The parameters of ``podsim validate`` are :class:`ValidateJob`'s (its flags: :data:`VALIDATE_PARAMS`).
 
 Example::
 
@@ -22,13 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..jobs.validate import SETS, VALIDATE_PARAMS, ValidateJob
 from ..validation import Check, default_jobs, run_validation
-from ..validation.rows import SETS as ROW_SETS
 
-__all__ = ["SETS", "Check", "Validation", "validate"]
-
-#: the sets of shipped rows: ``fitted`` (what podsim's parameters were fitted to) and ``reported``
-SETS: tuple[str, ...] = tuple(ROW_SETS)
+__all__ = ["SETS", "VALIDATE_PARAMS", "Check", "Validation", "ValidateJob", "validate"]
 
 
 @dataclass

@@ -24,14 +24,6 @@ def announce(message: str) -> None:
     print(f"podsim: {message}", file=sys.stderr, flush=True)
 
 
-def add_cluster(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
-    """``--cluster PRESET_OR_YAML``: the same flag, metavar and presets list in every subcommand;
-    ``help`` says what it does there."""
-    p.add_argument(
-        "--cluster", required=required, metavar="PRESET_OR_YAML", help=help + " (presets: podsim collective --list)"
-    )
-
-
 def add_backend(p: argparse.ArgumentParser, context: str = "") -> None:
     """``--backend analytical|flow`` (the declared parameter), ``context`` opening its help."""
     add_params(p, (replace(BACKEND, help=(context + ": " if context else "") + BACKEND.help),))

@@ -10,6 +10,7 @@ from ..collectives.nccl import COLLECTIVES
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
 from ..params import JobSpec, Param, nested, param, params_of
+from .hardware import GPUS
 from .outputs import JsonOutput
 from .simulation import BACKEND
 
@@ -34,7 +35,7 @@ class CollectiveOptions:
             help="a preset name or a cluster YAML file (presets: podsim collective --list)",
         )
     )
-    gpus: int | None = param(Param("gpus", "count", metavar="N", aliases=("g",), help="number of GPUs"))
+    gpus: int | None = param(GPUS)
     min_bytes: str = param(
         Param("min-bytes", "size", "1K", metavar="SIZE", aliases=("b",), sweep=False, help="smallest size (default 1K)")
     )

@@ -28,6 +28,8 @@ CLUSTER = Param(
     metavar="PRESET_OR_YAML",
     help="the cluster (default: the preset for --gpu; presets: podsim collective --list)",
 )
+#: ``--gpus`` / ``-g``: how many GPUs (collective, fabric; simulate's says what it means there)
+GPUS = Param("gpus", "count", metavar="N", aliases=("g",), help="number of GPUs")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..formats.registry import TRACE_FORMATS
 from ..parallelize.plan import MODES
 from ..params import JobSpec, Param, nested, param, params_of
+from .hardware import GPUS
 from .outputs import ResultOutputs
 from .simulation import BACKEND
 
@@ -232,10 +233,9 @@ class Machine:
     )
     backend: str = param(replace(BACKEND, help="with --cluster: " + BACKEND.help))
     gpus: int | None = param(
-        Param(
-            "gpus",
-            "count",
-            metavar="N",
+        replace(
+            GPUS,
+            aliases=(),
             help="with --cluster and a SimAI .txt workload: GPUs to run it on (default: its "
             "all_gpus); with --parallel: GPUs in all",
         )
