@@ -6,6 +6,7 @@
 * :func:`trace_ranks` -- a parallel job of ``world_size`` ranks under a layout, its distinct
   ranks one by one on a fake process group (or every rank for real over gloo); returns a
   :class:`RankCapture`.
+* :func:`run_job` -- either, as a :class:`~podsim.jobs.trace.TraceJob` says (``podsim trace``).
 
 Simulate what they write with :func:`podsim.api.simulate` (the folder is a trace in the
 ``pytorch`` or ``rank-traces`` format).  Both look the capture room's functions up when called,
@@ -19,8 +20,10 @@ from pathlib import Path
 
 from .. import capture as _capture
 from ..capture import Capture, RankCapture
+from ..errors import InputError
+from ..jobs.trace import TRACE_PARAMS, TraceJob
 
-__all__ = ["Capture", "RankCapture", "capture", "trace_ranks"]
+__all__ = ["TRACE_PARAMS", "Capture", "RankCapture", "TraceJob", "capture", "run_job", "trace_ranks"]
 
 
 def capture(
@@ -58,4 +61,64 @@ def trace_ranks(
     (:func:`podsim.capture.trace_ranks`; ``timeout_s`` in seconds)."""
     return _capture.trace_ranks(
         model, batch_size, out, world_size, layout_spec, steps, device, optimizer, seq_len, nproc, progress, timeout_s
+    )
+
+
+def run_job(job: TraceJob, progress: Callable[[int, int], None] | None = None) -> Capture | RankCapture:
+    """The capture ``job`` asks for: a parallel job (:attr:`TraceJob.parallel`) rank by rank
+    (:func:`trace_ranks`; ``progress(done, total)`` counts ranks), else one step in one process
+    or ``nproc`` processes of DDP (:func:`capture`; ``progress`` counts steps).
+
+    Raises:
+        InputError: for a job without its model, batch size or output folder; a parallel job
+            without both ``world_size`` and ``layout``, or with both or neither of ``fake_ranks``
+            and ``nproc`` > 1; and whatever the capture refuses.
+    """
+    for flag, value in (("--model", job.model), ("--batch-size", job.batch_size), ("--out", job.out)):
+        if value is None:
+            raise InputError(f"a trace job needs {flag}", where=flag)
+    if not job.parallel:
+        return capture(
+            job.model,
+            job.batch_size,
+            job.out,
+            job.steps,
+            job.device,
+            job.optimizer,
+            job.seq_len,
+            progress,
+            job.nproc,
+            job.bucket_mb,
+        )
+    if job.world_size is None or job.layout is None:
+        raise InputError(
+            "a parallel job needs both --world-size N and --layout tp=T[,pp=P][,cp=C][,fsdp]",
+            where="--world-size" if job.world_size is None else "--layout",
+        )
+    real = job.nproc > 1
+    if job.fake_ranks and real:
+        raise InputError(
+            "give --fake-ranks (the distinct ranks, one by one, in this process) or --nproc N (every "
+            "rank for real over gloo), not both",
+            where="--fake-ranks",
+        )
+    if job.fake_ranks == real:
+        raise InputError(
+            "say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
+            f"--nproc {job.world_size} (every rank for real over gloo)",
+            where="--fake-ranks",
+        )
+    return trace_ranks(
+        job.model,
+        job.batch_size,
+        job.out,
+        job.world_size,
+        job.layout,
+        job.steps,
+        job.device,
+        job.optimizer,
+        job.seq_len,
+        job.nproc if real else 0,
+        progress,
+        job.rank_timeout,
     )

@@ -8,10 +8,13 @@ import os
 from dataclasses import dataclass
 
 from ..formats.registry import TRACE_FORMATS, writable, write
+from ..jobs.trace import CONVERT_PARAMS, ConvertJob
 from ..parallelize import load_step
 from .simulate import load_workload
 
 PathLike = str | os.PathLike[str]
+
+__all__ = ["CONVERT_PARAMS", "ConvertJob", "Converted", "convert", "run_job", "writable_formats"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +60,12 @@ def convert(
         return Converted(step.source, fmt.name, fmt.writes, str(output), write(step, output, fmt.name), len(step.ops))
     w = load_workload(source, gpus, trace_format=trace_format)
     return Converted(w.name, fmt.name, fmt.writes, str(output), write(w, output, fmt.name), w.num_ranks)
+
+
+def run_job(job: ConvertJob) -> Converted:
+    """The conversion ``job`` asks for (``podsim convert``): :func:`convert` of its fields.
+
+    Raises:
+        InputError: as :func:`convert`.
+    """
+    return convert(job.input, job.to, job.output, job.gpus, job.trace_format)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from ..api.convert import convert, writable_formats
+from ..api.convert import CONVERT_PARAMS, ConvertJob, run_job
 from ..report.traces import format_converted
-from .options import count_arg
+from .options import add_params
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"convert": "_run_convert"}
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
-    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
+    :class:`~podsim.jobs.trace.ConvertJob`."""
     cv = sub.add_parser(
         "convert",
         help="convert a workload (TrioSim, PyTorch traces, ASTRA-sim 1.0 text, SimAI, "
@@ -29,30 +30,10 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
         "The input's format is sniffed (docs/traces.md); --format names it.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cv.add_argument(
-        "input",
-        help="a TrioSim trace directory, a podsim trace folder (every rank), a PyTorch Kineto "
-        "or execution trace (.json), a .txt workload or a Chakra prefix",
-    )
-    cv.add_argument("--to", required=True, choices=list(writable_formats()), help="the output format")
-    cv.add_argument("output", metavar="OUT", help="the output prefix (chakra) or folder (triosim)")
-    cv.add_argument(
-        "--format",
-        dest="trace_format",
-        default=None,
-        metavar="NAME",
-        help="the input's format, instead of sniffing it (docs/traces.md)",
-    )
-    cv.add_argument(
-        "--gpus",
-        type=count_arg,
-        default=None,
-        metavar="N",
-        help="ranks to write (required for ASTRA-sim 1.0 text; SimAI default: all_gpus)",
-    )
+    add_params(cv, CONVERT_PARAMS)
     cv.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    print(format_converted(convert(args.input, args.to, args.output, args.gpus, args.trace_format)))
+    print(format_converted(run_job(ConvertJob.from_values(vars(args)))))
     return 0

@@ -6,14 +6,9 @@ import argparse
 import os
 import sys
 
-from ..api.capture import capture, trace_ranks
-from ..errors import InputError
+from ..api.capture import TRACE_PARAMS, Capture, TraceJob, run_job
 from ..report.traces import format_capture, format_rank_capture, rank_capture_json, write_json_doc
-from .options import (
-    count_arg,
-    count_bar,
-    positive_arg,
-)
+from .options import add_params, count_bar
 
 EPILOG_TRACE = """examples:
   podsim trace --model torchvision:resnet50 --batch-size 8 --out traces/resnet50
@@ -38,70 +33,15 @@ RUNNERS = {"trace": "_run_trace"}
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
-    """Add this subcommand to ``sub`` (argparse's subparsers)."""
+    """Add this subcommand to ``sub`` (argparse's subparsers): its flags are the parameters of
+    :class:`~podsim.jobs.trace.TraceJob`."""
     tr = sub.add_parser(
         "trace",
         help="profile one training step of a PyTorch model (profiler + execution trace)",
         epilog=EPILOG_TRACE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tr.add_argument(
-        "--model",
-        required=True,
-        metavar="MODEL",
-        help="torchvision:NAME, hf:CONFIG.json, module:callable; with --world-size also "
-        "megatron:CONFIG.json (Megatron-Core's GPT)",
-    )
-    tr.add_argument("--batch-size", type=count_arg, required=True, metavar="B")
-    tr.add_argument(
-        "--steps", type=count_arg, default=3, metavar="K", help="warm-up steps before the profiled one (default 3)"
-    )
-    tr.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    tr.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
-    tr.add_argument(
-        "--nproc",
-        type=count_arg,
-        default=1,
-        metavar="N",
-        help="distributed capture: N processes of DistributedDataParallel (gloo on the CPU, NCCL on "
-        "GPUs), each writing kineto.<rank>.json and et.<rank>.json with the collectives",
-    )
-    tr.add_argument(
-        "--bucket-mb",
-        type=positive_arg,
-        default=25.0,
-        metavar="MB",
-        help="with --nproc: DDP's bucket_cap_mb (default 25)",
-    )
-    tr.add_argument(
-        "--world-size",
-        type=count_arg,
-        default=None,
-        metavar="N",
-        help="trace a parallel job of N ranks (with --layout; --fake-ranks or --nproc N)",
-    )
-    tr.add_argument(
-        "--layout",
-        default=None,
-        metavar="tp=T[,pp=P][,cp=C][,fsdp]",
-        help="the job's parallel layout; data parallel takes the ranks left over",
-    )
-    tr.add_argument(
-        "--fake-ranks",
-        action="store_true",
-        help="run each distinct rank's step in this process on a fake process group (calls return at "
-        "once and are recorded); ranks that differ only in their data-parallel peers are traced once",
-    )
-    tr.add_argument("--json", metavar="OUT", help="with --world-size: what was traced, as JSON")
-    tr.add_argument(
-        "--rank-timeout",
-        type=positive_arg,
-        default=1800.0,
-        metavar="S",
-        help="with --world-size: stop a rank (or the real job) that runs longer than S seconds (default 1800)",
-    )
-    tr.add_argument("--seq-len", type=count_arg, default=128, metavar="S", help="hf models: tokens per sequence")
-    tr.add_argument("--out", required=True, metavar="DIR")
+    add_params(tr, TRACE_PARAMS)
     tr.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
@@ -115,71 +55,22 @@ def _run_trace(args: argparse.Namespace) -> int:
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above USDT (5): Kineto prints nothing
 
+    job = TraceJob.from_values(vars(args))
+
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
             bar = "#" * (20 * done // total)
             sys.stderr.write(f"\r  step {done}/{total} [{bar:<20}]")
             sys.stderr.flush()
 
-    if args.world_size is not None or args.layout is not None or args.fake_ranks:
-        return _run_parallel(args)
-    c = capture(
-        args.model,
-        args.batch_size,
-        args.out,
-        args.steps,
-        args.device,
-        args.optimizer,
-        args.seq_len,
-        progress,
-        args.nproc,
-        args.bucket_mb,
-    )
+    c = run_job(job, count_bar("traced {done}/{total} ranks") if job.parallel else progress)
     if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 40 + "\r")
-    print(format_capture(c, args.batch_size))
-    return 0
-
-
-def _run_parallel(args: argparse.Namespace) -> int:
-    """A parallel job: its distinct ranks on a fake process group, or every rank for real."""
-    if args.world_size is None or args.layout is None:
-        raise InputError(
-            "a parallel job needs both --world-size N and --layout tp=T[,pp=P][,cp=C][,fsdp]",
-            where="--world-size" if args.world_size is None else "--layout",
-        )
-    real = args.nproc > 1
-    if args.fake_ranks and real:
-        raise InputError(
-            "give --fake-ranks (the distinct ranks, one by one, in this process) or --nproc N (every "
-            "rank for real over gloo), not both",
-            where="--fake-ranks",
-        )
-    if args.fake_ranks == real:
-        raise InputError(
-            "say how to run the job: --fake-ranks (its distinct ranks, one by one, in this process) or "
-            f"--nproc {args.world_size} (every rank for real over gloo)",
-            where="--fake-ranks",
-        )
-    ranks_done = count_bar("traced {done}/{total} ranks")
-    c = trace_ranks(
-        args.model,
-        args.batch_size,
-        args.out,
-        args.world_size,
-        args.layout,
-        args.steps,
-        args.device,
-        args.optimizer,
-        args.seq_len,
-        args.nproc if real else 0,
-        ranks_done,
-        args.rank_timeout,
-    )
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 80 + "\r")
-    print(format_rank_capture(c, args.model, args.batch_size))
-    if args.json:
-        write_json_doc(rank_capture_json(c), args.json)
-        print(f"  wrote {args.json}")
+        sys.stderr.write("\r" + " " * (80 if job.parallel else 40) + "\r")
+    if isinstance(c, Capture):
+        print(format_capture(c, job.batch_size))
+        return 0
+    print(format_rank_capture(c, job.model, job.batch_size))
+    if job.json:
+        write_json_doc(rank_capture_json(c), job.json)
+        print(f"  wrote {job.json}")
     return 0
