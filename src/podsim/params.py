@@ -295,6 +295,11 @@ def add_arguments(
         target.add_argument(*p.flags, **kw)
 
 
+def cell_text(text: str) -> str:
+    """``text`` as a Markdown table cell shows it: ``|`` escaped, ``<PATH>`` not taken for a tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def markdown_table(params: Iterable[Param]) -> str:
     """The docs' table of ``params``: flag (and aliases), default, what it is."""
     rows = ["| flag | default | what it is |", "|---|---|---|"]
@@ -309,7 +314,7 @@ def markdown_table(params: Iterable[Param]) -> str:
         if p.kind == "choice":
             flags += " " + "\\|".join(str(c) for c in p.choices)
         default = "" if p.default in (None, False) else f"`{p.default}`"
-        text = p.help.replace("|", "\\|")
+        text = cell_text(p.help)
         if p.unit and p.unit not in text:
             text += f" ({p.unit})"
         rows.append(f"| {flags} | {default} | {text} |")

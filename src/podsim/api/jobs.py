@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.example import EXAMPLE_PARAMS, ExampleJob
+from ..jobs.fabric import FABRIC_PARAMS, FabricJob
 from ..jobs.infer import INFER_PARAMS, InferJob
+from ..jobs.kernels import KERNELS_PARAMS, KernelsJob
 from ..jobs.kinds import PARAMS_BY_COMMAND
 from ..jobs.outputs import RESULT_OUTPUT_PARAMS
 from ..jobs.search import SEARCH_PARAMS, SearchCommand, SearchJob
 from ..jobs.serve import SERVE_PARAMS, ServeCommand, ServeJob
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
+from ..jobs.serve_workload import SERVE_WORKLOAD_PARAMS, ServeWorkloadJob
 from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
 from ..jobs.simulation import BACKEND, RAY, WORKERS
+from ..jobs.sweep import SWEEP_PARAMS, SweepJob
+from ..jobs.trace import CONVERT_PARAMS, INSPECT_PARAMS, TRACE_PARAMS, ConvertJob, InspectJob, TraceJob
 from ..jobs.train import TRAIN_PARAMS, TrainJob
+from ..jobs.validate import VALIDATE_PARAMS, ValidateJob
 from ..params import Param, add_arguments, echo
 
 __all__ = [
@@ -44,4 +50,20 @@ __all__ = [
     "TrainJob",
     "add_arguments",
     "echo",
+    "CONVERT_PARAMS",
+    "ConvertJob",
+    "FABRIC_PARAMS",
+    "FabricJob",
+    "INSPECT_PARAMS",
+    "InspectJob",
+    "KERNELS_PARAMS",
+    "KernelsJob",
+    "SERVE_WORKLOAD_PARAMS",
+    "ServeWorkloadJob",
+    "SWEEP_PARAMS",
+    "SweepJob",
+    "TRACE_PARAMS",
+    "TraceJob",
+    "VALIDATE_PARAMS",
+    "ValidateJob",
 ]
