@@ -297,7 +297,7 @@ def add_arguments(
 
 def cell_text(text: str) -> str:
     """``text`` as a Markdown table cell shows it: ``|`` escaped, ``<PATH>`` not taken for a tag."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("<", "&lt;")
 
 
 def markdown_table(params: Iterable[Param]) -> str:
