@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..hardware.gpu import gpu_specs
 from ..params import Param, param
 
 #: the GPU a job runs on when it names none
@@ -19,8 +20,7 @@ GPU = Param(
     "name",
     DEFAULT_GPU,
     metavar="NAME",
-    help="a GPU key or alias (podsim llm --list): v100-32gb, a100-40gb, a100-80gb, h100-80gb, h200, b200, "
-    "b300, gb200, gb300, mi300x",
+    help="a GPU key or alias (podsim llm --list): " + ", ".join(gpu_specs()),
 )
 CLUSTER = Param(
     "cluster",
