@@ -10,6 +10,8 @@ import platform
 import shutil
 import subprocess
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ try:  # the checkout's podsim (the GPU machine runs these from a copy of the tre
     import podsim  # noqa: F401
 except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
+from podsim.capture.breakdown import step_breakdown  # noqa: E402  (after the checkout's podsim is on the path)
 
 
 def quiet_torch(torch: Any) -> None:
@@ -131,13 +134,39 @@ def output_path(out: str, name: str, gpu: str, quick: bool) -> Path:
 SAMPLE_PROFILE: list[Path] = []
 
 
-def keep_first_profile(trace: Path) -> None:
+def _keep_first_profile(trace: Path) -> None:
     """Gzip ``trace`` to the run's sample path if nothing is kept there yet."""
     if SAMPLE_PROFILE and not SAMPLE_PROFILE[0].exists() and trace.exists():
         tmp = SAMPLE_PROFILE[0].with_suffix(".tmp")
         with trace.open("rb") as src, gzip.open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
         tmp.replace(SAMPLE_PROFILE[0])
+
+
+def profiled_breakdown(run_step: Callable[[], object], cuda: bool, folder: Path) -> Any:
+    """One profiled step's breakdown (:func:`podsim.capture.breakdown.step_breakdown`): ``run_step``
+    twice under the profiler, the first as its warm-up; the run's first trace is kept
+    (:data:`SAMPLE_PROFILE`)."""
+    from torch.profiler import ProfilerActivity, profile, schedule  # noqa: PLC0415 -- torch is optional
+
+    path = folder / "profile.json"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with (
+        warnings.catch_warnings(),
+        profile(
+            activities=acts,
+            schedule=schedule(wait=0, warmup=1, active=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+        ) as prof,
+    ):
+        warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle": known
+        for _ in range(2):
+            run_step()
+            prof.step()
+    b = step_breakdown(path)
+    _keep_first_profile(path)
+    path.unlink(missing_ok=True)
+    return b
 
 
 def failure_status(e: BaseException) -> str:

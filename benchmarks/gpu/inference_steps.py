@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,14 +45,14 @@ from gpu_common import (
     GIB,
     add_arguments,
     failure_status,
-    keep_first_profile,
     open_device,
     output_path,
+    profiled_breakdown,
     provenance,
     settle_arguments,  # noqa: E402  (puts the checkout's podsim on the path)
 )
 
-from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
+from podsim.capture.breakdown import CATEGORIES  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, ServingStep, build  # noqa: E402
 from podsim.serving.llm.measured_steps import write_serving_steps  # noqa: E402
@@ -177,25 +176,7 @@ def measure(torch: Any, model: Any, s: Shape, device: str, steps: int, folder: P
                 t0 = time.perf_counter()
                 step.replay().cpu()
                 walls.append((time.perf_counter() - t0) * 1e3)
-        from torch.profiler import ProfilerActivity, profile, schedule
-
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-        path = folder / "profile.json"
-        with (
-            warnings.catch_warnings(),
-            profile(
-                activities=acts,
-                schedule=schedule(wait=0, warmup=1, active=1),
-                on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-            ) as prof,
-        ):
-            warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle": known
-            for _ in range(2):
-                step.replay().cpu()
-                prof.step()
-    b = step_breakdown(path)
-    keep_first_profile(path)
-    path.unlink(missing_ok=True)
+        b = profiled_breakdown(lambda s=step: s.replay().cpu(), cuda, folder)
     row.update(
         step_ms=round(statistics.median(walls), 4),
         step_ms_min=round(min(walls), 4),

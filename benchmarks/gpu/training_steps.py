@@ -48,7 +48,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,14 +58,14 @@ from gpu_common import (
     ROOT,
     add_arguments,
     failure_status,
-    keep_first_profile,
     open_device,
     output_path,
+    profiled_breakdown,
     provenance,
     settle_arguments,  # noqa: E402  (puts the checkout's podsim on the path)
 )
 
-from podsim.capture.breakdown import CATEGORIES, step_breakdown  # noqa: E402
+from podsim.capture.breakdown import CATEGORIES  # noqa: E402
 from podsim.compute.steps import gpu_key_for_device, write_steps  # noqa: E402
 from podsim.examples.llama import SHAPES, LlamaShape, batch, build, loss_fn  # noqa: E402
 from podsim.fileio import atomic_write_text  # noqa: E402
@@ -242,32 +241,6 @@ def time_steps(torch: Any, tr: Trainer, device: str, steps: int) -> tuple[list[f
     return times, (time.perf_counter() - t0) * 1000.0 / steps
 
 
-def profile_step(torch: Any, tr: Trainer, device: str, folder: Path) -> dict:
-    """One profiled step's breakdown (``podsim.capture.breakdown``), the step before it
-    profiled as warm-up."""
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-    path = folder / "profile.json"
-    with (
-        warnings.catch_warnings(),
-        profile(
-            activities=acts,
-            schedule=schedule(wait=0, warmup=1, active=1),
-            on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-        ) as prof,
-    ):
-        warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle": known
-        for _ in range(2):
-            tr.step()
-            _sync(torch, device)
-            prof.step()
-    b = step_breakdown(path)
-    keep_first_profile(path)
-    path.unlink(missing_ok=True)
-    return b.to_dict()
-
-
 def measure(
     torch: Any, c: Config, device: str, steps: int, warmup: int, compile_backend: str, folder: Path
 ) -> tuple[dict, dict]:
@@ -297,7 +270,7 @@ def measure(
     if cuda:
         row["peak_mem_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 3)
         row["reserved_gib"] = round(torch.cuda.max_memory_reserved() / GIB, 3)
-    b = profile_step(torch, tr, device, folder)
+    b = profiled_breakdown(lambda t=tr: (t.step(), _sync(torch, device)), cuda, folder).to_dict()
     row.update(
         profiled_step_ms=b["step_ms"],
         busy_ms=b["busy_ms"],

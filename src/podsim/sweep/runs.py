@@ -41,7 +41,7 @@ from ..serving.llm.deployment import parse_pair, usd_per_mtok
 from ..serving.llm.requests import is_generator, parse_generator
 from ..units import parse_bandwidth, parse_message_size
 from .search import gpu_hour_price
-from .whatif import apply_cluster, apply_gpu
+from .whatif import CLUSTER_FIELDS, apply_cluster, apply_gpu
 
 #: the largest integer or number a parameter may take
 _MAX_INT = 2**31
@@ -72,17 +72,6 @@ class RunKind:
         return tuple(p.name for p in self.params)
 
 
-_ALL_CLUSTER = (
-    "preset",
-    "gpus_per_node",
-    "nic_bandwidth",
-    "nic_bandwidth_scale",
-    "intra_bandwidth_scale",
-    "intra_node",
-    "inter_node",
-    "nccl",
-)
-
 LLM = RunKind(
     "llm",
     tuple(p for p in TRAIN_PARAMS if p.sweep),
@@ -103,7 +92,7 @@ LLM = RunKind(
     },
     ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
-    _ALL_CLUSTER,
+    CLUSTER_FIELDS,
     "one training iteration of an LLM under a parallel layout (podsim llm)",
     {a: p.name for p in TRAIN_PARAMS if p.sweep for a in p.aliases},
 )
@@ -123,7 +112,7 @@ COLLECTIVE = RunKind(
     },
     ("bytes", "time_us", "busbw_gbps", "algorithm"),
     (),
-    _ALL_CLUSTER,
+    CLUSTER_FIELDS,
     "one collective of one size, as nccl-tests would time it (podsim collective)",
     {"name": "collective", "bytes": "size"},
 )
@@ -135,7 +124,7 @@ SIMULATE = RunKind(
     {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE", "exposed_comm_s": "DOUBLE"},
     ("time_s", "compute_s", "exposed_comm_s"),
     (),
-    _ALL_CLUSTER,
+    CLUSTER_FIELDS,
     "a workload on a cluster or an ASTRA-sim machine (podsim simulate)",
     {
         "system": "system-configuration",
@@ -191,7 +180,7 @@ SERVE_LLM = RunKind(
     },
     ("capacity_qps", "tokens_per_s", "ttft_p99_s", "tpot_p99_s", "slo_attainment", "cost_per_mtok_usd"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
-    _ALL_CLUSTER,
+    CLUSTER_FIELDS,
     "LLM serving on replicas: continuous batching, a paged KV cache, schedulers, P/D (podsim serve-llm)",
     {a: p.name for p in SERVE_LLM_PARAMS if p.sweep for a in p.aliases},
 )
