@@ -36,7 +36,7 @@ from ..errors import InputError, closest, unknown_key_error, yaml_error
 from ..fileio import read_text
 from ..hardware.gpu import get_gpu
 from .runs import RUNS, RunKind, check_value, default_cluster_name, with_defaults
-from .whatif import apply_cluster, apply_gpu, check_whatif, cluster_doc
+from .whatif import apply_cluster, apply_gpu, check_whatif
 
 #: the keys of a sweep spec
 TOP_KEYS = ("name", "description", "run", "fixed", "grid", "points", "what-if", "store")
@@ -358,5 +358,4 @@ def _try_whatif(run: RunKind, full: dict[str, Any], w: dict[str, Any], base: str
         name = default_cluster_name(get_gpu(full["gpu"]))
     if name is None and "preset" not in ov:
         raise InputError("it changes the cluster, and the point names none: give cluster")
-    cluster_doc(name or ov["preset"], ov, w["name"], base)
     apply_cluster(name or ov["preset"], ov, w["name"], base)
