@@ -8,6 +8,8 @@ one), never read back from the code.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from podsim.cli import main
@@ -71,3 +73,16 @@ def test_an_8_gpu_pcie_all_reduce_is_bounded_by_pcie(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     busbw = float(next(ln for ln in out.splitlines() if "Avg bus bandwidth" in ln).split(":")[1].split()[0])
     assert 16 < busbw <= 32
+
+
+def test_an_unfitted_gpu_says_what_its_times_rest_on(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The L40S has no compute fit of its own: podsim infer says it runs on the A100's, in the
+    summary and the JSON; the H100, fitted to its own kernels, says nothing of the kind."""
+    out = tmp_path / "i.json"
+    argv = ["infer", "--model", "llama2-7b", "--batch", "1", "--prompt-tokens", "128", "--output-tokens", "4"]
+    assert main([*argv, "--gpu", "l40s", "--json", str(out)]) == 0
+    assert "calibration derived: a100-80gb's fit" in capsys.readouterr().out
+    cal = json.loads(out.read_text())["calibration"]
+    assert cal["status"] == "derived" and cal["derived_from"] == "a100-80gb"
+    assert main([*argv, "--gpu", "h100"]) == 0
+    assert "calibration" not in capsys.readouterr().out

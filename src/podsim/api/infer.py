@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..jobs.infer import InferJob
+from ..llm.training import calibration_of
 from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import InferenceReport, LLMStepTimer
 from ..serving.llm.steps import infer as time_steps
@@ -32,6 +33,14 @@ class InferOutcome:
     job: InferJob
     report: InferenceReport
     timer: LLMStepTimer
+
+    @property
+    def calibration(self) -> dict:
+        """How the GPU's kernel times are known (as ``podsim llm``'s ``calibration``): its own
+        fit, a sibling's fit on its datasheet peaks, or measured tables (``--profile``)."""
+        if self.job.replica.profile:
+            return {"status": "measured", "source": f"the tables in {self.job.replica.profile}"}
+        return calibration_of(self.timer.gpu, False)
 
 
 def infer(job: InferJob) -> InferOutcome:

@@ -53,6 +53,8 @@ def _run_infer(args: argparse.Namespace) -> int:
     outcome = infer(job)
     print(format_infer(outcome))
     if job.outputs.json:
-        write_document({**outcome.report.to_dict(), "inputs": echo(job)}, job.outputs.json)
+        write_document(
+            {**outcome.report.to_dict(), "calibration": outcome.calibration, "inputs": echo(job)}, job.outputs.json
+        )
         print(f"  wrote {job.outputs.json}")
     return 0

@@ -18,6 +18,9 @@ def format_infer(outcome: Any) -> str:
         lines.append(
             f"  step times from the tables in {profile} (Vidur's layout); memory, logits and host: podsim's model"
         )
+    cal = outcome.calibration
+    if cal["status"] == "derived":  # no fit of this GPU's own: say what the times rest on
+        lines.append(f"  calibration derived: {cal['source']}")
     lines.append(f"  prefill (time to first token)  {r.prefill_s * 1e3:10.2f} ms")
     lines.append(
         f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"
