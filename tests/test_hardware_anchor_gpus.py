@@ -86,3 +86,7 @@ def test_an_unfitted_gpu_says_what_its_times_rest_on(tmp_path, capsys: pytest.Ca
     assert cal["status"] == "derived" and cal["derived_from"] == "a100-80gb"
     assert main([*argv, "--gpu", "h100"]) == 0
     assert "calibration" not in capsys.readouterr().out
+    serve = ["serve-llm", "--model", "llama2-7b", "--gpu", "l40s", "--workload", "poisson:2", "--requests", "10"]
+    assert main([*serve, "--json", str(out)]) == 0
+    assert "calibration derived: a100-80gb's fit" in capsys.readouterr().out
+    assert json.loads(out.read_text())["calibration"]["derived_from"] == "a100-80gb"

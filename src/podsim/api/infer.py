@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..jobs.infer import InferJob
-from ..llm.training import calibration_of
+from ..llm.training import replica_calibration
 from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import InferenceReport, LLMStepTimer
 from ..serving.llm.steps import infer as time_steps
@@ -36,11 +36,8 @@ class InferOutcome:
 
     @property
     def calibration(self) -> dict:
-        """How the GPU's kernel times are known (as ``podsim llm``'s ``calibration``): its own
-        fit, a sibling's fit on its datasheet peaks, or measured tables (``--profile``)."""
-        if self.job.replica.profile:
-            return {"status": "measured", "source": f"the tables in {self.job.replica.profile}"}
-        return calibration_of(self.timer.gpu, False)
+        """How the step times are known (as ``podsim llm``'s ``calibration``)."""
+        return replica_calibration(self.timer.gpu, self.job.replica.profile)
 
 
 def infer(job: InferJob) -> InferOutcome:

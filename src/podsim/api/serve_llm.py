@@ -27,6 +27,7 @@ from ..hardware.gpu import GpuSpec
 from ..jobs.model import ModelChoice
 from ..jobs.serve_llm import ServeLLMJob
 from ..llm.model import ModelConfig
+from ..llm.training import replica_calibration
 from ..serving.llm.capacity import Capacity
 from ..serving.llm.deployment import (
     PDLink,
@@ -87,6 +88,11 @@ class ServeLLMOutcome:
             "usd_per_gpu_hour": usd_per_gpu_hour,
             "cost_per_mtok_usd": usd_per_mtok(self.serving.gpus, usd_per_gpu_hour, self.tokens_per_s),
         }
+
+    @property
+    def calibration(self) -> dict:
+        """How the replicas' step times are known (as ``podsim llm``'s ``calibration``)."""
+        return replica_calibration(self.serving.timer.gpu, self.job.replica.profile)
 
     def transient_note(self) -> str | None:
         """A note when the run at capacity ended before reaching a steady state."""

@@ -163,6 +163,14 @@ def calibration_of(gpu: GpuSpec, table: bool) -> dict:
     }
 
 
+def replica_calibration(gpu: GpuSpec, profile: str | None) -> dict:
+    """How a serving replica's step times are known: the measured tables of ``profile`` (Vidur's
+    layout), else :func:`calibration_of` its GPU."""
+    if profile:
+        return {"status": "measured", "source": f"the tables in {profile}", "derived_from": None, "scale": {}}
+    return calibration_of(gpu, False)
+
+
 #: GPUs whose roofline parameters were fitted to their own measurements (docs/compute.md)
 _FITS = {
     "a100-80gb": "Megatron-LM SC'21 Table 1 (A100 80GB)",

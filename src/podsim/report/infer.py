@@ -6,6 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 
+def calibration_line(cal: dict) -> str | None:
+    """The summary's line on a derived calibration (a GPU without a fit of its own runs on a
+    sibling's: the times rest on that), None for a fitted or measured one."""
+    return f"  calibration derived: {cal['source']}" if cal["status"] == "derived" else None
+
+
 def format_infer(outcome: Any) -> str:
     """The summary of an :class:`~podsim.api.infer.InferOutcome`."""
     r, timer = outcome.report, outcome.timer
@@ -18,9 +24,9 @@ def format_infer(outcome: Any) -> str:
         lines.append(
             f"  step times from the tables in {profile} (Vidur's layout); memory, logits and host: podsim's model"
         )
-    cal = outcome.calibration
-    if cal["status"] == "derived":  # no fit of this GPU's own: say what the times rest on
-        lines.append(f"  calibration derived: {cal['source']}")
+    line = calibration_line(outcome.calibration)
+    if line:
+        lines.append(line)
     lines.append(f"  prefill (time to first token)  {r.prefill_s * 1e3:10.2f} ms")
     lines.append(
         f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"

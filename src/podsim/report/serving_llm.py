@@ -7,14 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..serving.llm.metrics import LLMServeResult
+from .infer import calibration_line
 
 
 def format_serve_llm(outcome: Any, usd_per_gpu_hour: float | None) -> str:
     """The summary of a :class:`~podsim.api.serve_llm.ServeLLMOutcome`."""
     job, serving = outcome.job, outcome.serving
     cap = outcome.capacity
+    cal = calibration_line(outcome.calibration)
     if cap is None:
-        lines = [format_serve_llm_run(outcome.result)]
+        lines = [format_serve_llm_run(outcome.result), *([cal] if cal else [])]
         if usd_per_gpu_hour is not None:
             cost = outcome.cost(usd_per_gpu_hour)["cost_per_mtok_usd"]
             if cost is not None:
@@ -28,6 +30,8 @@ def format_serve_llm(outcome: Any, usd_per_gpu_hour: float | None) -> str:
         f"podsim serve-llm --find-capacity: {serving.describe()}, {len(outcome.requests)} requests a run, "
         f"{job.engine.scheduler} scheduler, {job.engine.router} router"
     ]
+    if cal:
+        lines.append(cal)
     for q, a in cap.probes:
         lines.append(f"  {q:10.4g} req/s   SLO met by {100 * a:5.1f}%   {'meets' if a >= target else '-'}")
     lines.append(
@@ -54,6 +58,7 @@ def serve_llm_document(outcome: Any, usd_per_gpu_hour: float | None) -> dict[str
     doc = outcome.capacity.to_dict() if outcome.capacity is not None else outcome.result.to_dict()
     if usd_per_gpu_hour is not None:
         doc.update(outcome.cost(usd_per_gpu_hour))
+    doc["calibration"] = outcome.calibration
     return doc
 
 
