@@ -23,6 +23,7 @@ from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import InferenceReport, LLMStepTimer
 from ..serving.llm.steps import infer as time_steps
 from ..serving.llm.vidur_profiles import write_vidur_profiles
+from ..stacks.stack import serving_host_overhead, serving_stack
 
 
 @dataclass
@@ -38,6 +39,12 @@ class InferOutcome:
     def calibration(self) -> dict:
         """How the step times are known (as ``podsim llm``'s ``calibration``)."""
         return replica_calibration(self.timer.gpu, self.job.replica.profile)
+
+    @property
+    def stack(self) -> dict | None:
+        """The serving stack the job named (its echo), or None."""
+        st = serving_stack(self.job.software.stack)
+        return st.echo() if st else None
 
 
 def infer(job: InferJob) -> InferOutcome:
@@ -58,7 +65,7 @@ def infer(job: InferJob) -> InferOutcome:
         rep.ep,
         rep.precision,
         hw.cluster,
-        rep.host_overhead_ms,
+        serving_host_overhead(rep.host_overhead_ms, serving_stack(job.software.stack)),
         kv_cache_dtype=rep.kv_cache_dtype,
         profile=rep.profile,
     )

@@ -44,6 +44,7 @@ from ..serving.llm.plot import plot_serving
 from ..serving.llm.requests import GeneratorSpec, Request, is_generator, load_requests, parse_generator
 from ..serving.llm.simulate import ServeConfig
 from ..serving.llm.trace import write_serve_trace
+from ..stacks.stack import serving_host_overhead, serving_stack
 
 #: makes the progress callback of one run: given what the run is ("served {done}/{total}
 #: requests"), returns ``progress(done, total)`` and a function that ends the line
@@ -93,6 +94,12 @@ class ServeLLMOutcome:
     def calibration(self) -> dict:
         """How the replicas' step times are known (as ``podsim llm``'s ``calibration``)."""
         return replica_calibration(self.serving.timer.gpu, self.job.replica.profile)
+
+    @property
+    def stack(self) -> dict | None:
+        """The serving stack the job named (its echo), or None."""
+        st = serving_stack(self.job.software.stack)
+        return st.echo() if st else None
 
     def transient_note(self) -> str | None:
         """A note when the run at capacity ended before reaching a steady state."""
@@ -145,7 +152,7 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
         rep.ep,
         rep.precision,
         rep.kv_cache_dtype,
-        rep.host_overhead_ms,
+        serving_host_overhead(rep.host_overhead_ms, serving_stack(job.software.stack)),
         hw.cluster,
         rep.profile,
         _draft(eng.draft_model),

@@ -40,6 +40,8 @@ from ..llm.ops import LayerCosts
 from ..llm.stack import Stack
 from ..llm.training import TrainingResult, breakdown, calibration_of, default_cluster, group_ranks
 from ..network.fabric import Fabric
+from ..stacks.rules import apply_rules
+from ..stacks.stack import DEFAULT_TRAINING, SoftwareStack, load_stack
 from ..units import parse_bandwidth
 from ..workload import CollectiveKind
 
@@ -89,6 +91,7 @@ def train(
         compute=compute,
         granularity=job.simulation.granularity,
         progress=progress,
+        software=load_stack(job.software.stack or DEFAULT_TRAINING, "training"),
     )
 
 
@@ -132,6 +135,7 @@ def simulate_training(
     progress: Callable[[int, int, int], None] | None = None,
     rendezvous: bool = True,
     stack: Stack | None = None,
+    software: SoftwareStack | None = None,
 ) -> TrainingResult:
     """Simulate one iteration.
 
@@ -141,7 +145,9 @@ def simulate_training(
         about once a second of wall time.  ``rendezvous``: pipeline sends wait for the receiving
         stage to post its receive (NCCL's send/recv of large messages; Megatron's blocking
         point-to-point), holding the sender's pipeline stream meanwhile.  ``stack``: the host
-    overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``).
+    overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``,
+    under ``software``).  ``software``: the software stack (default megatron-core): its framework
+    rules fill the layout fields left at their defaults, its physical parameters time the kernels.
 
         Raises:
             InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
@@ -154,6 +160,10 @@ def simulate_training(
         )
     if flash_attention is not None and flash_attention != layout.flash_attention:
         layout = replace(layout, flash_attention=flash_attention)
+    applied: dict = {}
+    if software is not None:
+        layout, applied = apply_rules(layout, model, software)
+    stack = stack or Stack.for_gpu(spec_gpu.key, software)
     layout.check(model)
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
@@ -185,7 +195,12 @@ def simulate_training(
         params / (layout.dp * layout.cp) if layout.zero >= 3 else params,
         params / (layout.dp * layout.cp) if sharded else params,
     )
-    out.host_ns = (stack or Stack.for_gpu(spec_gpu.key)).host_ns
+    out.host_ns = stack.host_ns
+    if software is not None:
+        out.stack = {
+            **software.echo(),
+            "applied": {k: list(v) if isinstance(v, tuple) else v for k, v in applied.items()},
+        }
     if out.memory_peak_gib > spec_gpu.memory_gib:
         worst = max(out.memory, key=lambda s: s.total)
         out.notes.append(

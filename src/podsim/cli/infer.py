@@ -54,7 +54,13 @@ def _run_infer(args: argparse.Namespace) -> int:
     print(format_infer(outcome))
     if job.outputs.json:
         write_document(
-            {**outcome.report.to_dict(), "calibration": outcome.calibration, "inputs": echo(job)}, job.outputs.json
+            {
+                **outcome.report.to_dict(),
+                "calibration": outcome.calibration,
+                "stack": outcome.stack,
+                "inputs": echo(job),
+            },
+            job.outputs.json,
         )
         print(f"  wrote {job.outputs.json}")
     return 0

@@ -9,6 +9,7 @@ from ..params import JobSpec, Param, nested, param, params_of
 from .hardware import Hardware
 from .model import ModelChoice
 from .replica import ReplicaOptions
+from .software import ServingSoftware
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class InferJob(JobSpec):
     model: ModelChoice = nested(ModelChoice)
     hardware: Hardware = nested(Hardware)
     replica: ReplicaOptions = nested(ReplicaOptions)
+    software: ServingSoftware = nested(ServingSoftware)
     batch: Batch = nested(Batch)
     outputs: InferOutputs = nested(InferOutputs)
 

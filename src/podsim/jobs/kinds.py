@@ -14,6 +14,7 @@ from .serve import SERVE_PARAMS
 from .serve_llm import SERVE_LLM_PARAMS
 from .serve_workload import SERVE_WORKLOAD_PARAMS
 from .simulate import SIMULATE_PARAMS
+from .stacks import CALIBRATE_PARAMS, STACK_PARAMS
 from .sweep import SWEEP_PARAMS
 from .trace import CONVERT_PARAMS, INSPECT_PARAMS, TRACE_PARAMS
 from .train import TRAIN_PARAMS
@@ -37,6 +38,8 @@ PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
     "fabric": FABRIC_PARAMS,
     "serve-workload": SERVE_WORKLOAD_PARAMS,
     "example": EXAMPLE_PARAMS,
+    "stack": STACK_PARAMS,
+    "calibrate": CALIBRATE_PARAMS,
 }
 
 #: subcommand -> the docs page whose flag table is generated from its parameters
@@ -57,6 +60,8 @@ DOCS_PAGE: dict[str, str] = {
     "fabric": "docs/networks.md",
     "serve-workload": "docs/serving.md",
     "example": "docs/outputs.md",
+    "stack": "docs/stacks.md",
+    "calibrate": "docs/stacks.md",
 }
 
 

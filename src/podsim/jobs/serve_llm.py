@@ -15,6 +15,7 @@ from ..serving.llm.schedulers import describe as describe_schedulers
 from .hardware import Hardware
 from .model import ModelChoice
 from .replica import ReplicaOptions
+from .software import ServingSoftware
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,7 @@ class ServeLLMJob(JobSpec):
     model: ModelChoice = nested(ModelChoice)
     hardware: Hardware = nested(Hardware)
     replica: ReplicaOptions = nested(ReplicaOptions)
+    software: ServingSoftware = nested(ServingSoftware)
     engine: EngineOptions = nested(EngineOptions)
     requests: RequestsSpec = nested(RequestsSpec)
     service: ServiceLevel = nested(ServiceLevel)

@@ -12,6 +12,7 @@ from .hardware import ClusterOverrides, Hardware
 from .model import ModelChoice
 from .outputs import Outputs
 from .simulation import Simulation
+from .software import TrainingSoftware
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class TrainJob(JobSpec):
     cluster: ClusterOverrides = nested(ClusterOverrides)
     simulation: Simulation = nested(Simulation)
     timing: Timing = nested(Timing)
+    software: TrainingSoftware = nested(TrainingSoftware)
     outputs: Outputs = nested(Outputs)
     exports: TrainExports = nested(TrainExports)
 

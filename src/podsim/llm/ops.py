@@ -124,7 +124,7 @@ class LayerCosts:
             one = cm.gemm_ns(k.m, k.n, k.k, k.batch) + cm.gemm_ns(k.m, k.k, k.n, k.batch)
             return one * (2.0 if k.backward else 1.0)
         if k.kind == "memory":
-            return self.cm.memory_ns(k.nbytes, k.count)
+            return self.cm.memory_ns(k.nbytes, k.count) * self.stack.kernel_scale(k.module)
         return 0.0
 
     def _launches(self, k: Kernel) -> int:

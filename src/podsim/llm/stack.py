@@ -16,6 +16,7 @@ from importlib import resources
 import yaml
 
 from ..errors import InputError
+from ..stacks.stack import SoftwareStack
 
 #: a stack.yaml value read from the GPU's shipped measured training steps
 #: (``compute/tables/steps/<gpu>.csv``) instead of written down
@@ -60,6 +61,11 @@ def in_step_table() -> dict[str, dict[str, float]]:
     return {str(k): dict(v) for k, v in data.items()}
 
 
+def _resolved(value: float | str, gpu_key: str, key: str) -> float:
+    """A stack.yaml value, ``measured`` read from the GPU's measured training steps."""
+    return measured_values(gpu_key, [key])[key] if value == MEASURED else float(value)
+
+
 @dataclass(frozen=True)
 class Stack:
     """How the software stack and overlapped communication cost time."""
@@ -74,16 +80,31 @@ class Stack:
     te_comm_slowdown: float = 0.10
     nccl_compute_slowdown: float = 0.16
     nccl_comm_slowdown: float = 0.10
+    #: time of the memory-bound elementwise kernels relative to Transformer Engine's fused ones
+    elementwise_traffic: float = 1.0
+    #: time of the fp8 cast / transpose / amax kernels relative to Transformer Engine's
+    fp8_overhead: float = 1.0
 
     @classmethod
-    def for_gpu(cls, gpu_key: str, **override: float) -> "Stack":
-        """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own)."""
+    def for_gpu(cls, gpu_key: str, software: SoftwareStack | None = None, **override: float) -> "Stack":
+        """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own) under
+        the software stack ``software`` (None: Megatron-Core's, the GPU's own values): its
+        ``host_ns`` replaces the GPU's, its efficiencies multiply the GPU's in-step ones, its
+        ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels; ``override`` last."""
         data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
         own = data.get(gpu_key) or {}
         if isinstance(own, str):  # the name of the GPU whose parameters this one shares
             own = data.get(own) or {}
         values.update(own)
+        if software is not None:
+            for key in ("gemm_efficiency", "attention_efficiency"):
+                rel = software.get(key)
+                if rel is not None and key not in override:
+                    values[key] = _resolved(values[key], gpu_key, key) * rel
+            for key in ("host_ns", "elementwise_traffic", "fp8_overhead"):
+                if software.get(key) is not None:
+                    values[key] = software.get(key)
         values.update(override)
         known = {f.name for f in fields(cls)}
         bad = sorted(set(values) - known)
@@ -95,6 +116,15 @@ class Stack:
         if wanted:
             values.update(measured_values(gpu_key, wanted))
         return cls(**{k: float(v) for k, v in values.items()})
+
+    def kernel_scale(self, module: str) -> float:
+        """How much slower than Transformer Engine's a memory-bound kernel of ``module`` runs
+        under this stack (the optimizer's fused Adam as Megatron's)."""
+        if module == "fp8":
+            return self.fp8_overhead
+        if module == "optimizer":
+            return 1.0
+        return self.elementwise_traffic
 
     def overlapped_ns(self, compute_ns: float, comm_ns: float, engine: str, chunks: int = 1) -> float:
         """How long a kernel of ``compute_ns`` lasts when a collective of ``comm_ns`` runs

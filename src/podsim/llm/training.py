@@ -54,6 +54,9 @@ class TrainingResult:
     kernels: dict = field(default_factory=dict)
     #: CPU ns the stack spends launching one kernel (``llm/stack.yaml``'s ``host_ns``)
     host_ns: float = 0.0
+    #: the software stack (``stacks/``): name, origin, base, values; and ``applied``, the layout
+    #: fields its framework rules set (those the user left at their defaults)
+    stack: dict = field(default_factory=dict)
 
     @property
     def iteration_time_s(self) -> float:
@@ -89,6 +92,7 @@ class TrainingResult:
             "backend": self.backend,
             "compute_model": self.compute_model,
             "calibration": self.calibration,
+            "stack": self.stack,
             "layout": layout_dict(self.model, lay),
             "iteration_time_s": round(self.iteration_time_s, 9),
             "tokens_per_s": round(lay.global_batch * lay.seq_len / self.iteration_time_s, 3),

@@ -27,6 +27,11 @@ def format_infer(outcome: Any) -> str:
     line = calibration_line(outcome.calibration)
     if line:
         lines.append(line)
+    if outcome.stack:
+        lines.append(
+            f"  stack      {outcome.stack['name']} (host overhead per step: "
+            f"{outcome.stack['values'].get('host_overhead_ms')}; --host-overhead-ms given wins)"
+        )
     lines.append(f"  prefill (time to first token)  {r.prefill_s * 1e3:10.2f} ms")
     lines.append(
         f"  decode step, mean               {r.decode_step_mean_s * 1e3:10.3f} ms"

@@ -15,6 +15,16 @@ def format_serve_llm(outcome: Any, usd_per_gpu_hour: float | None) -> str:
     job, serving = outcome.job, outcome.serving
     cap = outcome.capacity
     cal = calibration_line(outcome.calibration)
+    if outcome.stack:
+        cal = "\n".join(
+            x
+            for x in (
+                cal,
+                f"  stack      {outcome.stack['name']} (host overhead per step: "
+                f"{outcome.stack['values'].get('host_overhead_ms')})",
+            )
+            if x
+        )
     if cap is None:
         lines = [format_serve_llm_run(outcome.result), *([cal] if cal else [])]
         if usd_per_gpu_hour is not None:
@@ -59,6 +69,7 @@ def serve_llm_document(outcome: Any, usd_per_gpu_hour: float | None) -> dict[str
     if usd_per_gpu_hour is not None:
         doc.update(outcome.cost(usd_per_gpu_hour))
     doc["calibration"] = outcome.calibration
+    doc["stack"] = outcome.stack
     return doc
 
 

@@ -9,6 +9,15 @@ from typing import Any
 from ..llm.kernel_report import SECTIONS
 
 
+def stack_line(stack: dict) -> str:
+    """The stack a result ran on, and what its rules set: ``torchtitan (preset; set zero 3,
+    tp_overlap none)``."""
+    origin = "preset" if stack.get("origin") == "preset" else f"file {stack.get('origin')}"
+    applied = stack.get("applied") or {}
+    what = ", ".join(f"{k} {v}" for k, v in applied.items())
+    return f"{stack.get('name')} ({origin}" + (f"; set {what})" if what else ")")
+
+
 def format_training(r: Any, backend: str) -> str:
     """The summary of a :class:`~podsim.llm.training.TrainingResult`: layout, iteration time,
     throughput, MFU, memory and where the time went, then its notes and warnings."""
@@ -21,6 +30,8 @@ def format_training(r: Any, backend: str) -> str:
     ]
     cal = r.calibration
     lines.append(f"  calibration {cal['status']}: {cal['source']}")
+    if r.stack:
+        lines.append(f"  stack      {stack_line(r.stack)}")
     lines.append(
         f"  layout     TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
         + (f" x CP {lay.cp}" if lay.cp > 1 else "")

@@ -42,6 +42,7 @@ from ..llm.model import ModelConfig
 from ..serving.llm.measured_steps import serving_step_row
 from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import infer
+from ..stacks.stack import load_stack
 from .training_steps import predict_step_s
 
 THROUGHPUT = (
@@ -124,7 +125,8 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
             grad_reduce_bytes=2,
             tp_overlap="none",
         )
-    sharding = r.get("sharding") or "distopt"
+    stacked = bool(r.get("stack"))  # the stack's rules fill in what the row leaves open
+    sharding = r.get("sharding") or ("" if stacked else "distopt")
     zero = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(sharding, 0)
     rec = r.get("recompute") or "none"
     rec = rec if rec in ("none", "selective", "full") else "selective"
@@ -148,10 +150,10 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
         global_batch=_int(r, "global_batch"),
         micro_batch=_int(r, "micro_batch", 1),
         seq_len=seq,
-        sequence_parallel=(sp == "yes") if sp in ("yes", "no") else tp > 1,
+        sequence_parallel=(sp == "yes") if sp in ("yes", "no") else (tp > 1 and not stacked),
         recompute=rec,
         precision=precision_of(prec),
-        distributed_optimizer=zero == 0 and sharding != "none",
+        distributed_optimizer=zero == 0 and sharding not in ("none", ""),
         zero=zero,
         schedule="interleaved" if vpp > 1 else "1f1b",
         loss_fusion=nemo_stack(r),
@@ -243,14 +245,19 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
     return replace(lay, recompute="full")
 
 
-def throughput(r: dict, backend: str = "analytical", compute=None, stack=None):  # type: ignore[no-untyped-def]
-    """The row's metric, predicted (``stack``: the step parameters to use, default the GPU's)."""
+def throughput(r: dict, backend: str = "analytical", compute=None, stack=None, software=None):  # type: ignore[no-untyped-def]
+    """The row's metric, predicted (``stack``: the step parameters to use, default the GPU's;
+    ``software``: the software stack, default the row's ``stack`` column, if any)."""
 
     model = model_of(r)
     lay = layout_of(r, model)
     gpu = r.get("gpu") or "h100-80gb"
     system = r.get("system") or None  # None: podsim llm's preset for the GPU
-    res = simulate_training(model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack)
+    if software is None and r.get("stack"):
+        software = load_stack(r["stack"], "training")
+    res = simulate_training(
+        model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack, software=software
+    )
     metric = r["metric"]
     if metric == "hardware_tflops_per_gpu":
         return res.hardware_tflops_per_gpu

@@ -1,0 +1,70 @@
+"""A training stack's framework rules applied to a layout.
+
+Each rule sets a layout field the user left at its default (a flag the user gives wins); what
+a rule changed is returned so the summary and the JSON can say so:
+
+* ``attention`` -> ``flash_attention``; ``loss_fusion``; ``tp_overlap``; ``overlap_grad_reduce``;
+  ``overlap_param_gather``; ``grad_reduce_dtype`` -> ``grad_reduce_bytes``;
+* ``sequence_parallel``: TP shards the norms' activations along the sequence;
+* ``data_parallel``: with no sharding flag, ``fsdp`` shards everything (``--zero 3``),
+  ``distopt`` is Megatron's distributed optimizer;
+* ``pipeline_split`` ``even``: layers that PP x VPP does not divide are split as evenly as
+  possible with the extra layers on the first virtual stages (torchtitan); ``megatron`` leaves
+  the split to Megatron's flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig
+from .stack import SoftwareStack
+
+#: bytes per gradient element by ``grad_reduce_dtype``
+REDUCE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+_DEFAULTS = {f.name: f.default for f in fields(Layout)}
+
+
+def even_split(layers: int, stages: int) -> tuple[int, ...]:
+    """``layers`` over ``stages`` virtual stages as evenly as possible, the extra layers on the
+    first stages (e.g. 126 over 8: 16 x 6, 15 x 2)."""
+    base, extra = divmod(layers, stages)
+    return tuple(base + (1 if i < extra else 0) for i in range(stages))
+
+
+def _split_given(lay: Layout) -> bool:
+    return (
+        lay.pipeline_layers is not None
+        or lay.first_stage_layers is not None
+        or lay.last_stage_layers is not None
+        or lay.account_for_embedding
+        or lay.account_for_loss
+    )
+
+
+def apply_rules(lay: Layout, model: ModelConfig, stack: SoftwareStack) -> tuple[Layout, dict[str, Any]]:
+    """``lay`` with ``stack``'s rules where the layout kept its defaults; and the layout fields
+    they changed (field -> new value)."""
+    want: dict[str, Any] = {}
+    if stack.get("attention") is not None:
+        want["flash_attention"] = stack.get("attention") == "fused"
+    for key in ("loss_fusion", "tp_overlap", "overlap_grad_reduce", "overlap_param_gather"):
+        if stack.get(key) is not None:
+            want[key] = stack.get(key)
+    if stack.get("grad_reduce_dtype") is not None:
+        want["grad_reduce_bytes"] = REDUCE_BYTES[stack.get("grad_reduce_dtype")]
+    if stack.get("sequence_parallel") and lay.tp > 1:
+        want["sequence_parallel"] = True
+    changes = {k: v for k, v in want.items() if getattr(lay, k) == _DEFAULTS[k] and v != _DEFAULTS[k]}
+    dp = stack.get("data_parallel")
+    if lay.zero == 0 and not lay.distributed_optimizer and lay.dp > 1:
+        if dp == "fsdp":
+            changes["zero"] = 3
+        elif dp == "distopt":
+            changes["distributed_optimizer"] = True
+    n = lay.pp * lay.vpp
+    if stack.get("pipeline_split") == "even" and model.layers % n and not _split_given(lay):
+        changes["pipeline_layers"] = even_split(model.layers, n)
+    return (replace(lay, **changes) if changes else lay), changes

@@ -1,0 +1,190 @@
+"""The named properties a software stack file may set, each declared once: its section
+(``training`` or ``serving``), kind, unit, allowed range and meaning.
+
+A stack file (``stacks/presets/<name>.yaml`` or a user's own) sets some of them; the rest keep
+the values of its ``base`` stack, and at the root ``megatron-core``'s, which are podsim's
+per-GPU step parameters (``llm/stack.yaml``).  Two kinds of property:
+
+* **framework rules** (``attention``, ``loss_fusion``, ``tp_overlap``, ...): what the framework
+  does by default; a layout flag the user gives wins over them (``stacks/rules.py``);
+* **physical parameters** (``host_ns``, ``gemm_efficiency``, ...): how the stack's kernels and
+  host code cost time; efficiencies are relative to Megatron-Core / Transformer Engine's on the
+  same GPU (1 = as fast), so one stack file holds on every GPU.
+
+``podsim stack show NAME`` prints a stack with these meanings; ``podsim calibrate`` fits the
+physical parameters a stack lists under ``free``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: a stack file's top-level keys besides the two sections
+TOP_KEYS = ("name", "title", "kind", "base", "description", "sources", "free", "training", "serving")
+#: what a stack describes: the software of a training job or of a serving engine
+KINDS = ("training", "serving")
+
+
+@dataclass(frozen=True)
+class Prop:
+    """One property of a stack.
+
+    Attributes:
+        name: its key in the stack file.
+        section: ``training`` or ``serving``.
+        kind: ``number`` (a float in ``[lo, hi]``), ``choice`` (one of ``choices``), ``bool``,
+            or ``number|word`` (a number in range or one of ``choices``).
+        unit: the unit of a number (``ns``, ``ms``, ``us``, ``x`` for a ratio).
+        lo, hi: the range of a number (inclusive).
+        choices: the words a ``choice`` or ``number|word`` takes.
+        rule: a framework rule that sets a layout default (else a physical parameter).
+        help: what it means.
+    """
+
+    name: str
+    section: str
+    kind: str
+    help: str
+    unit: str = ""
+    lo: float = 0.0
+    hi: float = float("inf")
+    choices: tuple[str, ...] = ()
+    rule: bool = False
+
+
+PROPS: tuple[Prop, ...] = (
+    # -- training: framework rules -------------------------------------------------------------
+    Prop(
+        "attention",
+        "training",
+        "choice",
+        "the attention kernel: fused (FlashAttention 2/3, cuDNN, FlexAttention) or unfused "
+        "(scores materialised: Megatron-LM of 2021, eager PyTorch without SDPA)",
+        choices=("fused", "unfused"),
+        rule=True,
+    ),
+    Prop("loss_fusion", "training", "bool", "a fused cross-entropy kernel (no fp32 logits round trips)", rule=True),
+    Prop(
+        "tp_overlap",
+        "training",
+        "choice",
+        "TP communication overlap: te (Transformer Engine's userbuffers), async (backward only), none",
+        choices=("te", "async", "none"),
+        rule=True,
+    ),
+    Prop(
+        "overlap_grad_reduce", "training", "bool", "gradients reduced under the backward, bucket by bucket", rule=True
+    ),
+    Prop(
+        "overlap_param_gather",
+        "training",
+        "bool",
+        "sharded parameters gathered under the previous compute (prefetch) instead of after the optimizer",
+        rule=True,
+    ),
+    Prop(
+        "grad_reduce_dtype",
+        "training",
+        "choice",
+        "the element type gradients are reduced in",
+        choices=("fp32", "bf16", "fp16"),
+        rule=True,
+    ),
+    Prop(
+        "sequence_parallel",
+        "training",
+        "bool",
+        "with TP, the norms' and dropouts' activations sharded along the sequence (Megatron's "
+        "--sequence-parallel; torchtitan's TP plan always does)",
+        rule=True,
+    ),
+    Prop(
+        "data_parallel",
+        "training",
+        "choice",
+        "what data parallelism does when no sharding flag is given: ddp (replicated), distopt "
+        "(optimizer state sharded, Megatron's distributed optimizer), fsdp (parameters, gradients "
+        "and optimizer state sharded: FSDP / FSDP2 / ZeRO-3)",
+        choices=("ddp", "distopt", "fsdp"),
+        rule=True,
+    ),
+    Prop(
+        "pipeline_split",
+        "training",
+        "choice",
+        "layers that PP x VPP does not divide: megatron (an explicit split is needed: "
+        "--first/--last-stage-layers, --account-for-*-in-pipeline-split or --pipeline-layers) or "
+        "even (as evenly as possible, the extra layers on the first stages: torchtitan)",
+        choices=("megatron", "even"),
+        rule=True,
+    ),
+    # -- training: physical parameters ---------------------------------------------------------
+    Prop(
+        "host_ns",
+        "training",
+        "number",
+        "CPU time to issue one listed kernel (dispatch and framework Python around it); a layer pass "
+        "lasts at least its kernels x host_ns",
+        unit="ns",
+        lo=0.0,
+        hi=5e6,
+    ),
+    Prop(
+        "gemm_efficiency",
+        "training",
+        "number",
+        "GEMM throughput relative to Transformer Engine's in a Megatron-Core step on the same GPU",
+        unit="x",
+        lo=0.2,
+        hi=1.5,
+    ),
+    Prop(
+        "attention_efficiency",
+        "training",
+        "number",
+        "fused-attention throughput relative to Megatron-Core's (cuDNN / FlashAttention 3 on Hopper) on the same GPU",
+        unit="x",
+        lo=0.2,
+        hi=1.5,
+    ),
+    Prop(
+        "elementwise_traffic",
+        "training",
+        "number",
+        "time of the memory-bound kernels (norms, RoPE, activation, residuals, dropout, loss) relative "
+        "to Transformer Engine's fused ones: above 1 where eager PyTorch runs each as several kernels",
+        unit="x",
+        lo=0.5,
+        hi=10.0,
+    ),
+    Prop(
+        "fp8_overhead",
+        "training",
+        "number",
+        "time of the fp8 casts, transposes and amax reductions relative to Transformer Engine's fused "
+        "cast-transpose kernels",
+        unit="x",
+        lo=0.5,
+        hi=10.0,
+    ),
+    # -- serving -------------------------------------------------------------------------------
+    Prop(
+        "host_overhead_ms",
+        "serving",
+        "number|word",
+        "CPU time per engine step the GPU waits for (scheduling, input preparation, sampling), or "
+        "eager / cuda-graphs: the host time measured on the GPU for such an engine",
+        unit="ms",
+        lo=0.0,
+        hi=1000.0,
+        choices=("eager", "cuda-graphs"),
+    ),
+)
+
+#: every property by its key
+BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
+
+
+def section_props(section: str) -> tuple[Prop, ...]:
+    """The properties of ``section`` (``training`` or ``serving``), in declaration order."""
+    return tuple(p for p in PROPS if p.section == section)
