@@ -82,6 +82,16 @@ def format_checks(checks: Sequence[Check], skipped: int) -> str:
         if s != "fitted":
             for src in sorted({c.source for c in mine if c.source}):
                 lines.append(f"    {src[:70]}: {_stats([abs(c.error) for c in mine if c.source == src])}")
+    stacks = sorted({c.stack for c in checks if c.stack})
+    if stacks:
+        lines.append("  per software stack (--stack; rows of other stacks: megatron-core):")
+        lines.append(f"    {'stack':<20} {'fitted':<40} reported")
+        for st in stacks:
+            cells = []
+            for s in ("fitted", "reported"):
+                errs = [abs(c.error) for c in checks if c.stack == st and c.set == s]
+                cells.append(_stats(errs) if errs else "-")
+            lines.append(f"    {st:<20} {cells[0]:<40} {cells[1]}")
     if outside:
         why = sorted({c.outside for c in outside})
         lines.append(f"  {len(outside)} rows shown above but not averaged, outside podsim's model: " + "; ".join(why))

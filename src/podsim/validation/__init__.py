@@ -34,6 +34,8 @@ class Check:
     source: str = ""
     #: why the row is shown but not averaged (a software podsim does not model), or ""
     outside: str = ""
+    #: the software stack the row ran with (its ``stack`` column), or ""
+    stack: str = ""
 
     @property
     def error(self) -> float:
@@ -53,6 +55,7 @@ class Check:
             "error_pct": round(100 * self.error, 3),
             "source": self.source,
             "outside_the_model": self.outside or None,
+            "stack": self.stack or None,
         }
 
 
@@ -168,6 +171,7 @@ def run_validation(
                 r.get("gpu", ""),
                 r.get("source", ""),
                 outside,
+                r.get("stack", ""),
             )
         )
     if failures and progress is not None:
