@@ -112,10 +112,11 @@ def test_cli_unknown_stack_is_a_clear_error(capsys):
     assert rc != 0 and "did you mean 'torchtitan'" in err and "Traceback" not in err
 
 
-def test_even_split_puts_the_extra_layers_first():
-    # 126 = 8 x 15 + 6: six stages of 16, two of 15
-    assert even_split(126, 8) == (16,) * 6 + (15,) * 2
-    assert even_split(61, 4) == (16, 15, 15, 15)
+def test_even_split_is_torchtitans():
+    # torchtitan @9dec370 generate_split_points: 15 a stage, the 6 extra to stages 1..6
+    assert even_split(126, 8) == (15,) + (16,) * 6 + (15,)
+    assert even_split(61, 4) == (15, 16, 15, 15)
+    assert even_split(7, 4) == (1, 2, 2, 2)  # remainder 3 = stages - 1: the last takes one too
 
 
 def test_torchtitan_rules_fill_defaults_and_yield_to_flags():
@@ -145,7 +146,7 @@ def test_uneven_layers_run_under_torchtitan_and_are_refused_under_megatron():
     with pytest.raises(InputError, match="does not divide the 30 layers"):
         simulate_training(m, lay, "h100-80gb", record_timeline=False, software=load_stack("megatron-core"))
     r = simulate_training(m, lay, "h100-80gb", record_timeline=False, software=load_stack("torchtitan"))
-    assert r.to_dict()["layout"]["layers_per_virtual_stage"] == [8, 8, 7, 7]
+    assert r.to_dict()["layout"]["layers_per_virtual_stage"] == [7, 8, 8, 7]
 
 
 def test_elementwise_traffic_scales_memory_kernels_only():

@@ -8,8 +8,8 @@ a rule changed is returned so the summary and the JSON can say so:
 * ``sequence_parallel``: TP shards the norms' activations along the sequence;
 * ``data_parallel``: with no sharding flag, ``fsdp`` shards everything (``--zero 3``),
   ``distopt`` is Megatron's distributed optimizer;
-* ``pipeline_split`` ``even``: layers that PP x VPP does not divide are split as evenly as
-  possible with the extra layers on the first virtual stages (torchtitan); ``megatron`` leaves
+* ``pipeline_split`` ``even``: layers that PP x VPP does not divide are split as torchtitan
+  does (:func:`even_split`: the extra layers on the stages after the first); ``megatron`` leaves
   the split to Megatron's flags.
 """
 
@@ -28,10 +28,15 @@ _DEFAULTS = {f.name: f.default for f in fields(Layout)}
 
 
 def even_split(layers: int, stages: int) -> tuple[int, ...]:
-    """``layers`` over ``stages`` virtual stages as evenly as possible, the extra layers on the
-    first stages (e.g. 126 over 8: 16 x 6, 15 x 2)."""
+    """``layers`` over ``stages`` virtual stages as torchtitan (@9dec370, ``generate_split_points``)
+    splits them without explicit split points: ``layers // stages`` each, the remainder one each
+    to the stages after the first, so the last keeps the base unless every other stage took one
+    (126 over 8: 15, 16 x 6, 15; 61 over 4: 15, 16, 15, 15)."""
+    if stages == 1:
+        return (layers,)
     base, extra = divmod(layers, stages)
-    return tuple(base + (1 if i < extra else 0) for i in range(stages))
+    middle = [base + (1 if i < extra else 0) for i in range(stages - 2)]
+    return (base, *middle, layers - base - sum(middle))
 
 
 def _split_given(lay: Layout) -> bool:

@@ -114,7 +114,7 @@ PROPS: tuple[Prop, ...] = (
         "choice",
         "layers that PP x VPP does not divide: megatron (an explicit split is needed: "
         "--first/--last-stage-layers, --account-for-*-in-pipeline-split or --pipeline-layers) or "
-        "even (as evenly as possible, the extra layers on the first stages: torchtitan)",
+        "even (torchtitan's: layers // stages each, the remainder one each to the stages after the first)",
         choices=("megatron", "even"),
         rule=True,
     ),
