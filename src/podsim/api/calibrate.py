@@ -142,19 +142,6 @@ class TrainingCalibration:
     def ok(self) -> bool:
         return not self.fit.refusal
 
-    def stack(self) -> SoftwareStack:
-        """The fitted stack (the base with the fitted values)."""
-        cite = self.citation()
-        return replace(
-            self.base,
-            name=self.name,
-            origin="calibrated",
-            base=self.base.name,
-            values={**self.base.values, **self.fit.fitted},
-            sources={**self.base.sources, **dict.fromkeys(self.fit.fitted, cite)},
-            free={},
-        )
-
     def citation(self) -> str:
         ids = ", ".join(r["row_id"] for r in self.runs)
         return f"fitted by podsim calibrate training {self.source} (runs: {ids}) on {datetime.date.today()}"

@@ -115,10 +115,9 @@ def fit(
     out.evaluations = calls[0]
     for k in names:
         lo, hi = free[k]
-        margin = BOUND_MARGIN * (math.log(hi / lo) if lo > 0 and hi / lo > 10 else hi - lo)
-        x = math.log(values[k] / lo) if lo > 0 and hi / lo > 10 else values[k] - lo
-        span = math.log(hi / lo) if lo > 0 and hi / lo > 10 else hi - lo
-        if x < margin or span - x < margin:
+        log = lo > 0 and hi / lo > 10  # as _golden searched it
+        pos, span = (math.log(values[k] / lo), math.log(hi / lo)) if log else (values[k] - lo, hi - lo)
+        if min(pos, span - pos) < BOUND_MARGIN * span:
             out.refusal = (
                 f"{k} landed on its bound ({values[k]:.4g}, bounds [{lo:g}, {hi:g}]): the stack's free "
                 "parameters cannot explain these runs inside their physical range"

@@ -81,10 +81,6 @@ class SoftwareStack:
             "values": dict(self.values),
         }
 
-    def label(self) -> str:
-        """``name`` (``origin``) for a summary line."""
-        return self.name if self.origin == "preset" else f"{self.name} ({self.origin})"
-
 
 def preset_names() -> list[str]:
     """The shipped presets' names, sorted."""
@@ -277,6 +273,6 @@ def serving_stack(name: str | None) -> SoftwareStack | None:
 def serving_host_overhead(given: float | str, stack: SoftwareStack | None) -> float | str:
     """The host overhead a serving job runs with: ``--host-overhead-ms`` when given (not 0),
     else its stack's ``host_overhead_ms`` (else 0)."""
-    if stack is None or (given not in (0, 0.0, None)) or stack.get("host_overhead_ms") is None:
+    if stack is None or given or stack.get("host_overhead_ms") is None:
         return given
     return stack.get("host_overhead_ms")
