@@ -1016,7 +1016,10 @@ def _run_hf(d: Path) -> object:
 
     m = from_hf_config(d / "config.json")
     res = simulate_training(
-        m, Layout(gpus=2, tp=2, global_batch=2, micro_batch=1, seq_len=128), "h100-80gb", record_timeline=False
+        m,
+        Layout(gpus=2, tp=2, global_batch=2, micro_batch=1, seq_len=128, sequence_parallel=True),
+        "h100-80gb",
+        record_timeline=False,
     )
     return m, m.total_params(), m.active_params(), res.result.ranks, res.memory
 

@@ -153,7 +153,16 @@ def test_uneven_pipeline_split() -> None:
             "flow",
         ),
         ("gpt3-1.3b", dict(gpus=64, tp=4, pp=4, vpp=2, global_batch=32), "analytical"),
-        ("mixtral-8x7b", dict(gpus=32, tp=2, pp=2, ep=4, global_batch=16, seq_len=2048, recompute="full"), "flow"),
+        (
+            "mixtral-8x7b",
+            dict(gpus=32, tp=2, pp=2, ep=4, global_batch=16, seq_len=2048, recompute="full", sequence_parallel=True),
+            "flow",
+        ),
+        (  # MoE parallel folding: EP over TP x DP, the ETP group apart from TP, experts reduced over EDP
+            "mixtral-8x7b",
+            dict(gpus=32, tp=4, pp=2, ep=4, etp=2, global_batch=16, seq_len=2048, sequence_parallel=True),
+            "flow",
+        ),
     ],
 )
 def test_fused_ops_give_the_same_timeline(name: str, lay: dict, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:

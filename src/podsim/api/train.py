@@ -225,7 +225,7 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
 
     def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
         ranks = ranks_of(group)
-        if ranks is None or group == "dp":
+        if ranks is None or group in ("dp", "edp"):
             return None
         if backend != "analytical" and len({r // g for r in ranks}) > 1:
             return None

@@ -124,7 +124,7 @@ class LayoutEstimator:
         def exact(ranks: tuple[int, ...], kind: CollectiveKind, nbytes: int) -> int:
             return planner.plan(ranks, kind, nbytes)[1]
 
-        groups = {g: group_ranks(layout, g) for g in ("tp", "cp", "ep", "dp")}
+        groups = {g: group_ranks(layout, g) for g in ("tp", "cp", "ep", "etp", "dp", "edp")}
 
         def timed(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
             ranks = groups.get(group)
@@ -155,6 +155,7 @@ class LayoutEstimator:
             layout.tp,
             layout.cp,
             layout.ep,
+            layout.etp,
             layout.micro_batch,
             layout.seq_len,
             layout.sequence_parallel,

@@ -29,7 +29,15 @@ from ..compute.model import KernelTimer
 from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
 from ..workload.pipeline_schedules import schedule
 from .layout import Layout
-from .memory import embedding_params, output_params, stage_layers, stage_params
+from .memory import (
+    embedding_params,
+    expert_params,
+    layer_params,
+    output_params,
+    stage_expert_params,
+    stage_layers,
+    stage_params,
+)
 from .model import ModelConfig
 from .ops import LayerCosts, PassStep
 
@@ -46,7 +54,11 @@ def rank_of(layout: Layout, tp: int, cp: int, dp: int, pp: int) -> int:
 
 
 def build_groups(layout: Layout) -> list[Group]:
-    """TP, CP, DP (data-parallel with context-parallel ranks: DP x CP), PP and EP groups of a layout."""
+    """TP, CP, DP (data-parallel with context-parallel ranks: DP x CP) and PP groups of a
+    layout, and its experts' groups: inside a pipeline stage the ``tp * cp * dp`` ranks are
+    renumbered ``etp + ETP (ep + EP edp)`` (Megatron-Core's expert rank generator) and grouped
+    into ETP, EP and expert data-parallel (``edp``) groups, each where it has two ranks or more
+    and differs from the dense groups."""
     t, c, d, p = layout.tp, layout.cp, layout.dp, layout.pp
     groups: list[Group] = []
     for pp in range(p):
@@ -60,16 +72,34 @@ def build_groups(layout: Layout) -> list[Group]:
             # gradients are reduced, and optimizer states / ZeRO-3 parameters sharded, over
             # DP x CP (Megatron's data-parallel group with context parallelism)
             groups.append(Group("dp", tuple(rank_of(layout, tp, cp, i, pp) for i in range(d) for cp in range(c))))
-            for cp in range(c):
-                if layout.ep > 1:
-                    for e0 in range(0, d, layout.ep):
-                        groups.append(Group("ep", tuple(rank_of(layout, tp, cp, e0 + i, pp) for i in range(layout.ep))))
+    et, e, ed = layout.expert_tp, layout.ep, layout.edp
+    stride = t * c * d
+    for pp in range(p):
+        base = pp * stride
+        for x in range(ed):
+            for y in range(e):
+                if et > 1 and et != t:
+                    groups.append(Group("etp", tuple(base + i + et * (y + e * x) for i in range(et))))
+            for i in range(et):
+                if e > 1:
+                    groups.append(Group("ep", tuple(base + i + et * (y + e * x) for y in range(e))))
+        if expert_grads_apart(layout) and ed > 1:
+            for i in range(et):
+                for y in range(e):
+                    groups.append(Group("edp", tuple(base + i + et * (y + e * x) for x in range(ed))))
     if p > 1:
         for tp in range(t):
             for cp in range(c):
                 for dp in range(d):
                     groups.append(Group("pp", tuple(rank_of(layout, tp, cp, dp, s) for s in range(p))))
     return groups
+
+
+def expert_grads_apart(layout: Layout) -> bool:
+    """Whether the routed experts' gradients are reduced over groups of their own (``edp``):
+    with expert parallelism or an expert TP other than TP; otherwise the expert data-parallel
+    group is the DP x CP group and they share its buckets."""
+    return layout.ep > 1 or layout.expert_tp != layout.tp
 
 
 class StageProgram:
@@ -100,13 +130,16 @@ class StageProgram:
         self.nodes = 0
         self.pending_dp: list[int] = []
         self.bucket = 0.0
+        #: the routed experts' gradients, reduced apart over the expert data-parallel group
+        self.experts_apart = expert_grads_apart(layout) and model.moe
+        self.ebucket = 0.0
         self.act_bytes = costs.act_bytes // (layout.tp if layout.sequence_parallel else 1)
         #: compute slows by this factor while data-parallel collectives run beside it (the
         #: last micro-batch's backward: gradient reduce-scatters; the first forward: the
         #: overlapped parameter all-gathers), see :meth:`_dp_interference`
         self.slow = 1.0
         self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
-        self.param_gathers: dict[int, int] = {}  # first layer of a bucket -> its all-gather op
+        self.param_gathers: dict[int, list[int]] = {}  # first layer of a bucket -> its all-gather ops
         self.z3_gathers: dict[int, int] = {}  # ZeRO-3: prefetched layer -> its all-gather op
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
@@ -223,30 +256,50 @@ class StageProgram:
             stream="pp",
         )
 
-    def dp_grads(self, params: float, force: bool = False) -> None:
-        """Reduce accumulated gradients once a bucket is full (or ``force``)."""
+    def dp_grads(self, params: float, experts: float = 0.0, force: bool = False) -> None:
+        """Add gradients to their buckets and reduce a bucket once it is full (every bucket
+        with ``force``): the dense parameters' (``params``) over DP x CP, the routed experts'
+        (``experts``) over the expert data-parallel group."""
         lay = self.lay
-        if lay.dp * lay.cp == 1:
-            return
-        self.bucket += params
-        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp)
-        if self.bucket <= 0 or (self.bucket < limit and not force):
-            return
+        if lay.dp * lay.cp > 1:
+            self.bucket += params
+            if self._full(self.bucket, lay.dp * lay.cp, force):
+                self._reduce(self.bucket, "dp")
+                self.bucket = 0.0
+        if self.experts_apart and lay.edp > 1:
+            self.ebucket += experts
+            if self._full(self.ebucket, lay.edp, force):
+                self._reduce(self.ebucket, "edp")
+                self.ebucket = 0.0
+
+    @staticmethod
+    def _full(bucket: float, ranks: int, force: bool) -> bool:
+        """Whether a gradient bucket of ``bucket`` parameters reduced over ``ranks`` is due."""
+        return bucket > 0 and (force or bucket >= max(BUCKET_PARAMS, 1_000_000 * ranks))
+
+    def _reduce(self, params: float, group: str) -> None:
+        lay = self.lay
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
-        nbytes = int(self.bucket * lay.grad_reduce_bytes * (self.comm_bwd if self.slow != 1.0 else 1.0))
+        nbytes = int(params * lay.grad_reduce_bytes * (self.comm_bwd if self.slow != 1.0 else 1.0))
         self._flush()
         op = self._add(
             OpKind.COLLECTIVE,
-            f"dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
+            f"{'expert ' if group == 'edp' else ''}dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
             list(self.prev),
             collective=int(kind),
             size_bytes=nbytes,
-            group="dp",
+            group=group,
             stream="dp",
         )
         self.pending_dp.append(op)
-        self.bucket = 0.0
+
+    def _grads(self, i: int) -> tuple[float, float]:
+        """(dense, routed-expert) parameters of layer ``i`` whose gradients go to the DP x CP
+        and the expert data-parallel buckets."""
+        total = self._layer_params(i)
+        e = expert_params(self.m, self.lay, i) if self.experts_apart else 0.0
+        return total - e, e
 
     def build(self) -> ProgramBuilder:
         m, lay, costs, s = self.m, self.lay, self.costs, self.s
@@ -273,9 +326,9 @@ class StageProgram:
                 for n, i in enumerate(layers):
                     if zero3:
                         self._gather_params(i, label, layers[n + 1] if n + 1 < len(layers) else None)
-                    elif mb == 0 and i in self.param_gathers:  # the overlapped parameter all-gather
+                    elif mb == 0 and i in self.param_gathers:  # the overlapped parameter all-gathers
                         self._flush()
-                        self.prev = self.prev + [self.param_gathers[i]]
+                        self.prev = self.prev + self.param_gathers[i]
                     for st in costs.forward(m.is_moe_layer(i)):
                         self.step(st, f"{label} L{i}")
                 if g == last_v:
@@ -313,9 +366,11 @@ class StageProgram:
                     if zero3:
                         self._scatter_grads(i, label)
                     elif reduce_now:
-                        self.dp_grads(self._layer_params(i))
-                    elif last_mb:
-                        self.bucket += self._layer_params(i)  # reduced after the backward
+                        self.dp_grads(*self._grads(i))
+                    elif last_mb:  # reduced after the backward
+                        dense, experts = self._grads(i)
+                        self.bucket += dense
+                        self.ebucket += experts
                 if g == 0:
                     if zero3:
                         self._gather_params("emb", label)
@@ -330,11 +385,7 @@ class StageProgram:
         return self.b
 
     def _layer_params(self, i: int) -> float:
-        lay, m = self.lay, self.m
-        if m.is_moe_layer(i):
-            dense = m.attention_params() + m.norm_params() + m.hidden * m.experts
-            return dense / lay.tp + m.experts * m.mlp_params(m.expert_ffn) / (lay.tp * lay.ep)
-        return m.layer_params(i) / lay.tp
+        return layer_params(self.m, self.lay, i)
 
     def _gather_params(self, i: int | str, label: str, prefetch: int | str | None = None) -> None:
         """ZeRO-3 / FSDP: layer ``i`` waits for its weights' all-gather (issued now if no
@@ -388,11 +439,14 @@ class StageProgram:
         self._flush()
         lay, m = self.lay, self.m
         params = stage_params(m, lay, self.s)
+        experts = stage_expert_params(m, lay, self.s) if self.experts_apart else 0.0
+        dense = params - experts
         rest = params - sum(self._layer_params(i) for i in stage_layers(m, lay, self.s))
         if lay.zero < 3:
             self.dp_grads(rest, force=True)  # embeddings / output layer, and what is left
-        shard = params / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params
-        local = params / (lay.dp * lay.cp) if lay.zero >= 3 else params
+        sharded = dense / (lay.dp * lay.cp) + experts / lay.edp
+        shard = sharded if (lay.distributed_optimizer or lay.zero) else params
+        local = sharded if lay.zero >= 3 else params
         self.chain(
             OpKind.COMPUTE,
             "optimizer step",
@@ -400,14 +454,16 @@ class StageProgram:
             duration_ns=max(1, int(math.ceil(self.costs.optimizer(shard, local).ns))),
         )
         if self._sharded() and not self._gathers_overlapped():
-            self.chain(
-                OpKind.COLLECTIVE,
-                "dp param all-gather",
-                collective=int(CollectiveKind.ALL_GATHER),
-                size_bytes=int(params * 2),
-                group="dp",
-                stream="dp",
-            )
+            for group, n in (("dp", dense), ("edp", experts)):
+                if n > 0 and (lay.dp * lay.cp if group == "dp" else lay.edp) > 1:
+                    self.chain(
+                        OpKind.COLLECTIVE,
+                        f"{'expert ' if group == 'edp' else ''}dp param all-gather",
+                        collective=int(CollectiveKind.ALL_GATHER),
+                        size_bytes=int(n * 2),
+                        group=group,
+                        stream="dp",
+                    )
 
     # -- the distributed optimizer's parameter all-gather and DP interference ----------------
 
@@ -421,29 +477,37 @@ class StageProgram:
     def _issue_param_gathers(self) -> None:
         """Megatron-Core's --overlap-param-gather: the previous step's updated weights are
         all-gathered bucket by bucket (bf16, in forward order) on the DP stream as this
-        iteration starts; the first micro-batch's forward of a layer waits for its bucket."""
+        iteration starts -- the dense parameters over DP x CP, the routed experts' over the
+        expert data-parallel group, each in buckets of its own; the first micro-batch's forward
+        of a layer waits for the buckets that begin with it."""
         lay, m = self.lay, self.m
         layers = list(stage_layers(m, lay, self.s))
         params = stage_params(m, lay, self.s)
         rest = params - sum(self._layer_params(i) for i in layers)
-        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp)
-        bucket, first = rest, layers[0] if layers else None
+        tracks = [["dp", lay.dp * lay.cp, rest, None]]  # group, ranks, bucket, its first layer
+        if self.experts_apart and lay.edp > 1:
+            tracks.append(["edp", lay.edp, 0.0, None])
         for n, i in enumerate(layers):
-            if first is None:
-                first = i
-            bucket += self._layer_params(i)
-            if bucket >= limit or n == len(layers) - 1:
-                op = self._add(
-                    OpKind.COLLECTIVE,
-                    f"dp param all-gather L{first}",
-                    [],
-                    collective=int(CollectiveKind.ALL_GATHER),
-                    size_bytes=int(bucket * 2 * self.comm_fwd),
-                    group="dp",
-                    stream="dp",
-                )
-                self.param_gathers[first] = op
-                bucket, first = 0.0, None
+            dense, experts = self._grads(i)
+            for track, add in zip(tracks, (dense, experts)):
+                group, ranks, bucket, first = track
+                if first is None and add > 0:
+                    first = i
+                bucket += add
+                if first is not None and (bucket >= max(BUCKET_PARAMS, 1_000_000 * ranks) or n == len(layers) - 1):
+                    if ranks > 1:
+                        op = self._add(
+                            OpKind.COLLECTIVE,
+                            f"{'expert ' if group == 'edp' else ''}dp param all-gather L{first}",
+                            [],
+                            collective=int(CollectiveKind.ALL_GATHER),
+                            size_bytes=int(bucket * 2 * self.comm_fwd),
+                            group=group,
+                            stream="dp",
+                        )
+                        self.param_gathers.setdefault(first, []).append(op)
+                    bucket, first = 0.0, None
+                track[2], track[3] = bucket, first
 
     def _dp_interference(self, estimate: Folder | None) -> tuple[float, float]:
         """(backward, forward) compute slowdown factors while DP collectives run beside it:
@@ -458,6 +522,8 @@ class StageProgram:
             return 1.0, 1.0
         a = self.costs.stack.nccl_compute_slowdown
         params = stage_params(self.m, lay, self.s)
+        experts = stage_expert_params(self.m, lay, self.s) if self.experts_apart else 0.0
+        params -= experts
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
         layers = [i for c in range(lay.vpp) for i in lay.chunk_layers(self.m, self.s, c)]
@@ -466,18 +532,20 @@ class StageProgram:
 
         b = self.costs.stack.nccl_comm_slowdown
 
-        def duty(k: CollectiveKind, nbytes: float, window: float) -> tuple[float, float]:
-            t = estimate(k, int(nbytes), "dp")
-            if t is None or t <= 0 or window <= 0:
+        def duty(k: CollectiveKind, per_param: float, window: float) -> tuple[float, float]:
+            t = estimate(k, int(params * per_param), "dp") or 0
+            if experts > 0 and lay.edp > 1:
+                t += estimate(k, int(experts * per_param), "edp") or 0
+            if t <= 0 or window <= 0:
                 return 0.0, 0.0
             return min(1.0, t / window), min(1.0, window / t)
 
         slow_bwd = slow_fwd = 1.0
         if lay.overlap_grad_reduce:
-            d, share = duty(kind, params * lay.grad_reduce_bytes, bwd)
+            d, share = duty(kind, lay.grad_reduce_bytes, bwd)
             slow_bwd, self.comm_bwd = 1 + a * d, 1 + b * share
         if self._gathers_overlapped():
-            d, share = duty(CollectiveKind.ALL_GATHER, params * 2, fwd)
+            d, share = duty(CollectiveKind.ALL_GATHER, 2, fwd)
             slow_fwd, self.comm_fwd = 1 + a * d, 1 + b * share
         return slow_bwd, slow_fwd
 

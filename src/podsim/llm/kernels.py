@@ -320,58 +320,72 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
 
 
 def moe_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kernel]:
-    """A mixture-of-experts MLP block: norm, router, token permutation, the local experts'
-    GEMMs (balanced routing), activation, un-permutation, shared experts, residual."""
+    """A mixture-of-experts MLP block as Megatron-Core's all-to-all token dispatcher runs it
+    under MoE parallel folding (balanced, dropless routing): norm; the router on this rank's
+    ``R`` tokens (its sequence shard under TP, which needs sequence parallelism); the ``R k``
+    routed copies permuted and sent to their experts' ranks (EP all-to-all), gathered over the
+    expert tensor-parallel group (ETP all-gather: ``R k etp`` rows per rank); the local experts'
+    GEMMs (``E / ep`` experts, each ``f / etp`` wide); the way back (ETP reduce-scatter, EP
+    all-to-all); un-permutation; the shared experts as a TP-parallel dense MLP on the whole
+    sequence (TP all-gather, reduce-scatter); residual.  With ``etp = tp`` and CP 1 this is
+    expert parallelism over the data-parallel ranks, as before folding."""
     sh = shapes(model, layout)
     E, T, R, h = sh.act_bytes, sh.tokens, sh.rows, sh.hidden
-    f = model.expert_ffn / layout.tp
+    etp = layout.expert_tp
+    f = model.expert_ffn / etp  # a routed expert's width on one GPU
+    fs = model.expert_ffn / layout.tp  # a shared expert's (dense, TP-parallel)
     u = model.mlp_matrices - 1
-    routed = T * model.top_k
+    routed = R * model.top_k  # routed copies of this rank's tokens
+    rows_all = routed * etp  # rows the local experts take, after the ETP all-gather
     local = max(model.experts // layout.ep, 1)
-    rows = routed / local
+    rows = rows_all / local
     dt = sh.gemm_dtype
+    n = model.shared_experts
     ks: list[Kernel] = []
     if not backward:
         ks.append(_mem("norm fwd", "norm", R * h * 2 * E))
-        ks.append(_comm("tp all-gather", T * h * E))
-        ks.append(_gemm("router fprop", "moe", T, model.experts, h, sh.gemm_dtype))
-        ks.append(_mem("router softmax + top-k", "moe", T * model.experts * 4 * 3))
+        ks.append(_gemm("router fprop", "moe", R, model.experts, h, sh.gemm_dtype))
+        ks.append(_mem("router softmax + top-k", "moe", R * model.experts * 4 * 3))
         ks.append(_mem("token permute", "moe", routed * h * E * 2))
         ks.append(_comm("ep all-to-all dispatch", routed * h * E))
+        ks.append(_comm("etp all-gather", rows_all * h * E))
         ks.append(_gemm("expert fc1 fprop", "moe", rows, u * f, h, dt, count=local))
-        ks.append(_mem("expert activation", "moe", routed * f * (u + 1) * E))
+        ks.append(_mem("expert activation", "moe", rows_all * f * (u + 1) * E))
         ks.append(_gemm("expert fc2 fprop", "moe", rows, h, f, dt, count=local))
+        ks.append(_comm("etp reduce-scatter", rows_all * h * E))
         ks.append(_comm("ep all-to-all combine", routed * h * E))
-        ks.append(_mem("token unpermute + combine", "moe", routed * h * E * 2 + T * h * E))
-        if model.shared_experts:
-            ks.append(_gemm("shared expert fc1 fprop", "moe", T, u * f, h, dt, count=model.shared_experts))
-            ks.append(_mem("shared expert activation", "moe", T * f * (u + 1) * E, count=model.shared_experts))
-            ks.append(_gemm("shared expert fc2 fprop", "moe", T, h, f, dt, count=model.shared_experts))
-        ks.append(_comm("tp reduce-scatter", T * h * E))
+        ks.append(_mem("token unpermute + combine", "moe", routed * h * E * 2 + R * h * E))
+        if n:
+            ks.append(_comm("tp all-gather", T * h * E))
+            ks.append(_gemm("shared expert fc1 fprop", "moe", T, u * fs, h, dt, count=n))
+            ks.append(_mem("shared expert activation", "moe", T * fs * (u + 1) * E, count=n))
+            ks.append(_gemm("shared expert fc2 fprop", "moe", T, h, fs, dt, count=n))
+            ks.append(_comm("tp reduce-scatter", T * h * E))
         ks.append(_residual_add("moe", R, sh, False))
         return ks
-    ks.append(_comm("tp all-gather", T * h * E, True))
-    ks.append(_mem("token unpermute bwd", "moe", routed * h * E * 2 + T * h * E, True))
+    ks.append(_mem("token unpermute bwd", "moe", routed * h * E * 2 + R * h * E, True))
     ks.append(_comm("ep all-to-all combine grad", routed * h * E, True))
+    ks.append(_comm("etp all-gather", rows_all * h * E, True))
     ks.append(_gemm("expert fc2 dgrad", "moe", rows, f, h, dt, True, count=local))
     ks.append(_gemm("expert fc2 wgrad", "moe", f, h, rows, dt, True, count=local))
-    ks.append(_mem("expert activation bwd", "moe", routed * f * (2 * u + 1) * E, True))
+    ks.append(_mem("expert activation bwd", "moe", rows_all * f * (2 * u + 1) * E, True))
     ks.append(_gemm("expert fc1 dgrad", "moe", rows, h, u * f, dt, True, count=local))
     ks.append(_gemm("expert fc1 wgrad", "moe", u * f, h, rows, dt, True, count=local))
-    if model.shared_experts:
-        n = model.shared_experts
+    ks.append(_comm("etp reduce-scatter", rows_all * h * E, True))
+    if n:
         ks += [
-            _gemm("shared expert fc2 dgrad", "moe", T, f, h, dt, True, count=n),
-            _gemm("shared expert fc2 wgrad", "moe", f, h, T, dt, True, count=n),
-            _mem("shared expert activation bwd", "moe", T * f * (2 * u + 1) * E, True, count=n),
-            _gemm("shared expert fc1 dgrad", "moe", T, h, u * f, dt, True, count=n),
-            _gemm("shared expert fc1 wgrad", "moe", u * f, h, T, dt, True, count=n),
+            _comm("tp all-gather", T * h * E, True),
+            _gemm("shared expert fc2 dgrad", "moe", T, fs, h, dt, True, count=n),
+            _gemm("shared expert fc2 wgrad", "moe", fs, h, T, dt, True, count=n),
+            _mem("shared expert activation bwd", "moe", T * fs * (2 * u + 1) * E, True, count=n),
+            _gemm("shared expert fc1 dgrad", "moe", T, h, u * fs, dt, True, count=n),
+            _gemm("shared expert fc1 wgrad", "moe", u * fs, h, T, dt, True, count=n),
+            _comm("tp reduce-scatter", T * h * E, True),
         ]
     ks.append(_comm("ep all-to-all dispatch grad", routed * h * E, True))
     ks.append(_mem("token permute bwd", "moe", routed * h * E * 2, True))
-    ks.append(_gemm("router dgrad", "moe", T, h, model.experts, sh.gemm_dtype, True))
-    ks.append(_gemm("router wgrad", "moe", model.experts, h, T, sh.gemm_dtype, True))
-    ks.append(_comm("tp reduce-scatter", T * h * E, True))
+    ks.append(_gemm("router dgrad", "moe", R, h, model.experts, sh.gemm_dtype, True))
+    ks.append(_gemm("router wgrad", "moe", model.experts, h, R, sh.gemm_dtype, True))
     return ks + _block_backward_ends("moe", R, sh, False, False, E)[1]
 
 

@@ -1,7 +1,11 @@
 """A parallel layout: how a model is split over GPUs and how one iteration is batched.
 
-``gpus = tp * pp * cp * dp``; EP splits the experts inside ``dp * cp`` (Megatron's expert
-parallelism over the data-parallel ranks).  Batches are in sequences; ``global_batch`` is
+``gpus = tp * pp * cp * dp``.  Mixture-of-experts layers are parallelized on their own
+(Megatron-Core's *MoE parallel folding*): inside a pipeline stage the ``tp * cp * dp`` ranks of
+the dense layers are regrouped as ``etp * ep * edp`` -- expert tensor parallelism (``etp``,
+default ``tp``) fastest, then expert parallelism (``ep``: the experts are split over ``ep``
+ranks), then the expert data-parallel ranks (``edp``) that reduce the experts' gradients --
+so an EP group may span TP, CP and DP ranks.  Batches are in sequences; ``global_batch`` is
 split into ``dp`` shards of ``micro_batch``-sized micro-batches, ``num_microbatches`` per
 iteration (gradient accumulation).
 
@@ -58,7 +62,26 @@ class Layout:
     tp: int = param(Param("tp", "count", 1, help="tensor-parallel size", metavar="T"))
     pp: int = param(Param("pp", "count", 1, help="pipeline-parallel size", metavar="P"))
     cp: int = param(Param("cp", "count", 1, help="context-parallel size", metavar="C"))
-    ep: int = param(Param("ep", "count", 1, help="expert-parallel size (inside DP x CP)", metavar="E"))
+    ep: int = param(
+        Param(
+            "ep",
+            "count",
+            1,
+            help="expert-parallel size: the experts split over E ranks, folded with --etp over TP x CP x DP",
+            metavar="E",
+            aliases=("expert-model-parallel-size",),
+        )
+    )
+    #: expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size); None: TP
+    etp: int | None = param(
+        Param(
+            "etp",
+            "count",
+            help="expert tensor-parallel size (default: TP): each expert's matrices split over T ranks",
+            metavar="T",
+            aliases=("expert-tensor-parallel-size",),
+        )
+    )
     vpp: int = param(Param("vpp", "count", 1, help="virtual stages per pipeline rank (interleaved 1F1B)", metavar="V"))
     global_batch: int = param(Param("global-batch", "count", help="sequences per iteration (required)", metavar="B"), 1)
     micro_batch: int = param(
@@ -259,6 +282,17 @@ class Layout:
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
+    def expert_tp(self) -> int:
+        """Expert tensor-parallel size (``etp``, or ``tp`` when not given)."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def edp(self) -> int:
+        """Expert data-parallel size: ``tp * cp * dp / (etp * ep)``, the ranks that reduce one
+        expert's gradients."""
+        return max(1, self.tp * self.cp * self.dp // (self.expert_tp * self.ep))
+
+    @property
     def num_microbatches(self) -> int:
         """Micro-batches per data-parallel rank per iteration."""
         return self.global_batch // (self.dp * self.micro_batch)
@@ -389,17 +423,39 @@ class Layout:
                 f"the global batch {self.global_batch} is not a multiple of DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}"
             )
-        if self.ep > 1:
-            if not model.moe:
-                raise InputError(f"--ep {self.ep} needs a mixture-of-experts model; {model.name} is dense")
-            if model.experts % self.ep:
-                raise InputError(f"EP {self.ep} does not divide the {model.experts} experts of {model.name}")
-            if (self.dp * self.cp) % self.ep:
-                raise InputError(f"EP {self.ep} must divide DP x CP = {self.dp * self.cp}")
+        self._check_experts(model)
         if self.interleaved and self.pp > 1 and self.num_microbatches % self.pp:
             raise InputError(
                 f"interleaved 1F1B needs the micro-batches per rank ({self.num_microbatches}) "
                 f"to be a multiple of PP {self.pp}"
+            )
+
+    def _check_experts(self, model: ModelConfig) -> None:
+        """MoE parallel folding's rules (Megatron-Core's ``initialize_model_parallel`` and
+        ``MoELayer``), one clear error each."""
+        if self.etp is not None and (not isinstance(self.etp, int) or isinstance(self.etp, bool) or self.etp < 1):
+            raise InputError(f"--etp must be a positive integer, got {self.etp!r}")
+        if not model.moe:
+            if self.ep > 1:
+                raise InputError(f"--ep {self.ep} needs a mixture-of-experts model; {model.name} is dense")
+            if self.etp is not None and self.etp != self.tp:
+                raise InputError(f"--etp {self.etp} needs a mixture-of-experts model; {model.name} is dense")
+            return
+        etp, ep, dense = self.expert_tp, self.ep, self.tp * self.cp * self.dp
+        if model.experts % ep:
+            raise InputError(f"EP {ep} does not divide the {model.experts} experts of {model.name}")
+        if dense % (etp * ep):
+            raise InputError(
+                f"ETP x EP = {etp} x {ep} = {etp * ep} must divide the {dense} ranks of a pipeline stage "
+                f"(TP x CP x DP = {self.tp} x {self.cp} x {self.dp}): Megatron-Core folds the experts' "
+                "ranks over the dense layers' ranks"
+            )
+        if model.expert_ffn % etp:
+            raise InputError(f"ETP {etp} does not divide the expert FFN width {model.expert_ffn} of {model.name}")
+        if self.tp > 1 and not self.sequence_parallel:
+            raise InputError(
+                f"MoE layers under TP {self.tp} need --sequence-parallel: Megatron-Core refuses to train "
+                "them without it (the router and the token dispatch run on each rank's sequence shard)"
             )
 
     def _check_split(self, model: ModelConfig) -> None:

@@ -11,9 +11,10 @@ DeepSpeed ZeRO-1 / 2 / 3          2(/DP)   2(/DP)     12 / DP
 fp32                              4        4          8
 ================================  =======  =========  ===========
 
-(ZeRO-2 shards gradients, ZeRO-3 also weights; all over DP x CP.)  A GPU holds the layers of
-all its virtual stages (:meth:`Layout.chunk_layers`, uneven splits included) divided by TP
-(routed experts by EP too); pipeline rank 0 also holds the input embedding (virtual stage 0)
+(ZeRO-2 shards gradients, ZeRO-3 also weights; all over DP x CP, the routed experts' over the
+expert data-parallel ranks ``Layout.edp``.)  A GPU holds the layers of all its virtual stages
+(:meth:`Layout.chunk_layers`, uneven splits included) divided by TP (routed experts by ETP x EP
+instead); pipeline rank 0 also holds the input embedding (virtual stage 0)
 and the last rank the output layer (the last virtual stage).  ZeRO-3 / FSDP adds temporary
 buffers: the bf16 weights of the unit being computed and of the prefetched next one (a layer,
 or the embedding / output layer; the two largest the rank holds).
@@ -95,9 +96,12 @@ class StageMemory:
         }
 
 
-def bytes_per_param(layout: Layout) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per parameter of this GPU's shard."""
-    d = layout.dp * layout.cp  # gradients are reduced and optimizer states sharded over DP x CP
+def bytes_per_param(layout: Layout, shards: int | None = None) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter of this GPU's shard, the states
+    sharded over ``shards`` ranks (default DP x CP, over which the dense layers' gradients are
+    reduced; the routed experts' are reduced over the expert data-parallel ranks,
+    ``Layout.edp``)."""
+    d = layout.dp * layout.cp if shards is None else shards
     if layout.precision == "fp32":
         w, g, o = 4.0, 4.0, 8.0
     else:
@@ -119,13 +123,27 @@ def stage_layers(model: ModelConfig, layout: Layout, stage: int) -> list[int]:
 
 
 def layer_params(model: ModelConfig, layout: Layout, i: int) -> float:
-    """Parameters of layer ``i`` on one GPU (TP-sharded; routed experts EP-sharded too)."""
+    """Parameters of layer ``i`` on one GPU (TP-sharded; routed experts split over ETP x EP)."""
     t = layout.tp
     if model.is_moe_layer(i):
         dense = model.attention_params() + model.norm_params() + model.hidden * model.experts
         dense += model.shared_experts * model.mlp_params(model.expert_ffn)
-        return dense / t + model.experts * model.mlp_params(model.expert_ffn) / (t * layout.ep)
+        return dense / t + expert_params(model, layout, i)
     return model.layer_params(i) / t
+
+
+def expert_params(model: ModelConfig, layout: Layout, i: int) -> float:
+    """Routed-expert parameters of layer ``i`` on one GPU (0 for a dense layer): the experts
+    split over EP ranks, each expert's matrices over ETP ranks.  Their gradients are reduced
+    (and a sharded optimizer's states split) over the expert data-parallel ranks."""
+    if not model.is_moe_layer(i):
+        return 0.0
+    return model.experts * model.mlp_params(model.expert_ffn) / (layout.expert_tp * layout.ep)
+
+
+def stage_expert_params(model: ModelConfig, layout: Layout, stage: int) -> float:
+    """Routed-expert parameters one GPU of pipeline rank ``stage`` holds."""
+    return sum(expert_params(model, layout, i) for i in stage_layers(model, layout, stage))
 
 
 def embedding_params(model: ModelConfig, layout: Layout) -> float:
@@ -245,7 +263,9 @@ def _live_after_forwards(kind: str, p: int, stage: int, m: int, v: int) -> tuple
 def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
     """Peak memory of one GPU of pipeline rank ``stage``."""
     params = stage_params(model, layout, stage)
+    experts = stage_expert_params(model, layout, stage)
     wb, gb, ob = bytes_per_param(layout)
+    ew, eg, eo = bytes_per_param(layout, layout.edp) if experts else (wb, gb, ob)
     layers = stage_layers(model, layout, stage)
     act, other = peak_activations(model, layout, stage)
     s = layout.seq_len / layout.cp
@@ -269,7 +289,10 @@ def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
             units.append(output_params(model, layout))
         units.sort(reverse=True)
         buffers += 2 * sum(units[:2])  # gathered bf16 weights of the current and the prefetched unit
-    return StageMemory(stage, params * wb, params * gb, params * ob, act, other, buffers)
+    dense = params - experts
+    return StageMemory(
+        stage, dense * wb + experts * ew, dense * gb + experts * eg, dense * ob + experts * eo, act, other, buffers
+    )
 
 
 def memory(model: ModelConfig, layout: Layout) -> list[StageMemory]:

@@ -6,7 +6,9 @@ list is cut into steps for the workload: compute (summed kernel times, ns) and c
 (kind, bytes, group), in Megatron's order:
 
 * forward: [all-gather (SP)] attention [all-reduce | reduce-scatter (SP)]
-  [all-gather (SP)] MLP (MoE: all-to-all, experts, all-to-all) [all-reduce | reduce-scatter];
+  [all-gather (SP)] MLP [all-reduce | reduce-scatter]; a MoE block instead: router, EP
+  all-to-all, [ETP all-gather] experts [ETP reduce-scatter], EP all-to-all, and the shared
+  experts between TP all-gather and reduce-scatter (:func:`~podsim.llm.kernels.moe_kernels`);
 * backward: the same in reverse, each GEMM's dgrad and wgrad; with sequence parallelism each
   column-parallel layer also re-gathers its input for wgrad and reduce-scatters dgrad;
 * full recompute re-runs the forward before the backward; selective recompute re-runs the
@@ -260,6 +262,11 @@ class LayerCosts:
             return (
                 None if lay.ep == 1 else PassStep(k.name, collective=CollectiveKind.ALL_TO_ALL, nbytes=nb, group="ep")
             )
+        if k.name.startswith("etp "):
+            if lay.expert_tp == 1:
+                return None
+            kind = CollectiveKind.ALL_GATHER if "gather" in k.name else CollectiveKind.REDUCE_SCATTER
+            return PassStep(k.name, collective=kind, nbytes=nb, group="tp" if lay.expert_tp == lay.tp else "etp")
         if k.name.startswith("cp "):
             kind = CollectiveKind.REDUCE_SCATTER if k.backward else CollectiveKind.ALL_GATHER
             return PassStep(

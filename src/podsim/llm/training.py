@@ -121,6 +121,8 @@ def layout_dict(model: ModelConfig, lay: Layout) -> dict:
         "dp": lay.dp,
         "cp": lay.cp,
         "ep": lay.ep,
+        "etp": lay.expert_tp,
+        "edp": lay.edp,
         "vpp": lay.vpp,
         "global_batch": lay.global_batch,
         "micro_batch": lay.micro_batch,
@@ -216,13 +218,22 @@ def default_cluster(
 
 
 def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
-    """The ranks of the first ``tp`` / ``cp`` / ``ep`` / ``dp`` (DP x CP) group of ``layout``, or
-    None for a group of one rank or another name."""
-    stride = {"tp": 1, "cp": layout.tp, "ep": layout.tp * layout.cp, "dp": layout.tp}
-    size = {"tp": layout.tp, "cp": layout.cp, "ep": layout.ep, "dp": layout.dp * layout.cp}  # dp: DP x CP
-    if group not in stride or size[group] < 2:
+    """The ranks of the first ``tp`` / ``cp`` / ``dp`` (DP x CP) group of ``layout``, or of its
+    experts' ``etp`` / ``ep`` / ``edp`` groups (folded over TP x CP x DP, ETP fastest); None for
+    a group of one rank or another name."""
+    t, et, e = layout.tp, layout.expert_tp, layout.ep
+    stride_size = {
+        "tp": (1, t),
+        "cp": (t, layout.cp),
+        "dp": (t, layout.dp * layout.cp),
+        "etp": (1, et),
+        "ep": (et, e),
+        "edp": (et * e, layout.edp),
+    }
+    if group not in stride_size or stride_size[group][1] < 2:
         return None
-    return tuple(i * stride[group] for i in range(size[group]))
+    stride, size = stride_size[group]
+    return tuple(i * stride for i in range(size))
 
 
 def breakdown(res: Result) -> dict[str, float]:

@@ -35,7 +35,7 @@ def format_training(r: Any, backend: str) -> str:
     lines.append(
         f"  layout     TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
         + (f" x CP {lay.cp}" if lay.cp > 1 else "")
-        + (f", EP {lay.ep}" if lay.ep > 1 else "")
+        + (f", EP {lay.ep} x ETP {lay.expert_tp} x EDP {lay.edp}" if r.model.moe else "")
         + (f", VPP {lay.vpp}" if lay.vpp > 1 else "")
         + f"; batch {lay.global_batch} x {lay.seq_len} tokens, micro-batch {lay.micro_batch} "
         f"({lay.num_microbatches} per pipeline); recompute {lay.recompute}" + (", SP" if lay.sequence_parallel else "")

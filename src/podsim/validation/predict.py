@@ -146,6 +146,7 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
         pp=pp,
         cp=cp,
         ep=ep,
+        etp=_int(r, "etp", 0) or None,
         vpp=vpp,
         global_batch=_int(r, "global_batch"),
         micro_batch=_int(r, "micro_batch", 1),

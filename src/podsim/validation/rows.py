@@ -51,6 +51,7 @@ COUNTS = {
             "pp",
             "cp",
             "ep",
+            "etp",
             "vpp",
             "global_batch",
             "micro_batch",
