@@ -131,6 +131,32 @@ def test_torchtitan_rules_fill_defaults_and_yield_to_flags():
     assert lay.sequence_parallel  # torchtitan's TP plan shards the norms on the sequence
 
 
+def test_local_batch_rule_takes_a_ranks_whole_share_at_once(tmp_path):
+    # torchtitan @9dec370: --training.batch_size is each DP rank's batch, one backward per step;
+    # 64 sequences over DP 8 -> 8 at once; with PP or a given micro-batch nothing changes
+    m = zoo()["llama3-8b"]
+    st = read_stack_file(
+        _write(
+            tmp_path,
+            {
+                "name": "local",
+                "kind": "training",
+                "base": "megatron-core",
+                "training": {"micro_batch": "local"},
+                "sources": {"micro_batch": "torchtitan train.py @9dec370"},
+            },
+        )
+    )
+    lay, changed = apply_rules(Layout(8, global_batch=64), m, st)
+    assert lay.micro_batch == 8 and lay.num_microbatches == 1 and changed["micro_batch"] == 8
+    lay, changed = apply_rules(Layout(16, pp=2, global_batch=64), m, st)
+    assert lay.micro_batch == 1 and "micro_batch" not in changed
+    lay, changed = apply_rules(Layout(8, global_batch=64, micro_batch=2), m, st)
+    assert lay.micro_batch == 2 and lay.num_microbatches == 4
+    lay, _ = apply_rules(Layout(8, global_batch=64), m, load_stack("megatron-core"))
+    assert lay.micro_batch == 1 and lay.num_microbatches == 8  # Megatron: micro-batches of 1
+
+
 def test_megatron_core_is_todays_behaviour():
     m = zoo()["llama3-8b"]
     lay = Layout(16, tp=2, pp=2, global_batch=16, seq_len=2048, sequence_parallel=True)

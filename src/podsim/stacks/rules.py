@@ -8,6 +8,9 @@ a rule changed is returned so the summary and the JSON can say so:
 * ``sequence_parallel``: TP shards the norms' activations along the sequence;
 * ``data_parallel``: with no sharding flag, ``fsdp`` shards everything (``--zero 3``),
   ``distopt`` is Megatron's distributed optimizer;
+* ``micro_batch`` ``local``: with PP 1 and no ``--micro-batch``, a data-parallel rank takes its
+  whole share of the global batch in one step (torchtitan's and FSDP's local batch, no gradient
+  accumulation); ``one`` keeps Megatron's micro-batches of 1;
 * ``pipeline_split`` ``even``: layers that PP x VPP does not divide are split as torchtitan
   does (:func:`even_split`: the extra layers on the stages after the first); ``megatron`` leaves
   the split to Megatron's flags.
@@ -69,6 +72,10 @@ def apply_rules(lay: Layout, model: ModelConfig, stack: SoftwareStack) -> tuple[
             changes["zero"] = 3
         elif dp == "distopt":
             changes["distributed_optimizer"] = True
+    if stack.get("micro_batch") == "local" and lay.pp == 1 and lay.micro_batch == _DEFAULTS["micro_batch"]:
+        local = lay.global_batch // max(lay.dp, 1)
+        if local > 1 and lay.global_batch % max(lay.dp, 1) == 0:
+            changes["micro_batch"] = local
     n = lay.pp * lay.vpp
     if stack.get("pipeline_split") == "even" and model.layers % n and not _split_given(lay):
         changes["pipeline_layers"] = even_split(model.layers, n)

@@ -118,6 +118,16 @@ PROPS: tuple[Prop, ...] = (
         choices=("megatron", "even"),
         rule=True,
     ),
+    Prop(
+        "micro_batch",
+        "training",
+        "choice",
+        "what one step of a data-parallel rank takes when --micro-batch is not given and PP is 1: one "
+        "(Megatron's --micro-batch-size 1, the rest of the rank's share by gradient accumulation) or "
+        "local (torchtitan's and FSDP's local batch: the rank's whole share of --global-batch at once)",
+        choices=("one", "local"),
+        rule=True,
+    ),
     # -- training: physical parameters ---------------------------------------------------------
     Prop(
         "host_ns",
