@@ -1,10 +1,17 @@
-"""``podsim calibrate training`` as a Python call: fit a training stack's free parameters to the
-user's measured runs and write the fitted stack as a YAML file.
+"""``podsim calibrate training`` and ``podsim calibrate inference`` as Python calls: fit a
+stack's free parameters to the user's measured runs and write the fitted stack as a YAML file.
 
-Runs are rows in the columns of ``podsim validate`` (docs/calibration.md) or of the published
-measurements table (``params_B, ..., dp, seq_par, zero_or_distopt, framework, metric, value``);
-each is predicted as ``podsim validate`` predicts it (:func:`podsim.validation.predict.throughput`)
-under the base stack with the free values being fitted.
+* training: runs are rows in the columns of ``podsim validate`` (docs/calibration.md) or of the
+  published measurements table (``params_B, ..., dp, seq_par, zero_or_distopt, framework,
+  metric, value``); each is predicted as ``podsim validate`` predicts it
+  (:func:`podsim.validation.predict.throughput`) under the base stack with the free values being
+  fitted;
+* inference: runs are measured step times of a serving engine (:data:`INFERENCE_COLUMNS`: the
+  model, GPU, TP, PP, batch, prompt and output tokens, ``prefill_ms`` and/or ``decode_ms``, the
+  mean decode step); each is predicted by ``podsim infer``'s own call
+  (:func:`podsim.api.infer.infer`) on the base serving stack with the free values being fitted.
+
+Both go through one fitter (:func:`podsim.stacks.calibrate.fit`) and give a :class:`Calibration`.
 
 Example::
 
@@ -15,8 +22,11 @@ Example::
 
 from __future__ import annotations
 
+import csv
 import datetime
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,34 +34,71 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, read_text
 from ..hardware.gpu import get_gpu
+from ..jobs.infer import InferJob
 from ..jobs.stacks import CALIBRATE_PARAMS, STACK_PARAMS, CalibrateJob, StackJob
 from ..llm.stack import Stack
 from ..stacks.calibrate import MAX_RESIDUAL, Fit, fit
-from ..stacks.schema import BY_NAME
-from ..stacks.stack import SoftwareStack, load_stack, presets
+from ..stacks.schema import BY_NAME, fittable
+from ..stacks.stack import SoftwareStack, load_stack, measured_serving_gpus, presets
 from ..validation.predict import THROUGHPUT, throughput
 from ..validation.rows import read_rows, shipped_rows
+from .infer import infer
 
 __all__ = [
     "CALIBRATE_PARAMS",
+    "INFERENCE_COLUMNS",
     "STACK_PARAMS",
+    "Calibration",
     "CalibrateJob",
     "StackJob",
+    "TrainingCalibration",
     "calibrate",
+    "calibrate_inference",
     "calibrate_training",
     "load_stack",
     "presets",
+    "read_inference_runs",
     "read_training_runs",
     "write_stack",
 ]
 
 #: ``ROWS.csv`` as ``shipped:PREFIX``: podsim's own published rows whose id starts with PREFIX
+#: (several prefixes: ``shipped:A,B``)
 SHIPPED = "shipped:"
 #: the published-measurements table's columns podsim reads besides its own
 PUBLISHED = ("seq_par", "zero_or_distopt", "dp")
-_NEUTRAL = {"gemm_efficiency": 1.0, "attention_efficiency": 1.0, "elementwise_traffic": 1.0, "fp8_overhead": 1.0}
+_NEUTRAL = {
+    "gemm_efficiency": 1.0,
+    "attention_efficiency": 1.0,
+    "elementwise_traffic": 1.0,
+    "fp8_overhead": 1.0,
+    "engine_gemm_efficiency": 1.0,
+    "host_overhead_ms": 0.0,
+}
+#: the columns of a measured serving run (``podsim calibrate inference``); ``prefill_ms`` (one
+#: prefill of the batch, ms) or ``decode_ms`` (the mean decode step, ms) may be empty, not both
+INFERENCE_COLUMNS = (
+    "model",
+    "gpu",
+    "tp",
+    "pp",
+    "batch",
+    "prompt_tokens",
+    "output_tokens",
+    "prefill_ms",
+    "decode_ms",
+)
+#: optional columns of a serving run, passed to ``podsim infer`` as its flags
+INFERENCE_OPTIONAL = ("row_id", "ep", "precision", "kv_cache_dtype", "cluster")
+#: the step times a serving run measures (ms), and the shipped rows' metrics (s) read as each
+STEP_METRICS = {"prefill_ms": ("prefill_s", "ttft_s"), "decode_ms": ("decode_step_s", "tpot_s")}
+
+
+def _picked(row_id: str, prefixes: str) -> bool:
+    """``row_id`` starts with one of the comma-separated ``prefixes`` (``shipped:A,B``)."""
+    return any(row_id.startswith(p.strip()) for p in prefixes.split(",") if p.strip())
 
 
 def _gpu_key(text: str, where: str, src: str) -> str:
@@ -103,7 +150,7 @@ def read_training_runs(path: str | Path) -> list[dict[str, str]]:
     src = str(path)
     if src.startswith(SHIPPED):
         prefix = src[len(SHIPPED) :]
-        rows = [r for r in shipped_rows() if r["row_id"].startswith(prefix) and r.get("metric") in THROUGHPUT]
+        rows = [r for r in shipped_rows() if _picked(r["row_id"], prefix) and r.get("metric") in THROUGHPUT]
         if not rows:
             raise InputError(f"no shipped training row's id starts with {prefix!r} (podsim validate lists them)", src)
     else:
@@ -128,8 +175,20 @@ def read_training_runs(path: str | Path) -> list[dict[str, str]]:
 
 
 @dataclass
-class TrainingCalibration:
-    """What ``podsim calibrate training`` found: the base stack, the runs, the fit."""
+class Calibration:
+    """What ``podsim calibrate`` found: the base stack, the measurements, the fit.
+
+    Attributes:
+        base: the stack the fit started from.
+        name: the fitted stack's name.
+        runs: one entry per measurement (``row_id``, ``metric``: a training run's row, or a serving
+            run's ``prefill_ms`` / ``decode_ms``), in the order of ``measured`` and the fit's errors.
+        measured: the measured values (the metric's unit: tokens/s, TFLOP/s, s or ms).
+        fit: the fit (fitted and held values, each measurement's error before and after).
+        source: where the runs came from (ROWS.csv or ``shipped:PREFIX``).
+        kind: ``training`` or ``inference``: what was calibrated.
+        note: how the errors before the fit were taken, where not at the base's own values.
+    """
 
     base: SoftwareStack
     name: str
@@ -137,42 +196,52 @@ class TrainingCalibration:
     measured: list[float]
     fit: Fit
     source: str = ""
+    kind: str = "training"
+    note: str = ""
 
     @property
     def ok(self) -> bool:
         return not self.fit.refusal
 
+    @property
+    def row_ids(self) -> list[str]:
+        """The runs' ids, each once, in order."""
+        return list(dict.fromkeys(r["row_id"] for r in self.runs))
+
     def citation(self) -> str:
-        ids = ", ".join(r["row_id"] for r in self.runs)
-        return f"fitted by podsim calibrate training {self.source} (runs: {ids}) on {datetime.date.today()}"
+        ids = ", ".join(self.row_ids)
+        return f"fitted by podsim calibrate {self.kind} {self.source} (runs: {ids}) on {datetime.date.today()}"
 
     def to_yaml(self) -> str:
         """The fitted stack as a stack file (base + the fitted values with their citation)."""
         cite = self.citation()
+        section = self.base.kind
         data: dict[str, Any] = {
             "name": self.name,
-            "title": f"{self.base.title}, calibrated to {len(self.runs)} measured run(s)",
-            "kind": "training",
+            "title": f"{self.base.title}, calibrated to {len(self.row_ids)} measured run(s)",
+            "kind": section,
             "base": self.base.name if self.base.origin == "preset" else None,
             "description": f"{self.base.name} with {', '.join(self.fit.fitted)} fitted by podsim calibrate "
-            f"training to {self.source}; held at the base's values: {', '.join(self.fit.held) or 'none'}.",
-            "training": {k: round(v, 6) for k, v in self.fit.fitted.items()},
+            f"{self.kind} to {self.source}; held at the base's values: {', '.join(self.fit.held) or 'none'}.",
+            section: {k: round(v, 6) for k, v in self.fit.fitted.items()},
             "sources": dict.fromkeys(self.fit.fitted, cite),
         }
         if data["base"] is None:  # a user's file as the base: its values are written out in full
-            data["training"] = {**self.base.values, **data["training"]}
+            data[section] = {**self.base.values, **data[section]}
             data["sources"] = {**self.base.sources, **data["sources"]}
             del data["base"]
         return yaml.safe_dump(data, sort_keys=False, width=100)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "base": self.base.name,
             "name": self.name,
             "fitted": self.fit.fitted,
             "held": self.fit.held,
             "flat": self.fit.flat,
             "refusal": self.fit.refusal or None,
+            "note": self.note or None,
             "evaluations": self.fit.evaluations,
             "runs": [
                 {
@@ -187,9 +256,13 @@ class TrainingCalibration:
         }
 
 
+#: the training calibration's former name
+TrainingCalibration = Calibration
+
+
 def base_values(base: SoftwareStack, gpu: str, names: list[str]) -> dict[str, float]:
-    """Where each free parameter starts: the base stack's value, else Megatron-Core's on ``gpu``
-    (relative efficiencies 1, the GPU's host_ns)."""
+    """Where each free training parameter starts: the base stack's value, else Megatron-Core's on
+    ``gpu`` (relative efficiencies 1, the GPU's host_ns)."""
     out = {}
     for k in names:
         v = base.get(k)
@@ -199,6 +272,31 @@ def base_values(base: SoftwareStack, gpu: str, names: list[str]) -> dict[str, fl
     return out
 
 
+def free_bounds(stack: SoftwareStack, free: list[str] | None) -> dict[str, tuple[float, float]]:
+    """What a fit of ``stack`` takes: its ``free`` parameters with their bounds, or ``free`` (the
+    user's ``--free``), each with the stack's bounds for it, else the property's range (a lower
+    bound of 0 raised to min(1, 1e-5 x the upper), so that a range over decades is searched in
+    log space).
+
+    Raises:
+        InputError: a name that is not a physical parameter of the stack's kind; nothing to fit.
+    """
+    if not free:
+        bounds = dict(stack.free)
+    else:
+        bounds = {}
+        names = [p.name for p in fittable(stack.kind)]
+        for k in free:
+            prop = BY_NAME.get(k)
+            if prop is None or prop.name not in names:
+                raise InputError(f"{k!r} is not a physical {stack.kind} parameter ({', '.join(names)})", where="--free")
+            bounds[k] = stack.free.get(k, (prop.lo if prop.lo > 0 else min(1.0, prop.hi * 1e-5), prop.hi))
+    if not bounds:
+        named = stack.name if stack.origin == "preset" else stack.origin
+        raise InputError(f"stack {named!r} lists no free parameters: give --free NAME,NAME", where="--free")
+    return bounds
+
+
 def calibrate_training(
     runs: list[dict[str, str]],
     base: str,
@@ -206,7 +304,7 @@ def calibrate_training(
     free: list[str] | None = None,
     source: str = "",
     max_residual: float = MAX_RESIDUAL,
-) -> TrainingCalibration:
+) -> Calibration:
     """Fit ``base``'s free parameters (or ``free``, each with its bounds from the base's ``free``
     or the property's range) to ``runs``.
 
@@ -214,17 +312,7 @@ def calibrate_training(
         InputError: an unknown base or parameter, a base with nothing free, a run podsim cannot simulate.
     """
     st = load_stack(base, "training")
-    bounds = dict(st.free)
-    if free:
-        bounds = {}
-        for k in free:
-            prop = BY_NAME.get(k)
-            if prop is None or prop.section != "training" or prop.kind != "number":
-                numbers = [p.name for p in BY_NAME.values() if p.section == "training" and p.kind == "number"]
-                raise InputError(f"--free: {k!r} is not a physical training parameter ({', '.join(numbers)})")
-            bounds[k] = st.free.get(k, (prop.lo if prop.lo > 0 else 1.0, prop.hi))
-    if not bounds:
-        raise InputError(f"stack {base!r} lists no free parameters: give --free NAME,NAME", where="--free")
+    bounds = free_bounds(st, free)
     measured = [float(r["value"]) for r in runs]
     start = base_values(st, runs[0].get("gpu") or "h100-80gb", list(bounds))
 
@@ -233,17 +321,190 @@ def calibrate_training(
         return [throughput(r, software=trial) for r in runs]
 
     result = fit(predict, measured, bounds, start, max_residual)
-    return TrainingCalibration(st, name or f"{st.name}-calibrated", runs, measured, result, source)
+    return Calibration(st, name or f"{st.name}-calibrated", runs, measured, result, source, "training")
 
 
-def write_stack(cal: TrainingCalibration, path: str | Path) -> None:
+# -- inference -------------------------------------------------------------------------------
+
+
+def _shipped_inference_runs(prefix: str, src: str) -> list[dict[str, str]]:
+    """podsim's shipped inference step times (``podsim validate --only infer_``) whose id starts
+    with ``prefix``, as serving runs: a prefill or TTFT row gives ``prefill_ms``, a decode-step
+    or TPOT row ``decode_ms``."""
+    metric_of = {m: col for col, ms in STEP_METRICS.items() for m in ms}
+    out = []
+    for r in shipped_rows():
+        col = metric_of.get(r.get("metric", ""))
+        if col is None or not _picked(r["row_id"], prefix) or not r.get("batch"):
+            continue
+        run = {k: r.get(k, "") for k in ("row_id", *INFERENCE_COLUMNS, *INFERENCE_OPTIONAL[1:])}
+        run.update(prefill_ms="", decode_ms="")
+        run[col] = f"{1e3 * float(r['value']):.6g}"
+        out.append(run)
+    if not out:
+        raise InputError(
+            f"no shipped prefill or decode-step row's id starts with {prefix!r} "
+            "(podsim validate --only infer_ lists them)",
+            src,
+        )
+    return out
+
+
+def _positive(text: str, what: str, src: str, where: str, whole: bool) -> None:
+    """Check a cell: a whole number >= 1 (``whole``) or a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0 and (not whole or (v == int(v) and v >= 1))):
+        kind = "a whole number >= 1" if whole else "a number > 0"
+        raise InputError(f"{what} must be {kind}, got {text!r}", src, where)
+
+
+def read_inference_runs(path: str | Path) -> list[dict[str, str]]:
+    """The measured serving runs of ``path`` (:data:`INFERENCE_COLUMNS`, optionally
+    :data:`INFERENCE_OPTIONAL`; ``#`` lines are comments), or with ``shipped:PREFIX`` podsim's
+    shipped inference step times whose id starts with PREFIX.
+
+    Raises:
+        InputError: an unreadable file, a missing column, a cell that is not a count or a time,
+            a row with neither time, a decode time of a run with one output token.
+    """
+    src = str(path)
+    if src.startswith(SHIPPED):
+        rows = _shipped_inference_runs(src[len(SHIPPED) :], src)
+    else:
+        text = read_text(path, "rows file")
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        reader = csv.DictReader(lines)
+        cols = reader.fieldnames or []
+        missing = [c for c in INFERENCE_COLUMNS if c not in cols]
+        if missing:
+            raise InputError(f"missing column {missing[0]!r} (serving runs need {', '.join(INFERENCE_COLUMNS)})", src)
+        rows = []
+        for n, r in enumerate(reader, start=1):
+            r = {k: (v or "").strip() for k, v in r.items() if k is not None}
+            r["row_id"] = r.get("row_id") or f"row {n}"
+            rows.append(r)
+    for r in rows:
+        where = f"row {r['row_id']}"
+        for col in ("model", "gpu"):
+            if not r.get(col):
+                raise InputError(f"{col} is needed to simulate the run", src, where)
+        try:
+            get_gpu(r["gpu"])
+        except InputError as e:
+            raise InputError(e.message, src, where) from None
+        for col in ("tp", "pp", "batch", "prompt_tokens", "output_tokens", "ep"):
+            if r.get(col) or col != "ep":
+                _positive(r.get(col, ""), col, src, where, whole=True)
+        times = [col for col in STEP_METRICS if r.get(col)]
+        if not times:
+            raise InputError("give prefill_ms or decode_ms (or both): the measured step times", src, where)
+        for col in times:
+            _positive(r[col], col, src, where, whole=False)
+        if "decode_ms" in times and int(float(r["output_tokens"])) < 2:
+            raise InputError("decode_ms needs output_tokens >= 2 (the first token comes from the prefill)", src, where)
+    if not rows:
+        raise InputError("no runs to calibrate to", src)
+    return rows
+
+
+def _infer_job(run: dict[str, str]) -> InferJob:
+    """``podsim infer``'s job for a serving run (no stack: the calibration passes its trial one)."""
+    values: dict[str, Any] = {
+        "model": run["model"],
+        "gpu": run["gpu"],
+        "tp": int(float(run["tp"])),
+        "pp": int(float(run["pp"])),
+        "batch": int(float(run["batch"])),
+        "prompt-tokens": int(float(run["prompt_tokens"])),
+        "output-tokens": int(float(run["output_tokens"])),
+    }
+    if run.get("ep"):
+        values["ep"] = int(float(run["ep"]))
+    for col in ("precision", "kv_cache_dtype", "cluster"):
+        if run.get(col):
+            values[col.replace("_", "-")] = run[col]
+    return InferJob.from_values(values)
+
+
+def _serving_start(stack: SoftwareStack, runs: list[dict[str, str]], names: list[str]) -> tuple[dict[str, Any], str]:
+    """Where each free serving parameter starts, and a note when that is not the base's own
+    value: a measured host overhead (``eager`` / ``cuda-graphs``) is kept where every run's GPU
+    has that measurement, else it starts at 0 ms."""
+    gpus = {get_gpu(r["gpu"]).key for r in runs}
+    measured = set(measured_serving_gpus())
+    out: dict[str, Any] = {}
+    note = ""
+    for k in names:
+        v = stack.get(k)
+        if isinstance(v, str) and not gpus <= measured:
+            note = (
+                f"errors before the fit with {k} 0: {stack.name}'s {v!r} is podsim's measurement on "
+                f"{', '.join(sorted(measured)) or 'no GPU'}, not on {', '.join(sorted(gpus - measured))}"
+            )
+            v = None
+        out[k] = _NEUTRAL[k] if v is None else v
+    return out, note
+
+
+def calibrate_inference(
+    runs: list[dict[str, str]],
+    base: str,
+    name: str | None = None,
+    free: list[str] | None = None,
+    source: str = "",
+    max_residual: float = MAX_RESIDUAL,
+) -> Calibration:
+    """Fit the serving stack ``base``'s free parameters (or ``free``) to the measured step times
+    of ``runs`` (:func:`read_inference_runs`), each predicted by ``podsim infer``'s call.
+
+    Raises:
+        InputError: an unknown base or parameter, a base with nothing free, a run ``podsim infer``
+            cannot run (named by its row).
+    """
+    st = load_stack(base, "serving")
+    bounds = free_bounds(st, free)
+    jobs = [_infer_job(r) for r in runs]
+    points = [(i, col) for i, r in enumerate(runs) for col in STEP_METRICS if r.get(col)]
+    measured = [float(runs[i][col]) for i, col in points]
+    start, note = _serving_start(st, runs, list(bounds))
+
+    def predict(values: dict[str, Any]) -> list[float]:
+        trial = replace(st, values={**st.values, **values})
+        reports: dict[int, Any] = {}
+        out = []
+        for i, col in points:
+            if i not in reports:
+                try:
+                    reports[i] = infer(jobs[i], software=trial).report
+                except InputError as e:
+                    raise InputError(e.message, source or None, f"row {runs[i]['row_id']}") from None
+            rep = reports[i]
+            out.append(1e3 * (rep.prefill_s if col == "prefill_ms" else rep.decode_step_mean_s))
+        return out
+
+    result = fit(predict, measured, bounds, start, max_residual)
+    labels = [{"row_id": runs[i]["row_id"], "metric": col} for i, col in points]
+    return Calibration(st, name or f"{st.name}-calibrated", labels, measured, result, source, "inference", note)
+
+
+def write_stack(cal: Calibration, path: str | Path) -> None:
     """Write the fitted stack file (whole or not at all)."""
     atomic_write_text(path, cal.to_yaml())
 
 
-def calibrate(job: CalibrateJob) -> TrainingCalibration:
-    """``podsim calibrate`` as one call: read the job's runs and fit its base stack (nothing
-    written: :func:`write_stack` writes a fit that is :attr:`TrainingCalibration.ok`).
+#: what each kind of ``podsim calibrate`` reads its runs with and fits them with
+CALIBRATIONS: dict[str, tuple[Callable[..., list[dict[str, str]]], Callable[..., Calibration]]] = {
+    "training": (read_training_runs, calibrate_training),
+    "inference": (read_inference_runs, calibrate_inference),
+}
+
+
+def calibrate(job: CalibrateJob) -> Calibration:
+    """``podsim calibrate training|inference`` as one call: read the job's runs and fit its base
+    stack (nothing written: :func:`write_stack` writes a fit that is :attr:`Calibration.ok`).
 
     Raises:
         InputError: a missing ROWS.csv, --base or --out; bad runs; an unknown stack or parameter.
@@ -251,7 +512,8 @@ def calibrate(job: CalibrateJob) -> TrainingCalibration:
     for flag, value in (("ROWS.csv", job.rows), ("--base", job.base), ("--out", job.out)):
         if not value:
             raise InputError(f"podsim calibrate {job.kind} needs {flag}")
-    assert job.rows and job.base and job.out
-    runs = read_training_runs(job.rows)
+    assert job.rows and job.base and job.out and job.kind
+    read, fit_runs = CALIBRATIONS[job.kind]
+    runs = read(job.rows)
     free = list(job.free) if job.free else None
-    return calibrate_training(runs, job.base, job.name or Path(job.out).stem, free, source=job.rows)
+    return fit_runs(runs, job.base, job.name or Path(job.out).stem, free, source=job.rows)

@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError
@@ -23,17 +23,19 @@ from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import InferenceReport, LLMStepTimer
 from ..serving.llm.steps import infer as time_steps
 from ..serving.llm.vidur_profiles import write_vidur_profiles
-from ..stacks.stack import serving_host_overhead, serving_stack
+from ..stacks.stack import SoftwareStack, serving_host_overhead, serving_stack
 
 
 @dataclass
 class InferOutcome:
     """What one ``infer`` job gives: the step times (``report``) and the replica's step timer
-    they came from (its GPU and the share of memory it may use)."""
+    they came from (its GPU and the share of memory it may use); ``software``: the serving
+    stack it ran on (None: none)."""
 
     job: InferJob
     report: InferenceReport
     timer: LLMStepTimer
+    software: SoftwareStack | None = None
 
     @property
     def calibration(self) -> dict:
@@ -42,21 +44,37 @@ class InferOutcome:
 
     @property
     def stack(self) -> dict | None:
-        """The serving stack the job named (its echo), or None."""
-        st = serving_stack(self.job.software.stack)
+        """The serving stack the job ran on (its echo), or None."""
+        st = self.software if self.software is not None else serving_stack(self.job.software.stack)
         return st.echo() if st else None
 
 
-def infer(job: InferJob) -> InferOutcome:
-    """Time one prefill of the job's batch and the decode steps after it.
+def with_engine_kernels(timer: LLMStepTimer, stack: SoftwareStack | None, profile: str | None) -> LLMStepTimer:
+    """``timer`` with the serving stack's ``engine_gemm_efficiency`` (x podsim's fit of the GPU)
+    applied to its FLOP-bound GEMM peak (bf16 and fp8); unchanged without one, or with measured
+    tables (``profile``: those are the engine's own kernels)."""
+    eff = stack.get("engine_gemm_efficiency") if stack is not None else None
+    if eff is None or eff == 1.0 or profile is not None:
+        return timer
+    cm = timer.cm
+    fp8 = None if cm.fp8_gemm_max is None else cm.fp8_gemm_max * eff
+    return replace(timer, cm=replace(cm, gemm_max=cm.gemm_max * eff, fp8_gemm_max=fp8), _per_tokens={})
+
+
+def infer(job: InferJob, software: SoftwareStack | None = None) -> InferOutcome:
+    """Time one prefill of the job's batch and the decode steps after it, on the job's serving
+    stack (``software``: this stack instead, e.g. one ``podsim calibrate inference`` is trying).
 
     Raises:
-        InputError: a missing input, lengths below 1, a sequence longer than the model's context."""
+        InputError: a missing input, lengths below 1, a sequence longer than the model's context,
+            a stack whose host overhead podsim has not measured on the job's GPU."""
     for flag, value in (("--prompt-tokens", job.batch.prompt_tokens), ("--output-tokens", job.batch.output_tokens)):
         if value is None:
             raise InputError(f"{flag} is required")
+    st = software if software is not None else serving_stack(job.software.stack)
     model = job.model.load()
     rep, hw = job.replica, job.hardware
+    host = serving_host_overhead(rep.host_overhead_ms, st, hw.gpu)
     timer = step_timer(
         model,
         hw.gpu,
@@ -65,12 +83,13 @@ def infer(job: InferJob) -> InferOutcome:
         rep.ep,
         rep.precision,
         hw.cluster,
-        serving_host_overhead(rep.host_overhead_ms, serving_stack(job.software.stack)),
+        host,
         kv_cache_dtype=rep.kv_cache_dtype,
         profile=rep.profile,
     )
+    timer = with_engine_kernels(timer, st, rep.profile)
     b = job.batch
-    return InferOutcome(job, time_steps(timer, b.batch, b.prompt_tokens, b.output_tokens), timer)
+    return InferOutcome(job, time_steps(timer, b.batch, b.prompt_tokens, b.output_tokens), timer, st)
 
 
 def write_profiles(job: InferJob, folder: str) -> tuple[list[int], list[Path]]:

@@ -36,10 +36,14 @@ EPILOG_CALIBRATE = """examples:
   podsim calibrate training shipped:torchtitan_l31_8b_8g_fsdp_tok --base torchtitan --out tt.yaml
   podsim calibrate training my_runs.csv --base megatron-lm --free gemm_efficiency,host_ns --out mine.yaml
   podsim llm --model llama3-70b --gpu h100 --gpus 512 --tp 8 --pp 4 --global-batch 512 --stack mine.yaml
+  podsim calibrate inference my_steps.csv --base vllm --out my-serving.yaml
+  podsim calibrate inference shipped:infer_17,infer_18,infer_19 --base vllm-v0-eager --out eager-a100.yaml
+  podsim infer --model llama2-70b --gpu a100 --tp 2 --prompt-tokens 512 --output-tokens 128 --stack eager-a100.yaml
 
-ROWS.csv holds your measured runs (model shape, GPU, layout, metric, value): the columns of
-docs/calibration.md.  The fit is refused (exit 1, nothing written) when a parameter lands on its
-bound or a run stays more than 10% off."""
+ROWS.csv holds your measured runs: for training (model shape, GPU, layout, metric, value) the
+columns of docs/calibration.md; for inference model, gpu, tp, pp, batch, prompt_tokens,
+output_tokens, prefill_ms, decode_ms (docs/stacks.md).  The fit is refused (exit 1, nothing
+written) when a parameter lands on its bound or a run stays more than 10% off."""
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]

@@ -1,5 +1,5 @@
 """The parameters of ``podsim stack`` (list and show software stacks) and ``podsim calibrate``
-(fit a stack's free parameters to measured runs and write a stack file)."""
+(fit a training or serving stack's free parameters to measured runs and write a stack file)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .outputs import JSON
 #: what ``podsim stack`` does (its positional argument)
 STACK_ACTIONS: tuple[str, ...] = ("list", "show")
 #: what ``podsim calibrate`` fits (its positional argument)
-CALIBRATE_KINDS: tuple[str, ...] = ("training",)
+CALIBRATE_KINDS: tuple[str, ...] = ("training", "inference")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class StackJob(JobSpec):
 
 @dataclass(frozen=True)
 class CalibrateJob(JobSpec):
-    """``podsim calibrate training ROWS.csv --base STACK --out FILE.yaml``."""
+    """``podsim calibrate training|inference ROWS.csv --base STACK --out FILE.yaml``."""
 
     kind: str | None = param(
         Param(
@@ -49,7 +49,8 @@ class CalibrateJob(JobSpec):
             positional=True,
             required=True,
             sweep=False,
-            help="training: fit a training stack to measured iterations (tokens/s, TFLOP/s, step time)",
+            help="training: fit a training stack to measured iterations (tokens/s, TFLOP/s, step time); "
+            "inference: fit a serving stack to measured prefill and decode step times",
         )
     )
     rows: str | None = param(
@@ -60,8 +61,10 @@ class CalibrateJob(JobSpec):
             positional=True,
             sweep=False,
             metavar="ROWS.csv",
-            help="the measured runs: podsim validate's columns (docs/calibration.md) or the published-measurements "
-            "table's; shipped:PREFIX takes podsim's own published rows whose id starts with PREFIX",
+            help="the measured runs: for training podsim validate's columns (docs/calibration.md) or the "
+            "published-measurements table's; for inference model, gpu, tp, pp, batch, prompt_tokens, output_tokens, "
+            "prefill_ms, decode_ms (docs/stacks.md); shipped:PREFIX takes podsim's own published rows whose id "
+            "starts with PREFIX (several: shipped:A,B)",
         )
     )
     base: str | None = param(
@@ -94,7 +97,8 @@ class CalibrateJob(JobSpec):
             None,
             metavar="P,P,...",
             sweep=False,
-            help="the parameters to fit instead of the base's free list (e.g. gemm_efficiency,host_ns)",
+            help="the parameters to fit instead of the base's free list (e.g. gemm_efficiency,host_ns; serving: "
+            "host_overhead_ms,engine_gemm_efficiency)",
         )
     )
     json: str | None = param(replace(JSON, help="write the fit (values, residuals before and after) as JSON"))

@@ -1,5 +1,6 @@
 """What ``podsim stack`` and ``podsim calibrate`` print: the presets, one stack's properties
-with their values, meanings and sources, and a calibration's fit with each run's residual."""
+with their values, meanings and sources, and a calibration's fit with each run's residual
+(relative error, %)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,10 @@ def format_stack(st: SoftwareStack) -> str:
     if st.description:
         lines.append(f"  {st.description}")
     lines.append("")
+    unset = "(podsim's default)" if st.kind == "serving" else "(Megatron-Core's on the GPU)"
     for p in section_props(st.kind):
         v = st.get(p.name)
-        shown = (
-            _value(v, p.unit) if v is not None else "(Megatron-Core's on the GPU)" if not p.rule else "(layout default)"
-        )
+        shown = _value(v, p.unit) if v is not None else unset if not p.rule else "(layout default)"
         kind = "rule" if p.rule else "physical"
         lines.append(f"  {p.name:<22} {shown:<14} [{kind}] {p.help}")
         if p.name in st.sources:
@@ -58,23 +58,35 @@ def format_stack(st: SoftwareStack) -> str:
     return "\n".join(lines)
 
 
+def _fitted(v: Any) -> str:
+    """A fitted or held value (a held measured host overhead is a word)."""
+    return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+
+
 def format_calibration(cal: Any, out: str | None) -> str:
-    """A training calibration: the fitted values, those held, each run before and after."""
+    """A calibration (training or inference): the fitted values, those held, each measured run
+    before and after (a serving run's prefill and decode step times each on a line of its own)."""
     d = cal.to_dict()
-    lines = [f"podsim calibrate training: {len(d['runs'])} run(s), base stack {d['base']}"]
+    rows = len(dict.fromkeys(r["row_id"] for r in d["runs"]))
+    lines = [f"podsim calibrate {d['kind']}: {rows} run(s), base stack {d['base']}"]
     for k, v in d["fitted"].items():
-        lines.append(f"  fitted {k:<22} {v:.4g}")
+        lines.append(f"  fitted {k:<22} {_fitted(v)}")
+    serving = d["kind"] == "inference"
+    fewer = "fewer measured step times than free parameters" if serving else "fewer runs than free parameters"
     for k, v in d["held"].items():
-        why = "these runs do not depend on it" if k in d["flat"] else "fewer runs than free parameters"
-        lines.append(f"  held   {k:<22} {v:.4g}  ({why}: kept at the base's value)")
-    w = max(len(r["row_id"]) for r in d["runs"])
+        why = "these runs do not depend on it" if k in d["flat"] else fewer
+        lines.append(f"  held   {k:<22} {_fitted(v)}  ({why}: kept at the base's value)")
+    labels = [f"{r['row_id']} {r['metric']}" if serving else r["row_id"] for r in d["runs"]]
+    w = max(len(x) for x in labels)
     lines.append(f"  {'run':<{w}}  {'measured':>12}  {'error before':>12}  {'error after':>11}")
-    for r in d["runs"]:
+    for label, r in zip(labels, d["runs"]):
         lines.append(
-            f"  {r['row_id']:<{w}}  {r['measured']:>12,.4g}  {100 * r['error_before']:>+11.1f}%  "
+            f"  {label:<{w}}  {r['measured']:>12,.4g}  {100 * r['error_before']:>+11.1f}%  "
             f"{100 * r['error_after']:>+10.1f}%"
         )
     lines.append(f"  ({d['evaluations']} simulations)")
+    if d["note"]:
+        lines.append(f"  ({d['note']})")
     if d["refusal"]:
         lines.append(f"refused: {d['refusal']}; no stack file written")
     elif out:

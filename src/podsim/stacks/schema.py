@@ -11,8 +11,12 @@ per-GPU step parameters (``llm/stack.yaml``).  Two kinds of property:
   host code cost time; efficiencies are relative to Megatron-Core / Transformer Engine's on the
   same GPU (1 = as fast), so one stack file holds on every GPU.
 
-``podsim stack show NAME`` prints a stack with these meanings; ``podsim calibrate`` fits the
-physical parameters a stack lists under ``free``.
+A serving stack (``vllm``, ``sglang``, ...) has physical parameters only: the host time per
+engine step the GPU waits for (``host_overhead_ms``) and its GEMMs' efficiency relative to
+podsim's fit of the GPU (``engine_gemm_efficiency``).
+
+``podsim stack show NAME`` prints a stack with these meanings; ``podsim calibrate training`` and
+``podsim calibrate inference`` fit the physical parameters a stack lists under ``free``.
 """
 
 from __future__ import annotations
@@ -189,6 +193,17 @@ PROPS: tuple[Prop, ...] = (
         hi=1000.0,
         choices=("eager", "cuda-graphs"),
     ),
+    Prop(
+        "engine_gemm_efficiency",
+        "serving",
+        "number",
+        "the engine's GEMM throughput where a GEMM is FLOP-bound (prefill, large batches) relative to "
+        "podsim's fit of the GPU (1 = as fast; decode GEMMs bound by reading the weights do not change); "
+        "not applied with --profile, whose measured tables are the engine's own kernels",
+        unit="x",
+        lo=0.2,
+        hi=1.2,
+    ),
 )
 
 #: every property by its key
@@ -198,3 +213,9 @@ BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
 def section_props(section: str) -> tuple[Prop, ...]:
     """The properties of ``section`` (``training`` or ``serving``), in declaration order."""
     return tuple(p for p in PROPS if p.section == section)
+
+
+def fittable(section: str) -> tuple[Prop, ...]:
+    """The physical parameters of ``section`` that ``podsim calibrate`` may fit: the numbers (a
+    ``number|word`` property is fitted as a number)."""
+    return tuple(p for p in section_props(section) if p.kind in ("number", "number|word"))

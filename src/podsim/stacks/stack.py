@@ -33,8 +33,9 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
-from ..fileio import read_text
-from .schema import BY_NAME, KINDS, TOP_KEYS, Prop, section_props
+from ..fileio import package_files, read_text
+from ..hardware.gpu import GpuSpec, get_gpu
+from .schema import BY_NAME, KINDS, TOP_KEYS, Prop, fittable, section_props
 
 #: the training stack a job runs on when it names none (today's behaviour)
 DEFAULT_TRAINING = "megatron-core"
@@ -118,8 +119,8 @@ def _free(data: Any, src: str, section: str) -> dict[str, tuple[float, float]]:
     out = {}
     for key, bounds in data.items():
         prop = BY_NAME.get(str(key))
-        if prop is None or prop.section != section or prop.kind != "number":
-            numbers = [p.name for p in section_props(section) if p.kind == "number"]
+        if prop is None or prop not in fittable(section):
+            numbers = [p.name for p in fittable(section)]
             raise unknown_key_error(str(key), numbers, src, f"free {section} parameter")
         ok = isinstance(bounds, list) and len(bounds) == 2 and all(isinstance(b, (int, float)) for b in bounds)
         if not ok or not (prop.lo <= bounds[0] < bounds[1] <= prop.hi):
@@ -270,9 +271,41 @@ def serving_stack(name: str | None) -> SoftwareStack | None:
     return load_stack(name, "serving") if name else None
 
 
-def serving_host_overhead(given: float | str, stack: SoftwareStack | None) -> float | str:
-    """The host overhead a serving job runs with: ``--host-overhead-ms`` when given (not 0),
-    else its stack's ``host_overhead_ms`` (else 0)."""
+def measured_serving_gpus() -> list[str]:
+    """The GPUs podsim ships measured serving steps of (``serving/profiles/steps/<gpu>.csv``):
+    where a stack's ``host_overhead_ms: eager | cuda-graphs`` has a value."""
+    return sorted(p.stem for p in package_files("podsim.serving", "profiles/steps"))
+
+
+def serving_host_overhead(
+    given: float | str, stack: SoftwareStack | None, gpu: str | GpuSpec | None = None
+) -> float | str:
+    """The host overhead a serving job runs with (ms per engine step, or ``eager`` /
+    ``cuda-graphs``): ``--host-overhead-ms`` when given (not 0), else its stack's
+    ``host_overhead_ms`` (else 0).
+
+    ``gpu``: the job's GPU, checked when the stack's value is a word: that is podsim's
+    measurement of such an engine on the GPU, shipped for :func:`measured_serving_gpus` only.
+
+    Raises:
+        InputError: the stack's host overhead is a measurement podsim does not ship for ``gpu``
+            (the message names the stack, the GPU, the GPUs measured and what to give instead).
+    """
     if stack is None or given or stack.get("host_overhead_ms") is None:
         return given
-    return stack.get("host_overhead_ms")
+    value = stack.get("host_overhead_ms")
+    if not isinstance(value, str) or gpu is None:
+        return value
+    spec = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
+    have = measured_serving_gpus()
+    if spec.key in have:
+        return value
+    base = stack.name if stack.origin == "preset" else stack.origin
+    raise InputError(
+        f"stack {stack.name!r} takes its host time per engine step from podsim's measurement of a {value} "
+        f"engine on the GPU, and podsim has no serving measurements of the {spec.name} ({spec.key}); "
+        f"measured GPUs: {', '.join(have) or 'none'}.  Give the host time per step yourself with "
+        f"--host-overhead-ms MS (it wins over the stack's), or fit it to step times you measured: "
+        f"podsim calibrate inference ROWS.csv --base {base} --out my-serving.yaml (docs/stacks.md)",
+        where="--stack",
+    )
