@@ -43,6 +43,8 @@ REQUIRED = (
     "deepspeed",
     "vllm",
     "vllm-v0-eager",
+    "sglang",
+    "tensorrt-llm",
 )
 
 

@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
@@ -49,18 +49,6 @@ class InferOutcome:
         return st.echo() if st else None
 
 
-def with_engine_kernels(timer: LLMStepTimer, stack: SoftwareStack | None, profile: str | None) -> LLMStepTimer:
-    """``timer`` with the serving stack's ``engine_gemm_efficiency`` (x podsim's fit of the GPU)
-    applied to its FLOP-bound GEMM peak (bf16 and fp8); unchanged without one, or with measured
-    tables (``profile``: those are the engine's own kernels)."""
-    eff = stack.get("engine_gemm_efficiency") if stack is not None else None
-    if eff is None or eff == 1.0 or profile is not None:
-        return timer
-    cm = timer.cm
-    fp8 = None if cm.fp8_gemm_max is None else cm.fp8_gemm_max * eff
-    return replace(timer, cm=replace(cm, gemm_max=cm.gemm_max * eff, fp8_gemm_max=fp8), _per_tokens={})
-
-
 def infer(job: InferJob, software: SoftwareStack | None = None) -> InferOutcome:
     """Time one prefill of the job's batch and the decode steps after it, on the job's serving
     stack (``software``: this stack instead, e.g. one ``podsim calibrate inference`` is trying).
@@ -86,8 +74,8 @@ def infer(job: InferJob, software: SoftwareStack | None = None) -> InferOutcome:
         host,
         kv_cache_dtype=rep.kv_cache_dtype,
         profile=rep.profile,
+        engine_gemm_efficiency=float(st.get("engine_gemm_efficiency") or 1.0) if st is not None else 1.0,
     )
-    timer = with_engine_kernels(timer, st, rep.profile)
     b = job.batch
     return InferOutcome(job, time_steps(timer, b.batch, b.prompt_tokens, b.output_tokens), timer, st)
 

@@ -144,6 +144,7 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
         swap_space_gib=eng.swap_space,
         swap_bandwidth_gbps=eng.swap_bandwidth,
     )
+    st = serving_stack(job.software.stack)
     replica = ReplicaSpec(
         model,
         hw.gpu,
@@ -152,10 +153,11 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
         rep.ep,
         rep.precision,
         rep.kv_cache_dtype,
-        serving_host_overhead(rep.host_overhead_ms, serving_stack(job.software.stack)),
+        serving_host_overhead(rep.host_overhead_ms, st, hw.gpu),
         hw.cluster,
         rep.profile,
         _draft(eng.draft_model),
+        float(st.get("engine_gemm_efficiency") or 1.0) if st is not None else 1.0,
     )
     return model, prepare(replica, cfg, PDLink(eng.pd_backend, eng.pd_bandwidth, eng.pd_latency))
 

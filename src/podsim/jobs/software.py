@@ -25,8 +25,9 @@ SERVING_STACK = Param(
     "name",
     None,
     metavar="NAME|FILE.yaml",
-    help="the serving engine's stack: a preset (podsim stack --list: vllm, vllm-v0-eager) or a stack YAML; "
-    "default none (the GPU's kernels, --host-overhead-ms alone); --host-overhead-ms given wins over its",
+    help="the serving engine's stack: a preset (podsim stack --list: vllm, vllm-v0-eager, sglang, "
+    "tensorrt-llm) or a stack YAML; default none (the GPU's kernels, --host-overhead-ms alone); "
+    "--host-overhead-ms given wins over its",
 )
 
 

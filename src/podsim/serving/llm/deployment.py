@@ -54,6 +54,8 @@ class ReplicaSpec:
         profile: a folder of measured tables in Vidur's layout (None: podsim's compute model).
         draft_model: speculative decoding's draft model, run on the replica's GPUs at its TP
             (:mod:`.drafting`; None: the drafts cost nothing).
+        engine_gemm_efficiency: the serving engine's FLOP-bound GEMM peak relative to podsim's
+            fit of the GPU (a serving stack's property; 1: podsim's fit).
     """
 
     model: ModelConfig
@@ -67,6 +69,7 @@ class ReplicaSpec:
     cluster: str | ClusterSpec | None = None
     profile: str | None = None
     draft_model: ModelConfig | None = None
+    engine_gemm_efficiency: float = 1.0
 
     @property
     def gpus(self) -> int:
@@ -235,6 +238,7 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
         max_num_seqs=seqs,
         kv_cache_dtype=replica.kv_cache_dtype,
         profile=replica.profile,
+        engine_gemm_efficiency=replica.engine_gemm_efficiency,
     )
     if replica.draft_model is not None:
         if config.spec_decode is None:
@@ -254,6 +258,7 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
                 max_batched_tokens=tokens,
                 max_num_seqs=seqs,
                 kv_cache_dtype=replica.kv_cache_dtype,
+                engine_gemm_efficiency=replica.engine_gemm_efficiency,
             )
         except InputError as e:
             raise InputError(f"the draft model: {e.message}", where="--draft-model") from None

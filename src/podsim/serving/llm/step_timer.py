@@ -5,6 +5,8 @@ measured times (:class:`~.vidur_tables.TableStepTimer`).  Every ``podsim infer``
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...compute.model import ComputeModel
 from ...errors import InputError
@@ -31,6 +33,7 @@ def step_timer(
     kv_cache_dtype: str | None = None,
     memory_utilization: float = MEMORY_UTILIZATION,
     profile: str | None = None,
+    engine_gemm_efficiency: float = 1.0,
 ) -> LLMStepTimer:
     """The step timer of one replica of ``model`` on TP x PP GPUs of ``gpu`` (``cluster``:
     default the GPU's preset, as ``podsim llm`` picks it).  ``profile``: a folder of measured
@@ -38,7 +41,9 @@ def step_timer(
     element-wise kernels and collectives (:class:`~.vidur_tables.TableStepTimer`).
     ``host_overhead_ms``: the host time of every step (ms), or ``eager`` / ``cuda-graphs``: the
     host time measured on the GPU for such an engine, by the step's sequences
-    (:func:`~.measured_steps.host_overhead`).
+    (:func:`~.measured_steps.host_overhead`).  ``engine_gemm_efficiency``: the serving engine's
+    FLOP-bound GEMM peak relative to podsim's fit of the GPU (a serving stack's property; not
+    applied to a ``profile``'s measured tables, which are the engine's own kernels).
 
     Raises:
         InputError: for a layout the model cannot take (TP not dividing the heads, PP more than
@@ -76,6 +81,10 @@ def step_timer(
     planner = CollectivePlanner(fabric, spec.nccl)
     dtype = "fp8" if precision == "fp8" else precision
     cm = ComputeModel.for_gpu(spec_gpu, dtype)
+    if engine_gemm_efficiency != 1.0 and profile is None:
+        eff = engine_gemm_efficiency
+        fp8 = None if cm.fp8_gemm_max is None else cm.fp8_gemm_max * eff
+        cm = replace(cm, gemm_max=cm.gemm_max * eff, fp8_gemm_max=fp8)
     kv_bytes = {"fp8": 1.0, None: 2.0, "bf16": 2.0, "fp16": 2.0}.get(kv_cache_dtype)
     if kv_bytes is None:
         raise InputError(
