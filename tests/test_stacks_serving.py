@@ -3,8 +3,9 @@ podsim has not measured, the engine's GEMM efficiency in ``podsim infer``, and `
 inference`` end to end.
 
 Expected values are hand-derived (a FLOP-bound GEMM at half the efficiency takes twice as long, a
-weight-read-bound one as long) or planted: step times made by ``podsim infer``'s own call under a
-stack with a known host overhead and GEMM efficiency, which the fit must recover."""
+weight-read-bound one as long) or planted: step times made by ``podsim infer``'s own call, or a
+serving run's per-request latencies made by ``podsim serve-llm``'s, under a stack with a known host
+overhead and GEMM efficiency, which the fit must recover."""
 
 from __future__ import annotations
 
@@ -15,11 +16,21 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from podsim.api.calibrate import INFERENCE_COLUMNS, read_inference_runs
+from podsim.api.calibrate import (
+    INFERENCE_COLUMNS,
+    RUN_METRICS,
+    SERVING_RUN_COLUMNS,
+    is_serving_run,
+    read_inference_runs,
+    read_serving_run,
+    run_targets,
+)
 from podsim.api.infer import infer
+from podsim.api.serve_llm import serve_llm
 from podsim.cli import main
 from podsim.errors import InputError
 from podsim.jobs.infer import InferJob
+from podsim.jobs.serve_llm import ServeLLMJob
 from podsim.stacks.stack import load_stack, measured_serving_gpus, presets
 
 SERVING = ("vllm", "vllm-v0-eager", "sglang", "tensorrt-llm")
@@ -208,3 +219,119 @@ def test_shipped_step_times_read_as_serving_runs_and_free_names_are_checked(tmp_
     assert "'host_ns' is not a physical serving parameter (host_overhead_ms, engine_gemm_efficiency)" in err
     assert main([*argv, "--base", "torchtitan"]) == 2
     assert "needs a serving stack" in capsys.readouterr().err
+
+
+# -- a serving run: per-request TTFT and E2E, replayed by serve-llm ---------------------------------
+
+
+def test_run_targets_are_the_mean_ttft_mean_e2e_and_median_tpot():
+    # three requests: TPOT (e2e - ttft) / (out - 1) = 1000 / 10 = 100, 4000 / 20 = 200, 400 / 4 = 100 ms
+    ttft, e2e, out = [100.0, 200.0, 300.0], [1100.0, 4200.0, 700.0], [11, 21, 5]
+    assert run_targets(ttft, e2e, out, [True, True, True]) == pytest.approx([200.0, 2000.0, 100.0])
+    # a failed request is left out of all three
+    assert run_targets(ttft, e2e, out, [True, True, False]) == pytest.approx([150.0, 2650.0, 150.0])
+
+
+def _write_run(tmp_path, truth, n=8):
+    """A planted serving run of ``n`` requests on one H100 (Llama 3 8B): long prompts arriving 2 s
+    apart, so each is served alone -- its TTFT a prefill (GEMM-bound: the engine's GEMM efficiency)
+    and its decode steps weight-read-bound (the host time) -- timed by serve-llm's own call under
+    the stack ``truth``; the file holds the per-request columns of a measured run."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+        + "".join(f"{2.0 * i},{4096 + 256 * i},{32 + 4 * i}\n" for i in range(n))
+    )
+    job = ServeLLMJob.from_values({"model": "llama3-8b", "gpu": "h100", "workload": str(trace)})
+    res = serve_llm(job, software=truth).result
+    run = tmp_path / "ours.measured.csv"
+    with run.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*SERVING_RUN_COLUMNS, "has_error"])
+        for i in range(n):
+            ttft, e2e = (res.first_ns[i] - res.arrival_ns[i]) / 1e6, (res.finish_ns[i] - res.arrival_ns[i]) / 1e6
+            w.writerow([2.0 * i, 4096 + 256 * i, 32 + 4 * i, f"{ttft:.9g}", f"{e2e:.9g}", 0])
+    return run
+
+
+RUN_FLAGS = ["--model", "llama3-8b", "--gpu", "h100"]
+
+
+def test_calibrate_inference_on_a_serving_run_recovers_a_planted_engine(tmp_path, capsys):
+    """Our engine: 2.5 ms of host time per step, GEMMs at 0.85 of podsim's fit (planted); its run
+    replayed request by request must give back both, and the written stack cites the run and the
+    replay's flags."""
+    base = load_stack("sglang")
+    truth = replace(base, values={"host_overhead_ms": 2.5, "engine_gemm_efficiency": 0.85})
+    run = _write_run(tmp_path, truth)
+    out, js = tmp_path / "ours.yaml", tmp_path / "fit.json"
+    argv = ["calibrate", "inference", str(run), "--base", "sglang", "--out", str(out), "--json", str(js)]
+    assert main([*argv, *RUN_FLAGS]) == 0
+    text = capsys.readouterr().out
+    assert "podsim calibrate inference: 1 run(s), base stack sglang" in text
+    assert "replayed request by request as podsim serve-llm --model llama3-8b --gpu h100" in text
+    for metric in RUN_METRICS:
+        assert f"ours {metric}" in text
+    d = json.loads(js.read_text())
+    assert d["fitted"]["host_overhead_ms"] == pytest.approx(2.5, rel=0.02)
+    assert d["fitted"]["engine_gemm_efficiency"] == pytest.approx(0.85, rel=0.02)
+    assert [r["metric"] for r in d["runs"]] == list(RUN_METRICS)
+    assert all(abs(r["error_after"]) < 0.01 for r in d["runs"])
+    # sglang's own host time is 0: before the fit podsim is too fast on every target
+    assert all(r["error_before"] < 0 for r in d["runs"])
+    ours = load_stack(str(out), "serving")
+    cite = ours.sources["host_overhead_ms"]
+    assert "(runs: ours; replayed as podsim serve-llm --model llama3-8b --gpu h100)" in cite
+    assert ours.get("host_overhead_ms") == pytest.approx(2.5, rel=0.02)
+
+
+def test_a_serving_run_fit_with_one_free_parameter_and_failed_requests(tmp_path, capsys):
+    truth = replace(load_stack("sglang"), values={"host_overhead_ms": 4.0})
+    run = _write_run(tmp_path, truth)
+    # a failed request (no times) is replayed but not fitted
+    lines = run.read_text().splitlines()
+    cells = lines[3].split(",")
+    lines[3] = ",".join([*cells[:3], "", "", "1"])
+    run.write_text("\n".join(lines) + "\n")
+    assert read_serving_run(run).ok == [True, True, False, True, True, True, True, True]
+    out, js = tmp_path / "ours.yaml", tmp_path / "fit.json"
+    argv = ["calibrate", "inference", str(run), "--base", "sglang", "--free", "host_overhead_ms"]
+    assert main([*argv, "--out", str(out), "--json", str(js), *RUN_FLAGS]) == 0
+    d = json.loads(js.read_text())
+    assert d["fitted"]["host_overhead_ms"] == pytest.approx(4.0, rel=0.02) and d["held"] == {}
+    assert d["replay"] == "--model llama3-8b --gpu h100"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("arrived_at,num_prefill_tokens,num_decode_tokens,ttft_ms\n0,10,5,3\n", "missing column 'e2e_ms'"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens,ttft_ms,e2e_ms\n0,10,5,30,20\n", "e2e_ms 20 is below"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens,ttft_ms,e2e_ms\n0,10,0,3,20\n", "num_decode_tokens must"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens,ttft_ms,e2e_ms\n0,10,5,-3,20\n", "ttft_ms must be a number"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens,ttft_ms,e2e_ms,has_error\n0,10,5,,,1\n", "no requests"),
+    ],
+)
+def test_bad_serving_run_files_are_clear_errors(tmp_path, text, message):
+    p = tmp_path / "run.csv"
+    p.write_text(text)
+    assert is_serving_run(p)
+    with pytest.raises(InputError, match=message):
+        read_serving_run(p)
+
+
+def test_serve_llm_flags_belong_to_a_serving_run(tmp_path, capsys):
+    rows, out = tmp_path / "steps.csv", tmp_path / "ours.yaml"
+    _write_rows(rows, load_stack("sglang"), ROWS[:1])
+    assert not is_serving_run(rows) and not is_serving_run("shipped:infer_18")
+    argv = ["calibrate", "inference", str(rows), "--base", "sglang", "--out", str(out)]
+    assert main([*argv, "--max-num-seqs", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-num-seqs is a flag of a serving run's replay" in err and "name their own model" in err
+    run = _write_run(tmp_path, load_stack("sglang"), n=2)
+    argv = ["calibrate", "inference", str(run), "--base", "sglang", "--out", str(out)]
+    assert main([*argv, "--model", "llama3-8b"]) == 2
+    assert "a serving run needs --gpu: the GPU it ran on" in capsys.readouterr().err
+    assert main([*argv, "--gpu", "h100"]) == 2
+    assert "a serving run needs --model or --model-config" in capsys.readouterr().err
+    assert not out.exists()

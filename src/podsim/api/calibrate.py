@@ -9,7 +9,12 @@ stack's free parameters to the user's measured runs and write the fitted stack a
 * inference: runs are measured step times of a serving engine (:data:`INFERENCE_COLUMNS`: the
   model, GPU, TP, PP, batch, prompt and output tokens, ``prefill_ms`` and/or ``decode_ms``, the
   mean decode step); each is predicted by ``podsim infer``'s own call
-  (:func:`podsim.api.infer.infer`) on the base serving stack with the free values being fitted.
+  (:func:`podsim.api.infer.infer`) on the base serving stack with the free values being fitted;
+* inference on a serving run: one row per request (:data:`SERVING_RUN_COLUMNS`: arrival, prompt
+  and output tokens, the measured TTFT and end-to-end latency), replayed request by request by
+  ``podsim serve-llm``'s own call (:func:`podsim.api.serve_llm.serve_llm`) with the engine
+  settings the run was served with; the run's mean TTFT, mean end-to-end latency and median time
+  per output token (:data:`RUN_METRICS`) are fitted.
 
 Both go through one fitter (:func:`podsim.stacks.calibrate.fit`) and give a :class:`Calibration`.
 
@@ -24,8 +29,10 @@ from __future__ import annotations
 
 import csv
 import datetime
+import io
 import math
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,30 +44,43 @@ from ..errors import InputError
 from ..fileio import atomic_write_text, read_text
 from ..hardware.gpu import get_gpu
 from ..jobs.infer import InferJob
-from ..jobs.stacks import CALIBRATE_PARAMS, STACK_PARAMS, CalibrateJob, StackJob
+from ..jobs.serve_llm import ServeLLMJob
+from ..jobs.stacks import CALIBRATE_PARAMS, STACK_PARAMS, CalibrateJob, ServingRunOptions, StackJob
 from ..llm.stack import Stack
+from ..params import echo
 from ..stacks.calibrate import MAX_RESIDUAL, Fit, fit
 from ..stacks.schema import BY_NAME, fittable
 from ..stacks.stack import SoftwareStack, load_stack, measured_serving_gpus, presets
 from ..validation.predict import THROUGHPUT, throughput
 from ..validation.rows import read_rows, shipped_rows
 from .infer import infer
+from .serve_llm import serve_llm
 
 __all__ = [
     "CALIBRATE_PARAMS",
     "INFERENCE_COLUMNS",
+    "RUN_METRICS",
+    "SERVING_RUN_COLUMNS",
     "STACK_PARAMS",
     "Calibration",
     "CalibrateJob",
     "StackJob",
     "TrainingCalibration",
     "calibrate",
+    "ServingRun",
     "calibrate_inference",
+    "calibrate_serving_run",
     "calibrate_training",
+    "is_serving_run",
     "load_stack",
     "presets",
     "read_inference_runs",
+    "read_serving_run",
     "read_training_runs",
+    "replay_run",
+    "replay_text",
+    "run_targets",
+    "serving_run_job",
     "write_stack",
 ]
 
@@ -94,6 +114,14 @@ INFERENCE_COLUMNS = (
 INFERENCE_OPTIONAL = ("row_id", "ep", "precision", "kv_cache_dtype", "cluster")
 #: the step times a serving run measures (ms), and the shipped rows' metrics (s) read as each
 STEP_METRICS = {"prefill_ms": ("prefill_s", "ttft_s"), "decode_ms": ("decode_step_s", "tpot_s")}
+#: the columns of a measured serving run, one row per request (``podsim calibrate inference
+#: RUN.csv`` with serve-llm's flags): arrival (s, ``podsim serve-llm --workload``'s column),
+#: prompt and output tokens, time to first token and end-to-end latency (ms, from the arrival);
+#: an optional ``has_error`` column (1: the request failed) leaves a request out of the targets
+SERVING_RUN_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens", "ttft_ms", "e2e_ms")
+#: what a serving run is fitted to (ms): the mean time to first token, the mean end-to-end
+#: latency and the median time per output token (a request's (e2e - ttft) / (output tokens - 1))
+RUN_METRICS = ("ttft_mean_ms", "e2e_mean_ms", "tpot_median_ms")
 
 
 def _picked(row_id: str, prefixes: str) -> bool:
@@ -188,6 +216,7 @@ class Calibration:
         source: where the runs came from (ROWS.csv or ``shipped:PREFIX``).
         kind: ``training`` or ``inference``: what was calibrated.
         note: how the errors before the fit were taken, where not at the base's own values.
+        replay: a serving run's ``podsim serve-llm`` flags it was replayed with ('' otherwise).
     """
 
     base: SoftwareStack
@@ -198,6 +227,7 @@ class Calibration:
     source: str = ""
     kind: str = "training"
     note: str = ""
+    replay: str = ""
 
     @property
     def ok(self) -> bool:
@@ -210,7 +240,8 @@ class Calibration:
 
     def citation(self) -> str:
         ids = ", ".join(self.row_ids)
-        return f"fitted by podsim calibrate {self.kind} {self.source} (runs: {ids}) on {datetime.date.today()}"
+        how = f"; replayed as podsim serve-llm {self.replay}" if self.replay else ""
+        return f"fitted by podsim calibrate {self.kind} {self.source} (runs: {ids}{how}) on {datetime.date.today()}"
 
     def to_yaml(self) -> str:
         """The fitted stack as a stack file (base + the fitted values with their citation)."""
@@ -242,6 +273,7 @@ class Calibration:
             "flat": self.fit.flat,
             "refusal": self.fit.refusal or None,
             "note": self.note or None,
+            "replay": self.replay or None,
             "evaluations": self.fit.evaluations,
             "runs": [
                 {
@@ -490,6 +522,192 @@ def calibrate_inference(
     return Calibration(st, name or f"{st.name}-calibrated", labels, measured, result, source, "inference", note)
 
 
+# -- a serving run, replayed request by request ----------------------------------------------
+
+
+@dataclass
+class ServingRun:
+    """A measured serving run: one entry per request, in the file's (arrival) order.
+
+    Attributes:
+        run_id: the run's name (the file's stem, less a ``.measured`` suffix).
+        path: the file, which is also the replay's request trace.
+        ttft_ms, e2e_ms: each request's measured time to first token and end-to-end latency (ms;
+            NaN for a failed request).
+        output_tokens: each request's output tokens.
+        ok: whether a request counts in the targets (False: its ``has_error`` is set).
+    """
+
+    run_id: str
+    path: str
+    ttft_ms: list[float]
+    e2e_ms: list[float]
+    output_tokens: list[int]
+    ok: list[bool]
+
+    def first(self, n: int | None) -> ServingRun:
+        """The run's first ``n`` requests (None: all), as ``--requests N`` replays them."""
+        if n is None:
+            return self
+        return replace(
+            self, ttft_ms=self.ttft_ms[:n], e2e_ms=self.e2e_ms[:n], output_tokens=self.output_tokens[:n], ok=self.ok[:n]
+        )
+
+    @property
+    def targets(self) -> list[float]:
+        """The measured :data:`RUN_METRICS` (ms)."""
+        return run_targets(self.ttft_ms, self.e2e_ms, self.output_tokens, self.ok)
+
+
+def run_targets(ttft_ms: list[float], e2e_ms: list[float], output_tokens: list[int], ok: list[bool]) -> list[float]:
+    """A serving run's :data:`RUN_METRICS` (ms) from its requests' TTFT and end-to-end latency
+    (ms): the mean TTFT, the mean E2E and the median time per output token, (e2e - ttft) /
+    (output tokens - 1) over the requests of two or more output tokens; requests not ``ok`` are
+    left out."""
+    keep = [i for i, good in enumerate(ok) if good]
+    tpot = [(e2e_ms[i] - ttft_ms[i]) / (output_tokens[i] - 1) for i in keep if output_tokens[i] > 1]
+    if not keep or not tpot:
+        raise InputError("a serving run needs requests of two or more output tokens (the time per output token)")
+    return [
+        statistics.fmean(ttft_ms[i] for i in keep),
+        statistics.fmean(e2e_ms[i] for i in keep),
+        statistics.median(tpot),
+    ]
+
+
+def _header(path: str | Path) -> list[str]:
+    """The column names of a CSV (its first line that is not empty or a ``#`` comment)."""
+    for line in read_text(path, "rows file").removeprefix("\ufeff").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return [c.strip() for c in next(csv.reader([line]))]
+    return []
+
+
+def is_serving_run(path: str | Path) -> bool:
+    """Whether ``path`` holds a serving run's requests (a ``ttft_ms`` or ``e2e_ms`` column) rather
+    than step times (``shipped:PREFIX`` never does).
+
+    Raises:
+        InputError: an unreadable file."""
+    if str(path).startswith(SHIPPED):
+        return False
+    cols = _header(path)
+    return "ttft_ms" in cols or "e2e_ms" in cols
+
+
+def read_serving_run(path: str | Path) -> ServingRun:
+    """The measured serving run of ``path`` (:data:`SERVING_RUN_COLUMNS`, optionally ``has_error``).
+
+    Raises:
+        InputError: an unreadable file, a missing column, a token count that is not a whole number
+            >= 1, a time that is not a number > 0, an end-to-end latency below the TTFT, no request
+            without an error.
+    """
+    src = str(path)
+    text = read_text(path, "rows file").removeprefix("\ufeff")
+    reader = csv.DictReader(io.StringIO(text))  # as the replay's request trace reads it
+    cols = [c.strip() for c in reader.fieldnames or []]
+    missing = [c for c in SERVING_RUN_COLUMNS if c not in cols]
+    if missing:
+        raise InputError(
+            f"missing column {missing[0]!r} (a serving run needs {', '.join(SERVING_RUN_COLUMNS)})",
+            src,
+        )
+    ttft, e2e, out, ok = [], [], [], []
+    for n, raw in enumerate(reader, start=1):
+        r = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
+        where = f"row {n}"
+        for col in ("num_prefill_tokens", "num_decode_tokens"):
+            _positive(r[col], col, src, where, whole=True)
+        good = r.get("has_error", "").lower() in ("", "0", "false", "no")
+        if good:  # a failed request's times are not read: it is replayed, not fitted
+            for col in ("ttft_ms", "e2e_ms"):
+                _positive(r[col], col, src, where, whole=False)
+            if float(r["e2e_ms"]) < float(r["ttft_ms"]):
+                raise InputError(f"e2e_ms {r['e2e_ms']} is below ttft_ms {r['ttft_ms']}", src, where)
+        ttft.append(float(r["ttft_ms"]) if good else math.nan)
+        e2e.append(float(r["e2e_ms"]) if good else math.nan)
+        out.append(int(float(r["num_decode_tokens"])))
+        ok.append(good)
+    if not any(ok):
+        raise InputError("no requests without an error in the serving run", src)
+    run_id = Path(src).stem.removesuffix(".measured")
+    return ServingRun(run_id, src, ttft, e2e, out, ok)
+
+
+def run_flags(opts: ServingRunOptions) -> dict[str, Any]:
+    """The serve-llm flags of ``opts`` that differ from their defaults (flag name -> value)."""
+    default = echo(ServingRunOptions())
+    return {k: v for k, v in echo(opts).items() if v != default[k]}
+
+
+def replay_text(opts: ServingRunOptions) -> str:
+    """The serve-llm flags of ``opts`` as a command line writes them (``--gpu rtx-4090 --tp 2``)."""
+    return " ".join(f"--{k} {v}" for k, v in run_flags(opts).items())
+
+
+def serving_run_job(run: ServingRun, opts: ServingRunOptions) -> ServeLLMJob:
+    """``podsim serve-llm``'s job replaying ``run``: its requests as the workload, served with
+    ``opts`` (no stack: the calibration passes the one it is trying).
+
+    Raises:
+        InputError: no model or no GPU given."""
+    if not opts.model.model and not opts.model.model_config:
+        raise InputError("a serving run needs --model or --model-config: the model it served", where="--model")
+    if not opts.replica.gpu:
+        raise InputError("a serving run needs --gpu: the GPU it ran on", where="--gpu")
+    return ServeLLMJob.from_values({**echo(opts), "workload": run.path})
+
+
+def replay_run(job: ServeLLMJob, run: ServingRun, software: SoftwareStack | None = None) -> list[float]:
+    """The :data:`RUN_METRICS` (ms) of ``run`` as ``podsim serve-llm``'s call replays it (``job``:
+    :func:`serving_run_job`) under ``software`` (default: the job's stack).
+
+    Raises:
+        InputError: what ``podsim serve-llm`` refuses (naming the flag or the request)."""
+    result = serve_llm(job, software=software).result
+    assert result is not None  # no --find-capacity: the run itself
+    at = {rid: i for i, rid in enumerate(result.ids)}
+    if len(at) != len(run.ttft_ms):
+        raise InputError(f"the replay served {len(at)} requests of the run's {len(run.ttft_ms)}", run.path)
+    ttft = [1e3 * (result.first_ns[at[i]] - result.arrival_ns[at[i]]) / 1e9 for i in range(len(at))]
+    e2e = [1e3 * (result.finish_ns[at[i]] - result.arrival_ns[at[i]]) / 1e9 for i in range(len(at))]
+    return run_targets(ttft, e2e, [result.output_tokens[at[i]] for i in range(len(at))], run.ok)
+
+
+def calibrate_serving_run(
+    run: ServingRun,
+    opts: ServingRunOptions,
+    base: str,
+    name: str | None = None,
+    free: list[str] | None = None,
+    source: str = "",
+    max_residual: float = MAX_RESIDUAL,
+) -> Calibration:
+    """Fit the serving stack ``base``'s free parameters (or ``free``) to a measured serving run's
+    :data:`RUN_METRICS`, each trial replaying the run request by request with ``podsim
+    serve-llm``'s call, served as ``opts`` says (the model, GPU, layout and engine settings it
+    ran with).
+
+    Raises:
+        InputError: an unknown base or parameter, a base with nothing free, no model or GPU, a
+            replay ``podsim serve-llm`` refuses.
+    """
+    st = load_stack(base, "serving")
+    bounds = free_bounds(st, free)
+    job = serving_run_job(run, opts)
+    run = run.first(opts.replica.requests)
+    start, note = _serving_start(st, [{"gpu": str(opts.replica.gpu)}], list(bounds))
+
+    def predict(values: dict[str, Any]) -> list[float]:
+        return replay_run(job, run, replace(st, values={**st.values, **values}))
+
+    result = fit(predict, run.targets, bounds, start, max_residual)
+    labels = [{"row_id": run.run_id, "metric": m} for m in RUN_METRICS]
+    name = name or f"{st.name}-calibrated"
+    return Calibration(st, name, labels, run.targets, result, source or run.path, "inference", note, replay_text(opts))
+
+
 def write_stack(cal: Calibration, path: str | Path) -> None:
     """Write the fitted stack file (whole or not at all)."""
     atomic_write_text(path, cal.to_yaml())
@@ -505,15 +723,30 @@ CALIBRATIONS: dict[str, tuple[Callable[..., list[dict[str, str]]], Callable[...,
 def calibrate(job: CalibrateJob) -> Calibration:
     """``podsim calibrate training|inference`` as one call: read the job's runs and fit its base
     stack (nothing written: :func:`write_stack` writes a fit that is :attr:`Calibration.ok`).
+    An inference ROWS.csv with ``ttft_ms`` / ``e2e_ms`` columns is a serving run, replayed
+    with the job's serve-llm flags (:func:`calibrate_serving_run`).
 
     Raises:
-        InputError: a missing ROWS.csv, --base or --out; bad runs; an unknown stack or parameter.
+        InputError: a missing ROWS.csv, --base or --out; bad runs; an unknown stack or parameter;
+            serve-llm flags with runs that are not a serving run.
     """
     for flag, value in (("ROWS.csv", job.rows), ("--base", job.base), ("--out", job.out)):
         if not value:
             raise InputError(f"podsim calibrate {job.kind} needs {flag}")
     assert job.rows and job.base and job.out and job.kind
+    name = job.name or Path(job.out).stem
+    free = list(job.free) if job.free else None
+    if job.kind == "inference" and is_serving_run(job.rows):
+        run = read_serving_run(job.rows)
+        return calibrate_serving_run(run, job.run, job.base, name, free, source=job.rows)
+    given = list(run_flags(job.run))
+    if given:
+        raise InputError(
+            f"--{given[0]} is a flag of a serving run's replay (a file of one row per request with "
+            f"{', '.join(SERVING_RUN_COLUMNS)}); {job.rows} holds {job.kind} runs, which name their own "
+            "model, GPU and layout",
+            where=f"--{given[0]}",
+        )
     read, fit_runs = CALIBRATIONS[job.kind]
     runs = read(job.rows)
-    free = list(job.free) if job.free else None
-    return fit_runs(runs, job.base, job.name or Path(job.out).stem, free, source=job.rows)
+    return fit_runs(runs, job.base, name, free, source=job.rows)

@@ -44,7 +44,7 @@ from ..serving.llm.plot import plot_serving
 from ..serving.llm.requests import GeneratorSpec, Request, is_generator, load_requests, parse_generator
 from ..serving.llm.simulate import ServeConfig
 from ..serving.llm.trace import write_serve_trace
-from ..stacks.stack import serving_host_overhead, serving_stack
+from ..stacks.stack import SoftwareStack, serving_host_overhead, serving_stack
 
 #: makes the progress callback of one run: given what the run is ("served {done}/{total}
 #: requests"), returns ``progress(done, total)`` and a function that ends the line
@@ -115,8 +115,9 @@ def _draft(name: str | None) -> ModelConfig | None:
     return ModelChoice(None, name).load() if is_file else ModelChoice(name, None).load()
 
 
-def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
-    """The job's model and its deployment, ready to serve.
+def prepare_job(job: ServeLLMJob, software: SoftwareStack | None = None) -> tuple[ModelConfig, Serving]:
+    """The job's model and its deployment, ready to serve; ``software``: this serving stack
+    instead of the one the job names (e.g. one ``podsim calibrate inference`` is trying).
 
     Raises:
         InputError: a missing or contradictory input, a layout the GPU cannot hold."""
@@ -144,7 +145,7 @@ def prepare_job(job: ServeLLMJob) -> tuple[ModelConfig, Serving]:
         swap_space_gib=eng.swap_space,
         swap_bandwidth_gbps=eng.swap_bandwidth,
     )
-    st = serving_stack(job.software.stack)
+    st = software if software is not None else serving_stack(job.software.stack)
     replica = ReplicaSpec(
         model,
         hw.gpu,
@@ -178,16 +179,21 @@ def load_job_requests(job: ServeLLMJob) -> tuple[list[Request], GeneratorSpec | 
 
 
 def serve_llm(
-    job: ServeLLMJob, *, record_steps: bool = False, progress: ProgressFactory | None = None
+    job: ServeLLMJob,
+    *,
+    record_steps: bool = False,
+    progress: ProgressFactory | None = None,
+    software: SoftwareStack | None = None,
 ) -> ServeLLMOutcome:
     """Serve the job's requests; with ``find-capacity``, search the highest rate meeting the
     SLOs first.  ``record_steps`` keeps each step (for a trace): at capacity, the run at the
     capacity is served again with its steps recorded.  ``progress`` makes each run's progress
-    callback.
+    callback.  ``software``: this serving stack instead of the one the job names (e.g. one
+    ``podsim calibrate inference`` is trying).
 
     Raises:
         InputError: a missing or contradictory input."""
-    model, serving = prepare_job(job)
+    model, serving = prepare_job(job, software)
     requests, gen = load_job_requests(job)
 
     def serve(reqs: list[Request], record: bool, what: str) -> LLMServeResult:

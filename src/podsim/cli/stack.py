@@ -39,11 +39,17 @@ EPILOG_CALIBRATE = """examples:
   podsim calibrate inference my_steps.csv --base vllm --out my-serving.yaml
   podsim calibrate inference shipped:infer_17,infer_18,infer_19 --base vllm-v0-eager --out eager-a100.yaml
   podsim infer --model llama2-70b --gpu a100 --tp 2 --prompt-tokens 512 --output-tokens 128 --stack eager-a100.yaml
+  podsim calibrate inference my_run.measured.csv --base vllm --out my-serving.yaml \\
+      --model llama3-8b --gpu rtx-pro-6000 --max-num-seqs 128 --max-batched-tokens 2048
 
 ROWS.csv holds your measured runs: for training (model shape, GPU, layout, metric, value) the
 columns of docs/calibration.md; for inference model, gpu, tp, pp, batch, prompt_tokens,
-output_tokens, prefill_ms, decode_ms (docs/stacks.md).  The fit is refused (exit 1, nothing
-written) when a parameter lands on its bound or a run stays more than 10% off."""
+output_tokens, prefill_ms, decode_ms (docs/stacks.md), or a serving run, one row per request
+(arrived_at, num_prefill_tokens, num_decode_tokens, ttft_ms, e2e_ms), replayed request by request
+by podsim serve-llm with the flags it ran with (--model, --gpu, --tp, --replicas, --max-num-seqs,
+...; their defaults, vLLM's limits among them, are serve-llm's: podsim serve-llm --help): its mean
+TTFT, mean end-to-end latency and median time per output token are fitted.  The fit is refused
+(exit 1, nothing written) when a parameter lands on its bound or a run stays more than 10% off."""
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]

@@ -1,12 +1,17 @@
 """The parameters of ``podsim stack`` (list and show software stacks) and ``podsim calibrate``
-(fit a training or serving stack's free parameters to measured runs and write a stack file)."""
+(fit a training or serving stack's free parameters to measured runs and write a stack file;
+a measured serving run is replayed with ``podsim serve-llm``'s own flags)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..params import JobSpec, Param, param, params_of
+from ..params import JobSpec, Param, nested, param, params_of
+from .hardware import CLUSTER, GPU
+from .model import ModelChoice
 from .outputs import JSON
+from .replica import ReplicaOptions
+from .serve_llm import EngineOptions, RequestsSpec
 
 #: what ``podsim stack`` does (its positional argument)
 STACK_ACTIONS: tuple[str, ...] = ("list", "show")
@@ -36,6 +41,39 @@ class StackJob(JobSpec):
     json: str | None = param(replace(JSON, help="write the stack (or the list) as JSON"))
 
 
+_REPLICA = {p.name: p for p in params_of(ReplicaOptions)}
+_REQUESTS = {p.name: p for p in params_of(RequestsSpec)}
+
+
+@dataclass(frozen=True)
+class ServingRunReplica:
+    """The hardware and replica a measured serving run ran on: ``podsim serve-llm``'s flags (the GPU
+    has no default: a serving run names the GPU it ran on)."""
+
+    gpu: str | None = param(
+        replace(GPU, default=None, help="a serving run (per-request rows): the GPU it ran on (required); " + GPU.help)
+    )
+    cluster: str | None = param(CLUSTER)
+    tp: int = param(_REPLICA["tp"])
+    pp: int = param(_REPLICA["pp"])
+    ep: int = param(_REPLICA["ep"])
+    precision: str = param(_REPLICA["precision"])
+    kv_cache_dtype: str | None = param(_REPLICA["kv-cache-dtype"])
+    requests: int | None = param(
+        replace(_REQUESTS["requests"], help="a serving run: replay and fit its first N requests only (default all)")
+    )
+
+
+@dataclass(frozen=True)
+class ServingRunOptions:
+    """How a measured serving run was served (``podsim calibrate inference RUN.csv``): the model,
+    the replica and the engine's settings, as ``podsim serve-llm`` takes them, for the replay."""
+
+    model: ModelChoice = nested(ModelChoice)
+    replica: ServingRunReplica = nested(ServingRunReplica)
+    engine: EngineOptions = nested(EngineOptions)
+
+
 @dataclass(frozen=True)
 class CalibrateJob(JobSpec):
     """``podsim calibrate training|inference ROWS.csv --base STACK --out FILE.yaml``."""
@@ -50,7 +88,8 @@ class CalibrateJob(JobSpec):
             required=True,
             sweep=False,
             help="training: fit a training stack to measured iterations (tokens/s, TFLOP/s, step time); "
-            "inference: fit a serving stack to measured prefill and decode step times",
+            "inference: fit a serving stack to measured prefill and decode step times, or to a serving run's "
+            "per-request TTFT and end-to-end latency",
         )
     )
     rows: str | None = param(
@@ -63,8 +102,9 @@ class CalibrateJob(JobSpec):
             metavar="ROWS.csv",
             help="the measured runs: for training podsim validate's columns (docs/calibration.md) or the "
             "published-measurements table's; for inference model, gpu, tp, pp, batch, prompt_tokens, output_tokens, "
-            "prefill_ms, decode_ms (docs/stacks.md); shipped:PREFIX takes podsim's own published rows whose id "
-            "starts with PREFIX (several: shipped:A,B)",
+            "prefill_ms, decode_ms (docs/stacks.md), or a serving run: one row per request with arrived_at, "
+            "num_prefill_tokens, num_decode_tokens, ttft_ms, e2e_ms, replayed with the serve-llm flags below; "
+            "shipped:PREFIX takes podsim's own published rows whose id starts with PREFIX (several: shipped:A,B)",
         )
     )
     base: str | None = param(
@@ -101,6 +141,7 @@ class CalibrateJob(JobSpec):
             "host_overhead_ms,engine_gemm_efficiency)",
         )
     )
+    run: ServingRunOptions = nested(ServingRunOptions)
     json: str | None = param(replace(JSON, help="write the fit (values, residuals before and after) as JSON"))
 
 

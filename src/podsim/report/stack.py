@@ -63,12 +63,20 @@ def _fitted(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
 
 
+def _measured(v: float) -> str:
+    """A measured value: 4 significant digits, a large one in full (28,201, not 2.82e+04)."""
+    return f"{v:,.0f}" if 1e4 <= abs(v) < 1e15 else f"{v:,.4g}"
+
+
 def format_calibration(cal: Any, out: str | None) -> str:
     """A calibration (training or inference): the fitted values, those held, each measured run
-    before and after (a serving run's prefill and decode step times each on a line of its own)."""
+    before and after (a serving run's prefill and decode step times, or a replayed run's mean
+    TTFT, mean E2E and median TPOT, each on a line of its own)."""
     d = cal.to_dict()
     rows = len(dict.fromkeys(r["row_id"] for r in d["runs"]))
     lines = [f"podsim calibrate {d['kind']}: {rows} run(s), base stack {d['base']}"]
+    if d.get("replay"):
+        lines.append(f"  replayed request by request as podsim serve-llm {d['replay']}")
     for k, v in d["fitted"].items():
         lines.append(f"  fitted {k:<22} {_fitted(v)}")
     serving = d["kind"] == "inference"
@@ -81,7 +89,7 @@ def format_calibration(cal: Any, out: str | None) -> str:
     lines.append(f"  {'run':<{w}}  {'measured':>12}  {'error before':>12}  {'error after':>11}")
     for label, r in zip(labels, d["runs"]):
         lines.append(
-            f"  {label:<{w}}  {r['measured']:>12,.4g}  {100 * r['error_before']:>+11.1f}%  "
+            f"  {label:<{w}}  {_measured(r['measured']):>12}  {100 * r['error_before']:>+11.1f}%  "
             f"{100 * r['error_after']:>+10.1f}%"
         )
     lines.append(f"  ({d['evaluations']} simulations)")
