@@ -17,7 +17,7 @@ LLM = {p.name: p for p in PARAMS_BY_COMMAND["llm"]}
 SERVE = {p.name: p for p in PARAMS_BY_COMMAND["serve-llm"]}
 #: flags of the same name that mean something else in a search: a list of GPU counts, the
 #: requests of every capacity run (1000, where serve-llm runs a whole trace), the JSON document
-DIFFERENT = {"gpus", "requests", "json"}
+DIFFERENT = {"gpus", "requests", "json", "stack"}
 
 
 def _same_declaration(a, b) -> bool:  # type: ignore[no-untyped-def]

@@ -31,6 +31,7 @@ from ..llm.layout import RECOMPUTE, TP_OVERLAP
 from ..llm.model import load_model
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
 from ..serving.llm.schedulers import SCHEDULERS
+from ..stacks.stack import DEFAULT_TRAINING, load_stack
 from ..sweep.report import write_report
 from ..sweep.search import FLOW_TOP, OBJECTIVES, SIMULATE_TOP, SearchResult, gpu_hour_price
 from ..sweep.search import search as search_layouts
@@ -117,6 +118,8 @@ class RankedLayouts:
         price: US dollars per GPU-hour, or None (rows then carry no cost).
         price_note: a line saying where the price came from, when it was looked up ('' when given).
         result: the ranked rows and counts (:class:`~podsim.sweep.search.SearchResult`).
+        stack: the software stack the layouts ran on, as ``podsim llm --json`` shows it (name,
+            origin, values) with ``applied``: what its rules set on the best layout.
     """
 
     job: SearchJob
@@ -125,6 +128,7 @@ class RankedLayouts:
     price: float | None
     price_note: str
     result: SearchResult
+    stack: dict[str, Any] | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -142,6 +146,7 @@ class RankedLayouts:
             "seq_len": job.seq_len,
             "objective": job.objective,
             "train_tokens": job.train_tokens,
+            "stack": self.stack,
             "evaluated": res.evaluated,
             "simulated": res.simulated,
             "flow": res.flow,
@@ -205,8 +210,8 @@ def search(job: SearchJob, progress: Progress | None = None) -> RankedLayouts | 
 
     Raises:
         InputError: options of the other kind of search, a missing global batch, an unknown
-            model, GPU or objective, a price that cannot be found, a reserve that leaves no
-            memory, or a space with nothing left to try.
+            model, GPU, objective or stack, a price that cannot be found, a reserve that leaves
+            no memory, or a space with nothing left to try.
     """
     check_kind(job)
     if job.serving:
@@ -228,6 +233,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
     )
     model = load_model(job.model, job.model_config)
     gpu = get_gpu(job.gpu)
+    software = load_stack(job.stack or DEFAULT_TRAINING, "training")
     assert job.global_batch is not None and job.seq_len is not None and job.pp_values is not None
     space = Space(
         gpus=job.gpus,
@@ -246,6 +252,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
         tp_overlap=job.tp_overlap_values,
         overlap_grad_reduce=job.overlap_grad_reduce_values,
         overlap_param_gather=job.overlap_param_gather_values,
+        stack=software,
     )
     price, note = job.gpu_hour_price, ""
     if price is None and (job.objective == "cost" or job.gpu_prices):
@@ -278,7 +285,8 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
         job.ray,
         job.train_tokens,
     )
-    return RankedLayouts(job, model.name, gpu.name, price, note, res)
+    applied = {k: list(v) if isinstance(v, tuple) else v for k, v in res.applied.items()}
+    return RankedLayouts(job, model.name, gpu.name, price, note, res, {**software.echo(), "applied": applied})
 
 
 def _serving(job: SearchJob, progress: Progress | None) -> RankedServing:

@@ -20,7 +20,9 @@ EPILOG_SEARCH = """examples:
   podsim search --model llama3-8b --gpu h100 --gpus 8,16,32 --global-batch 64 --objective cost \\
       --gpu-hour-price 2.5   # the cheapest tokens at $2.50 a GPU-hour
   podsim search --model llama3-70b --gpu h100 --gpus 1024 --global-batch 1024 --ray head:6379
-  podsim search --model llama3-70b --gpu h100 --gpus 8 --workload poisson:2,prompt=uniform:1000-3000,output=256 \
+  podsim search --model llama3-405b --gpu h100 --gpus 1024 --global-batch 512 --seq-len 8192 \\
+      --tp-values 8 --pp-values 8,16 --stack torchtitan   # on torchtitan: FSDP, its even pipeline split
+  podsim search --model llama3-70b --gpu h100 --gpus 8 --workload poisson:2,prompt=uniform:1000-3000,output=256 \\
       --slo-ttft 2 --slo-tpot 0.05 --tp-values 2,4,8 --pd-values off,all --objective cost   # ways to serve
 
 Every layout of TP, PP, VPP, CP, EP, micro-batch, recomputation, sequence parallelism, the
@@ -29,7 +31,9 @@ that the model takes and that fits in the GPU's memory is first estimated in clo
 same kernel and collective times as the simulation), then the best --simulate-top are simulated
 exactly as `podsim llm` would (a small space is simulated whole); each row prints the
 `podsim llm` command that reproduces it.  --store keeps every result in a DuckDB file, so that
-a search run again evaluates only what is missing.
+a search run again evaluates only what is missing.  --stack runs every layout on a software
+stack, as `podsim llm --stack` does: its rules fill the dimensions whose values are left at
+their defaults (docs/search.md).
 
 With --workload it ranks the ways to serve the model instead (TP, PP, EP per replica, the
 replicas the GPUs leave, scheduler, token budget, P/D split), each at its capacity under the

@@ -26,6 +26,7 @@ from .hardware import CLUSTER, GPU
 from .model import MODEL, MODEL_CONFIG
 from .serve_llm import SERVE_LLM_PARAMS
 from .simulation import BACKEND, RAY, WORKERS
+from .software import TRAINING_STACK
 
 #: layouts simulated exactly after the closed-form screen, and re-run with the flow backend
 SIMULATE_TOP = 32
@@ -290,6 +291,7 @@ class SearchJob:
         ),
     )
     backend: str = _only("training", param(BACKEND))
+    stack: str = _only("training", param(TRAINING_STACK))
     store: str | None = _only(
         "training",
         param(

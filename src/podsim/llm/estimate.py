@@ -37,9 +37,9 @@ from ..hardware.gpu import GpuSpec
 from ..network.fabric import Fabric
 from ..workload import CollectiveKind
 from ..workload.pipeline_schedules import schedule
-from .generate import BUCKET_PARAMS, Folder, StageProgram
+from .generate import BUCKET_PARAMS, Folder, StageProgram, expert_grads_apart
 from .layout import Layout
-from .memory import stage_params
+from .memory import stage_expert_params, stage_params
 from .model import ModelConfig
 from .ops import LayerCosts, PassStep
 from .stack import Stack
@@ -86,7 +86,13 @@ def _plan(kind: str, p: int, m: int, v: int) -> tuple[tuple[list[int], list[int]
 
 class LayoutEstimator:
     """Estimates iteration times of many layouts of one model on one GPU and cluster, sharing
-    kernel and collective times between them."""
+    kernel and collective times between them.
+
+    ``stack``: the step parameters kernels are timed with, as the simulation takes them:
+    ``Stack.for_gpu(gpu.key, software)`` under a software stack (its relative efficiencies,
+    elementwise traffic and host time); default the GPU's own (Megatron-Core's).  The stack's
+    framework rules are the layouts' own (:func:`podsim.stacks.rules.apply_rules` fills them).
+    """
 
     def __init__(self, model: ModelConfig, gpu: GpuSpec, cluster: ClusterSpec, stack: Stack | None = None) -> None:
         self.model = model
@@ -269,12 +275,18 @@ class LayoutEstimator:
             stages.append((prog, table))
 
         # the first forward waits for the overlapped parameter all-gathers (as a whole)
+        # the routed experts' parameters are reduced, sharded and gathered over the expert
+        # data-parallel group (generate.StageProgram does the same), the rest over DP x CP
         params = [stage_params(m, lay, s) for s in range(p)]
+        apart = m.moe and expert_grads_apart(lay)
+        experts = [stage_expert_params(m, lay, s) if apart else 0.0 for s in range(p)]
+        dense = [params[s] - experts[s] for s in range(p)]
         sharded = (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1
         gathers = [0] * p
         if sharded and lay.overlap_param_gather:
             gathers = [
-                self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, params[s] * 2 * stages[s][0].comm_fwd)
+                self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, dense[s] * 2 * stages[s][0].comm_fwd)
+                + self._dp_total(fold, lay, CollectiveKind.ALL_GATHER, experts[s] * 2 * stages[s][0].comm_fwd, "edp")
                 for s in range(p)
             ]
         plan = _plan(lay.schedule, p, mbs, v)
@@ -323,28 +335,39 @@ class LayoutEstimator:
                     else CollectiveKind.ALL_REDUCE
                 )
                 scale = prog.comm_bwd if lay.overlap_grad_reduce else 1.0
-                total, last = self._dp_buckets(fold, lay, kind, params[s] * lay.grad_reduce_bytes * scale)
+                total, last = self._dp_buckets(fold, lay, kind, dense[s] * lay.grad_reduce_bytes * scale)
+                e_total, e_last = self._dp_buckets(fold, lay, kind, experts[s] * lay.grad_reduce_bytes * scale, "edp")
+                total, last = total + e_total, max(last, e_last)
                 if lay.overlap_grad_reduce:
                     t = max(t + last, last_bwd_start[s] + total)
                 else:
                     t += total
-            shard = params[s] / (lay.dp * lay.cp) if (lay.distributed_optimizer or lay.zero) else params[s]
+            split = dense[s] / (lay.dp * lay.cp) + experts[s] / lay.edp
+            shard = split if (lay.distributed_optimizer or lay.zero) else params[s]
             t += max(1, int(math.ceil(costs.optimizer(shard, params[s]).ns)))
             if sharded and not lay.overlap_param_gather:
-                t += fold(CollectiveKind.ALL_GATHER, int(params[s] * 2), "dp") or 0
+                t += fold(CollectiveKind.ALL_GATHER, int(dense[s] * 2), "dp") or 0
+                if experts[s] > 0:
+                    t += fold(CollectiveKind.ALL_GATHER, int(experts[s] * 2), "edp") or 0
             end = max(end, t)
         return end
 
     @staticmethod
-    def _dp_buckets(fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float) -> tuple[int, int]:
+    def _dp_buckets(
+        fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float, group: str = "dp"
+    ) -> tuple[int, int]:
         """(all buckets' time, the last bucket's time) of a data-parallel reduction of
-        ``nbytes`` in Megatron's buckets (ns)."""
-        limit = max(BUCKET_PARAMS, 1_000_000 * lay.dp * lay.cp) * lay.grad_reduce_bytes
+        ``nbytes`` in Megatron's buckets over ``group`` (``dp``: DP x CP; ``edp``: the experts'
+        data-parallel group), ns; (0, 0) for nothing to reduce."""
+        if nbytes <= 0:
+            return 0, 0
+        ranks = lay.dp * lay.cp if group == "dp" else lay.edp
+        limit = max(BUCKET_PARAMS, 1_000_000 * ranks) * lay.grad_reduce_bytes
         n = max(1, int(math.ceil(nbytes / limit)))
-        full = fold(kind, int(min(limit, nbytes)), "dp") or 0
+        full = fold(kind, int(min(limit, nbytes)), group) or 0
         rest = nbytes - (n - 1) * limit
-        last = fold(kind, int(rest), "dp") or 0
+        last = fold(kind, int(rest), group) or 0
         return (n - 1) * full + last, last
 
-    def _dp_total(self, fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float) -> int:
-        return self._dp_buckets(fold, lay, kind, nbytes)[0]
+    def _dp_total(self, fold: Folder, lay: Layout, kind: CollectiveKind, nbytes: float, group: str = "dp") -> int:
+        return self._dp_buckets(fold, lay, kind, nbytes, group)[0]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .training import stack_line
+
 if TYPE_CHECKING:
     from ..api.search import RankedLayouts, RankedServing
 
@@ -38,8 +40,9 @@ def _layout_text(r: dict[str, Any]) -> str:
 
 
 def format_ranked_layouts(ranked: RankedLayouts, top: int = 10) -> str:
-    """A training search: the price's source (when looked up), the counts and rejections, then
-    the ``top`` best layouts and the command that reproduces the best."""
+    """A training search: the price's source (when looked up), the counts, the software stack
+    (and what its rules set on the best layout) and the rejections, then the ``top`` best
+    layouts and the command that reproduces the best."""
     job, res = ranked.job, ranked.result
     lines = [ranked.price_note] if ranked.price_note else []
     lines.append(
@@ -51,6 +54,8 @@ def format_ranked_layouts(ranked: RankedLayouts, top: int = 10) -> str:
         + (f", {res.reused:,} results taken from {job.store}" if res.reused else "")
         + f"; {sum(res.rejected.values()):,} rejected"
     )
+    if ranked.stack:
+        lines.append(f"  stack      {stack_line(ranked.stack)}")
     for reason, n in res.rejected.most_common():
         lines.append(f"  rejected {n:>6,}: {reason}")
     cost = ranked.price is not None

@@ -22,10 +22,17 @@ per GPU-hour, lowest first: ``price x gpus x iteration time / 3600 / tokens per 
 ``command`` (the ``podsim llm`` command line that reproduces the row), ``cost_per_mtok_usd``
 (with a price), ``time_to_train_h`` (hours to train a given number of tokens), ``flow``
 (``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow re-run, on the best rows).
+
+Under a software stack (:attr:`Space.stack <podsim.sweep.space.Space.stack>`) every pass runs
+each layout as ``podsim llm --stack`` does: the layouts carry the stack's rules
+(:func:`~podsim.sweep.space.enumerate_layouts`), the screen's estimator and the simulations time
+kernels with the GPU's step parameters under the stack (:meth:`podsim.llm.stack.Stack.for_gpu`),
+and each row's ``command`` names the stack (``--stack NAME``, or its file) unless it is the default.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -44,7 +51,9 @@ from ..llm.estimate import LayoutEstimator
 from ..llm.flops import iteration_flops
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig, load_model  # noqa: F401 (load_model: re-exported)
+from ..llm.stack import Stack
 from ..llm.training import default_cluster, layout_dict
+from ..stacks.stack import DEFAULT_TRAINING, SoftwareStack
 from .executors import default_workers, run_tasks
 from .space import Space, enumerate_layouts
 from .store import Store, point_key
@@ -67,11 +76,25 @@ class SearchResult:
     simulated: int = 0  #: rows simulated exactly (the rest estimated)
     flow: int = 0  #: rows re-run with the flow backend
     phases_s: dict[str, float] = field(default_factory=dict)  #: wall time of each pass (s)
+    #: what the stack's rules set on the best row's layout (field -> value; empty without a stack)
+    applied: dict[str, Any] = field(default_factory=dict)
 
 
-def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, backend: str) -> str:
+def stack_arg(software: SoftwareStack | None) -> str | None:
+    """``podsim llm --stack``'s value that names ``software`` (a preset's name, a file's path);
+    None for none and for the default stack (a command then leaves the flag out)."""
+    if software is None:
+        return None
+    if software.origin == "preset":
+        return None if software.name == DEFAULT_TRAINING else software.name
+    return software.origin
+
+
+def llm_command(
+    model_arg: str, layout: Layout, gpu: str, cluster: str | None, backend: str, stack: str | None = None
+) -> str:
     """The ``podsim llm`` command line that simulates ``layout`` (``model_arg``: ``--model NAME``
-    or ``--model-config FILE``)."""
+    or ``--model-config FILE``; ``stack``: ``--stack``'s value, None to leave it out)."""
     parts = [
         "podsim llm",
         model_arg,
@@ -105,28 +128,32 @@ def llm_command(model_arg: str, layout: Layout, gpu: str, cluster: str | None, b
         parts.append(f"--precision {layout.precision}")
     if cluster:
         parts.append(f"--cluster {cluster}")
+    if stack:
+        parts.append(f"--stack {shlex.quote(stack)}")
     parts.append(f"--backend {backend}")
     return " ".join(parts)
 
 
 # -- the passes' tasks (module-level: they run in worker processes or on Ray) -------------------
 
-#: (model, model argument, GPU, cluster, backend, layouts, their peak memory per GPU in GiB)
-Batch = tuple[ModelConfig, str, str, "str | None", list[Layout], list[float]]
+#: (model, model argument, GPU, cluster, layouts, their peak memory per GPU in GiB, the stack)
+Batch = tuple[ModelConfig, str, str, "str | None", list[Layout], list[float], "SoftwareStack | None"]
 
 
 def _screen(task: Batch) -> list[dict[str, Any]]:
     """Estimated rows of a batch of layouts (one estimator shared by the batch)."""
-    model, model_arg, gpu, cluster, layouts, memory_gib = task
+    model, model_arg, gpu, cluster, layouts, memory_gib, software = task
     spec_gpu = get_gpu(gpu)
-    est = LayoutEstimator(model, spec_gpu, default_cluster(spec_gpu, None, None, cluster))
+    cl = default_cluster(spec_gpu, None, None, cluster)
+    est = LayoutEstimator(model, spec_gpu, cl, Stack.for_gpu(spec_gpu.key, software))
+    named = stack_arg(software)
     rows = []
     for lay, mem in zip(layouts, memory_gib):
         try:
             ns = est.iteration_ns(lay)
         except ValueError:  # ZeRO-3: simulated instead
             ns = simulate_training(
-                model, lay, gpu=spec_gpu, cluster=est.cluster, record_timeline=False
+                model, lay, gpu=spec_gpu, cluster=est.cluster, record_timeline=False, software=software
             ).result.finish_ns
         s = ns / 1e9
         mf, _ = iteration_flops(model, lay)
@@ -139,17 +166,23 @@ def _screen(task: Batch) -> list[dict[str, Any]]:
                 "iteration_time_s": round(s, 9),
                 "memory_peak_gib": round(mem, 4),
                 "breakdown": None,
-                "command": llm_command(model_arg, lay, gpu, cluster, "analytical"),
+                "command": llm_command(model_arg, lay, gpu, cluster, "analytical", named),
             }
         )
     return rows
 
 
-def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> dict[str, Any]:
+def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str, SoftwareStack | None]) -> dict[str, Any]:
     """One layout simulated as ``podsim llm`` does, with its time breakdown."""
-    model, layout, gpu, cluster, backend, model_arg = task
+    model, layout, gpu, cluster, backend, model_arg, software = task
     r = simulate_training(
-        model, layout, gpu=gpu, cluster=cluster, backend=backend, record_timeline=backend == "analytical"
+        model,
+        layout,
+        gpu=gpu,
+        cluster=cluster,
+        backend=backend,
+        record_timeline=backend == "analytical",
+        software=software,
     )
     d = r.to_dict()
     return {
@@ -161,7 +194,7 @@ def _simulate(task: tuple[ModelConfig, Layout, str, str | None, str, str]) -> di
         "memory_peak_gib": d["memory_peak_gib"],
         "memory_per_stage": d["memory_per_stage"],
         "breakdown": d["breakdown"],
-        "command": llm_command(model_arg, layout, gpu, cluster, backend),
+        "command": llm_command(model_arg, layout, gpu, cluster, backend, stack_arg(software)),
     }
 
 
@@ -265,6 +298,8 @@ def search(
     train that many tokens (the ``time`` objective's order: the iteration time's, as every layout
     of a search takes the same tokens per iteration).  ``simulate_top``: layouts simulated exactly after the screen (all
     of them when there are no more); ``flow_top``: of those, re-run with the flow backend.
+    ``space.stack``: the software stack every layout runs on (see the module docstring); a
+    results store keeps the rows of another than the default stack apart.
 
     Raises:
         InputError: for an unknown objective, or a space with nothing left (see
@@ -287,6 +322,11 @@ def search(
     phases["enumerate_s"] = time.perf_counter() - t0
     n_workers = workers or default_workers()
     rank = _key(objective)
+    software = space.stack
+    # a store's key names the stack, unless it is the default (whose keys are those of before stacks)
+    ident = None
+    if software is not None and stack_arg(software) is not None:
+        ident = {"name": software.name, "values": software.values}
 
     def finish_row(row: dict[str, Any]) -> dict[str, Any]:
         if gpu_hour_usd is not None:
@@ -301,7 +341,8 @@ def search(
         reused = 0
 
         def key_of(lay: Layout, method: str) -> str:
-            return point_key(model.name, gpu, cluster, method, asdict(lay))
+            point = asdict(lay) if ident is None else {**asdict(lay), "stack": ident}
+            return point_key(model.name, gpu, cluster, method, point)
 
         def run(
             phase: str,
@@ -342,7 +383,7 @@ def search(
                 for b in _batches([e.layouts[i] for i in todo], [e.memory_gib[i] for i in todo], n_workers)
             ]
             tasks = [
-                (model, model_arg, gpu, cluster, [e.layouts[i] for i in b], [e.memory_gib[i] for i in b])
+                (model, model_arg, gpu, cluster, [e.layouts[i] for i in b], [e.memory_gib[i] for i in b], software)
                 for b in batches
             ]
             run(
@@ -371,7 +412,7 @@ def search(
         run(
             "simulate",
             _simulate,
-            [(model, e.layouts[i], gpu, cluster, backend, model_arg) for _, i in todo_x],
+            [(model, e.layouts[i], gpu, cluster, backend, model_arg, software) for _, i in todo_x],
             [1] * len(todo_x),
             [[k] for k, _ in todo_x],
             backend,
@@ -381,6 +422,8 @@ def search(
         )
         phases["simulate_s"] = time.perf_counter() - t0
         exact = sorted((finish_row(simulated[k]) for k in xkeys), key=rank)
+        # the best row's layout (the first of the lowest, as the stable sort puts it first)
+        best_i = candidates[min(range(len(xkeys)), key=lambda j: rank(simulated[xkeys[j]]))] if xkeys else None
         # 3. the best again with the flow backend
         t0 = time.perf_counter()
         flow_n = min(flow_top, len(exact)) if backend == "analytical" else 0
@@ -395,7 +438,7 @@ def search(
             run(
                 "flow",
                 _simulate,
-                [(model, lays[r["command"]], gpu, cluster, "flow", model_arg) for _, r in todo_f],
+                [(model, lays[r["command"]], gpu, cluster, "flow", model_arg, software) for _, r in todo_f],
                 [1] * len(todo_f),
                 [[k] for k, _ in todo_f],
                 "flow",
@@ -418,4 +461,5 @@ def search(
     chosen = set(candidates)
     rest = [] if exact_all else sorted((r for i, r in enumerate(est_rows) if i not in chosen), key=rank)
     rows = exact + rest
-    return SearchResult(rows, len(e.layouts), e.rejected, objective, reused, len(exact), flow_n, phases)
+    applied = dict(e.applied[best_i]) if best_i is not None and e.applied else {}
+    return SearchResult(rows, len(e.layouts), e.rejected, objective, reused, len(exact), flow_n, phases, applied)
