@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from dataclasses import replace
 from importlib import resources
 
 from podsim.api.calibrate import calibrate_training
@@ -61,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         except InputError as e:
             print(f"{src:<58} {name:<20} calibration failed: {e}")
             continue
-        fitted = replace(load_stack(name, "training"), values={**load_stack(name, "training").values, **cal.fit.fitted})
+        fitted = load_stack(name, "training").with_values(cal.fit.fitted)
         per_gpu: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for r in runs:
             if r is anchor:

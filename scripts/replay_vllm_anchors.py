@@ -22,7 +22,6 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +129,7 @@ def replay_all(data: Path, fit_run: str = FIT_RUN) -> dict[str, Any]:
         write_stack(cal, out)
         calibrated = load_stack(out, "serving")
     vllm = load_stack("vllm", "serving")
-    preset = replace(vllm, values={**vllm.values, "host_overhead_ms": 0.0})
+    preset = vllm.with_values({"host_overhead_ms": 0.0})
     rows = []
     for r in runs:
         run = read_serving_run(r["file"])

@@ -349,7 +349,7 @@ def calibrate_training(
     start = base_values(st, runs[0].get("gpu") or "h100-80gb", list(bounds))
 
     def predict(values: dict[str, float]) -> list[float]:
-        trial = replace(st, values={**st.values, **values})
+        trial = st.with_values(values)
         return [throughput(r, software=trial) for r in runs]
 
     result = fit(predict, measured, bounds, start, max_residual)
@@ -504,7 +504,7 @@ def calibrate_inference(
     start, note = _serving_start(st, runs, list(bounds))
 
     def predict(values: dict[str, Any]) -> list[float]:
-        trial = replace(st, values={**st.values, **values})
+        trial = st.with_values(values)
         reports: dict[int, Any] = {}
         out = []
         for i, col in points:
@@ -700,7 +700,7 @@ def calibrate_serving_run(
     start, note = _serving_start(st, [{"gpu": str(opts.replica.gpu)}], list(bounds))
 
     def predict(values: dict[str, Any]) -> list[float]:
-        return replay_run(job, run, replace(st, values={**st.values, **values}))
+        return replay_run(job, run, st.with_values(values))
 
     result = fit(predict, run.targets, bounds, start, max_residual)
     labels = [{"row_id": run.run_id, "metric": m} for m in RUN_METRICS]

@@ -37,7 +37,7 @@ from ..hardware.gpu import GpuSpec
 from ..network.fabric import Fabric
 from ..workload import CollectiveKind
 from ..workload.pipeline_schedules import schedule
-from .generate import BUCKET_PARAMS, Folder, StageProgram, expert_grads_apart
+from .generate import BUCKET_PARAMS, Folder, StageProgram
 from .layout import Layout
 from .memory import stage_expert_params, stage_params
 from .model import ModelConfig
@@ -278,8 +278,7 @@ class LayoutEstimator:
         # the routed experts' parameters are reduced, sharded and gathered over the expert
         # data-parallel group (generate.StageProgram does the same), the rest over DP x CP
         params = [stage_params(m, lay, s) for s in range(p)]
-        apart = m.moe and expert_grads_apart(lay)
-        experts = [stage_expert_params(m, lay, s) if apart else 0.0 for s in range(p)]
+        experts = [stage_expert_params(m, lay, s) if lay.expert_grads_apart else 0.0 for s in range(p)]
         dense = [params[s] - experts[s] for s in range(p)]
         sharded = (lay.distributed_optimizer or lay.zero in (1, 2)) and lay.dp * lay.cp > 1
         gathers = [0] * p

@@ -83,7 +83,7 @@ def build_groups(layout: Layout) -> list[Group]:
             for i in range(et):
                 if e > 1:
                     groups.append(Group("ep", tuple(base + i + et * (y + e * x) for y in range(e))))
-        if expert_grads_apart(layout) and ed > 1:
+        if layout.expert_grads_apart and ed > 1:
             for i in range(et):
                 for y in range(e):
                     groups.append(Group("edp", tuple(base + i + et * (y + e * x) for x in range(ed))))
@@ -93,13 +93,6 @@ def build_groups(layout: Layout) -> list[Group]:
                 for dp in range(d):
                     groups.append(Group("pp", tuple(rank_of(layout, tp, cp, dp, s) for s in range(p))))
     return groups
-
-
-def expert_grads_apart(layout: Layout) -> bool:
-    """Whether the routed experts' gradients are reduced over groups of their own (``edp``):
-    with expert parallelism or an expert TP other than TP; otherwise the expert data-parallel
-    group is the DP x CP group and they share its buckets."""
-    return layout.ep > 1 or layout.expert_tp != layout.tp
 
 
 class StageProgram:
@@ -130,8 +123,7 @@ class StageProgram:
         self.nodes = 0
         self.pending_dp: list[int] = []
         self.bucket = 0.0
-        #: the routed experts' gradients, reduced apart over the expert data-parallel group
-        self.experts_apart = expert_grads_apart(layout) and model.moe
+        #: the routed experts' gradients, when reduced apart over the expert data-parallel group
         self.ebucket = 0.0
         self.act_bytes = costs.act_bytes // (layout.tp if layout.sequence_parallel else 1)
         #: compute slows by this factor while data-parallel collectives run beside it (the
@@ -266,7 +258,7 @@ class StageProgram:
             if self._full(self.bucket, lay.dp * lay.cp, force):
                 self._reduce(self.bucket, "dp")
                 self.bucket = 0.0
-        if self.experts_apart and lay.edp > 1:
+        if self.lay.expert_grads_apart and lay.edp > 1:
             self.ebucket += experts
             if self._full(self.ebucket, lay.edp, force):
                 self._reduce(self.ebucket, "edp")
@@ -298,7 +290,7 @@ class StageProgram:
         """(dense, routed-expert) parameters of layer ``i`` whose gradients go to the DP x CP
         and the expert data-parallel buckets."""
         total = self._layer_params(i)
-        e = expert_params(self.m, self.lay, i) if self.experts_apart else 0.0
+        e = expert_params(self.m, self.lay, i) if self.lay.expert_grads_apart else 0.0
         return total - e, e
 
     def build(self) -> ProgramBuilder:
@@ -439,7 +431,7 @@ class StageProgram:
         self._flush()
         lay, m = self.lay, self.m
         params = stage_params(m, lay, self.s)
-        experts = stage_expert_params(m, lay, self.s) if self.experts_apart else 0.0
+        experts = stage_expert_params(m, lay, self.s) if self.lay.expert_grads_apart else 0.0
         dense = params - experts
         rest = params - sum(self._layer_params(i) for i in stage_layers(m, lay, self.s))
         if lay.zero < 3:
@@ -485,7 +477,7 @@ class StageProgram:
         params = stage_params(m, lay, self.s)
         rest = params - sum(self._layer_params(i) for i in layers)
         tracks = [["dp", lay.dp * lay.cp, rest, None]]  # group, ranks, bucket, its first layer
-        if self.experts_apart and lay.edp > 1:
+        if self.lay.expert_grads_apart and lay.edp > 1:
             tracks.append(["edp", lay.edp, 0.0, None])
         for n, i in enumerate(layers):
             dense, experts = self._grads(i)
@@ -522,7 +514,7 @@ class StageProgram:
             return 1.0, 1.0
         a = self.costs.stack.nccl_compute_slowdown
         params = stage_params(self.m, lay, self.s)
-        experts = stage_expert_params(self.m, lay, self.s) if self.experts_apart else 0.0
+        experts = stage_expert_params(self.m, lay, self.s) if self.lay.expert_grads_apart else 0.0
         params -= experts
         sharded = lay.distributed_optimizer or lay.zero >= 1
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE

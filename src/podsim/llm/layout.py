@@ -293,6 +293,13 @@ class Layout:
         return max(1, self.tp * self.cp * self.dp // (self.expert_tp * self.ep))
 
     @property
+    def expert_grads_apart(self) -> bool:
+        """Whether the routed experts' gradients are reduced over groups of their own (``edp``):
+        with expert parallelism or an expert TP other than TP; otherwise the expert data-parallel
+        group is the DP x CP group and they share its buckets."""
+        return self.ep > 1 or self.expert_tp != self.tp
+
+    @property
     def num_microbatches(self) -> int:
         """Micro-batches per data-parallel rank per iteration."""
         return self.global_batch // (self.dp * self.micro_batch)

@@ -24,7 +24,7 @@ naming the file and the key.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -71,6 +71,10 @@ class SoftwareStack:
     def get(self, key: str, default: Any = None) -> Any:
         """The value of property ``key`` (``default`` where neither this stack nor a base sets it)."""
         return self.values.get(key, default)
+
+    def with_values(self, values: dict[str, Any]) -> SoftwareStack:
+        """This stack with ``values`` set over its own (a fit's trial or result)."""
+        return replace(self, values={**self.values, **values})
 
     def echo(self) -> dict[str, Any]:
         """The stack as a result's JSON shows it: name, origin and every value it sets."""
