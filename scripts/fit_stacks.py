@@ -11,6 +11,7 @@ from collections import defaultdict
 from importlib import resources
 
 from podsim.api.calibrate import calibrate_training
+from podsim.hardware.gpu import get_gpu
 from podsim.stacks.stack import load_stack
 from podsim.validation.rows import read_rows
 
@@ -24,8 +25,9 @@ def main() -> int:
     for name, runs in sorted(by.items()):
         cal = calibrate_training(runs, name, source="calibration_stacks.csv")
         shipped = load_stack(name)
+        arch = get_gpu(runs[0]["gpu"]).architecture
         for k, v in cal.fit.fitted.items():
-            have = shipped.get(k)
+            have = shipped.value_for(k, arch)
             ok = have is not None and abs(have / v - 1) <= 0.01
             stale += not ok
             print(f"{name:<20} {k:<18} fitted {v:.4f}  shipped {have}  {'ok' if ok else 'DIFFERS'}")

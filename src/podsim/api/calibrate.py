@@ -34,7 +34,7 @@ import math
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +217,8 @@ class Calibration:
         kind: ``training`` or ``inference``: what was calibrated.
         note: how the errors before the fit were taken, where not at the base's own values.
         replay: a serving run's ``podsim serve-llm`` flags it was replayed with ('' otherwise).
+        architectures: the GPU architectures the runs ran on: a per-architecture value of the base
+            (``{default: x, ampere: y}``) is written with their entries set to the fitted value.
     """
 
     base: SoftwareStack
@@ -228,6 +230,7 @@ class Calibration:
     kind: str = "training"
     note: str = ""
     replay: str = ""
+    architectures: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -254,7 +257,9 @@ class Calibration:
             "base": self.base.name if self.base.origin == "preset" else None,
             "description": f"{self.base.name} with {', '.join(self.fit.fitted)} fitted by podsim calibrate "
             f"{self.kind} to {self.source}; held at the base's values: {', '.join(self.fit.held) or 'none'}.",
-            section: {k: round(v, 6) for k, v in self.fit.fitted.items()},
+            section: {
+                k: _rounded(self.base.fitted_value(k, v, self.architectures)) for k, v in self.fit.fitted.items()
+            },
             "sources": dict.fromkeys(self.fit.fitted, cite),
         }
         if data["base"] is None:  # a user's file as the base: its values are written out in full
@@ -288,16 +293,22 @@ class Calibration:
         }
 
 
+def _rounded(v: float | dict[str, float]) -> float | dict[str, float]:
+    """A fitted value (or per-architecture mapping) to 6 decimals, as a stack file holds it."""
+    return {k: round(x, 6) for k, x in v.items()} if isinstance(v, dict) else round(v, 6)
+
+
 #: the training calibration's former name
 TrainingCalibration = Calibration
 
 
 def base_values(base: SoftwareStack, gpu: str, names: list[str]) -> dict[str, float]:
-    """Where each free training parameter starts: the base stack's value, else Megatron-Core's on
-    ``gpu`` (relative efficiencies 1, the GPU's host_ns)."""
+    """Where each free training parameter starts: the base stack's value (on ``gpu``'s
+    architecture), else Megatron-Core's on ``gpu`` (relative efficiencies 1, the GPU's host_ns)."""
     out = {}
+    arch = get_gpu(gpu).architecture
     for k in names:
-        v = base.get(k)
+        v = base.value_for(k, arch)
         if v is None:
             v = Stack.for_gpu(gpu).host_ns if k == "host_ns" else _NEUTRAL[k]
         out[k] = float(v)
@@ -353,7 +364,10 @@ def calibrate_training(
         return [throughput(r, software=trial) for r in runs]
 
     result = fit(predict, measured, bounds, start, max_residual)
-    return Calibration(st, name or f"{st.name}-calibrated", runs, measured, result, source, "training")
+    archs = sorted({get_gpu(r.get("gpu") or "h100-80gb").architecture for r in runs})
+    return Calibration(
+        st, name or f"{st.name}-calibrated", runs, measured, result, source, "training", architectures=archs
+    )
 
 
 # -- inference -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from importlib import resources
 import yaml
 
 from ..errors import InputError
+from ..hardware.gpu import get_gpu
 from ..stacks.stack import SoftwareStack
 
 #: a stack.yaml value read from the GPU's shipped measured training steps
@@ -66,6 +67,15 @@ def _resolved(value: float | str, gpu_key: str, key: str) -> float:
     return measured_values(gpu_key, [key])[key] if value == MEASURED else float(value)
 
 
+def _architecture(gpu_key: str) -> str:
+    """The architecture of a shipped GPU (``ampere``, ``hopper``, ...); '' for a GPU of the user's
+    own file (a per-architecture stack value takes its ``default`` there)."""
+    try:
+        return get_gpu(gpu_key).architecture
+    except InputError:
+        return ""
+
+
 @dataclass(frozen=True)
 class Stack:
     """How the software stack and overlapped communication cost time."""
@@ -89,7 +99,8 @@ class Stack:
     def for_gpu(cls, gpu_key: str, software: SoftwareStack | None = None, **override: float) -> "Stack":
         """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own) under
         the software stack ``software`` (None: Megatron-Core's, the GPU's own values): its
-        ``host_ns`` replaces the GPU's, its efficiencies multiply the GPU's in-step ones, its
+        ``host_ns`` replaces the GPU's, its efficiencies (for the GPU's architecture) multiply the
+        GPU's in-step ones, its
         ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels; ``override`` last."""
         data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
@@ -98,8 +109,9 @@ class Stack:
             own = data.get(own) or {}
         values.update(own)
         if software is not None:
+            arch = _architecture(gpu_key)
             for key in ("gemm_efficiency", "attention_efficiency"):
-                rel = software.get(key)
+                rel = software.value_for(key, arch)
                 if rel is not None and key not in override:
                     values[key] = _resolved(values[key], gpu_key, key) * rel
             for key in ("host_ns", "elementwise_traffic", "fp8_overhead"):

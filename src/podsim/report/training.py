@@ -60,7 +60,8 @@ def format_training(r: Any, backend: str) -> str:
 
 def format_catalog(models: Iterable[tuple[str, Any]], gpus: Iterable[tuple[str, Any]]) -> str:
     """The zoo's models (parameters in billions, layers, hidden size, experts) and the GPUs
-    (memory in GiB, bf16 peak in TFLOP/s): what ``podsim llm --list`` prints."""
+    (memory in GiB, bf16 peak in TFLOP/s, architecture: the key of a stack's per-architecture
+    values): what ``podsim llm --list`` prints."""
     lines = ["models (--model):"]
     for name, m in models:
         kind = f"MoE {m.experts}x, top-{m.top_k}" if m.experts else "dense"
@@ -71,6 +72,7 @@ def format_catalog(models: Iterable[tuple[str, Any]], gpus: Iterable[tuple[str, 
     for key, g in gpus:
         lines.append(
             f"  {key:<20} {g.name:<22} {g.memory_gib:>6g} GiB  bf16 {g.peak_tflops.get('bf16', 0):>7g} TFLOP/s"
+            f"  {g.architecture}"
         )
     return "\n".join(lines)
 

@@ -9,7 +9,11 @@ per-GPU step parameters (``llm/stack.yaml``).  Two kinds of property:
   does by default; a layout flag the user gives wins over them (``stacks/rules.py``);
 * **physical parameters** (``host_ns``, ``gemm_efficiency``, ...): how the stack's kernels and
   host code cost time; efficiencies are relative to Megatron-Core / Transformer Engine's on the
-  same GPU (1 = as fast), so one stack file holds on every GPU.
+  same GPU (1 = as fast), so one stack file holds on every GPU.  ``gemm_efficiency`` and
+  ``attention_efficiency`` may instead map GPU architectures to values
+  (``{default: 0.73, ampere: 1.0}``): what a stack lacks on Hopper (FlashAttention 3, Transformer
+  Engine's Hopper kernels) it does not lack on Ampere, where podsim's baseline is itself a PyTorch
+  step (``llm/stack.yaml``).
 
 A serving stack (``vllm``, ``sglang``, ...) has physical parameters only: the host time per
 engine step the GPU waits for (``host_overhead_ms``) and its GEMMs' efficiency relative to
@@ -43,6 +47,8 @@ class Prop:
         choices: the words a ``choice`` or ``number|word`` takes.
         rule: a framework rule that sets a layout default (else a physical parameter).
         help: what it means.
+        by_architecture: a number that may also be given per GPU architecture, as a mapping
+            ``{default: x, ampere: y, ...}`` (:data:`ARCH_DEFAULT` for the architectures not listed).
     """
 
     name: str
@@ -54,6 +60,11 @@ class Prop:
     hi: float = float("inf")
     choices: tuple[str, ...] = ()
     rule: bool = False
+    by_architecture: bool = False
+
+
+#: the key of a per-architecture mapping that holds the value of the architectures it does not list
+ARCH_DEFAULT = "default"
 
 
 PROPS: tuple[Prop, ...] = (
@@ -151,6 +162,7 @@ PROPS: tuple[Prop, ...] = (
         unit="x",
         lo=0.2,
         hi=1.5,
+        by_architecture=True,
     ),
     Prop(
         "attention_efficiency",
@@ -160,6 +172,7 @@ PROPS: tuple[Prop, ...] = (
         unit="x",
         lo=0.2,
         hi=1.5,
+        by_architecture=True,
     ),
     Prop(
         "elementwise_traffic",

@@ -34,8 +34,8 @@ import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
 from ..fileio import package_files, read_text
-from ..hardware.gpu import GpuSpec, get_gpu
-from .schema import BY_NAME, KINDS, TOP_KEYS, Prop, fittable, section_props
+from ..hardware.gpu import GpuSpec, get_gpu, gpu_registry
+from .schema import ARCH_DEFAULT, BY_NAME, KINDS, TOP_KEYS, Prop, fittable, section_props
 
 #: the training stack a job runs on when it names none (today's behaviour)
 DEFAULT_TRAINING = "megatron-core"
@@ -53,7 +53,8 @@ class SoftwareStack:
         origin: ``preset`` or the path of the user's file.
         base: the stack it builds on (None for a root).
         description: what it is, in a few sentences.
-        values: property -> value (a float, bool or word), this file's and its bases'.
+        values: property -> value (a float, bool or word; for a per-architecture property a
+            mapping ``{default: x, ampere: y}``), this file's and its bases'.
         sources: property -> citation of its value.
         free: property -> (lo, hi): what ``podsim calibrate`` may fit.
     """
@@ -72,9 +73,29 @@ class SoftwareStack:
         """The value of property ``key`` (``default`` where neither this stack nor a base sets it)."""
         return self.values.get(key, default)
 
+    def value_for(self, key: str, architecture: str) -> Any:
+        """The value of ``key`` on a GPU of ``architecture`` (``ampere``, ``hopper``, ...): a
+        per-architecture mapping's entry for it, else its ``default``; None where unset."""
+        v = self.values.get(key)
+        if isinstance(v, dict):
+            return v.get(architecture, v[ARCH_DEFAULT])
+        return v
+
     def with_values(self, values: dict[str, Any]) -> SoftwareStack:
         """This stack with ``values`` set over its own (a fit's trial or result)."""
         return replace(self, values={**self.values, **values})
+
+    def fitted_value(self, key: str, value: float, architectures: list[str]) -> float | dict[str, float]:
+        """How a fit's ``value`` of ``key`` on GPUs of ``architectures`` is written over this
+        stack: the number, or, where this stack gives ``key`` per architecture, its mapping with
+        the entries those architectures take (their own, or ``default``) set to ``value``."""
+        have = self.values.get(key)
+        if not isinstance(have, dict):
+            return value
+        out = dict(have)
+        for arch in architectures:
+            out[arch if arch in have else ARCH_DEFAULT] = value
+        return out
 
     def echo(self) -> dict[str, Any]:
         """The stack as a result's JSON shows it: name, origin and every value it sets."""
@@ -93,10 +114,36 @@ def preset_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in d.iterdir() if p.name.endswith(".yaml"))
 
 
+def architectures() -> list[str]:
+    """The GPU architectures of the shipped GPUs (``ampere``, ``hopper``, ...), sorted."""
+    return sorted({spec.architecture for _, spec in gpu_registry().items() if spec.architecture})
+
+
+def _check_by_architecture(prop: Prop, value: dict, src: str, where: str) -> dict[str, float]:
+    """A per-architecture mapping ``{default: x, <architecture>: y, ...}`` of numbers."""
+    known = architectures()
+    if ARCH_DEFAULT not in value:
+        raise InputError(
+            f"{prop.name} per GPU architecture needs a {ARCH_DEFAULT!r} entry (the value of the architectures "
+            f"it does not list), e.g. {{{ARCH_DEFAULT}: 0.8, ampere: 1.0}}",
+            src,
+            where,
+        )
+    out = {}
+    for arch, v in value.items():
+        if str(arch) != ARCH_DEFAULT and str(arch) not in known:
+            raise unknown_key_error(str(arch), [ARCH_DEFAULT, *known], src, f"GPU architecture in {where}")
+        out[str(arch)] = _check_value(replace(prop, by_architecture=False), v, src, f"{where}.{arch}")
+    return out
+
+
 def _check_value(prop: Prop, value: Any, src: str, where: str) -> Any:
     """``value`` as property ``prop`` holds it; InputError naming ``where`` otherwise."""
+    if prop.by_architecture and isinstance(value, dict):
+        return _check_by_architecture(prop, value, src, where)
     expect = {
-        "number": f"a number from {prop.lo:g} to {prop.hi:g} {prop.unit}".rstrip(),
+        "number": f"a number from {prop.lo:g} to {prop.hi:g} {prop.unit}".rstrip()
+        + (f" (or a mapping {{{ARCH_DEFAULT}: x, ampere: y}} by GPU architecture)" if prop.by_architecture else ""),
         "choice": "one of " + ", ".join(prop.choices),
         "bool": "true or false",
         "number|word": f"a number from {prop.lo:g} to {prop.hi:g} {prop.unit} or one of " + ", ".join(prop.choices),
