@@ -101,6 +101,14 @@ def test_user_file_inherits_its_base_and_overrides(tmp_path):
             ["training.gemm_efficiency.ampere", "gemm_efficiency must be a number from 0.2 to 1.5"],
         ),
         (
+            {"training": {"attention_efficiency": {512: 0.7, "long": 0.5}}, "sources": {"attention_efficiency": "x"}},
+            ["attention_efficiency by sequence length takes whole token counts as keys", "'long'"],
+        ),
+        (
+            {"training": {"attention_efficiency": {512: 0.7, 8192: 0.1}}, "sources": {"attention_efficiency": "x"}},
+            ["training.attention_efficiency.8192", "must be a number from 0.2 to 1.5"],
+        ),
+        (
             {"training": {"elementwise_traffic": {"default": 2.0}}, "sources": {"elementwise_traffic": "x"}},
             ["elementwise_traffic must be a number from 0.5 to 10"],
         ),
@@ -209,6 +217,33 @@ def test_relative_efficiency_multiplies_the_gpus_own():
     own = Stack.for_gpu("h100-80gb").gemm_efficiency
     st = replace(load_stack("torchtitan"), values={**load_stack("torchtitan").values, "gemm_efficiency": 0.5})
     assert Stack.for_gpu("h100-80gb", st).gemm_efficiency == pytest.approx(0.5 * own)
+
+
+def test_attention_efficiency_by_sequence_length_interpolates_in_log_length():
+    """torchtitan's FA2 / FA3 table on Hopper, {512: 0.67, 2048: 0.58, 8192: 0.56}: 4096 tokens is
+    halfway between 2048 and 8192 in log length, so 0.57; the ends are held (256 -> 0.67, 131072 ->
+    0.56); on Ampere the entry is 1 (no table)."""
+    own = Stack.for_gpu("h100-80gb").attention_efficiency
+    st = Stack.for_gpu("h100-80gb", load_stack("torchtitan"))
+    for seq, rel in ((256, 0.67), (512, 0.67), (2048, 0.58), (4096, 0.57), (8192, 0.56), (131072, 0.56)):
+        assert st.attention_efficiency_at(seq) == pytest.approx(rel * own), seq
+    a100 = Stack.for_gpu("a100-80gb", load_stack("torchtitan"))
+    assert a100.attention_efficiency_at(65536) == Stack.for_gpu("a100-80gb").attention_efficiency
+
+
+def test_calibrate_will_not_fit_a_table_as_one_number(tmp_path, capsys):
+    rows = tmp_path / "runs.csv"
+    with rows.open("w", newline="") as f:
+        w = csv.DictWriter(f, [*ROW, "value"])
+        w.writeheader()
+        w.writerow({**ROW, "value": "5000"})
+    out = tmp_path / "ours.yaml"
+    argv = ["calibrate", "training", str(rows), "--base", "torchtitan", "--free", "attention_efficiency"]
+    argv += ["--out", str(out)]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "attention_efficiency as a table by sequence length" in err and "Traceback" not in err
+    assert not out.exists()
 
 
 def test_efficiency_by_architecture_takes_the_gpus_entry_else_default(tmp_path):

@@ -293,6 +293,11 @@ class Calibration:
         }
 
 
+def _table(table: dict) -> str:
+    """A table by sequence length as text: ``512: 0.67, 8192: 0.56``."""
+    return ", ".join(f"{n}: {x:g}" for n, x in table.items())
+
+
 def _rounded(v: float | dict[str, float]) -> float | dict[str, float]:
     """A fitted value (or per-architecture mapping) to 6 decimals, as a stack file holds it."""
     return {k: round(x, 6) for k, x in v.items()} if isinstance(v, dict) else round(v, 6)
@@ -309,6 +314,12 @@ def base_values(base: SoftwareStack, gpu: str, names: list[str]) -> dict[str, fl
     arch = get_gpu(gpu).architecture
     for k in names:
         v = base.value_for(k, arch)
+        if isinstance(v, dict):
+            raise InputError(
+                f"stack {base.name!r} gives {k} as a table by sequence length ({_table(v)}) and podsim calibrate "
+                f"fits one number: leave {k} out of --free, or set a number for it in a stack file of your own",
+                where="--free",
+            )
         if v is None:
             v = Stack.for_gpu(gpu).host_ns if k == "host_ns" else _NEUTRAL[k]
         out[k] = float(v)

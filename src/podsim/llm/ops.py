@@ -120,7 +120,8 @@ class LayerCosts:
         if k.kind == "gemm":
             return self._timer(k.dtype).gemm_ns(k.m, k.n, k.k, k.batch) * k.count / self.stack.gemm_efficiency
         if k.kind == "attention":
-            return self.cm.attention_ns(k.batch, k.m, k.n, k.k, k.backward) * k.count / self.stack.attention_efficiency
+            eff = self.stack.attention_efficiency_at(k.n)
+            return self.cm.attention_ns(k.batch, k.m, k.n, k.k, k.backward) * k.count / eff
         if k.kind == "attention_unfused":
             cm = self.cm
             one = cm.gemm_ns(k.m, k.n, k.k, k.batch) + cm.gemm_ns(k.m, k.k, k.n, k.batch)

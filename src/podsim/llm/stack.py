@@ -10,6 +10,7 @@ on their own stream (data-parallel, pipeline, bulk TP overlap).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from importlib import resources
 
@@ -67,6 +68,20 @@ def _resolved(value: float | str, gpu_key: str, key: str) -> float:
     return measured_values(gpu_key, [key])[key] if value == MEASURED else float(value)
 
 
+def interpolate_log(table: tuple[tuple[float, float], ...], x: float) -> float:
+    """``table``'s value at ``x`` (points ``(x_i, y_i)`` ascending in x), linear in log(x)
+    between points, the end values held beyond the ends; 1 for an empty table."""
+    if not table:
+        return 1.0
+    if x <= table[0][0]:
+        return table[0][1]
+    for (x0, y0), (x1, y1) in zip(table, table[1:]):
+        if x <= x1:
+            t = math.log(x / x0) / math.log(x1 / x0)
+            return y0 + t * (y1 - y0)
+    return table[-1][1]
+
+
 def _architecture(gpu_key: str) -> str:
     """The architecture of a shipped GPU (``ampere``, ``hopper``, ...); '' for a GPU of the user's
     own file (a per-architecture stack value takes its ``default`` there)."""
@@ -94,6 +109,9 @@ class Stack:
     elementwise_traffic: float = 1.0
     #: time of the fp8 cast / transpose / amax kernels relative to Transformer Engine's
     fp8_overhead: float = 1.0
+    #: the software stack's fused-attention efficiency by sequence length, ((tokens, x), ...)
+    #: ascending (empty: none; ``attention_efficiency`` alone)
+    attention_by_seq: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def for_gpu(cls, gpu_key: str, software: SoftwareStack | None = None, **override: float) -> "Stack":
@@ -108,10 +126,13 @@ class Stack:
         if isinstance(own, str):  # the name of the GPU whose parameters this one shares
             own = data.get(own) or {}
         values.update(own)
+        by_seq: tuple[tuple[float, float], ...] = ()
         if software is not None:
             arch = _architecture(gpu_key)
             for key in ("gemm_efficiency", "attention_efficiency"):
                 rel = software.value_for(key, arch)
+                if isinstance(rel, dict):  # a table by sequence length: the kernel's length picks
+                    by_seq, rel = tuple((float(n), float(x)) for n, x in sorted(rel.items())), 1.0
                 if rel is not None and key not in override:
                     values[key] = _resolved(values[key], gpu_key, key) * rel
             for key in ("host_ns", "elementwise_traffic", "fp8_overhead"):
@@ -127,7 +148,13 @@ class Stack:
         wanted = sorted(k for k, v in values.items() if v == MEASURED)
         if wanted:
             values.update(measured_values(gpu_key, wanted))
-        return cls(**{k: float(v) for k, v in values.items()})
+        return cls(**{k: float(v) for k, v in values.items()}, attention_by_seq=by_seq)
+
+    def attention_efficiency_at(self, seq: float) -> float:
+        """``attention_efficiency`` for a fused-attention kernel over ``seq`` keys (tokens): times
+        the stack's table by sequence length where it has one (interpolated in log(seq), the end
+        values held beyond the ends)."""
+        return self.attention_efficiency * interpolate_log(self.attention_by_seq, seq)
 
     def kernel_scale(self, module: str) -> float:
         """How much slower than Transformer Engine's a memory-bound kernel of ``module`` runs

@@ -26,6 +26,8 @@ def format_stack_list(stacks: list[SoftwareStack]) -> str:
 
 
 def _value(v: Any, unit: str) -> str:
+    if isinstance(v, dict) and all(isinstance(k, int) for k in v):  # by sequence length
+        return "(" + ", ".join(f"{_value(x, unit)} at {n} tokens" for n, x in v.items()) + ")"
     if isinstance(v, dict):  # per GPU architecture
         return ", ".join(f"{arch} {_value(x, unit)}" for arch, x in v.items())
     if isinstance(v, bool):

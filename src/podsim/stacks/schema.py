@@ -13,7 +13,9 @@ per-GPU step parameters (``llm/stack.yaml``).  Two kinds of property:
   ``attention_efficiency`` may instead map GPU architectures to values
   (``{default: 0.73, ampere: 1.0}``): what a stack lacks on Hopper (FlashAttention 3, Transformer
   Engine's Hopper kernels) it does not lack on Ampere, where podsim's baseline is itself a PyTorch
-  step (``llm/stack.yaml``).
+  step (``llm/stack.yaml``); ``attention_efficiency`` may also be a table by sequence length
+  (``{512: 0.67, 8192: 0.56}``: FlashAttention 2 falls further behind FlashAttention 3 on longer
+  sequences).
 
 A serving stack (``vllm``, ``sglang``, ...) has physical parameters only: the host time per
 engine step the GPU waits for (``host_overhead_ms``) and its GEMMs' efficiency relative to
@@ -49,6 +51,9 @@ class Prop:
         help: what it means.
         by_architecture: a number that may also be given per GPU architecture, as a mapping
             ``{default: x, ampere: y, ...}`` (:data:`ARCH_DEFAULT` for the architectures not listed).
+        by_seq: a number that may also be a table by the kernel's sequence length (tokens):
+            ``{512: 0.67, 2048: 0.58, 8192: 0.56}``, interpolated in log(length), the end values
+            held beyond the ends (also as an architecture's entry).
     """
 
     name: str
@@ -61,6 +66,7 @@ class Prop:
     choices: tuple[str, ...] = ()
     rule: bool = False
     by_architecture: bool = False
+    by_seq: bool = False
 
 
 #: the key of a per-architecture mapping that holds the value of the architectures it does not list
@@ -173,6 +179,7 @@ PROPS: tuple[Prop, ...] = (
         lo=0.2,
         hi=1.5,
         by_architecture=True,
+        by_seq=True,
     ),
     Prop(
         "elementwise_traffic",

@@ -75,9 +75,10 @@ class SoftwareStack:
 
     def value_for(self, key: str, architecture: str) -> Any:
         """The value of ``key`` on a GPU of ``architecture`` (``ampere``, ``hopper``, ...): a
-        per-architecture mapping's entry for it, else its ``default``; None where unset."""
+        per-architecture mapping's entry for it, else its ``default``; None where unset.  A
+        number, or a table by sequence length (``{512: 0.67, 8192: 0.56}``)."""
         v = self.values.get(key)
-        if isinstance(v, dict):
+        if isinstance(v, dict) and ARCH_DEFAULT in v:
             return v.get(architecture, v[ARCH_DEFAULT])
         return v
 
@@ -90,7 +91,7 @@ class SoftwareStack:
         stack: the number, or, where this stack gives ``key`` per architecture, its mapping with
         the entries those architectures take (their own, or ``default``) set to ``value``."""
         have = self.values.get(key)
-        if not isinstance(have, dict):
+        if not isinstance(have, dict) or ARCH_DEFAULT not in have:
             return value
         out = dict(have)
         for arch in architectures:
@@ -137,13 +138,37 @@ def _check_by_architecture(prop: Prop, value: dict, src: str, where: str) -> dic
     return out
 
 
+def _is_count(key: Any) -> bool:
+    """``key`` is a token count: an int, or the digits a JSON file writes an int key as."""
+    return (isinstance(key, int) and not isinstance(key, bool)) or (isinstance(key, str) and key.isdigit())
+
+
+def _check_by_seq(prop: Prop, value: dict, src: str, where: str) -> dict[int, float]:
+    """A table ``{sequence length (tokens): number}``, by increasing length."""
+    out = {}
+    for key, v in value.items():
+        seq = int(key) if _is_count(key) else key  # a JSON file's keys are strings
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise InputError(
+                f"{prop.name} by sequence length takes whole token counts as keys (e.g. {{512: 0.67, 8192: 0.56}}), "
+                f"got {seq!r}",
+                src,
+                where,
+            )
+        out[seq] = _check_value(replace(prop, by_architecture=False, by_seq=False), v, src, f"{where}.{seq}")
+    return dict(sorted(out.items()))
+
+
 def _check_value(prop: Prop, value: Any, src: str, where: str) -> Any:
     """``value`` as property ``prop`` holds it; InputError naming ``where`` otherwise."""
+    if isinstance(value, dict) and prop.by_seq and any(_is_count(k) for k in value):
+        return _check_by_seq(prop, value, src, where)
     if prop.by_architecture and isinstance(value, dict):
         return _check_by_architecture(prop, value, src, where)
     expect = {
         "number": f"a number from {prop.lo:g} to {prop.hi:g} {prop.unit}".rstrip()
-        + (f" (or a mapping {{{ARCH_DEFAULT}: x, ampere: y}} by GPU architecture)" if prop.by_architecture else ""),
+        + (f" (or a mapping {{{ARCH_DEFAULT}: x, ampere: y}} by GPU architecture)" if prop.by_architecture else "")
+        + (" (or a table {512: x, 8192: y} by sequence length)" if prop.by_seq else ""),
         "choice": "one of " + ", ".join(prop.choices),
         "bool": "true or false",
         "number|word": f"a number from {prop.lo:g} to {prop.hi:g} {prop.unit} or one of " + ", ".join(prop.choices),
