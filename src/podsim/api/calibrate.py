@@ -28,31 +28,37 @@ Example::
 from __future__ import annotations
 
 import csv
-import datetime
 import io
 import math
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..errors import InputError
 from ..fileio import atomic_write_text, read_text
 from ..hardware.gpu import get_gpu
 from ..jobs.infer import InferJob
 from ..jobs.serve_llm import ServeLLMJob
-from ..jobs.stacks import CALIBRATE_PARAMS, STACK_PARAMS, CalibrateJob, ServingRunOptions, StackJob
+from ..jobs.stacks import (
+    CALIBRATE_PARAMS,
+    STACK_PARAMS,
+    CalibrateJob,
+    ServingRunOptions,
+    StackJob,
+    TraceStepOptions,
+)
 from ..llm.stack import Stack
 from ..params import echo
-from ..stacks.calibrate import MAX_RESIDUAL, Fit, fit
+from ..stacks.calibrate import MAX_RESIDUAL, fit
 from ..stacks.schema import BY_NAME, fittable
 from ..stacks.stack import SoftwareStack, load_stack, measured_serving_gpus, presets
 from ..validation.predict import THROUGHPUT, throughput
 from ..validation.rows import read_rows, shipped_rows
+from .calibrate_trace import TraceStep, calibrate_trace
+from .calibration import Calibration, _table
 from .infer import infer
 from .serve_llm import serve_llm
 
@@ -200,107 +206,6 @@ def read_training_runs(path: str | Path) -> list[dict[str, str]]:
     if not out:
         raise InputError("no runs to calibrate to", src)
     return out
-
-
-@dataclass
-class Calibration:
-    """What ``podsim calibrate`` found: the base stack, the measurements, the fit.
-
-    Attributes:
-        base: the stack the fit started from.
-        name: the fitted stack's name.
-        runs: one entry per measurement (``row_id``, ``metric``: a training run's row, or a serving
-            run's ``prefill_ms`` / ``decode_ms``), in the order of ``measured`` and the fit's errors.
-        measured: the measured values (the metric's unit: tokens/s, TFLOP/s, s or ms).
-        fit: the fit (fitted and held values, each measurement's error before and after).
-        source: where the runs came from (ROWS.csv or ``shipped:PREFIX``).
-        kind: ``training`` or ``inference``: what was calibrated.
-        note: how the errors before the fit were taken, where not at the base's own values.
-        replay: a serving run's ``podsim serve-llm`` flags it was replayed with ('' otherwise).
-        architectures: the GPU architectures the runs ran on: a per-architecture value of the base
-            (``{default: x, ampere: y}``) is written with their entries set to the fitted value.
-    """
-
-    base: SoftwareStack
-    name: str
-    runs: list[dict[str, str]]
-    measured: list[float]
-    fit: Fit
-    source: str = ""
-    kind: str = "training"
-    note: str = ""
-    replay: str = ""
-    architectures: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.fit.refusal
-
-    @property
-    def row_ids(self) -> list[str]:
-        """The runs' ids, each once, in order."""
-        return list(dict.fromkeys(r["row_id"] for r in self.runs))
-
-    def citation(self) -> str:
-        ids = ", ".join(self.row_ids)
-        how = f"; replayed as podsim serve-llm {self.replay}" if self.replay else ""
-        return f"fitted by podsim calibrate {self.kind} {self.source} (runs: {ids}{how}) on {datetime.date.today()}"
-
-    def to_yaml(self) -> str:
-        """The fitted stack as a stack file (base + the fitted values with their citation)."""
-        cite = self.citation()
-        section = self.base.kind
-        data: dict[str, Any] = {
-            "name": self.name,
-            "title": f"{self.base.title}, calibrated to {len(self.row_ids)} measured run(s)",
-            "kind": section,
-            "base": self.base.name if self.base.origin == "preset" else None,
-            "description": f"{self.base.name} with {', '.join(self.fit.fitted)} fitted by podsim calibrate "
-            f"{self.kind} to {self.source}; held at the base's values: {', '.join(self.fit.held) or 'none'}.",
-            section: {
-                k: _rounded(self.base.fitted_value(k, v, self.architectures)) for k, v in self.fit.fitted.items()
-            },
-            "sources": dict.fromkeys(self.fit.fitted, cite),
-        }
-        if data["base"] is None:  # a user's file as the base: its values are written out in full
-            data[section] = {**self.base.values, **data[section]}
-            data["sources"] = {**self.base.sources, **data["sources"]}
-            del data["base"]
-        return yaml.safe_dump(data, sort_keys=False, width=100)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "base": self.base.name,
-            "name": self.name,
-            "fitted": self.fit.fitted,
-            "held": self.fit.held,
-            "flat": self.fit.flat,
-            "refusal": self.fit.refusal or None,
-            "note": self.note or None,
-            "replay": self.replay or None,
-            "evaluations": self.fit.evaluations,
-            "runs": [
-                {
-                    "row_id": r["row_id"],
-                    "metric": r["metric"],
-                    "measured": m,
-                    "error_before": round(b, 5),
-                    "error_after": round(a, 5),
-                }
-                for r, m, b, a in zip(self.runs, self.measured, self.fit.before, self.fit.after)
-            ],
-        }
-
-
-def _table(table: dict) -> str:
-    """A table by sequence length as text: ``512: 0.67, 8192: 0.56``."""
-    return ", ".join(f"{n}: {x:g}" for n, x in table.items())
-
-
-def _rounded(v: float | dict[str, float]) -> float | dict[str, float]:
-    """A fitted value (or per-architecture mapping) to 6 decimals, as a stack file holds it."""
-    return {k: round(x, 6) for k, x in v.items()} if isinstance(v, dict) else round(v, 6)
 
 
 #: the training calibration's former name
@@ -738,6 +643,33 @@ def write_stack(cal: Calibration, path: str | Path) -> None:
     atomic_write_text(path, cal.to_yaml())
 
 
+def trace_step(job: CalibrateJob) -> TraceStep:
+    """The traced step ``podsim calibrate trace`` describes with --model, --gpu, --seq-len,
+    --micro-batch, --recompute, --layers and --precision.
+
+    Raises:
+        InputError: no model, GPU or sequence length; serving-run flags given."""
+    if not job.run.model.model and not job.run.model.model_config:
+        raise InputError("a trace needs --model or --model-config: the model the traced step trained", where="--model")
+    if not job.run.replica.gpu:
+        raise InputError("a trace needs --gpu: the GPU it ran on", where="--gpu")
+    if not job.step.seq_len:
+        raise InputError("a trace needs --seq-len: tokens per sequence of the traced step", where="--seq-len")
+    serving = {k for k in run_flags(job.run) if k not in ("model", "model-config", "gpu", "precision")}
+    if serving:
+        flag = sorted(serving)[0]
+        raise InputError(f"--{flag} is a flag of a serving run's replay, not of a traced step", where=f"--{flag}")
+    return TraceStep(
+        job.run.model.load(),
+        job.run.replica.gpu,
+        job.step.seq_len,
+        job.step.micro_batch,
+        job.step.recompute,
+        job.step.layers,
+        job.run.replica.precision,
+    )
+
+
 #: what each kind of ``podsim calibrate`` reads its runs with and fits them with
 CALIBRATIONS: dict[str, tuple[Callable[..., list[dict[str, str]]], Callable[..., Calibration]]] = {
     "training": (read_training_runs, calibrate_training),
@@ -755,12 +687,22 @@ def calibrate(job: CalibrateJob) -> Calibration:
         InputError: a missing ROWS.csv, --base or --out; bad runs; an unknown stack or parameter;
             serve-llm flags with runs that are not a serving run.
     """
-    for flag, value in (("ROWS.csv", job.rows), ("--base", job.base), ("--out", job.out)):
+    what = "DIR" if job.kind == "trace" else "ROWS.csv"
+    for flag, value in ((what, job.rows), ("--base", job.base), ("--out", job.out)):
         if not value:
             raise InputError(f"podsim calibrate {job.kind} needs {flag}")
     assert job.rows and job.base and job.out and job.kind
     name = job.name or Path(job.out).stem
     free = list(job.free) if job.free else None
+    if job.kind == "trace":
+        return calibrate_trace(job.rows, trace_step(job), job.base, name, free)
+    given_step = {k: v for k, v in echo(job.step).items() if v != echo(TraceStepOptions())[k]}
+    if given_step:
+        flag = next(iter(given_step))
+        raise InputError(
+            f"--{flag} describes a traced step (podsim calibrate trace DIR); {job.rows} holds {job.kind} runs",
+            where=f"--{flag}",
+        )
     if job.kind == "inference" and is_serving_run(job.rows):
         run = read_serving_run(job.rows)
         return calibrate_serving_run(run, job.run, job.base, name, free, source=job.rows)

@@ -36,6 +36,8 @@ EPILOG_CALIBRATE = """examples:
   podsim calibrate training shipped:torchtitan_l31_8b_8g_fsdp_tok --base torchtitan --out tt.yaml
   podsim calibrate training my_runs.csv --base megatron-lm --free gemm_efficiency,host_ns --out mine.yaml
   podsim llm --model llama3-70b --gpu h100 --gpus 512 --tp 8 --pp 4 --global-batch 512 --stack mine.yaml
+  podsim calibrate trace shipped:h200 --base torchtitan --out traced.yaml \\
+      --model llama3-8b --gpu h200 --seq-len 2048 --layers 4
   podsim calibrate inference my_steps.csv --base vllm --out my-serving.yaml
   podsim calibrate inference shipped:infer_17,infer_18,infer_19 --base vllm-v0-eager --out eager-a100.yaml
   podsim infer --model llama2-70b --gpu a100 --tp 2 --prompt-tokens 512 --output-tokens 128 --stack eager-a100.yaml
@@ -48,8 +50,12 @@ output_tokens, prefill_ms, decode_ms (docs/stacks.md), or a serving run, one row
 (arrived_at, num_prefill_tokens, num_decode_tokens, ttft_ms, e2e_ms), replayed request by request
 by podsim serve-llm with the flags it ran with (--model, --gpu, --tp, --replicas, --max-num-seqs,
 ...; their defaults, vLLM's limits among them, are serve-llm's: podsim serve-llm --help): its mean
-TTFT, mean end-to-end latency and median time per output token are fitted.  The fit is refused
-(exit 1, nothing written) when a parameter lands on its bound or a run stays more than 10% off."""
+TTFT, mean end-to-end latency and median time per output token are fitted.  trace reads
+gemm_efficiency, attention_efficiency and elementwise_traffic off PyTorch profiler traces of one
+GPU's training step (a folder of *.json / *.json.gz, or shipped:h200, podsim's own) described
+with --model, --gpu, --seq-len, --micro-batch, --recompute and --layers (docs/stacks.md).  The
+fit is refused (exit 1, nothing written) when a parameter lands on its bound or a run stays more
+than 10% off, or, for a trace, a value falls outside its range."""
 
 
 def add_parser(sub) -> None:  # type: ignore[no-untyped-def]

@@ -275,6 +275,17 @@ def shipped_path(gpu: str) -> Path | None:
     return next((p for p in package_files("podsim.compute", "tables/steps") if p.stem == gpu), None)
 
 
+#: the suffix of a shipped profiled step: ``tables/steps/<gpu>.profile.json.gz``, the PyTorch profiler
+#: trace of the first configuration of ``<gpu>.csv`` (``podsim calibrate trace shipped:<gpu>``)
+PROFILE_SUFFIX = ".profile.json.gz"
+
+
+def shipped_profiles() -> dict[str, Path]:
+    """GPU key -> its shipped profiled step (:data:`PROFILE_SUFFIX`)."""
+    files = package_files("podsim.compute", "tables/steps", PROFILE_SUFFIX)
+    return {p.name[: -len(PROFILE_SUFFIX)]: p for p in files}
+
+
 def shipped_steps() -> list[StepSet]:
     """Every shipped training-steps file (one per measured GPU)."""
     return [read_steps(p) for p in package_files("podsim.compute", "tables/steps")]

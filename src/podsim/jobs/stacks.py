@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..llm.layout import Layout
 from ..params import JobSpec, Param, nested, param, params_of
 from .hardware import CLUSTER, GPU
 from .model import ModelChoice
@@ -16,7 +17,7 @@ from .serve_llm import EngineOptions, RequestsSpec
 #: what ``podsim stack`` does (its positional argument)
 STACK_ACTIONS: tuple[str, ...] = ("list", "show")
 #: what ``podsim calibrate`` fits (its positional argument)
-CALIBRATE_KINDS: tuple[str, ...] = ("training", "inference")
+CALIBRATE_KINDS: tuple[str, ...] = ("training", "inference", "trace")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,34 @@ class ServingRunOptions:
     engine: EngineOptions = nested(EngineOptions)
 
 
+_LLM = {p.name: p for p in params_of(Layout)}
+
+
+@dataclass(frozen=True)
+class TraceStepOptions:
+    """The training step a profiled trace holds (``podsim calibrate trace DIR``): its shape on one
+    GPU, as ``podsim llm`` names it; the model and GPU are --model and --gpu above."""
+
+    seq_len: int | None = param(
+        replace(_LLM["seq-len"], default=None, help="a trace: tokens per sequence of the traced step (required)")
+    )
+    micro_batch: int = param(replace(_LLM["micro-batch"], help="a trace: sequences in the traced step (default 1)"))
+    recompute: str = param(
+        replace(_LLM["recompute"], help="a trace: the traced step's activation recomputation: none, selective or full")
+    )
+    layers: int | None = param(
+        Param(
+            "layers",
+            "count",
+            None,
+            metavar="N",
+            sweep=False,
+            help="a trace: the traced model's layers where it ran fewer than --model's (a shortened model; "
+            "default the model's own)",
+        )
+    )
+
+
 @dataclass(frozen=True)
 class CalibrateJob(JobSpec):
     """``podsim calibrate training|inference ROWS.csv --base STACK --out FILE.yaml``."""
@@ -89,7 +118,8 @@ class CalibrateJob(JobSpec):
             sweep=False,
             help="training: fit a training stack to measured iterations (tokens/s, TFLOP/s, step time); "
             "inference: fit a serving stack to measured prefill and decode step times, or to a serving run's "
-            "per-request TTFT and end-to-end latency",
+            "per-request TTFT and end-to-end latency; trace: read a training stack's GEMM and attention "
+            "efficiencies and elementwise traffic off a profiled step of one GPU (PyTorch profiler traces)",
         )
     )
     rows: str | None = param(
@@ -104,7 +134,9 @@ class CalibrateJob(JobSpec):
             "published-measurements table's; for inference model, gpu, tp, pp, batch, prompt_tokens, output_tokens, "
             "prefill_ms, decode_ms (docs/stacks.md), or a serving run: one row per request with arrived_at, "
             "num_prefill_tokens, num_decode_tokens, ttft_ms, e2e_ms, replayed with the serve-llm flags below; "
-            "shipped:PREFIX takes podsim's own published rows whose id starts with PREFIX (several: shipped:A,B)",
+            "shipped:PREFIX takes podsim's own published rows whose id starts with PREFIX (several: shipped:A,B); "
+            "for trace a folder of PyTorch profiler (Kineto / Chrome) traces of one GPU's training step, "
+            "*.json or *.json.gz, or one such file",
         )
     )
     base: str | None = param(
@@ -142,6 +174,7 @@ class CalibrateJob(JobSpec):
         )
     )
     run: ServingRunOptions = nested(ServingRunOptions)
+    step: TraceStepOptions = nested(TraceStepOptions)
     json: str | None = param(replace(JSON, help="write the fit (values, residuals before and after) as JSON"))
 
 

@@ -73,9 +73,10 @@ def _measured(v: float) -> str:
 
 
 def format_calibration(cal: Any, out: str | None) -> str:
-    """A calibration (training or inference): the fitted values, those held, each measured run
-    before and after (a serving run's prefill and decode step times, or a replayed run's mean
-    TTFT, mean E2E and median TPOT, each on a line of its own)."""
+    """A calibration (training, inference or trace): the fitted values, those held, each measured
+    run before and after (a serving run's prefill and decode step times, a replayed run's mean
+    TTFT, mean E2E and median TPOT, or a trace's GEMM, attention and memory-bound ms, each on a
+    line of its own)."""
     d = cal.to_dict()
     rows = len(dict.fromkeys(r["row_id"] for r in d["runs"]))
     lines = [f"podsim calibrate {d['kind']}: {rows} run(s), base stack {d['base']}"]
@@ -83,10 +84,11 @@ def format_calibration(cal: Any, out: str | None) -> str:
         lines.append(f"  replayed request by request as podsim serve-llm {d['replay']}")
     for k, v in d["fitted"].items():
         lines.append(f"  fitted {k:<22} {_fitted(v)}")
-    serving = d["kind"] == "inference"
+    serving = d["kind"] in ("inference", "trace")
     fewer = "fewer measured step times than free parameters" if serving else "fewer runs than free parameters"
+    flat = "a trace does not measure it" if d["kind"] == "trace" else "these runs do not depend on it"
     for k, v in d["held"].items():
-        why = "these runs do not depend on it" if k in d["flat"] else fewer
+        why = flat if k in d["flat"] else fewer
         lines.append(f"  held   {k:<22} {_fitted(v)}  ({why}: kept at the base's value)")
     labels = [f"{r['row_id']} {r['metric']}" if serving else r["row_id"] for r in d["runs"]]
     w = max(len(x) for x in labels)
