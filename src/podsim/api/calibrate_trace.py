@@ -43,7 +43,7 @@ from ..llm.model import ModelConfig
 from ..stacks.calibrate import Fit
 from ..stacks.schema import BY_NAME
 from ..stacks.stack import SoftwareStack, load_stack
-from ..validation.training_steps import category_of
+from ..validation.training_steps import step_categories
 from .calibration import Calibration
 from .train import simulate_training
 
@@ -139,8 +139,7 @@ def measured_categories(files: list[Path]) -> tuple[dict[str, float], list[Break
 
 def predicted_categories(step: TraceStep, stack: SoftwareStack) -> dict[str, float]:
     """podsim's device ms of ``step`` by measured category under ``stack`` (one GPU, one
-    micro-batch: each layer section times the layers, the forward twice with full recomputation,
-    the embedding, output and optimizer sections once)."""
+    micro-batch: :func:`~podsim.validation.training_steps.step_categories`)."""
     layers = step.layers or step.model.layers
     model = replace(step.model, layers=layers) if layers != step.model.layers else step.model
     layout = Layout(
@@ -152,14 +151,7 @@ def predicted_categories(step: TraceStep, stack: SoftwareStack) -> dict[str, flo
         precision=step.precision,
     )
     res = simulate_training(model, layout, step.gpu, None, "analytical", record_timeline=False, software=stack)
-    times = {"layer_forward": layers * (2 if step.recompute == "full" else 1), "layer_backward": layers}
-    out: dict[str, float] = {}
-    for section, rows in res.kernels.items():
-        n = times.get(section, 1)
-        for k in rows:
-            c = category_of(k, section)
-            out[c] = out.get(c, 0.0) + n * k["step_us"] / 1000.0
-    return out
+    return step_categories(res, layers, step.recompute == "full")
 
 
 def _group_ms(ms: dict[str, float], key: str) -> float:

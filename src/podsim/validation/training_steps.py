@@ -113,17 +113,22 @@ def category_of(k: dict, section: str) -> str:
     return "elementwise"
 
 
-def predicted_categories(res: TrainingResult, row: StepRow) -> dict[str, float]:
-    """podsim's device ms of the step by measured category: each layer section times the
-    layers (the forward twice with full recomputation), the embedding, output and optimizer
-    sections once."""
+def step_categories(res: TrainingResult, layers: int, full_recompute: bool) -> dict[str, float]:
+    """podsim's device ms of a one-micro-batch step by measured category: each layer section
+    times ``layers`` (the forward twice with full recomputation), the embedding, output and
+    optimizer sections once."""
     out = dict.fromkeys(CATEGORIES, 0.0)
-    times = {"layer_forward": row.layers * (2 if row.checkpoint == "full" else 1), "layer_backward": row.layers}
+    times = {"layer_forward": layers * (2 if full_recompute else 1), "layer_backward": layers}
     for section, rows in res.kernels.items():
         n = times.get(section, 1)
         for k in rows:
             out[category_of(k, section)] += n * k["step_us"] / 1000.0
     return out
+
+
+def predicted_categories(res: TrainingResult, row: StepRow) -> dict[str, float]:
+    """podsim's device ms of the row's step by measured category (:func:`step_categories`)."""
+    return step_categories(res, row.layers, row.checkpoint == "full")
 
 
 def in_step_efficiency(rows: list[StepRow], gpu: str) -> dict[str, float]:
