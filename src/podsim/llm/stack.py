@@ -118,8 +118,8 @@ class Stack:
         """The parameters for ``gpu_key`` (the ``default`` entry unless the GPU has its own) under
         the software stack ``software`` (None: Megatron-Core's, the GPU's own values): its
         ``host_ns`` replaces the GPU's, its efficiencies (for the GPU's architecture) multiply the
-        GPU's in-step ones, its
-        ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels; ``override`` last."""
+        GPU's in-step ones, its ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels;
+        ``override`` last."""
         data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
         own = data.get(gpu_key) or {}
@@ -131,9 +131,11 @@ class Stack:
             arch = _architecture(gpu_key)
             for key in ("gemm_efficiency", "attention_efficiency"):
                 rel = software.value_for(key, arch)
+                if key in override:
+                    continue
                 if isinstance(rel, dict):  # a table by sequence length: the kernel's length picks
                     by_seq, rel = tuple((float(n), float(x)) for n, x in sorted(rel.items())), 1.0
-                if rel is not None and key not in override:
+                if rel is not None:
                     values[key] = _resolved(values[key], gpu_key, key) * rel
             for key in ("host_ns", "elementwise_traffic", "fp8_overhead"):
                 if software.get(key) is not None:
