@@ -1,9 +1,11 @@
 """The "calibrate on the smallest run, predict the rest" check of the shipped stack rows: for
-each source of ``podsim/validation/reported_stacks.csv`` (runs podsim is never fitted to), fit the
-row's stack preset's free parameters to that source's one smallest run (fewest GPUs, then the
-fewest parameters) with ``podsim calibrate training``'s fitter, then predict the source's other
-runs with the fitted stack.  Prints, per source and GPU, the mean / max |error| with the preset
-as shipped and with the stack calibrated on the smallest run.
+each source of ``podsim/validation/reported_stacks.csv`` (runs podsim is never fitted to) and GPU
+architecture, fit the row's stack preset's free parameters to that group's one smallest run
+(fewest GPUs, then the fewest parameters, then the shortest sequences) with ``podsim calibrate training``'s fitter, then
+predict the group's other runs with the fitted stack (the fitted value written into the
+architecture's entry, as ``podsim calibrate training`` writes it).  Prints, per source and
+GPU, the mean / max |error| with the preset as shipped and with the stack calibrated on the
+smallest run.
 
     python scripts/calibrate_holdout.py                # every source
     python scripts/calibrate_holdout.py --source llm-foundry --json out.json
@@ -21,13 +23,15 @@ from importlib import resources
 
 from podsim.api.calibrate import calibrate_training
 from podsim.errors import InputError
+from podsim.hardware.gpu import get_gpu
 from podsim.stacks.stack import load_stack
 from podsim.validation.predict import model_of, throughput
 from podsim.validation.rows import read_rows
 
 
-def _size(r: dict[str, str]) -> tuple[int, float]:
-    return int(r["gpus"]), model_of(r).total_params()
+def _size(r: dict[str, str]) -> tuple[int, float, int]:
+    """A run's size: GPUs, then parameters, then tokens per sequence."""
+    return int(r["gpus"]), model_of(r).total_params(), int(r["seq_len"])
 
 
 def _source(r: dict[str, str]) -> str:
@@ -46,21 +50,24 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = read_rows(str(resources.files("podsim.validation") / "reported_stacks.csv"), "reported")
     rows = [r for r in rows if not r.get("notes", "").startswith("outside the model")]
-    by: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    by: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         if args.source and not _source(r).startswith(args.source):
             continue
-        by[(_source(r), r["stack"])].append(r)
+        by[(_source(r), r["stack"], get_gpu(r["gpu"]).architecture)].append(r)
     out = []
     print(f"{'source':<58} {'stack':<20} {'gpu':<10} {'runs':>4} {'preset mean/max':>16} {'calibrated mean/max':>20}")
-    for (src, name), runs in sorted(by.items()):
+    for (src, name, _arch), runs in sorted(by.items()):
         anchor = min(runs, key=_size)
         try:
             cal = calibrate_training([anchor], name, source=f"{anchor['row_id']} (smallest run of {src})")
         except InputError as e:
             print(f"{src:<58} {name:<20} calibration failed: {e}")
             continue
-        fitted = load_stack(name, "training").with_values(cal.fit.fitted)
+        preset = load_stack(name, "training")
+        fitted = preset.with_values(
+            {k: preset.fitted_value(k, v, cal.architectures) for k, v in cal.fit.fitted.items()}
+        )
         per_gpu: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for r in runs:
             if r is anchor:
