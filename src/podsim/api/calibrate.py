@@ -48,7 +48,6 @@ from ..jobs.stacks import (
     CalibrateJob,
     ServingRunOptions,
     StackJob,
-    TraceStepOptions,
 )
 from ..llm.stack import Stack
 from ..params import echo
@@ -565,10 +564,24 @@ def read_serving_run(path: str | Path) -> ServingRun:
     return ServingRun(run_id, src, ttft, e2e, out, ok)
 
 
+def given_flags(opts: Any) -> dict[str, Any]:
+    """The flags of an options group ``opts`` (a dataclass of params) that differ from their
+    defaults (flag name -> value)."""
+    default = echo(type(opts)())
+    return {k: v for k, v in echo(opts).items() if v != default[k]}
+
+
 def run_flags(opts: ServingRunOptions) -> dict[str, Any]:
     """The serve-llm flags of ``opts`` that differ from their defaults (flag name -> value)."""
-    default = echo(ServingRunOptions())
-    return {k: v for k, v in echo(opts).items() if v != default[k]}
+    return given_flags(opts)
+
+
+def _need_model_and_gpu(opts: ServingRunOptions, what: str, model_role: str) -> None:
+    """InputError unless ``opts`` names a model and a GPU (``what``: a serving run, a trace)."""
+    if not opts.model.model and not opts.model.model_config:
+        raise InputError(f"{what} needs --model or --model-config: {model_role}", where="--model")
+    if not opts.replica.gpu:
+        raise InputError(f"{what} needs --gpu: the GPU it ran on", where="--gpu")
 
 
 def replay_text(opts: ServingRunOptions) -> str:
@@ -582,10 +595,7 @@ def serving_run_job(run: ServingRun, opts: ServingRunOptions) -> ServeLLMJob:
 
     Raises:
         InputError: no model or no GPU given."""
-    if not opts.model.model and not opts.model.model_config:
-        raise InputError("a serving run needs --model or --model-config: the model it served", where="--model")
-    if not opts.replica.gpu:
-        raise InputError("a serving run needs --gpu: the GPU it ran on", where="--gpu")
+    _need_model_and_gpu(opts, "a serving run", "the model it served")
     return ServeLLMJob.from_values({**echo(opts), "workload": run.path})
 
 
@@ -649,10 +659,7 @@ def trace_step(job: CalibrateJob) -> TraceStep:
 
     Raises:
         InputError: no model, GPU or sequence length; serving-run flags given."""
-    if not job.run.model.model and not job.run.model.model_config:
-        raise InputError("a trace needs --model or --model-config: the model the traced step trained", where="--model")
-    if not job.run.replica.gpu:
-        raise InputError("a trace needs --gpu: the GPU it ran on", where="--gpu")
+    _need_model_and_gpu(job.run, "a trace", "the model the traced step trained")
     if not job.step.seq_len:
         raise InputError("a trace needs --seq-len: tokens per sequence of the traced step", where="--seq-len")
     serving = {k for k in run_flags(job.run) if k not in ("model", "model-config", "gpu", "precision")}
@@ -696,7 +703,7 @@ def calibrate(job: CalibrateJob) -> Calibration:
     free = list(job.free) if job.free else None
     if job.kind == "trace":
         return calibrate_trace(job.rows, trace_step(job), job.base, name, free)
-    given_step = {k: v for k, v in echo(job.step).items() if v != echo(TraceStepOptions())[k]}
+    given_step = given_flags(job.step)
     if given_step:
         flag = next(iter(given_step))
         raise InputError(
