@@ -87,6 +87,36 @@ def test_fp8_runs_layer_gemms_in_fp8_and_adds_casts() -> None:
     assert {g[4] for g in _gemms(output_kernels(GPT, lay, False))} == {"bf16"}
 
 
+def test_fp8_rowwise_casts_every_operand_both_ways_and_fuses_nothing() -> None:
+    lay = Layout(1, global_batch=1, seq_len=16, precision="fp8-rowwise")  # T = 16 tokens
+    ks = [k for b in (False, True) for k in attention_kernels(GPT, lay, b) + mlp_kernels(GPT, lay, b)]
+    assert {g[4] for g in _gemms(ks)} == {"fp8"}
+    # each linear T x k -> T x n: 8 B per input element (read bf16, write fp8 + a bf16 transpose;
+    # read the transpose, write fp8), 10 per weight element, 8 per gradient element
+    linears = [(64, 192), (64, 64), (64, 256), (256, 64)]  # (k, n): QKV, projection, FC1, FC2
+    want = sum(8 * 16 * k + 10 * k * n + 8 * 16 * n for k, n in linears)
+    assert sum(k.nbytes for k in ks if k.module == "fp8") == want
+    assert not any("cast-transpose" in k.name for k in ks)  # no Transformer Engine casts
+    norm = next(k for k in ks if k.name == "norm fwd")
+    assert norm.nbytes == 16 * 64 * (2 + 2)  # the norm writes bf16 (the cast reads it again)
+    # the weights are cast at every use, not once per iteration
+    assert not [k for k in optimizer_kernels(1e6, 1e6, lay) if k.module == "fp8"]
+    assert [k for k in optimizer_kernels(1e6, 1e6, Layout(1, global_batch=1, precision="fp8")) if k.module == "fp8"]
+
+
+def test_fp8_rowwise_casts_take_the_stacks_rowwise_overhead() -> None:
+    lay = Layout(1, global_batch=1, seq_len=16, precision="fp8-rowwise")
+    cm = ComputeModel.for_gpu(H100, "fp8")
+    cast = next(k for k in mlp_kernels(GPT, lay, False) if k.name == "fc1 input rowwise cast")
+    for x in (1.0, 3.0):
+        costs = LayerCosts(GPT, lay, cm, stack=Stack(fp8_rowwise_overhead=x, fp8_overhead=7.0))
+        assert costs.kernel_ns(cast) == pytest.approx(cm.memory_ns(16 * 64 * 5) * x)
+    te = Layout(1, global_batch=1, seq_len=16, precision="fp8")
+    grad = next(k for k in attention_kernels(GPT, te, True) if k.name == "qkv grad cast-transpose")
+    costs = LayerCosts(GPT, te, cm, stack=Stack(fp8_rowwise_overhead=3.0, fp8_overhead=7.0))
+    assert costs.kernel_ns(grad) == pytest.approx(cm.memory_ns(grad.nbytes) * 7.0)
+
+
 def test_cross_entropy_bytes_per_logit() -> None:
     lay = Layout(2, tp=2, global_batch=1, seq_len=16)  # 16 tokens x 500 vocabulary entries per GPU
     logits = 16 * 500

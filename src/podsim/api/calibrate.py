@@ -94,6 +94,8 @@ __all__ = [
 SHIPPED = "shipped:"
 #: the published-measurements table's columns podsim reads besides its own
 PUBLISHED = ("seq_par", "zero_or_distopt", "dp")
+#: the training parameters whose Megatron-Core value is the GPU's own (``llm/stack.yaml``), not 1
+ROOT_VALUED = ("host_ns", "fp8_rowwise_overhead")
 _NEUTRAL = {
     "gemm_efficiency": 1.0,
     "attention_efficiency": 1.0,
@@ -225,7 +227,7 @@ def base_values(base: SoftwareStack, gpu: str, names: list[str]) -> dict[str, fl
                 where="--free",
             )
         if v is None:
-            v = Stack.for_gpu(gpu).host_ns if k == "host_ns" else _NEUTRAL[k]
+            v = getattr(Stack.for_gpu(gpu), k) if k in ROOT_VALUED else _NEUTRAL[k]
         out[k] = float(v)
     return out
 

@@ -58,7 +58,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 #: how each group is labelled in the printed fit
 LABELS = {"gemm_efficiency": "GEMMs", "attention_efficiency": "attention", "elementwise_traffic": "memory-bound"}
 #: the physical parameters a trace does not measure, held at the base's
-HELD = ("host_ns", "fp8_overhead")
+HELD = ("host_ns", "fp8_overhead", "fp8_rowwise_overhead")
 #: DIR as ``shipped:GPU``: podsim's own profiled training step of that GPU
 SHIPPED = "shipped:"
 #: the file names read from a trace folder

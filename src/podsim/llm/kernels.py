@@ -30,6 +30,12 @@ fp8 (Transformer Engine's recipe)
     transposed) once per iteration; attention, the output layer and the loss stay in bf16.
     mxfp8 / nvfp4 (Blackwell's block-scaled recipes): the same kernels, the GEMMs at the fp8 /
     fp4 peak, every quantized element carrying its share of the block scales (1.031 B / 0.5625 B).
+fp8-rowwise (torchao's rowwise recipe)
+    the layer GEMMs in fp8 with a scale per row of each operand along the contracted dimension,
+    so each GEMM's three operands (input, weight, incoming gradient) are cast twice, once per
+    dimension, the second time through a bf16 transpose (:func:`rowwise_casts`): nothing is
+    fused into the norms or the activation, which write bf16; the weights are cast at every
+    use, not once per iteration.
 embedding / output layer
     vocabulary-parallel lookup (and position embedding add), its dense gradient
     (``V / t x h``) accumulated into ``main_grad``; the output layer's GEMMs and Megatron's
@@ -104,6 +110,13 @@ class Shapes:
     act_bytes: float  #: bytes per activation element (2; 4 in fp32)
     gemm_dtype: str  #: the layer GEMMs' precision
     quant_bytes: float  #: bytes per GEMM input element a cast writes (act_bytes when not quantized)
+    rowwise: bool = False  #: fp8 with a scale per row (torchao's rowwise recipe)
+
+    @property
+    def fused_cast_bytes(self) -> float:
+        """Bytes per element a norm or activation writes for the GEMM after it: the quantized
+        element where the recipe fuses its cast there (Transformer Engine's), else bf16."""
+        return self.act_bytes if self.rowwise else self.quant_bytes
 
 
 def shapes(model: ModelConfig, layout: Layout) -> Shapes:
@@ -122,6 +135,7 @@ def shapes(model: ModelConfig, layout: Layout) -> Shapes:
         4.0 if layout.precision == "fp32" else 2.0,
         layout.compute_dtype,
         QUANT_BYTES.get(layout.precision, 4.0 if layout.precision == "fp32" else 2.0),
+        layout.precision == "fp8-rowwise",
     )
 
 
@@ -183,11 +197,37 @@ def _comm(name: str, nbytes: float, backward: bool = False) -> Kernel:
     return Kernel(name, "comm", "comm", nbytes=nbytes, backward=backward)
 
 
+def rowwise_casts(name: str, rows: float, n: float, k: float, E: float, q: float, backward: bool) -> list[Kernel]:
+    """The casts of a rowwise-scaled fp8 linear ``rows x k -> rows x n`` (bytes: ``E`` bf16,
+    ``q`` fp8 per element).  Each operand is needed scaled along both of its dimensions: the
+    first cast reads it and writes the row-scaled fp8 copy (and, for the input and the
+    gradient, a bf16 transpose for later), the second reads the transpose and writes the
+    column-scaled copy.
+
+    forward: the input (``rows x k``: read ``E``, write ``q`` + ``E``) and the weight
+    (``k x n``: read ``E``, write ``q``); backward: the input's second cast (``E + q``), the
+    weight's transpose and second cast (``2E`` + ``E + q``), the incoming gradient's two casts
+    (``rows x n``: ``2E + q``, ``E + q``).  In all ``3E + 2q`` per input, ``4E + 2q`` per weight
+    and ``3E + 2q`` per gradient element: 8, 10 and 8 B for bf16 into fp8.
+    """
+    if not backward:
+        return [
+            _mem(f"{name} input rowwise cast", "fp8", rows * k * (2 * E + q)),
+            _mem(f"{name} weight rowwise cast", "fp8", k * n * (E + q)),
+        ]
+    return [
+        _mem(f"{name} grad rowwise cast", "fp8", rows * n * (2 * E + q), True),
+        _mem(f"{name} grad column-wise cast", "fp8", rows * n * (E + q), True),
+        _mem(f"{name} weight transpose + column-wise cast", "fp8", k * n * (3 * E + q), True, count=2),
+        _mem(f"{name} input column-wise cast", "fp8", rows * k * (E + q), True),
+    ]
+
+
 def _linear(
     name: str, module: str, rows: float, n: float, k: float, sh: Shapes, fp8: bool, backward: bool, column: bool
 ) -> list[Kernel]:
     """A linear layer ``rows x k -> rows x n``: fprop, or dgrad + wgrad (with fp8, the incoming
-    gradient's cast + transpose first).
+    gradient's cast + transpose first; with fp8-rowwise, :func:`rowwise_casts`).
 
     ``overlap`` marks the TP collective each GEMM hides with sequence parallelism: a
     column-parallel layer (QKV, FC1) all-gathers its input before fprop ("ag"); in backward it
@@ -195,10 +235,11 @@ def _linear(
     ("rs"); a row-parallel layer (projection, FC2) reduce-scatters its output after fprop
     ("rs") and all-gathers the incoming gradient before dgrad ("ag")."""
     dt = sh.gemm_dtype
+    casts = rowwise_casts(name, rows, n, k, sh.act_bytes, sh.quant_bytes, backward) if sh.rowwise else []
     if not backward:
-        return [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
-    out = []
-    if fp8:
+        return casts + [_gemm(f"{name} fprop", module, rows, n, k, dt, overlap="ag" if column else "rs")]
+    out = casts
+    if fp8 and not sh.rowwise:
         out.append(_mem(f"{name} grad cast-transpose", "fp8", rows * n * (sh.act_bytes + 2 * sh.quant_bytes), True))
     out.append(_gemm(f"{name} dgrad", module, rows, k, n, dt, True, overlap="ag"))
     out.append(_gemm(f"{name} wgrad", module, n, k, rows, dt, True, overlap="rs" if column else ""))
@@ -212,7 +253,7 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
     E, T, R, h, d = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.dhead
     qkv_n = (sh.heads + 2 * sh.kv) * d
     ctx = sh.heads * d
-    gin = sh.quant_bytes  # bytes of a GEMM input element written by a fused cast
+    gin = sh.fused_cast_bytes  # bytes of a GEMM input element written by its producer
     dropout = model.dropout > 0
     b, sq, skv = layout.micro_batch, layout.seq_len / layout.cp, float(layout.seq_len)
     bh = b * sh.heads
@@ -276,7 +317,7 @@ def attention_kernels(model: ModelConfig, layout: Layout, backward: bool, flash:
         ks = [_mem("norm fwd", "norm", R * h * (E + gin))]
         ks += _linear("qkv", "attention", T, qkv_n, h, sh, fp8, False, True)
         ks += rope + core
-        if fp8:
+        if fp8 and not sh.rowwise:
             ks.append(_mem("attention output cast-transpose", "fp8", T * ctx * (E + 2 * sh.quant_bytes)))
         ks += _linear("attention proj", "attention", T, h, ctx, sh, fp8, False, False)
         ks.append(_residual_add("attention", R, sh, dropout))
@@ -294,7 +335,7 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     fp8 = layout.quantized
     E, T, R, h, f = sh.act_bytes, sh.tokens, sh.rows, sh.hidden, sh.ffn
     u = model.mlp_matrices - 1
-    gin = sh.quant_bytes
+    gin = sh.fused_cast_bytes
     dropout = model.dropout > 0
     act = "swiglu" if u == 2 else "gelu"
     act_name = f"bias-{act}" if model.bias else act
@@ -314,7 +355,7 @@ def mlp_kernels(model: ModelConfig, layout: Layout, backward: bool) -> list[Kern
     ks = head + _linear("fc2", "mlp", T, h, f, sh, fp8, True, False)
     # reads the incoming gradient and the saved FC1 output, writes FC1's output gradient (fp8:
     # with its transpose, the cast fused)
-    ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 * gin if fp8 else E)), True))
+    ks.append(_mem(f"{act} bwd", "mlp", T * f * (E + u * E + u * (2 * gin if fp8 and not sh.rowwise else E)), True))
     ks += _linear("fc1", "mlp", T, u * f, h, sh, fp8, True, True)
     return ks + tail
 
@@ -454,7 +495,8 @@ def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_by
     """Once per iteration on one GPU: zeroing its gradient buffer (``params_local`` elements of
     ``grad_bytes``), scaling it by 1/DP before the reduction, the gradient norm and Adam on the
     ``shard`` it updates (fp32 master, m, v), the updated weights cast to bf16 (46 B per shard
-    parameter in all); fp8: each weight cast and transposed (4 B per parameter)."""
+    parameter in all); fp8: each weight cast and transposed (4 B per parameter; fp8-rowwise casts
+    them at every use instead, :func:`rowwise_casts`)."""
     ks = [_mem("zero gradient buffer", "optimizer", params_local * grad_bytes)]
     if layout.dp * layout.cp > 1:
         ks.append(_mem("scale gradients by 1/DP", "optimizer", params_local * grad_bytes * 2))
@@ -464,7 +506,7 @@ def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_by
         _mem("adam", "optimizer", shard * 28),
         _mem("master weights to bf16", "optimizer", shard * 6),
     ]
-    if layout.quantized:  # read bf16, write the row- and column-wise quantized copies
+    if layout.quantized and layout.precision != "fp8-rowwise":  # read bf16, write both quantized copies
         ks.append(
             _mem(
                 f"{layout.precision} weight cast-transpose",

@@ -41,13 +41,14 @@ from .model import ModelConfig
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
-PRECISIONS = ("bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp8-rowwise", "mxfp8", "nvfp4", "fp32")
 #: the layer GEMMs' tensor-core dtype of each quantized training recipe
-_GEMM_DTYPE = {"mxfp8": "fp8", "nvfp4": "fp4"}
+_GEMM_DTYPE = {"fp8-rowwise": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 #: bytes per quantized GEMM operand element, block scales included: fp8 with a per-tensor scale
-#: (Transformer Engine's delayed / current scaling) 1; MXFP8, an 8-bit E8M0 scale per 32
-#: elements; NVFP4, 4 bits and an 8-bit E4M3 scale per 16 elements
-QUANT_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
+#: (Transformer Engine's delayed / current scaling) 1; fp8 with a 4-byte scale per row of
+#: >= 1,024 elements (torchao's rowwise recipe) 1 (the scales are under 0.4%); MXFP8, an 8-bit
+#: E8M0 scale per 32 elements; NVFP4, 4 bits and an 8-bit E4M3 scale per 16 elements
+QUANT_BYTES = {"fp8": 1.0, "fp8-rowwise": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
 TP_OVERLAP = ("te", "async", "none")
 RECOMPUTE_MODULES = ("core_attn", "act", "mlp", "layernorm")
 
@@ -157,8 +158,9 @@ class Layout:
             "choice",
             "bf16",
             PRECISIONS,
-            help="fp8: Transformer Engine's per-tensor scaling (delayed or current); mxfp8, nvfp4: Blackwell's "
-            "block-scaled formats (layer GEMMs at the fp8 / fp4 peak)",
+            help="fp8: Transformer Engine's per-tensor scaling (delayed or current); fp8-rowwise: a scale per "
+            "row (torchao's rowwise recipe: every GEMM operand cast twice, once through a transpose); mxfp8, "
+            "nvfp4: Blackwell's block-scaled formats (layer GEMMs at the fp8 / fp4 peak)",
         )
     )
     #: reduce gradients while the backward runs (Megatron-core's --overlap-grad-reduce); off,
@@ -306,13 +308,13 @@ class Layout:
 
     @property
     def quantized(self) -> bool:
-        """The layer GEMMs run in a quantized format (fp8, mxfp8 or nvfp4); attention, the
+        """The layer GEMMs run in a quantized format (fp8, fp8-rowwise, mxfp8 or nvfp4); attention, the
         output layer, the loss and communication stay in bf16 (Transformer Engine's recipes)."""
         return self.precision in QUANT_BYTES
 
     @property
     def compute_dtype(self) -> str:
-        """The tensor-core dtype of the layer GEMMs: ``fp8`` for fp8 and mxfp8, ``fp4`` for nvfp4."""
+        """The tensor-core dtype of the layer GEMMs: ``fp8`` for fp8, fp8-rowwise and mxfp8, ``fp4`` for nvfp4."""
         return _GEMM_DTYPE.get(self.precision, self.precision)
 
     @property

@@ -105,6 +105,7 @@ class LayerCosts:
         self.stack = stack or Stack.for_gpu(cm.gpu.key)
         self.tokens = layout.micro_batch * layout.seq_len // layout.cp  # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
+        self.rowwise = layout.precision == "fp8-rowwise"
         self._timers: dict[str, KernelTimer] = {cm.dtype: cm}
         self._cache: dict[tuple, list[PassStep]] = {}
 
@@ -127,7 +128,7 @@ class LayerCosts:
             one = cm.gemm_ns(k.m, k.n, k.k, k.batch) + cm.gemm_ns(k.m, k.k, k.n, k.batch)
             return one * (2.0 if k.backward else 1.0)
         if k.kind == "memory":
-            return self.cm.memory_ns(k.nbytes, k.count) * self.stack.kernel_scale(k.module)
+            return self.cm.memory_ns(k.nbytes, k.count) * self.stack.kernel_scale(k.module, self.rowwise)
         return 0.0
 
     def _launches(self, k: Kernel) -> int:

@@ -109,6 +109,9 @@ class Stack:
     elementwise_traffic: float = 1.0
     #: time of the fp8 cast / transpose / amax kernels relative to Transformer Engine's
     fp8_overhead: float = 1.0
+    #: time of a rowwise-scaled fp8 recipe's casts and transposes (``--precision fp8-rowwise``)
+    #: relative to the memory roofline of the bytes they move
+    fp8_rowwise_overhead: float = 1.0
     #: the software stack's fused-attention efficiency by sequence length, ((tokens, x), ...)
     #: ascending (empty: none; ``attention_efficiency`` alone)
     attention_by_seq: tuple[tuple[float, float], ...] = ()
@@ -137,7 +140,7 @@ class Stack:
                     by_seq, rel = tuple((float(n), float(x)) for n, x in sorted(rel.items())), 1.0
                 if rel is not None:
                     values[key] = _resolved(values[key], gpu_key, key) * rel
-            for key in ("host_ns", "elementwise_traffic", "fp8_overhead"):
+            for key in ("host_ns", "elementwise_traffic", "fp8_overhead", "fp8_rowwise_overhead"):
                 if software.get(key) is not None:
                     values[key] = software.get(key)
         values.update(override)
@@ -158,11 +161,12 @@ class Stack:
         values held beyond the ends)."""
         return self.attention_efficiency * interpolate_log(self.attention_by_seq, seq)
 
-    def kernel_scale(self, module: str) -> float:
+    def kernel_scale(self, module: str, rowwise: bool = False) -> float:
         """How much slower than Transformer Engine's a memory-bound kernel of ``module`` runs
-        under this stack (the optimizer's fused Adam as Megatron's)."""
+        under this stack (the optimizer's fused Adam as Megatron's); ``rowwise``: the fp8 casts
+        are a rowwise-scaled recipe's."""
         if module == "fp8":
-            return self.fp8_overhead
+            return self.fp8_rowwise_overhead if rowwise else self.fp8_overhead
         if module == "optimizer":
             return 1.0
         return self.elementwise_traffic

@@ -201,6 +201,16 @@ PROPS: tuple[Prop, ...] = (
         lo=0.5,
         hi=10.0,
     ),
+    Prop(
+        "fp8_rowwise_overhead",
+        "training",
+        "number",
+        "time of a rowwise-scaled fp8 recipe's casts and transposes (--precision fp8-rowwise: each GEMM "
+        "operand cast along both dimensions) relative to the memory roofline of the bytes they move",
+        unit="x",
+        lo=0.5,
+        hi=10.0,
+    ),
     # -- serving -------------------------------------------------------------------------------
     Prop(
         "host_overhead_ms",

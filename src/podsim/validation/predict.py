@@ -207,9 +207,12 @@ def balanced_split(layers: int, stages: int) -> tuple[int, ...]:
 
 def precision_of(label: str) -> str:
     """podsim's --precision for a published label: FP8 with per-tensor scaling (delayed,
-    current: ``fp8``, ``fp8-cs``, ``fp8-ds``) is fp8; MXFP8 (``mxfp8``, NVIDIA's ``fp8-mx``)
+    current: ``fp8``, ``fp8-cs``, ``fp8-ds``) is fp8; with a scale per row (torchao's rowwise:
+    ``fp8-rowwise``) fp8-rowwise; MXFP8 (``mxfp8``, NVIDIA's ``fp8-mx``)
     mxfp8; NVFP4 / FP4 nvfp4."""
     p = label.strip().lower()
+    if p in ("fp8-rowwise", "fp8_rowwise", "fp8rw", "float8 rowwise"):
+        return "fp8-rowwise"
     if p.startswith("mxfp8") or p in ("fp8-mx", "fp8_mx", "fp8mx"):
         return "mxfp8"
     if p in ("nvfp4", "fp4", "mxfp4"):
