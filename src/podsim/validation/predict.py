@@ -160,6 +160,8 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
         loss_fusion=nemo_stack(r),
         **kw,
     )
+    if r.get("tp_overlap"):  # the TP overlap the run names (else podsim llm's, or its stack's rule)
+        lay = replace(lay, tp_overlap=r["tp_overlap"])
     if not r.get("recompute"):
         lay = least_recompute(model, lay, r.get("gpu") or "h100-80gb")
     return lay
