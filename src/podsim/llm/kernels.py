@@ -135,7 +135,7 @@ def shapes(model: ModelConfig, layout: Layout) -> Shapes:
         4.0 if layout.precision == "fp32" else 2.0,
         layout.compute_dtype,
         QUANT_BYTES.get(layout.precision, 4.0 if layout.precision == "fp32" else 2.0),
-        layout.precision == "fp8-rowwise",
+        layout.rowwise_scaled,
     )
 
 
@@ -506,7 +506,7 @@ def optimizer_kernels(params_local: float, shard: float, layout: Layout, grad_by
         _mem("adam", "optimizer", shard * 28),
         _mem("master weights to bf16", "optimizer", shard * 6),
     ]
-    if layout.quantized and layout.precision != "fp8-rowwise":  # read bf16, write both quantized copies
+    if layout.quantized and not layout.rowwise_scaled:  # read bf16, write both quantized copies
         ks.append(
             _mem(
                 f"{layout.precision} weight cast-transpose",

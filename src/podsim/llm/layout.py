@@ -313,6 +313,11 @@ class Layout:
         return self.precision in QUANT_BYTES
 
     @property
+    def rowwise_scaled(self) -> bool:
+        """fp8 with a scale per row (torchao's rowwise recipe), which casts its own way (llm/kernels.py)."""
+        return self.precision == "fp8-rowwise"
+
+    @property
     def compute_dtype(self) -> str:
         """The tensor-core dtype of the layer GEMMs: ``fp8`` for fp8, fp8-rowwise and mxfp8, ``fp4`` for nvfp4."""
         return _GEMM_DTYPE.get(self.precision, self.precision)

@@ -105,7 +105,7 @@ class LayerCosts:
         self.stack = stack or Stack.for_gpu(cm.gpu.key)
         self.tokens = layout.micro_batch * layout.seq_len // layout.cp  # tokens per GPU
         self.act_bytes = int(self.tokens * model.hidden * cm.elem_bytes)
-        self.rowwise = layout.precision == "fp8-rowwise"
+        self.rowwise = layout.rowwise_scaled
         self._timers: dict[str, KernelTimer] = {cm.dtype: cm}
         self._cache: dict[tuple, list[PassStep]] = {}
 
