@@ -66,11 +66,16 @@ def casts_ns(cm: ComputeModel, m: int, k: int, n: int) -> float:
     return sum(cm.memory_ns(x.nbytes, x.count) for x in ks)
 
 
+def _parts(cell: Cell, cm: ComputeModel) -> tuple[float, float, float]:
+    """(bf16 block, fp8 block without its casts, the casts at overhead 1) of ``cell``, ns."""
+    mem, bf16, fp8 = _block_ns(cm, cell.m, cell.k, cell.n)
+    return mem + bf16, mem + fp8, casts_ns(cm, cell.m, cell.k, cell.n)
+
+
 def modelled_speedup(cell: Cell, overhead: float, gpu: GpuSpec | None = None) -> float:
     """podsim's bf16 time of ``cell``'s block over its rowwise-fp8 time with the casts at ``overhead``."""
-    cm = ComputeModel.for_gpu(gpu or get_gpu(TABLE_GPU), "bf16")
-    mem, bf16, fp8 = _block_ns(cm, cell.m, cell.k, cell.n)
-    return (mem + bf16) / (mem + fp8 + overhead * casts_ns(cm, cell.m, cell.k, cell.n))
+    bf16, fp8, casts = _parts(cell, ComputeModel.for_gpu(gpu or get_gpu(TABLE_GPU), "bf16"))
+    return bf16 / (fp8 + overhead * casts)
 
 
 def errors_pct(overhead: float, cells: list[Cell] | None = None) -> list[float]:
@@ -81,9 +86,11 @@ def errors_pct(overhead: float, cells: list[Cell] | None = None) -> list[float]:
 def fit_overhead(cells: list[Cell] | None = None, lo: float = 0.5, hi: float = 10.0) -> float:
     """The overhead that minimises the squared log error over ``cells`` (golden-section search)."""
     cells = cells or read_cells()
+    cm = ComputeModel.for_gpu(get_gpu(TABLE_GPU), "bf16")
+    parts = [(_parts(c, cm), c.speedup) for c in cells]  # the block times do not depend on the overhead
 
     def loss(x: float) -> float:
-        return sum(math.log(1 + e / 100) ** 2 for e in errors_pct(x, cells))
+        return sum(math.log(bf16 / (fp8 + x * casts) / measured) ** 2 for (bf16, fp8, casts), measured in parts)
 
     a, b = math.log(lo), math.log(hi)
     g = (math.sqrt(5) - 1) / 2
