@@ -44,3 +44,29 @@ def test_torchtitan_async_tp_ordering_rowwise_below_bf16_below_tensorwise() -> N
     predicted = {p: throughput(r) for p, r in runs.items()}
     assert predicted["fp8rw"] < predicted["bf16"] < predicted["fp8tw"]
     assert runs["fp8rw"]["precision"] == "fp8-rowwise"
+
+
+def test_a_rowwise_answer_says_where_its_cast_overhead_was_measured(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The overhead was fitted on an H100: elsewhere the result says so, unless the user's stack
+    sets its own value (calibrated on their GPU)."""
+    from podsim.api.train import simulate_training
+    from podsim.llm.layout import Layout
+    from podsim.llm.model import get_model
+    from podsim.stacks.stack import load_stack
+
+    model = get_model("llama3-8b")
+    lay = Layout(8, tp=8, sequence_parallel=True, global_batch=8, seq_len=2048, precision="fp8-rowwise")
+    note = "fitted to torchao's kernel measurements on the H100 only: untested on the B200"
+
+    def notes(gpu: str, software=None) -> str:  # type: ignore[no-untyped-def]
+        res = simulate_training(model, lay, gpu, record_timeline=False, software=software)
+        return " ".join(res.to_dict()["notes"])
+
+    assert note in notes("b200")
+    assert "fp8_rowwise_overhead" not in notes("h100")
+    own = tmp_path / "mine.yaml"
+    own.write_text(
+        "name: mine\nkind: training\nbase: torchtitan-compile\ntraining:\n  fp8_rowwise_overhead: 1.8\n"
+        "sources:\n  fp8_rowwise_overhead: my B200 kernel measurements\n"
+    )
+    assert "fp8_rowwise_overhead" not in notes("b200", load_stack(str(own), "training"))

@@ -37,7 +37,7 @@ from ..llm.layout import Layout
 from ..llm.memory import memory, stage_params
 from ..llm.model import ModelConfig, zoo
 from ..llm.ops import LayerCosts
-from ..llm.stack import Stack
+from ..llm.stack import FP8_ROWWISE_GPU, Stack
 from ..llm.training import TrainingResult, breakdown, calibration_of, default_cluster, group_ranks
 from ..network.fabric import Fabric
 from ..stacks.rules import apply_rules
@@ -120,6 +120,26 @@ def catalog() -> tuple[list[tuple[str, ModelConfig]], list[tuple[str, GpuSpec]]]
     return list(zoo().items()), list(gpu_specs().items())
 
 
+def check_precision(precision: str, gpu: GpuSpec) -> None:
+    """Refuse a training precision ``gpu``'s tensor cores cannot run (``podsim llm`` and ``podsim
+    search --precision``): fp8 recipes need fp8 tensor cores (Ada, Hopper and later), the
+    block-scaled formats (mxfp8, nvfp4) Blackwell's microscaling ones (an fp4 peak).
+
+    Raises:
+        InputError: naming the precision, the GPU and what to use instead.
+    """
+    if precision in ("mxfp8", "nvfp4") and "fp4" not in gpu.peak_tflops:
+        raise InputError(
+            f"--precision {precision} needs block-scaled (microscaling) tensor cores, which the "
+            f"{gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)"
+        )
+    if precision in ("fp8", "fp8-rowwise") and "fp8" not in gpu.peak_tflops:
+        raise InputError(
+            f"--precision {precision} needs fp8 tensor cores, which the {gpu.name} lacks (its peaks: "
+            f"{', '.join(gpu.peak_tflops)}): use bf16 there, or a GPU with fp8 (Ada, Hopper, Blackwell, MI300)"
+        )
+
+
 def simulate_training(
     model: ModelConfig,
     layout: Layout,
@@ -153,11 +173,7 @@ def simulate_training(
             InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
     """
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
-    if layout.precision in ("mxfp8", "nvfp4") and "fp4" not in spec_gpu.peak_tflops:
-        raise InputError(
-            f"--precision {layout.precision} needs block-scaled (microscaling) tensor cores, which the "
-            f"{spec_gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)"
-        )
+    check_precision(layout.precision, spec_gpu)
     if flash_attention is not None and flash_attention != layout.flash_attention:
         layout = replace(layout, flash_attention=flash_attention)
     applied: dict = {}
@@ -201,6 +217,12 @@ def simulate_training(
             **software.echo(),
             "applied": {k: list(v) if isinstance(v, tuple) else v for k, v in applied.items()},
         }
+    own = software is not None and software.get("fp8_rowwise_overhead") is not None
+    if layout.rowwise_scaled and spec_gpu.key != FP8_ROWWISE_GPU and not own:
+        out.notes.append(
+            f"the rowwise fp8 casts are timed with fp8_rowwise_overhead {stack.fp8_rowwise_overhead:g}, fitted to "
+            f"torchao's kernel measurements on the H100 only: untested on the {spec_gpu.name}"
+        )
     if out.memory_peak_gib > spec_gpu.memory_gib:
         worst = max(out.memory, key=lambda s: s.total)
         out.notes.append(

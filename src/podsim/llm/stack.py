@@ -91,6 +91,11 @@ def _architecture(gpu_key: str) -> str:
         return ""
 
 
+#: the GPU on which ``llm/stack.yaml``'s ``fp8_rowwise_overhead`` was measured (torchao's rowwise
+#: kernel measurements, ``compute/tables/fp8_rowwise_h100.csv``)
+FP8_ROWWISE_GPU = "h100-80gb"
+
+
 @dataclass(frozen=True)
 class Stack:
     """How the software stack and overlapped communication cost time."""

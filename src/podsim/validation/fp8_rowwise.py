@@ -22,10 +22,11 @@ from importlib import resources
 from ..compute.model import ComputeModel
 from ..hardware.gpu import GpuSpec, get_gpu
 from ..llm.kernels import rowwise_casts
+from ..llm.stack import FP8_ROWWISE_GPU
 
 #: the shipped measurements and the GPU they were measured on
 TABLE = "fp8_rowwise_h100.csv"
-TABLE_GPU = "h100-80gb"
+TABLE_GPU = FP8_ROWWISE_GPU
 #: bytes per element: bf16 activations and weights, fp8 casts
 _E, _Q = 2.0, 1.0
 
