@@ -400,3 +400,73 @@ def test_a_memory_reserve_rejects_what_no_longer_fits(tmp_path: Path, capsys: py
     assert sum(n for why, n in kept["rejected"].items() if "does not fit" in why) >= 1
     assert main(argv + ["--memory-reserve", "100"]) == 2
     assert "leaves nothing" in capsys.readouterr().err
+
+
+def test_a_search_over_expert_tp_at_fp8_reproduces_each_folded_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--etp-values`` and ``--precision`` (issue #28): the folded layouts a search ranks carry
+    their expert TP and precision into the command that reproduces them."""
+    out = tmp_path / "moe.json"
+    argv = ["search", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--global-batch", "64"]
+    argv += ["--tp-values", "2", "--pp-values", "1", "--ep-values", "8", "--etp-values", "1,2"]
+    argv += ["--micro-batch-values", "1", "--recompute-values", "full", "--sequence-parallel-values", "on"]
+    argv += ["--distributed-optimizer-values", "on", "--precision", "fp8", "--top", "10", "--workers", "1"]
+    assert main([*argv, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["best"]
+    # TP 2 with ETP 2 (TP's: the default) and with ETP 1 (folded: EP 8 x ETP 1 over TP 2 x DP 8)
+    assert sorted(r["layout"]["etp"] for r in rows) == [1, 2]
+    for i, row in enumerate(rows):
+        assert row["layout"]["precision"] == "fp8"
+        cmd = shlex.split(row["command"])
+        assert ("--etp" in cmd) == (row["layout"]["etp"] != row["layout"]["tp"])
+        assert cmd[cmd.index("--precision") + 1] == "fp8"
+        js = tmp_path / f"{i}.json"
+        assert main(cmd[1:] + ["--json", str(js)]) == 0
+        alone = json.loads(js.read_text())
+        assert alone["layout"]["etp"] == row["layout"]["etp"] and alone["layout"]["edp"] == row["layout"]["edp"]
+        assert alone["tokens_per_s"] == row["tokens_per_s"]
+    assert "etp 1" in capsys.readouterr().out
+
+
+def test_fp8_training_needs_fp8_tensor_cores(capsys: pytest.CaptureFixture[str]) -> None:
+    """An A100 has no fp8 tensor cores (its datasheet peaks: fp32, tf32, fp16, bf16): an fp8 run
+    there is refused, by podsim llm and podsim search alike, not timed at the bf16 peak."""
+    llm = ["llm", "--model", "llama3-8b", "--gpu", "a100", "--gpus", "8", "--global-batch", "8"]
+    search = ["search", "--model", "llama3-8b", "--gpu", "a100", "--gpus", "8", "--global-batch", "8"]
+    for argv in (llm, search):
+        for precision in ("fp8", "fp8-rowwise"):
+            assert main([*argv, "--precision", precision]) == 2
+            err = capsys.readouterr().err
+            assert f"--precision {precision} needs fp8 tensor cores, which the A100-SXM4-80GB lacks" in err
+            assert "Traceback" not in err
+    assert main([*llm, "--precision", "mxfp8"]) == 2
+    assert "needs block-scaled (microscaling) tensor cores" in capsys.readouterr().err
+
+
+def test_a_store_of_an_older_podsim_gains_the_new_columns(tmp_path: Path) -> None:
+    """A store written before ``etp`` and ``precision`` were columns still resumes: the columns
+    are added (null in its old rows) and new rows fill them."""
+    duckdb = pytest.importorskip("duckdb")
+    from podsim.sweep.store import _SCHEMA, Store
+
+    path = tmp_path / "old.duckdb"
+    old = _SCHEMA.replace("etp INTEGER, ", "").replace("precision VARCHAR, ", "")
+    assert old.count(",") == _SCHEMA.count(",") - 2
+    with duckdb.connect(str(path)) as db:  # the first stores' table: no etp, no precision
+        db.execute(f"CREATE TABLE results ({old})")
+        db.execute("INSERT INTO results (key, model, tp, row) VALUES ('old', 'llama3-8b', 8, '{}')")
+    layout = {
+        "gpus": 16, "tp": 2, "pp": 1, "vpp": 1, "cp": 1, "ep": 8, "etp": 1, "dp": 8, "micro_batch": 1,
+        "global_batch": 64, "seq_len": 2048, "recompute": "full", "sequence_parallel": True,
+        "distributed_optimizer": True, "zero": 0, "tp_overlap": "te", "overlap_grad_reduce": True,
+        "overlap_param_gather": True, "precision": "fp8",
+    }  # fmt: skip
+    row = {"layout": layout, "tokens_per_s": 1.0, "mfu": 0.1, "iteration_time_s": 2.0, "memory_peak_gib": 3.0}
+    store = Store(path)
+    store.add("new", "qwen3-30b-a3b", "h100", None, "estimate", {**row, "command": "podsim llm --etp 1"})
+    assert store.keys() == {"old", "new"} and store.row("new")["layout"]["etp"] == 1
+    store.close()
+    with duckdb.connect(str(path)) as db:
+        got = db.execute("SELECT key, tp, etp, precision FROM results ORDER BY key").fetchall()
+    assert got == [("new", 2, 1, "fp8"), ("old", 8, None, None)]

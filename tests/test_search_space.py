@@ -45,3 +45,27 @@ def test_an_empty_space_says_what_emptied_it() -> None:
         r"1 x TP N does not divide the N attention heads of the model",
     ):
         enumerate_layouts(model, space, gpu_memory_gib=80)
+
+
+def test_expert_tp_is_a_dimension_of_moe_layouts_only() -> None:
+    """``--etp-values``: Megatron-Core's expert TP, tried where it is one (issue #28)."""
+    moe = get_model("qwen3-30b-a3b")  # 128 experts, 32 heads, 4 KV heads
+    common = dict(gpus=(16,), global_batch=64, seq_len=2048, pp=(1,), micro_batch=(1,), **{**ONE, "ep": (8,)})
+    space = Space(tp=(1, 2), etp=(None, 1, 2), **common)
+    e = enumerate_layouts(moe, space, gpu_memory_gib=1e6)
+    # TP 1: ETP 1 is TP's (the default) and ETP 2 another; TP 2: ETP 2 is TP's, ETP 1 another.
+    # Each pair's ETP x EP must divide TP x DP = 16: 1 x 8 and 2 x 8 both do; TP 2 with MoE
+    # layers needs sequence parallelism (ONE turns it off): those two are rejected
+    assert [(x.tp, x.etp) for x in e.layouts] == [(1, None), (1, 2)]
+    assert sum(e.rejected.values()) == 2 and all("sequence-parallel" in r for r in e.rejected)
+    # ETP x EP = 4 x 8 = 32 does not divide the 16 ranks of a stage
+    with pytest.raises(InputError, match=r"1 x ETP x EP = N x N = N must divide the N ranks of a pipeline stage"):
+        enumerate_layouts(moe, Space(tp=(1,), etp=(4,), **common), gpu_memory_gib=1e6)
+
+
+def test_expert_tp_values_leave_a_dense_model_alone() -> None:
+    dense = get_model("llama3-8b")
+    space = Space(gpus=(8,), global_batch=8, seq_len=2048, tp=(1, 2), pp=(1,), micro_batch=(1,), etp=(1, 2), **ONE)
+    e = enumerate_layouts(dense, space, gpu_memory_gib=1e6)
+    # a dense model has no experts: every ETP value is the default, each layout once
+    assert [(x.tp, x.etp) for x in e.layouts] == [(1, None), (2, None)]

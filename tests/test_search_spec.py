@@ -16,8 +16,9 @@ SEARCH = {p.name: p for p in PARAMS_BY_COMMAND["search"]}
 LLM = {p.name: p for p in PARAMS_BY_COMMAND["llm"]}
 SERVE = {p.name: p for p in PARAMS_BY_COMMAND["serve-llm"]}
 #: flags of the same name that mean something else in a search: a list of GPU counts, the
-#: requests of every capacity run (1000, where serve-llm runs a whole trace), the JSON document
-DIFFERENT = {"gpus", "requests", "json", "stack"}
+#: requests of every capacity run (1000, where serve-llm runs a whole trace), the JSON document;
+#: --precision is a training search's, podsim llm's (its recipes a superset of serve-llm's choices)
+DIFFERENT = {"gpus", "requests", "json", "stack", "precision"}
 
 
 def _same_declaration(a, b) -> bool:  # type: ignore[no-untyped-def]

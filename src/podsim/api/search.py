@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError
 from ..hardware.gpu import get_gpu
 from ..jobs.search import SERVING_ONLY, TRAINING_ONLY, SearchJob
-from ..llm.layout import RECOMPUTE, TP_OVERLAP
+from ..llm.layout import RECOMPUTE, TP_OVERLAP, Layout
 from ..llm.model import load_model
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
 from ..serving.llm.schedulers import SCHEDULERS
@@ -38,6 +38,7 @@ from ..sweep.search import search as search_layouts
 from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearchResult, ServingSpace, parse_pd
 from ..sweep.serving_search import search_serving as search_ways_to_serve
 from ..sweep.space import Space
+from .train import check_precision
 
 __all__ = [
     "FLOW_TOP",
@@ -244,6 +245,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
         vpp=job.vpp_values,
         cp=job.cp_values,
         ep=job.ep_values,
+        etp=job.etp_values or (None,),
         micro_batch=job.micro_batch_values,
         recompute=job.recompute_values,
         sequence_parallel=job.sequence_parallel_values,
@@ -252,6 +254,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
         tp_overlap=job.tp_overlap_values,
         overlap_grad_reduce=job.overlap_grad_reduce_values,
         overlap_param_gather=job.overlap_param_gather_values,
+        base=Layout(gpus=1, precision=job.precision),
         stack=software,
     )
     price, note = job.gpu_hour_price, ""
@@ -261,6 +264,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
             f"podsim search: a GPU-hour of the {gpu.name} at ${price:g} ({job.gpu_prices or _PRICES}"
             "; --gpu-hour-price USD sets another)"
         )
+    check_precision(job.precision, gpu)
     room = gpu.memory_gib - job.memory_reserve
     if room <= 0:
         raise InputError(

@@ -204,6 +204,9 @@ class SearchJob:
         _LLM["pp"], None, "PP values to try", default_text="1,2,4,8,16; a serving search: 1"
     )
     ep_values: tuple[int, ...] = _values(_LLM["ep"], "1", "EP values to try")
+    etp_values: tuple[int, ...] | None = _values(
+        _LLM["etp"], None, "expert TP values to try (MoE models)", default_text="each layout's TP", only="training"
+    )
     # a training search
     global_batch: int | None = _reworded(
         _LLM["global-batch"], "sequences per iteration (a training search needs it)", "training"
@@ -234,6 +237,7 @@ class SearchJob:
             )
         ),
     )
+    precision: str = _only("training", param(_LLM["precision"]))
     vpp_values: tuple[int, ...] = _values(_LLM["vpp"], "1,2", "VPP values to try", only="training")
     cp_values: tuple[int, ...] = _values(_LLM["cp"], "1", "CP values to try", only="training")
     micro_batch_values: tuple[int, ...] = _values(

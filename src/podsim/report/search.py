@@ -29,7 +29,8 @@ def _layout_text(r: dict[str, Any]) -> str:
     lay = r["layout"]
     return (
         f"gpus {lay['gpus']} tp {lay['tp']} pp {lay['pp']} vpp {lay['vpp']} cp {lay['cp']} ep {lay['ep']} "
-        f"dp {lay['dp']} mb {lay['micro_batch']} recompute {lay['recompute']}"
+        + (f"etp {lay['etp']} " if lay.get("etp", lay["tp"]) != lay["tp"] else "")
+        + f"dp {lay['dp']} mb {lay['micro_batch']} recompute {lay['recompute']}"
         + (" sp" if lay["sequence_parallel"] else "")
         + (" dist-opt" if lay["distributed_optimizer"] else "")
         + (f" zero-{lay['zero']}" if lay["zero"] else "")

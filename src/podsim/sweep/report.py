@@ -52,6 +52,7 @@ LAYOUT_COLS = (
     "vpp",
     "cp",
     "ep",
+    "etp",
     "dp",
     "micro_batch",
     "num_microbatches",

@@ -1,6 +1,6 @@
 """The training layouts a search considers, and why the rest are rejected.
 
-A :class:`Space` lists the values of each dimension (TP, PP, VPP, CP, EP, micro-batch,
+A :class:`Space` lists the values of each dimension (TP, PP, VPP, CP, EP, expert TP, micro-batch,
 recomputation, sequence parallelism, distributed optimizer); :func:`enumerate_layouts` walks
 their product for each GPU count, keeps the layouts :meth:`podsim.llm.layout.Layout.check`
 accepts and whose peak memory per GPU (:func:`podsim.llm.memory.memory`, the largest pipeline
@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -50,6 +51,8 @@ class Space:
     vpp: tuple[int, ...] = (1, 2)
     cp: tuple[int, ...] = (1,)
     ep: tuple[int, ...] = (1,)
+    #: expert TP (MoE models; None: the layout's TP, podsim llm's default)
+    etp: tuple[int | None, ...] = (None,)
     micro_batch: tuple[int, ...] = (1, 2, 4)
     recompute: tuple[str, ...] = ("none", "selective", "full")
     sequence_parallel: tuple[bool, ...] = (True, False)
@@ -81,6 +84,7 @@ _DIMS = (
     "vpp",
     "cp",
     "ep",
+    "etp",
     "micro_batch",
     "recompute",
     "sequence_parallel",
@@ -180,6 +184,27 @@ def _reason(message: str, model: ModelConfig) -> str:
     return _NUMBERS.sub("N", message.replace(model.name, "the model"))
 
 
+def _points(space: Space, model: ModelConfig) -> Iterator[tuple[Any, ...]]:
+    """The space's points (GPUs, TP, PP, VPP, CP, EP, ETP, micro-batch, recompute, sequence
+    parallel, distributed optimizer, ZeRO), each ETP told apart only where it is one: an ETP equal
+    to the point's TP, or of a dense model, is the default (None), tried once."""
+    for gpus, tp, pp, vpp, cp, ep, *rest in itertools.product(
+        space.gpus,
+        space.tp,
+        space.pp,
+        space.vpp,
+        space.cp,
+        space.ep,
+        space.micro_batch,
+        space.recompute,
+        space.sequence_parallel,
+        space.distributed_optimizer,
+        space.zero,
+    ):
+        for etp in dict.fromkeys(None if e == tp or not model.moe else e for e in space.etp):
+            yield (gpus, tp, pp, vpp, cp, ep, etp, *rest)
+
+
 def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -> Enumerated:
     """Every layout of ``space`` for ``model`` that passes the layout rules and fits in
     ``gpu_memory_gib`` per GPU, under the space's stack's rules (see the module docstring).
@@ -207,19 +232,7 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
     seen: set[Layout] = set()
     none: dict[str, Any] = {}
     rejected: Counter[str] = Counter()
-    for gpus, tp, pp, vpp, cp, ep, mb, rc, sp, do, zero in itertools.product(
-        space.gpus,
-        space.tp,
-        space.pp,
-        space.vpp,
-        space.cp,
-        space.ep,
-        space.micro_batch,
-        space.recompute,
-        space.sequence_parallel,
-        space.distributed_optimizer,
-        space.zero,
-    ):
+    for gpus, tp, pp, vpp, cp, ep, etp, mb, rc, sp, do, zero in _points(space, model):
         if (sp and tp == 1) or (vpp > 1 and pp == 1) or (zero and do):
             continue
         lay = replace(
@@ -230,6 +243,7 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
             vpp=vpp,
             cp=cp,
             ep=ep,
+            etp=etp,
             micro_batch=mb,
             recompute=rc,
             sequence_parallel=sp,

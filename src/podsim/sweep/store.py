@@ -6,9 +6,9 @@ Table ``results``, one row per layout (``pandas.read_sql`` / ``duckdb.sql("from 
 ``polars.read_database`` load it): ``key`` (what identifies the point: model, GPU, cluster,
 backend and every layout field), ``model``, ``gpu``, ``cluster``, ``backend`` (``estimate``: the
 screen's closed-form estimate; ``analytical`` or ``flow``: simulated), the layout's ``gpus``,
-``tp``, ``pp``, ``vpp``, ``cp``, ``ep``, ``dp``, ``micro_batch``, ``global_batch``, ``seq_len``,
-``recompute``, ``sequence_parallel``, ``distributed_optimizer``, ``zero``, ``tp_overlap``,
-``overlap_grad_reduce``, ``overlap_param_gather``, the results
+``tp``, ``pp``, ``vpp``, ``cp``, ``ep``, ``etp`` (expert TP), ``dp``, ``micro_batch``, ``global_batch``,
+``seq_len``, ``recompute``, ``sequence_parallel``, ``distributed_optimizer``, ``zero``, ``tp_overlap``,
+``overlap_grad_reduce``, ``overlap_param_gather``, ``precision``, the results
 ``tokens_per_s``, ``mfu``, ``iteration_time_s`` (s), ``memory_peak_gib`` (GiB), ``compute_s``,
 ``exposed_comm_s``, ``bubble_s``, ``other_s`` (s; null where the run does not say), the
 reproducing ``command`` and ``row`` (the whole row as JSON).  duckdb is an optional dependency
@@ -32,6 +32,7 @@ _LAYOUT = (
     "vpp",
     "cp",
     "ep",
+    "etp",
     "dp",
     "micro_batch",
     "global_batch",
@@ -43,18 +44,22 @@ _LAYOUT = (
     "tp_overlap",
     "overlap_grad_reduce",
     "overlap_param_gather",
+    "precision",
 )
 _RESULTS = ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib")
 _BREAKDOWN = ("compute_s", "exposed_comm_s", "bubble_s", "other_s")
 _SCHEMA = (
     "key VARCHAR PRIMARY KEY, model VARCHAR, gpu VARCHAR, cluster VARCHAR, backend VARCHAR, gpus INTEGER, "
-    "tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, ep INTEGER, dp INTEGER, micro_batch INTEGER, "
+    "tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, ep INTEGER, etp INTEGER, dp INTEGER, micro_batch INTEGER, "
     "global_batch INTEGER, seq_len INTEGER, recompute VARCHAR, sequence_parallel BOOLEAN, "
     "distributed_optimizer BOOLEAN, zero INTEGER, tp_overlap VARCHAR, overlap_grad_reduce BOOLEAN, "
-    "overlap_param_gather BOOLEAN, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
+    "overlap_param_gather BOOLEAN, precision VARCHAR, tokens_per_s DOUBLE, mfu DOUBLE, iteration_time_s DOUBLE, "
     "memory_peak_gib DOUBLE, compute_s DOUBLE, exposed_comm_s DOUBLE, bubble_s DOUBLE, other_s DOUBLE, "
     "command VARCHAR, row VARCHAR"
 )
+
+#: columns added after the first stores were written (name, type)
+_ADDED = (("etp", "INTEGER"), ("precision", "VARCHAR"))
 
 
 def point_key(model: str, gpu: str, cluster: str | None, backend: str, layout: dict[str, Any]) -> str:
@@ -84,6 +89,11 @@ class Store:
             raise InputError(
                 "its table 'results' is not a podsim search's (no key and row columns)", str(path), "--store"
             )
+        for name, kind in _ADDED:  # a store of an older podsim: the columns added since (null in its rows)
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE results ADD COLUMN {name} {kind}")
+        self._columns = ("key", "model", "gpu", "cluster", "backend", *_LAYOUT, *_RESULTS, *_BREAKDOWN)
+        self._columns += ("command", "row")
 
     def keys(self) -> set[str]:
         """The points already evaluated."""
@@ -98,14 +108,15 @@ class Store:
             gpu,
             cluster or "",
             backend,
-            *(lay[k] for k in _LAYOUT),
+            *(lay.get(k) for k in _LAYOUT),
             *(row[k] for k in _RESULTS),
             *(br.get(k) for k in _BREAKDOWN),
             row["command"],
             json.dumps(row),
         ]
         marks = ", ".join("?" * len(values))
-        self._db.execute(f"INSERT INTO results VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values)
+        names = ", ".join(self._columns)
+        self._db.execute(f"INSERT INTO results ({names}) VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values)
 
     def row(self, key: str) -> dict[str, Any]:
         """One stored row.

@@ -3,7 +3,7 @@
 var SVGNS = "http://www.w3.org/2000/svg";
 var DATA = JSON.parse(document.getElementById("podsim-data").textContent);
 var META = DATA.meta, PARTS = DATA.parts;
-var ALL_DIMS = [["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["dp", "DP"],
+var ALL_DIMS = [["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["etp", "expert TP"], ["dp", "DP"],
             ["micro_batch", "micro-batch"], ["recompute", "recompute"], ["sequence_parallel", "sequence parallel"],
             ["distributed_optimizer", "distributed optimizer"], ["zero", "ZeRO stage"], ["tp_overlap", "TP comm. overlap"],
             ["overlap_grad_reduce", "overlap grad. reduce"], ["overlap_param_gather", "overlap param. gather"]];
@@ -25,7 +25,7 @@ var ROWS = DATA.rows.map(function (a, i) {
   return r;
 });
 // documents from before ZeRO and the overlaps lack those: no filter, no column
-var OPTIONAL = {zero: 1, tp_overlap: 1, overlap_grad_reduce: 1, overlap_param_gather: 1};
+var OPTIONAL = {etp: 1, zero: 1, tp_overlap: 1, overlap_grad_reduce: 1, overlap_param_gather: 1};
 function carried(k) { return !OPTIONAL[k] || ROWS.some(function (r) { return r[k] !== null && r[k] !== undefined; }); }
 var DIMS = ALL_DIMS.filter(function (d) { return carried(d[0]); });
 var N_SIM = ROWS.filter(function (r) { return r.sim; }).length, N_EST = ROWS.length - N_SIM;
@@ -258,6 +258,7 @@ function layoutText(r) {
   if (r.vpp > 1) s += " VPP" + r.vpp;
   if (r.cp > 1) s += " CP" + r.cp;
   if (r.ep > 1) s += " EP" + r.ep;
+  if (r.etp !== undefined && r.etp !== null && r.etp !== r.tp) s += " ETP" + r.etp;
   s += " DP" + vkey(r.dp) + " mb" + vkey(r.micro_batch);
   if (r.recompute && r.recompute !== "none") s += " rc:" + r.recompute;
   if (r.sequence_parallel) s += " SP";
@@ -276,7 +277,7 @@ function tipHtml(r) {
       " s per iteration \u00b7 " + fmtF(r.memory_peak_gib, 1) + " GiB peak per GPU" +
       (fin(r.cost_per_mtok_usd) ? " \u00b7 $" + fmtF(r.cost_per_mtok_usd, 4) + " per Mtok" : ""),
     "GPUs " + vkey(r.gpus) + " \u00b7 TP " + vkey(r.tp) + " \u00b7 PP " + vkey(r.pp) + " \u00b7 VPP " + vkey(r.vpp) + " \u00b7 CP " +
-      vkey(r.cp) + " \u00b7 EP " + vkey(r.ep) + " \u00b7 DP " + vkey(r.dp) + " \u00b7 micro-batch " + vkey(r.micro_batch) + " \u00d7 " +
+      vkey(r.cp) + " \u00b7 EP " + vkey(r.ep) + (r.etp !== undefined && r.etp !== null && r.etp !== r.tp ? " \u00b7 expert TP " + vkey(r.etp) : "") + " \u00b7 DP " + vkey(r.dp) + " \u00b7 micro-batch " + vkey(r.micro_batch) + " \u00d7 " +
       vkey(r.num_microbatches) + " \u00b7 recompute " + esc(vkey(r.recompute)) + " \u00b7 sequence parallel " +
       (r.sequence_parallel ? "on" : "off") + " \u00b7 distributed optimizer " + (r.distributed_optimizer ? "on" : "off") +
       (r.zero !== null && r.zero !== undefined ? " \u00b7 ZeRO " + vkey(r.zero) : "") +
@@ -562,7 +563,7 @@ var COLUMNS = [
 if (HAS_COST) COLUMNS.push(["cost_per_mtok_usd", "$/Mtok", function (r) { return r.cost_per_mtok_usd; }, function (r) { return fmtF(r.cost_per_mtok_usd, 4); }]);
 if (HAS_FLOW) COLUMNS.push(["flow", "flow tok/s", function (r) { return r.flow ? r.flow[1] : null; },
                             function (r) { return r.flow && fin(r.flow[1]) ? fmtInt(r.flow[1]) : ""; }]);
-[["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["dp", "DP"], ["micro_batch", "mb"],
+[["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["etp", "ETP"], ["dp", "DP"], ["micro_batch", "mb"],
  ["num_microbatches", "#mb"], ["recompute", "recompute"], ["sequence_parallel", "SP"], ["distributed_optimizer", "DO"],
  ["zero", "ZeRO"], ["tp_overlap", "TP ovl."], ["overlap_grad_reduce", "OGR"], ["overlap_param_gather", "OPG"]]
   .filter(function (c) { return !OPTIONAL[c[0]] || DIM_VALUES[c[0]] && DIM_VALUES[c[0]].length > 1; })   // the new ones where they vary
