@@ -201,3 +201,38 @@ def test_folded_layout_simulates() -> None:
     res = simulate_training(m, lay, "h100-80gb", record_timeline=False)
     assert res.iteration_time_s > 0
     assert res.memory_peak_gib < 80
+
+
+def test_zero3_gathers_the_experts_over_the_ranks_that_hold_them() -> None:
+    # Qwen3-30B-A3B under ZeRO-3 (FSDP) on 16 GPUs, EP 4 (DP 16, EDP 4): a layer's 32 local
+    # experts (128 / 4, each 3 x 2048 x 768) are sharded over the 4 ranks that hold the same
+    # experts and gathered there, the rest of the layer over all 16
+    m = get_model("qwen3-30b-a3b")
+    lay = Layout(16, ep=4, zero=3, global_batch=16, seq_len=1024)
+    w = generate(m, lay, ComputeModel.for_gpu(gpu_specs()["h100-80gb"], "bf16"))
+    prog = w.programs[0]
+    ops = [
+        (prog.names[i], prog.group_keys[prog.group[i]], int(prog.size_bytes[i]), int(prog.collective[i]))
+        for i in range(len(prog))
+        if prog.kind[i] == int(OpKind.COLLECTIVE) and "zero-3" in prog.names[i]
+    ]
+    layer0 = [o for o in ops if " L0 " in o[0] and o[0].startswith("F mb0")]
+    experts_bytes = 32 * 3 * 2048 * 768 * 2  # bf16
+    # attention (q 2048 x 4096, k and v 2048 x 512 each, o 4096 x 2048), router 2048 x 128,
+    # two RMSNorms of 2048 (podsim leaves out Qwen3's q/k norms, 256 parameters of 19 million)
+    dense_bytes = (2 * 2048 * 4096 + 2 * 2048 * 512 + 2048 * 128 + 2 * 2048) * 2
+    gather = int(CollectiveKind.ALL_GATHER)
+    assert sorted((g, b, c) for _, g, b, c in layer0) == sorted(
+        [("dp", dense_bytes, gather), ("edp", experts_bytes, gather)]
+    )
+    scatters = {(g, b) for n, g, b, c in ops if " L0 " in n and c == int(CollectiveKind.REDUCE_SCATTER)}
+    assert scatters == {("dp", dense_bytes), ("edp", experts_bytes)}
+    # EP 16 leaves one rank per expert set (EDP 1): its experts are never gathered
+    solo = generate(
+        m,
+        Layout(16, ep=16, zero=3, global_batch=16, seq_len=1024),
+        ComputeModel.for_gpu(gpu_specs()["h100-80gb"], "bf16"),
+    )
+    p16 = solo.programs[0]
+    groups = {p16.group_keys[p16.group[i]] for i in range(len(p16)) if "zero-3" in p16.names[i]}
+    assert groups == {"dp"}

@@ -132,7 +132,7 @@ class StageProgram:
         self.slow = 1.0
         self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
         self.param_gathers: dict[int, list[int]] = {}  # first layer of a bucket -> its all-gather ops
-        self.z3_gathers: dict[int, int] = {}  # ZeRO-3: prefetched layer -> its all-gather op
+        self.z3_gathers: dict[int | str, list[int]] = {}  # ZeRO-3: prefetched unit -> its all-gathers
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
         self.nodes += 1
@@ -380,52 +380,52 @@ class StageProgram:
         return layer_params(self.m, self.lay, i)
 
     def _gather_params(self, i: int | str, label: str, prefetch: int | str | None = None) -> None:
-        """ZeRO-3 / FSDP: layer ``i`` waits for its weights' all-gather (issued now if no
-        prefetch did), then the next layer's (``prefetch``) is issued on the DP stream to run
+        """ZeRO-3 / FSDP: layer ``i`` waits for its weights' all-gathers (issued now if no
+        prefetch did), then the next layer's (``prefetch``) are issued on the DP stream to run
         under layer ``i``'s compute, as FSDP's and DeepSpeed's prefetching do."""
-        op = self.z3_gathers.pop(i, None)
-        if op is None:
-            op = self._issue_gather(i, label)
+        ops = self.z3_gathers.pop(i, None)
+        if ops is None:
+            ops = self._zero3_ops(i, label, CollectiveKind.ALL_GATHER, "param all-gather")
         self._flush()
-        self.prev = self.prev + [op]
+        self.prev = self.prev + ops
         if prefetch is not None and prefetch not in self.z3_gathers:
-            self.z3_gathers[prefetch] = self._issue_gather(prefetch, label)
+            self.z3_gathers[prefetch] = self._zero3_ops(prefetch, label, CollectiveKind.ALL_GATHER, "param all-gather")
 
-    def _unit(self, i: int | str) -> tuple[str, int]:
-        """A ZeRO-3 unit's name and its bf16 weight bytes on one GPU: a layer, or the input
-        embedding (``"emb"``) / the output layer (``"out"``)."""
+    def _unit(self, i: int | str) -> tuple[str, int, int]:
+        """A ZeRO-3 unit's name and its bf16 weight bytes on one GPU: (name, the bytes sharded
+        over DP x CP, the routed experts' bytes sharded over the expert data-parallel ranks).  A
+        unit is a layer, or the input embedding (``"emb"``) / the output layer (``"out"``)."""
         if i == "emb":
-            return "embedding", int(embedding_params(self.m, self.lay) * 2)
+            return "embedding", int(embedding_params(self.m, self.lay) * 2), 0
         if i == "out":
-            return "output layer", int(output_params(self.m, self.lay) * 2)
-        return f"L{i}", int(self._layer_params(int(i)) * 2)
+            return "output layer", int(output_params(self.m, self.lay) * 2), 0
+        dense, experts = self._grads(int(i))
+        return f"L{i}", int(dense * 2), int(experts * 2)
 
-    def _issue_gather(self, i: int | str, label: str) -> int:
+    def _zero3_ops(self, i: int | str, label: str, kind: CollectiveKind, what: str) -> list[int]:
+        """Unit ``i``'s ZeRO-3 collectives on the DP stream: its dense weights over DP x CP and,
+        where the routed experts are apart (EP, or an ETP other than TP), theirs over the expert
+        data-parallel ranks that hold the same experts (none where that group is one rank)."""
         self._flush()
-        name, nbytes = self._unit(i)
-        return self._add(
-            OpKind.COLLECTIVE,
-            f"{label} {name} zero-3 param all-gather",
-            list(self.prev),
-            collective=int(CollectiveKind.ALL_GATHER),
-            size_bytes=nbytes,
-            group="dp",
-            stream="dp",
-        )
+        name, dense, experts = self._unit(i)
+        ops = []
+        for group, nbytes, part in (("dp", dense, ""), ("edp", experts, " experts")):
+            if nbytes <= 0 or (group == "edp" and self.lay.edp == 1):
+                continue
+            op = self._add(
+                OpKind.COLLECTIVE,
+                f"{label} {name}{part} zero-3 {what}",
+                list(self.prev),
+                collective=int(kind),
+                size_bytes=nbytes,
+                group=group,
+                stream="dp",
+            )
+            ops.append(op)
+        return ops
 
     def _scatter_grads(self, i: int | str, label: str) -> None:
-        self._flush()
-        name, nbytes = self._unit(i)
-        op = self._add(
-            OpKind.COLLECTIVE,
-            f"{label} {name} zero-3 grad reduce-scatter",
-            list(self.prev),
-            collective=int(CollectiveKind.REDUCE_SCATTER),
-            size_bytes=nbytes,
-            group="dp",
-            stream="dp",
-        )
-        self.pending_dp.append(op)
+        self.pending_dp.extend(self._zero3_ops(i, label, CollectiveKind.REDUCE_SCATTER, "grad reduce-scatter"))
 
     def _finish(self) -> None:
         self._flush()
