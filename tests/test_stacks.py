@@ -22,6 +22,7 @@ from podsim.errors import InputError
 from podsim.hardware.gpu import get_gpu
 from podsim.llm.kernels import Kernel
 from podsim.llm.layout import Layout
+from podsim.llm.memory import stage_memory, stage_params
 from podsim.llm.model import zoo
 from podsim.llm.ops import LayerCosts
 from podsim.llm.stack import Stack
@@ -155,6 +156,26 @@ def test_torchtitan_rules_fill_defaults_and_yield_to_flags():
     assert given.zero == 0 and given.distributed_optimizer and "zero" not in changed
     lay, _ = apply_rules(Layout(16, tp=2, global_batch=8), m, tt)
     assert lay.sequence_parallel  # torchtitan's TP plan shards the norms on the sequence
+
+
+def test_torchtitan_keeps_fsdp_weights_gathered_through_pipeline_micro_batches():
+    # torchtitan @9dec370 apply_fsdp: reshard_after_forward = not pp_enabled, and PyTorch's
+    # pipeline stages sync (reduce-scatter) gradients at the last micro-batch only: under PP one
+    # all-gather and one reduce-scatter a step, the distributed optimizer's bytes and states
+    m = zoo()["llama3-70b"]
+    tt = load_stack("torchtitan")
+    lay, changed = apply_rules(Layout(64, tp=8, pp=4, global_batch=32), m, tt)
+    assert lay.distributed_optimizer and lay.zero == 0 and changed["distributed_optimizer"] is True
+    per_param = 2 + 4 + 12 / lay.dp  # bf16 weights, fp32 gradients whole; master weights and Adam by DP
+    assert stage_memory(m, lay, 1).weights + stage_memory(m, lay, 1).gradients + stage_memory(
+        m, lay, 1
+    ).optimizer == pytest.approx(stage_params(m, lay, 1) * per_param, rel=1e-9)
+    flat, _ = apply_rules(Layout(64, tp=8, global_batch=32), m, tt)
+    assert flat.zero == 3 and not flat.distributed_optimizer  # without PP: FSDP2 reshards (ZeRO-3)
+    given, changed = apply_rules(Layout(64, tp=8, pp=4, global_batch=32, zero=3), m, tt)
+    assert given.zero == 3 and "distributed_optimizer" not in changed  # a flag wins
+    fsdp1, _ = apply_rules(Layout(64, tp=8, pp=4, global_batch=32), m, load_stack("fsdp"))
+    assert fsdp1.zero == 3  # FSDP1's FULL_SHARD: always resharded
 
 
 def test_local_batch_rule_takes_a_ranks_whole_share_at_once(tmp_path):

@@ -7,7 +7,12 @@ a rule changed is returned so the summary and the JSON can say so:
   ``overlap_param_gather``; ``grad_reduce_dtype`` -> ``grad_reduce_bytes``;
 * ``sequence_parallel``: TP shards the norms' activations along the sequence;
 * ``data_parallel``: with no sharding flag, ``fsdp`` shards everything (``--zero 3``),
-  ``distopt`` is Megatron's distributed optimizer;
+  ``distopt`` is Megatron's distributed optimizer; under PP, ``fsdp_reshard_after_forward:
+  default`` (torchtitan's) keeps FSDP2's gathered weights through the step's micro-batches and
+  reduce-scatters the gradients once after the last, which moves and holds what the distributed
+  optimizer does (one all-gather of bf16 weights under the first forward, one reduce-scatter under
+  the last backward; bf16 weights and fp32 gradients whole, fp32 master weights and Adam states
+  sharded: 2 + 4 + 12 / DP bytes per parameter), so that is the layout it sets;
 * ``micro_batch`` ``local``: with PP 1 and no ``--micro-batch``, a data-parallel rank takes its
   whole share of the global batch in one step (torchtitan's and FSDP's local batch, no gradient
   accumulation); ``one`` keeps Megatron's micro-batches of 1;
@@ -67,8 +72,10 @@ def apply_rules(lay: Layout, model: ModelConfig, stack: SoftwareStack) -> tuple[
         want["sequence_parallel"] = True
     changes = {k: v for k, v in want.items() if getattr(lay, k) == _DEFAULTS[k] and v != _DEFAULTS[k]}
     dp = stack.get("data_parallel")
-    if lay.zero == 0 and not lay.distributed_optimizer and lay.dp > 1:
-        if dp == "fsdp":
+    if lay.zero == 0 and not lay.distributed_optimizer and lay.dp * lay.cp > 1:  # sharded over DP x CP
+        if dp == "fsdp" and lay.pp > 1 and stack.get("fsdp_reshard_after_forward") == "default":
+            changes["distributed_optimizer"] = True  # FSDP2 kept gathered through the micro-batches
+        elif dp == "fsdp":
             changes["zero"] = 3
         elif dp == "distopt":
             changes["distributed_optimizer"] = True

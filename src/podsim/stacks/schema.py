@@ -130,6 +130,18 @@ PROPS: tuple[Prop, ...] = (
         rule=True,
     ),
     Prop(
+        "fsdp_reshard_after_forward",
+        "training",
+        "choice",
+        "with data_parallel fsdp, whether a layer's gathered weights are freed after its forward: always "
+        "(ZeRO-3: gathered again in every micro-batch's forward and backward, gradients reduce-scattered "
+        "every micro-batch) or default (torchtitan's: always without PP; under PP the weights stay "
+        "gathered through the step's micro-batches and the gradients are reduce-scattered once, after "
+        "the last: the bytes and states of Megatron's distributed optimizer)",
+        choices=("default", "always"),
+        rule=True,
+    ),
+    Prop(
         "pipeline_split",
         "training",
         "choice",
