@@ -275,16 +275,15 @@ class StageProgram:
         kind = CollectiveKind.REDUCE_SCATTER if sharded else CollectiveKind.ALL_REDUCE
         nbytes = int(params * lay.grad_reduce_bytes * (self.comm_bwd if self.slow != 1.0 else 1.0))
         self._flush()
-        op = self._add(
-            OpKind.COLLECTIVE,
-            f"{'expert ' if group == 'edp' else ''}dp grad {'reduce-scatter' if sharded else 'all-reduce'}",
-            list(self.prev),
-            collective=int(kind),
-            size_bytes=nbytes,
-            group=group,
-            stream="dp",
+        name = f"{'expert ' if group == 'edp' else ''}dp grad {'reduce-scatter' if sharded else 'all-reduce'}"
+        self.pending_dp.append(self._dp_collective(name, kind, nbytes, group, list(self.prev)))
+
+    def _dp_collective(self, name: str, kind: CollectiveKind, nbytes: int, group: str, deps: list[int]) -> int:
+        """A data-parallel collective (``group``: ``dp`` or ``edp``) of ``nbytes`` on the DP stream,
+        after ``deps``; its op id."""
+        return self._add(
+            OpKind.COLLECTIVE, name, deps, collective=int(kind), size_bytes=nbytes, group=group, stream="dp"
         )
-        self.pending_dp.append(op)
 
     def _grads(self, i: int) -> tuple[float, float]:
         """(dense, routed-expert) parameters of layer ``i`` whose gradients go to the DP x CP
@@ -412,16 +411,7 @@ class StageProgram:
         for group, nbytes, part in (("dp", dense, ""), ("edp", experts, " experts")):
             if nbytes <= 0 or (group == "edp" and self.lay.edp == 1):
                 continue
-            op = self._add(
-                OpKind.COLLECTIVE,
-                f"{label} {name}{part} zero-3 {what}",
-                list(self.prev),
-                collective=int(kind),
-                size_bytes=nbytes,
-                group=group,
-                stream="dp",
-            )
-            ops.append(op)
+            ops.append(self._dp_collective(f"{label} {name}{part} zero-3 {what}", kind, nbytes, group, list(self.prev)))
         return ops
 
     def _scatter_grads(self, i: int | str, label: str) -> None:
@@ -488,14 +478,9 @@ class StageProgram:
                 bucket += add
                 if first is not None and (bucket >= max(BUCKET_PARAMS, 1_000_000 * ranks) or n == len(layers) - 1):
                     if ranks > 1:
-                        op = self._add(
-                            OpKind.COLLECTIVE,
-                            f"{'expert ' if group == 'edp' else ''}dp param all-gather L{first}",
-                            [],
-                            collective=int(CollectiveKind.ALL_GATHER),
-                            size_bytes=int(bucket * 2 * self.comm_fwd),
-                            group=group,
-                            stream="dp",
+                        name = f"{'expert ' if group == 'edp' else ''}dp param all-gather L{first}"
+                        op = self._dp_collective(
+                            name, CollectiveKind.ALL_GATHER, int(bucket * 2 * self.comm_fwd), group, []
                         )
                         self.param_gathers.setdefault(first, []).append(op)
                     bucket, first = 0.0, None
