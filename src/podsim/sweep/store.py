@@ -58,6 +58,8 @@ _SCHEMA = (
     "command VARCHAR, row VARCHAR"
 )
 
+#: the columns a row fills, in the order :meth:`Store.add` gives their values
+_COLUMNS = ("key", "model", "gpu", "cluster", "backend", *_LAYOUT, *_RESULTS, *_BREAKDOWN, "command", "row")
 #: columns added after the first stores were written (name, type)
 _ADDED = (("etp", "INTEGER"), ("precision", "VARCHAR"))
 
@@ -92,8 +94,6 @@ class Store:
         for name, kind in _ADDED:  # a store of an older podsim: the columns added since (null in its rows)
             if name not in columns:
                 self._db.execute(f"ALTER TABLE results ADD COLUMN {name} {kind}")
-        self._columns = ("key", "model", "gpu", "cluster", "backend", *_LAYOUT, *_RESULTS, *_BREAKDOWN)
-        self._columns += ("command", "row")
 
     def keys(self) -> set[str]:
         """The points already evaluated."""
@@ -115,7 +115,7 @@ class Store:
             json.dumps(row),
         ]
         marks = ", ".join("?" * len(values))
-        names = ", ".join(self._columns)
+        names = ", ".join(_COLUMNS)
         self._db.execute(f"INSERT INTO results ({names}) VALUES ({marks}) ON CONFLICT (key) DO NOTHING", values)
 
     def row(self, key: str) -> dict[str, Any]:

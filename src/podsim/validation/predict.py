@@ -127,8 +127,9 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
             tp_overlap="none",
         )
     stacked = bool(r.get("stack"))  # the stack's rules fill in what the row leaves open
+    software = load_stack(r["stack"], "training") if stacked else None
     sharding = r.get("sharding") or ("" if stacked else "distopt")
-    if stacked and sharding == "fsdp" and load_stack(r["stack"], "training").get("data_parallel") == "fsdp":
+    if software is not None and sharding == "fsdp" and software.get("data_parallel") == "fsdp":
         sharding = ""  # the stack's own FSDP: its rules say what podsim runs (fsdp_reshard_after_forward)
     zero = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(sharding, 0)
     rec = r.get("recompute") or "none"
@@ -166,7 +167,7 @@ def layout_of(r: dict, model):  # type: ignore[no-untyped-def]
     if r.get("tp_overlap"):  # the TP overlap the run names (else podsim llm's, or its stack's rule)
         lay = replace(lay, tp_overlap=r["tp_overlap"])
     if not r.get("recompute"):  # chosen on the layout the stack's rules make (its sharding decides the memory)
-        ruled = apply_rules(lay, model, load_stack(r["stack"], "training"))[0] if stacked else lay
+        ruled = apply_rules(lay, model, software)[0] if software is not None else lay
         fit = least_recompute(model, ruled, r.get("gpu") or "h100-80gb")
         lay = replace(
             lay, recompute=fit.recompute, recompute_modules=fit.recompute_modules, recompute_layers=fit.recompute_layers
