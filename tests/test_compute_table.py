@@ -149,6 +149,7 @@ def test_cli_kernel_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                 "4096",
                 "--recompute",
                 "full",
+                "--fsdp",
                 "--kernel-table",
                 "measured",
                 "--json",

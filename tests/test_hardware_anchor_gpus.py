@@ -162,7 +162,7 @@ def test_the_grand_teton_rows_run_on_it() -> None:
 
 
 def test_a_whole_step_on_it_is_no_faster(tmp_path: Path) -> None:
-    argv = ["llm", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--seq-len", "8192"]
+    argv = ["llm", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--seq-len", "8192", "--fsdp"]
     t = {}
     for gpu in ("h100-80gb", "h100-96gb-500w"):
         out = tmp_path / f"{gpu}.json"

@@ -180,6 +180,7 @@ def test_cli_echoes_etp_and_edp(tmp_path) -> None:  # type: ignore[no-untyped-de
         "--etp",
         "1",
         "--sequence-parallel",
+        "--distributed-optimizer",
         "--global-batch",
         "8",
         "--seq-len",

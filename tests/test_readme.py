@@ -69,4 +69,10 @@ def test_documented_commands_run_as_written(page: Path, tmp_path: Path) -> None:
         timings.append((time.perf_counter() - t0, cmd[:70]))
         out = run.stdout + run.stderr
         assert run.returncode == 0 and "Traceback" not in out, f"{cmd}\n{out[-3000:]}"
+    if page == README:  # its Python snippets too, after its commands, in the same folder (issue 29)
+        for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+            run = subprocess.run(
+                [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+            )
+            assert run.returncode == 0, f"{code}\n{run.stderr[-3000:]}"
     print("\n".join(f"{t:7.1f} s  {c}" for t, c in timings))

@@ -88,7 +88,7 @@ def test_gpu_peak_what_if_on_an_llm_step(tmp_path: Path) -> None:
             tmp_path,
             """\
 run: llm
-fixed: {model: llama3-8b, gpu: h100, gpus: 8, tp: 2, global_batch: 64, seq_len: 4096}
+fixed: {model: llama3-8b, gpu: h100, gpus: 8, tp: 2, sequence_parallel: true, global_batch: 64, seq_len: 4096}
 what-if:
   - {name: baseline}
   - {name: 2x peak, gpu: {peak_scale: 2}}

@@ -23,24 +23,26 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except (FileExistsError, NotADirectoryError, PermissionError) as e:
+    except OSError as e:
         raise InputError(f"cannot write here: {e.strerror or e}", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs follow the umask
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):  # a full disk, a read-only file system: named by the output's path
+            raise InputError(f"cannot write here: {e.strerror or e}", str(path)) from None
         raise
 
 
 def check_output_file(path: Path | str, flag: str) -> None:
-    """Refuse, before any work, an output path that cannot become a file: an existing folder, or
-    one below an existing file.
+    """Refuse, before any work, an output path that cannot become a file: an existing folder, one
+    below an existing file, or one in a folder that takes no new file (no permission, read-only).
 
     Raises:
         InputError: naming ``flag`` and the path.
@@ -52,6 +54,12 @@ def check_output_file(path: Path | str, flag: str) -> None:
         if parent.exists():
             if not parent.is_dir():
                 raise InputError(f"{path}: {parent} is a file, not a folder", flag)
+            try:  # the folder takes a new file (what atomic_write_bytes will make), tried now
+                fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+                os.close(fd)
+                os.unlink(tmp)
+            except OSError as e:
+                raise InputError(f"{path}: cannot write in {parent}: {e.strerror or e}", flag) from None
             break
 
 

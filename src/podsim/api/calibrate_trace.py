@@ -150,7 +150,9 @@ def predicted_categories(step: TraceStep, stack: SoftwareStack) -> dict[str, flo
         recompute=step.recompute,
         precision=step.precision,
     )
-    res = simulate_training(model, layout, step.gpu, None, "analytical", record_timeline=False, software=stack)
+    res = simulate_training(
+        model, layout, step.gpu, None, "analytical", record_timeline=False, software=stack, allow_oom=True
+    )
     return step_categories(res, layers, step.recompute == "full")
 
 

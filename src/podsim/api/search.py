@@ -226,13 +226,13 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
             "capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time or cost",
             where="--objective",
         )
+    model = load_model(job.model, job.model_config)
     job = replace(
         job,
         objective=job.objective or "tokens",
-        seq_len=job.seq_len or 2048,
+        seq_len=job.seq_len or model.seq_len,
         pp_values=job.pp_values or (1, 2, 4, 8, 16),
     )
-    model = load_model(job.model, job.model_config)
     gpu = get_gpu(job.gpu)
     software = load_stack(job.stack or DEFAULT_TRAINING, "training")
     assert job.global_batch is not None and job.seq_len is not None and job.pp_values is not None

@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from ..serving.llm.deployment import (
 )
 from ..serving.llm.metrics import LLMServeResult
 from ..serving.llm.plot import plot_serving
-from ..serving.llm.requests import GeneratorSpec, Request, is_generator, load_requests, parse_generator
+from ..serving.llm.requests import GeneratorSpec, Request, workload
 from ..serving.llm.simulate import ServeConfig
 from ..serving.llm.trace import write_serve_trace
 from ..stacks.stack import SoftwareStack, serving_host_overhead, serving_stack
@@ -63,6 +63,8 @@ class ServeLLMOutcome:
         result: the run (at capacity with ``find-capacity``; None when no rate met the SLOs).
         capacity: the capacity search, with ``find-capacity``.
         generator: the request generator, when the workload is one.
+        notes: what the run rests on that the summary must say (e.g. generated requests cut to
+            the context).
     """
 
     job: ServeLLMJob
@@ -72,6 +74,7 @@ class ServeLLMOutcome:
     result: LLMServeResult | None
     capacity: Capacity | None = None
     generator: GeneratorSpec | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -163,19 +166,19 @@ def prepare_job(job: ServeLLMJob, software: SoftwareStack | None = None) -> tupl
     return model, prepare(replica, cfg, PDLink(eng.pd_backend, eng.pd_bandwidth, eng.pd_latency))
 
 
-def load_job_requests(job: ServeLLMJob) -> tuple[list[Request], GeneratorSpec | None]:
-    """The job's requests (and its generator, when the workload is one)."""
-    workload = job.requests.workload
-    if not workload:
+def load_job_requests(job: ServeLLMJob, max_context: int) -> tuple[list[Request], GeneratorSpec | None, int]:
+    """The job's requests, its generator when the workload is one, and how many generated
+    requests were cut to ``max_context`` (tokens; see :func:`~podsim.serving.llm.requests.workload`)."""
+    spec = job.requests.workload
+    if not spec:
         raise InputError(
             "--workload is required: a request trace CSV or a generator such as poisson:10,prompt=1000,output=200",
             where="--workload",
         )
     try:
-        requests = load_requests(workload, job.requests.requests)
+        return workload(spec, job.requests.requests, max_context)
     except InputError as e:
         raise e if e.source or e.where else InputError(e.message, where="--workload") from None
-    return requests, parse_generator(workload) if is_generator(workload) else None
 
 
 def serve_llm(
@@ -194,7 +197,14 @@ def serve_llm(
     Raises:
         InputError: a missing or contradictory input."""
     model, serving = prepare_job(job, software)
-    requests, gen = load_job_requests(job)
+    ctx = serving.config.max_context
+    requests, gen, cut = load_job_requests(job, ctx)
+    notes = []
+    if cut:
+        notes.append(
+            f"{cut:,} generated requests were longer than the context ({ctx:,} tokens): their prompts and "
+            "outputs were cut to fit it, as a benchmark client sizes them"
+        )
 
     def serve(reqs: list[Request], record: bool, what: str) -> LLMServeResult:
         show, done = progress(what) if progress is not None else (None, lambda: None)
@@ -212,13 +222,14 @@ def serve_llm(
         result = cap.result
         if result is not None and record_steps:
             result = serve(requests_at(requests, gen, cap.qps), True, "served {done}/{total} requests")
-        return ServeLLMOutcome(job, model, serving, requests, result, cap, gen)
+        return ServeLLMOutcome(job, model, serving, requests, result, cap, gen, notes)
     result = serve(requests, record_steps, "served {done}/{total} requests")
     result.info["notes"] = [
         f"{serving.describe()}; KV cache {result.info['kv_blocks']:,} blocks of "
-        f"{serving.config.block_size} tokens a replica"
+        f"{serving.config.block_size} tokens a replica",
+        *notes,
     ]
-    return ServeLLMOutcome(job, model, serving, requests, result, None, gen)
+    return ServeLLMOutcome(job, model, serving, requests, result, None, gen, notes)
 
 
 def with_hardware(job: ServeLLMJob, gpu: str | GpuSpec, cluster: str | ClusterSpec | None) -> ServeLLMJob:

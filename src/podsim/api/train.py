@@ -34,7 +34,7 @@ from ..llm.flops import iteration_flops
 from ..llm.generate import generate
 from ..llm.kernel_report import kernel_rows
 from ..llm.layout import Layout
-from ..llm.memory import memory, stage_params
+from ..llm.memory import GIB, StageMemory, memory, stage_params
 from ..llm.model import ModelConfig, zoo
 from ..llm.ops import LayerCosts
 from ..llm.stack import FP8_ROWWISE_GPU, Stack
@@ -92,6 +92,7 @@ def train(
         granularity=job.simulation.granularity,
         progress=progress,
         software=load_stack(job.software.stack or DEFAULT_TRAINING, "training"),
+        allow_oom=job.simulation.allow_oom,
     )
 
 
@@ -156,6 +157,7 @@ def simulate_training(
     rendezvous: bool = True,
     stack: Stack | None = None,
     software: SoftwareStack | None = None,
+    allow_oom: bool = False,
 ) -> TrainingResult:
     """Simulate one iteration.
 
@@ -168,9 +170,12 @@ def simulate_training(
     overhead, in-step efficiency and interference parameters (default: the GPU's, ``llm/stack.yaml``,
     under ``software``).  ``software``: the software stack (default megatron-core): its framework
     rules fill the layout fields left at their defaults, its physical parameters time the kernels.
+    ``allow_oom``: simulate a layout that does not fit in the GPU's memory (its result says so)
+    instead of refusing it (validation and calibration rows ran, so they pass True).
 
         Raises:
-            InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`).
+            InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`),
+            or that does not fit in the GPU's memory (unless ``allow_oom``).
     """
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     check_precision(layout.precision, spec_gpu)
@@ -181,6 +186,7 @@ def simulate_training(
         layout, applied = apply_rules(layout, model, software)
     stack = stack or Stack.for_gpu(spec_gpu.key, software)
     layout.check(model)
+    stages = check_fits(model, layout, spec_gpu, allow_oom)
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = build_fabric(spec, layout.gpus)
@@ -200,7 +206,7 @@ def simulate_training(
         rendezvous=rendezvous,
     )
     mf, hf = iteration_flops(model, layout)
-    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=memory(model, layout))
+    out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=stages)
     out.breakdown = breakdown(res)
     out.compute_model = cm.describe()
     out.calibration = calibration_of(spec_gpu, compute is not None and not isinstance(compute, ComputeModel))
@@ -224,12 +230,40 @@ def simulate_training(
             f"torchao's kernel measurements on the H100 only: untested on the {spec_gpu.name}"
         )
     if out.memory_peak_gib > spec_gpu.memory_gib:
-        worst = max(out.memory, key=lambda s: s.total)
-        out.notes.append(
-            f"the layout does not fit: pipeline stage {worst.stage} needs {out.memory_peak_gib:.1f} GiB "
-            f"per GPU, the {spec_gpu.name} has {spec_gpu.memory_gib:g} GiB"
-        )
+        out.notes.append(_oom_message(stages, spec_gpu) + " (simulated anyway: --allow-oom)")
     return out
+
+
+def _oom_message(stages: list[StageMemory], gpu: GpuSpec) -> str:
+    """'the layout does not fit: ...', naming the worst stage, its GiB and what takes them."""
+    worst = max(stages, key=lambda s: s.total)
+    parts = (("model states", worst.states), ("activations", worst.activations), ("buffers", worst.buffers))
+    what = ", ".join(f"{name} {b / GIB:.1f} GiB" for name, b in parts if b > 0)
+    return (
+        f"the layout does not fit: pipeline stage {worst.stage} needs {worst.total / GIB:.1f} GiB per GPU "
+        f"({what}), the {gpu.name} has {gpu.memory_gib:g} GiB"
+    )
+
+
+def check_fits(model: ModelConfig, layout: Layout, gpu: GpuSpec, allow_oom: bool) -> list[StageMemory]:
+    """The memory of every pipeline stage (see :func:`~podsim.llm.memory.memory`), checked against
+    ``gpu``'s before anything is simulated.
+
+    Raises:
+        InputError: a stage needs more than the GPU holds and ``allow_oom`` is False; the message
+        names the stage, what takes its memory and the flags that would shrink it.
+    """
+    stages = memory(model, layout)
+    if allow_oom or max(s.total for s in stages) / GIB <= gpu.memory_gib:
+        return stages
+    worst = max(stages, key=lambda s: s.total)
+    tips = []
+    if worst.activations > worst.states and layout.recompute != "full":
+        tips.append("--recompute full")
+    if worst.states >= worst.activations and not (layout.distributed_optimizer or layout.zero):
+        tips.append("--distributed-optimizer")
+    tips += ["a larger --tp or --pp", "more --gpus"]
+    raise InputError(f"{_oom_message(stages, gpu)}: try {', '.join(tips)}; or --allow-oom to simulate it anyway")
 
 
 def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]

@@ -4,9 +4,12 @@ per subcommand (its parser and its runner), built from the shared options of :mo
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import InputError, PodsimError
@@ -53,17 +56,58 @@ _MODULES = (
 _RUNNERS = {cmd: (module, name) for module in _MODULES for cmd, name in module.RUNNERS.items()}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with a shorter error: one line first (with the closest flag or command
+    when the given one is misspelt), then where the help is, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {self._closest(message)}\n  (run '{self.prog} --help' for its options)\n")
+
+    def _closest(self, message: str) -> str:
+        """``message`` with a did-you-mean for each misspelt flag (``--global_batch``) or command."""
+        if message.startswith("unrecognized arguments: "):
+            flags = sorted({o for o in self._option_string_actions if o.startswith("--")})
+            parts = []
+            for tok in message.removeprefix("unrecognized arguments: ").split():
+                if not tok.startswith("-"):
+                    continue
+                name = tok.split("=", 1)[0]
+                near = difflib.get_close_matches(name.replace("_", "-").lower(), flags, n=1, cutoff=0.6)
+                parts.append(f"{name}" + (f" (did you mean {near[0]}?)" if near else ""))
+            if parts:
+                return f"unknown option{'s' if len(parts) > 1 else ''} {', '.join(parts)}"
+            return message
+        m = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(3))
+            near = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
+            if m.group(1) == "COMMAND":
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                return f"unknown command {m.group(2)!r}: {hint}(one of {', '.join(choices)})"
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            return f"{m.group(1)}: {m.group(2)!r} is not one of {', '.join(choices)}{hint}"
+        return message
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="podsim",
         description="Simulate distributed deep-learning jobs on GPU clusters.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="run 'podsim COMMAND --help' for a command's options and examples",
     )
     parser.add_argument("--version", action="version", version=f"podsim {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in _MODULES:
         module.add_parser(sub)
+    return parser
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the top-level one without a command)."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if command in getattr(action, "choices", {}):
+            return action.choices[command]
     return parser
 
 
@@ -72,8 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # --help (0) or a bad flag (2, with argparse's one-line message)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # named by the subcommand's parser, which knows the flags it meant
+            _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as e:  # --help (0) or a bad flag (2, with the one-line message above)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     if args.command is None:
         parser.print_help()

@@ -14,20 +14,22 @@ from .options import add_params, announce, clear_progress_line, progress_line
 EPILOG_LLM = """examples:
   podsim llm --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 16 --global-batch 1536 \\
       --recompute selective --sequence-parallel --distributed-optimizer
-  podsim llm --model llama3-70b --gpu h100-80gb --gpus 512 --tp 8 --pp 4 --vpp 5 \\
+  podsim llm --model llama3-70b --gpu h100-80gb --gpus 512 --tp 8 --pp 4 --vpp 5 --sequence-parallel \\
       --global-batch 512 --seq-len 8192 --json run.json --trace run.trace.json
   podsim llm --model-config config.json --gpu h100 --gpus 64 --tp 8 --global-batch 64
   podsim llm --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \\
-      --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --backend flow
-  podsim llm --model llama3-405b --gpu h100 --gpus 8192 --tp 8 --pp 8 --vpp 8 \\
+      --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --sequence-parallel \\
+      --distributed-optimizer --recompute full --backend flow
+  podsim llm --model llama3-405b --gpu h100 --gpus 8192 --tp 8 --pp 8 --vpp 8 --cp 2 \\
       --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split \\
       --global-batch 2048 --seq-len 8192 --sequence-parallel --distributed-optimizer --backend flow
   podsim llm --model llama3-8b --gpu h100 --gpus 64 --fsdp --global-batch 64 --seq-len 8192
-  podsim llm --model llama3-8b --gpu h100 --gpus 8 --global-batch 32 --kernel-table measured
-  podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --sequence-parallel --global-batch 64 \
-      --precision fp8 --kernels          # where a step's time goes, kernel by kernel
+  podsim llm --model llama3-8b --gpu h100 --gpus 8 --fsdp --global-batch 32 --kernel-table measured
+  podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --pp 4 --sequence-parallel --distributed-optimizer \\
+      --global-batch 64 --precision fp8 --kernels          # where a step's time goes, kernel by kernel
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
-
+  podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --global-batch 64 --allow-oom
+      # a layout that does not fit (an error without --allow-oom): simulated, and marked as such
 DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula in docs/llm.md
 (forward + backward, no recomputation); times in s, memory in GiB."""
 

@@ -211,7 +211,9 @@ class SearchJob:
     global_batch: int | None = _reworded(
         _LLM["global-batch"], "sequences per iteration (a training search needs it)", "training"
     )
-    seq_len: int | None = _reworded(_LLM["seq-len"], "tokens per sequence (default 2048)", "training")
+    seq_len: int | None = _reworded(
+        _LLM["seq-len"], "tokens per sequence (default: the model's, as podsim llm)", "training"
+    )
     train_tokens: float | None = _only(
         "training",
         param(

@@ -41,7 +41,7 @@ RAY = Param(
 
 @dataclass(frozen=True)
 class Simulation:
-    """Network backend and flow granularity."""
+    """Network backend, flow granularity, and whether a layout that does not fit is simulated."""
 
     backend: str = param(BACKEND)
     granularity: str = param(
@@ -52,5 +52,14 @@ class Simulation:
             ("bulk", "round"),
             help="flow backend: a collective step's rounds as one set of flows (bulk, "
             "default) or every round simulated (round: slower, exact under contention)",
+        )
+    )
+    allow_oom: bool = param(
+        Param(
+            "allow-oom",
+            "bool",
+            False,
+            help="simulate a layout that does not fit in the GPU's memory (an error otherwise; the result "
+            "then says it does not fit)",
         )
     )

@@ -422,6 +422,11 @@ class Layout:
             raise InputError(f"TP {self.tp} does not divide the {model.heads} attention heads of {model.name}")
         if model.kv % self.tp and self.tp % model.kv:
             raise InputError(f"TP {self.tp} and the {model.kv} KV heads of {model.name} do not divide each other")
+        if self.vpp > 1 and self.pp == 1:
+            raise InputError(
+                f"--vpp {self.vpp} needs --pp > 1: virtual stages interleave the ranks of a pipeline, and PP 1 has none"
+                " (Megatron refuses it too)"
+            )
         self._check_split(model)
         if self.vpp > 1 and self.schedule == "gpipe":
             raise InputError("virtual stages (--vpp) need the interleaved 1F1B schedule")

@@ -44,13 +44,20 @@ def format_serve_llm(outcome: Any, usd_per_gpu_hour: float | None) -> str:
         lines.append(cal)
     for q, a in cap.probes:
         lines.append(f"  {q:10.4g} req/s   SLO met by {100 * a:5.1f}%   {'meets' if a >= target else '-'}")
-    lines.append(
-        f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * target:g}% of requests"
-        + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else "")
-    )
+    if cap.bound == "upper":
+        lines.append(
+            f"  capacity: at most {cap.qps:.4g} req/s (an upper bound: its run was too short to fill the queues, "
+            f"so the {100 * target:g}% SLO attainment it found is optimistic)"
+        )
+    else:
+        lines.append(
+            f"  capacity: {cap.qps:.4g} req/s meet the SLOs for {100 * target:g}% of requests"
+            + (f" ({cap.upper_qps:.4g} req/s do not)" if cap.upper_qps is not None else "")
+        )
     note = outcome.transient_note()
     if note:
         lines.append(f"  note: at capacity, {note}")
+    lines += [f"  note: {n}" for n in outcome.notes]
     if usd_per_gpu_hour is not None:
         doc = outcome.cost(usd_per_gpu_hour)
         if doc["cost_per_mtok_usd"] is not None:

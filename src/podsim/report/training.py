@@ -47,7 +47,10 @@ def format_training(r: Any, backend: str) -> str:
         ("tokens per second per GPU", f"{d['tokens_per_s'] / lay.gpus:,.0f}"),
         ("MFU", f"{100 * d['mfu']:.1f} %"),
         ("tokens per second", f"{d['tokens_per_s']:,.0f}"),
-        ("memory peak per GPU", f"{d['memory_peak_gib']:.2f} GiB of {r.gpu.memory_gib:g}"),
+        (
+            "memory peak per GPU",
+            f"{d['memory_peak_gib']:.2f} GiB of {r.gpu.memory_gib:g}" + ("" if d["memory_fits"] else " DOES NOT FIT"),
+        ),
         ("  compute", f"{b['compute_s']:.4f} s"),
         ("  exposed communication", f"{b['exposed_comm_s']:.4f} s"),
         ("  pipeline bubble", f"{b['bubble_s']:.4f} s"),

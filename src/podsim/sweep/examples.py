@@ -32,7 +32,7 @@ what-if:
 # GPUs had twice the peak FLOP/s or the NICs half the bandwidth.  Parameters: podsim llm's flags.
 name: llama3-8b-tp
 run: llm
-fixed: {model: llama3-8b, gpu: h100, global-batch: 64, seq-len: 4096, recompute: selective}
+fixed: {model: llama3-8b, gpu: h100, global-batch: 64, seq-len: 4096, recompute: selective, sequence-parallel: true}
 grid: {gpus: [8, 16], tp: [2, 4, 8]}
 what-if:
   - {name: baseline}

@@ -90,7 +90,7 @@ LLM = RunKind(
         "bubble_s": "DOUBLE",
         "other_s": "DOUBLE",
     },
-    ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib"),
+    ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib", "memory_fits"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
     CLUSTER_FIELDS,
     "one training iteration of an LLM under a parallel layout (podsim llm)",

@@ -37,7 +37,7 @@ from typing import Any
 from ..errors import InputError, PodsimError
 from ..llm.model import ModelConfig
 from ..serving.llm.deployment import PDLink, ReplicaSpec, prepare, transient_note, usd_per_mtok
-from ..serving.llm.requests import is_generator, load_requests, parse_generator
+from ..serving.llm.requests import load_requests, workload
 from ..serving.llm.router import DEFAULT_ROUTER
 from ..serving.llm.schedulers import SCHEDULERS, scheduler_class
 from ..serving.llm.simulate import ServeConfig
@@ -248,8 +248,8 @@ def evaluate_point(task: Task) -> dict[str, Any]:
             slo_tpot_s=w.slo_tpot_s,
         )
         serving = prepare(ReplicaSpec(model, gpu, pt.tp, pt.pp, pt.ep, cluster=cluster), cfg, PDLink())
-        requests = load_requests(w.spec, w.requests)
-        cap = serving.capacity(requests, parse_generator(w.spec) if is_generator(w.spec) else None, w.target)
+        requests, gen, _ = workload(w.spec, w.requests, cfg.max_context)
+        cap = serving.capacity(requests, gen, w.target)
     except PodsimError as e:
         return dict(row, error=str(e))
     mean_output = sum(r.output_tokens for r in requests) / len(requests)

@@ -270,7 +270,16 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None, s
     if software is None and r.get("stack"):
         software = load_stack(r["stack"], "training")
     res = simulate_training(
-        model, lay, gpu, system, backend, record_timeline=False, compute=compute, stack=stack, software=software
+        model,
+        lay,
+        gpu,
+        system,
+        backend,
+        record_timeline=False,
+        compute=compute,
+        stack=stack,
+        software=software,
+        allow_oom=True,
     )
     metric = r["metric"]
     if metric == "hardware_tflops_per_gpu":

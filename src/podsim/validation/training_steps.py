@@ -78,7 +78,7 @@ def predict(row: StepRow, stack: Stack | None = None) -> TrainingResult:
         InputError: a row without a GPU key, or a shape podsim's model refuses.
     """
     return simulate_training(
-        model_of(row), layout_of(row), _gpu(row), None, "analytical", record_timeline=False, stack=stack
+        model_of(row), layout_of(row), _gpu(row), None, "analytical", record_timeline=False, stack=stack, allow_oom=True
     )
 
 

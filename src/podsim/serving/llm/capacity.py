@@ -32,6 +32,8 @@ class Capacity:
         upper_qps: the lowest rate found not to meet them (None if every rate tried met them).
         result: that run's result (None when no rate met them).
         probes: every (rate, attainment) tried, in order.
+        bound: ``estimate`` (the run at ``qps`` reached a steady state) or ``upper`` (it ended
+            before its queues filled: its attainment is optimistic, the capacity at most ``qps``).
     """
 
     qps: float
@@ -39,12 +41,14 @@ class Capacity:
     upper_qps: float | None
     result: LLMServeResult | None
     probes: list[tuple[float, float]] = field(default_factory=list)
+    bound: str = "estimate"
 
     def to_dict(self) -> dict[str, object]:
-        """``capacity_qps``, ``attainment``, ``upper_qps``, ``probes: [{qps, slo_attainment}]`` and
-        the best run's document under ``result``."""
+        """``capacity_qps``, ``capacity_bound``, ``attainment``, ``upper_qps``, ``probes: [{qps,
+        slo_attainment}]`` and the best run's document under ``result``."""
         return {
             "capacity_qps": self.qps,
+            "capacity_bound": self.bound,
             "attainment": self.attainment,
             "upper_qps": self.upper_qps,
             "probes": [{"qps": q, "slo_attainment": a} for q, a in self.probes],

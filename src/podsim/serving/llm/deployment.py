@@ -160,7 +160,11 @@ class Serving:
     ) -> Capacity:
         """The highest request rate whose run meets the SLOs for ``target`` of the requests: the
         generator's requests at each rate (``generator``), else ``requests`` re-timed as Poisson
-        arrivals.  ``run_at(qps, requests)`` serves one probe (default :meth:`run`)."""
+        arrivals.  ``run_at(qps, requests)`` serves one probe (default :meth:`run`).  A capacity whose
+        run ended before its queues filled (:func:`transient_note`) is marked an upper bound.
+
+        Raises:
+            InputError: no requests, or so few that every rate tried met the SLOs."""
         if not requests:
             raise InputError("no requests to serve", where="--workload")
         serve = run_at or (lambda q, reqs: self.run(reqs))
@@ -169,9 +173,19 @@ class Serving:
             if generator is not None
             else max(len(requests) / max(requests[-1].arrival_ns / 1e9, 1e-9), 0.01)
         )
-        return find_capacity(
+        cap = find_capacity(
             lambda q: serve(q, requests_at(requests, generator, q)), target, start_qps=start, progress=progress
         )
+        if cap.upper_qps is None:
+            raise InputError(
+                f"every rate tried, up to {cap.qps:.4g} req/s, met the SLOs: {len(requests):,} requests are too few "
+                "to load the deployment (they all arrive at once and are served before a queue builds); give more "
+                "requests (--requests, or a longer trace)",
+                where="--find-capacity",
+            )
+        if cap.result is not None and transient_note(cap.result) is not None:
+            cap.bound = "upper"
+        return cap
 
 
 def requests_at(requests: Sequence[Request], generator: GeneratorSpec | None, qps: float) -> list[Request]:

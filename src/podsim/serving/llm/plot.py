@@ -18,12 +18,13 @@ def plot_serving(r: LLMServeResult, path: str | os.PathLike[str], title: str = "
     """
     plt = pyplot("plotting the latency CDFs (--plot)", "--plot")
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=110)
+    stats = r.stats()  # the legend's mean and p99 are the summary's and the JSON's
     series = (
-        ("time to first token", r.ttft_s(), r.slo_ttft_s),
-        ("time per output token", [x for x in r.tpot_s() if x is not None], r.slo_tpot_s),
-        ("end-to-end latency", r.e2e_s(), None),
+        ("time to first token", "ttft", r.ttft_s(), r.slo_ttft_s),
+        ("time per output token", "tpot", [x for x in r.tpot_s() if x is not None], r.slo_tpot_s),
+        ("end-to-end latency", "e2e", r.e2e_s(), None),
     )
-    for ax, (label, vals, slo) in zip(axes.flat, series):
+    for ax, (label, key, vals, slo) in zip(axes.flat, series):
         s = sorted(vals)
         if s:
             ys = [(i + 1) / len(s) for i in range(len(s))]
@@ -32,8 +33,7 @@ def plot_serving(r: LLMServeResult, path: str | os.PathLike[str], title: str = "
                 ys,
                 where="post",
                 linewidth=1.6,
-                label=f"mean {1e3 * sum(s) / len(s):,.1f} ms, "
-                f"p99 {1e3 * s[min(len(s) - 1, int(0.99 * len(s)))]:,.1f} ms",
+                label=f"mean {1e3 * stats[f'{key}_mean_s']:,.1f} ms, p99 {1e3 * stats[f'{key}_p99_s']:,.1f} ms",
             )
             ax.legend(fontsize=8, loc="lower right")
         if slo is not None:

@@ -42,7 +42,7 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -73,6 +73,7 @@ class Request:
         output_tokens: tokens to generate (>= 1; the first comes from the prefill).
         prefix_id: requests with the same id share their first ``prefix_tokens`` tokens; -1: none.
         prefix_tokens: how many prompt tokens the shared prefix is (0 without one).
+        line: the trace file's line it was read from (the header is line 1); 0: generated.
     """
 
     id: int
@@ -81,6 +82,12 @@ class Request:
     output_tokens: int
     prefix_id: int = -1
     prefix_tokens: int = 0
+    line: int = field(default=0, compare=False)  #: where it came from, not what it is
+
+    @property
+    def label(self) -> str:
+        """How an error names it: its trace line, or its place in a generated workload (from 1)."""
+        return f"the request on line {self.line} of the trace" if self.line else f"generated request {self.id + 1}"
 
 
 def _whole(text: str, what: str, source: str, where: str, low: int = 1, zero_hint: str = "") -> int:
@@ -268,7 +275,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
                     src,
                     f"{where}, column prefix_tokens",
                 )
-        out.append(Request(len(out), arrival, prompt, output, pid, plen))
+        out.append(Request(len(out), arrival, prompt, output, pid, plen, reader.line_num))
     if not out:
         raise InputError("the trace has no requests", src)
     return out
@@ -332,7 +339,9 @@ def parse_lengths(text: str, where: str) -> Lengths:
 @dataclass(frozen=True)
 class GeneratorSpec:
     """A parsed generator: ``kind`` (poisson or gamma), ``qps`` (requests/s), ``cv`` (gamma),
-    length distributions, ``seed`` and shared ``prefixes`` (count, tokens; 0: none)."""
+    length distributions, ``seed``, shared ``prefixes`` (count, tokens; 0: none) and
+    ``max_context``: the context its requests are cut to (tokens; None: as drawn), see
+    :func:`clip_to_context`."""
 
     kind: str
     qps: float
@@ -341,6 +350,7 @@ class GeneratorSpec:
     output: Lengths = Lengths("fixed", 128)
     seed: int = 0
     prefixes: tuple[int, int] = (0, 0)
+    max_context: int | None = None
 
     def with_qps(self, qps: float) -> "GeneratorSpec":
         return replace(self, qps=qps)
@@ -434,7 +444,8 @@ def arrivals_ns(spec: GeneratorSpec, n: int, rng: np.random.Generator) -> list[i
 
 def generate(spec: GeneratorSpec, n: int) -> list[Request]:
     """``n`` requests of ``spec``, seeded: the same spec and ``n`` give the same requests, and a
-    spec that differs only in its rate gives the same lengths with every gap scaled."""
+    spec that differs only in its rate gives the same lengths with every gap scaled; cut to the
+    spec's ``max_context`` when it has one."""
     if n < 1:
         raise InputError(f"expected at least one request, got {n}", where="--requests")
     rng = np.random.default_rng(spec.seed)
@@ -450,17 +461,69 @@ def generate(spec: GeneratorSpec, n: int) -> list[Request]:
         out.append(
             Request(i, round(unit[i] * scale), prompts[i], outputs[i], pids[i] if shared > 0 else -1, max(shared, 0))
         )
-    return out
+    return out if spec.max_context is None else clip_to_context(out, spec.max_context)[0]
 
 
 def load_requests(spec: str, n: int | None = None) -> list[Request]:
     """A trace CSV (its first ``n`` rows, default all) or a generator spec (``n`` requests,
-    default 1000)."""
+    default 1000).
+
+    Raises:
+        InputError: a bad spec or trace (see :func:`read_trace`), or ``n`` over the trace's rows.
+    """
     if is_generator(spec):
         return generate(parse_generator(spec), 1000 if n is None else n)
     if ":" in spec and not Path(spec).exists():  # a misspelt generator, not a missing file
         parse_generator(spec)
-    return read_trace(spec, n)
+    out = read_trace(spec, n)
+    if n is not None and len(out) < n:
+        raise InputError(
+            f"--requests {n} asks for more requests than the trace's {len(out)}: leave --requests out to run "
+            f"them all, or give at most {len(out)}",
+            spec,
+        )
+    return out
+
+
+def workload(spec: str, n: int | None, max_context: int) -> tuple[list[Request], GeneratorSpec | None, int]:
+    """A workload as a serving run takes it: its requests (see :func:`load_requests`), its
+    generator when it is one (cutting what it draws to ``max_context``, tokens), and how many
+    generated requests were cut (see :func:`clip_to_context`).
+
+    Raises:
+        InputError: as :func:`load_requests`.
+    """
+    requests = load_requests(spec, n)
+    if not is_generator(spec):
+        return requests, None, 0
+    requests, cut = clip_to_context(requests, max_context)
+    return requests, replace(parse_generator(spec), max_context=max_context), cut
+
+
+def clip_to_context(requests: list[Request], max_context: int) -> tuple[list[Request], int]:
+    """Generated requests fitted to the context (as a benchmark client sizes them): a prompt of at
+    most ``max_context - 1`` tokens and an output of at most what the context leaves; returns the
+    requests and how many were cut.  A trace's requests are not for podsim to change: they are
+    refused if too long (see :func:`podsim.serving.llm.simulate.simulate`)."""
+    out, cut = [], 0
+    for r in requests:
+        prompt = min(r.prompt_tokens, max_context - 1)
+        output = min(r.output_tokens, max_context - prompt)
+        if (prompt, output) == (r.prompt_tokens, r.output_tokens):
+            out.append(r)
+            continue
+        cut += 1
+        shared = min(r.prefix_tokens, prompt - 1)
+        out.append(
+            replace(
+                r,
+                prompt_tokens=prompt,
+                output_tokens=output,
+                prefix_tokens=shared,
+                prefix_id=r.prefix_id if shared > 0 else -1,
+            )
+        )
+    return out, cut
 
 
 def with_poisson_arrivals(requests: list[Request], qps: float, seed: int = 0) -> list[Request]:

@@ -215,7 +215,7 @@ def _check_requests(
     total = longest.prompt_tokens + longest.output_tokens
     if cfg.max_context is not None and total > cfg.max_context:
         raise InputError(
-            f"request {longest.id}: its prompt ({longest.prompt_tokens} tokens) and output "
+            f"{longest.label}: its prompt ({longest.prompt_tokens} tokens) and output "
             f"({longest.output_tokens}) make {total} tokens, more than the model's context of "
             f"{cfg.max_context} (--max-context N for a model that takes more)",
             where="--workload",
@@ -225,7 +225,7 @@ def _check_requests(
     room = blocks - (watermark_blocks if reserve else 0)
     if need > room:
         raise InputError(
-            f"the KV cache is smaller than one request: request {longest.id} ({longest.prompt_tokens} "
+            f"the KV cache is smaller than one request: {longest.label} ({longest.prompt_tokens} "
             f"prompt + {longest.output_tokens} output tokens) needs {need} blocks of {cfg.block_size} "
             f"tokens, a replica holds {room} (more GPUs per replica, a larger GPU, or --kv-blocks N)",
             where="--kv-blocks",

@@ -1,0 +1,229 @@
+"""Issue 29's newcomer cases, each pinned: answers that looked right and were not, and what a
+user gets now (an error naming what to change, or a result that says what it rests on)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from podsim.api.train import check_fits, resolved_layout
+from podsim.cli import build_parser, main
+from podsim.cli.llm import EPILOG_LLM
+from podsim.hardware.gpu import get_gpu
+from podsim.jobs.train import TrainJob
+from podsim.llm.memory import GIB
+from podsim.stacks.rules import apply_rules
+from podsim.stacks.stack import DEFAULT_TRAINING, load_stack
+
+# ----------------------------------------------------------------------------- memory
+
+
+def test_a_layout_that_does_not_fit_is_an_error_naming_what_takes_the_memory(capsys) -> None:
+    # Llama 3 70B unsharded on 8 GPUs (TP 1, DP 8): bf16 weights, fp32 gradients and master weights,
+    # Adam's two fp32 moments = 2 + 4 + 4 + 4 + 4 = 18 B per parameter; 70.55e9 parameters need
+    # about 1,183 GiB of model states per GPU, far over an H100's 79.6 GiB
+    argv = ["llm", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--global-batch", "8", "--seq-len", "1024"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    m = re.search(r"needs ([\d.]+) GiB per GPU \(model states ([\d.]+) GiB", err)
+    assert m, err
+    assert float(m.group(2)) > 16 * 70e9 / GIB  # at least 16 B per parameter, whatever the optimizer's layout
+    assert "79.6 GiB" in err and "--allow-oom" in err and "--distributed-optimizer" in err
+
+
+def test_allow_oom_simulates_it_and_every_output_says_it_does_not_fit(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "r.json"
+    argv = ["llm", "--model", "llama3-70b", "--gpu", "h100", "--gpus", "8", "--global-batch", "8", "--seq-len", "1024"]
+    assert main([*argv, "--allow-oom", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "DOES NOT FIT" in text and "warning: the layout does not fit" in text
+    d = json.loads(out.read_text())
+    assert d["memory_fits"] is False and d["memory_peak_gib"] > 79.6
+    assert any("does not fit" in n for n in d["notes"])
+
+
+def _example_lines(epilog: str) -> list[list[str]]:
+    """The ``podsim llm`` commands of an epilog, continuation lines joined, comments dropped."""
+    text = epilog.replace("\\\n", " ")
+    return [shlex.split(line.split("#")[0])[2:] for line in text.splitlines() if line.strip().startswith("podsim llm")]
+
+
+def test_every_llm_help_example_fits_unless_it_asks_for_allow_oom() -> None:
+    parser = build_parser()
+    examples = _example_lines(EPILOG_LLM)
+    assert len(examples) >= 9
+    checked = 0
+    for argv in examples:
+        if "--model-config" in argv:  # a file of the user's
+            continue
+        args = parser.parse_args(["llm", *argv])
+        job = TrainJob.from_values(vars(args))
+        model = job.model.load()
+        lay, _ = apply_rules(resolved_layout(job, model), model, load_stack(job.software.stack or DEFAULT_TRAINING))
+        gpu = get_gpu(job.hardware.gpu)
+        peak = max(s.total for s in check_fits(model, lay, gpu, allow_oom=True)) / GIB
+        assert (peak > gpu.memory_gib) == job.simulation.allow_oom, (argv, peak)
+        checked += 1
+    assert checked >= 8
+
+
+def test_the_sweep_table_marks_what_does_not_fit(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: fits\nrun: llm\n"
+        "fixed: {model: llama3-70b, gpu: h100, gpus: 8, global-batch: 8, seq-len: 1024, allow-oom: true}\n"
+        "grid: {tp: [1, 8]}\n"
+    )
+    assert main(["sweep", str(spec), "--workers", "1", "--json", str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert "memory_fits" in out
+    rows = {r["tp"]: r for r in json.loads((tmp_path / "s.json").read_text())["rows"]}
+    assert rows[1]["memory_fits"] is False  # 1,183 GiB of states: above
+    # TP 8: 70.55e9 x 18 B / 8 = 148 GiB: does not fit either; the column is false for both
+    assert rows[8]["memory_fits"] is False and rows[8]["memory_peak_gib"] < rows[1]["memory_peak_gib"]
+    # without allow-oom the points are errors that say why
+    spec.write_text(spec.read_text().replace(", allow-oom: true", ""))
+    assert main(["sweep", str(spec), "--workers", "1"]) == 0
+    assert "the layout does not fit" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- flags
+
+
+def test_vpp_without_pp_is_refused(capsys) -> None:
+    argv = ["llm", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "8", "--vpp", "2"]
+    assert main(argv) == 2
+    assert "--vpp 2 needs --pp > 1" in capsys.readouterr().err
+
+
+def _trace(path: Path, rows: int, prompt: int = 500, output: int = 50, gap_s: float = 0.2) -> Path:
+    lines = ["arrived_at,num_prefill_tokens,num_decode_tokens"]
+    lines += [f"{i * gap_s:.3f},{prompt},{output}" for i in range(rows)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_more_requests_than_the_trace_holds_is_refused(tmp_path: Path, capsys) -> None:
+    tr = _trace(tmp_path / "t.csv", 20)
+    argv = ["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", str(tr)]
+    assert main([*argv, "--requests", "200"]) == 2
+    err = capsys.readouterr().err
+    assert "--requests 200" in err and "trace's 20" in err
+    assert main([*argv, "--requests", "20"]) == 0
+
+
+def test_a_too_long_trace_request_is_named_by_its_line(tmp_path: Path, capsys) -> None:
+    tr = _trace(tmp_path / "t.csv", 5)
+    text = tr.read_text().splitlines()
+    text[3] = "0.400,9000,10"  # the third request, on line 4 (the header is line 1)
+    tr.write_text("\n".join(text) + "\n")
+    assert main(["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", str(tr)]) == 2
+    err = capsys.readouterr().err
+    assert "the request on line 4 of the trace" in err and "9000" in err
+
+
+def test_generated_requests_are_cut_to_the_context(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "r.json"
+    argv = [
+        "serve-llm",
+        "--model",
+        "llama3-8b",
+        "--gpu",
+        "h100",
+        "--max-context",
+        "2048",
+        "--workload",
+        "poisson:5,prompt=lognormal:1500:1.0,output=300",
+        "--requests",
+        "200",
+        "--json",
+        str(out),
+    ]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"note: ([\d,]+) generated requests were longer than the context \(2,048 tokens\)", text)
+    assert m, text
+    # a lognormal of median 1,500 and sigma 1 puts P(prompt > 1,748) = P(z > 0.153) = 44% over the
+    # context with the 300 output tokens: some tens of the 200 requests
+    assert 40 <= int(m.group(1).replace(",", "")) <= 140
+    reqs = json.loads(out.read_text())["requests"]
+    assert max(r["prompt_tokens"] + r["output_tokens"] for r in reqs) <= 2048
+
+
+def test_capacity_of_a_trace_too_short_to_load_the_replica_is_an_error(tmp_path: Path, capsys) -> None:
+    tr = _trace(tmp_path / "t.csv", 8)
+    argv = ["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", str(tr), "--slo-ttft", "2"]
+    assert main([*argv, "--find-capacity"]) == 2
+    cap = capsys.readouterr()
+    assert "too few" in cap.err and "8 requests" in cap.err and "  capacity:" not in cap.out
+
+
+def test_capacity_from_a_run_too_short_for_a_steady_state_is_an_upper_bound(tmp_path: Path, capsys) -> None:
+    tr = _trace(tmp_path / "t.csv", 200, prompt=1000, output=200)
+    out = tmp_path / "c.json"
+    argv = ["serve-llm", "--model", "llama3-8b", "--gpu", "h100", "--workload", str(tr)]
+    assert main([*argv, "--slo-ttft", "2", "--slo-tpot", "0.1", "--find-capacity", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    d = json.loads(out.read_text())
+    assert d["capacity_bound"] == "upper" and "capacity: at most" in text and "upper bound" in text
+
+
+def test_the_plot_legend_shows_the_summary_percentiles(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    from podsim.api.serve_llm import serve_llm
+    from podsim.jobs.serve_llm import ServeLLMJob
+    from podsim.serving.llm import plot as plot_mod
+
+    job = ServeLLMJob.from_values(
+        {"model": "llama3-8b", "gpu": "h100", "workload": "poisson:40,prompt=lognormal:1000:0.8,output=64"}
+        | {"requests": 301}
+    )
+    r = serve_llm(job).result
+    figs = []
+    monkeypatch.setattr(plot_mod, "save_png", lambda fig, path: figs.append(fig))
+    plot_mod.plot_serving(r, str(tmp_path / "p.png"))
+    legend = figs[0].axes[0].get_legend().get_texts()[0].get_text()
+    p99 = float(np.percentile(np.array(r.ttft_s()), 99))  # numpy's linear interpolation, as the JSON
+    assert f"p99 {1e3 * p99:,.1f} ms" in legend
+
+
+def test_search_uses_the_models_sequence_length_by_default() -> None:
+    from podsim.api import SearchJob, search
+
+    # Llama 3's context in training is 8,192 tokens (the Llama 3 paper, and podsim llm's default)
+    res = search(SearchJob(gpus=(8,), model="llama3-8b", gpu="h100", global_batch=64, tp_values=(8,), pp_values=(1,)))
+    assert {r["layout"]["seq_len"] for r in res.rows} == {8192}
+    assert "default: the model's" in " ".join(
+        build_parser()._subparsers._group_actions[0].choices["search"].format_help().split()
+    )
+
+
+def test_an_output_folder_that_takes_no_file_is_named_not_a_temp_file(capsys) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc takes no new file on Linux")
+    argv = ["llm", "--model", "gpt3-125m", "--gpus", "8", "--global-batch", "8", "--json", "/proc/r.json"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "/proc/r.json" in err and ".tmp" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, first",
+    [
+        (["llm", "--model", "llama3-8b", "--global_batch", "8"], "did you mean --global-batch?"),
+        (["lmm"], "did you mean 'llm'?"),
+        (["llm", "--recompute", "sel"], "(did you mean 'selective'?)"),
+        (["serve-llm", "--modle", "x"], "did you mean --model?"),
+    ],
+)
+def test_a_flag_typo_gets_the_closest_flag_on_the_first_line(argv, first, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert first in err.splitlines()[0] and "usage:" not in err and len(err.splitlines()) == 2
