@@ -332,6 +332,8 @@ def trace_and_replay(c: Config, device: str, folder: Path, timeout_s: float = 30
         "dgx-h100",
         "--gpus",
         "1",
+        "--retime",
+        "off",  # the capture as captured (a CPU one too): its replay against its own measured step
         "--json",
         str(res),
     ]

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,10 +47,12 @@ from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_gro
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster
+from ..hardware.gpu import get_gpu
 from ..jobs.simulate import SimulateJob
 from ..network.topology import Topology
 from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
 from ..parallelize.plan import micro_batches
+from ..parallelize.retime import retime
 from ..report.layers import layer_breakdown
 from ..report.result import Result
 from ..workload import Workload
@@ -119,6 +122,8 @@ class ParallelSpec:
         gpu_memory_gib: memory per GPU, GiB (default: the cluster's GPU).
         remote_bandwidth_gbps: offload activations that do not fit to remote memory of this
             bandwidth per GPU, GB/s (10^9 B/s); None: a step that does not fit is an error.
+        retime: a GPU to time the captured ops on (:mod:`podsim.parallelize.retime`), ``off`` to
+            keep the captured times; None: the cluster's GPU when the capture ran on the CPU.
     """
 
     mode: str = "ddp"
@@ -131,6 +136,7 @@ class ParallelSpec:
     batch_size_sim: int | None = None
     gpu_memory_gib: float | None = None
     remote_bandwidth_gbps: float | None = None
+    retime: str | None = None
 
 
 #: how a one-GPU step can run on many GPUs (:attr:`ParallelSpec.mode`)
@@ -451,6 +457,7 @@ def _simulate_parallel(
             trace_format=trace_format,
         )
     cluster = cluster or DEFAULT_PARALLEL_CLUSTER
+    step, time_note = _retime(step, spec.retime, cluster)
     step, memory_note, remote = _fit_memory(step, spec, cluster, remote_memory)
     wl = parallelize(
         step,
@@ -478,6 +485,8 @@ def _simulate_parallel(
         backend=backend,
     )
     mode = f"pp x dp {spec.dp}" if spec.mode == "pp" and spec.dp > 1 else spec.mode
+    if time_note:
+        res.notes.append(time_note)
     res.notes.append(summary(step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
     res.notes.append(memory_note)
     res.info["layers"] = [
@@ -492,6 +501,34 @@ def _simulate_parallel(
         for r in layer_breakdown(res, 0)
     ]
     return res
+
+
+def _retime(step: OneGpuStep, target: str | None, cluster: str | ClusterSpec) -> tuple[OneGpuStep, str | None]:
+    """The step timed on ``target`` (a GPU; None: the cluster's when the capture ran on the CPU;
+    ``off``: as captured), and the note that says which times the run rests on.
+
+    Raises:
+        InputError: an unknown GPU, a CPU capture on a cluster without a GPU type and no --retime."""
+    if target is None:
+        if step.device != "cpu":
+            return step, None
+        target = load_cluster(cluster).gpu
+        if target is None:
+            raise InputError(
+                "the capture ran on the CPU and the cluster names no GPU type to time its ops on: give --retime GPU "
+                "(or --retime off to simulate the CPU's times)",
+                where="--retime",
+            )
+    if str(target).lower() == "off":
+        if step.device == "cpu":
+            return step, "op times are the CPU's that captured the step (--retime off), not a GPU's"
+        return step, None
+    try:
+        gpu = get_gpu(target)
+    except InputError as e:
+        raise InputError(e.message, where="--retime") from None
+    out, report = retime(step, gpu)
+    return out, report.note(step.device)
 
 
 def _fit_memory(
@@ -558,6 +595,18 @@ def describe_topology(topo: Topology) -> str:
     return " x ".join(parts)
 
 
+def _one_cpu_capture(path: PathLike) -> bool:
+    """Whether ``path`` is a ``podsim trace`` folder of one process captured on the CPU."""
+    info = Path(path) / "capture.json"
+    if not info.is_file():
+        return False
+    try:
+        d = json.loads(info.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(d, dict) and d.get("device") == "cpu" and d.get("nproc", 1) == 1
+
+
 @dataclass
 class SimulateOutcome:
     """What one ``podsim simulate`` job gives: the result, and whether it comes from a one-GPU
@@ -582,6 +631,9 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
         groups = None
     workload, trace_format = t.workload, t.trace_format
     one_gpu = bool(t.triosim or t.pytorch) or (bool(workload) and g.parallel is not None)
+    as_captured = str(g.retime).lower() == "off"
+    if not one_gpu and workload and m.cluster is not None and not as_captured and _one_cpu_capture(workload):
+        one_gpu = True  # replayed on the cluster's GPU: its ops re-timed there, not its CPU's times
     if t.triosim or t.pytorch:
         if workload:
             raise InputError("give one of --workload-configuration, --triosim and --pytorch")
@@ -615,6 +667,7 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
             g.batch_size_sim,
             g.gpu_memory,
             g.remote_bandwidth,
+            g.retime,
         )
     elif m.cluster is None:
         for flag, val in (("--system-configuration", m.system), ("--network-configuration", m.network)):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
+from .aten_work import Work, op_work
 from .pytorch_trace import capture_files, linked_nodes, read_linked, step_window, top_level_ops
 from .triosim import TriosimOp, TriosimTensor, TriosimTrace, read_triosim
 
@@ -72,6 +73,9 @@ class StepOp:
     #: bytes of the tensors it returns, in place or not (``output_bytes``: only new storages)
     result_bytes: int = -1
     offload_bytes: int = 0  #: of its output kept in remote memory until the backward (:mod:`.memory`)
+    #: the kernels it runs, from the execution trace (:mod:`.aten_work`; () for none, as a view;
+    #: None when no trace describes it)
+    work: tuple[Work, ...] | None = None
 
 
 @dataclass
@@ -83,6 +87,9 @@ class OneGpuStep:
     notes: list[str] = field(default_factory=list)
     optimizer_states: int = 2  #: optimizer state per parameter, in parameter sizes (Adam: 2; plain SGD: 0)
     batch: int | None = None  #: samples per GPU the step processes, when known
+    #: where its op times were measured: ``cpu`` (a CPU capture: host time), ``cuda`` (GPU
+    #: kernels), None (unknown: a TrioSim trace); ``retimed`` when re-timed on a GPU since
+    device: str | None = None
 
     @property
     def total_ns(self) -> int:
@@ -282,6 +289,10 @@ def from_pytorch(
             "no execution trace: gradient and parameter sizes unknown, so no data-parallel reduction is "
             "sized and no op is split by tensor parallelism"
         )
+    works: list[tuple[Work, ...] | None] = [None] * n
+    if et is not None:
+        children = et.children()
+        works = [tuple(op_work(nodes[o.rf_id], children)) if o.rf_id in nodes else None for o in top]
     grads, params, outputs, inputs_act, results = (
         facts.grads,
         facts.params,
@@ -317,11 +328,12 @@ def from_pytorch(
                 split,
                 out,
                 result_bytes=results[i] if stages[i] == "forward" else out,
+                work=works[i],
             )
         )
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
     opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
-    return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes)
+    return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes, device="cuda" if use_gpu else "cpu")
 
 
 def _stages(top: list, opt: list) -> list[str]:  # type: ignore[type-arg]

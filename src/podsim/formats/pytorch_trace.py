@@ -120,6 +120,10 @@ class EtNode:
     inputs: tuple[tuple[int, int], ...] = ()
     outputs: tuple[tuple[int, int], ...] = ()
     arg_bytes: tuple[int, ...] = ()  #: tensor bytes of each input argument (tensor lists summed)
+    #: each input argument's shape as the trace wrote it (a list of ints for a tensor; unchecked:
+    #: :mod:`podsim.formats.aten_work` reads what it needs) and its type ("Tensor(float)", "Int")
+    shapes: tuple = ()
+    types: tuple = ()
 
     def collective_bytes(self, kind: CollectiveKind) -> int:
         """The size of the collective this c10d op runs, as nccl-tests counts it: the gathered
@@ -450,6 +454,7 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
         if old_schema:
             values, outs, parent = n.get("inputs") or [], n.get("outputs") or [], n.get("parent")
             rf, seq = n.get("rf_id"), n.get("seq_id")
+            shapes, types = n.get("input_shapes"), n.get("input_types")
         else:
             a_list = n.get("attrs")
             if a_list is None:
@@ -470,6 +475,8 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
                 continue
             values, outs = _plain_values(n.get("inputs")), _plain_values(n.get("outputs"))
             parent = n.get("ctrl_deps")
+            io = n.get("inputs")
+            shapes, types = (io.get("shapes"), io.get("types")) if type(io) is dict else (None, None)
         nid = n.get("id")
         if (
             type(values) is not list
@@ -553,6 +560,8 @@ def _read_execution_trace(path: str | Path) -> ExecutionTrace:
                 tuple(tensors),
                 tuple(outputs),
                 tuple(arg_bytes),
+                tuple(shapes) if type(shapes) is list else (),
+                tuple(types) if type(types) is list else (),
             )
         )
     return ExecutionTrace(src, schema, out)
@@ -585,6 +594,12 @@ def _et_node(n: object, i: int, schema: str, src: str, ids: set[int]) -> EtNode:
     ids.add(nid)
     rf, seq = attrs.get("rf_id"), attrs.get("seq_id")
     tensors = _tensors(values, src, where)
+    io = n.get("inputs")
+    shapes, types = (
+        (n.get("input_shapes"), n.get("input_types"))
+        if schema == "1.0.1"
+        else ((io.get("shapes"), io.get("types")) if isinstance(io, dict) else (None, None))
+    )
     return EtNode(
         nid,
         str(n.get("name", "")),
@@ -595,6 +610,8 @@ def _et_node(n: object, i: int, schema: str, src: str, ids: set[int]) -> EtNode:
         tuple(tensors),
         tuple(_tensors(outs, src, where)),
         tuple(sum(b for _, b in _tensors([v], src, where)) for v in values),
+        tuple(shapes) if isinstance(shapes, list) else (),
+        tuple(types) if isinstance(types, list) else (),
     )
 
 

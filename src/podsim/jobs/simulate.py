@@ -124,6 +124,15 @@ class OneGpuOptions:
             "per GPU in GB/s (TrioSim's -bandwidth); without it a step that does not fit is an error",
         )
     )
+    retime: str | None = param(
+        Param(
+            "retime",
+            "name",
+            metavar="GPU|off",
+            help="with --pytorch: time each captured op on this GPU from the execution trace's shapes (default: the "
+            "cluster's GPU when the capture ran on the CPU, whose times are no GPU's); off: the captured times",
+        )
+    )
     layers: str | None = param(
         Param(
             "layers",

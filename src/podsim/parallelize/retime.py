@@ -1,0 +1,104 @@
+"""A captured step re-timed on a GPU: each op's time from the kernels its execution trace says it
+runs (:mod:`podsim.formats.aten_work`), timed by podsim's compute model of that GPU, instead of
+the time it took where it was captured (a laptop's CPU, or another GPU).
+
+Precisions as PyTorch runs fp32 on a GPU by default: convolutions in TF32 (cuDNN's
+``allow_tf32`` is on), matrix multiplies in full fp32 (``torch.backends.cuda.matmul.allow_tf32``
+is off); bf16 and fp16 tensors on their tensor cores.  Memory-bound ops move their input and
+output bytes at the GPU's fitted HBM efficiency, one launch each.
+
+What it rests on, reported with the step (:class:`Retimed`): the compute model's GEMM fit was
+made on bf16 tensor-core kernels of Megatron-sized GEMMs, so convolutions and fp32 GEMMs are an
+extrapolation; ops the trace does not describe (no execution trace, or a compute op without
+shapes) are listed with their share of the captured time.  Units: ns.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from ..compute.model import ComputeModel
+from ..errors import InputError
+from ..formats.aten_work import Work
+from ..formats.one_gpu_step import OneGpuStep
+from ..hardware.gpu import GpuSpec
+
+#: the trace's element types by the precision a GPU runs them in (GEMMs; convolutions: TF32 for float)
+_DTYPES = {"float": "fp32", "double": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16"}
+
+
+@dataclass
+class Retimed:
+    """What a re-timing did: ``captured_ns`` / ``retimed_ns`` the step's op time before and after;
+    ``ops`` re-timed; ``kept`` (op name -> captured ns) the ops left at their captured time (no
+    kernel described); ``unknown`` (op name -> count) compute ops timed as memory for want of shapes."""
+
+    gpu: str
+    captured_ns: int
+    retimed_ns: int
+    ops: int
+    kept: dict[str, int] = field(default_factory=dict)
+    unknown: Counter[str] = field(default_factory=Counter)
+
+    def note(self, device: str | None) -> str:
+        """One line for the summary."""
+        where = {"cpu": "on the CPU", "cuda": "on a GPU"}.get(device or "", "elsewhere")
+        line = (
+            f"compute re-timed on the {self.gpu} from the execution trace's shapes (the step was captured {where}: "
+            f"{self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; {self.ops:,} ops)"
+        )
+        if self.kept:
+            share = sum(self.kept.values()) / max(self.captured_ns, 1)
+            names = ", ".join(sorted(self.kept)[:5]) + (" ..." if len(self.kept) > 5 else "")
+            line += f"; {len(self.kept)} op kinds keep their captured time ({share:.1%} of it: {names})"
+        if device == "cpu":
+            line += (
+                "; the optimizer is timed one kernel per tensor and op, as the CPU ran it (PyTorch's foreach "
+                "path on a GPU launches fewer)"
+            )
+        if self.unknown:
+            line += "; timed as memory-bound for want of shapes: " + ", ".join(
+                f"{k} x{v}" for k, v in self.unknown.most_common(5)
+            )
+        return line
+
+
+def kernel_ns(w: Work, cm: ComputeModel) -> float:
+    """One kernel's time (ns) on ``cm``'s GPU."""
+    if w.kind in ("gemm", "conv"):
+        dtype = _DTYPES.get(w.dtype, "fp32")
+        if dtype == "fp32" and w.kind == "conv" and "tf32" in cm.gpu.peak_tflops:
+            dtype = "tf32"
+        return cm.with_dtype(dtype).gemm_ns(w.m, w.n, w.k, w.count)
+    if w.kind == "attention":
+        return cm.with_dtype(_DTYPES.get(w.dtype, "bf16")).flash_ns(w.flops, w.seq, w.head_dim)
+    return cm.memory_ns(w.nbytes)
+
+
+def retime(step: OneGpuStep, gpu: GpuSpec) -> tuple[OneGpuStep, Retimed]:
+    """``step`` with every op that has kernels timed on ``gpu`` (see the module docstring).
+
+    Raises:
+        InputError: when no op of the step has kernels (a capture without an execution trace).
+    """
+    cm = ComputeModel.for_gpu(gpu, "fp32")
+    report = Retimed(gpu.name, step.total_ns, 0, 0)
+    ops = []
+    for o in step.ops:
+        if o.work is None:
+            report.kept[o.name] = report.kept.get(o.name, 0) + o.ns
+            ops.append(o)
+            continue
+        report.ops += 1
+        report.unknown.update(w.op for w in o.work if w.kind == "unknown")
+        ops.append(replace(o, ns=max(1, round(sum(kernel_ns(w, cm) for w in o.work)))))
+    if not report.ops:
+        raise InputError(
+            "the capture has no execution trace to re-time its ops from (podsim trace writes one; a Kineto "
+            "file needs its --execution-trace)",
+            step.source,
+        )
+    out = replace(step, ops=ops, device="retimed")
+    report.retimed_ns = out.total_ns
+    return out, report
