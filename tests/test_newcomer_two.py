@@ -307,48 +307,13 @@ def test_a_cpu_capture_is_retimed_on_the_clusters_gpu_and_says_so(cpu_capture: P
     capsys.readouterr()
     assert json.loads((d / "capture.json").read_text())["device"] == "cpu"
     out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "simulate",
-                "--pytorch",
-                str(d),
-                "--gpus",
-                "8",
-                "--parallel",
-                "ddp",
-                "--cluster",
-                "dgx-h100",
-                "--json",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    argv = ["simulate", "--pytorch", str(d), "--gpus", "8", "--parallel", "ddp", "--cluster", "dgx-h100"]
+    assert main([*argv, "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "re-timed on the H100-SXM5-80GB" in text and "captured on the CPU" in text
     retimed = json.loads(out.read_text())["finish_ns"]
     # as captured (--retime off), the CPU's times, and the note says so
-    assert (
-        main(
-            [
-                "simulate",
-                "--pytorch",
-                str(d),
-                "--gpus",
-                "8",
-                "--parallel",
-                "ddp",
-                "--cluster",
-                "dgx-h100",
-                "--retime",
-                "off",
-                "--json",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main([*argv, "--retime", "off", "--json", str(out)]) == 0
     assert "not a GPU's" in capsys.readouterr().out
     assert json.loads(out.read_text())["finish_ns"] > retimed
     # an unknown GPU is named
