@@ -112,7 +112,8 @@ def _llm_points() -> list[tuple[str, dict[str, object], dict[str, object], None]
     return [
         (
             "llm",
-            {"model": "llama3-8b", "gpu": "h100", "gpus": 8, "tp": tp, "global-batch": 16, "seq-len": 2048},
+            {"model": "llama3-8b", "gpu": "h100", "gpus": 8, "tp": tp, "global-batch": 16, "seq-len": 2048}
+            | {"distributed-optimizer": True},
             {},
             None,
         )

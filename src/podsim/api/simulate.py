@@ -596,7 +596,8 @@ def describe_topology(topo: Topology) -> str:
 
 
 def _one_cpu_capture(path: PathLike) -> bool:
-    """Whether ``path`` is a ``podsim trace`` folder of one process captured on the CPU."""
+    """Whether ``path`` is a ``podsim trace`` folder of one process on the CPU, with its execution
+    trace (what :mod:`podsim.parallelize.retime` re-times)."""
     info = Path(path) / "capture.json"
     if not info.is_file():
         return False
@@ -604,7 +605,9 @@ def _one_cpu_capture(path: PathLike) -> bool:
         d = json.loads(info.read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(d, dict) and d.get("device") == "cpu" and d.get("nproc", 1) == 1
+    if not isinstance(d, dict) or d.get("device") != "cpu" or d.get("nproc", 1) != 1 or d.get("world_size", 1) != 1:
+        return False  # a distributed job's ranks (fake or real) replay as their ranks
+    return bool((d.get("files") or {}).get("execution_trace"))
 
 
 @dataclass
