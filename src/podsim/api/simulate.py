@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from ..formats.astra_sim import (
 )
 from ..formats.astra_sim.common import load_yaml
 from ..formats.chakra import discover_ranks, rank_file, read_trace, trace_to_program
-from ..formats.one_gpu_step import OneGpuStep
+from ..formats.one_gpu_step import OneGpuStep, capture_info
 from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_groups
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
@@ -52,7 +51,7 @@ from ..jobs.simulate import SimulateJob
 from ..network.topology import Topology
 from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
 from ..parallelize.plan import micro_batches
-from ..parallelize.retime import retime
+from ..parallelize.retime import AS_CAPTURED, retime
 from ..report.layers import layer_breakdown
 from ..report.result import Result
 from ..workload import Workload
@@ -519,7 +518,7 @@ def _retime(step: OneGpuStep, target: str | None, cluster: str | ClusterSpec) ->
                 "(or --retime off to simulate the CPU's times)",
                 where="--retime",
             )
-    if str(target).lower() == "off":
+    if str(target).lower() == AS_CAPTURED:
         if step.device == "cpu":
             return step, "op times are the CPU's that captured the step (--retime off), not a GPU's"
         return step, None
@@ -598,14 +597,11 @@ def describe_topology(topo: Topology) -> str:
 def _one_cpu_capture(path: PathLike) -> bool:
     """Whether ``path`` is a ``podsim trace`` folder of one process on the CPU, with its execution
     trace (what :mod:`podsim.parallelize.retime` re-times)."""
-    info = Path(path) / "capture.json"
-    if not info.is_file():
-        return False
     try:
-        d = json.loads(info.read_text())
-    except (OSError, ValueError):
+        d = capture_info(Path(path))
+    except InputError:  # a capture.json that is not one: replayed as any trace folder
         return False
-    if not isinstance(d, dict) or d.get("device") != "cpu" or d.get("nproc", 1) != 1 or d.get("world_size", 1) != 1:
+    if d.get("device") != "cpu" or d.get("nproc", 1) != 1 or d.get("world_size", 1) != 1:
         return False  # a distributed job's ranks (fake or real) replay as their ranks
     return bool((d.get("files") or {}).get("execution_trace"))
 
@@ -634,7 +630,7 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
         groups = None
     workload, trace_format = t.workload, t.trace_format
     one_gpu = bool(t.triosim or t.pytorch) or (bool(workload) and g.parallel is not None)
-    as_captured = str(g.retime).lower() == "off"
+    as_captured = str(g.retime).lower() == AS_CAPTURED
     if not one_gpu and workload and m.cluster is not None and not as_captured and _one_cpu_capture(workload):
         one_gpu = True  # replayed on the cluster's GPU: its ops re-timed there, not its CPU's times
     if t.triosim or t.pytorch:

@@ -230,13 +230,14 @@ def simulate_training(
             f"torchao's kernel measurements on the H100 only: untested on the {spec_gpu.name}"
         )
     if out.memory_peak_gib > spec_gpu.memory_gib:
-        out.notes.append(_oom_message(stages, spec_gpu) + " (simulated anyway: --allow-oom)")
+        out.notes.append(
+            _oom_message(max(stages, key=lambda s: s.total), spec_gpu) + " (simulated anyway: --allow-oom)"
+        )
     return out
 
 
-def _oom_message(stages: list[StageMemory], gpu: GpuSpec) -> str:
-    """'the layout does not fit: ...', naming the worst stage, its GiB and what takes them."""
-    worst = max(stages, key=lambda s: s.total)
+def _oom_message(worst: StageMemory, gpu: GpuSpec) -> str:
+    """'the layout does not fit: ...', naming the stage, its GiB and what takes them."""
     parts = (("model states", worst.states), ("activations", worst.activations), ("buffers", worst.buffers))
     what = ", ".join(f"{name} {b / GIB:.1f} GiB" for name, b in parts if b > 0)
     return (
@@ -254,16 +255,16 @@ def check_fits(model: ModelConfig, layout: Layout, gpu: GpuSpec, allow_oom: bool
         names the stage, what takes its memory and the flags that would shrink it.
     """
     stages = memory(model, layout)
-    if allow_oom or max(s.total for s in stages) / GIB <= gpu.memory_gib:
-        return stages
     worst = max(stages, key=lambda s: s.total)
+    if allow_oom or worst.total / GIB <= gpu.memory_gib:
+        return stages
     tips = []
     if worst.activations > worst.states and layout.recompute != "full":
         tips.append("--recompute full")
     if worst.states >= worst.activations and not (layout.distributed_optimizer or layout.zero):
         tips.append("--distributed-optimizer")
     tips += ["a larger --tp or --pp", "more --gpus"]
-    raise InputError(f"{_oom_message(stages, gpu)}: try {', '.join(tips)}; or --allow-oom to simulate it anyway")
+    raise InputError(f"{_oom_message(worst, gpu)}: try {', '.join(tips)}; or --allow-oom to simulate it anyway")
 
 
 def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  # type: ignore[no-untyped-def]

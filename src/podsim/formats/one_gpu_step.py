@@ -485,7 +485,7 @@ def read_pytorch_step(
         kineto, et = capture_files(p)[0]  # rank 0 of a distributed capture
     step = from_pytorch(kineto, et, whole_trace)
     step.source = str(path)  # the capture folder names the run
-    info = _capture_info(kineto.parent)
+    info = capture_info(kineto.parent)
     if info.get("optimizer") == "sgd":  # podsim trace's SGD has no momentum
         step.optimizer_states = 0
     captured = info.get("batch_size")
@@ -494,7 +494,7 @@ def read_pytorch_step(
     return step
 
 
-def _capture_info(folder: Path) -> dict:
+def capture_info(folder: Path) -> dict:
     """``capture.json`` of a ``podsim trace`` folder, or {} when it has none (a trace from
     elsewhere).
 

@@ -24,6 +24,8 @@ from ..formats.aten_work import Work
 from ..formats.one_gpu_step import OneGpuStep
 from ..hardware.gpu import GpuSpec
 
+#: ``--retime off``: the captured times, not re-timed
+AS_CAPTURED = "off"
 #: the trace's element types by the precision a GPU runs them in (GEMMs; convolutions: TF32 for float)
 _DTYPES = {"float": "fp32", "double": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16"}
 
@@ -46,7 +48,9 @@ class Retimed:
         where = {"cpu": "on the CPU", "cuda": "on a GPU"}.get(device or "", "elsewhere")
         line = (
             f"compute re-timed on the {self.gpu} from the execution trace's shapes (the step was captured {where}: "
-            f"{self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; {self.ops:,} ops)"
+            f"{self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; {self.ops:,} ops); "
+            "podsim's own H100 captures re-time 25-33% under their measured kernels (fp32 convolutions: "
+            "docs/traces.md), so take it as a lower bound"
         )
         if self.kept:
             share = sum(self.kept.values()) / max(self.captured_ns, 1)
