@@ -8,6 +8,9 @@ import os
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import IO
+
+import yaml
 
 from .errors import InputError
 
@@ -148,10 +151,52 @@ def read_measured_csv(
         elif ln.strip():
             lines.append(ln)
     reader = csv.DictReader(lines)
+    check_columns(reader.fieldnames, str(path))
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"missing column {missing[0]!r} (a {what}: {doc})", str(path))
     return prov, list(enumerate(reader, start=2))
+
+
+def check_columns(header: list[str] | None, source: str) -> None:
+    """Refuse a CSV header that names a column twice (a reader would keep only the last).
+
+    Raises:
+        InputError: naming ``source`` and the column."""
+    seen: set[str] = set()
+    for name in header or []:
+        key = name.strip()
+        if key in seen and key:
+            raise InputError(f"column {key!r} appears twice in the header: keep one", source)
+        seen.add(key)
+
+
+def load_yaml(stream: str | IO[str]) -> object:
+    """``yaml.safe_load`` that refuses a mapping naming a key twice (PyYAML keeps the last one
+    without a word): the error is a ``yaml.YAMLError`` with the duplicate's line, as callers
+    already turn parse errors into one-line messages (:func:`~podsim.errors.yaml_error`)."""
+    return yaml.load(stream, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key named twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            try:
+                dup = key in seen
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                continue
+            if dup:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} appears twice in one mapping: keep one", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def package_files(package: str, folder: str, suffix: str = ".csv") -> list[Path]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fileio import atomic_write_text, read_text
+from ..fileio import atomic_write_text, check_columns, read_text
 from ..hardware.gpu import get_gpu
 from ..jobs.infer import InferJob
 from ..jobs.serve_llm import ServeLLMJob
@@ -341,6 +341,7 @@ def read_inference_runs(path: str | Path) -> list[dict[str, str]]:
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         reader = csv.DictReader(lines)
         cols = reader.fieldnames or []
+        check_columns(cols, src)
         missing = [c for c in INFERENCE_COLUMNS if c not in cols]
         if missing:
             raise InputError(f"missing column {missing[0]!r} (serving runs need {', '.join(INFERENCE_COLUMNS)})", src)
@@ -538,6 +539,7 @@ def read_serving_run(path: str | Path) -> ServingRun:
     text = read_text(path, "rows file").removeprefix("\ufeff")
     reader = csv.DictReader(io.StringIO(text))  # as the replay's request trace reads it
     cols = [c.strip() for c in reader.fieldnames or []]
+    check_columns(cols, src)
     missing = [c for c in SERVING_RUN_COLUMNS if c not in cols]
     if missing:
         raise InputError(

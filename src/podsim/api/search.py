@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import InputError
-from ..hardware.gpu import get_gpu
+from ..hardware.gpu import check_precision, get_gpu
 from ..jobs.search import SERVING_ONLY, TRAINING_ONLY, SearchJob
 from ..llm.layout import RECOMPUTE, TP_OVERLAP, Layout
 from ..llm.model import load_model
@@ -38,7 +38,6 @@ from ..sweep.search import search as search_layouts
 from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearchResult, ServingSpace, parse_pd
 from ..sweep.serving_search import search_serving as search_ways_to_serve
 from ..sweep.space import Space
-from .train import check_precision
 
 __all__ = [
     "FLOW_TOP",
@@ -296,6 +295,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
 def _serving(job: SearchJob, progress: Progress | None) -> RankedServing:
     model = load_model(job.model, job.model_config)
     gpu = get_gpu(job.gpu)
+    ROUTERS.get(job.router)  # a misspelt router is one error, not every way's
     job = replace(job, objective=job.objective or "capacity")
     price, note = job.gpu_hour_price, ""
     if price is None:

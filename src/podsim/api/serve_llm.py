@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..hardware.cluster import ClusterSpec
 from ..hardware.gpu import GpuSpec
 from ..jobs.model import ModelChoice
-from ..jobs.serve_llm import ServeLLMJob
+from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..llm.model import ModelConfig
 from ..llm.training import replica_calibration
 from ..serving.llm.capacity import Capacity
@@ -116,6 +116,30 @@ def _draft(name: str | None) -> ModelConfig | None:
         return None
     is_file = name.endswith(".json") or Path(name).exists()
     return ModelChoice(None, name).load() if is_file else ModelChoice(name, None).load()
+
+
+def check_flags(job: ServeLLMJob) -> None:
+    """Refuse a flag given a value that only another flag makes used (``--swap-space`` without
+    ``--preemption swap``, ...): the command line would run as if it were not there.  (A sweep
+    that varies the parent flag keeps such a value fixed, so only the command line calls this.)
+
+    Raises:
+        InputError: naming the flag and the flag it needs."""
+    eng, slo = job.engine, job.service
+    swap, link = eng.preemption == "swap", eng.pd_backend == "link"
+    pd = parse_pair(eng.pd, "--pd", whole=True) is not None
+    needs = (
+        ("swap-space", eng.swap_space, swap, "--preemption swap"),
+        ("swap-bandwidth", eng.swap_bandwidth, swap, "--preemption swap"),
+        ("pd-backend", eng.pd_backend, pd, "--pd P:D"),
+        ("pd-bandwidth", eng.pd_bandwidth, pd and link, "--pd P:D --pd-backend link"),
+        ("pd-latency", eng.pd_latency, pd and link, "--pd P:D --pd-backend link"),
+        ("capacity-target", slo.capacity_target, slo.find_capacity, "--find-capacity"),
+    )
+    defaults = {p.name: p.default for p in SERVE_LLM_PARAMS}
+    for name, value, used, parent in needs:
+        if value != defaults[name] and not used:
+            raise InputError(f"only used with {parent}, not given here (it would be ignored)", where=f"--{name}")
 
 
 def prepare_job(job: ServeLLMJob, software: SoftwareStack | None = None) -> tuple[ModelConfig, Serving]:

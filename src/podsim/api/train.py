@@ -27,7 +27,7 @@ from ..engine.cluster import simulate_cluster
 from ..errors import InputError
 from ..formats.chakra import write_workload_with_groups
 from ..hardware.cluster import ClusterSpec, build_fabric
-from ..hardware.gpu import GpuSpec, get_gpu, gpu_specs
+from ..hardware.gpu import GpuSpec, check_precision, get_gpu, gpu_specs
 from ..jobs.train import TrainJob
 from ..llm.export import write_simai
 from ..llm.flops import iteration_flops
@@ -119,26 +119,6 @@ def export_chakra(result: TrainingResult, job: TrainJob, prefix: str) -> tuple[l
 def catalog() -> tuple[list[tuple[str, ModelConfig]], list[tuple[str, GpuSpec]]]:
     """The zoo's models and the GPUs podsim knows, by name (what ``podsim llm --list`` shows)."""
     return list(zoo().items()), list(gpu_specs().items())
-
-
-def check_precision(precision: str, gpu: GpuSpec) -> None:
-    """Refuse a training precision ``gpu``'s tensor cores cannot run (``podsim llm`` and ``podsim
-    search --precision``): fp8 recipes need fp8 tensor cores (Ada, Hopper and later), the
-    block-scaled formats (mxfp8, nvfp4) Blackwell's microscaling ones (an fp4 peak).
-
-    Raises:
-        InputError: naming the precision, the GPU and what to use instead.
-    """
-    if precision in ("mxfp8", "nvfp4") and "fp4" not in gpu.peak_tflops:
-        raise InputError(
-            f"--precision {precision} needs block-scaled (microscaling) tensor cores, which the "
-            f"{gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)"
-        )
-    if precision in ("fp8", "fp8-rowwise") and "fp8" not in gpu.peak_tflops:
-        raise InputError(
-            f"--precision {precision} needs fp8 tensor cores, which the {gpu.name} lacks (its peaks: "
-            f"{', '.join(gpu.peak_tflops)}): use bf16 there, or a GPU with fp8 (Ada, Hopper, Blackwell, MI300)"
-        )
 
 
 def simulate_training(

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ..api.jobs import SERVE_LLM_PARAMS, ServeLLMJob, echo
-from ..api.serve_llm import serve_llm, write_plot, write_trace
+from ..api.serve_llm import check_flags, serve_llm, write_plot, write_trace
 from ..report.json_out import write_document
 from ..report.serving_llm import format_serve_llm, serve_llm_document
 from .options import add_params, announce, clear_progress_line, count_bar
@@ -58,6 +58,7 @@ def _progress(what: str):  # type: ignore[no-untyped-def]
 def _run_serve_llm(args: argparse.Namespace) -> int:
     job = ServeLLMJob.from_values(vars(args))
     out = job.outputs
+    check_flags(job)
     outcome = serve_llm(job, record_steps=bool(out.trace), progress=_progress)
     price = job.service.gpu_hour_price
     print(format_serve_llm(outcome, price))

@@ -231,7 +231,7 @@ def step_row(values: dict[str, str | None], src: str = "training steps", where: 
         if col in ("kv_heads", "ffn_hidden", "vocab") and v == "":
             counts[col] = 0
             continue
-        if not (v.isdigit() and 1 <= int(v) <= 2**31):
+        if not (v.isdecimal() and 1 <= int(v) <= 2**31):
             raise InputError(f"{col} must be an integer from 1 to 2^31, got {v!r}", src, where)
         counts[col] = int(v)
     for col, allowed in CHOICES.items():

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..fileio import read_text
+from ..fileio import check_columns, read_text
 from ..hardware.gpu import GpuSpec, get_gpu
 
 REQUIRED = ("kernel", "dtype", "m", "n", "k", "batch", "time_us")
@@ -74,6 +74,7 @@ def read_table(path: str | Path) -> list[KernelRow]:
     if not lines:
         raise InputError(f"{p}: empty kernel table (expected a header {','.join(REQUIRED)},note)")
     reader = csv.DictReader(lines)
+    check_columns(reader.fieldnames, str(p))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"{p}: missing column(s) {', '.join(missing)}; expected {','.join(REQUIRED)},note")

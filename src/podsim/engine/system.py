@@ -216,7 +216,7 @@ class RankSystem:
             sid = self.num_streams
             self.num_streams += 1
             return sid
-        sid = self.group_streams.get(group_key, int(group_key) * 1000000 if group_key.isdigit() else 0)
+        sid = self.group_streams.get(group_key, int(group_key) * 1000000 if group_key.isdecimal() else 0)
         self.group_streams[group_key] = sid + 1
         return sid
 

@@ -68,7 +68,7 @@ def read_nccl_tests_log(path: str | Path) -> MeasuredTable:
                 ngpus = int(m.group(1))
             continue
         parts = line.split()
-        if not parts[0].isdigit():
+        if not parts[0].isdecimal():
             continue
         # the row ends with: time algbw busbw #wrong (out of place), the same in place
         tail = parts[-8:]

@@ -402,7 +402,7 @@ def _time(e: dict, key: str, src: str, where: str, duration: bool = False) -> fl
 
 def _whole(v: object, src: str, where: str, lo: int = -_MAX_FIELD) -> int:
     """An integer field (a thread, stream, rank or id; ``"7"`` and ``7.0`` are taken)."""
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and v.strip().lstrip("-").isdecimal():
         v = int(v)
     if isinstance(v, float) and v.is_integer():
         v = int(v)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..fileio import read_text
+from ..fileio import check_columns, read_text
 from ..workload import OpKind, ProgramBuilder, Workload
 
 TRACE_COLUMNS = (
@@ -141,6 +141,7 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     if not path.is_file():
         raise InputError("no such file (a TrioSim trace directory holds trace.csv and tensor.csv)", str(path))
     reader = csv.DictReader(io.StringIO(read_text(path, "TrioSim trace file"), newline=""))
+    check_columns(reader.fieldnames, str(path))
     missing = [c for c in columns if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}; expected {','.join(columns)}", str(path))

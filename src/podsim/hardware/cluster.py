@@ -30,7 +30,7 @@ import yaml
 
 from ..collectives.nccl.tuning import NcclTuning, tuning_from_dict
 from ..errors import InputError, unknown_key_error, yaml_error
-from ..fileio import read_text
+from ..fileio import load_yaml, read_text
 from ..formats.simai import read_topology
 from ..network.assemble import cluster as assemble
 from ..network.fabric import Fabric, FabricBuilder
@@ -163,7 +163,7 @@ def cluster_document(name_or_path: str) -> tuple[object, str]:
         text = (resources.files("podsim.hardware") / "presets" / presets.get(name_or_path)).read_text()
         source = f"preset {name_or_path}"
     try:
-        return yaml.safe_load(text), source
+        return load_yaml(text), source
     except yaml.YAMLError as e:
         raise yaml_error(e, source, column=False) from None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, unknown_key_error, yaml_error
-from ..fileio import read_text
+from ..fileio import load_yaml, read_text
 from ..registry import Registry
 from ..units import parse_bandwidth
 
@@ -284,6 +284,28 @@ def _scaled_efficiency(key: str, eff: dict, data: dict, source: str) -> tuple[di
     return out, dict(scale), {str(k): str(v) for k, v in measured_as.items()}
 
 
+def check_precision(precision: str, gpu: GpuSpec) -> None:
+    """Refuse a precision ``gpu``'s tensor cores cannot run (``--precision`` of ``podsim llm``,
+    ``search``, ``infer`` and ``serve-llm``): fp8 needs fp8 tensor cores (Ada, Hopper and
+    later), the block-scaled formats (mxfp8, nvfp4) Blackwell's microscaling ones (an fp4
+    peak).  (Serving engines run fp8 checkpoints on Ampere as weight-only kernels, fp8
+    weights computed in bf16; podsim does not model those.)
+
+    Raises:
+        InputError: naming the precision, the GPU and what to use instead.
+    """
+    if precision in ("mxfp8", "nvfp4") and "fp4" not in gpu.peak_tflops:
+        raise InputError(
+            f"--precision {precision} needs block-scaled (microscaling) tensor cores, which the "
+            f"{gpu.name} lacks: use fp8 there, or a Blackwell GPU (b200, b300, gb200, gb300)"
+        )
+    if precision in ("fp8", "fp8-rowwise") and "fp8" not in gpu.peak_tflops:
+        raise InputError(
+            f"--precision {precision} needs fp8 tensor cores, which the {gpu.name} lacks (its peaks: "
+            f"{', '.join(gpu.peak_tflops)}): use bf16 there, or a GPU with fp8 (Ada, Hopper, Blackwell, MI300)"
+        )
+
+
 def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
     """Every GPU in a gpus.yaml-style file, by key (``a100-80gb``, ``h100-80gb``, ...).
 
@@ -304,7 +326,7 @@ def gpu_specs(path: str | Path | None = None) -> dict[str, GpuSpec]:
             raise InputError("no such GPU file", str(p))
         text, source = read_text(p, "GPU file"), str(p)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise yaml_error(e, source, column=False) from None
     if not isinstance(data, dict):

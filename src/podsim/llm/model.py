@@ -15,10 +15,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from ..errors import InputError, unknown_key_error
-from ..fileio import read_text
+from ..fileio import load_yaml, read_text
 from ..registry import Registry
 
 #: the largest value each size may take (beyond any model trained; they bound the work and memory a
@@ -197,7 +195,7 @@ def model_registry() -> Registry[ModelConfig]:
     """The shipped models (``llm/models.yaml``) by name.  Adding a model is one entry there."""
     text = (resources.files("podsim.llm") / "models.yaml").read_text()
     reg: Registry[ModelConfig] = Registry("model", flag="--model")
-    for name, spec in yaml.safe_load(text).items():
+    for name, spec in load_yaml(text).items():
         reg.register(name, ModelConfig(name=name, **spec))
     return reg
 

@@ -14,9 +14,8 @@ import math
 from dataclasses import dataclass, fields
 from importlib import resources
 
-import yaml
-
 from ..errors import InputError
+from ..fileio import load_yaml
 from ..hardware.gpu import get_gpu
 from ..stacks.stack import SoftwareStack
 
@@ -59,7 +58,7 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
 
 def in_step_table() -> dict[str, dict[str, float]]:
     """GPU key -> its measured ``gemm_efficiency`` and ``attention_efficiency`` (:data:`IN_STEP_FILE`)."""
-    data = yaml.safe_load((resources.files("podsim") / IN_STEP_FILE).read_text()) or {}
+    data = load_yaml((resources.files("podsim") / IN_STEP_FILE).read_text()) or {}
     return {str(k): dict(v) for k, v in data.items()}
 
 
@@ -128,7 +127,7 @@ class Stack:
         ``host_ns`` replaces the GPU's, its efficiencies (for the GPU's architecture) multiply the
         GPU's in-step ones, its ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels;
         ``override`` last."""
-        data = yaml.safe_load((resources.files("podsim.llm") / "stack.yaml").read_text())
+        data = load_yaml((resources.files("podsim.llm") / "stack.yaml").read_text())
         values = dict(data.get("default") or {})
         own = data.get(gpu_key) or {}
         if isinstance(own, str):  # the name of the GPU whose parameters this one shares

@@ -95,8 +95,7 @@ def format_ranked_serving(ranked: RankedServing, top: int = 10) -> str:
     job, res = ranked.job, ranked.result
     ok = [r for r in res.rows if not r["error"]]
     slos = " and ".join(
-        [f"TTFT <= {job.slo_ttft:g} s"] * (job.slo_ttft is not None)
-        + [f"TPOT <= {job.slo_tpot:g} s"] * (job.slo_tpot is not None)
+        f"{name} <= {v:g} s" for name, v in (("TTFT", job.slo_ttft), ("TPOT", job.slo_tpot)) if v is not None
     )
     lines = [
         f"podsim search: serving {ranked.model} on {', '.join(map(str, job.gpus))} x {ranked.gpu}, "

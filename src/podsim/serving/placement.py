@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, yaml_error
+from ..fileio import load_yaml
 from ..hardware.cluster import load_cluster
 from .executable import Executable
 
@@ -126,7 +127,7 @@ def read_placement(path: str | Path) -> Placement:
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", str(p)) from None
     try:
-        data = yaml.safe_load(text) if p.suffix in (".yaml", ".yml") else json.loads(text)
+        data = load_yaml(text) if p.suffix in (".yaml", ".yml") else json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e}", str(p)) from None
     except yaml.YAMLError as e:

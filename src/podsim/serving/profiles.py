@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, yaml_error
+from ..fileio import load_yaml
 from ..hardware.gpu import get_gpu
 from ..llm.model import from_hf_config, get_model
 from .estimate import estimate_executable
@@ -118,7 +119,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Executable]:
         except UnicodeDecodeError:
             raise InputError("not a UTF-8 text file", str(p)) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise yaml_error(e, source) from None
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):

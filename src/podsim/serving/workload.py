@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, check_columns
 
 
 @dataclass
@@ -272,6 +272,7 @@ def read_request_trace(path: str | Path) -> ServeWorkload:
     p = Path(path)
     reader = csv.DictReader(io.StringIO(_read_text(p, "request trace")))
     cols = reader.fieldnames or []
+    check_columns(cols, str(p))
     mcol = next((c for c in ("model_id", "model") if c in cols), None)
     tcol = next((c for c in ("arrival_s", "timestamp_s", "time_s") if c in cols), None)
     if mcol is None or tcol is None:

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
-from ..fileio import package_files, read_text
+from ..fileio import load_yaml, package_files, read_text
 from ..hardware.gpu import GpuSpec, get_gpu, gpu_registry
 from .schema import ARCH_DEFAULT, BY_NAME, KINDS, TOP_KEYS, Prop, fittable, section_props
 
@@ -140,7 +140,7 @@ def _check_by_architecture(prop: Prop, value: dict, src: str, where: str) -> dic
 
 def _is_count(key: Any) -> bool:
     """``key`` is a token count: an int, or the digits a JSON file writes an int key as."""
-    return (isinstance(key, int) and not isinstance(key, bool)) or (isinstance(key, str) and key.isdigit())
+    return (isinstance(key, int) and not isinstance(key, bool)) or (isinstance(key, str) and key.isdecimal())
 
 
 def _check_by_seq(prop: Prop, value: dict, src: str, where: str) -> dict[int, float]:
@@ -282,7 +282,7 @@ def read_stack_file(path: str | Path, seen: tuple[str, ...] = ()) -> SoftwareSta
     src = str(path)
     text = read_text(path, "stack file")
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise yaml_error(e, src) from None
     return parse_stack(data, src, src, Path(path).stem, seen)
@@ -293,7 +293,7 @@ def _preset(name: str) -> SoftwareStack:
     p = resources.files("podsim") / PRESET_DIR / f"{name}.yaml"
     src = f"podsim/{PRESET_DIR}/{name}.yaml"
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise yaml_error(e, src) from None
     return parse_stack(data, src, "preset", name, (name,))

@@ -118,7 +118,7 @@ def parse_address(address: str) -> RayAddress:
                 f"{address!r} is not a Ray cluster address: expected {_FORMAT} (an IPv6 host in brackets: [::1]:6379)",
                 where=_WHERE,
             )
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not port.isdecimal() or not 1 <= int(port) <= 65535:
         raise InputError(f"{address!r}: the port {port!r} is not a number in 1-65535; expected {_FORMAT}", where=_WHERE)
     return RayAddress(host, int(port), client)
 

@@ -44,7 +44,7 @@ import yaml
 
 from ..api.train import simulate_training
 from ..errors import InputError, yaml_error
-from ..fileio import read_text
+from ..fileio import load_yaml, read_text
 from ..hardware.gpu import get_gpu
 from ..jobs.search import FLOW_TOP, SIMULATE_TOP
 from ..llm.estimate import LayoutEstimator
@@ -211,12 +211,18 @@ def gpu_hour_price(gpu: str, path: str | None = None) -> float:
     where = path or "podsim/hardware/prices.yaml"
     text = read_text(path, "price file") if path else (resources.files("podsim.hardware") / "prices.yaml").read_text()
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as e:
         raise yaml_error(e, where, column=False) from None
     if not isinstance(doc, dict):
         raise InputError("expected a mapping of GPU keys to {usd_per_gpu_hour: USD}", where, "--gpu-prices")
-    entry = doc.get(key)
+    prices = {}
+    for k, v in doc.items():
+        try:
+            prices[get_gpu(str(k)).key] = v
+        except InputError as e:
+            raise InputError(e.message, where, "--gpu-prices") from None
+    entry = prices.get(key)
     if entry is None:
         raise InputError(
             f"no price for the {key} here (it has {', '.join(map(str, doc)) or 'none'}): give "

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
-from ..fileio import read_text
+from ..fileio import load_yaml, read_text
 from ..hardware.gpu import get_gpu
 from .runs import RUNS, RunKind, check_value, default_cluster_name, with_defaults
 from .whatif import apply_cluster, apply_gpu, check_whatif
@@ -144,7 +144,7 @@ def spec_from_text(text: str, source: str, base: str | None, default_name: str =
     """A sweep spec from its YAML text (``source`` names it in messages; relative paths are
     read from ``base``)."""
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise yaml_error(e, source) from None
     return spec_from_dict(data, source, base, default_name)
@@ -184,6 +184,10 @@ def spec_from_dict(data: object, source: str, base: str | None, default_name: st
         where = f"grid.{k}"
         if pname in grid:
             raise InputError(f"{pname!r} is given twice", source, where)
+        if pname in fixed:
+            raise InputError(
+                f"{pname!r} is in fixed too (the grid would override it): give it in one of them", source, where
+            )
         if not isinstance(vals, list):
             raise InputError(
                 f"expected a list of values such as [1, 2, 4], got {vals!r:.60} (a single value belongs in fixed)",
@@ -211,6 +215,13 @@ def spec_from_dict(data: object, source: str, base: str | None, default_name: st
                 if k in grid:
                     raise InputError(f"{k!r} is in the grid too: give it in one of them", source, f"{where}.{k}")
             points.append(pt)
+        for k in fixed:
+            if all(k in q for q in points):
+                raise InputError(
+                    f"{k!r} is in fixed and in every point (fixed's value is never used): give it in one of them",
+                    source,
+                    f"fixed.{k}",
+                )
 
     whatifs = _whatifs(run, data.get("what-if"), source)
     store = data.get("store")

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..compute.steps import StepSet, read_steps, shipped_steps
 from ..errors import InputError
-from ..fileio import read_text
+from ..fileio import check_columns, read_text
 from ..serving.llm.measured_steps import ServingStepSet, read_serving_steps, shipped_serving_steps
 
 #: each set's files (the inference step times are reported rows of their own columns)
@@ -141,6 +141,7 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     text = read_text(path, "rows file")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
+    check_columns(reader.fieldnames, src)
     if "step_ms" in (reader.fieldnames or []) and "metric" not in (reader.fieldnames or []):
         if "kind" in (reader.fieldnames or []):  # serving steps (benchmarks/gpu/inference_steps.py)
             return serving_step_rows(read_serving_steps(path), set_name)
@@ -159,7 +160,7 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
         r = {k: (v or "").strip() for k, v in r.items() if k is not None}
         for col, lo in COUNTS.items():
             v = r.get(col, "")
-            if v and not (v.isdigit() and lo <= int(v) <= MAX_COUNT):
+            if v and not (v.isdecimal() and lo <= int(v) <= MAX_COUNT):
                 raise InputError(
                     f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, f"row {n} ({r['row_id']})"
                 )

@@ -102,7 +102,7 @@ def parse_layout(spec: str, world_size: int, where: str = "--layout") -> MeshLay
             raise InputError(
                 f"unknown layout part {part!r}: expected tp=T, pp=P, cp=C or fsdp (e.g. tp=4,pp=2,fsdp)", where=where
             )
-        if not value.isdigit() or int(value) < 1:
+        if not value.isdecimal() or int(value) < 1:
             raise InputError(f"{key} must be a whole number >= 1, got {value!r}", where=where)
         degrees[key] = int(value)
     product = degrees["tp"] * degrees["pp"] * degrees["cp"]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 import yaml
 
 from ...errors import InputError, closest, unknown_key_error, yaml_error
+from ...fileio import load_yaml as _load_yaml_text
 
 
 def _load(path: str | os.PathLike[str], kind: str) -> dict:
@@ -16,7 +17,7 @@ def _load(path: str | os.PathLike[str], kind: str) -> dict:
     path = str(path)
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f) if kind == "json" else yaml.safe_load(f)
+            data = json.load(f) if kind == "json" else _load_yaml_text(f)
     except FileNotFoundError:
         raise InputError("file not found", path) from None
     except json.JSONDecodeError as e:

@@ -277,7 +277,25 @@ def prepare(replica: ReplicaSpec, config: ServeConfig, pd_link: PDLink = PDLink(
         except InputError as e:
             raise InputError(f"the draft model: {e.message}", where="--draft-model") from None
         timer = DraftedTimer(timer, draft, config.spec_decode[0])
+    _check_kv_blocks(config, timer)
     return Serving(replica, config, timer, pd_link, gpu)
+
+
+def _check_kv_blocks(config: ServeConfig, timer: StepTimer) -> None:
+    """Refuse a ``--kv-blocks`` whose share on one GPU is more than its memory leaves after the
+    weights (the activations are not counted: a block count read off a real engine's log may
+    rest on a smaller activation estimate than podsim's)."""
+    if config.kv_blocks is None:
+        return
+    room = max(timer.kv_capacity_bytes + getattr(timer, "activation_bytes", 0.0), 0.0)
+    block = timer.kv_bytes_per_token * config.block_size  # bytes of one block on one GPU
+    if config.kv_blocks * block > room:
+        raise InputError(
+            f"{config.kv_blocks:,} blocks of {config.block_size} tokens need {config.kv_blocks * block / 2**30:.4g} "
+            f"GiB per GPU; the GPU has {room / 2**30:.4g} GiB left after the weights (room for "
+            f"{int(room // block):,} blocks)",
+            where="--kv-blocks",
+        )
 
 
 def usd_per_mtok(gpus: int, usd_per_gpu_hour: float, tokens_per_s: float | None) -> float | None:

@@ -156,7 +156,7 @@ def write_serving_steps(path: str | Path, rows: list[dict], provenance: dict[str
 
 def _count(r: dict[str, str], col: str, src: str, where: str, lo: int = 1) -> int:
     v = r.get(col, "")
-    if not (v.isdigit() and lo <= int(v) <= 2**31):
+    if not (v.isdecimal() and lo <= int(v) <= 2**31):
         raise InputError(f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, where)
     return int(v)
 

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError, closest
-from ...fileio import read_text
+from ...fileio import check_columns, read_text
 
 #: the columns a trace must have: arrival (s), prompt and output tokens (Vidur's processed trace)
 TRACE_COLUMNS = ("arrived_at", "num_prefill_tokens", "num_decode_tokens")
@@ -198,6 +198,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> list[Request]:
     text = read_text(path, "request trace").removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text))
     header = [h.strip() for h in next(reader, [])]
+    check_columns(header, src)
     c_arr, c_prompt, c_out = _trace_columns(header, src)
     raw = c_arr == AZURE_COLUMNS[0]
     col = {c: header.index(c) for c in header}
@@ -392,6 +393,8 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
     for p in parts[1:]:
         key, eq, value = p.partition("=")
         key = key.strip()
+        if key in kw:
+            raise InputError(f"{kind}: option {key!r} is given twice in {spec!r}; give it once", where=where)
         if not eq or key not in _KEYS:
             hint = closest(key, _KEYS)
             raise InputError(
@@ -403,7 +406,7 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
         if key in ("prompt", "output"):
             kw[key] = parse_lengths(value, f"{where} {key}")
         elif key == "seed":
-            if not value.strip().isdigit():
+            if not value.strip().isdecimal():
                 raise InputError(f"{kind}: seed must be a whole number >= 0, got {value!r}", where=where)
             kw["seed"] = int(value)
         elif key == "cv":
@@ -416,7 +419,7 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
             kw["cv"] = cv
         else:
             k, _, ln = value.partition(":")
-            if not (k.strip().isdigit() and ln.strip().isdigit() and int(k) >= 1 and int(ln) >= 1):
+            if not (k.strip().isdecimal() and ln.strip().isdecimal() and int(k) >= 1 and int(ln) >= 1):
                 raise InputError(f"{kind}: prefixes must be K:LEN (whole numbers >= 1), got {value!r}", where=where)
             kw["prefixes"] = (int(k), int(ln))
     if kind == "gamma" and "cv" not in kw:
@@ -426,6 +429,16 @@ def parse_generator(spec: str, where: str = "--workload") -> GeneratorSpec:
     if kind == "poisson" and kw.get("cv", 1.0) != 1.0:
         raise InputError("poisson arrivals have cv 1; for another cv use gamma:QPS,cv=C", where=where)
     return GeneratorSpec(kind, qps, **kw)  # type: ignore[arg-type]
+
+
+def _check_span(last_ns: float, n: int, qps: float) -> None:
+    """Refuse arrivals whose last one (``last_ns``, ns) falls past :data:`MAX_SECONDS`."""
+    if last_ns > MAX_SECONDS * 1e9:
+        raise InputError(
+            f"{n} requests at {qps:g}/s last {last_ns / 1e9:.3g} s, past the {MAX_SECONDS:.3g} s a run may span: "
+            "give a higher rate or fewer requests",
+            where="--workload",
+        )
 
 
 def arrivals_ns(spec: GeneratorSpec, n: int, rng: np.random.Generator) -> list[int]:
@@ -455,6 +468,7 @@ def generate(spec: GeneratorSpec, n: int) -> list[Request]:
     k, plen = spec.prefixes
     pids = rng.integers(0, k, n).tolist() if k else [-1] * n
     scale = 1.0 / spec.qps
+    _check_span(unit[-1] * scale, n, spec.qps)
     out = []
     for i in range(n):
         shared = min(plen, prompts[i] - 1) if k else 0
@@ -530,4 +544,6 @@ def with_poisson_arrivals(requests: list[Request], qps: float, seed: int = 0) ->
     """The same requests (lengths, prefixes) re-timed as a Poisson process of ``qps`` requests/s
     from t = 0 (seeded; a higher rate scales every gap down): the capacity search's workload."""
     unit = arrivals_ns(GeneratorSpec("poisson", 1.0), len(requests), np.random.default_rng(seed))
+    if unit:
+        _check_span(unit[-1] / qps, len(requests), qps)
     return [replace(r, arrival_ns=round(u / qps)) for r, u in zip(requests, unit)]

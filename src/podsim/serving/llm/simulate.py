@@ -63,6 +63,8 @@ PREEMPTIONS = ("recompute", "swap")
 #: P/D transfers' default link: bytes per ns (50 GB/s) and latency (ns)
 DEFAULT_TRANSFER_BYTES_PER_NS = 50.0
 DEFAULT_TRANSFER_LATENCY_NS = 10_000
+#: the longest speculative draft accepted (vLLM recipes use 1 to 10 draft tokens)
+MAX_DRAFT_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,10 @@ class ServeConfig:
             )
         if self.spec_decode is not None:
             k, a = self.spec_decode
-            if k < 1 or not 0.0 <= a <= 1.0:
+            if not 1 <= k <= MAX_DRAFT_TOKENS or not 0.0 <= a <= 1.0:
                 raise InputError(
-                    f"speculative decoding needs a draft length >= 1 and an acceptance rate from 0 to 1, got {k}:{a}",
+                    f"speculative decoding needs a draft length from 1 to {MAX_DRAFT_TOKENS} and an acceptance rate "
+                    f"from 0 to 1, got {k}:{a}",
                     where="--spec-decode",
                 )
         for name, v in (("--slo-ttft", self.slo_ttft_s), ("--slo-tpot", self.slo_tpot_s)):
@@ -157,6 +160,26 @@ class ServeConfig:
     @property
     def num_replicas(self) -> int:
         return sum(self.pd) if self.pd is not None else self.replicas
+
+
+def kv_blocks(cfg: ServeConfig, timer: StepTimer) -> int:
+    """KV blocks a replica holds: ``cfg.kv_blocks`` when given, else what its memory holds
+    after the weights and the largest step's activations.
+
+    Raises:
+        InputError: naming ``--kv-blocks``, or ``--max-num-seqs`` when the activations of the
+            step ``--max-num-seqs`` / ``--max-batched-tokens`` allow leave no room."""
+    if cfg.kv_blocks is not None:
+        return cfg.kv_blocks
+    room = timer.kv_capacity_bytes
+    act = getattr(timer, "activation_bytes", 0.0)
+    if room < timer.kv_bytes_per_token * cfg.block_size <= room + act:  # activations crowd out the cache
+        raise InputError(
+            f"a step of --max-num-seqs / --max-batched-tokens this large needs {act / 2**30:.3g} GiB of activations "
+            f"per GPU, leaving no room for a KV cache: give smaller limits",
+            where="--max-num-seqs",
+        )
+    return blocks_from_memory(room, timer.kv_bytes_per_token, cfg.block_size)
 
 
 class Transfers(Protocol):
@@ -267,11 +290,7 @@ def simulate(
             raise InputError(
                 f"requests must be in arrival order: request {b.id} arrives before request {a.id}", where="--workload"
             )
-    blocks = (
-        cfg.kv_blocks
-        if cfg.kv_blocks is not None
-        else blocks_from_memory(timer.kv_capacity_bytes, timer.kv_bytes_per_token, cfg.block_size)
-    )
+    blocks = kv_blocks(cfg, timer)
     lookahead, accept = cfg.spec_decode if cfg.spec_decode is not None else (0, 0.0)
     probe = make_scheduler(cfg.scheduler, cfg.max_num_seqs, cfg.max_batched_tokens, cfg.chunk_size)
     kv_probe = KVCache(blocks, cfg.block_size, cfg.watermark)

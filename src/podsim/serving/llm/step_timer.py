@@ -11,7 +11,7 @@ from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...compute.model import ComputeModel
 from ...errors import InputError
 from ...hardware.cluster import ClusterSpec, build_fabric
-from ...hardware.gpu import GpuSpec, get_gpu
+from ...hardware.gpu import GpuSpec, check_precision, get_gpu
 from ...llm.model import ModelConfig
 from ...llm.training import default_cluster
 from .measured_steps import host_overhead
@@ -53,6 +53,7 @@ def step_timer(
     spec_gpu = gpu if isinstance(gpu, GpuSpec) else get_gpu(gpu)
     if precision not in PRECISIONS:
         raise InputError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", where="--precision")
+    check_precision(precision, spec_gpu)
     for name, v in (("--tp", tp), ("--pp", pp), ("--ep", ep)):
         if v < 1:
             raise InputError(f"{name} must be at least 1, got {v}", where=name)

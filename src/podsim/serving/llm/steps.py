@@ -42,6 +42,8 @@ from .timing import Chunk
 
 GIB = 2**30
 PRECISIONS = ("bf16", "fp16", "fp8")
+#: the largest ``podsim infer`` batch (sequences); a batch this large overflows any GPU's memory
+MAX_BATCH = 2**20
 #: the share of GPU memory the engine may use (vLLM's --gpu-memory-utilization default)
 MEMORY_UTILIZATION = 0.9
 #: element-wise passes over a token's hidden vector per layer (2 norms, 2 residual adds, rotary
@@ -296,6 +298,11 @@ def infer(timer: LLMStepTimer, batch: int, prompt_tokens: int, output_tokens: in
         InputError: for lengths < 1, or a sequence longer than the model's context.
     """
     m = timer.model
+    if batch > MAX_BATCH:
+        raise InputError(
+            f"at most {MAX_BATCH:,} sequences a batch (a step's batch is timed sequence by sequence), got {batch:,}",
+            where="--batch",
+        )
     for name, v in (("--batch", batch), ("--prompt-tokens", prompt_tokens), ("--output-tokens", output_tokens)):
         if v < 1:
             raise InputError(f"{name} must be at least 1, got {v}", where=name)

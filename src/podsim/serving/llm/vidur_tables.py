@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ...errors import InputError
-from ...fileio import read_text
+from ...fileio import check_columns, read_text
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
 from .steps import LLMStepTimer
@@ -161,6 +161,7 @@ def _read_rows(path: Path, required: Sequence[str]) -> tuple[list[str], list[dic
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise InputError("empty table (no header row)", str(path))
+    check_columns(header, str(path))
     reader.fieldnames = header
     missing = [c for c in required if c not in header]
     if missing:
@@ -186,6 +187,31 @@ def _number(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = 
             f"{s!r} is not a number" if s else "empty, expected a number", f"{path}:{i + 2}", f"column {col}"
         )
     return v
+
+
+#: the longest kernel or collective time a table may hold (ms): an hour
+MAX_MS = 3.6e6
+
+
+def _time(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = False) -> float | None:
+    """A measured time (ms) in ``col`` of data row ``i``: from 0 (an op a model skips) to
+    :data:`MAX_MS`; None when empty and ``empty_ok``."""
+    v = _number(path, i, row, col, empty_ok)
+    if v is not None and not 0 <= v <= MAX_MS:
+        raise InputError(
+            f"{row[col].strip()!r} is not a time: expected milliseconds from 0 to {MAX_MS:g}",
+            f"{path}:{i + 2}",
+            f"column {col}",
+        )
+    return v
+
+
+def _count(path: Path, i: int, row: dict[str, str], col: str, least: int) -> int:
+    """A whole number >= ``least`` (tokens, sequences, bytes) in ``col`` of data row ``i``."""
+    v = _number(path, i, row, col)
+    if not (v is not None and v == int(v) and least <= v <= 2**53):
+        raise InputError(f"{row[col].strip()!r} is not a whole number >= {least}", f"{path}:{i + 2}", f"column {col}")
+    return int(v)
 
 
 def _flag(s: str) -> bool | None:
@@ -341,8 +367,8 @@ def load_vidur_tables(
     sel = _tp_rows(mlp_path, sel, "num_tensor_parallel_workers", tp)
     acc: dict[int, list[list[float]]] = {}
     for i, r in sel:
-        t = int(_number(mlp_path, i, r, "num_tokens"))  # type: ignore[arg-type]
-        acc.setdefault(t, []).append([_number(mlp_path, i, r, _col(op)) * MS for op in MLP_OPS])  # type: ignore[operator]
+        t = _count(mlp_path, i, r, "num_tokens", 1)
+        acc.setdefault(t, []).append([_time(mlp_path, i, r, _col(op)) * MS for op in MLP_OPS])  # type: ignore[operator]
     tokens = [float(t) for t in sorted(acc)]
     mean = {t: [sum(col) / len(col) for col in zip(*v)] for t, v in acc.items()}
     ops = {op: [mean[int(t)][k] for t in tokens] for k, op in enumerate(MLP_OPS)}
@@ -369,14 +395,21 @@ def load_vidur_tables(
     dec: dict[tuple[int, int], list[float]] = {}
     save = "time_stats.attn_kv_cache_save.median" in header
     for i, r in sel:
-        b, c, n = (int(_number(att_path, i, r, k)) for k in ("batch_size", "kv_cache_size", "prefill_chunk_size"))  # type: ignore[arg-type]
-        extra = (_number(att_path, i, r, _col("attn_kv_cache_save"), empty_ok=True) or 0.0) if save else 0.0
+        b, c, n = (
+            _count(att_path, i, r, k, low)
+            for k, low in (("batch_size", 1), ("kv_cache_size", 0), ("prefill_chunk_size", 0))
+        )
+        extra = (_time(att_path, i, r, _col("attn_kv_cache_save"), empty_ok=True) or 0.0) if save else 0.0
+        if "is_prefill" in r and _flag(r["is_prefill"] or "") is None:
+            raise InputError(
+                f"{r['is_prefill']!r} is not a flag: expected True or False", f"{att_path}:{i + 2}", "column is_prefill"
+            )
         if n > 0:
             if b == 1:
-                v = _number(att_path, i, r, _col("attn_prefill"))
+                v = _time(att_path, i, r, _col("attn_prefill"))
                 pre.setdefault((n, c), []).append((v + extra) * MS)  # type: ignore[operator]
         else:
-            v = _number(att_path, i, r, _col("attn_decode"))
+            v = _time(att_path, i, r, _col("attn_decode"))
             dec.setdefault((b, c), []).append((v + extra) * MS)  # type: ignore[operator]
     tables = VidurTables(files, tokens, ops, _Grid2.of(dec) if dec else None, _Grid2.of(pre) if pre else None)
 
@@ -391,7 +424,7 @@ def load_vidur_tables(
         sel = _select(path, sel, header, match, what)
         acc: dict[int, list[float]] = {}
         for i, r in sel:
-            acc.setdefault(int(_number(path, i, r, "size")), []).append(_number(path, i, r, _col(op)) * MS)  # type: ignore[operator, arg-type]
+            acc.setdefault(_count(path, i, r, "size", 1), []).append(_time(path, i, r, _col(op)) * MS)  # type: ignore[operator]
         sizes = sorted(acc)
         return [float(s) for s in sizes], [sum(acc[s]) / len(acc[s]) for s in sizes]
 
