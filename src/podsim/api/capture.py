@@ -64,6 +64,31 @@ def trace_ranks(
     )
 
 
+#: the most ranks a parallel trace job may have (the fake process group holds one int32 rank)
+MAX_WORLD_SIZE = 2**20
+
+
+def _check_used(job: TraceJob) -> None:
+    """Refuse flags the job would ignore: ``--json`` and ``--rank-timeout`` outside a parallel
+    job, ``--bucket-mb`` outside a one-step DDP capture (``--nproc`` without ``--world-size``),
+    and a world size beyond :data:`MAX_WORLD_SIZE`."""
+    default = {p.name: p.default for p in TRACE_PARAMS}
+    ddp = not job.parallel and job.nproc > 1
+    for flag, value, used, parent in (
+        ("json", job.json, job.parallel, "a parallel job (--world-size N --layout ...)"),
+        ("rank-timeout", job.rank_timeout, job.parallel, "a parallel job (--world-size N --layout ...)"),
+        ("bucket-mb", job.bucket_mb, ddp, "a DDP capture (--nproc N without --world-size)"),
+    ):
+        if value != default[flag] and not used:
+            raise InputError(f"only used with {parent}, not given here (it would be ignored)", where=f"--{flag}")
+    if job.world_size is not None and job.world_size > MAX_WORLD_SIZE:
+        raise InputError(
+            f"at most {MAX_WORLD_SIZE:,} ranks, got {job.world_size:,}: trace a smaller job and scale it out "
+            "(podsim simulate --workload-configuration DIR --gpus N)",
+            where="--world-size",
+        )
+
+
 def run_job(job: TraceJob, progress: Callable[[int, int], None] | None = None) -> Capture | RankCapture:
     """The capture ``job`` asks for: a parallel job (:attr:`TraceJob.parallel`) rank by rank
     (:func:`trace_ranks`; ``progress(done, total)`` counts ranks), else one step in one process
@@ -77,6 +102,7 @@ def run_job(job: TraceJob, progress: Callable[[int, int], None] | None = None) -
     for flag, value in (("--model", job.model), ("--batch-size", job.batch_size), ("--out", job.out)):
         if value is None:
             raise InputError(f"a trace job needs {flag}", where=flag)
+    _check_used(job)
     if not job.parallel:
         return capture(
             job.model,

@@ -17,24 +17,15 @@ torch and transformers are imported here only.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..optional import require
-from .models import transformers_module
+from .models import hf_config
 from .parallel import ParallelContext, TrainingStep, one_f_one_b
 
 _COLWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
 _ROWWISE = ("o_proj", "down_proj")
-
-
-def _config(path: str) -> Any:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such config file", path, "--model")
-    transformers = transformers_module()
-    return transformers, transformers.AutoConfig.from_pretrained(str(p.parent if p.name == "config.json" else p))
 
 
 def _tensor_parallel(layer: Any, mesh: Any, torch: Any, where: str) -> None:
@@ -78,7 +69,7 @@ def build(config_path: str, batch_size: int, ctx: ParallelContext) -> tuple[Any,
     torch = require("torch", "capturing a trace")
     from torch.distributed.fsdp import fully_shard
 
-    transformers, config = _config(config_path)
+    transformers, config = hf_config(config_path)
     lay = ctx.layout
     if lay.cp > 1:
         raise InputError(

@@ -84,6 +84,40 @@ def transformers_module() -> Any:
     return transformers
 
 
+#: the sizes of a HuggingFace config that must be whole numbers >= 1 where given
+HF_SIZES = (
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "n_layer",
+    "n_embd",
+    "n_head",
+    "n_positions",
+)
+
+
+def hf_config(path: str) -> tuple[Any, Any]:
+    """The transformers module and the config read from ``path`` (a config.json, or its folder).
+
+    Raises:
+        InputError: naming the file: it does not exist, or a size (:data:`HF_SIZES`) is not a
+            whole number >= 1."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such config file", path, "--model")
+    transformers = transformers_module()
+    config = transformers.AutoConfig.from_pretrained(str(p.parent if p.name == "config.json" else p))
+    for key in HF_SIZES:
+        v = getattr(config, key, None)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise InputError(f"{key} must be a whole number >= 1, got {v!r}", path, key)
+    return transformers, config
+
+
 def user_callable(module: str, name: str) -> Callable[..., Any]:
     """The callable ``name`` of ``module`` (``--model module:callable``).
 
@@ -144,11 +178,7 @@ def _resolve(spec: str, batch_size: int, seq_len: int, image_size: int) -> Train
         y = torch.randint(0, 1000, (batch_size,))
         return TrainingSetup(spec, model, x, y, _cross_entropy)
     if kind == "hf":
-        path = Path(rest)
-        if not path.is_file():
-            raise InputError("no such config file", rest, "--model")
-        transformers = transformers_module()
-        config = transformers.AutoConfig.from_pretrained(str(path.parent if path.name == "config.json" else path))
+        transformers, config = hf_config(rest)
         model = transformers.AutoModelForCausalLM.from_config(config)
         x = torch.randint(0, int(config.vocab_size), (batch_size, seq_len))
         return TrainingSetup(spec, model, x, x, lambda m, a, b: m(input_ids=a, labels=b).loss)

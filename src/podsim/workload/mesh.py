@@ -84,20 +84,30 @@ def parse_layout(spec: str, world_size: int, where: str = "--layout") -> MeshLay
     """``tp=T[,pp=P][,cp=C][,fsdp]`` (``dp`` alone: plain data parallel) on ``world_size`` ranks.
 
     Raises:
-        InputError: for an unknown part, a degree that is not a whole number >= 1, or a layout
-            that does not divide the world (naming both).
+        InputError: for an unknown, empty or repeated part, a degree that is not a whole number
+            >= 1, or a layout that does not divide the world (naming both).
     """
     if world_size < 1:
         raise InputError(f"the world size must be at least 1, got {world_size}", where="--world-size")
     degrees = {"tp": 1, "pp": 1, "cp": 1}
     fsdp = False
+    seen: set[str] = set()
     for part in (p.strip() for p in spec.split(",")):
+        key, eq, value = part.partition("=")
+        name = {"fsdp2": "fsdp", "ddp": "dp"}.get(key.strip(), key.strip())
+        if not part:
+            raise InputError(
+                f"layout {spec!r} has an empty part: expected tp=T, pp=P, cp=C, fsdp or dp, comma-separated",
+                where=where,
+            )
+        if name in seen:
+            raise InputError(f"layout {spec!r} gives {name} twice: give it once", where=where)
+        seen.add(name)
         if part in ("fsdp", "fsdp2"):
             fsdp = True
             continue
-        if part in ("", "dp", "ddp"):
+        if part in ("dp", "ddp"):
             continue
-        key, eq, value = part.partition("=")
         if not eq or key not in degrees:
             raise InputError(
                 f"unknown layout part {part!r}: expected tp=T, pp=P, cp=C or fsdp (e.g. tp=4,pp=2,fsdp)", where=where
