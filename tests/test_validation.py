@@ -154,7 +154,7 @@ def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(InputError, match="missing column 'value'"):
         read_rows(bad, "user")
     bad.write_text("row_id,metric,value\nx,y,fast\n")
-    with pytest.raises(InputError, match="value must be a number"):
+    with pytest.raises(InputError, match="value must be a finite number > 0"):
         read_rows(bad, "user")
     assert main(["validate", "--rows", str(tmp_path / "none.csv")]) == 2
 

@@ -55,7 +55,7 @@ from ..stacks.calibrate import MAX_RESIDUAL, fit
 from ..stacks.schema import BY_NAME, fittable
 from ..stacks.stack import SoftwareStack, load_stack, measured_serving_gpus, presets
 from ..validation.predict import THROUGHPUT, throughput
-from ..validation.rows import read_rows, shipped_rows
+from ..validation.rows import check_choices, read_rows, shipped_rows
 from .calibrate_trace import TraceStep, calibrate_trace
 from .calibration import Calibration, _table
 from .infer import infer
@@ -194,6 +194,7 @@ def read_training_runs(path: str | Path) -> list[dict[str, str]]:
     for r in rows:
         if any(c in r for c in PUBLISHED):
             r = _published_row(r, src)
+        check_choices(r, src)
         if r.get("metric") not in THROUGHPUT:
             raise InputError(
                 f"metric must be one of {', '.join(THROUGHPUT)} (a training throughput), got {r.get('metric')!r}",
@@ -348,10 +349,10 @@ def read_inference_runs(path: str | Path) -> list[dict[str, str]]:
         rows = []
         for n, r in enumerate(reader, start=1):
             r = {k: (v or "").strip() for k, v in r.items() if k is not None}
-            r["row_id"] = r.get("row_id") or f"row {n}"
+            r["row_id"] = r.get("row_id") or f"row {n}"  # a label in the fit's table
             rows.append(r)
     for r in rows:
-        where = f"row {r['row_id']}"
+        where = r["row_id"] if r["row_id"].startswith("row ") else f"row {r['row_id']}"
         for col in ("model", "gpu"):
             if not r.get(col):
                 raise InputError(f"{col} is needed to simulate the run", src, where)

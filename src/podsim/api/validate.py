@@ -23,8 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InputError
 from ..jobs.validate import SETS, VALIDATE_PARAMS, ValidateJob
-from ..validation import Check, default_jobs, run_validation
+from ..validation import Check, default_jobs, read_rows, run_validation
+from ..validation.predict import METRICS, handler
+from ..validation.rows import check_choices
 
 __all__ = ["SETS", "VALIDATE_PARAMS", "Check", "Validation", "ValidateJob", "validate"]
 
@@ -45,18 +48,71 @@ class Validation:
 def validate(
     rows: str | os.PathLike[str] | None = None,
     only: str | None = None,
-    sets: tuple[str, ...] = SETS,
+    sets: tuple[str, ...] | None = None,
     backend: str = "analytical",
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
-    """Predict every row podsim can run and compare: the shipped ``sets``, or the rows of the
-    CSV ``rows`` (the columns of docs/calibration.md, or a training-steps CSV); ``only`` keeps
-    row ids starting with it; ``backend`` times the throughput rows; ``jobs`` worker processes
-    (default: the CPUs, at most 8).  ``progress(text)`` gets each row id as it runs, then a
-    ``not runnable: ...`` line for each row that could not run.
+    """Predict every row podsim can run and compare: the shipped ``sets`` (None: all of
+    :data:`SETS`), or the rows of the CSV ``rows`` (the columns of docs/calibration.md, or a
+    training-steps CSV); ``only`` keeps row ids starting with it; ``backend`` times the
+    throughput rows; ``jobs`` worker processes (default: the CPUs, at most 8).
+    ``progress(text)`` gets each row id as it runs, then a ``not runnable: ...`` line for each
+    shipped row that could not run.
 
     Raises:
-        InputError: a rows file that cannot be read, or an unknown set."""
-    checks, skipped = run_validation(rows, only, progress, sets, backend, jobs or default_jobs())
+        InputError: a rows file that cannot be read; ``sets`` with ``rows``; ``only`` matching
+            no row; a user's row podsim has no prediction for (its metric) or cannot run as
+            written (the first, with why); no row compared."""
+    if rows is not None and sets is not None:
+        raise InputError("picks among the shipped rows; with --rows it would be ignored", where="--set")
+    if rows is not None:
+        _check_user_rows(read_rows(rows, "user"), only, str(rows))
+    reasons: list[str] = []
+
+    def seen(text: str) -> None:
+        if text.startswith(NOT_RUNNABLE):
+            reasons.append(text[len(NOT_RUNNABLE) :])
+            if rows is not None:
+                return  # said in the error below
+        if progress is not None:
+            progress(text)
+
+    checks, skipped = run_validation(rows, only, seen, sets or SETS, backend, jobs or default_jobs())
+    if rows is not None and reasons:
+        raise InputError(
+            f"{len(reasons)} of your rows cannot run as written; the first: {reasons[0]}", str(rows), "--rows"
+        )
+    if not checks:
+        raise InputError(
+            "no row was compared" + (f" (none of the rows' ids starts with {only!r})" if only else ""),
+            str(rows) if rows is not None else None,
+            "--only" if only else "--rows",
+        )
     return Validation(checks, skipped)
+
+
+#: how :func:`~podsim.validation.run_validation` reports a row that could not run
+NOT_RUNNABLE = "not runnable: "
+
+
+def _check_user_rows(table: list[dict[str, str]], only: str | None, source: str) -> None:
+    """A user's rows that podsim would skip without a word: none left after ``only``, or a
+    row whose metric podsim does not predict."""
+    kept = [r for r in table if not only or r["row_id"].startswith(only)]
+    if not kept:
+        raise InputError(
+            "no rows" + (f" whose id starts with {only!r}" if only and table else " (only a header)"),
+            source,
+            "--only" if only and table else "--rows",
+        )
+    for r in kept:
+        check_choices(r, source)
+        if handler(r) is None:
+            raise InputError(
+                f"podsim has no prediction for metric {r['metric']!r} on this row (metrics: "
+                f"{', '.join(METRICS)}; throughput and inference rows also need hidden, gpus or batch: "
+                "docs/calibration.md)",
+                source,
+                f"row {r['row_id']}",
+            )

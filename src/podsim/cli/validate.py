@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.validate import SETS, VALIDATE_PARAMS, ValidateJob, validate
+from ..api.validate import VALIDATE_PARAMS, ValidateJob, validate
 from ..report.json_out import write_document
 from ..report.validate import format_validation
 from .options import add_params
@@ -43,7 +43,7 @@ def _run_validate(args: argparse.Namespace) -> int:
             sys.stderr.write(f"\r  {row:<60}")
             sys.stderr.flush()
 
-    v = validate(job.rows, job.only, job.sets or SETS, job.backend, job.jobs, progress)
+    v = validate(job.rows, job.only, job.sets, job.backend, job.jobs, progress)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 64 + "\r")
     print(format_validation(v))

@@ -355,6 +355,8 @@ def busbw(r: dict) -> float:
 
 
 INFERENCE = ("prefill_s", "ttft_s", "decode_step_s", "tpot_s", "e2e_s")
+#: the metrics a user's row may compare (the memory rows are Korthikanti et al.'s figures only)
+METRICS = THROUGHPUT + INFERENCE + ("allreduce_busbw_GBps",)
 
 
 def inference(r: dict) -> float:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compute.steps import StepSet, read_steps, shipped_steps
-from ..errors import InputError
+from ..errors import InputError, closest
 from ..fileio import check_columns, read_text
 from ..serving.llm.measured_steps import ServingStepSet, read_serving_steps, shipped_serving_steps
 
@@ -66,6 +66,18 @@ COUNTS = {
     ),
 }
 MAX_COUNT = 2**31
+#: columns that take one of a few words (an empty cell means unset), as docs/calibration.md
+#: describes them; anything else would silently fall back to a default
+CHOICES = {
+    "activation": ("gelu", "swiglu", "squared-relu"),
+    "sharding": ("none", "ddp", "distopt", "zero1", "zero2", "zero3", "fsdp"),
+    "recompute": ("none", "selective", "full", "n/a", "seq", "sel", "seqsel"),
+    "sequence_parallel": ("yes", "no"),
+    "tied_embeddings": ("yes", "no"),
+    "flops_count": ("causal", "full"),
+    "tp_overlap": ("te", "async", "none"),
+    "kv_cache_dtype": ("auto", "bf16", "fp16", "fp8"),
+}
 
 
 def _measured(
@@ -135,7 +147,9 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     training-steps CSV (``benchmarks/gpu/training_steps.py``'s) is read as :func:`step_rows`.
 
     Raises:
-        InputError: for an unreadable file, a missing column or a non-numeric value.
+        InputError: for an unreadable file, a missing or repeated column, a row longer than the
+            header, an empty or repeated row id, a value that is not a number > 0 or a count out
+            of range (the word columns: :func:`check_choices`).
     """
     src = str(path)
     text = read_text(path, "rows file")
@@ -150,23 +164,48 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
     if missing:
         raise InputError(f"missing column {missing[0]!r} (rows need {', '.join(REQUIRED)})", src)
     out = []
+    ids: set[str] = set()
     for n, r in enumerate(reader, start=2):
+        where = f"row {n} ({(r.get('row_id') or '').strip()})"
+        if None in r:
+            raise InputError(f"the row has more cells than the header's {len(reader.fieldnames or [])}", src, where)
         try:
             value = float(r["value"])
         except (TypeError, ValueError):
             value = math.nan
-        if not math.isfinite(value):
-            raise InputError(f"value must be a number (finite), got {r['value']!r}", src, f"row {n} ({r['row_id']})")
-        r = {k: (v or "").strip() for k, v in r.items() if k is not None}
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"value must be a finite number > 0 (a measurement), got {r['value']!r}", src, where)
+        r = {k: (v or "").strip() for k, v in r.items()}
+        if not r["row_id"] or r["row_id"] in ids:
+            why = "given twice" if r["row_id"] else "empty"
+            raise InputError(f"row_id {r['row_id']!r} is {why}: each row needs its own", src, where)
+        ids.add(r["row_id"])
         for col, lo in COUNTS.items():
             v = r.get(col, "")
             if v and not (v.isdecimal() and lo <= int(v) <= MAX_COUNT):
-                raise InputError(
-                    f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, f"row {n} ({r['row_id']})"
-                )
+                raise InputError(f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, where)
         r["set"] = set_name
         out.append(r)
     return out
+
+
+def check_choices(r: dict[str, str], source: str) -> None:
+    """Refuse a row whose word columns (:data:`CHOICES`) hold a word they do not take (a
+    misspelt ``swiglu`` would silently run as gelu).  The rows of a published-measurements
+    table are checked once mapped to these columns (``podsim calibrate training``).
+
+    Raises:
+        InputError: naming ``source``, the row and the column, with the closest word."""
+    for col, words in CHOICES.items():
+        v = r.get(col, "")
+        if v and v not in words:
+            hint = closest(v, words)
+            raise InputError(
+                f"{col} must be one of {', '.join(words)} (or empty), got {v!r}"
+                + (f"; did you mean {hint!r}?" if hint else ""),
+                source,
+                f"row {r.get('row_id', '')}",
+            )
 
 
 def shipped_rows(sets: tuple[str, ...] = ("fitted", "reported")) -> list[dict[str, str]]:
