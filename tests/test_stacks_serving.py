@@ -193,7 +193,7 @@ def test_fewer_step_times_than_free_parameters_says_which_it_held(tmp_path, caps
         (",".join(INFERENCE_COLUMNS), "llama3-8b,h100,1,1,1,128,1,,5", "decode_ms needs output_tokens >= 2"),
         (",".join(INFERENCE_COLUMNS), "llama3-8b,h100,0,1,1,128,8,,5", "tp must be a whole number >= 1"),
         (",".join(INFERENCE_COLUMNS), "llama3-8b,h100,1,1,1,128,8,-3,", "prefill_ms must be a number > 0"),
-        (",".join(INFERENCE_COLUMNS), "llama3-8b,nope-gpu,1,1,1,128,8,,5", "row row 1"),
+        (",".join(INFERENCE_COLUMNS), "llama3-8b,nope-gpu,1,1,1,128,8,,5", r"steps.csv: row 1: unknown GPU"),
     ],
 )
 def test_bad_serving_runs_are_clear_errors(tmp_path, header, row, message):

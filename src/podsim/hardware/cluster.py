@@ -188,6 +188,11 @@ def cluster_from_dict(data: object, source: str | None = None) -> ClusterSpec:
             source=source,
             topology_file=str(base / str(topo)),
         )
+    if data.get("gpu") not in (None, ""):
+        try:
+            get_gpu(str(data["gpu"]))
+        except InputError as e:
+            raise InputError(e.message, source, "gpu") from None
     for k in ("name", "gpus_per_node", "intra_node"):
         if k not in data:
             raise InputError(f"missing required field {k!r}", source, k)
