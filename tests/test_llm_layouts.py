@@ -149,8 +149,8 @@ def test_explicit_pipeline_layers() -> None:
         (dict(first_stage_layers=3), r"--first-stage-layers 3 must be a multiple of VPP 2"),
         (
             dict(first_stage_layers=2, last_stage_layers=4),
-            r"does not leave the other 0 pipeline ranks an equal "
-            r"share of the 10 layers of ten: 4 layers left, expected 0",
+            r"an uneven split \(first 2, last 4\) of the 10 layers of ten leaves 4 for the other 0 "
+            r"pipeline ranks; expected none",
         ),
         (dict(first_stage_layers=4, account_for_embedding=True), r"choose one uneven pipeline split"),
         (

@@ -140,7 +140,7 @@ def test_uneven_pipeline_split() -> None:
 
     with pytest.raises(InputError, match="does not divide the 126 layers"):
         Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192).check(m)
-    with pytest.raises(InputError, match="does not leave the other 14 pipeline ranks an equal share"):
+    with pytest.raises(InputError, match="leaves 113 for the other 14 pipeline ranks; expected a multiple of 14"):
         Layout(16384, tp=8, pp=16, global_batch=2048, seq_len=8192, first_stage_layers=6, last_stage_layers=7).check(m)
 
 

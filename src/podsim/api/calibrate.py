@@ -671,8 +671,15 @@ def trace_step(job: CalibrateJob) -> TraceStep:
     if serving:
         flag = sorted(serving)[0]
         raise InputError(f"--{flag} is a flag of a serving run's replay, not of a traced step", where=f"--{flag}")
+    model = job.run.model.load()
+    if job.step.layers is not None and job.step.layers > model.layers:
+        raise InputError(
+            f"{job.step.layers} is more than the {model.layers} layers of {model.name}: give the layers the "
+            "traced step ran (fewer than the model's when it was cut down)",
+            where="--layers",
+        )
     return TraceStep(
-        job.run.model.load(),
+        model,
         job.run.replica.gpu,
         job.step.seq_len,
         job.step.micro_batch,

@@ -48,6 +48,32 @@ __all__ = [
 ]
 
 
+#: the flags each action of ``podsim kernels`` reads (the others would be ignored)
+ACTION_FLAGS = {
+    "measure": ("out", "dtype", "quick", "device"),
+    "fit": ("table", "gpu", "dtype"),
+    "steps": ("steps", "gpu", "json"),
+}
+
+
+def check_flags(job: KernelsJob) -> None:
+    """Refuse a flag the job's action does not read (``kernels fit --out``).
+
+    Raises:
+        InputError: naming the flag and the actions that read it."""
+    if job.action not in ACTION_FLAGS:
+        return
+    values = {"out": job.out, "table": job.table, "gpu": job.gpu, "steps": job.steps, "json": job.json}
+    values.update(dtype=job.dtypes, quick=job.quick, device=job.device)
+    for p in KERNELS_PARAMS:
+        if p.name in values and p.name not in ACTION_FLAGS[job.action] and values[p.name] != p.default:
+            users = [a for a, flags in ACTION_FLAGS.items() if p.name in flags]
+            raise InputError(
+                f"podsim kernels {job.action} does not read --{p.name} (podsim kernels {' and '.join(users)} does)",
+                where=f"--{p.name}",
+            )
+
+
 def measure_kernels(
     out: str | Path,
     dtypes: tuple[str, ...] = ("bf16",),
@@ -146,6 +172,12 @@ def compare_steps(steps: str | Path, gpu: str = "h100-80gb") -> StepComparison:
         path = str(found)
     measured = read_steps(path)
     gpus = sorted({r.gpu for r in measured.rows if r.ok and r.gpu})
+    if not gpus:
+        raise InputError(
+            f"nothing to compare: of its {len(measured.rows)} rows none is a step measured on a GPU with status ok "
+            "(a CPU run's rows only test the script)",
+            path,
+        )
     efficiency = None
     stack_values: dict[str, float] = {}
     if len(gpus) == 1 and any(r.category_ms.get("gemm") for r in measured.rows if r.ok and r.gpu):

@@ -71,6 +71,12 @@ def train(
     """
     model = job.model.load()
     lay = resolved_layout(job, model)
+    if job.simulation.granularity != "bulk" and job.simulation.backend != "flow":
+        raise InputError(
+            f"{job.simulation.granularity!r} sets the flow backend's flows; with --backend "
+            f"{job.simulation.backend} it would be ignored (add --backend flow)",
+            where="--granularity",
+        )
     hw = job.hardware
     gpu = hw.gpu if isinstance(hw.gpu, GpuSpec) else get_gpu(hw.gpu)
     over = job.cluster

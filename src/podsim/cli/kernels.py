@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.kernels import KERNELS_PARAMS, KernelsJob, compare_steps, fit_kernels, measure_kernels
+from ..api.kernels import KERNELS_PARAMS, KernelsJob, check_flags, compare_steps, fit_kernels, measure_kernels
 from ..errors import InputError
 from ..report.json_out import write_document
 from ..report.kernels import format_kernel_fit, format_steps
@@ -37,6 +37,7 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 def _run_kernels(args: argparse.Namespace) -> int:
     job = KernelsJob.from_values(vars(args))
+    check_flags(job)
     if job.action == "steps":
         return _steps(job)
     if job.action == "fit":

@@ -50,6 +50,9 @@ _GEMM_DTYPE = {"fp8-rowwise": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 #: E8M0 scale per 32 elements; NVFP4, 4 bits and an 8-bit E4M3 scale per 16 elements
 QUANT_BYTES = {"fp8": 1.0, "fp8-rowwise": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
 TP_OVERLAP = ("te", "async", "none")
+#: the most micro-batches a step may have on a data-parallel rank (every one is scheduled;
+#: real runs have a few thousand at most)
+MAX_MICROBATCHES = 2**16
 RECOMPUTE_MODULES = ("core_attn", "act", "mlp", "layernorm")
 
 
@@ -442,6 +445,13 @@ class Layout:
                 f"the global batch {self.global_batch} is not a multiple of DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}"
             )
+        if self.num_microbatches > MAX_MICROBATCHES:
+            raise InputError(
+                f"the global batch {self.global_batch} makes {self.num_microbatches:,} micro-batches a step on each "
+                f"data-parallel rank; podsim simulates at most {MAX_MICROBATCHES:,} (a larger --micro-batch or more "
+                "GPUs make fewer)",
+                where="--global-batch",
+            )
         self._check_experts(model)
         if self.interleaved and self.pp > 1 and self.num_microbatches % self.pp:
             raise InputError(
@@ -534,11 +544,13 @@ class Layout:
             inner = p - (first is not None) - (last is not None)
             rest = L - (first or 0) - (last or 0)
             if (inner and (rest < inner or rest % inner)) or (not inner and rest):
-                want = f"a multiple of {inner}" if inner else "0"
+                want = f"a multiple of {inner} (at least {inner})" if inner else "none"
+                split = ", ".join(f"{f} {x}" for f, x in (("first", first), ("last", last)) if x)
+                left = f"leaves {rest} for" if rest >= 0 else f"takes {-rest} more than there are, leaving none for"
                 raise InputError(
-                    f"the uneven split (first {first}, last {last}) does not leave the other {inner} "
-                    f"pipeline ranks an equal share of the {L} layers of {name}: {rest} layers left, "
-                    f"expected {want}"
+                    f"an uneven split ({split}) of the {L} layers of {name} {left} the other {inner} "
+                    f"pipeline ranks; expected {want}",
+                    where=given[0],
                 )
             if inner and (rest // inner) % v:
                 raise InputError(

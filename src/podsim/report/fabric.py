@@ -17,7 +17,7 @@ def format_fabric(fab: Fabric) -> str:
     ideal = int((fab.link_lat == 0).sum())
     if ideal:
         text += (
-            f"\n  note: {ideal:,} of {fab.num_links:,} directed links have a latency of 0 ns: ideal links (a what-if); real "
-            "NVLink, NIC and switch hops take 100s of ns"
+            f"\n  note: {ideal:,} of {fab.num_links:,} directed links have a latency of 0 ns: ideal links (a "
+            "what-if); real NVLink, NIC and switch hops take 100s of ns"
         )
     return text

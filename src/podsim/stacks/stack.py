@@ -231,13 +231,16 @@ def parse_stack(data: Any, src: str, origin: str, default_name: str, seen: tuple
     base_name = data.get("base")
     if base_name is not None:
         base_name = str(base_name)
-        if base_name in seen or base_name == name:
-            raise InputError(f"base {base_name!r} makes a cycle ({' -> '.join((*seen, name, base_name))})", src, "base")
         ref = base_name
         if looks_like_file(ref) and origin != "preset" and not Path(ref).is_absolute():
             ref = str(Path(src).parent / ref)  # a base file next to this one
+        # files are told apart by their resolved paths (a file's name need not be its stack's)
+        here = (str(Path(src).resolve()),) if origin != "preset" else ()
+        key = str(Path(ref).resolve()) if looks_like_file(ref) else ref
+        if {base_name, key} & {*seen, name, *here}:
+            raise InputError(f"base {base_name!r} makes a cycle ({' -> '.join((*seen, name, base_name))})", src, "base")
         try:
-            base = load_stack(ref, seen=(*seen, name))
+            base = load_stack(ref, seen=(*seen, name, *here))
         except InputError as e:
             raise InputError(e.message, src, "base") from None
         if base.kind != kind:

@@ -177,7 +177,7 @@ class Enumerated:
 
 
 #: a rule's message -> its reason (numbers and names replaced, so that equal rules count together)
-_NUMBERS = re.compile(r"(?<![A-Za-z])\d+(\.\d+)?(?![A-Za-z])")
+_NUMBERS = re.compile(r"(?<![A-Za-z])\d[\d,]*(\.\d+)?(?![A-Za-z])")
 
 
 def _reason(message: str, model: ModelConfig) -> str:
