@@ -66,7 +66,7 @@ FILES = {
     "rows.csv": f"{_ROWS_HEADER}\n{_ROW}\n",
     "sweep.yaml": "run: llm\nfixed: {model: gpt3-125m, gpu: h100, global-batch: 16, seq-len: 1024}\n"
     "grid: {gpus: [8], tp: [1, 2]}\n",
-    "mine.yaml": "name: mine\nkind: training\nbase: megatron-core\nsources:\n  gemm_efficiency: \"my runs\"\n"
+    "mine.yaml": 'name: mine\nkind: training\nbase: megatron-core\nsources:\n  gemm_efficiency: "my runs"\n'
     "training:\n  gemm_efficiency: 0.8\n",
 }
 
