@@ -193,13 +193,17 @@ def _number(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = 
 MAX_MS = 3.6e6
 
 
-def _time(path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = False) -> float | None:
-    """A measured time (ms) in ``col`` of data row ``i``: from 0 (an op a model skips) to
-    :data:`MAX_MS`; None when empty and ``empty_ok``."""
+def _time(
+    path: Path, i: int, row: dict[str, str], col: str, empty_ok: bool = False, zero_ok: bool = True
+) -> float | None:
+    """A measured time (ms) in ``col`` of data row ``i``: at most :data:`MAX_MS`, from 0 (an op
+    a model skips) where ``zero_ok``, else above 0 (attention, a collective); None when empty
+    and ``empty_ok``."""
     v = _number(path, i, row, col, empty_ok)
-    if v is not None and not 0 <= v <= MAX_MS:
+    if v is not None and not ((v >= 0 if zero_ok else v > 0) and v <= MAX_MS):
         raise InputError(
-            f"{row[col].strip()!r} is not a time: expected milliseconds from 0 to {MAX_MS:g}",
+            f"{row[col].strip()!r} is not a time: expected milliseconds {'from 0' if zero_ok else 'above 0'} "
+            f"to {MAX_MS:g}",
             f"{path}:{i + 2}",
             f"column {col}",
         )
@@ -406,10 +410,10 @@ def load_vidur_tables(
             )
         if n > 0:
             if b == 1:
-                v = _time(att_path, i, r, _col("attn_prefill"))
+                v = _time(att_path, i, r, _col("attn_prefill"), zero_ok=False)
                 pre.setdefault((n, c), []).append((v + extra) * MS)  # type: ignore[operator]
         else:
-            v = _time(att_path, i, r, _col("attn_decode"))
+            v = _time(att_path, i, r, _col("attn_decode"), zero_ok=False)
             dec.setdefault((b, c), []).append((v + extra) * MS)  # type: ignore[operator]
     tables = VidurTables(files, tokens, ops, _Grid2.of(dec) if dec else None, _Grid2.of(pre) if pre else None)
 
@@ -424,7 +428,7 @@ def load_vidur_tables(
         sel = _select(path, sel, header, match, what)
         acc: dict[int, list[float]] = {}
         for i, r in sel:
-            acc.setdefault(_count(path, i, r, "size", 1), []).append(_time(path, i, r, _col(op)) * MS)  # type: ignore[operator]
+            acc.setdefault(_count(path, i, r, "size", 1), []).append(_time(path, i, r, _col(op), zero_ok=False) * MS)  # type: ignore[operator]
         sizes = sorted(acc)
         return [float(s) for s in sizes], [sum(acc[s]) / len(acc[s]) for s in sizes]
 
