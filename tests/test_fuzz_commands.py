@@ -189,6 +189,17 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
         "--first-stage-layers / --last-stage-layers: an uneven split (first 100) of the 12 layers",
     ),
     ("kernels fit --table measured --gpu h100 --out o.csv", {}, "--out: podsim kernels fit does not read --out"),
+    (
+        "search --model llama3-8b --gpu h100 --gpus 8 --workers 1 --tp-values 8 --requests 30 --chunk-values 2048 "
+        "--scheduler-values vllm --workload poisson:2,prompt=500,output=50 --slo-ttft 1",
+        {},
+        "none of the 1 ways to serve could serve; --find-capacity: every rate tried",
+    ),
+    (
+        "sweep --workers 1 s.yaml",
+        {"s.yaml": "run: serve-llm\nfixed: {model: llama3-8b, gpu: h100, workload: 'poisson:1e-9', requests: 20}\n"},
+        "every one of the 1 points failed; the first: --workload: 20 requests at 1e-09/s",
+    ),
 ]
 
 

@@ -20,6 +20,7 @@ their names say (``_s``, ``_h``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -328,6 +329,9 @@ def _serving(job: SearchJob, progress: Progress | None) -> RankedServing:
     res = search_ways_to_serve(
         model, job.model_arg, job.gpu, space, mix, job.objective, job.cluster, price, job.workers, job.ray, counted
     )
+    if res.rows and all(r["error"] for r in res.rows):  # nothing to rank: say why, once
+        why = Counter(r["error"] for r in res.rows).most_common(1)[0][0]
+        raise InputError(f"none of the {len(res.rows):,} ways to serve could serve; {why}")
     return RankedServing(job, model.name, gpu.name, price, note, res)
 
 

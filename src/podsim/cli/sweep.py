@@ -92,6 +92,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
+    if res.rows and res.failed == len(res.rows):  # nothing was evaluated: one error, no table
+        raise InputError(f"every one of the {len(res.rows):,} points failed; the first: {res.rows[0]['error']}")
     print(format_sweep(res))
     if job.csv:
         write_sweep_csv(res, job.csv)
