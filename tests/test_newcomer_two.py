@@ -88,10 +88,11 @@ def test_the_sweep_table_marks_what_does_not_fit(tmp_path: Path, capsys) -> None
     assert rows[1]["memory_fits"] is False  # 1,183 GiB of states: above
     # TP 8: 70.55e9 x 18 B / 8 = 148 GiB: does not fit either; the column is false for both
     assert rows[8]["memory_fits"] is False and rows[8]["memory_peak_gib"] < rows[1]["memory_peak_gib"]
-    # without allow-oom the points are errors that say why
+    # without allow-oom the points are errors that say why, and a sweep none of whose points ran fails
     spec.write_text(spec.read_text().replace(", allow-oom: true", ""))
-    assert main(["sweep", str(spec), "--workers", "1"]) == 0
-    assert "the layout does not fit" in capsys.readouterr().out
+    assert main(["sweep", str(spec), "--workers", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert "the layout does not fit" in out and "every one of the 2 points failed" in err
 
 
 # ----------------------------------------------------------------------------- flags
@@ -327,3 +328,66 @@ def test_replaying_a_cpu_capture_on_a_cluster_shows_gpu_compute(cpu_capture: Pat
     assert main(["simulate", "--workload-configuration", str(d), "--cluster", "dgx-h100"]) == 0
     text = capsys.readouterr().out
     assert "re-timed on the H100-SXM5-80GB" in text and "ran their compute on the host" not in text
+
+
+# ----------------------------------------------------------------------------- GPU captures on another GPU
+
+
+@pytest.mark.parametrize(
+    "device, key",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-80gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H200", "h200"),
+        ("Tesla V100-SXM2-32GB", "v100-32gb"),
+        ("Quadro P1000", None),
+    ],
+)
+def test_a_profilers_device_name_names_its_gpu(device: str, key: str | None) -> None:
+    from podsim.hardware.gpu import gpu_of_device
+
+    got = gpu_of_device(device)
+    assert (got.key if got else None) == key
+
+
+def test_a_gpu_capture_scaled_to_another_gpu_keeps_its_measurements() -> None:
+    # re-timing a GPU capture scales each measured op by the model's ratio between the GPUs: on
+    # its own GPU nothing moves, an op measured twice as long comes out twice as long, and there
+    # and back again gives the measurements back (to the ns the rounding leaves)
+    from dataclasses import replace
+
+    from podsim.hardware.gpu import get_gpu
+    from podsim.parallelize import from_pytorch
+    from podsim.parallelize.retime import retime
+
+    name = "h100-resnet18-bs64"
+    step = from_pytorch(CAPTURES / name / "kineto.json.gz", CAPTURES / name / "et.json.gz")
+    h100, a100 = get_gpu("h100"), get_gpu("a100")
+    same, _ = retime(step, h100, h100)
+    assert [o.ns for o in same.ops] == [o.ns for o in step.ops]
+    there, report = retime(step, a100, h100)
+    assert report.scaled and there.total_ns > step.total_ns  # the A100 is slower at every kernel kind
+    # no op scales by more than the GPUs' widest peak ratio (fp32: 67 / 19.5 TFLOP/s on the
+    # datasheets) nor speeds up on the slower GPU (a launch-bound op stays as measured)
+    for t, o in zip(there.ops, step.ops):
+        assert o.ns < 1000 or 1.0 - 1e-3 <= t.ns / o.ns <= 67 / 19.5 + 1e-2, (o.name, o.ns, t.ns)
+    doubled, _ = retime(replace(step, ops=[replace(o, ns=2 * o.ns) for o in step.ops]), a100, h100)
+    assert all(abs(d.ns - 2 * t.ns) <= 1 for d, t in zip(doubled.ops, there.ops))
+    back, _ = retime(there, h100, a100)
+    assert all(abs(b.ns - o.ns) <= 1 + o.ns * 1e-6 for b, o in zip(back.ops, step.ops))
+
+
+def test_a_gpu_capture_simulated_on_another_gpu_is_re_timed_and_says_so(capsys) -> None:
+    cap = str(CAPTURES / "h100-resnet18-bs64")
+    base = ["simulate", "--pytorch", cap, "--gpus", "8", "--parallel", "ddp"]
+    assert main([*base, "--cluster", "dgx-h100"]) == 0
+    out = capsys.readouterr().out
+    assert "re-timed" not in out  # its own GPU: the measured times
+    assert main([*base, "--cluster", "dgx-a100-superpod"]) == 0
+    out = capsys.readouterr().out
+    assert "compute re-timed on the A100-SXM4-80GB: each op's time measured on NVIDIA H100 80GB HBM3" in out
+    assert main([*base, "--cluster", "dgx-a100-superpod", "--retime", "off"]) == 0
+    assert "op times are the NVIDIA H100 80GB HBM3's that captured the step (--retime off)" in capsys.readouterr().out

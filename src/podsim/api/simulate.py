@@ -46,7 +46,7 @@ from ..formats.registry import TRACE_FORMATS, ReadOptions, TraceFormat, with_gro
 from ..formats.registry import to_workload as _to_workload
 from ..formats.registry import trace_format as find_format
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster
-from ..hardware.gpu import get_gpu
+from ..hardware.gpu import get_gpu, gpu_of_device
 from ..jobs.simulate import SimulateJob
 from ..network.topology import Topology
 from ..parallelize import MODES, fit_memory, load_step, parallelize, summary
@@ -503,15 +503,22 @@ def _simulate_parallel(
 
 
 def _retime(step: OneGpuStep, target: str | None, cluster: str | ClusterSpec) -> tuple[OneGpuStep, str | None]:
-    """The step timed on ``target`` (a GPU; None: the cluster's when the capture ran on the CPU;
-    ``off``: as captured), and the note that says which times the run rests on.
+    """The step timed on ``target`` (a GPU; None: the cluster's when the capture ran on the CPU
+    or on another GPU than the cluster's; ``off``: as captured), and the note that says which
+    times the run rests on.
 
     Raises:
         InputError: an unknown GPU, a CPU capture on a cluster without a GPU type and no --retime."""
+    ran = gpu_of_device(step.device_name or "") if step.device == "cuda" else None
     if target is None:
-        if step.device != "cpu":
+        if step.device == "cuda":  # re-timed where it ran on another GPU than the cluster's
+            target = load_cluster(cluster).gpu
+            if ran is None or target is None or get_gpu(target).key == ran.key:
+                return step, None
+        elif step.device != "cpu":
             return step, None
-        target = load_cluster(cluster).gpu
+        else:
+            target = load_cluster(cluster).gpu
         if target is None:
             raise InputError(
                 "the capture ran on the CPU and the cluster names no GPU type to time its ops on: give --retime GPU "
@@ -521,13 +528,19 @@ def _retime(step: OneGpuStep, target: str | None, cluster: str | ClusterSpec) ->
     if str(target).lower() == AS_CAPTURED:
         if step.device == "cpu":
             return step, "op times are the CPU's that captured the step (--retime off), not a GPU's"
+        here = load_cluster(cluster).gpu
+        if ran is not None and here is not None and get_gpu(here).key != ran.key:
+            return (
+                step,
+                f"op times are the {step.device_name}'s that captured the step (--retime off), not the {here}'s",
+            )
         return step, None
     try:
         gpu = get_gpu(target)
     except InputError as e:
         raise InputError(e.message, where="--retime") from None
-    out, report = retime(step, gpu)
-    return out, report.note(step.device)
+    out, report = retime(step, gpu, ran)
+    return out, report.note(step.device, step.device_name)
 
 
 def _fit_memory(

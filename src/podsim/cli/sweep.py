@@ -92,9 +92,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 80 + "\r")
-    if res.rows and res.failed == len(res.rows):  # nothing was evaluated: one error, no table
-        raise InputError(f"every one of the {len(res.rows):,} points failed; the first: {res.rows[0]['error']}")
     print(format_sweep(res))
+    if res.rows and res.failed == len(res.rows):  # nothing was evaluated: the table says why, then an error
+        raise InputError(f"every one of the {len(res.rows):,} points failed; the first: {res.rows[0]['error']}")
     if job.csv:
         write_sweep_csv(res, job.csv)
         print(f"  wrote {job.csv}")

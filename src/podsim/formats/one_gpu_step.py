@@ -90,6 +90,8 @@ class OneGpuStep:
     #: where its op times were measured: ``cpu`` (a CPU capture: host time), ``cuda`` (GPU
     #: kernels), None (unknown: a TrioSim trace); ``retimed`` when re-timed on a GPU since
     device: str | None = None
+    #: the GPU a ``cuda`` capture ran on, as the profiler named it (``NVIDIA H100 80GB HBM3``)
+    device_name: str | None = None
 
     @property
     def total_ns(self) -> int:
@@ -333,7 +335,13 @@ def from_pytorch(
         )
     fwd_map = {new_index[i]: new_index[f] for i, f in fwd_of.items() if i in new_index and f in new_index}
     opt_map = {new_index[i]: new_index[f] for i, f in opt_layer_of.items() if i in new_index and f in new_index}
-    return OneGpuStep(str(kineto), label_layers(ops, fwd_map, opt_map), notes, device="cuda" if use_gpu else "cpu")
+    return OneGpuStep(
+        str(kineto),
+        label_layers(ops, fwd_map, opt_map),
+        notes,
+        device="cuda" if use_gpu else "cpu",
+        device_name=k.device_name if use_gpu else None,
+    )
 
 
 def _stages(top: list, opt: list) -> list[str]:  # type: ignore[type-arg]

@@ -105,6 +105,8 @@ class KinetoTrace:
     gpu: list[GpuEvent]
     #: ``record_param_comms`` ops (the NCCL path's) with their process group: (op, group name, ranks)
     comms: list[tuple[HostOp, str, tuple[int, ...]]] = field(default_factory=list)
+    #: the first GPU's name as the profiler recorded it (``deviceProperties``), None on a CPU run
+    device_name: str | None = None
 
 
 @dataclass
@@ -198,6 +200,14 @@ def read_kineto(path: str | Path) -> KinetoTrace:
         return _read_kineto(path)
 
 
+def _device_name(data: dict) -> str | None:
+    """The first device's name in a Kineto trace's ``deviceProperties`` (None when absent)."""
+    props = data.get("deviceProperties")
+    first = props[0] if isinstance(props, list) and props else None
+    name = first.get("name") if isinstance(first, dict) else None
+    return name if isinstance(name, str) and name.strip() else None
+
+
 def _read_kineto(path: str | Path) -> KinetoTrace:
     data = load_json_object(path, "Kineto trace")
     events = data.get("traceEvents")
@@ -279,7 +289,7 @@ def _read_kineto(path: str | Path) -> KinetoTrace:
             if type(name) is not str:
                 name = str(name)
             gpu.append(GpuEvent(name, float(ts), float(dur), stream, corr))
-    return KinetoTrace(src, host, notes, launches, gpu, comms)
+    return KinetoTrace(src, host, notes, launches, gpu, comms, _device_name(data))
 
 
 _KINETO_CAT_ORDER = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver") + GPU_CATS

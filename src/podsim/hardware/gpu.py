@@ -356,6 +356,21 @@ def gpu_registry() -> Registry[GpuSpec]:
     return reg
 
 
+def gpu_of_device(name: str) -> GpuSpec | None:
+    """The GPU a device name as drivers report it names (``NVIDIA H100 80GB HBM3``, the
+    profiler's ``deviceProperties``), or None: the longest run of its words, joined by ``-``
+    or a space, that is a GPU key or alias."""
+    words = name.lower().replace("nvidia", " ").split()
+    reg = gpu_registry()
+    for n in range(len(words), 0, -1):
+        for i in range(len(words) - n + 1):
+            for sep in ("-", " "):
+                cand = sep.join(words[i : i + n])
+                if cand in reg:
+                    return reg.get(cand)
+    return None
+
+
 def get_gpu(name: str) -> GpuSpec:
     """A GPU by key, its datasheet name, or a short alias (``a100`` = ``a100-80gb``).
 

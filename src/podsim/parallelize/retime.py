@@ -1,6 +1,7 @@
 """A captured step re-timed on a GPU: each op's time from the kernels its execution trace says it
 runs (:mod:`podsim.formats.aten_work`), timed by podsim's compute model of that GPU, instead of
-the time it took where it was captured (a laptop's CPU, or another GPU).
+the time it took where it was captured (a laptop's CPU), or, for a capture made on another GPU,
+its measured times scaled by the model's ratio of each op's kernels on the two GPUs.
 
 Precisions as PyTorch runs fp32 on a GPU by default: convolutions in TF32 (cuDNN's
 ``allow_tf32`` is on), matrix multiplies in full fp32 (``torch.backends.cuda.matmul.allow_tf32``
@@ -42,16 +43,26 @@ class Retimed:
     ops: int
     kept: dict[str, int] = field(default_factory=dict)
     unknown: Counter[str] = field(default_factory=Counter)
+    #: the measured times were scaled by the model's ratio between the GPUs (a GPU capture)
+    scaled: bool = False
 
-    def note(self, device: str | None) -> str:
-        """One line for the summary."""
-        where = {"cpu": "on the CPU", "cuda": "on a GPU"}.get(device or "", "elsewhere")
-        line = (
-            f"compute re-timed on the {self.gpu} from the execution trace's shapes (the step was captured {where}: "
-            f"{self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; {self.ops:,} ops); "
-            "podsim's own H100 captures re-time 25-33% under their measured kernels (fp32 convolutions: "
-            "docs/traces.md), so take it as a lower bound"
-        )
+    def note(self, device: str | None, device_name: str | None = None) -> str:
+        """One line for the summary (``device_name``: the GPU a ``cuda`` capture ran on)."""
+        if self.scaled:
+            line = (
+                f"compute re-timed on the {self.gpu}: each op's time measured on {device_name} scaled by "
+                "podsim's ratio of its kernels there and here, from the execution trace's shapes "
+                f"({self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; "
+                f"{self.ops:,} ops)"
+            )
+        else:
+            where = {"cpu": "on the CPU", "cuda": f"on {device_name or 'a GPU'}"}.get(device or "", "elsewhere")
+            line = (
+                f"compute re-timed on the {self.gpu} from the execution trace's shapes (the step was captured {where}: "
+                f"{self.captured_ns / 1e6:,.3f} ms of ops there, {self.retimed_ns / 1e6:,.3f} ms here; {self.ops:,} "
+                "ops); podsim's own H100 captures re-time 25-33% under their measured kernels (fp32 convolutions: "
+                "docs/traces.md), so take it as a lower bound"
+            )
         if self.kept:
             share = sum(self.kept.values()) / max(self.captured_ns, 1)
             names = ", ".join(sorted(self.kept)[:5]) + (" ..." if len(self.kept) > 5 else "")
@@ -80,14 +91,30 @@ def kernel_ns(w: Work, cm: ComputeModel) -> float:
     return cm.memory_ns(w.nbytes)
 
 
-def retime(step: OneGpuStep, gpu: GpuSpec) -> tuple[OneGpuStep, Retimed]:
-    """``step`` with every op that has kernels timed on ``gpu`` (see the module docstring).
+def ratio_bounds(there: GpuSpec, here: GpuSpec) -> tuple[float, float]:
+    """The least and the most an op's time may scale by from GPU ``there`` to GPU ``here``: the
+    ratios of their HBM bandwidths and of their dense peaks in each precision both have, and 1
+    (an op bound by its launch takes about as long anywhere).  The model's own ratio is kept
+    inside them: its fitted per-kernel overheads differ between GPUs more than launches do."""
+    ratios = [1.0, there.hbm_bandwidth / here.hbm_bandwidth]
+    ratios += [there.peak_tflops[d] / here.peak_tflops[d] for d in there.peak_tflops if d in here.peak_tflops]
+    return min(ratios), max(ratios)
+
+
+def retime(step: OneGpuStep, gpu: GpuSpec, captured_on: GpuSpec | None = None) -> tuple[OneGpuStep, Retimed]:
+    """``step`` with every op that has kernels timed on ``gpu`` (see the module docstring).  A
+    step captured on the GPU ``captured_on`` keeps its measurements: each op's measured time is
+    scaled by the model's ratio of its kernels on ``gpu`` to those on ``captured_on`` (kept
+    within :func:`ratio_bounds`), so the model's bias on a kernel (the same on both GPUs to
+    first order) cancels.
 
     Raises:
         InputError: when no op of the step has kernels (a capture without an execution trace).
     """
     cm = ComputeModel.for_gpu(gpu, "fp32")
-    report = Retimed(gpu.name, step.total_ns, 0, 0)
+    there = ComputeModel.for_gpu(captured_on, "fp32") if captured_on is not None else None
+    lo, hi = ratio_bounds(captured_on, gpu) if captured_on is not None else (0.0, 0.0)
+    report = Retimed(gpu.name, step.total_ns, 0, 0, scaled=there is not None)
     ops = []
     for o in step.ops:
         if o.work is None:
@@ -96,7 +123,10 @@ def retime(step: OneGpuStep, gpu: GpuSpec) -> tuple[OneGpuStep, Retimed]:
             continue
         report.ops += 1
         report.unknown.update(w.op for w in o.work if w.kind == "unknown")
-        ops.append(replace(o, ns=max(1, round(sum(kernel_ns(w, cm) for w in o.work)))))
+        here = sum(kernel_ns(w, cm) for w in o.work)
+        if there is not None:
+            here = o.ns * min(max(here / max(sum(kernel_ns(w, there) for w in o.work), 1e-9), lo), hi)
+        ops.append(replace(o, ns=max(1, round(here))))
     if not report.ops:
         raise InputError(
             "the capture has no execution trace to re-time its ops from (podsim trace writes one; a Kineto "
