@@ -130,7 +130,8 @@ class OneGpuOptions:
             "name",
             metavar="GPU|off",
             help="with --pytorch: time each captured op on this GPU from the execution trace's shapes (default: the "
-            "cluster's GPU when the capture ran on the CPU, whose times are no GPU's); off: the captured times",
+            "cluster's GPU when the capture ran on the CPU or on another GPU, whose measured times it then scales); "
+            "off: the captured times",
         )
     )
     layers: str | None = param(
