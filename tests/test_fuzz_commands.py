@@ -169,6 +169,11 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
         "no prediction",
     ),
     ("validate --rows r.csv", {"r.csv": f"{_ROWS_HEADER}\n"}, "no rows"),
+    (
+        "validate --rows r.csv",
+        {"r.csv": f"{_ROWS_HEADER}\n{_ROW.replace('swiglu,0,0,', 'swiglu,0,2,')}\n"},
+        "top_k is for",
+    ),
     ("validate --rows r.csv", {"r.csv": f"{_ROWS_HEADER}\n{_ROW}\n{_ROW}\n"}, "row_id 't1' is given twice"),
     ("validate --rows r.csv --set fitted", {"r.csv": f"{_ROWS_HEADER}\n{_ROW}\n"}, "--set: picks among"),
     (

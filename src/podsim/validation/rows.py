@@ -184,6 +184,10 @@ def read_rows(path: str | Path, set_name: str) -> list[dict[str, str]]:
             v = r.get(col, "")
             if v and not (v.isdecimal() and lo <= int(v) <= MAX_COUNT):
                 raise InputError(f"{col} must be an integer from {lo} to 2^31, got {v!r}", src, where)
+        if r.get("experts", "") in ("", "0"):
+            for col in ("top_k", "etp", "moe_ffn_hidden", "shared_experts"):
+                if r.get(col, "") not in ("", "0"):
+                    raise InputError(f"{col} is for a mixture of experts; this row has no experts", src, where)
         r["set"] = set_name
         out.append(r)
     return out
