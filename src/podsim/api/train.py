@@ -276,22 +276,36 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     communication (an estimate under the flow backend, which times them itself)."""
     g = fabric.gpus_per_node
     planner = CollectivePlanner(fabric, spec.nccl)
+    # generate() asks for the same few (kind, bytes, group) for every layer of every
+    # micro-batch: each answer is a function of them alone, so it is kept
+    ranks: dict[str, tuple[int, ...] | None] = {}
+    folded: dict[tuple[CollectiveKind, int, str], int | None] = {}
+    estimated: dict[tuple[CollectiveKind, int, str], int | None] = {}
 
     def ranks_of(group: str) -> tuple[int, ...] | None:
-        return group_ranks(layout, group)
+        if group not in ranks:
+            ranks[group] = group_ranks(layout, group)
+        return ranks[group]
 
     def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or group in ("dp", "edp"):
-            return None
-        if backend != "analytical" and len({r // g for r in ranks}) > 1:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
+        key = (kind, nbytes, group)
+        if key in folded:
+            return folded[key]
+        r = ranks_of(group)
+        if r is None or group in ("dp", "edp") or (backend != "analytical" and len({x // g for x in r}) > 1):
+            t = None
+        else:
+            t = planner.plan(r, kind, nbytes)[1]
+        folded[key] = t
+        return t
 
     def estimate(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or nbytes <= 0:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
+        key = (kind, nbytes, group)
+        if key in estimated:
+            return estimated[key]
+        r = ranks_of(group)
+        t = None if r is None or nbytes <= 0 else planner.plan(r, kind, nbytes)[1]
+        estimated[key] = t
+        return t
 
     return fold, estimate

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -167,11 +166,12 @@ class StageProgram:
 
     def step(self, st: PassStep, label: str) -> None:
         if st.collective is None:
-            if st.ns > 0 and self.slow != 1.0:
-                st = replace(st, ns=st.ns * self.slow)
-            if st.ns > 0:
+            ns = st.ns
+            if ns > 0 and self.slow != 1.0:
+                ns = ns * self.slow
+            if ns > 0:
                 if self.fold is not None and self.beside is None:
-                    d = max(1, int(math.ceil(st.ns)))
+                    d = max(1, int(math.ceil(ns)))
                     self.fused.append((self.fused_ns, d, f"{label} {st.name}", "compute"))
                     if self.beside_fused is not None:  # the overlapped collective, from the same start
                         t, name, group = self.beside_fused
@@ -181,9 +181,7 @@ class StageProgram:
                     self.fused_ns += d
                     self.fused_flops += st.flops
                     return
-                self.chain(
-                    OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))), flops=st.flops
-                )
+                self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(ns))), flops=st.flops)
                 if self.beside is not None:  # the next op waits for the collective alongside too
                     self.prev.append(self.beside)
                     self.beside = None
