@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from ..network.fabric import LinkTier
 
 
-@dataclass
+@dataclass(slots=True)
 class Slice:
-    """One op on a rank's timeline."""
+    """One op on a rank's timeline (slotted: a long run keeps millions)."""
 
     name: str
     stream: str
