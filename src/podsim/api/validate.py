@@ -49,14 +49,17 @@ def validate(
     backend: str = "analytical",
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    count: Callable[[int, int], None] | None = None,
 ) -> Validation:
     """Predict every row podsim can run and compare: the shipped ``sets``, or the rows of the
     CSV ``rows`` (the columns of docs/calibration.md, or a training-steps CSV); ``only`` keeps
     row ids starting with it; ``backend`` times the throughput rows; ``jobs`` worker processes
-    (default: the CPUs, at most 8).  ``progress(text)`` gets each row id as it runs, then a
-    ``not runnable: ...`` line for each row that could not run.
+    (default: the CPUs, at most 8).  ``progress(text)`` gets each row's id, then a
+    ``not runnable: ...`` line for each row that could not run; ``count(done, total)`` the
+    number of rows done (0 first).  On Ctrl-C the worker processes are stopped at once and the
+    KeyboardInterrupt goes on.
 
     Raises:
         InputError: a rows file that cannot be read, or an unknown set."""
-    checks, skipped = run_validation(rows, only, progress, sets, backend, jobs or default_jobs())
+    checks, skipped = run_validation(rows, only, progress, sets, backend, jobs or default_jobs(), count)
     return Validation(checks, skipped)
