@@ -22,7 +22,7 @@ from ..hardware.remote_memory import RemoteMemory
 from ..intervals import union_length_of
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
-from ..report.result import Flow, RankResult, Result, Slice
+from ..report.result import Flow, RankResult, Result, Slice, Timelines
 from ..report.summary import rank_ranges
 from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
@@ -402,24 +402,12 @@ class _Parts:
 
 def _collect(
     runners: list[RankRunner], n: int, mirror: bool, record: bool, reps: object = None
-) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+) -> tuple[list[RankResult], dict[int, list[Slice]] | Timelines]:
     """Every rank's statistics and (``record``) its timeline, from its runner; with ``mirror``
-    or ``reps`` (each rank's representative), every rank's copied from the simulated ones'."""
-    # millions of slices, none in a cycle: the cyclic collector would rescan them again and again
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        return _collect_all(runners, n, mirror, record, reps)
-    finally:
-        if gc_was_on:
-            gc.enable()
-
-
-def _collect_all(
-    runners: list[RankRunner], n: int, mirror: bool, record: bool, reps: object = None
-) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+    or ``reps`` (each rank's representative), every rank's copied from the simulated ones'.
+    The timelines are :class:`~podsim.report.result.Timelines`: a rank's slices are made
+    when first read."""
     per: dict[int, RankResult] = {}
-    tl: dict[int, list[Slice]] = {}
     parts: dict[int, _Parts] = {}  # id(program) -> its parts
     for rr in runners:
         p = rr.p
@@ -427,43 +415,7 @@ def _collect_all(
         if pp is None:
             pp = parts[id(p)] = _Parts(p, rr.resource)
         _, comm_ns, mem_ns, overlap = pp.times(rr.starts, rr.ends)
-        slices: list[Slice] = []
-        if record:
-            extras = p.extras
-            cats = _categories(p)
-            nids = p.node_id.tolist()
-            sizes = p.size_bytes.tolist()
-            noop = int(OpKind.NOOP)
-            starts, ends, names = rr.starts, rr.ends, p.names
-            fused = pp.segments
-            for i, k in enumerate(p.kind.tolist()):
-                a = starts[i]
-                if i in fused:  # a fused op: its parts, compute and closed-form collectives
-                    for seg in fused[i]:
-                        off, dur, sname, cat = seg[0], seg[1], seg[2], seg[3]
-                        if cat == "compute":
-                            sargs: dict[str, object] = {}
-                            track = "compute"
-                        else:
-                            sargs = {"group": cat}
-                            track = "comm"
-                        if len(seg) > 4:
-                            sargs.update(seg[4])
-                        slices.append(Slice(sname, track, a + off, a + off + dur, track, sargs))
-                    continue
-                if k == noop:
-                    continue
-                stream, cat = cats[i]
-                name = names[i] or f"node {nids[i]}"
-                args: dict[str, object] = {"node_id": nids[i]}
-                if sizes[i]:
-                    args["bytes"] = sizes[i]
-                if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
-                    args.update(
-                        (k, v) for k, v in extras[i].items() if isinstance(v, (str, int, float, bool)) and k != SEGMENTS
-                    )
-                slices.append(Slice(name, stream, a, ends[i], cat, args))
-        rres = RankResult(
+        per[rr.rank] = RankResult(
             rr.rank,
             rr.finish_ns,
             rr.gpu_ops_ns,
@@ -473,22 +425,22 @@ def _collect_all(
             mem_ns,
             overlap,
         )
-        per[rr.rank] = rres
-        if record:
-            nq = rr.sys.p.queues_per_dim
-            for q, label, kind, algo, size, a, b in rr.sys.phase_log or []:
-                track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
-                slices.append(
-                    Slice(
-                        f"{label}: {kind.replace('_', '-')} ({algo})",
-                        track,
-                        a,
-                        b,
-                        "chunk",
-                        {"bytes": size, "algorithm": algo},
-                    )
-                )
-        tl[rr.rank] = slices
+    timelines: dict[int, list[Slice]] | Timelines = {}
+    if record:
+        # what a rank's timeline is made of (not the runner: the network and queues may go)
+        ran = {
+            rr.rank: (rr.p, parts[id(rr.p)], rr.starts, rr.ends, rr.sys.phase_log, rr.sys.p.queues_per_dim)
+            for rr in runners
+        }
+
+        def build(rank: int) -> list[Slice]:
+            return _timeline(*ran[rank])
+
+        if mirror or reps is not None:
+            of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
+            timelines = Timelines(dict(enumerate(of)), build)
+        else:
+            timelines = Timelines({r: r for r in ran}, build)
     if mirror or reps is not None:
         of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
         out = []
@@ -506,9 +458,71 @@ def _collect_all(
                     base.overlap_ns,
                 )
             )
-        timelines = {r: tl[of[r]] for r in range(n)} if record else {}
         return out, timelines
-    return [per[r] for r in range(n)], (tl if record else {})
+    return [per[r] for r in range(n)], timelines
+
+
+def _timeline(
+    p: Program, pp: _Parts, starts: list[int], ends: list[int], phase_log: list | None, nq: int
+) -> list[Slice]:
+    """The slices of a rank that ran ``p`` from ``starts`` to ``ends``: its ops (a fused op's
+    parts one by one), then its collectives' phases (``phase_log``, ``nq`` queues per
+    dimension)."""
+    # many slices, none in a cycle: the cyclic collector would rescan them again and again
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        slices: list[Slice] = []
+        extras = p.extras
+        cats = _categories(p)
+        nids = p.node_id.tolist()
+        sizes = p.size_bytes.tolist()
+        noop = int(OpKind.NOOP)
+        names = p.names
+        fused = pp.segments
+        for i, k in enumerate(p.kind.tolist()):
+            a = starts[i]
+            if i in fused:  # a fused op: its parts, compute and closed-form collectives
+                for seg in fused[i]:
+                    off, dur, sname, cat = seg[0], seg[1], seg[2], seg[3]
+                    if cat == "compute":
+                        sargs: dict[str, object] = {}
+                        track = "compute"
+                    else:
+                        sargs = {"group": cat}
+                        track = "comm"
+                    if len(seg) > 4:
+                        sargs.update(seg[4])
+                    slices.append(Slice(sname, track, a + off, a + off + dur, track, sargs))
+                continue
+            if k == noop:
+                continue
+            stream, cat = cats[i]
+            name = names[i] or f"node {nids[i]}"
+            args: dict[str, object] = {"node_id": nids[i]}
+            if sizes[i]:
+                args["bytes"] = sizes[i]
+            if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
+                args.update(
+                    (k, v) for k, v in extras[i].items() if isinstance(v, (str, int, float, bool)) and k != SEGMENTS
+                )
+            slices.append(Slice(name, stream, a, ends[i], cat, args))
+        for q, label, kind, algo, size, a, b in phase_log or []:
+            track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
+            slices.append(
+                Slice(
+                    f"{label}: {kind.replace('_', '-')} ({algo})",
+                    track,
+                    a,
+                    b,
+                    "chunk",
+                    {"bytes": size, "algorithm": algo},
+                )
+            )
+        return slices
+    finally:
+        if gc_was_on:
+            gc.enable()
 
 
 def _ranks_text(ranks: list[int]) -> str:
