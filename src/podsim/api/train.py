@@ -60,9 +60,14 @@ def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
 
 
 def train(
-    job: TrainJob, *, record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None
+    job: TrainJob,
+    *,
+    record_timeline: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    record_link_load: bool | None = None,
 ) -> TrainingResult:
-    """Simulate one training iteration of ``job``.
+    """Simulate one training iteration of ``job``.  ``record_link_load``: keep the flow
+    backend's link loads over time (a trace's counter tracks; default: with the timeline).
 
     ``progress(now_ns, stages_finished, stages)`` is called about once a second of wall time.
 
@@ -90,6 +95,7 @@ def train(
         record_timeline=record_timeline,
         compute=compute,
         granularity=job.simulation.granularity,
+        record_link_load=record_link_load,
         progress=progress,
         software=load_stack(job.software.stack or DEFAULT_TRAINING, "training"),
         allow_oom=job.simulation.allow_oom,
@@ -158,6 +164,7 @@ def simulate_training(
     stack: Stack | None = None,
     software: SoftwareStack | None = None,
     allow_oom: bool = False,
+    record_link_load: bool | None = None,
 ) -> TrainingResult:
     """Simulate one iteration.
 
@@ -172,6 +179,8 @@ def simulate_training(
     rules fill the layout fields left at their defaults, its physical parameters time the kernels.
     ``allow_oom``: simulate a layout that does not fit in the GPU's memory (its result says so)
     instead of refusing it (validation and calibration rows ran, so they pass True).
+    ``record_link_load``: keep the flow backend's link loads over time, for a trace's counter
+    tracks (default: when ``record_timeline``).
 
         Raises:
             InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`),
@@ -204,6 +213,7 @@ def simulate_training(
         granularity=granularity,
         progress=progress,
         rendezvous=rendezvous,
+        record_link_load=record_link_load,
     )
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=stages)
