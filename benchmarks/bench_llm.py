@@ -7,9 +7,16 @@ Cases:
     first and last pipeline ranks, 8 on the others), DP 128, global batch 2048 x 8192 tokens,
     micro-batch 1, sequence parallelism, distributed optimizer.  Target: under 10 s.
 
-Each case runs in a fresh process and prints: the wall time of the whole call (model, fabric,
-workload generation, simulation), peak RSS, the simulated iteration time, flows, and the same
-with every collective round simulated (``--rounds``) for comparison.
+Each case runs in a fresh process and prints: the wall and CPU time of the whole call (model,
+fabric, workload generation, simulation), peak RSS, the simulated iteration time, flows, and
+the same with every collective round simulated (``--rounds``) for comparison.
+
+Then the commands (``COMMANDS``), each run as ``podsim llm ...`` in a fresh process: its CPU
+time (user + sys, import included) and peak RSS.
+
+  * gpt3-175b-1024-cli: the README's GPT-3 175B command (1,024 A100s, TP 8, PP 16, batch 1536,
+    selective recompute, sequence parallelism, distributed optimizer) on the flow backend, with
+    the Megatron-Core stack and ``--json``.  Target (issue #29): at most 2 s of CPU.
 
     python benchmarks/bench_llm.py [--rounds] [--trace]
 """
@@ -17,9 +24,11 @@ with every collective round simulated (``--rounds``) for comparison.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 CASES = {
@@ -47,6 +56,53 @@ CASES = {
 }
 
 
+#: whole ``podsim llm`` commands, timed as a user runs them
+COMMANDS = {
+    "gpt3-175b-1024-cli": [
+        "--model",
+        "gpt3-175b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus",
+        "1024",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--global-batch",
+        "1536",
+        "--recompute",
+        "selective",
+        "--sequence-parallel",
+        "--distributed-optimizer",
+        "--backend",
+        "flow",
+    ],
+}
+
+
+def _command(args: list[str]) -> dict:
+    """``podsim llm args --json`` in a fresh process: its CPU time (s), peak RSS (MB), iteration."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", "podsim", "llm", *args, "--json", out]
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, use = os.wait4(child.pid, 0)  # this child's own CPU time and peak RSS
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        if child.returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed ({child.returncode})")
+        with open(out) as f:
+            doc = json.load(f)
+    return {
+        "wall_s": wall,
+        "cpu_s": use.ru_utime + use.ru_stime,
+        "peak_rss_mb": use.ru_maxrss / 1024,
+        "iteration_s": doc["iteration_time_s"],
+    }
+
+
 def _run(case: str, granularity: str, trace: bool) -> dict:
     from podsim.api.train import simulate_training
     from podsim.llm import get_model
@@ -54,6 +110,7 @@ def _run(case: str, granularity: str, trace: bool) -> dict:
 
     model, gpu, lay = CASES[case]
     t0 = time.perf_counter()
+    c0 = time.process_time()
     r = simulate_training(
         get_model(model),
         Layout(**lay),
@@ -65,11 +122,13 @@ def _run(case: str, granularity: str, trace: bool) -> dict:
         allow_oom=True,
     )
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     return {
         "case": case,
         "granularity": granularity,
         "timeline": trace,
         "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "iteration_s": round(r.iteration_time_s, 4),
         "mfu": round(r.mfu, 4),
@@ -84,7 +143,10 @@ def main() -> None:
         return
     grains = ["bulk"] + (["round"] if "--rounds" in sys.argv else [])
     trace = "--trace" in sys.argv
-    print(f"{'case':<20} {'granularity':<11} {'wall':>8} {'peak RSS':>9} {'iteration':>10} {'MFU':>6} {'flows':>9}")
+    print(
+        f"{'case':<20} {'granularity':<11} {'wall':>8} {'CPU':>8} {'peak RSS':>9} {'iteration':>10} {'MFU':>6} "
+        f"{'flows':>9}"
+    )
     for case in CASES:
         for g in grains:
             if case.startswith("llama3-405b") and g == "round":
@@ -97,9 +159,17 @@ def main() -> None:
             )
             d = json.loads(out.stdout.strip().splitlines()[-1])
             print(
-                f"{case:<20} {g:<11} {d['wall_s']:>7.2f}s {d['peak_rss_mb']:>7.0f}MB {d['iteration_s']:>9.3f}s "
+                f"{case:<20} {g:<11} {d['wall_s']:>7.2f}s {d['cpu_s']:>7.2f}s {d['peak_rss_mb']:>7.0f}MB "
+                f"{d['iteration_s']:>9.3f}s "
                 f"{100 * d['mfu']:>5.1f}% {d['flows']:>9,}"
             )
+
+    print(f"\n{'command':<20} {'wall':>8} {'CPU':>8} {'peak RSS':>9} {'iteration':>10}")
+    for name, args in COMMANDS.items():
+        d = _command(args)
+        print(
+            f"{name:<20} {d['wall_s']:>7.2f}s {d['cpu_s']:>7.2f}s {d['peak_rss_mb']:>7.0f}MB {d['iteration_s']:>9.3f}s"
+        )
 
 
 if __name__ == "__main__":

@@ -237,3 +237,99 @@ def test_parallel_rows_give_the_serial_results() -> None:
     parallel, s1 = run_validation(only="nccl_", jobs=2)
     assert s0 == s1 == 0 and len(serial) == 4
     assert [(c.row_id, c.predicted) for c in serial] == [(c.row_id, c.predicted) for c in parallel]
+
+
+def test_count_tells_each_row_done() -> None:
+    for jobs in (1, 2):
+        seen: list[tuple[int, int]] = []
+        checks, _ = run_validation(only="nccl_", jobs=jobs, count=lambda d, t: seen.append((d, t)))
+        assert len(checks) == 4
+        assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def _alive(pid: int, start: str) -> bool:
+    """Whether process ``pid`` started at ``start`` (its /proc stat field 22) still runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == start and fields[0] != "Z"
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The child processes of ``pid``: their pids and start times."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out[int(d.name)] = fields[19]
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_stops_validate_and_its_workers() -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during `podsim validate
+    --jobs 2` ends it with 130 and one line, and its two workers with it -- not after the
+    queued rows.  Times are generous: what is asserted is that everything ends."""
+    import os
+    import pty
+    import re
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import podsim
+
+    env = {**os.environ, "PYTHONPATH": str(Path(podsim.__file__).resolve().parents[1])}
+    term, tty = pty.openpty()  # stderr a terminal: the progress bar shows
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "podsim", "validate", "--jobs", "2"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=tty,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(tty)
+    said = b""
+
+    def read(seconds: float) -> None:
+        nonlocal said
+        if select.select([term], [], [], seconds)[0]:
+            try:
+                said += os.read(term, 65536)
+            except OSError:  # the other end closed
+                time.sleep(seconds)
+
+    try:
+        deadline = time.monotonic() + 300
+        while not re.search(rb"validated [1-9]\d*/\d+ rows", said):
+            assert proc.poll() is None, said.decode(errors="replace")
+            assert time.monotonic() < deadline, "no row done in 300 s"
+            read(0.5)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, workers  # the two workers (and perhaps a resource tracker)
+        os.killpg(proc.pid, signal.SIGINT)
+        rc = proc.wait(timeout=60)
+        for _ in range(20):
+            read(0.05)
+        deadline = time.monotonic() + 30
+        while any(_alive(p, s) for p, s in workers.items()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p, s in workers.items() if _alive(p, s)]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(term)
+    text = said.decode(errors="replace")
+    assert rc == 130, text
+    assert not left, f"workers {left} still run"
+    assert "podsim: interrupted" in text and "Traceback" not in text, text
+    assert proc.stdout is not None and proc.stdout.read() == b""

@@ -1,9 +1,12 @@
 """Sets of time intervals ``[start, end)`` in integer ns, as sorted, disjoint lists: what the
-reports measure timelines with (busy time, overlap, exposed communication)."""
+reports measure timelines with (busy time, overlap, exposed communication).  Many intervals
+at once (an engine's ops) are measured as numpy arrays by :func:`union_length_of`."""
 
 from __future__ import annotations
 
 import bisect
+
+import numpy as np
 
 Spans = list[tuple[int, int]]
 
@@ -28,6 +31,21 @@ def length(spans: Spans) -> int:
 def union_length(spans: Spans) -> int:
     """Length of the union of any ``spans``."""
     return length(merged(spans))
+
+
+def union_length_of(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of the intervals ``[starts[i], ends[i])`` (integer ns arrays of
+    equal length, in any order): :func:`union_length` in numpy, for many intervals.  Sorted by
+    start, an interval adds what it reaches past the furthest end before it."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    a, b = starts[order], ends[order]
+    reach = np.maximum.accumulate(b)
+    covered = np.empty_like(reach)
+    covered[0] = a[0]
+    np.maximum(a[1:], reach[:-1], out=covered[1:])
+    return int(np.clip(b - covered, 0, None).sum())
 
 
 def subtract(spans: Spans, holes: Spans) -> Spans:

@@ -60,9 +60,14 @@ def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
 
 
 def train(
-    job: TrainJob, *, record_timeline: bool = True, progress: Callable[[int, int, int], None] | None = None
+    job: TrainJob,
+    *,
+    record_timeline: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    record_link_load: bool | None = None,
 ) -> TrainingResult:
-    """Simulate one training iteration of ``job``.
+    """Simulate one training iteration of ``job``.  ``record_link_load``: keep the flow
+    backend's link loads over time (a trace's counter tracks; default: with the timeline).
 
     ``progress(now_ns, stages_finished, stages)`` is called about once a second of wall time.
 
@@ -96,6 +101,7 @@ def train(
         record_timeline=record_timeline,
         compute=compute,
         granularity=job.simulation.granularity,
+        record_link_load=record_link_load,
         progress=progress,
         software=load_stack(job.software.stack or DEFAULT_TRAINING, "training"),
         allow_oom=job.simulation.allow_oom,
@@ -144,6 +150,7 @@ def simulate_training(
     stack: Stack | None = None,
     software: SoftwareStack | None = None,
     allow_oom: bool = False,
+    record_link_load: bool | None = None,
 ) -> TrainingResult:
     """Simulate one iteration.
 
@@ -158,6 +165,8 @@ def simulate_training(
     rules fill the layout fields left at their defaults, its physical parameters time the kernels.
     ``allow_oom``: simulate a layout that does not fit in the GPU's memory (its result says so)
     instead of refusing it (validation and calibration rows ran, so they pass True).
+    ``record_link_load``: keep the flow backend's link loads over time, for a trace's counter
+    tracks (default: when ``record_timeline``).
 
         Raises:
             InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`),
@@ -190,6 +199,7 @@ def simulate_training(
         granularity=granularity,
         progress=progress,
         rendezvous=rendezvous,
+        record_link_load=record_link_load,
     )
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=stages)
@@ -262,22 +272,36 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     communication (an estimate under the flow backend, which times them itself)."""
     g = fabric.gpus_per_node
     planner = CollectivePlanner(fabric, spec.nccl)
+    # generate() asks for the same few (kind, bytes, group) for every layer of every
+    # micro-batch: each answer is a function of them alone, so it is kept
+    ranks: dict[str, tuple[int, ...] | None] = {}
+    folded: dict[tuple[CollectiveKind, int, str], int | None] = {}
+    estimated: dict[tuple[CollectiveKind, int, str], int | None] = {}
 
     def ranks_of(group: str) -> tuple[int, ...] | None:
-        return group_ranks(layout, group)
+        if group not in ranks:
+            ranks[group] = group_ranks(layout, group)
+        return ranks[group]
 
     def fold(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or group in ("dp", "edp"):
-            return None
-        if backend != "analytical" and len({r // g for r in ranks}) > 1:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
+        key = (kind, nbytes, group)
+        if key in folded:
+            return folded[key]
+        r = ranks_of(group)
+        if r is None or group in ("dp", "edp") or (backend != "analytical" and len({x // g for x in r}) > 1):
+            t = None
+        else:
+            t = planner.plan(r, kind, nbytes)[1]
+        folded[key] = t
+        return t
 
     def estimate(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
-        ranks = ranks_of(group)
-        if ranks is None or nbytes <= 0:
-            return None
-        return planner.plan(ranks, kind, nbytes)[1]
+        key = (kind, nbytes, group)
+        if key in estimated:
+            return estimated[key]
+        r = ranks_of(group)
+        t = None if r is None or nbytes <= 0 else planner.plan(r, kind, nbytes)[1]
+        estimated[key] = t
+        return t
 
     return fold, estimate

@@ -52,13 +52,15 @@ def validate(
     backend: str = "analytical",
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    count: Callable[[int, int], None] | None = None,
 ) -> Validation:
     """Predict every row podsim can run and compare: the shipped ``sets`` (None: all of
     :data:`SETS`), or the rows of the CSV ``rows`` (the columns of docs/calibration.md, or a
     training-steps CSV); ``only`` keeps row ids starting with it; ``backend`` times the
     throughput rows; ``jobs`` worker processes (default: the CPUs, at most 8).
     ``progress(text)`` gets each row id as it runs, then a ``not runnable: ...`` line for each
-    shipped row that could not run.
+    shipped row that could not run; ``count(done, total)`` the number of rows done (0 first).
+    On Ctrl-C the worker processes are stopped at once and the KeyboardInterrupt goes on.
 
     Raises:
         InputError: a rows file that cannot be read; ``sets`` with ``rows``; ``only`` matching
@@ -78,7 +80,7 @@ def validate(
         if progress is not None:
             progress(text)
 
-    checks, skipped = run_validation(rows, only, seen, sets or SETS, backend, jobs or default_jobs())
+    checks, skipped = run_validation(rows, only, seen, sets or SETS, backend, jobs or default_jobs(), count)
     if rows is not None and reasons:
         raise InputError(
             f"{len(reasons)} of your rows cannot run as written; the first: {reasons[0]}", str(rows), "--rows"

@@ -64,7 +64,8 @@ def _run_llm(args: argparse.Namespace) -> int:
         return 0
     job = TrainJob.from_values(vars(args))
     progress = progress_line()
-    r = train(job, record_timeline=True, progress=progress)
+    # the summary's breakdown reads a timeline; link loads are for a trace's counters alone
+    r = train(job, record_timeline=True, progress=progress, record_link_load=bool(job.outputs.trace))
     clear_progress_line(progress)
     print(format_training(r, job.simulation.backend))
     if job.exports.kernels:

@@ -8,7 +8,7 @@ import sys
 from ..api.validate import VALIDATE_PARAMS, ValidateJob, validate
 from ..report.json_out import write_document
 from ..report.validate import format_validation
-from .options import add_params
+from .options import add_params, clear_progress_line, count_bar
 
 #: subcommand -> the name of its runner here (looked up when run, so that tests may replace one)
 RUNNERS = {"validate": "_run_validate"}
@@ -35,17 +35,17 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
 
 def _run_validate(args: argparse.Namespace) -> int:
     job = ValidateJob.from_values(vars(args))
+    bar = count_bar("validated {done}/{total} rows")
+    tty = sys.stderr.isatty()
 
-    def progress(row: str) -> None:
-        if row.startswith("not runnable"):
-            sys.stderr.write(("\r" if sys.stderr.isatty() else "") + f"note: {row}\n")
-        elif sys.stderr.isatty():
-            sys.stderr.write(f"\r  {row:<60}")
-            sys.stderr.flush()
+    def note(text: str) -> None:  # the rows that could not run, each on a line of its own
+        if text.startswith("not runnable"):
+            sys.stderr.write(("\r" + " " * 80 + "\r" if tty else "") + f"note: {text}\n")
 
-    v = validate(job.rows, job.only, job.sets, job.backend, job.jobs, progress)
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 64 + "\r")
+    try:
+        v = validate(job.rows, job.only, job.sets, job.backend, job.jobs, note, bar)
+    finally:  # done or interrupted (Ctrl-C: the workers are stopped, main says so on a line of its own)
+        clear_progress_line(bar if tty else None)
     print(format_validation(v))
     if job.json:
         write_document(v.to_dict(), job.json)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..hardware.gpu import GpuSpec, gpu_specs
+from ..hardware.gpu import GpuSpec, get_gpu
 
 #: A100 fit (docs/compute.md); the defaults for every GPU without its own
 DEFAULT_EFFICIENCY = {
@@ -75,7 +75,7 @@ class ComputeModel:
     def for_gpu(cls, gpu: GpuSpec, dtype: str = "bf16", **override: float) -> "ComputeModel":
         """The model with ``gpu``'s fitted efficiency (A100's if it has none)."""
         eff = dict(DEFAULT_EFFICIENCY)
-        eff.update(gpu.efficiency or gpu_specs()["a100-80gb"].efficiency)
+        eff.update(gpu.efficiency or get_gpu("a100-80gb").efficiency)  # the registry's: gpus.yaml read once
         eff.update(override)
         return cls(gpu, dtype, **eff)
 

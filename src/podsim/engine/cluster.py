@@ -34,7 +34,7 @@ from ..hardware.remote_memory import RemoteMemory
 from ..network.fabric import Fabric
 from ..network.flow import FlowNetwork
 from ..network.flow.reference import ReferenceFlowNetwork
-from ..report.result import Counter, LinkUse, Result, Slice
+from ..report.result import Counter, LinkUse, Result, Slice, Timelines
 from ..workload import CollectiveKind, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
@@ -326,8 +326,14 @@ def simulate_cluster(
     rendezvous: bool = False,
     remote_memory: RemoteMemoryParams | None = None,
     reference_flows: bool = False,
+    record_link_load: bool | None = None,
 ) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
+
+    ``record_timeline``: keep every rank's timeline (built when read, see
+    :class:`~podsim.report.result.Timelines`); ``record_link_load`` (default: the same) the
+    flow backend's link loads over time, the counter tracks of a Perfetto trace (they cost a
+    third of a large run's simulation).
 
     ``fast_forward``: when a collective's round ran with no other traffic and no event can
     start any before its step's remaining identical rounds would end, skip simulating them
@@ -376,7 +382,7 @@ def simulate_cluster(
             queue,
             router=colls_timer.router,
             capacity=link_capacity(fabric, tuning),
-            record_load=record_timeline,
+            record_load=record_timeline if record_link_load is None else record_link_load,
         )
         msg: Messaging = FlowMessaging(queue, net)
     else:
@@ -424,8 +430,8 @@ def simulate_cluster(
         runners.append(runner)
     run_ranks(queue, runners, msg, workload, progress)
     results, timelines = _collect(runners, n, mirror, record_timeline, reps)
-    if record_timeline:
-        _add_collective_slices(timelines, colls, mirror)
+    if isinstance(timelines, Timelines):
+        timelines.more.append(_collective_slices(timelines, colls, mirror))
     links, counters = _link_report(fabric, net, queue.now, max_link_tracks)
     info: dict[str, object] = {
         "mode": f"cluster: NCCL-like collectives, {backend} backend",
@@ -451,19 +457,26 @@ def simulate_cluster(
     return res
 
 
-def _add_collective_slices(timelines: dict[int, list[Slice]], colls: ClusterCollectives, mirror: bool) -> None:
-    for name, algo, proto, a, b, size, ranks in colls.log:
-        s = Slice(
-            f"{name}: {algo}/{proto}",
-            "collective",
-            a,
-            b,
-            "chunk",
-            {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)},
-        )
-        for r in [0] if mirror else ranks:
-            if r in timelines:
-                timelines[r].append(s)
+def _collective_slices(timelines: Timelines, colls: ClusterCollectives, mirror: bool):  # type: ignore[no-untyped-def]
+    """What adds the collectives (their algorithm and protocol) to a simulated rank's
+    timeline: one slice on the ``collective`` track for every rank of the collective that the
+    rank stands for (rank 0 alone when one rank stands for all)."""
+
+    def add(q: int, slices: list[Slice]) -> None:
+        for name, algo, proto, a, b, size, ranks in colls.log:
+            times = sum(1 for r in ([0] if mirror else ranks) if r in timelines and timelines.rank_of(r) == q)
+            if times:
+                s = Slice(
+                    f"{name}: {algo}/{proto}",
+                    "collective",
+                    a,
+                    b,
+                    "chunk",
+                    {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)},
+                )
+                slices.extend([s] * times)
+
+    return add
 
 
 def _link_report(

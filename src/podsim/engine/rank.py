@@ -291,9 +291,9 @@ class ProgramPlan:
         # fused ops (a generator's compute + closed-form collectives): their collective parts
         # are communication, not GPU compute -- the op's time outside its compute segments
         # (a collective that runs beside a kernel overlaps it)
+        durations = program.duration_ns
         self.comm_part = {
-            i: int(program.duration_ns[i])
-            - length(merged([(s[0], s[0] + s[1]) for s in e[SEGMENTS] if s[3] == "compute"]))  # type: ignore[union-attr]
+            i: int(durations[i]) - _compute_length(e[SEGMENTS])  # type: ignore[arg-type]
             for i, e in program.extras.items()
             if SEGMENTS in e
         }
@@ -312,3 +312,18 @@ def _edges(program: Program, use_ctrl: bool) -> tuple[np.ndarray, np.ndarray]:
         parent = np.concatenate((parent, ci))
     pairs = np.unique(child * max(n, 1) + parent)
     return pairs // max(n, 1), pairs % max(n, 1)
+
+
+def _compute_length(segments: list[tuple]) -> int:
+    """The time (ns) a fused op's compute parts cover: their durations' sum where they follow
+    one another without overlapping (as generators write them), else their union."""
+    total, end = 0, None
+    for seg in segments:
+        if seg[3] != "compute":
+            continue
+        a, d = seg[0], seg[1]
+        if d <= 0 or (end is not None and a < end):
+            return length(merged([(x[0], x[0] + x[1]) for x in segments if x[3] == "compute"]))
+        total += d
+        end = a + d
+    return total

@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import SimulationError
 from ..hardware.remote_memory import RemoteMemory
-from ..intervals import union_length
+from ..intervals import union_length_of
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
-from ..report.result import Flow, RankResult, Result, Slice
+from ..report.result import Flow, RankResult, Result, Slice, Timelines
 from ..report.summary import rank_ranges
 from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
@@ -355,94 +357,90 @@ def run_ranks(
         raise SimulationError(_deadlock_message(stuck, msg, runners, workload))
 
 
+class _Parts:
+    """What :func:`_collect` reads of one program, shared by the ranks that run it: which ops
+    count as compute, communication or memory time, and the parts of its fused ops (their
+    offsets, durations and kinds as arrays)."""
+
+    def __init__(self, p: Program, resource: list[int]) -> None:
+        kinds = p.kind
+        gpu = np.array([r != CPU for r in resource], dtype=bool)
+        fused = sorted(i for i, e in p.extras.items() if e.get(SEGMENTS))
+        whole = np.ones(len(p), dtype=bool)
+        whole[fused] = False
+        self.mem = np.flatnonzero(whole & ((kinds == OpKind.MEM_LOAD) | (kinds == OpKind.MEM_STORE)))
+        comm_kind = (kinds == OpKind.COLLECTIVE) | (kinds == OpKind.SEND) | (kinds == OpKind.RECV)
+        self.comm = np.flatnonzero(whole & gpu & comm_kind)
+        self.comp = np.flatnonzero(whole & gpu & (kinds == OpKind.COMPUTE))
+        #: a fused op -> its parts, for the timeline
+        self.segments: dict[int, list[tuple]] = {i: p.extras[i][SEGMENTS] for i in fused}  # type: ignore[misc]
+        flat = [seg for i in fused for seg in self.segments[i]]
+        self.seg_op = np.repeat(np.array(fused, dtype=np.int64), [len(self.segments[i]) for i in fused])
+        self.seg_off = np.array([seg[0] for seg in flat], dtype=np.int64)
+        self.seg_dur = np.array([seg[1] for seg in flat], dtype=np.int64)
+        self.seg_comp = np.array([seg[3] == "compute" for seg in flat], dtype=bool)
+
+    def times(self, starts: list[int], ends: list[int]) -> tuple[int, int, int, int]:
+        """(compute, communication, memory, compute-communication overlap) time of a rank that
+        ran the program from ``starts`` to ``ends`` (ns per op)."""
+        a = np.array(starts, dtype=np.int64)
+        b = np.array(ends, dtype=np.int64)
+        sa = a[self.seg_op] + self.seg_off
+        sb = sa + self.seg_dur
+        sc = self.seg_comp
+        nc = ~sc
+        comp_a = np.concatenate((a[self.comp], sa[sc]))
+        comp_b = np.concatenate((b[self.comp], sb[sc]))
+        comm_a = np.concatenate((a[self.comm], sa[nc]))
+        comm_b = np.concatenate((b[self.comm], sb[nc]))
+        comp = union_length_of(comp_a, comp_b)
+        comm = union_length_of(comm_a, comm_b)
+        both = union_length_of(np.concatenate((comp_a, comm_a)), np.concatenate((comp_b, comm_b)))
+        mem = union_length_of(a[self.mem], b[self.mem])
+        return comp, comm, mem, comp + comm - both
+
+
 def _collect(
     runners: list[RankRunner], n: int, mirror: bool, record: bool, reps: object = None
-) -> tuple[list[RankResult], dict[int, list[Slice]]]:
+) -> tuple[list[RankResult], dict[int, list[Slice]] | Timelines]:
+    """Every rank's statistics and (``record``) its timeline, from its runner; with ``mirror``
+    or ``reps`` (each rank's representative), every rank's copied from the simulated ones'.
+    The timelines are :class:`~podsim.report.result.Timelines`: a rank's slices are made
+    when first read."""
     per: dict[int, RankResult] = {}
-    tl: dict[int, list[Slice]] = {}
+    parts: dict[int, _Parts] = {}  # id(program) -> its parts
     for rr in runners:
         p = rr.p
-        comm: list[tuple[int, int]] = []
-        comp: list[tuple[int, int]] = []
-        mem: list[tuple[int, int]] = []
-        slices: list[Slice] = []
-        kinds = p.kind.tolist()
-        extras = p.extras
-        cats = _categories(p) if record else None
-        nids = p.node_id.tolist() if record else None
-        sizes = p.size_bytes.tolist() if record else None
-        mem_kinds = (int(OpKind.MEM_LOAD), int(OpKind.MEM_STORE))
-        comm_kinds = (int(OpKind.COLLECTIVE), int(OpKind.SEND), int(OpKind.RECV))
-        compute_kind, noop = int(OpKind.COMPUTE), int(OpKind.NOOP)
-        starts, ends, resource, names = rr.starts, rr.ends, rr.resource, p.names
-        for i, k in enumerate(kinds):
-            a, b = starts[i], ends[i]
-            segs = extras[i].get(SEGMENTS) if i in extras else None
-            if segs:  # a fused op: its parts, compute and closed-form collectives
-                for seg in segs:  # type: ignore[union-attr]
-                    off, dur, sname, cat = seg[:4]
-                    (comp if cat == "compute" else comm).append((a + off, a + off + dur))
-                    if record:
-                        sargs: dict[str, object] = {} if cat == "compute" else {"group": cat}
-                        if len(seg) > 4:
-                            sargs.update(seg[4])
-                        slices.append(
-                            Slice(
-                                sname,
-                                "compute" if cat == "compute" else "comm",
-                                a + off,
-                                a + off + dur,
-                                "compute" if cat == "compute" else "comm",
-                                sargs,
-                            )
-                        )
-                continue
-            res = resource[i]
-            if k in mem_kinds:
-                mem.append((a, b))
-            elif k in comm_kinds and res != CPU:
-                comm.append((a, b))
-            elif k == compute_kind and res != CPU:
-                comp.append((a, b))
-            if record and k != noop:
-                stream, cat = cats[i]  # type: ignore[index]
-                name = names[i] or f"node {nids[i]}"  # type: ignore[index]
-                args: dict[str, object] = {"node_id": nids[i]}  # type: ignore[index]
-                if sizes[i]:  # type: ignore[index]
-                    args["bytes"] = sizes[i]  # type: ignore[index]
-                if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
-                    args.update(
-                        (k, v) for k, v in extras[i].items() if isinstance(v, (str, int, float, bool)) and k != SEGMENTS
-                    )
-                slices.append(Slice(name, stream, a, b, cat, args))
-        comm_ns = union_length(comm)
-        overlap = union_length(comp) + comm_ns - union_length(comp + comm)
-        rres = RankResult(
+        pp = parts.get(id(p))
+        if pp is None:
+            pp = parts[id(p)] = _Parts(p, rr.resource)
+        _, comm_ns, mem_ns, overlap = pp.times(rr.starts, rr.ends)
+        per[rr.rank] = RankResult(
             rr.rank,
             rr.finish_ns,
             rr.gpu_ops_ns,
             comm_ns,
             rr.finish_ns - rr.gpu_ops_ns,
             rr.cpu_ops_ns,
-            union_length(mem),
+            mem_ns,
             overlap,
         )
-        per[rr.rank] = rres
-        if record:
-            nq = rr.sys.p.queues_per_dim
-            for q, label, kind, algo, size, a, b in rr.sys.phase_log or []:
-                track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
-                slices.append(
-                    Slice(
-                        f"{label}: {kind.replace('_', '-')} ({algo})",
-                        track,
-                        a,
-                        b,
-                        "chunk",
-                        {"bytes": size, "algorithm": algo},
-                    )
-                )
-        tl[rr.rank] = slices
+    timelines: dict[int, list[Slice]] | Timelines = {}
+    if record:
+        # what a rank's timeline is made of (not the runner: the network and queues may go)
+        ran = {
+            rr.rank: (rr.p, parts[id(rr.p)], rr.starts, rr.ends, rr.sys.phase_log, rr.sys.p.queues_per_dim)
+            for rr in runners
+        }
+
+        def build(rank: int) -> list[Slice]:
+            return _timeline(*ran[rank])
+
+        if mirror or reps is not None:
+            of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
+            timelines = Timelines(dict(enumerate(of)), build)
+        else:
+            timelines = Timelines({r: r for r in ran}, build)
     if mirror or reps is not None:
         of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
         out = []
@@ -460,9 +458,71 @@ def _collect(
                     base.overlap_ns,
                 )
             )
-        timelines = {r: tl[of[r]] for r in range(n)} if record else {}
         return out, timelines
-    return [per[r] for r in range(n)], (tl if record else {})
+    return [per[r] for r in range(n)], timelines
+
+
+def _timeline(
+    p: Program, pp: _Parts, starts: list[int], ends: list[int], phase_log: list | None, nq: int
+) -> list[Slice]:
+    """The slices of a rank that ran ``p`` from ``starts`` to ``ends``: its ops (a fused op's
+    parts one by one), then its collectives' phases (``phase_log``, ``nq`` queues per
+    dimension)."""
+    # many slices, none in a cycle: the cyclic collector would rescan them again and again
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        slices: list[Slice] = []
+        extras = p.extras
+        cats = _categories(p)
+        nids = p.node_id.tolist()
+        sizes = p.size_bytes.tolist()
+        noop = int(OpKind.NOOP)
+        names = p.names
+        fused = pp.segments
+        for i, k in enumerate(p.kind.tolist()):
+            a = starts[i]
+            if i in fused:  # a fused op: its parts, compute and closed-form collectives
+                for seg in fused[i]:
+                    off, dur, sname, cat = seg[0], seg[1], seg[2], seg[3]
+                    if cat == "compute":
+                        sargs: dict[str, object] = {}
+                        track = "compute"
+                    else:
+                        sargs = {"group": cat}
+                        track = "comm"
+                    if len(seg) > 4:
+                        sargs.update(seg[4])
+                    slices.append(Slice(sname, track, a + off, a + off + dur, track, sargs))
+                continue
+            if k == noop:
+                continue
+            stream, cat = cats[i]
+            name = names[i] or f"node {nids[i]}"
+            args: dict[str, object] = {"node_id": nids[i]}
+            if sizes[i]:
+                args["bytes"] = sizes[i]
+            if i in extras:  # what the workload says of the op (stage, layer, ...), for traces and reports
+                args.update(
+                    (k, v) for k, v in extras[i].items() if isinstance(v, (str, int, float, bool)) and k != SEGMENTS
+                )
+            slices.append(Slice(name, stream, a, ends[i], cat, args))
+        for q, label, kind, algo, size, a, b in phase_log or []:
+            track = f"comm dim {q // nq}" + (f" queue {q % nq}" if nq > 1 else "")
+            slices.append(
+                Slice(
+                    f"{label}: {kind.replace('_', '-')} ({algo})",
+                    track,
+                    a,
+                    b,
+                    "chunk",
+                    {"bytes": size, "algorithm": algo},
+                )
+            )
+        return slices
+    finally:
+        if gc_was_on:
+            gc.enable()
 
 
 def _ranks_text(ranks: list[int]) -> str:

@@ -21,6 +21,7 @@ GPU count into a :class:`~podsim.network.fabric.Fabric`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -143,6 +144,12 @@ def load_cluster(name_or_path: str | ClusterSpec) -> ClusterSpec:
     return cluster_from_dict(data, source)
 
 
+@lru_cache(maxsize=None)
+def _preset_document(file: str) -> object:
+    """The parsed YAML of a shipped preset file, read once (validation runs hundreds of rows)."""
+    return yaml.safe_load((resources.files("podsim.hardware") / "presets" / file).read_text())
+
+
 def cluster_document(name_or_path: str) -> tuple[object, str]:
     """The parsed YAML of a cluster preset (by name) or file (by path), before it is checked,
     and where it came from (``preset NAME`` or the path).
@@ -160,8 +167,11 @@ def cluster_document(name_or_path: str) -> tuple[object, str]:
         presets = preset_registry()
         if name_or_path not in presets:
             raise unknown_key_error(name_or_path, presets.names(), None, what="cluster preset")
-        text = (resources.files("podsim.hardware") / "presets" / presets.get(name_or_path)).read_text()
         source = f"preset {name_or_path}"
+        try:  # a copy: the caller may change it
+            return copy.deepcopy(_preset_document(presets.get(name_or_path))), source
+        except yaml.YAMLError as e:
+            raise yaml_error(e, source, column=False) from None
     try:
         return load_yaml(text), source
     except yaml.YAMLError as e:

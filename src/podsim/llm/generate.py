@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -133,6 +132,9 @@ class StageProgram:
         self.slow_bwd, self.slow_fwd = self._dp_interference(estimate)
         self.param_gathers: dict[int, list[int]] = {}  # first layer of a bucket -> its all-gather ops
         self.z3_gathers: dict[int | str, list[int]] = {}  # ZeRO-3: prefetched unit -> its all-gathers
+        #: (id of a pass's steps, slowdown) -> (the steps, and the parts, ns and flops it adds to the
+        #: pending fused op, or None where it does more), see :meth:`steps`
+        self._passes: dict[tuple[int, float], tuple[list[PassStep], tuple | None]] = {}
 
     def _add(self, kind: OpKind, name: str, deps: list[int], **kw: object) -> int:
         self.nodes += 1
@@ -165,13 +167,48 @@ class StageProgram:
         self.prev = [op]
         return op
 
+    def steps(self, steps: list[PassStep], label: str) -> None:
+        """:meth:`step` each of ``steps`` (a layer pass, its ops named ``label`` and the step's
+        name).  A pass that only adds parts to the pending fused op (every step fused, nothing
+        overlapped left over) adds the same parts every time it runs at the same slowdown, but
+        for their names: the first run's parts are kept and copied after that."""
+        if self.fold is None or self.beside is not None or self.beside_fused is not None:
+            for st in steps:
+                self.step(st, label)
+            return
+        key = (id(steps), self.slow)
+        hit = self._passes.get(key)
+        if hit is None:
+            ns0, n0, nodes0 = self.fused_ns, len(self.fused), self.nodes
+            for st in steps:
+                self.step(st, label)
+            if self.nodes != nodes0 or self.beside is not None or self.beside_fused is not None:
+                self._passes[key] = (steps, None)  # not a pure fused pass: always step by step
+                return
+            cut = len(label) + 1
+            parts = [(off - ns0, d, " " + name[cut:], cat) for off, d, name, cat in self.fused[n0:]]
+            flops = [st.flops for st in steps if st.collective is None and st.ns > 0]
+            self._passes[key] = (steps, (parts, self.fused_ns - ns0, flops))
+            return
+        if hit[1] is None:
+            for st in steps:
+                self.step(st, label)
+            return
+        parts, total, flops = hit[1]
+        ns0 = self.fused_ns
+        self.fused.extend([(ns0 + off, d, label + name, cat) for off, d, name, cat in parts])
+        self.fused_ns = ns0 + total
+        for f in flops:  # one by one, as step() adds them: the same float sum
+            self.fused_flops += f
+
     def step(self, st: PassStep, label: str) -> None:
         if st.collective is None:
-            if st.ns > 0 and self.slow != 1.0:
-                st = replace(st, ns=st.ns * self.slow)
-            if st.ns > 0:
+            ns = st.ns
+            if ns > 0 and self.slow != 1.0:
+                ns = ns * self.slow
+            if ns > 0:
                 if self.fold is not None and self.beside is None:
-                    d = max(1, int(math.ceil(st.ns)))
+                    d = max(1, int(math.ceil(ns)))
                     self.fused.append((self.fused_ns, d, f"{label} {st.name}", "compute"))
                     if self.beside_fused is not None:  # the overlapped collective, from the same start
                         t, name, group = self.beside_fused
@@ -181,9 +218,7 @@ class StageProgram:
                     self.fused_ns += d
                     self.fused_flops += st.flops
                     return
-                self.chain(
-                    OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(st.ns))), flops=st.flops
-                )
+                self.chain(OpKind.COMPUTE, f"{label} {st.name}", duration_ns=max(1, int(math.ceil(ns))), flops=st.flops)
                 if self.beside is not None:  # the next op waits for the collective alongside too
                     self.prev.append(self.beside)
                     self.beside = None
@@ -312,21 +347,18 @@ class StageProgram:
                 else:
                     if zero3:
                         self._gather_params("emb", label, layers[0] if layers else None)
-                    for st in costs.embedding_steps(False):
-                        self.step(st, label)
+                    self.steps(costs.embedding_steps(False), label)
                 for n, i in enumerate(layers):
                     if zero3:
                         self._gather_params(i, label, layers[n + 1] if n + 1 < len(layers) else None)
                     elif mb == 0 and i in self.param_gathers:  # the overlapped parameter all-gathers
                         self._flush()
                         self.prev = self.prev + self.param_gathers[i]
-                    for st in costs.forward(m.is_moe_layer(i)):
-                        self.step(st, f"{label} L{i}")
+                    self.steps(costs.forward(m.is_moe_layer(i)), f"{label} L{i}")
                 if g == last_v:
                     if zero3:
                         self._gather_params("out", label)
-                    for st in costs.output_steps(False):
-                        self.step(st, label)
+                    self.steps(costs.output_steps(False), label)
                 else:
                     self.send(mb, g + 1, True)
             else:
@@ -336,8 +368,7 @@ class StageProgram:
                 else:
                     if zero3:
                         self._gather_params("out", label)
-                    for st in costs.output_steps(True):
-                        self.step(st, label)
+                    self.steps(costs.output_steps(True), label)
                     if zero3:
                         self._scatter_grads("out", label)
                 last_mb = mb == mbs - 1
@@ -350,10 +381,8 @@ class StageProgram:
                     if zero3:
                         self._gather_params(i, label, order[n + 1] if n + 1 < len(order) else None)
                     if lay.recomputed_layer(m, s, chunk, i):
-                        for st in costs.forward(m.is_moe_layer(i)):
-                            self.step(st, f"{label} L{i} recompute")
-                    for st in costs.backward(m.is_moe_layer(i)):
-                        self.step(st, f"{label} L{i}")
+                        self.steps(costs.forward(m.is_moe_layer(i)), f"{label} L{i} recompute")
+                    self.steps(costs.backward(m.is_moe_layer(i)), f"{label} L{i}")
                     if zero3:
                         self._scatter_grads(i, label)
                     elif reduce_now:
@@ -365,8 +394,7 @@ class StageProgram:
                 if g == 0:
                     if zero3:
                         self._gather_params("emb", label)
-                    for st in costs.embedding_steps(True):
-                        self.step(st, label)
+                    self.steps(costs.embedding_steps(True), label)
                     if zero3:
                         self._scatter_grads("emb", label)
                 else:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from ..errors import InputError
 from ..fileio import load_yaml
@@ -56,9 +58,15 @@ def measured_values(gpu_key: str, keys: list[str]) -> dict[str, float]:
     return {k: float(got[k]) for k in keys}
 
 
+@lru_cache(maxsize=None)
+def _shipped_yaml(package: str, name: str) -> Any:
+    """A YAML file shipped in ``package``, parsed once (callers read it, never change it)."""
+    return load_yaml((resources.files(package) / name).read_text())
+
+
 def in_step_table() -> dict[str, dict[str, float]]:
     """GPU key -> its measured ``gemm_efficiency`` and ``attention_efficiency`` (:data:`IN_STEP_FILE`)."""
-    data = load_yaml((resources.files("podsim") / IN_STEP_FILE).read_text()) or {}
+    data = _shipped_yaml("podsim", IN_STEP_FILE) or {}
     return {str(k): dict(v) for k, v in data.items()}
 
 
@@ -127,7 +135,7 @@ class Stack:
         ``host_ns`` replaces the GPU's, its efficiencies (for the GPU's architecture) multiply the
         GPU's in-step ones, its ``elementwise_traffic`` and ``fp8_overhead`` scale those kernels;
         ``override`` last."""
-        data = load_yaml((resources.files("podsim.llm") / "stack.yaml").read_text())
+        data = _shipped_yaml("podsim.llm", "stack.yaml")
         values = dict(data.get("default") or {})
         own = data.get(gpu_key) or {}
         if isinstance(own, str):  # the name of the GPU whose parameters this one shares

@@ -13,14 +13,15 @@ Fields of :class:`RankResult` (all integer nanoseconds):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 
 from ..network.fabric import LinkTier
 
 
-@dataclass
+@dataclass(slots=True)
 class Slice:
-    """One op on a rank's timeline."""
+    """One op on a rank's timeline (slotted: a long run keeps millions)."""
 
     name: str
     stream: str
@@ -28,6 +29,58 @@ class Slice:
     end_ns: int
     category: str = "compute"  #: compute | comm | cpu | mem | other
     args: dict[str, object] = field(default_factory=dict)
+
+
+class Timelines(MutableMapping[int, list[Slice]]):
+    """Per rank, the slices of its ops, built the first time they are read: a long run has
+    millions, and a summary reads one rank's, a trace the first few.  ``of`` maps every rank
+    to the rank simulated for it, whose slices ``build`` makes (once, shared by the ranks it
+    stands for); each of ``more`` then adds to them (``more(rank_simulated, slices)``).  A
+    rank's timeline may be set or deleted like a dict's; a copy or a pickle is a plain dict."""
+
+    def __init__(self, of: dict[int, int], build: Callable[[int], list[Slice]]) -> None:
+        self._of = of
+        self._build = build
+        self._built: dict[int, list[Slice]] = {}
+        self._set: dict[int, list[Slice]] = {}
+        self.more: list[Callable[[int, list[Slice]], None]] = []
+
+    def __getitem__(self, rank: int) -> list[Slice]:
+        got = self._set.get(rank)
+        if got is not None:
+            return got
+        q = self._of[rank]
+        got = self._built.get(q)
+        if got is None:
+            got = self._built[q] = self._build(q)
+            for add in self.more:
+                add(q, got)
+        return got
+
+    def rank_of(self, rank: int) -> int:
+        """The rank simulated for ``rank``."""
+        return self._of[rank]
+
+    def __setitem__(self, rank: int, slices: list[Slice]) -> None:
+        self._set[rank] = slices
+        if rank not in self._of:
+            self._of[rank] = rank
+
+    def __delitem__(self, rank: int) -> None:
+        del self._of[rank]
+        self._set.pop(rank, None)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._of)
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def __contains__(self, rank: object) -> bool:
+        return rank in self._of
+
+    def __reduce__(self) -> tuple:
+        return (dict, (dict(self.items()),))
 
 
 @dataclass
@@ -110,8 +163,9 @@ class Result:
 
     Attributes:
         ranks: one :class:`RankResult` per rank, in rank order.
-        timelines: per rank, the slices of its ops (empty when not recorded).  Ranks that were
-            simulated once for a class of equivalent ranks share the same list object.
+        timelines: per rank, the slices of its ops (empty when not recorded; an engine's are a
+            :class:`Timelines`, built as they are read).  Ranks that were simulated once for a
+            class of equivalent ranks share the same list object.
         flows: point-to-point messages, for trace arrows (may be empty).
         info: what was simulated (inputs, backend, mode, equivalence classes, wall time).
         notes: things the user should know (dropped dependencies, assumptions).
@@ -120,7 +174,7 @@ class Result:
     """
 
     ranks: list[RankResult]
-    timelines: dict[int, list[Slice]] = field(default_factory=dict)
+    timelines: MutableMapping[int, list[Slice]] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     info: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

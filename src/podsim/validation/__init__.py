@@ -3,11 +3,16 @@
 The rows ship with podsim (:mod:`podsim.validation.rows`): the ``fitted`` set (what the
 parameters were fitted to) and the ``reported`` set (never fitted to).  The report gives each
 row's error, then mean and max |error| per set, per GPU type within a set, and per source.
+
+Rows run in worker processes (``jobs``).  The workers ignore SIGINT: a Ctrl-C (which a
+terminal sends to the whole process group) interrupts the parent only, which cancels the
+queued rows and terminates the workers at once, then lets the KeyboardInterrupt go on.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -96,28 +101,64 @@ def _predict(r: dict, backend: str) -> tuple[float, str | None]:
         return 0.0, e.message
 
 
+def _ignore_sigint() -> None:
+    """A worker's initializer: Ctrl-C is the parent's to handle (it stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: its queued rows cancelled, its worker processes terminated (the
+    executor's own shutdown would wait for every queued row)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.join(5)
+
+
 def _predict_all(
-    rows: list[dict], backend: str, jobs: int, progress: Callable[[str], None] | None
+    rows: list[dict],
+    backend: str,
+    jobs: int,
+    progress: Callable[[str], None] | None,
+    count: Callable[[int, int], None] | None = None,
 ) -> list[tuple[float, str | None]]:
     """Every row's prediction, in order; ``jobs`` worker processes (1: in this process).  The
-    rows are independent simulations, so the results do not depend on ``jobs``."""
-    if jobs <= 1 or len(rows) < 2:
+    rows are independent simulations, so the results do not depend on ``jobs``.
+    ``count(done, total)`` is told each row done (and ``0`` first).
+
+    Raises:
+        KeyboardInterrupt: on Ctrl-C, after the workers were stopped."""
+    total = len(rows)
+    if count is not None:
+        count(0, total)
+    if jobs <= 1 or total < 2:
         out = []
         for r in rows:
             if progress is not None:
                 progress(r["row_id"])
             out.append(_predict(r, backend))
+            if count is not None:
+                count(len(out), total)
         return out
-    results: list[tuple[float, str | None] | None] = [None] * len(rows)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(rows))) as pool:
+    results: list[tuple[float, str | None] | None] = [None] * total
+    pool = ProcessPoolExecutor(max_workers=min(jobs, total), initializer=_ignore_sigint)
+    try:
         # the largest simulations first (by GPU count), so that none is left alone at the end
-        order = sorted(range(len(rows)), key=lambda i: -int(float(rows[i].get("gpus") or 0)))
+        order = sorted(range(total), key=lambda i: -int(float(rows[i].get("gpus") or 0)))
         futures = {pool.submit(_predict, rows[i], backend): i for i in order}
-        for f in as_completed(futures):
+        for done, f in enumerate(as_completed(futures), 1):
             i = futures[f]
             results[i] = f.result()
             if progress is not None:
                 progress(rows[i]["row_id"])
+            if count is not None:
+                count(done, total)
+    except BaseException:  # Ctrl-C, or a row that failed: no waiting for the queued rows
+        _stop(pool)
+        raise
+    pool.shutdown()
     return [x for x in results if x is not None]
 
 
@@ -133,9 +174,12 @@ def run_validation(
     sets: tuple[str, ...] = ("fitted", "reported"),
     backend: str = "analytical",
     jobs: int = 1,
+    count: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Check], int]:
     """Predict every row podsim can run: the shipped ``sets``, or the rows of the CSV ``rows``
     (set ``user``); ``only`` keeps row ids starting with it; ``jobs`` worker processes.
+    ``progress(text)`` gets each row's id, then a ``not runnable: ...`` line for
+    each row that could not run; ``count(done, total)`` the rows done so far.
     Returns the checks and the number of rows skipped (no handler, or not runnable)."""
     table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
     checks, skipped = [], 0
@@ -148,7 +192,7 @@ def run_validation(
             skipped += 1
             continue
         todo.append(r)
-    for r, (predicted, err) in zip(todo, _predict_all(todo, backend, jobs, progress)):
+    for r, (predicted, err) in zip(todo, _predict_all(todo, backend, jobs, progress, count)):
         if err is not None:  # a row podsim cannot run as transcribed: skipped, and said
             skipped += 1
             failures.append(f"{r['row_id']}: {err}")
