@@ -1,4 +1,4 @@
-"""Seeded fuzz of every input format podsim reads (issue 13, item 5): bad input never yields a
+"""Seeded fuzz of every input format podsim reads (issues 13 and 29): bad input never yields a
 traceback, a hang or a silent answer.
 
 For each format a small valid seed is built here (with podsim's own writers, or a few lines of
@@ -1160,6 +1160,111 @@ def _run_vtrain(d: Path) -> object:
     return read_vtrain_lut(d / "AR_GPU8_lut.csv")
 
 
+# -- the newer commands' inputs (issue 29): sweep specs, stacks, GPU prices, LLM request traces,
+# Vidur profile tables, measured serving runs
+
+_SWEEP = """name: fuzz
+run: llm
+fixed: {model: gpt3-125m, gpu: h100, global-batch: 16, seq-len: 1024}
+grid: {gpus: [8], tp: [1, 2]}
+points: [{pp: 1}]
+"""
+_STACK = """name: fuzz-stack
+kind: training
+base: megatron-core
+sources:
+  gemm_efficiency: "a test"
+  host_ns: "a test"
+training:
+  gemm_efficiency: 0.8
+  host_ns: 5000
+"""
+_PRICES = "h100-80gb: {usd_per_gpu_hour: 2.5}\na100-80gb: {usd_per_gpu_hour: 1.5}\n"
+_LLM_TRACE = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,120,10\n0.05,300,20\n0.2,64,5\n"
+_INFERENCE_RUNS = (
+    "model,gpu,tp,pp,batch,prompt_tokens,output_tokens,prefill_ms,decode_ms\n"
+    "llama3-8b,h100,1,1,1,512,128,14.58,8.198\nllama3-8b,h100,1,1,8,512,128,87.71,8.441\n"
+)
+
+
+def _run_sweep_spec(d: Path) -> object:
+    from podsim.api.sweep import load_spec, sweep
+
+    spec = load_spec(d / "sweep.yaml")
+    res = sweep(spec, workers=1)
+    return [(r.get("iteration_time_s"), r.get("memory_peak_gib")) for r in res.rows]
+
+
+def _run_stack(d: Path) -> object:
+    from podsim.api.train import simulate_training
+    from podsim.llm.layout import Layout
+    from podsim.llm.model import get_model
+    from podsim.stacks.stack import load_stack
+
+    st = load_stack(str(d / "stack.yaml"), "training")
+    res = simulate_training(get_model("gpt3-125m"), Layout(8, tp=2, global_batch=16, seq_len=1024), "h100", software=st)
+    return st.values, res.iteration_time_s
+
+
+def _run_prices(d: Path) -> object:
+    from podsim.sweep.search import gpu_hour_price
+
+    return gpu_hour_price("h100", str(d / "prices.yaml"))
+
+
+def _run_llm_trace(d: Path) -> object:
+    from podsim.api.serve_llm import serve_llm
+    from podsim.jobs.serve_llm import ServeLLMJob
+
+    job = ServeLLMJob.from_values({"model": "llama3-8b", "gpu": "h100", "workload": str(d / "trace.csv")})
+    return serve_llm(job).result.stats()
+
+
+def _vidur_seed() -> dict[str, bytes]:
+    import contextlib
+    import tempfile
+
+    from podsim.api.infer import write_profiles
+    from podsim.jobs.infer import InferJob
+
+    with tempfile.TemporaryDirectory() as tmp:
+        job = InferJob.from_values({"model": "gpt3-125m", "gpu": "h100", "prompt_tokens": 128, "output_tokens": 8})
+        with contextlib.redirect_stdout(io.StringIO()):
+            write_profiles(job, tmp)
+        out = {}
+        for p in Path(tmp).rglob("*.csv"):  # the rows a batch of 2 x (128 + 8) tokens reads, and a few more
+            rows = list(csv.DictReader(io.StringIO(p.read_text())))
+            keep = [
+                r
+                for r in rows
+                if all(float(r.get(c) or 0) <= 1024 for c in ("num_tokens", "kv_cache_size", "prefill_chunk_size"))
+                and float(r.get("batch_size") or 0) <= 4
+            ]
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(keep)
+            out[str(p.relative_to(tmp))] = buf.getvalue().encode()
+        return out
+
+
+def _run_vidur(d: Path) -> object:
+    from podsim.api.infer import infer
+    from podsim.jobs.infer import InferJob
+
+    job = InferJob.from_values(
+        {"model": "gpt3-125m", "gpu": "h100", "batch": 2, "prompt_tokens": 128, "output_tokens": 8, "profile": str(d)}
+    )
+    r = infer(job).report
+    return r.prefill_s, r.decode_step_mean_s, r.e2e_s
+
+
+def _run_inference_runs(d: Path) -> object:
+    from podsim.api.calibrate import read_inference_runs
+
+    return read_inference_runs(d / "runs.csv")
+
+
 FORMATS = [
     Format("astra system json", _system_seed, "system.json", "json", _run_system),
     Format("astra network yaml", _network_seed, "network.yml", "yaml", _run_network),
@@ -1213,6 +1318,19 @@ FORMATS = [
     Format("kernel table csv", lambda: {"table.csv": _KERNEL_TABLE.encode()}, "table.csv", "csv", _run_kernel_table),
     Format("nccl-tests log", lambda: {"nccl.log": _NCCL_LOG.encode()}, "nccl.log", "text", _run_nccl_log),
     Format("vtrain lut csv", lambda: {"AR_GPU8_lut.csv": _VTRAIN.encode()}, "AR_GPU8_lut.csv", "csv", _run_vtrain),
+    Format("sweep spec yaml", lambda: {"sweep.yaml": _SWEEP.encode()}, "sweep.yaml", "yaml", _run_sweep_spec),
+    Format("stack yaml", lambda: {"stack.yaml": _STACK.encode()}, "stack.yaml", "yaml", _run_stack),
+    Format("gpu prices yaml", lambda: {"prices.yaml": _PRICES.encode()}, "prices.yaml", "yaml", _run_prices),
+    Format("llm request trace csv", lambda: {"trace.csv": _LLM_TRACE.encode()}, "trace.csv", "csv", _run_llm_trace),
+    Format("vidur mlp csv", _vidur_seed, "compute/h100/gpt3-125m/mlp.csv", "csv", _run_vidur),
+    Format("vidur attention csv", _vidur_seed, "compute/h100/gpt3-125m/attention.csv", "csv", _run_vidur),
+    Format(
+        "measured serving runs csv",
+        lambda: {"runs.csv": _INFERENCE_RUNS.encode()},
+        "runs.csv",
+        "csv",
+        _run_inference_runs,
+    ),
 ]
 
 

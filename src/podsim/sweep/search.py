@@ -32,6 +32,7 @@ and each row's ``command`` names the stack (``--stack NAME``, or its file) unles
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections import Counter
@@ -231,8 +232,8 @@ def gpu_hour_price(gpu: str, path: str | None = None) -> float:
             "--gpu-prices",
         )
     price = entry.get("usd_per_gpu_hour") if isinstance(entry, dict) else None
-    if not isinstance(price, (int, float)) or isinstance(price, bool) or not price > 0:
-        raise InputError(f"{key}: usd_per_gpu_hour must be a number > 0, got {price!r}", where, "--gpu-prices")
+    if not isinstance(price, (int, float)) or isinstance(price, bool) or not 0 < price < math.inf:
+        raise InputError(f"{key}: usd_per_gpu_hour must be a finite number > 0, got {price!r}", where, "--gpu-prices")
     return float(price)
 
 
