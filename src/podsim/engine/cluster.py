@@ -459,13 +459,13 @@ def simulate_cluster(
 
 def _collective_slices(timelines: Timelines, colls: ClusterCollectives, mirror: bool):  # type: ignore[no-untyped-def]
     """What adds the collectives (their algorithm and protocol) to a simulated rank's
-    timeline: one slice on the ``collective`` track for every rank of the collective that the
-    rank stands for (rank 0 alone when one rank stands for all)."""
+    timeline: one slice on the ``collective`` track for each collective a rank it stands for
+    takes part in (rank 0 alone when one rank stands for all).  The ranks it stands for share
+    its timeline, so each sees the slice once."""
 
     def add(q: int, slices: list[Slice]) -> None:
         for name, algo, proto, a, b, size, ranks in colls.log:
-            times = sum(1 for r in ([0] if mirror else ranks) if r in timelines and timelines.rank_of(r) == q)
-            if times:
+            if any(r in timelines and timelines.rank_of(r) == q for r in ([0] if mirror else ranks)):
                 s = Slice(
                     f"{name}: {algo}/{proto}",
                     "collective",
@@ -474,7 +474,7 @@ def _collective_slices(timelines: Timelines, colls: ClusterCollectives, mirror: 
                     "chunk",
                     {"bytes": size, "algorithm": algo, "protocol": proto, "ranks": len(ranks)},
                 )
-                slices.extend([s] * times)
+                slices.append(s)
 
     return add
 
