@@ -38,7 +38,7 @@ from ...hardware.gpu import GpuSpec
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
 from .measured_steps import HostOverhead
-from .timing import Chunk
+from .timing import Chunk, split_batch
 
 GIB = 2**30
 PRECISIONS = ("bf16", "fp16", "fp8")
@@ -48,6 +48,8 @@ MEMORY_UTILIZATION = 0.9
 #: on Q and K, the activation's read and write of the MLP width counted separately)
 _ELEMENTWISE_PASSES = 10
 _ELEMENTWISE_KERNELS = 6
+#: the parts of a step's time, in the order they add up (:meth:`LLMStepTimer.parts_ns`)
+PARTS = ("gemm", "attention", "elementwise", "communication", "output", "host")
 
 
 @dataclass
@@ -72,6 +74,7 @@ class LLMStepTimer:
     #: None: ``host_ns`` for every step
     host_table: HostOverhead | None = None
     _per_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+    _seq_costs: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False, init=False, compare=False)
 
     def step_host_ns(self, sequences: int) -> float:
         """The host's time of a step over ``sequences`` sequences (ns)."""
@@ -183,58 +186,83 @@ class LLMStepTimer:
         out = self._per_tokens[tokens] = (gemm, elem, comm)
         return out
 
-    def _attention_ns(self, batch: Sequence[Chunk]) -> float:
-        """One layer's attention over the batch: decode chunks read their whole KV cache
+    def _attention_ns(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> float:
+        """One layer's attention over a batch of ``decodes`` one-token chunks of ``context``
+        cached tokens in all and the ``prefill`` chunks: decode chunks read their whole KV cache
         (memory-bound), prefill chunks attend causally over context + themselves."""
         m, cm = self.model, self.cm
         heads = m.heads // self.tp
         d = m.dhead
         kv_token = 2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes
-        decode_ctx = 0
+        decode_ctx = context + decodes
         pre_flops = 0.0
         pre_tokens = 0
         pre_ctx = 0
-        for n, c in batch:
-            if n == 1:
-                decode_ctx += c + 1
-            else:
-                pre_flops += 4.0 * heads * d * n * (c + (n + 1) / 2.0)
-                pre_tokens += n
-                pre_ctx += c + n
+        for n, c in prefill:
+            pre_flops += 4.0 * heads * d * n * (c + (n + 1) / 2.0)
+            pre_tokens += n
+            pre_ctx += c + n
         t = 0.0
         if decode_ctx:
             flops = 4.0 * heads * d * decode_ctx
             t += max(cm.memory_ns(decode_ctx * kv_token), flops / cm.gpu.peak(cm.attention_dtype) + cm.launch_ns)
         if pre_flops:
-            chunks = sum(1 for n, _ in batch if n != 1)
-            t += max(cm.flash_ns(pre_flops, pre_tokens / chunks, d), cm.memory_ns(pre_ctx * kv_token))
+            t += max(cm.flash_ns(pre_flops, pre_tokens / len(prefill), d), cm.memory_ns(pre_ctx * kv_token))
         return t
 
     def stage_ns(self, batch: Sequence[Chunk]) -> int:
         """One pipeline stage's time for a step over ``batch`` (ns): its layers, the output
         layer (the last stage, the largest), the activations' send, the host overhead."""
-        return int(math.ceil(sum(self.parts_ns(batch).values())))
+        return int(math.ceil(sum(self._parts(*split_batch(batch)))))
+
+    def stage_ns_decodes(self, decodes: int, context: int, chunks: Sequence[Chunk]) -> int:
+        """``stage_ns`` of ``decodes`` one-token chunks of ``context`` tokens in all, then
+        ``chunks`` (:mod:`.timing`)."""
+        if any(n == 1 for n, _ in chunks):
+            d, c, chunks = split_batch(chunks)
+            decodes, context = decodes + d, context + c
+        return int(math.ceil(sum(self._parts(decodes, context, chunks))))
 
     def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
         """``stage_ns`` by part (ns): ``gemm``, ``attention``, ``elementwise``, ``communication``
         (TP / EP collectives, the pipeline send), ``output`` (the logits), ``host``."""
         if not batch:
             return {"host": self.step_host_ns(0)}
-        tokens = sum(n for n, _ in batch)
+        return dict(zip(PARTS, self._parts(*split_batch(batch))))
+
+    def _per_seqs(self, seqs: int) -> tuple[float, float]:
+        """(the output layer, the host) of a step over ``seqs`` sequences (ns), memoized."""
+        hit = self._seq_costs.get(seqs)
+        if hit is None:
+            m, cm = self.model, self.cm
+            out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+            hit = self._seq_costs[seqs] = (out, self.step_host_ns(seqs))
+        return hit
+
+    def _parts(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> tuple[float, ...]:
+        """The parts of :data:`PARTS` (ns) of a step over ``decodes`` one-token chunks of
+        ``context`` tokens in all and the ``prefill`` chunks (none of one token); the host's alone
+        for an empty step."""
+        seqs = decodes + len(prefill)
+        if not seqs:
+            return (self.step_host_ns(0),)
+        tokens = decodes + sum(n for n, _ in prefill)
         gemm, elem, comm = self._token_costs(tokens)
         layers = self.layers_per_stage
-        m, cm = self.model, self.cm
-        seqs = len(batch)
-        out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
-        send = float(self.delay.delay_ns(0, self.tp, int(tokens * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
-        return {
-            "gemm": layers * gemm,
-            "attention": layers * self._attention_ns(batch),
-            "elementwise": layers * elem,
-            "communication": layers * comm + send,
-            "output": out,
-            "host": self.step_host_ns(seqs),
-        }
+        out, host = self._per_seqs(seqs)
+        send = (
+            float(self.delay.delay_ns(0, self.tp, int(tokens * self.model.hidden * self.cm.elem_bytes)))
+            if self.pp > 1
+            else 0.0
+        )
+        return (
+            layers * gemm,
+            layers * self._attention_ns(decodes, context, prefill),
+            layers * elem,
+            layers * comm + send,
+            out,
+            host,
+        )
 
 
 @dataclass

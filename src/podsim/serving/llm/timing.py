@@ -4,11 +4,16 @@ A *step* is one forward pass of a replica over a batch: each running request con
 chunk ``(new_tokens, context)``: ``new_tokens`` computed in this step (a prompt or a chunk of
 it; 1 for a decode step) on top of ``context`` tokens already in its KV cache.  A
 :class:`StepTimer` says how long a step takes (ns) and what a replica's memory holds.
+
+A timer may also offer ``stage_ns_decodes(decodes, context, chunks)``: ``stage_ns`` of a batch
+of ``decodes`` one-token chunks whose contexts sum to ``context`` (tokens), then ``chunks`` --
+the same time, bit for bit, without a list of the decodes (the serving simulation keeps its
+decoding requests as one aggregate, :mod:`.decode_group`).  :func:`decodes_timer` finds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,3 +57,46 @@ class LinearTimer:
         new = sum(n for n, _ in batch)
         ctx = sum(c for _, c in batch)
         return int(round(self.base_ns + self.per_token_ns * new + self.per_context_ns * ctx))
+
+    def stage_ns_decodes(self, decodes: int, context: int, chunks: Sequence[Chunk]) -> int:
+        """``stage_ns`` of ``decodes`` one-token chunks of ``context`` tokens in all, then ``chunks``."""
+        new = decodes + sum(n for n, _ in chunks)
+        ctx = context + sum(c for _, c in chunks)
+        return int(round(self.base_ns + self.per_token_ns * new + self.per_context_ns * ctx))
+
+
+#: ``stage_ns_decodes(decodes, context, chunks)`` (the module docstring)
+DecodesTimer = Callable[[int, int, Sequence[Chunk]], int]
+
+
+def split_batch(batch: Sequence[Chunk]) -> tuple[int, int, list[Chunk]]:
+    """A batch as ``stage_ns_decodes`` takes it: (its one-token chunks, their contexts' sum in
+    tokens, the other chunks in order)."""
+    decodes = context = 0
+    rest = []
+    for n, c in batch:
+        if n == 1:
+            decodes += 1
+            context += c
+        else:
+            rest.append((n, c))
+    return decodes, context, rest
+
+
+def decodes_timer(timer: object) -> DecodesTimer | None:
+    """``timer.stage_ns_decodes``, or None when it has none or when a subclass overrides
+    ``stage_ns`` or ``parts_ns`` below the class that defines it (it would time other steps)."""
+    fn = getattr(timer, "stage_ns_decodes", None)
+    if fn is None:
+        return None
+    mro = type(timer).__mro__
+
+    def owner(name: str) -> type | None:
+        return next((c for c in mro if name in vars(c)), None)
+
+    home = owner("stage_ns_decodes")
+    for name in ("stage_ns", "parts_ns"):
+        c = owner(name)
+        if c is not None and c is not home and home is not None and issubclass(c, home):
+            return None
+    return fn
