@@ -222,23 +222,33 @@ class DecodeGroup:
         """Whether member ``s``'s slot at step ``x`` takes a block."""
         return x >= s.gd1 and (x - s.gd1) % self.bs == 0
 
-    def peek_needy(self, cnt: list[int], x: int) -> int:
-        """:meth:`needy` at a later step ``x`` on a copy ``cnt`` of the counts, steps in order,
-        changing nothing else."""
-        n = self.pending.get(x, 0)
-        if n:
-            cnt[x % self.bs] += n
-        return cnt[x % self.bs]
+    def blocks_taken(self, a: int, b: int) -> int:
+        """The blocks the members' slots take at steps ``a`` to ``b`` (both included; ``a`` after
+        the step being formed or in flight, ``a >= act``), in closed form."""
+        if b < a:
+            return 0
+        bs = self.bs
+        total = 0
+        for r, c in enumerate(self.cnt):
+            if c:
+                total += c * ((b - r) // bs - (a - 1 - r) // bs)
+        for d1, c in self.pending.items():
+            if a <= d1 <= b:
+                total += c * ((b - d1) // bs + 1)
+        return total
 
     def run_steps(self, m: int, end: int) -> None:
         """The step in flight and ``m - 1`` more, scheduled one after another, completed (a run
         of steps that finishes no member), the last at ``end`` (ns)."""
         bs, cnt, pending = self.bs, self.cnt, self.pending
         x0 = self.steps
-        for x in range(x0, x0 + m - 1):
-            n = pending.pop(x, 0)
-            if n:
-                cnt[x % bs] += n
+        if pending:
+            if len(pending) < m:
+                due = [x for x in pending if x < x0 + m - 1]
+            else:
+                due = [x for x in range(x0, x0 + m - 1) if x in pending]
+            for x in due:
+                cnt[x % bs] += pending.pop(x)
         self.steps = self.done = self.act = x0 + m - 1
         self.last_end = end
 

@@ -36,12 +36,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from .decode_group import DecodeGroup
 from .kvcache import KVCache
 from .sequence import Seq
-from .timing import StepTimer, decodes_timer
+from .timing import StepTimer, timer_method
 
 if TYPE_CHECKING:
     from .schedulers import Scheduler
@@ -157,8 +158,10 @@ class Replica:
         if self.group is not None and not prefix_hit_rate:
             kv.evicted = []
         self.step_group = 0  # members of the group in the step being formed
+        self.last_stage = 1  # the last step's stage time (ns), a run's first guess of its steps
         self._decode_steps = getattr(timer, "decode_steps_ns", None)
-        self._decodes_ns = decodes_timer(timer)
+        self._decodes_ns = timer_method(timer, "stage_ns_decodes")
+        self._decode_run_ns = timer_method(timer, "stage_ns_decode_run")
 
     # -- what the scheduler uses -----------------------------------------------------------------
 
@@ -427,7 +430,7 @@ class Replica:
         run = self.run
         if run is None:
             return self.kv.available
-        return self.kv.available - run.extra[bisect_left(run.ends, t) + 1]
+        return self.kv.available - run.extra(bisect_left(run.ends, t) + 1)
 
     def process_next(self) -> None:
         """Process the next event alone (replicas whose events others must see in time order)."""
@@ -464,6 +467,7 @@ class Replica:
         if self.fast and not self.swap_ns and self._start_run(now, seqs, ns):
             return
         stage = self._stage_ns(seqs, ns, gn)
+        self.last_stage = stage
         if self.swap_ns:  # the swaps this step's scheduling made, before its pass
             stage += int(round(self.swap_ns))
             self.swap_ns = 0.0
@@ -590,7 +594,7 @@ class Replica:
         bs = self.kv.block_size
         need2 = sum(1 for s in seqs if -(-(s.computed + 2) // bs) > s.blocks + s.shared)
         if g.n:
-            need2 += g.peek_needy(list(g.cnt), x + 1)
+            need2 += g.blocks_taken(x + 1, x + 1)
         if need2 > self.kv.free:
             return False
         if not self.step_group:  # the group was empty: the step becomes its first
@@ -610,8 +614,8 @@ class Replica:
         end = run.ends[m - 1]
         g = self.group
         assert g is not None
+        self.kv.free -= run.extra(m)
         g.run_steps(m, end)
-        self.kv.free -= run.extra[m]
         self.pending_tokens -= m * run.n
         self.scheduler.skip(m - 1)
         self.steps += m
@@ -638,44 +642,41 @@ class Replica:
 
 class _Run:
     """A run of decode steps over the decode group (its ``n`` members, contexts ``ctx0`` in all
-    before the first step), each step one token each, from ``start`` (ns): step j (1-based)
-    computes contexts ``ctx0 + n x (j - 1)`` in all; ``ends`` holds the steps timed so far and
-    ``extra[j]`` the blocks taken beyond those held at the start once step j's slots are (known for
-    the steps timed and the next); ``m_cap`` shrinks to the last step whose slots fit the blocks
-    free at the start."""
+    before the first step), each step one token each, from ``start`` (ns): step j (1-based, index
+    ``x + j - 1`` in the group) computes contexts ``ctx0 + n x (j - 1)`` in all; ``ends`` holds
+    the steps timed so far; ``m_cap`` steps at most, those whose KV slots fit the blocks free at
+    the start."""
 
-    __slots__ = ("rep", "start", "x", "n", "ctx0", "m_cap", "ends", "extra", "cnt", "free", "ctx")
+    __slots__ = ("rep", "start", "x", "n", "ctx0", "m_cap", "ends", "ctx")
 
     def __init__(self, rep: Replica, start: int, m_cap: int) -> None:
         g = rep.group
         assert g is not None
         self.rep = rep
         self.start = start
-        self.x = g.steps - 1  # step 1's index in the group
+        self.x = g.steps - 1
         self.n = g.n
         self.ctx0 = g.context()
-        self.m_cap = m_cap
         self.ends: list[int] = []
-        self.extra = [0, 0]
-        self.cnt = list(g.cnt)
-        self.free = rep.kv.free
-        # each member's context before step 1, for timers without stage_ns_decodes
-        self.ctx = g.contexts() if rep._decodes_ns is None or rep._decode_steps is not None else []
+        self.m_cap = m_cap
+        free = rep.kv.free
+        if self.extra(m_cap) > free:  # the most steps whose slots fit (extra(2) does)
+            lo, hi = 2, m_cap
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.extra(mid) <= free:
+                    lo = mid
+                else:
+                    hi = mid
+            self.m_cap = lo
+        # each member's context before step 1, for timers that need the list
+        self.ctx = g.contexts() if rep._decode_run_ns is None or rep._decode_steps is not None else []
 
-    def _bound(self, j: int) -> bool:
-        """Know ``extra`` up to step ``j``, lowering ``m_cap`` to the last step whose slots fit
-        the blocks free at the start; whether step ``j`` is in the run."""
-        extra = self.extra
+    def extra(self, j: int) -> int:
+        """Blocks taken beyond those held at the start once step ``j``'s slots are."""
         g = self.rep.group
         assert g is not None
-        while len(extra) <= j and len(extra) <= self.m_cap:
-            k = len(extra)  # step k's index is x + k - 1
-            e = extra[-1] + g.peek_needy(self.cnt, self.x + k - 1)
-            if e > self.free:
-                self.m_cap = k - 1
-                break
-            extra.append(e)
-        return j <= self.m_cap
+        return g.blocks_taken(self.x + 1, self.x + j - 1)
 
     def extend(self, t: int) -> None:
         """Time steps until one ends at or after ``t`` or all ``m_cap`` are timed."""
@@ -685,23 +686,29 @@ class _Run:
         end = ends[-1] if ends else self.start
         rep = self.rep
         hook = rep._decode_steps
-        if hook is not None:
-            chunk = 16
-            while len(ends) < self.m_cap and end < t:
-                base = len(ends)
-                self._bound(base + min(chunk, self.m_cap - base))
-                for dt in hook([c + base for c in self.ctx], min(chunk, self.m_cap - base)):
-                    end += dt
-                    ends.append(end)
-                chunk *= 4
-            return
-        n, ctx0 = self.n, self.ctx0
-        fn = rep._decodes_ns
-        j = len(ends)
-        while j < self.m_cap and end < t and self._bound(j + 1):
-            if fn is not None:
-                end += fn(n, ctx0 + n * j, ())
+        run_ns = rep._decode_run_ns
+        chunk = 16
+        while len(ends) < self.m_cap and end < t:
+            base = len(ends)
+            left = self.m_cap - base
+            k = min(chunk, left)
+            n, ctx = self.n, self.ctx0 + self.n * base
+            if hook is not None:
+                times = hook([c + base for c in self.ctx], k)
+            elif run_ns is not None:
+                # as many steps as reach t at the mean step so far (the step before the run's at
+                # first), and a few more
+                span, steps = (end - self.start, base) if base else (rep.last_stage, 1)
+                k = left if t >= INF else min(left, 2 + (t - end) * steps // max(span, 1))
+                if k <= 4 and rep._decodes_ns is not None:
+                    times = [rep._decodes_ns(n, ctx + n * j, ()) for j in range(k)]
+                else:
+                    times = run_ns(n, ctx, k)
             else:
-                end += rep.timer.stage_ns([(1, c + j) for c in self.ctx])
-            ends.append(end)
-            j += 1
+                stage_ns = rep.timer.stage_ns
+                times = [stage_ns([(1, c + j) for c in self.ctx]) for j in range(base, base + k)]
+            it = accumulate(times, initial=end)
+            next(it)
+            ends.extend(it)
+            end = ends[-1]
+            chunk *= 4

@@ -31,6 +31,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...compute.model import ComputeModel
 from ...errors import InputError
@@ -75,6 +77,9 @@ class LLMStepTimer:
     host_table: HostOverhead | None = None
     _per_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
     _seq_costs: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False, init=False, compare=False)
+    _att: tuple[float, float, float, float, float, int, bool] | None = field(
+        default=None, repr=False, init=False, compare=False
+    )
 
     def step_host_ns(self, sequences: int) -> float:
         """The host's time of a step over ``sequences`` sequences (ns)."""
@@ -186,29 +191,50 @@ class LLMStepTimer:
         out = self._per_tokens[tokens] = (gemm, elem, comm)
         return out
 
-    def _attention_ns(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> float:
-        """One layer's attention over a batch of ``decodes`` one-token chunks of ``context``
-        cached tokens in all and the ``prefill`` chunks: decode chunks read their whole KV cache
+    def _attention_ns(self, batch: Sequence[Chunk]) -> float:
+        """One layer's attention over the batch: decode chunks read their whole KV cache
         (memory-bound), prefill chunks attend causally over context + themselves."""
-        m, cm = self.model, self.cm
-        heads = m.heads // self.tp
-        d = m.dhead
-        kv_token = 2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes
+        return self._attention_split_ns(*split_batch(batch))
+
+    def _attention_split_ns(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> float:
+        """:meth:`_attention_ns` of a batch of ``decodes`` one-token chunks of ``context`` cached
+        tokens in all and the ``prefill`` chunks (none of one token)."""
+        k4, kv_token, den, peak, launch, d, roofline = self._att or self._attention_constants()
         decode_ctx = context + decodes
-        pre_flops = 0.0
-        pre_tokens = 0
-        pre_ctx = 0
-        for n, c in prefill:
-            pre_flops += 4.0 * heads * d * n * (c + (n + 1) / 2.0)
-            pre_tokens += n
-            pre_ctx += c + n
         t = 0.0
-        if decode_ctx:
-            flops = 4.0 * heads * d * decode_ctx
-            t += max(cm.memory_ns(decode_ctx * kv_token), flops / cm.gpu.peak(cm.attention_dtype) + cm.launch_ns)
-        if pre_flops:
-            t += max(cm.flash_ns(pre_flops, pre_tokens / len(prefill), d), cm.memory_ns(pre_ctx * kv_token))
+        if decode_ctx:  # the whole KV read (ComputeModel.memory_ns inline), or its FLOPs if longer
+            read = decode_ctx * kv_token / den + 1 * launch if roofline else self.cm.memory_ns(decode_ctx * kv_token)
+            t += max(read, k4 * decode_ctx / peak + launch)
+        if prefill:
+            pre_flops = 0.0
+            pre_tokens = 0
+            pre_ctx = 0
+            for n, c in prefill:
+                pre_flops += k4 * n * (c + (n + 1) / 2.0)
+                pre_tokens += n
+                pre_ctx += c + n
+            if pre_flops:
+                cm = self.cm
+                t += max(cm.flash_ns(pre_flops, pre_tokens / len(prefill), d), cm.memory_ns(pre_ctx * kv_token))
         return t
+
+    def _attention_constants(self) -> tuple[float, float, float, float, float, int, bool]:
+        """(4 x heads x head size, a token's KV bytes, the memory's bytes per ns, the attention
+        peak in FLOPs per ns, a kernel launch in ns, head size, whether memory-bound kernels take
+        ComputeModel's roofline) on one GPU, kept."""
+        m, cm = self.model, self.cm
+        d = m.dhead
+        roofline = type(cm).memory_ns is ComputeModel.memory_ns
+        self._att = (
+            4.0 * (m.heads // self.tp) * d,
+            2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes,
+            cm.gpu.hbm_bandwidth * cm.memory_max if roofline else 0.0,
+            cm.gpu.peak(cm.attention_dtype),
+            cm.launch_ns,
+            d,
+            roofline,
+        )
+        return self._att
 
     def stage_ns(self, batch: Sequence[Chunk]) -> int:
         """One pipeline stage's time for a step over ``batch`` (ns): its layers, the output
@@ -218,10 +244,44 @@ class LLMStepTimer:
     def stage_ns_decodes(self, decodes: int, context: int, chunks: Sequence[Chunk]) -> int:
         """``stage_ns`` of ``decodes`` one-token chunks of ``context`` tokens in all, then
         ``chunks`` (:mod:`.timing`)."""
-        if any(n == 1 for n, _ in chunks):
-            d, c, chunks = split_batch(chunks)
-            decodes, context = decodes + d, context + c
+        for n, _ in chunks:
+            if n == 1:
+                d, c, chunks = split_batch(chunks)
+                decodes, context = decodes + d, context + c
+                break
         return int(math.ceil(sum(self._parts(decodes, context, chunks))))
+
+    def stage_ns_decode_run(self, decodes: int, context: int, steps: int) -> list[int]:
+        """``stage_ns_decodes(decodes, context + decodes x j, ())`` for ``j`` in ``range(steps)``:
+        the steps of a run of decodes (:mod:`.timing`), at once -- numpy doing the same IEEE
+        operations in the same order, so bit for bit (a subclass that times steps otherwise
+        gets them one by one)."""
+        k4, kv_token, den, peak, launch, _, roofline = self._att or self._attention_constants()
+        if type(self)._parts is not LLMStepTimer._parts or decodes < 1 or not roofline:
+            return [self.stage_ns_decodes(decodes, context + decodes * j, ()) for j in range(steps)]
+        gemm, elem, comm = self._token_costs(decodes)
+        layers = self.layers_per_stage
+        out, host = self._per_seqs(decodes)
+        m, cm = self.model, self.cm
+        send = float(self.delay.delay_ns(0, self.tp, int(decodes * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
+        # as _attention_split_ns with decodes only (a product or sum of two numbers taken in
+        # either order is the same number)
+        ctx = np.arange(context + decodes, context + decodes + decodes * steps, decodes, dtype=np.int64)
+        t = ctx * kv_token
+        t /= den
+        t += 1 * launch
+        f = ctx * k4
+        f /= peak
+        f += launch
+        np.maximum(t, f, out=t)
+        t *= layers
+        t += layers * gemm
+        t += layers * elem
+        t += layers * comm + send
+        t += out
+        t += host
+        np.ceil(t, out=t)
+        return t.astype(np.int64).tolist()
 
     def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
         """``stage_ns`` by part (ns): ``gemm``, ``attention``, ``elementwise``, ``communication``
@@ -257,7 +317,7 @@ class LLMStepTimer:
         )
         return (
             layers * gemm,
-            layers * self._attention_ns(decodes, context, prefill),
+            layers * self._attention_split_ns(decodes, context, prefill),
             layers * elem,
             layers * comm + send,
             out,
