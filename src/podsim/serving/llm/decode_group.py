@@ -223,8 +223,9 @@ class DecodeGroup:
         return x >= s.gd1 and (x - s.gd1) % self.bs == 0
 
     def blocks_taken(self, a: int, b: int) -> int:
-        """The blocks the members' slots take at steps ``a`` to ``b`` (both included; ``a`` after
-        the step being formed or in flight, ``a >= act``), in closed form."""
+        """The blocks the members' slots take at steps ``a`` to ``b`` (both included; ``a`` not
+        before the next step to count, ``a >= act``), in closed form: a member takes one at each
+        step from its first (``gd1``) on whose index has the first's residue."""
         if b < a:
             return 0
         bs = self.bs
@@ -233,8 +234,8 @@ class DecodeGroup:
             if c:
                 total += c * ((b - r) // bs - (a - 1 - r) // bs)
         for d1, c in self.pending.items():
-            if a <= d1 <= b:
-                total += c * ((b - d1) // bs + 1)
+            if d1 <= b:
+                total += c * ((b - d1) // bs - (max(a, d1) - 1 - d1) // bs)
         return total
 
     def run_steps(self, m: int, end: int) -> None:
