@@ -228,11 +228,11 @@ class DecodeGroup:
         step from its first (``gd1``) on whose index has the first's residue."""
         if b < a:
             return 0
-        bs = self.bs
-        total = 0
-        for r, c in enumerate(self.cnt):
-            if c:
-                total += c * ((b - r) // bs - (a - 1 - r) // bs)
+        bs, cnt = self.bs, self.cnt
+        full, rest = divmod(b - a + 1, bs)  # whole periods: every activated member once each
+        total = full * sum(cnt) if full else 0
+        for x in range(b - rest + 1, b + 1):
+            total += cnt[x % bs]
         for d1, c in self.pending.items():
             if d1 <= b:
                 total += c * ((b - d1) // bs - (max(a, d1) - 1 - d1) // bs)

@@ -660,7 +660,8 @@ class _Run:
         self.ends: list[int] = []
         self.m_cap = m_cap
         free = rep.kv.free
-        if self.extra(m_cap) > free:  # the most steps whose slots fit (extra(2) does)
+        # the most steps whose slots fit (extra(2) does; a member takes a block every bs steps)
+        if self.n * -(-(m_cap - 1) // g.bs) > free and self.extra(m_cap) > free:
             lo, hi = 2, m_cap
             while hi - lo > 1:
                 mid = (lo + hi) // 2

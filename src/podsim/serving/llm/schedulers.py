@@ -1,8 +1,12 @@
 """Replica schedulers: which requests, and how many of their tokens, each step computes.
 
-Every scheduler sees its replica's ``running`` list (admission order), its FCFS ``waiting`` queue
+Every scheduler sees its replica's running requests (admission order), its FCFS ``waiting`` queue
 and its KV cache (:mod:`.kvcache`), and returns a batch: requests and their token counts, their
-KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are skipped.
+KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are skipped.  The
+running requests are the replica's decode group, first (decoding requests kept as one aggregate,
+:mod:`.decode_group`; a pass over the running requests takes it whole,
+:meth:`~.replica.Replica.take_group`, and its members count in ``num_running``), then its
+``running`` list; the batch returned lists the others, the group's part is ``step_group``.
 
 * ``vllm`` -- vLLM V1's default scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS): chunked
   prefill always on; a budget of ``max_batched_tokens`` tokens a step.  Running requests first,
