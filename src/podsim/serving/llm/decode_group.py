@@ -150,7 +150,8 @@ class DecodeGroup:
             self.order = [x for x in self.order if x.ingroup]
 
     def settle(self, s: Seq) -> None:
-        """Write ``s``'s state back (computed, generated, blocks, last token's time)."""
+        """Write ``s``'s state back (computed, generated, blocks, last token's time); last, as it
+        leaves."""
         c = s.gkey + self.done
         s.computed = c
         s.generated = c - s.prompt + 1
@@ -161,6 +162,7 @@ class DecodeGroup:
         if self.done > s.gd0:
             s.last_ns = self.last_end
         s.busy = False
+        s.gkey = s.gd0 = s.gd1 = s.gfin = 0  # (their ints need not outlive the membership)
 
     def remove(self, s: Seq) -> None:
         """``s`` leaves the group between steps (preempted, or split off: it may join again); its
