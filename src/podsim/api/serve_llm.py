@@ -196,7 +196,8 @@ def serve_llm(
     ``podsim calibrate inference`` is trying).
 
     Raises:
-        InputError: a missing or contradictory input."""
+        InputError: a missing or contradictory input; more requests or replicas than the
+            machine's memory holds (before any is generated or read)."""
     model, serving = prepare_job(job, software)
     cfg = serving.config
     # refuse what memory cannot hold before generating or reading anything (a trace's rows are

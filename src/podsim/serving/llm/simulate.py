@@ -258,7 +258,8 @@ def simulate(
         progress: called with (requests done, requests) now and then.
 
     Raises:
-        InputError: for bad settings, requests longer than the context or a replica's KV cache.
+        InputError: for bad settings, requests longer than the context or a replica's KV cache,
+            more requests and replicas than the machine's memory holds (:mod:`.footprint`).
         SimulationError: when requests can never be served (they wait for KV blocks the
             admission watermark keeps).
     """
