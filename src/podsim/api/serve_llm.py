@@ -39,9 +39,10 @@ from ..serving.llm.deployment import (
     transient_note,
     usd_per_mtok,
 )
+from ..serving.llm.footprint import check_footprint
 from ..serving.llm.metrics import LLMServeResult
 from ..serving.llm.plot import plot_serving
-from ..serving.llm.requests import GeneratorSpec, Request, workload
+from ..serving.llm.requests import GeneratorSpec, Request, is_generator, workload
 from ..serving.llm.simulate import ServeConfig
 from ..serving.llm.trace import write_serve_trace
 from ..stacks.stack import SoftwareStack, serving_host_overhead, serving_stack
@@ -219,9 +220,22 @@ def serve_llm(
     ``podsim calibrate inference`` is trying).
 
     Raises:
-        InputError: a missing or contradictory input."""
+        InputError: a missing or contradictory input; more requests or replicas than the
+            machine's memory holds (before any is generated or read)."""
     model, serving = prepare_job(job, software)
-    ctx = serving.config.max_context
+    cfg = serving.config
+    # refuse what memory cannot hold before generating or reading anything (a trace's rows are
+    # counted when read, in simulate)
+    spec, count = job.requests.workload, job.requests.requests
+    if count is None and spec and is_generator(spec):
+        count = 1000
+    check_footprint(
+        count or 0,
+        cfg.num_replicas,
+        json=bool(job.outputs.json),
+        replicas_flag="--pd" if cfg.pd is not None else "--replicas",
+    )
+    ctx = cfg.max_context
     requests, gen, cut = load_job_requests(job, ctx)
     notes = []
     if cut:

@@ -80,6 +80,10 @@ def serve_llm_document(outcome: Any, usd_per_gpu_hour: float | None) -> dict[str
     return doc
 
 
+#: replicas the summary has a line for each; the others share one
+REPLICA_LINES = 16
+
+
 def format_serve_llm_run(r: LLMServeResult) -> str:
     """Lines for the terminal: what ran, latencies (ms), rates, SLO attainment, replica use."""
     d = r.stats()
@@ -117,13 +121,24 @@ def format_serve_llm_run(r: LLMServeResult) -> str:
         lines.append(f"  SLO met       {100 * att:.1f}% of requests ({' and '.join(slos)})")
     swaps = sum(rs.swaps for rs in r.replicas)
     lines.append(f"  preemptions   {r.total_preemptions:,}" + (f" ({swaps:,} by swap)" if swaps else ""))
-    for rs in r.replicas:
+    shown = r.replicas if len(r.replicas) <= REPLICA_LINES + 1 else r.replicas[:REPLICA_LINES]
+    for rs in shown:
         peak = max((u for _, u in rs.kv_samples), default=0)
         util = rs.busy_ns / 1e9 / span if span > 0 else 0.0
         role = "" if rs.role == "mixed" else f" ({rs.role})"
         lines.append(
             f"  replica {rs.index}{role}: {rs.steps:,} steps, busy {100 * min(util, 1.0):.1f}%, KV peak "
             f"{100 * peak / rs.blocks:.1f}% of {rs.blocks:,} blocks, {rs.preemptions:,} preemptions"
+        )
+    rest = r.replicas[len(shown) :]
+    for role in dict.fromkeys(x.role for x in rest):  # the others: a line a role
+        group = [x for x in rest if x.role == role]
+        busy = [min(x.busy_ns / 1e9 / span, 1.0) if span > 0 else 0.0 for x in group]
+        peak = max(max((u for _, u in x.kv_samples), default=0) / x.blocks for x in group)
+        lines.append(
+            f"  replicas {group[0].index}-{group[-1].index}{'' if role == 'mixed' else f' ({role})'}: "
+            f"{sum(x.steps for x in group):,} steps, busy {100 * min(busy):.1f}-{100 * max(busy):.1f}%, KV peak "
+            f"up to {100 * peak:.1f}%, {sum(x.preemptions for x in group):,} preemptions (--json has each)"
         )
     notes = info.get("notes")
     lines.extend(f"  note: {n}" for n in (notes if isinstance(notes, list) else []))

@@ -63,6 +63,7 @@ class KVCache:
         "prefix_refs",
         "cached",
         "cached_blocks",
+        "evicted",
     )
 
     def __init__(self, num_blocks: int, block_size: int = 16, watermark: float = 0.0) -> None:
@@ -81,6 +82,7 @@ class KVCache:
         self.prefix_refs: dict[int, int] = {}  # prefix id -> requests using it
         self.cached: OrderedDict[int, None] = OrderedDict()  # unused prefixes, least recent first
         self.cached_blocks = 0  # their blocks: evictable
+        self.evicted: list[int] | None = None  # prefix ids evicted, kept when a list (a decode group reads them)
 
     @property
     def used(self) -> int:
@@ -102,6 +104,8 @@ class KVCache:
             return False
         while self.free < need:
             pid, _ = self.cached.popitem(last=False)
+            if self.evicted is not None:
+                self.evicted.append(pid)
             n = self.prefix_blocks.pop(pid)
             del self.prefix_refs[pid]
             self.cached_blocks -= n
@@ -158,6 +162,12 @@ class KVCache:
             return -1
         self.free -= need
         return need
+
+    def take(self, blocks: int) -> None:
+        """Take ``blocks`` blocks that the caller knows are free or cached (:attr:`available`):
+        as many one-block :meth:`grow` calls would, evicting the least recent unused prefixes."""
+        self._make_room(blocks)
+        self.free -= blocks
 
     def release(self, blocks: int) -> None:
         """Give back ``blocks`` blocks (a request finished or was preempted)."""

@@ -18,10 +18,17 @@ sum so that tokens stay whole).  A finished request frees its KV blocks.
 Events at one time: a completion before a try.  The simulation (:mod:`.simulate`) advances a
 replica to a time before it looks at it (routers) or gives it work.
 
-Speed: a run of decode steps that take every running request, while nothing arrives, finishes,
-or runs out of KV blocks, is simulated in one go -- exactly: each step is still timed (a timer's
-optional ``decode_steps_ns(contexts, steps)`` may time them together), only the bookkeeping is
-done once.
+Speed (PP 1, no speculative decoding; ``fast``): the running requests that decode, from the
+first admitted on, are one aggregate (:mod:`.decode_group`): a step gives each of them a token,
+takes the KV blocks its slots need, preempts (the newest first, as one by one) when they run
+short and finishes those done, in time independent of how many there are; the step is timed from
+their number and total context (a timer's ``stage_ns_decodes``, :mod:`.timing`).  The others
+(prompts being computed, requests admitted after one) are scheduled one by one, after the group,
+and join it when they decode and every request before them is in it.  And a run of decode steps
+that take every running request, while nothing arrives, finishes, or runs out of KV blocks, is
+simulated in one go: each step is still timed (a timer's optional ``decode_steps_ns(contexts,
+steps)`` may time them together), only the bookkeeping is done once.  Both are exact: ``fast``
+off simulates every request one by one, with the same results.
 """
 
 from __future__ import annotations
@@ -29,11 +36,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
+from .decode_group import DecodeGroup
 from .kvcache import KVCache
 from .sequence import Seq
-from .timing import StepTimer
+from .timing import StepTimer, timer_method
 
 if TYPE_CHECKING:
     from .schedulers import Scheduler
@@ -80,7 +89,8 @@ class Replica:
         accept: speculative decoding's acceptance rate a (0 to 1).
         prefix_hit_rate: share of each prompt found in the prefix cache (0 to 1), or 0.
         record: keep every step (:class:`StepRecord`) for the trace.
-        fast: simulate runs of identical decode steps in one go (exact; off only to check that).
+        fast: keep the decoding requests as one aggregate and simulate runs of identical decode
+            steps in one go (exact; off only to check that).
     """
 
     def __init__(
@@ -117,8 +127,10 @@ class Replica:
         )
         self.prefix_hit_rate = prefix_hit_rate
         self.waiting: deque[Seq] = deque()
+        # the running requests outside the decode group (all of them without one), admission order
         self.running: list[Seq] = []
-        self.inflight: deque[tuple[int, list[Seq], list[int]]] = deque()
+        # steps in flight: (end ns, requests, their tokens, decode group members in the step)
+        self.inflight: deque[tuple[int, list[Seq], list[int], int]] = deque()
         self.stage_free = [0] * self.pp
         self.s0_free = 0
         self.try_at = -1
@@ -141,22 +153,42 @@ class Replica:
         self.records: list[StepRecord] = []
         self.run: _Run | None = None  # a pending run of identical decode steps
         self.fast = fast and self.pp == 1 and not lookahead and role != "prefill"
+        # the decoding requests admitted first, as one (running before every request in running)
+        self.group: DecodeGroup | None = DecodeGroup(kv.block_size, not prefix_hit_rate) if self.fast else None
+        if self.group is not None and not prefix_hit_rate:
+            kv.evicted = []
+        self.step_group = 0  # members of the group in the step being formed
+        self.last_stage = 1  # the last step's stage time (ns), a run's first guess of its steps
         self._decode_steps = getattr(timer, "decode_steps_ns", None)
+        self._decodes_ns = timer_method(timer, "stage_ns_decodes")
+        self._decode_run_ns = timer_method(timer, "stage_ns_decode_run")
 
     # -- what the scheduler uses -----------------------------------------------------------------
 
+    @property
+    def num_running(self) -> int:
+        """Requests running here (the decode group's and the others)."""
+        g = self.group
+        return len(self.running) + g.n if g is not None else len(self.running)
+
     def newest_idle(self) -> Seq:
-        """The running request admitted last that is not in a step (the preemption victim)."""
+        """The running request admitted last that is not in a step (the preemption victim).  Only
+        asked for while a request of ``running`` grows: the decode group, before it, is in the
+        step then."""
         for s in reversed(self.running):
             if not s.busy:
                 return s
         raise AssertionError("no idle running request to preempt")
 
     def preempt(self, s: Seq) -> None:
-        """Preempt ``s``: free its blocks and put it first in line; by swap (its blocks copied
-        to host memory, the copy timed in the next step) when host blocks are free for it, else
-        by recompute (its KV forgotten)."""
+        """Preempt ``s`` (of ``running``): free its blocks and put it first in line; by swap (its
+        blocks copied to host memory, the copy timed in the next step) when host blocks are free
+        for it, else by recompute (its KV forgotten)."""
         self.running.remove(s)
+        self._preempt_out(s)
+
+    def _preempt_out(self, s: Seq) -> None:
+        """:meth:`preempt` of a request already out of the running ones."""
         self.kv.release(s.blocks)
         held = s.blocks + s.shared  # a shared prefix is copied out with the rest
         self.drop_prefix(s)
@@ -236,6 +268,73 @@ class Replica:
         self.running.append(s)
         return n
 
+    def take_group(self, budget: float) -> tuple[float, bool, bool]:
+        """The decode group's part of the step being formed, as taking its members one by one in
+        admission order would be (the scheduler's first pass over the running requests): each a
+        token while ``budget`` (tokens) lasts -- the members beyond it leave the group, to be
+        scheduled one by one --, their new KV blocks taken; when blocks run short, the newest
+        running requests are preempted (those after the group first, then its last members) until
+        they fit, or until the member that cannot grow is itself the newest.
+
+        Returns (budget left, whether any request was preempted, whether the pass stops there:
+        a member could not grow).  Sets :attr:`step_group`."""
+        g = self.group
+        if g is None or not g.n:
+            return budget, False, False
+        if budget < g.n:  # the first members take the budget; the others go one by one
+            k = int(budget) if budget > 0 and budget == int(budget) else 0
+            self.running[:0] = g.split(k)
+            if not g.n:
+                return budget, False, False
+        x = g.steps
+        need = g.needy(x)
+        kv = self.kv
+        preempted = stopped = False
+        if need:
+            if need <= kv.free + kv.cached_blocks:
+                kv.take(need)
+            else:
+                taken = 0
+                while True:
+                    avail = kv.free + kv.cached_blocks
+                    if avail:
+                        take = min(avail, need - taken)
+                        kv.take(take)
+                        taken += take
+                        if taken == need:
+                            break
+                    preempted = True
+                    if self.running:  # admitted after every member, all idle
+                        self._preempt_out(self.running.pop())
+                        continue
+                    v = g.last()
+                    v_needy = g.needs_block(v, x)
+                    g.remove(v)
+                    self._preempt_out(v)
+                    if v_needy:
+                        need -= 1
+                        if need == taken:  # it was the member that could not grow: the pass stops
+                            stopped = True
+                            break
+        if g.n:
+            g.steps = x + 1
+            self.step_group = g.n
+            budget -= g.n
+        return budget, preempted, stopped
+
+    def _join_ready(self) -> None:
+        """Running requests that decode and come right after the decode group join it."""
+        run = self.running
+        if not run or not run[0].decoding:
+            return
+        g = self.group
+        assert g is not None
+        k = 0
+        while k < len(run) and run[k].decoding:
+            g.join(run[k], self.kv.prefix_blocks)
+            k += 1
+        del run[:k]
+
     # -- work arriving ---------------------------------------------------------------------------
 
     def work_of(self, s: Seq) -> int:
@@ -300,18 +399,12 @@ class Replica:
             return
         self.run = None
         m = bisect_left(run.ends, t)  # steps done before t; step m + 1 is in progress
-        self._apply_run(run, m)
-        seqs = run.seqs
-        bs = self.kv.block_size
-        extra = 0
-        for s in seqs:  # step m + 1's KV slots (the run's bound leaves room)
-            b = -(-(s.computed + 1) // bs) - s.shared
-            if b > s.blocks:
-                extra += b - s.blocks
-                s.blocks = b
-            s.busy = True
-        self.kv.free -= extra
+        g = self.group
+        assert g is not None
         if m:
+            self._apply_run(run, m)
+            self.kv.free -= g.needy(g.steps)  # step m + 1's KV slots (the run's bound leaves room)
+            g.steps += 1
             self.scheduler.skip(1)
         start = run.ends[m - 1] if m else run.start
         end = run.ends[m]
@@ -319,24 +412,25 @@ class Replica:
         self.busy_ns += end - start
         self.s0_free = end
         self.try_at = -1
-        self.inflight.append((end, seqs, [1] * len(seqs)))
+        self.inflight.append((end, [], [], g.n))
         self._sample_kv(start)
         if self.record:
-            self.records.append(StepRecord([(start, end)], [s.req.id for s in seqs], [1] * len(seqs), len(seqs)))
+            ids = [s.req.id for s in g.members()]
+            self.records.append(StepRecord([(start, end)], ids, [1] * len(ids), len(ids)))
 
     def pending_at(self, t: int) -> int:
         """Tokens still to compute here at ``t`` (after :meth:`advance_to` ``t``)."""
         run = self.run
         if run is None:
             return self.pending_tokens
-        return self.pending_tokens - len(run.seqs) * bisect_left(run.ends, t)
+        return self.pending_tokens - run.n * bisect_left(run.ends, t)
 
     def free_at(self, t: int) -> int:
         """Free KV blocks at ``t`` (after :meth:`advance_to` ``t``)."""
         run = self.run
         if run is None:
             return self.kv.available
-        return self.kv.available - run.extra_blocks(bisect_left(run.ends, t) + 1)
+        return self.kv.available - run.extra(bisect_left(run.ends, t) + 1)
 
     def process_next(self) -> None:
         """Process the next event alone (replicas whose events others must see in time order)."""
@@ -360,13 +454,20 @@ class Replica:
         self.try_at = -1
         if len(self.inflight) >= self.pp:
             return
+        g = self.group
+        if g is not None:
+            self.step_group = 0
+            if self.running:
+                self._join_ready()
         seqs, ns = self.scheduler.schedule(self)
-        if not seqs:
+        gn = self.step_group if g is not None else 0
+        if not seqs and not gn:
             self._sample_kv(now)
             return
-        if self.fast and not self.swap_ns and len(seqs) == len(self.running) and self._start_run(now, seqs, ns):
+        if self.fast and not self.swap_ns and self._start_run(now, seqs, ns):
             return
-        stage = self.timer.stage_ns(list(zip(ns, [s.computed for s in seqs])))
+        stage = self._stage_ns(seqs, ns, gn)
+        self.last_stage = stage
         if self.swap_ns:  # the swaps this step's scheduling made, before its pass
             stage += int(round(self.swap_ns))
             self.swap_ns = 0.0
@@ -387,20 +488,34 @@ class Replica:
                 stages.append((st, t))
             end = t
         self.s0_free = now + stage
-        self.inflight.append((end, seqs, ns))
+        self.inflight.append((end, seqs, ns, gn))
         if len(self.inflight) < self.pp:
             self.try_at = self.s0_free
         self._sample_kv(now)
         if self.record:
-            dec = sum(1 for s in seqs if s.decoding)
-            self.records.append(StepRecord(stages, [s.req.id for s in seqs], list(ns), dec))
+            dec = gn + sum(1 for s in seqs if s.decoding)
+            ids = [s.req.id for s in g.members()] if gn else []  # type: ignore[union-attr]
+            self.records.append(StepRecord(stages, ids + [s.req.id for s in seqs], [1] * gn + list(ns), dec))
+
+    def _stage_ns(self, seqs: list[Seq], ns: list[int], gn: int) -> int:
+        """One stage's time of the step formed: the decode group's ``gn`` members (one token each),
+        then ``seqs`` with ``ns`` tokens each."""
+        chunks = list(zip(ns, [s.computed for s in seqs]))
+        if not gn:
+            return self.timer.stage_ns(chunks)
+        g = self.group
+        assert g is not None
+        if self._decodes_ns is not None:
+            return self._decodes_ns(gn, g.context(), chunks)
+        return self.timer.stage_ns([(1, c) for c in g.contexts()] + chunks)
 
     def _complete(self) -> None:
-        end, seqs, ns = self.inflight.popleft()
+        end, seqs, ns, gn = self.inflight.popleft()
         prefill_role = self.role == "prefill"
         lookahead = self.lookahead
+        finished = self.group.complete(end, self.kv) if gn else ()  # type: ignore[union-attr]
         done: list[Seq] = []
-        advanced = 0
+        advanced = gn
         for s, n in zip(seqs, ns):
             s.busy = False
             c = s.computed
@@ -428,6 +543,9 @@ class Replica:
             if s.generated >= s.output or prefill_role:
                 done.append(s)
         self.pending_tokens -= advanced
+        for s in finished:  # the group's come first in the step
+            self.outstanding -= 1
+            self._finish(s, end)
         for s in done:
             self.running.remove(s)
             self.outstanding -= 1
@@ -455,20 +573,38 @@ class Replica:
 
     def _start_run(self, now: int, seqs: list[Seq], ns: list[int]) -> bool:
         """If this step (every running request, one decode token each) will repeat, start a run
-        of such steps from ``now`` and return True; else False (the step runs the ordinary way)."""
+        of such steps from ``now`` and return True; else False (the step runs the ordinary way).
+        The requests outside the decode group then join it."""
+        g = self.group
+        assert g is not None
+        if len(seqs) != len(self.running) or self.step_group != g.n:
+            return False
         for s, n in zip(seqs, ns):
             if n != 1 or not s.decoding:
                 return False
+        x = g.steps - 1 if self.step_group else g.steps  # the step being formed
         # steps 1..m_cap repeat: none finishes a request, the scheduler takes them all alike, and
         # their KV slots fit the free blocks (step 1's are taken already)
-        m_cap = min(min(s.output - s.generated for s in seqs) - 1, 1 + self.scheduler.steady_steps(self))
+        left = min((s.output - s.generated for s in seqs), default=INF)
+        if g.n:
+            left = min(left, g.next_finish() - x + 1)
+        m_cap = min(left - 1, 1 + self.scheduler.steady_steps(self))
         if m_cap < 2:
             return False
-        run = _Run(self, now, seqs, m_cap)
-        run.m_cap = run.kv_steps(self.kv.free)
-        if run.m_cap < 2:
+        bs = self.kv.block_size
+        need2 = sum(1 for s in seqs if -(-(s.computed + 2) // bs) > s.blocks + s.shared)
+        if g.n:
+            need2 += g.blocks_taken(x + 1, x + 1)
+        if need2 > self.kv.free:
             return False
-        self.run = run
+        if not self.step_group:  # the group was empty: the step becomes its first
+            g.steps = x + 1
+            g.act = max(g.act, x + 1)
+        for s in self.running:  # in the step already: their slots for it are taken
+            g.join(s, self.kv.prefix_blocks)
+        self.running.clear()
+        self.step_group = g.n
+        self.run = _Run(self, now, m_cap)
         return True
 
     def _apply_run(self, run: "_Run", m: int) -> None:
@@ -476,25 +612,17 @@ class Replica:
         if m == 0:
             return
         end = run.ends[m - 1]
-        bs = self.kv.block_size
-        extra = 0
-        for s, c in zip(run.seqs, run.ctx):
-            b = -(-(c + m) // bs) - s.shared
-            if b > s.blocks:
-                extra += b - s.blocks
-                s.blocks = b
-            s.computed = c + m
-            s.generated += m
-            s.last_ns = end
-            s.busy = False
-        self.kv.free -= extra
-        self.pending_tokens -= m * len(run.seqs)
+        g = self.group
+        assert g is not None
+        self.kv.free -= run.extra(m)
+        g.run_steps(m, end)
+        self.pending_tokens -= m * run.n
         self.scheduler.skip(m - 1)
         self.steps += m
         self.busy_ns += end - run.start
         self._sample_kv(run.ends[m - 2] if m > 1 else run.start)
         if self.record:
-            ids = [s.req.id for s in run.seqs]
+            ids = [s.req.id for s in g.members()]
             ones = [1] * len(ids)
             t = run.start
             for e in run.ends[:m]:
@@ -513,37 +641,43 @@ class Replica:
 
 
 class _Run:
-    """A run of decode steps over the same requests, each step one token each, from ``start``:
-    step j (1-based) computes contexts ``c + j - 1``; ``ends`` holds the steps timed so far."""
+    """A run of decode steps over the decode group (its ``n`` members, contexts ``ctx0`` in all
+    before the first step), each step one token each, from ``start`` (ns): step j (1-based, index
+    ``x + j - 1`` in the group) computes contexts ``ctx0 + n x (j - 1)`` in all; ``ends`` holds
+    the steps timed so far; ``m_cap`` steps at most, those whose KV slots fit the blocks free at
+    the start."""
 
-    __slots__ = ("rep", "start", "seqs", "ctx", "held", "m_cap", "ends")
+    __slots__ = ("rep", "start", "x", "n", "ctx0", "m_cap", "ends", "ctx")
 
-    def __init__(self, rep: Replica, start: int, seqs: list[Seq], m_cap: int) -> None:
+    def __init__(self, rep: Replica, start: int, m_cap: int) -> None:
+        g = rep.group
+        assert g is not None
         self.rep = rep
         self.start = start
-        self.seqs = seqs
-        self.ctx = [s.computed for s in seqs]
-        self.held = [s.blocks + s.shared for s in seqs]
-        self.m_cap = m_cap
+        self.x = g.steps - 1
+        self.n = g.n
+        self.ctx0 = g.context()
         self.ends: list[int] = []
+        self.m_cap = m_cap
+        free = rep.kv.free
+        # the most steps whose slots fit (extra(2) does; a member takes a block every bs steps)
+        if self.n * -(-(m_cap - 1) // g.bs) > free and self.extra(m_cap) > free:
+            lo, hi = 2, m_cap
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.extra(mid) <= free:
+                    lo = mid
+                else:
+                    hi = mid
+            self.m_cap = lo
+        # each member's context before step 1, for timers that need the list
+        self.ctx = g.contexts() if rep._decode_run_ns is None or rep._decode_steps is not None else []
 
-    def extra_blocks(self, j: int) -> int:
+    def extra(self, j: int) -> int:
         """Blocks taken beyond those held at the start once step ``j``'s slots are."""
-        bs = self.rep.kv.block_size
-        return sum(max(0, -(-(c + j) // bs) - b) for c, b in zip(self.ctx, self.held))
-
-    def kv_steps(self, free: int) -> int:
-        """The most steps up to ``m_cap`` whose KV slots fit ``free`` more blocks."""
-        if self.extra_blocks(self.m_cap) <= free:
-            return self.m_cap
-        lo, hi = 1, self.m_cap  # extra(1) = 0 fits, extra(m_cap) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.extra_blocks(mid) <= free:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        g = self.rep.group
+        assert g is not None
+        return g.blocks_taken(self.x + 1, self.x + j - 1)
 
     def extend(self, t: int) -> None:
         """Time steps until one ends at or after ``t`` or all ``m_cap`` are timed."""
@@ -551,20 +685,31 @@ class _Run:
         if len(ends) >= self.m_cap or (ends and ends[-1] >= t):
             return
         end = ends[-1] if ends else self.start
-        ctx = self.ctx
-        hook = self.rep._decode_steps
-        if hook is not None:
-            chunk = 16
-            while len(ends) < self.m_cap and end < t:
-                base = len(ends)
-                for dt in hook([c + base for c in ctx], min(chunk, self.m_cap - base)):
-                    end += dt
-                    ends.append(end)
-                chunk *= 4
-            return
-        stage_ns = self.rep.timer.stage_ns
-        j = len(ends)
-        while j < self.m_cap and end < t:
-            end += stage_ns([(1, c + j) for c in ctx])
-            ends.append(end)
-            j += 1
+        rep = self.rep
+        hook = rep._decode_steps
+        run_ns = rep._decode_run_ns
+        chunk = 16
+        while len(ends) < self.m_cap and end < t:
+            base = len(ends)
+            left = self.m_cap - base
+            k = min(chunk, left)
+            n, ctx = self.n, self.ctx0 + self.n * base
+            if hook is not None:
+                times = hook([c + base for c in self.ctx], k)
+            elif run_ns is not None:
+                # as many steps as reach t at the mean step so far (the step before the run's at
+                # first), and a few more
+                span, steps = (end - self.start, base) if base else (rep.last_stage, 1)
+                k = left if t >= INF else min(left, 2 + (t - end) * steps // max(span, 1))
+                if k <= 4 and rep._decodes_ns is not None:
+                    times = [rep._decodes_ns(n, ctx + n * j, ()) for j in range(k)]
+                else:
+                    times = run_ns(n, ctx, k)
+            else:
+                stage_ns = rep.timer.stage_ns
+                times = [stage_ns([(1, c + j) for c in self.ctx]) for j in range(base, base + k)]
+            it = accumulate(times, initial=end)
+            next(it)
+            ends.extend(it)
+            end = ends[-1]
+            chunk *= 4

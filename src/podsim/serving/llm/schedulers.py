@@ -1,8 +1,12 @@
 """Replica schedulers: which requests, and how many of their tokens, each step computes.
 
-Every scheduler sees its replica's ``running`` list (admission order), its FCFS ``waiting`` queue
+Every scheduler sees its replica's running requests (admission order), its FCFS ``waiting`` queue
 and its KV cache (:mod:`.kvcache`), and returns a batch: requests and their token counts, their
-KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are skipped.
+KV blocks already taken.  Requests of a batch still in a pipeline (``busy``) are skipped.  The
+running requests are the replica's decode group, first (decoding requests kept as one aggregate,
+:mod:`.decode_group`; a pass over the running requests takes it whole,
+:meth:`~.replica.Replica.take_group`, and its members count in ``num_running``), then its
+``running`` list; the batch returned lists the others, the group's part is ``step_group``.
 
 * ``vllm`` -- vLLM V1's default scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS): chunked
   prefill always on; a budget of ``max_batched_tokens`` tokens a step.  Running requests first,
@@ -180,9 +184,10 @@ class _Base:
         """:meth:`Scheduler.steady_steps` of a scheduler that admits waiting requests into a
         step of at most ``budget`` tokens (None: no cap): none if the decodes alone exceed the
         budget, else unlimited while no request waits or every sequence slot is taken."""
-        if budget is not None and len(rep.running) > budget:
+        running = rep.num_running
+        if budget is not None and running > budget:
             return 0
-        return UNLIMITED if not rep.waiting or len(rep.running) >= self.max_num_seqs else 0
+        return UNLIMITED if not rep.waiting or running >= self.max_num_seqs else 0
 
     def _take_running(
         self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float, decodes_only: bool = False
@@ -190,9 +195,13 @@ class _Base:
         """Schedule the running requests in order (only those decoding, with ``decodes_only``):
         each its decode tokens or the rest of its prompt, at most ``budget`` tokens in all,
         growing its KV blocks and preempting when they run out (:func:`_grow`); stops at the
-        first that cannot grow.  Returns (budget left, whether anything was preempted)."""
+        first that cannot grow.  The replica's decode group, first in order, is taken as a whole
+        (:meth:`~.replica.Replica.take_group`).  Returns (budget left, whether anything was
+        preempted)."""
+        budget, preempted, stopped = rep.take_group(budget)
+        if stopped:
+            return budget, True
         running = rep.running
-        preempted = False
         i = 0
         while i < len(running) and budget > 0:
             s = running[i]
@@ -215,8 +224,8 @@ class _Base:
 
     def _fill(self, rep: "Replica", seqs: list[Seq], ns: list[int], budget: float) -> None:
         """Admit waiting requests, a chunk each, while budget and sequence slots are left."""
-        waiting, running = rep.waiting, rep.running
-        while waiting and budget > 0 and len(running) < self.max_num_seqs:
+        waiting = rep.waiting
+        while waiting and budget > 0 and rep.num_running < self.max_num_seqs:
             s = waiting[0]
             n = rep.admit(s, int(min(budget, 1 << 62)))
             if not n:
@@ -230,12 +239,12 @@ class _Base:
     ) -> None:
         """Admit waiting requests with their whole remaining prompts while they fit ``budget``
         (the first always fits) and sequence slots are left."""
-        waiting, running = rep.waiting, rep.running
+        waiting = rep.waiting
         first = True
-        while waiting and len(running) < self.max_num_seqs:
+        while waiting and rep.num_running < self.max_num_seqs:
             s = waiting[0]
             rest = s.prompt + s.generated - (s.computed or rep.cached_prefix(s))
-            if used + rest > budget and not (first and not seqs):
+            if used + rest > budget and not (first and not seqs and not rep.step_group):
                 break
             n = rep.admit(s, rest, reserve_tokens=s.prompt + s.output + rep.lookahead if reserve else 0)
             if not n:
@@ -373,7 +382,7 @@ class OrcaScheduler(_Base):
         seqs: list[Seq] = []
         ns: list[int] = []
         _, preempted = self._take_running(rep, seqs, ns, math.inf)  # whole prompts, no budget
-        used = sum(ns)
+        used = sum(ns) + rep.step_group
         if not preempted:
             budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
             self._fill_whole(rep, seqs, ns, used, budget, reserve=False)
@@ -400,7 +409,8 @@ class StaticScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        if rep.running:  # the batch runs to completion
+        if rep.num_running:  # the batch runs to completion
+            rep.take_group(math.inf)  # its blocks are reserved: never preempts
             for s in rep.running:
                 if s.busy:
                     continue
@@ -440,12 +450,13 @@ class LightLLMScheduler(_Base):
     def schedule(self, rep: "Replica") -> tuple[list[Seq], list[int]]:
         seqs: list[Seq] = []
         ns: list[int] = []
-        if rep.waiting and (not rep.running or self.decode_iters >= self.max_waiting_iters):
+        if rep.waiting and (not rep.num_running or self.decode_iters >= self.max_waiting_iters):
             budget = math.inf if self.max_batched_tokens is None else self.max_batched_tokens
             self._fill_whole(rep, seqs, ns, 0, budget, reserve=True)
             if seqs:
                 self.decode_iters = 0
                 return seqs, ns
+        rep.take_group(math.inf)  # reserved: never preempts
         for s in rep.running:
             if s.busy:
                 continue
@@ -455,7 +466,7 @@ class LightLLMScheduler(_Base):
             s.busy = True
             seqs.append(s)
             ns.append(n)
-        if seqs:
+        if seqs or rep.step_group:
             self.decode_iters += 1
         return seqs, ns
 

@@ -37,6 +37,9 @@ class Seq:
         swapped: blocks of its KV cache in host memory (preempted by swap), 0 otherwise.
         shared: blocks of a shared prefix it uses on its replica (held by the replica's prefix
             cache, not in ``blocks``), 0 otherwise.
+        ingroup: it is a member of its replica's decode group (:mod:`.decode_group`): then
+            ``computed``, ``generated``, ``blocks`` and ``last_ns`` are as when it joined, and
+            ``gkey``, ``gd0``, ``gd1``, ``gfin`` (the group's numbers of it) give the rest.
     """
 
     __slots__ = (
@@ -58,6 +61,11 @@ class Seq:
         "prefill_blocks",
         "swapped",
         "shared",
+        "ingroup",
+        "gkey",
+        "gd0",
+        "gd1",
+        "gfin",
     )
 
     def __init__(self, req: Request) -> None:
@@ -79,6 +87,8 @@ class Seq:
         self.prefill_blocks = 0
         self.swapped = 0
         self.shared = 0
+        self.ingroup = False
+        self.gkey = self.gd0 = self.gd1 = self.gfin = 0
 
     @property
     def decoding(self) -> bool:

@@ -42,6 +42,7 @@ draft model's own time is the timer's (:class:`~.drafting.DraftedTimer` adds it;
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ...errors import InputError, SimulationError
+from .footprint import check_footprint
 from .kvcache import KVCache, blocks_from_memory
 from .metrics import LLMServeResult
 from .replica import INF, Replica
@@ -274,17 +276,41 @@ def simulate(
         cfg: replicas, scheduler, router, KV cache and options.
         transfer_ns, transfers: P/D's KV transfer (the module docstring); default 50 GB/s, 10 us.
         record_steps: keep every step for the Perfetto trace.
-        fast: simulate runs of identical decode steps in one go (exact; off to check that).
+        fast: keep each replica's decoding requests as one aggregate and simulate runs of
+            identical decode steps in one go (exact; off to check that).
         progress: called with (requests done, requests) now and then.
 
     Raises:
-        InputError: for bad settings, requests longer than the context or a replica's KV cache.
+        InputError: for bad settings, requests longer than the context or a replica's KV cache,
+            more requests and replicas than the machine's memory holds (:mod:`.footprint`).
         SimulationError: when requests can never be served (they wait for KV blocks the
             admission watermark keeps).
     """
+    # The event loop allocates millions of short-lived objects but creates no reference cycles
+    # that outlive it; the cyclic collector would rescan the growing heap again and again.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _simulate(requests, timer, cfg, transfer_ns, transfers, record_steps, fast, progress)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _simulate(
+    requests: Sequence[Request],
+    timer: StepTimer,
+    cfg: ServeConfig,
+    transfer_ns: Callable[[int, int, int], int] | None,
+    transfers: Callable[[EventLoop], Transfers] | None,
+    record_steps: bool,
+    fast: bool,
+    progress: Callable[[int, int], None] | None,
+) -> LLMServeResult:
     cfg.check()
     if not requests:
         raise InputError("no requests to serve", where="--workload")
+    check_footprint(len(requests), cfg.num_replicas, replicas_flag="--pd" if cfg.pd is not None else "--replicas")
     for a, b in zip(requests, requests[1:]):
         if b.arrival_ns < a.arrival_ns:
             raise InputError(

@@ -31,6 +31,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ...compute.model import ComputeModel
 from ...errors import InputError
@@ -38,7 +40,7 @@ from ...hardware.gpu import GpuSpec
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
 from .measured_steps import HostOverhead
-from .timing import Chunk
+from .timing import Chunk, split_batch
 
 GIB = 2**30
 PRECISIONS = ("bf16", "fp16", "fp8")
@@ -50,6 +52,8 @@ MEMORY_UTILIZATION = 0.9
 #: on Q and K, the activation's read and write of the MLP width counted separately)
 _ELEMENTWISE_PASSES = 10
 _ELEMENTWISE_KERNELS = 6
+#: the parts of a step's time, in the order they add up (:meth:`LLMStepTimer.parts_ns`)
+PARTS = ("gemm", "attention", "elementwise", "communication", "output", "host")
 
 
 @dataclass
@@ -74,6 +78,10 @@ class LLMStepTimer:
     #: None: ``host_ns`` for every step
     host_table: HostOverhead | None = None
     _per_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+    _seq_costs: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False, init=False, compare=False)
+    _att: tuple[float, float, float, float, float, int, bool] | None = field(
+        default=None, repr=False, init=False, compare=False
+    )
 
     def step_host_ns(self, sequences: int) -> float:
         """The host's time of a step over ``sequences`` sequences (ns)."""
@@ -188,55 +196,135 @@ class LLMStepTimer:
     def _attention_ns(self, batch: Sequence[Chunk]) -> float:
         """One layer's attention over the batch: decode chunks read their whole KV cache
         (memory-bound), prefill chunks attend causally over context + themselves."""
-        m, cm = self.model, self.cm
-        heads = m.heads // self.tp
-        d = m.dhead
-        kv_token = 2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes
-        decode_ctx = 0
-        pre_flops = 0.0
-        pre_tokens = 0
-        pre_ctx = 0
-        for n, c in batch:
-            if n == 1:
-                decode_ctx += c + 1
-            else:
-                pre_flops += 4.0 * heads * d * n * (c + (n + 1) / 2.0)
+        return self._attention_split_ns(*split_batch(batch))
+
+    def _attention_split_ns(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> float:
+        """:meth:`_attention_ns` of a batch of ``decodes`` one-token chunks of ``context`` cached
+        tokens in all and the ``prefill`` chunks (none of one token)."""
+        k4, kv_token, den, peak, launch, d, roofline = self._att or self._attention_constants()
+        decode_ctx = context + decodes
+        t = 0.0
+        if decode_ctx:  # the whole KV read (ComputeModel.memory_ns inline), or its FLOPs if longer
+            read = decode_ctx * kv_token / den + 1 * launch if roofline else self.cm.memory_ns(decode_ctx * kv_token)
+            t += max(read, k4 * decode_ctx / peak + launch)
+        if prefill:
+            pre_flops = 0.0
+            pre_tokens = 0
+            pre_ctx = 0
+            for n, c in prefill:
+                pre_flops += k4 * n * (c + (n + 1) / 2.0)
                 pre_tokens += n
                 pre_ctx += c + n
-        t = 0.0
-        if decode_ctx:
-            flops = 4.0 * heads * d * decode_ctx
-            t += max(cm.memory_ns(decode_ctx * kv_token), flops / cm.gpu.peak(cm.attention_dtype) + cm.launch_ns)
-        if pre_flops:
-            chunks = sum(1 for n, _ in batch if n != 1)
-            t += max(cm.flash_ns(pre_flops, pre_tokens / chunks, d), cm.memory_ns(pre_ctx * kv_token))
+            if pre_flops:
+                cm = self.cm
+                t += max(cm.flash_ns(pre_flops, pre_tokens / len(prefill), d), cm.memory_ns(pre_ctx * kv_token))
         return t
+
+    def _attention_constants(self) -> tuple[float, float, float, float, float, int, bool]:
+        """(4 x heads x head size, a token's KV bytes, the memory's bytes per ns, the attention
+        peak in FLOPs per ns, a kernel launch in ns, head size, whether memory-bound kernels take
+        ComputeModel's roofline) on one GPU, kept."""
+        m, cm = self.model, self.cm
+        d = m.dhead
+        roofline = type(cm).memory_ns is ComputeModel.memory_ns
+        self._att = (
+            4.0 * (m.heads // self.tp) * d,
+            2.0 * self.kv_heads_per_gpu * d * self.kv_dtype_bytes,
+            cm.gpu.hbm_bandwidth * cm.memory_max if roofline else 0.0,
+            cm.gpu.peak(cm.attention_dtype),
+            cm.launch_ns,
+            d,
+            roofline,
+        )
+        return self._att
 
     def stage_ns(self, batch: Sequence[Chunk]) -> int:
         """One pipeline stage's time for a step over ``batch`` (ns): its layers, the output
         layer (the last stage, the largest), the activations' send, the host overhead."""
-        return int(math.ceil(sum(self.parts_ns(batch).values())))
+        return int(math.ceil(sum(self._parts(*split_batch(batch)))))
+
+    def stage_ns_decodes(self, decodes: int, context: int, chunks: Sequence[Chunk]) -> int:
+        """``stage_ns`` of ``decodes`` one-token chunks of ``context`` tokens in all, then
+        ``chunks`` (:mod:`.timing`)."""
+        for n, _ in chunks:
+            if n == 1:
+                d, c, chunks = split_batch(chunks)
+                decodes, context = decodes + d, context + c
+                break
+        return int(math.ceil(sum(self._parts(decodes, context, chunks))))
+
+    def stage_ns_decode_run(self, decodes: int, context: int, steps: int) -> list[int]:
+        """``stage_ns_decodes(decodes, context + decodes x j, ())`` for ``j`` in ``range(steps)``:
+        the steps of a run of decodes (:mod:`.timing`), at once -- numpy doing the same IEEE
+        operations in the same order, so bit for bit (a subclass that times steps otherwise
+        gets them one by one)."""
+        k4, kv_token, den, peak, launch, _, roofline = self._att or self._attention_constants()
+        if type(self)._parts is not LLMStepTimer._parts or decodes < 1 or not roofline:
+            return [self.stage_ns_decodes(decodes, context + decodes * j, ()) for j in range(steps)]
+        gemm, elem, comm = self._token_costs(decodes)
+        layers = self.layers_per_stage
+        out, host = self._per_seqs(decodes)
+        m, cm = self.model, self.cm
+        send = float(self.delay.delay_ns(0, self.tp, int(decodes * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
+        # as _attention_split_ns with decodes only (a product or sum of two numbers taken in
+        # either order is the same number)
+        ctx = np.arange(context + decodes, context + decodes + decodes * steps, decodes, dtype=np.int64)
+        t = ctx * kv_token
+        t /= den
+        t += 1 * launch
+        f = ctx * k4
+        f /= peak
+        f += launch
+        np.maximum(t, f, out=t)
+        t *= layers
+        t += layers * gemm
+        t += layers * elem
+        t += layers * comm + send
+        t += out
+        t += host
+        np.ceil(t, out=t)
+        return t.astype(np.int64).tolist()
 
     def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
         """``stage_ns`` by part (ns): ``gemm``, ``attention``, ``elementwise``, ``communication``
         (TP / EP collectives, the pipeline send), ``output`` (the logits), ``host``."""
         if not batch:
             return {"host": self.step_host_ns(0)}
-        tokens = sum(n for n, _ in batch)
+        return dict(zip(PARTS, self._parts(*split_batch(batch))))
+
+    def _per_seqs(self, seqs: int) -> tuple[float, float]:
+        """(the output layer, the host) of a step over ``seqs`` sequences (ns), memoized."""
+        hit = self._seq_costs.get(seqs)
+        if hit is None:
+            m, cm = self.model, self.cm
+            out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
+            hit = self._seq_costs[seqs] = (out, self.step_host_ns(seqs))
+        return hit
+
+    def _parts(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> tuple[float, ...]:
+        """The parts of :data:`PARTS` (ns) of a step over ``decodes`` one-token chunks of
+        ``context`` tokens in all and the ``prefill`` chunks (none of one token); the host's alone
+        for an empty step."""
+        seqs = decodes + len(prefill)
+        if not seqs:
+            return (self.step_host_ns(0),)
+        tokens = decodes + sum(n for n, _ in prefill)
         gemm, elem, comm = self._token_costs(tokens)
         layers = self.layers_per_stage
-        m, cm = self.model, self.cm
-        seqs = len(batch)
-        out = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(seqs * m.vocab / self.tp * 4.0)
-        send = float(self.delay.delay_ns(0, self.tp, int(tokens * m.hidden * cm.elem_bytes))) if self.pp > 1 else 0.0
-        return {
-            "gemm": layers * gemm,
-            "attention": layers * self._attention_ns(batch),
-            "elementwise": layers * elem,
-            "communication": layers * comm + send,
-            "output": out,
-            "host": self.step_host_ns(seqs),
-        }
+        out, host = self._per_seqs(seqs)
+        send = (
+            float(self.delay.delay_ns(0, self.tp, int(tokens * self.model.hidden * self.cm.elem_bytes)))
+            if self.pp > 1
+            else 0.0
+        )
+        return (
+            layers * gemm,
+            layers * self._attention_split_ns(decodes, context, prefill),
+            layers * elem,
+            layers * comm + send,
+            out,
+            host,
+        )
 
 
 @dataclass

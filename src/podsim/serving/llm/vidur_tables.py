@@ -55,7 +55,7 @@ from ...fileio import check_columns, read_text
 from ...llm.model import ModelConfig
 from ...workload import CollectiveKind
 from .steps import LLMStepTimer
-from .timing import Chunk
+from .timing import Chunk, split_batch
 
 #: Vidur's per-layer ops in mlp.csv: the GEMMs, then the element-wise kernels
 GEMM_OPS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
@@ -320,19 +320,22 @@ class VidurTables:
     def attention_ns(self, batch: Sequence[Chunk]) -> float:
         """One layer's attention: the decode sequences (1 new token) by their number and mean
         context, plus each prefill chunk by its size and context."""
-        dec = [c for n, c in batch if n == 1]
+        return self.attention_split_ns(*split_batch(batch))
+
+    def attention_split_ns(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> float:
+        """:meth:`attention_ns` of ``decodes`` one-token chunks of ``context`` tokens in all and
+        the ``prefill`` chunks (none of one token)."""
         t = 0.0
-        if dec:
+        if decodes:
             if self.decode is None:
                 raise InputError("attention.csv has no decode rows (prefill_chunk_size 0)", str(self.files[1]))
-            t += self.decode(len(dec), sum(dec) / len(dec))
-        for n, c in batch:
-            if n != 1:
-                if self.prefill is None:
-                    raise InputError(
-                        "attention.csv has no prefill rows (prefill_chunk_size > 0, batch_size 1)", str(self.files[1])
-                    )
-                t += self.prefill(n, c)
+            t += self.decode(decodes, context / decodes)
+        for n, c in prefill:
+            if self.prefill is None:
+                raise InputError(
+                    "attention.csv has no prefill rows (prefill_chunk_size > 0, batch_size 1)", str(self.files[1])
+                )
+            t += self.prefill(n, c)
         return t
 
 
@@ -469,7 +472,6 @@ class TableStepTimer(LLMStepTimer):
 
     tables: VidurTables | None = None
     _table_tokens: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
-    _outputs: dict[int, float] = field(default_factory=dict, repr=False)
 
     def _table_costs(self, tokens: int) -> tuple[float, float, float]:
         """(GEMMs, element-wise, collectives) of one layer over ``tokens`` tokens (ns)."""
@@ -488,34 +490,30 @@ class TableStepTimer(LLMStepTimer):
         out = self._table_tokens[tokens] = (gemm, elem, comm)
         return out
 
-    def parts_ns(self, batch: Sequence[Chunk]) -> dict[str, float]:
-        """``stage_ns`` by part (ns), as :meth:`LLMStepTimer.parts_ns`: ``gemm``, ``attention``,
+    def _parts(self, decodes: int, context: int, prefill: Sequence[Chunk]) -> tuple[float, ...]:
+        """``stage_ns`` by part (ns), as :meth:`LLMStepTimer._parts`: ``gemm``, ``attention``,
         ``elementwise``, ``communication`` from the tables; ``output`` and ``host`` from podsim's model."""
-        if not batch:
-            return {"host": self.step_host_ns(0)}
+        seqs = decodes + len(prefill)
+        if not seqs:
+            return (self.step_host_ns(0),)
         assert self.tables is not None
-        tokens = sum(n for n, _ in batch)
+        tokens = decodes + sum(n for n, _ in prefill)
         gemm, elem, comm = self._table_costs(tokens)
         layers = self.layers_per_stage
         m, cm = self.model, self.cm
-        seqs = len(batch)
-        out = self._outputs.get(seqs)
-        if out is None:  # the logits, as LLMStepTimer.parts_ns times them (Vidur's layout has no row for them)
-            out = self._outputs[seqs] = cm.gemm_ns(seqs, m.vocab / self.tp, m.hidden) + cm.memory_ns(
-                seqs * m.vocab / self.tp * 4.0
-            )
+        out, host = self._per_seqs(seqs)  # the logits (Vidur's layout has no row for them)
         send = 0.0
         if self.pp > 1:
             assert self.tables.send_recv is not None
             send = _interp(*self.tables.send_recv, tokens * m.hidden * cm.elem_bytes)
-        return {
-            "gemm": layers * gemm,
-            "attention": layers * self.tables.attention_ns(batch),
-            "elementwise": layers * elem,
-            "communication": layers * comm + send,
-            "output": out,
-            "host": self.step_host_ns(seqs),
-        }
+        return (
+            layers * gemm,
+            layers * self.tables.attention_split_ns(decodes, context, prefill),
+            layers * elem,
+            layers * comm + send,
+            out,
+            host,
+        )
 
 
 def table_step_timer(timer: LLMStepTimer, directory: str | Path, gpus_per_node: int = 8) -> TableStepTimer:
