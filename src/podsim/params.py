@@ -194,6 +194,19 @@ def params_of(cls: type) -> tuple[Param, ...]:
     return tuple(out)
 
 
+def refuse_unused(params: Iterable[Param], uses: Iterable[tuple[str, Any, bool, str]]) -> None:
+    """Refuse a flag given a value (other than its default) that nothing would read: each of
+    ``uses`` is ``(flag name, its value, whether the run reads it, what would make it read)``.
+
+    Raises:
+        InputError: naming the flag and what it needs (``--swap-space: only used with
+            --preemption swap, not given here (it would be ignored)``)."""
+    default = {p.name: p.default for p in params}
+    for name, value, used, parent in uses:
+        if not used and value != default[name]:
+            raise InputError(f"only used with {parent}, not given here (it would be ignored)", where=f"--{name}")
+
+
 def nested(cls: type) -> Any:
     """A dataclass field holding a ``cls`` (whose parameters :func:`params_of` collects)."""
     return dataclasses.field(default_factory=cls, metadata={"nested": cls})

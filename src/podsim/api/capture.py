@@ -22,6 +22,7 @@ from .. import capture as _capture
 from ..capture import Capture, RankCapture
 from ..errors import InputError
 from ..jobs.trace import TRACE_PARAMS, TraceJob
+from ..params import refuse_unused
 
 __all__ = ["TRACE_PARAMS", "Capture", "RankCapture", "TraceJob", "capture", "run_job", "trace_ranks"]
 
@@ -72,15 +73,15 @@ def _check_used(job: TraceJob) -> None:
     """Refuse flags the job would ignore: ``--json`` and ``--rank-timeout`` outside a parallel
     job, ``--bucket-mb`` outside a one-step DDP capture (``--nproc`` without ``--world-size``),
     and a world size beyond :data:`MAX_WORLD_SIZE`."""
-    default = {p.name: p.default for p in TRACE_PARAMS}
     ddp = not job.parallel and job.nproc > 1
-    for flag, value, used, parent in (
-        ("json", job.json, job.parallel, "a parallel job (--world-size N --layout ...)"),
-        ("rank-timeout", job.rank_timeout, job.parallel, "a parallel job (--world-size N --layout ...)"),
-        ("bucket-mb", job.bucket_mb, ddp, "a DDP capture (--nproc N without --world-size)"),
-    ):
-        if value != default[flag] and not used:
-            raise InputError(f"only used with {parent}, not given here (it would be ignored)", where=f"--{flag}")
+    refuse_unused(
+        TRACE_PARAMS,
+        (
+            ("json", job.json, job.parallel, "a parallel job (--world-size N --layout ...)"),
+            ("rank-timeout", job.rank_timeout, job.parallel, "a parallel job (--world-size N --layout ...)"),
+            ("bucket-mb", job.bucket_mb, ddp, "a DDP capture (--nproc N without --world-size)"),
+        ),
+    )
     if job.world_size is not None and job.world_size > MAX_WORLD_SIZE:
         raise InputError(
             f"at most {MAX_WORLD_SIZE:,} ranks, got {job.world_size:,}: trace a smaller job and scale it out "

@@ -28,6 +28,7 @@ from ..jobs.model import ModelChoice
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..llm.model import ModelConfig
 from ..llm.training import replica_calibration
+from ..params import refuse_unused
 from ..serving.llm.capacity import Capacity
 from ..serving.llm.deployment import (
     PDLink,
@@ -129,18 +130,17 @@ def check_flags(job: ServeLLMJob) -> None:
     eng, slo = job.engine, job.service
     swap, link = eng.preemption == "swap", eng.pd_backend == "link"
     pd = parse_pair(eng.pd, "--pd", whole=True) is not None
-    needs = (
-        ("swap-space", eng.swap_space, swap, "--preemption swap"),
-        ("swap-bandwidth", eng.swap_bandwidth, swap, "--preemption swap"),
-        ("pd-backend", eng.pd_backend, pd, "--pd P:D"),
-        ("pd-bandwidth", eng.pd_bandwidth, pd and link, "--pd P:D --pd-backend link"),
-        ("pd-latency", eng.pd_latency, pd and link, "--pd P:D --pd-backend link"),
-        ("capacity-target", slo.capacity_target, slo.find_capacity, "--find-capacity"),
+    refuse_unused(
+        SERVE_LLM_PARAMS,
+        (
+            ("swap-space", eng.swap_space, swap, "--preemption swap"),
+            ("swap-bandwidth", eng.swap_bandwidth, swap, "--preemption swap"),
+            ("pd-backend", eng.pd_backend, pd, "--pd P:D"),
+            ("pd-bandwidth", eng.pd_bandwidth, pd and link, "--pd P:D --pd-backend link"),
+            ("pd-latency", eng.pd_latency, pd and link, "--pd P:D --pd-backend link"),
+            ("capacity-target", slo.capacity_target, slo.find_capacity, "--find-capacity"),
+        ),
     )
-    defaults = {p.name: p.default for p in SERVE_LLM_PARAMS}
-    for name, value, used, parent in needs:
-        if value != defaults[name] and not used:
-            raise InputError(f"only used with {parent}, not given here (it would be ignored)", where=f"--{name}")
 
 
 def prepare_job(job: ServeLLMJob, software: SoftwareStack | None = None) -> tuple[ModelConfig, Serving]:
