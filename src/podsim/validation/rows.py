@@ -69,7 +69,7 @@ MAX_COUNT = 2**31
 #: columns that take one of a few words (an empty cell means unset), as docs/calibration.md
 #: describes them; anything else would silently fall back to a default
 CHOICES = {
-    "activation": ("gelu", "swiglu", "squared-relu"),
+    "activation": ("gelu", "swiglu", "squared-relu", "relu2"),
     "sharding": ("none", "ddp", "distopt", "zero1", "zero2", "zero3", "fsdp"),
     "recompute": ("none", "selective", "full", "n/a", "seq", "sel", "seqsel"),
     "sequence_parallel": ("yes", "no"),
