@@ -24,7 +24,7 @@ import numpy as np
 
 from ...network.fabric import Fabric, LinkTier
 from ...network.flow.network import run_batch
-from ...network.flow.routes import place_in_order, route_batch
+from ...network.flow.routes import paths_latency, place_in_order, route_batch
 from ...network.routing import Router
 from .schedule import Schedule, Step
 from .tuning import NcclTuning
@@ -83,6 +83,17 @@ def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.nda
     return link_capacity(fabric, tuning) * float(tuning.protocol_efficiency[proto])
 
 
+@dataclass(frozen=True)
+class _RoundLinks:
+    """A round's routes: every flow's links in flow order, each flow's route length, the
+    longest route's latency (ns) and the flows on each link."""
+
+    links: np.ndarray
+    lengths: np.ndarray
+    longest: float
+    count: np.ndarray
+
+
 class Timer:
     """Times schedules on one fabric with one backend; routes and capacities are cached."""
 
@@ -96,7 +107,8 @@ class Timer:
         self.backend = backend
         self.router = router or Router(fabric)
         self._cap: dict[str, np.ndarray] = {}
-        self._links: dict[tuple[bytes, bytes, bytes], tuple[np.ndarray, np.ndarray, float] | None] = {}
+        self._links: dict[tuple[bytes, bytes, bytes], _RoundLinks | None] = {}
+        self._by_id: dict[tuple[int, int, int], tuple] = {}
         self._latency: dict[tuple[int, ...], int] = {}
 
     def capacity(self, proto: str) -> np.ndarray:
@@ -121,21 +133,27 @@ class Timer:
             out.steps.append(StepTime(step.name, step.repeat, rnd, lat, step.num_flows))
         return out
 
-    def _round_links(self, step: Step) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """(every flow's links, each flow's route length, the longest route's latency in ns) of
-        a round, cached by its flows' ends and labels: a collective's rounds at any size take the
-        same routes.  With adaptive routing the flows are placed one by one, in order, on the
-        least-loaded equal-cost links."""
+    def _round_links(self, step: Step) -> _RoundLinks | None:
+        """A round's routes, cached by its flows' ends and labels: a collective's rounds at any
+        size take the same routes (the shapes of :mod:`.algorithms` share their arrays, which
+        are looked up by identity first).  With adaptive routing the flows are placed one by
+        one, in order, on the least-loaded equal-cost links."""
+        ident = (id(step.src), id(step.dst), id(step.label))
+        got = self._by_id.get(ident)
+        if got is not None and got[0] is step.src and got[1] is step.dst and got[2] is step.label:
+            return got[3]
         key = (step.src.tobytes(), step.dst.tobytes(), step.label.tobytes())
         hit = self._links.get(key, False)
-        if hit is not False:
-            return hit  # type: ignore[return-value]
+        if hit is False:
+            hit = self._links[key] = self._route_round(step)
+        self._by_id[ident] = (step.src, step.dst, step.label, hit)
+        return hit  # type: ignore[return-value]
+
+    def _route_round(self, step: Step) -> _RoundLinks | None:
         if not step.num_flows:
-            self._links[key] = None
             return None
         rb = route_batch(self.router, step.src, step.dst, step.label, self._latency)
         paths, lengths = rb.paths, rb.lengths
-        routes = set(rb.routes)
         if len(rb.in_order):  # only the flows a choice can see, from an empty fabric
             paths, _, _ = place_in_order(
                 self.router,
@@ -148,13 +166,9 @@ class Timer:
                 self._latency,
             )
             lengths = (paths != rb.pad).sum(axis=1)
-            chose = paths[rb.in_order[rb.choice]]
-            routes.update(tuple(x for x in row if x != rb.pad) for row in chose.tolist())
         links = paths[paths != rb.pad]
-        lat = self.fabric.link_lat
-        longest = max(float(sum(lat[list(r)])) for r in routes)
-        out = self._links[key] = (links, lengths, longest)
-        return out
+        longest = float(paths_latency(self.router, paths).max())
+        return _RoundLinks(links, lengths, longest, np.bincount(links, minlength=self.fabric.num_links))
 
     def analytical_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Busiest link's load over its capacity (or the largest flow over its rate cap, if
@@ -162,11 +176,17 @@ class Timer:
         hit = self._round_links(step)
         if hit is None:
             return 0.0
-        links, lens, longest = hit
-        load = np.bincount(links, weights=np.repeat(step.nbytes, lens), minlength=self.fabric.num_links)
+        x = step.nbytes
+        if x[0] == x[-1] and bool((x == x[0]).all()):
+            # every flow of the same size: a link's load is that size added once per flow on
+            # it, in the same order of additions as the weighted count below
+            sums = np.concatenate(([0.0], np.cumsum(np.full(int(hit.count.max()), float(x[0])))))
+            load = sums[hit.count]
+        else:
+            load = np.bincount(hit.links, weights=np.repeat(x, hit.lengths), minlength=self.fabric.num_links)
         cap = self.capacity(proto)
-        busiest = max(float((load / cap).max()), float(step.nbytes.max()) / flow_cap)
-        return busiest + longest
+        busiest = max(float((load / cap).max()), float(x.max()) / flow_cap)
+        return busiest + hit.longest
 
     def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Run one round's flows on a max-min flow network; the time the last one arrives."""
