@@ -47,13 +47,22 @@ class Schedule:
 
 
 class FlowList:
-    """Collects flows for one step."""
+    """Collects flows for one step (lists, or arrays from :meth:`of_arrays`)."""
 
     def __init__(self) -> None:
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.nbytes: list[float] = []
-        self.label: list[int] = []
+        self.src: list[int] | np.ndarray = []
+        self.dst: list[int] | np.ndarray = []
+        self.nbytes: list[float] | np.ndarray = []
+        self.label: list[int] | np.ndarray = []
+
+    @classmethod
+    def of_arrays(cls, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, label: np.ndarray) -> FlowList:
+        """The flows of four arrays, in order, without those :meth:`add` would drop (a flow
+        to itself, or of no bytes)."""
+        keep = (src != dst) & (nbytes > 0)
+        fl = cls()
+        fl.src, fl.dst, fl.nbytes, fl.label = src[keep], dst[keep], nbytes[keep], label[keep]
+        return fl
 
     def add(self, src: int, dst: int, nbytes: float, label: int) -> None:
         if src != dst and nbytes > 0:
