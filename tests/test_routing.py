@@ -195,3 +195,16 @@ def test_mix64_array_is_bit_identical() -> None:
     want = [mix64(a, b, c, seed, d) for a, b, c, d in zip(*cols)]
     got = mix64_array(*(np.array(c, dtype=np.int64) for c in cols[:3]), seed, np.array(cols[3], dtype=np.int64))
     assert got.tolist() == want
+
+
+def test_routes_in_blocks_are_the_same(monkeypatch) -> None:
+    # the batch router walks its rows, and explores adaptive read sets, in blocks of rows (at a
+    # million GPUs): blocks of 7 and 5 rows give the reference's routes and read sets
+    import podsim.network.route_arrays as route_arrays
+    import podsim.network.routing as routing
+
+    monkeypatch.setattr(routing, "_WALK_BLOCK", 7)
+    monkeypatch.setattr(route_arrays, "_READS_BLOCK", 5)
+    fab = build_fabric(spec({"kind": "rail_optimized", "nic_bandwidth": "200 Gbps", "servers_per_segment": 2}), 64)
+    same_routes(fab, some_pairs(fab, 120), seeds=(0,), adaptive=True)
+    same_routes(fab, some_pairs(fab, 120), seeds=(4,), adaptive=False)

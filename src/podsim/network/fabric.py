@@ -318,10 +318,12 @@ def _reach(start: int, n: int, starts: np.ndarray, ends: np.ndarray, forwards: n
         lo, hi = starts[frontier], starts[frontier + 1]
         cnt = hi - lo
         at = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
-        nxt = np.unique(ends[at])
+        nxt = ends[at]
         nxt = nxt[~seen[nxt]]
         seen[nxt] = True
-        frontier = nxt[forwards[nxt]]  # only forwarding nodes pass a route on
+        fresh = np.zeros(n, dtype=bool)
+        fresh[nxt] = True
+        frontier = np.flatnonzero(fresh & forwards)  # only forwarding nodes pass a route on
     return seen
 
 

@@ -34,6 +34,8 @@ MAX_ATTACHMENTS = 16
 #: at most this many of a destination's in-neighbours are looked at in arrays for the
 #: adaptive look-ahead (more: the scalar router)
 MAX_IN = 64
+#: adaptive read sets are explored from this many (node, destination) states at a time
+_READS_BLOCK = 1 << 16
 
 
 def mix64_array(*values: np.ndarray | int) -> np.ndarray:
@@ -364,25 +366,6 @@ def onward(t: RoutingTables, v: np.ndarray, dst: np.ndarray, scalar_onward: Scal
     return np.concatenate(out)
 
 
-def onward_rows(t: RoutingTables, v: np.ndarray, dst: int, scalar: Scalar) -> list[list[int] | None]:
-    """Per node of ``v``, the links it carries a flow on by towards one destination
-    (:meth:`podsim.network.routing.Router._onward`; ``None`` where ``v`` is ``dst``)."""
-    k = len(v)
-    direct = _lookup_last(t, v, np.full(k, dst)).tolist()
-    ins = t.in_src[t.in_start[dst] : t.in_start[dst + 1]].tolist()
-    cols = [_lookup_last(t, v, np.full(k, w)).tolist() for w in ins]
-    out: list[list[int] | None] = []
-    for i, x in enumerate(v.tolist()):
-        if x == dst:
-            out.append(None)
-        elif direct[i] >= 0:
-            out.append([direct[i]])
-        else:
-            got = [col[i] for col in cols if col[i] >= 0]
-            out.append(got if got else scalar(x, dst))
-    return out
-
-
 def choice_reads(
     t: RoutingTables, src: np.ndarray, dst: np.ndarray, scalar: Scalar, scalar_onward: Scalar
 ) -> np.ndarray:
@@ -393,8 +376,13 @@ def choice_reads(
     n = t.n
     parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     frontier = np.unique(src * n + dst)
-    seen = frontier
-    while len(frontier):
+    while len(frontier):  # level by level; along a route the distance to dst falls: no cycle
+        if len(frontier) > _READS_BLOCK:
+            parts += [
+                choice_reads(t, f // n, f % n, scalar, scalar_onward)
+                for f in np.split(frontier, range(_READS_BLOCK, len(frontier), _READS_BLOCK))
+            ]
+            break
         u, d = frontier // n, frontier % n
         c = choices(t, u, d, scalar)
         rows, links = c.expand(t.glinks)
@@ -406,9 +394,5 @@ def choice_reads(
         if sel.any():
             key = np.unique(v[sel] * n + dr[sel])
             parts.append(onward(t, key // n, key % n, scalar_onward, scalar))
-        nxt = v[v != dr] * n + dr[v != dr]
-        nxt = np.unique(nxt)
-        nxt = nxt[~np.isin(nxt, seen, assume_unique=True)]
-        seen = np.union1d(seen, nxt)
-        frontier = nxt
+        frontier = np.unique(v[v != dr] * n + dr[v != dr])
     return np.unique(np.concatenate(parts))

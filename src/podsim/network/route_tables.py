@@ -37,7 +37,6 @@ UNREACHABLE = np.iinfo(np.int32).max // 4
 DENSE_CLASSES = 4096
 
 _U64 = np.uint64
-_NONE: list[int] = []
 
 
 def splitmix_array(x: np.ndarray) -> np.ndarray:
@@ -164,7 +163,7 @@ class RoutingTables:
         self._quotient()
         self._dense: np.ndarray | None = None
         self._cols: dict[int, np.ndarray] = {}
-        self._adj: dict[int, dict[int, list[int]]] = {}
+        self._adj: dict[int, dict[int, int | tuple[int, ...]]] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -305,9 +304,9 @@ class RoutingTables:
 
     # -- lookups --------------------------------------------------------------------------------
 
-    def links_between(self, u: int, v: int) -> list[int]:
-        """The links ``u -> v`` (ascending ids; through a per-node table of the nodes asked
-        about, built on first use)."""
+    def adjacency(self, u: int) -> dict[int, int | tuple[int, ...]]:
+        """``u``'s links by far end: a link id, or the ids of parallel links (ascending), for
+        the nodes asked about, built on first use."""
         adj = self._adj.get(u)
         if adj is None:
             n = self.n
@@ -315,11 +314,22 @@ class RoutingTables:
             adj = self._adj[u] = {}
             for k, link in zip((self.pair_key[lo:hi] - u * n).tolist(), self.pair_link[lo:hi].tolist()):
                 got = adj.get(k)
-                if got is None:
-                    adj[k] = [link]
-                else:
-                    got.append(link)
-        return adj.get(v, _NONE)
+                adj[k] = link if got is None else (got if isinstance(got, tuple) else (got,)) + (link,)
+        return adj
+
+    def links_between(self, u: int, v: int) -> tuple[int, ...]:
+        """The links ``u -> v`` (ascending ids)."""
+        got = self.adjacency(u).get(v)
+        if got is None:
+            return ()
+        return got if isinstance(got, tuple) else (got,)
+
+    def last_link(self, u: int, v: int) -> int:
+        """The highest id of a link ``u -> v`` (-1: none)."""
+        got = self.adjacency(u).get(v)
+        if got is None:
+            return -1
+        return got[-1] if isinstance(got, tuple) else got
 
     def weight_of(self, link: int) -> int:
         """A link's weight (ns)."""

@@ -25,11 +25,13 @@ the same routes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import InputError
 from .fabric import Fabric
-from .route_arrays import choice_reads, onward_rows, walk
+from .route_arrays import choice_reads, walk
 from .route_tables import UNREACHABLE, RoutingTables
 
 _UNREACHABLE = UNREACHABLE
@@ -37,6 +39,8 @@ _MASK = (1 << 64) - 1
 _BIG = 1 << 62
 #: the scalar next-hop cache is emptied when it holds more entries than this
 _NEXT_CACHE_MAX = 1 << 20
+#: routes walked in arrays this many at a time
+_WALK_BLOCK = 1 << 18
 
 
 def mix64(*values: int) -> int:
@@ -51,6 +55,28 @@ def mix64(*values: int) -> int:
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
         h = z ^ (z >> 31)
     return h
+
+
+@dataclass(frozen=True)
+class PairRoutes:
+    """A batch of flows' routes, per (source, destination) pair.
+
+    ``inv``: each flow's pair; ``table``: each pair's route as a row of link ids padded with
+    ``pad`` (the link count), ``length`` its links; ``chooses``: the pairs whose route has an
+    adaptive choice to make (their rows are empty); ``by_label``: the flows whose route depends
+    on their label (hashed choices), routed one by one as ``rows`` (padded) of ``row_length``
+    links -- for those flows the pair's row is their pair's first flow's route; ``reads``: the
+    links adaptive choices may read (sorted)."""
+
+    inv: np.ndarray
+    table: np.ndarray
+    length: np.ndarray
+    chooses: np.ndarray
+    by_label: np.ndarray
+    rows: np.ndarray
+    row_length: np.ndarray
+    reads: np.ndarray
+    pad: int
 
 
 def routing_tables(fabric: Fabric) -> RoutingTables:
@@ -79,6 +105,7 @@ class Router:
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self._next_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         self._group_cache: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._in_cache: dict[int, list[int]] = {}
         self._dst_cache: dict[int, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
         self._groups_cache: dict[int, list[tuple[int, int, int, int]]] = {}
         self._onward_cache: dict[tuple[int, int], list[int]] = {}
@@ -140,12 +167,13 @@ class Router:
         fewest flows on the link itself."""
         plan = self._plan_cache.get((u, dst))
         if plan is None:  # each choice: (choice, its link, the link after it, several, or -1 at dst)
-            if len(cands) >= 8:  # a spine's or leaf's many links: their far ends looked up in arrays
-                ends = np.fromiter((c[1] for c in cands), dtype=np.int64, count=len(cands))
-                onward = onward_rows(self._t, ends, dst, self._choice_links)
-            else:
-                onward = [None if c[1] == dst else self._onward(c[1], dst) for c in cands]
-            plan = [(c, c[0], -1 if a is None else (a[0] if len(a) == 1 else tuple(a))) for c, a in zip(cands, onward)]
+            plan = []
+            for c in cands:
+                if c[1] == dst:
+                    plan.append((c, c[0], -1))
+                else:
+                    a = self._onward_links(c[1], dst)
+                    plan.append((c, c[0], a[0] if len(a) == 1 else tuple(a)))
             if len(self._plan_cache) >= _NEXT_CACHE_MAX:
                 self._plan_cache.clear()
             self._plan_cache[(u, dst)] = plan
@@ -170,19 +198,11 @@ class Router:
                 out.append(c)
         return out
 
-    def batch_paths(
-        self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Many flows' routes at once, in arrays (:mod:`.route_arrays`): each (source,
-        destination) pair is walked once, and again flow by flow where a hashed choice makes
-        the label matter.  The same routes as :meth:`route`.
-
-        Returns:
-            each route as a row of link ids padded with the link count, the routes' lengths,
-            which flows have an adaptive choice to make (their rows are left empty: route them
-            when they start, with :meth:`route` and the flow counts then), and the links those
-            choices may read (sorted).
-        """
+    def route_pairs(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray) -> PairRoutes:
+        """Many flows' routes at once, in arrays (:mod:`.route_arrays`), held per (source,
+        destination) pair: each pair is walked once (with its first flow's label), and again
+        flow by flow where a hashed choice makes the label matter.  The same routes as
+        :meth:`route`; :meth:`batch_paths` lays them out flow by flow."""
         t = self._t
         pad = self.fabric.num_links
         n = self.fabric.num_nodes
@@ -192,7 +212,7 @@ class Router:
         pairs, first, inv = np.unique(src * n + dst, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         a, b = pairs // n, pairs % n
-        cols, plen, chose = walk(t, a, b, labels[first], self.seed, self._choice_links)
+        cols, plen, chose = self._walk(a, b, labels[first])
         reads = np.zeros(0, dtype=np.int64)
         if self.adaptive:
             chooses, by_label = chose, np.zeros(len(pairs), dtype=bool)
@@ -206,18 +226,60 @@ class Router:
         for j, col in enumerate(cols[:width]):
             table[:, j] = col
         table[chooses] = pad
-        paths = table[inv]
-        lengths = plen[inv]
-        if by_label.any():  # hashed choices: the route depends on the label
-            fl = np.flatnonzero(by_label[inv])
-            cols, flen, _ = walk(t, src[fl], dst[fl], labels[fl], self.seed, self._choice_links)
-            if len(cols) > width:
-                paths = np.concatenate([paths, np.full((len(paths), len(cols) - width), pad, dtype=np.int64)], axis=1)
-            paths[fl] = pad
-            for j, col in enumerate(cols):
-                paths[fl, j] = col
-            lengths[fl] = flen
-        return paths, lengths, chooses[inv], reads
+        fl = np.flatnonzero(by_label[inv]) if by_label.any() else np.zeros(0, dtype=np.int64)
+        cols, flen, _ = self._walk(src[fl], dst[fl], labels[fl])
+        rows = np.full((len(fl), max(1, len(cols))), pad, dtype=np.int64)
+        for j, col in enumerate(cols):
+            rows[:, j] = col
+        return PairRoutes(inv, table, plen, chooses, fl, rows, flen, reads, pad)
+
+    def _walk(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+        """:func:`.route_arrays.walk` in blocks of rows (its temporaries stay small)."""
+        k = len(src)
+        if k <= _WALK_BLOCK:
+            return walk(self._t, src, dst, labels, self.seed, self._choice_links)
+        parts = [
+            walk(
+                self._t,
+                src[i : i + _WALK_BLOCK],
+                dst[i : i + _WALK_BLOCK],
+                labels[i : i + _WALK_BLOCK],
+                self.seed,
+                self._choice_links,
+            )
+            for i in range(0, k, _WALK_BLOCK)
+        ]
+        hops = max(len(p[0]) for p in parts)
+        pad = self.fabric.num_links
+        cols = []
+        for j in range(hops):
+            cols.append(
+                np.concatenate([p[0][j] if j < len(p[0]) else np.full(len(p[1]), pad, dtype=np.int64) for p in parts])
+            )
+        return cols, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
+
+    def batch_paths(
+        self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Many flows' routes at once (:meth:`route_pairs`), flow by flow.
+
+        Returns:
+            each route as a row of link ids padded with the link count, the routes' lengths,
+            which flows have an adaptive choice to make (their rows are left empty: route them
+            when they start, with :meth:`route` and the flow counts then), and the links those
+            choices may read (sorted).
+        """
+        pr = self.route_pairs(src, dst, labels)
+        paths = pr.table[pr.inv]
+        lengths = pr.length[pr.inv]
+        if len(pr.by_label):  # hashed choices: the route depends on the label
+            w = pr.rows.shape[1]
+            if w > paths.shape[1]:
+                paths = np.concatenate([paths, np.full((len(paths), w - paths.shape[1]), pr.pad, dtype=np.int64)], 1)
+            paths[pr.by_label] = pr.pad
+            paths[pr.by_label, :w] = pr.rows
+            lengths[pr.by_label] = pr.row_length
+        return paths, lengths, pr.chooses[pr.inv], pr.reads
 
     def has_choice(self, src: int, dst: int) -> bool:
         """Whether a route from ``src`` to ``dst`` meets several equal-cost links somewhere
@@ -265,24 +327,31 @@ class Router:
 
     def _onward(self, v: int, dst: int) -> list[int]:
         """The links from ``v`` that carry a flow on towards ``dst``: ``v``'s link to ``dst``, or
-        its links to the switches ``dst`` hangs off (a spine's one link down to the leaf), else
+        its links to the nodes ``dst`` hangs off (a spine's one link down to the leaf), else
         ``v``'s equal-cost next hops.  (Of parallel links, the one of the highest id.)"""
         key = (v, dst)
         got = self._onward_cache.get(key)
         if got is None:
+            got = self._onward_cache[key] = self._onward_links(v, dst)
+        return got
+
+    def _onward_links(self, v: int, dst: int) -> list[int]:
+        """:meth:`_onward`, not cached."""
+        t = self._t
+        direct = t.last_link(v, dst)
+        if direct >= 0:
+            return [direct]
+        got = [x for x in (t.last_link(v, w) for w in self._in_of(dst)) if x >= 0]
+        return got if got else [x[0] for x in self._next_hops(v, dst)]
+
+    def _in_of(self, dst: int) -> list[int]:
+        """The sources of ``dst``'s in-links, in link order."""
+        got = self._in_cache.get(dst)
+        if got is None:
             t = self._t
-            direct = t.links_between(v, dst)
-            if direct:
-                got = [direct[-1]]
-            else:
-                got = []
-                for w in t.in_src[t.in_start[dst] : t.in_start[dst + 1]].tolist():
-                    links = t.links_between(v, w)
-                    if links:
-                        got.append(links[-1])
-                if not got:
-                    got = [x[0] for x in self._next_hops(v, dst)]
-            self._onward_cache[key] = got
+            if len(self._in_cache) >= _NEXT_CACHE_MAX:
+                self._in_cache.clear()
+            got = self._in_cache[dst] = t.in_src[t.in_start[dst] : t.in_start[dst + 1]].tolist()
         return got
 
     def _choice_links(self, u: int, dst: int) -> list[int]:
@@ -391,7 +460,9 @@ class Router:
         if got is None:
             t = self._t
             links = t.glinks[t.grp_lo[g] : t.grp_hi[g]]
-            got = self._group_cache[g] = tuple(zip(links.tolist(), t.link_dst[links].tolist()))
+            got = tuple(zip(links.tolist(), t.link_dst[links].tolist()))
+            if len(got) > 2:  # (a GPU's one link to its switch is not worth keeping)
+                self._group_cache[g] = got
         return got
 
     def gpu_route(self, src_rank: int, dst_rank: int, label: int = 0) -> tuple[int, ...]:

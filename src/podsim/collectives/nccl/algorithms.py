@@ -130,7 +130,7 @@ def _ring_flows(comm: Communicator, per_flow: float, channels: int, pxn: bool) -
         dst.append(gpus[d])
         label.append(np.full(len(s), c, dtype=np.int64))
     src_a, dst_a = np.concatenate(src), np.concatenate(dst)
-    return FlowList.of_arrays(src_a, dst_a, np.full(len(src_a), float(per_flow)), np.concatenate(label))
+    return FlowList.of_arrays(src_a, dst_a, np.broadcast_to(np.float64(per_flow), (len(src_a),)), np.concatenate(label))
 
 
 def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: bool, proto: str) -> Schedule:
@@ -226,7 +226,7 @@ def _tree_flows(comm: Communicator, channels: int) -> Step:
         label.append(np.full(len(s), c, dtype=np.int64))
     depth = max(_depth(p) for p in parents[: min(channels, 2)]) if channels else 0
     src_a, dst_a = np.concatenate(src), np.concatenate(dst)
-    fl = FlowList.of_arrays(src_a, dst_a, np.ones(len(src_a)), np.concatenate(label))
+    fl = FlowList.of_arrays(src_a, dst_a, np.broadcast_to(np.float64(1.0), (len(src_a),)), np.concatenate(label))
     chain_len = max(len(s) for s in comm.servers) - 1
     return fl.step("tree", 1, {comm.intra_class: 2 * chain_len, "net": 2 * depth})
 
@@ -237,9 +237,8 @@ def _scaled(comm: Communicator, key: tuple, build: Callable[[], Step], per: floa
     shape = comm.shapes.get(key)
     if shape is None:
         shape = comm.shapes[key] = build()
-    return Step(
-        shape.name, shape.src, shape.dst, np.full(len(shape.src), per), shape.label, shape.repeat, dict(shape.hops)
-    )
+    every = np.broadcast_to(np.float64(per), (len(shape.src),))  # one size for all: a read-only view
+    return Step(shape.name, shape.src, shape.dst, every, shape.label, shape.repeat, dict(shape.hops))
 
 
 def nvswitches_of(fabric: Fabric, rank: int) -> list[int]:

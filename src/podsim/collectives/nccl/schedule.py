@@ -61,7 +61,11 @@ class FlowList:
         to itself, or of no bytes)."""
         keep = (src != dst) & (nbytes > 0)
         fl = cls()
-        fl.src, fl.dst, fl.nbytes, fl.label = src[keep], dst[keep], nbytes[keep], label[keep]
+        fl.src, fl.dst, fl.label = src[keep], dst[keep], label[keep]
+        if nbytes.strides == (0,) and len(nbytes):  # one size for all: stays a read-only view
+            fl.nbytes = np.broadcast_to(nbytes[0], (len(fl.src),))
+        else:
+            fl.nbytes = nbytes[keep]
         return fl
 
     def add(self, src: int, dst: int, nbytes: float, label: int) -> None:
@@ -72,11 +76,12 @@ class FlowList:
             self.label.append(label)
 
     def step(self, name: str, repeat: int, hops: dict[str, float]) -> Step:
+        nbytes = self.nbytes
         return Step(
             name,
             np.asarray(self.src, dtype=np.int64),
             np.asarray(self.dst, dtype=np.int64),
-            np.asarray(self.nbytes, dtype=np.float64),
+            nbytes if isinstance(nbytes, np.ndarray) and nbytes.dtype == np.float64 else np.asarray(nbytes, np.float64),
             np.asarray(self.label, dtype=np.int64),
             repeat,
             dict(hops),
