@@ -54,7 +54,7 @@ def same_routes(fab, pairs: list[tuple[int, int]], seeds=(0, 7), adaptive=None, 
             assert new.adaptive_reads(a, b) == want
         if new.adaptive:  # adaptive choices against random flow counts
             load = [rnd.randrange(4) for _ in range(fab.num_links)]
-            for a, b in pairs[:60]:
+            for a, b in pairs[:100]:
                 assert _route_or_error(new, a, b, 3, load) == _route_or_error(ref, a, b, 3, load)
         for d in sorted({b for _, b in pairs})[:6]:
             assert np.array_equal(new.distances_to(d), ref.distances_to(d))
@@ -165,6 +165,34 @@ def random_fabric(seed: int, forwarding_gpus: bool = False):
         x, y = rnd.sample(gpus, 2)
         b.add_duplex(x, y, 1.0, rnd.choice(lats), LinkTier.NVLINK)
     return b.build(check_connected=False)
+
+
+def wide_fabric(seed: int):
+    """Leaves with GPUs under 16 spines, each leaf on a random 14 to 16 of them (mostly at
+    100 ns, some at 200: wide equal-cost choices of spines that are and are not twins), a few
+    GPUs on two leaves, a spine with a GPU of its own."""
+    rnd = random.Random(seed)
+    b = FabricBuilder(f"wide{seed}", 1)
+    gpus = [b.add_gpu() for _ in range(10)]
+    leaves = [b.add_node(NodeKind.SWITCH, f"l{i}") for i in range(5)]
+    spines = [b.add_node(NodeKind.SWITCH, f"s{i}") for i in range(16)]
+    for g in gpus:
+        for lf in rnd.sample(leaves, rnd.choice((1, 1, 2))):
+            b.add_duplex(g, lf, 1.0, 100.0, LinkTier.NIC)
+    for lf in leaves:
+        for sp in rnd.sample(spines, rnd.randrange(14, 17)):
+            b.add_duplex(lf, sp, 1.0, 200.0 if rnd.random() < 0.1 else 100.0, LinkTier.FABRIC)
+    b.add_duplex(gpus[0], spines[3], 1.0, 100.0, LinkTier.NIC)
+    return b.build(check_connected=False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wide_choices_route_as_the_reference(seed: int) -> None:
+    fab = wide_fabric(seed)
+    g = fab.gpus.tolist()
+    pairs = [(a, b) for a in g for b in g]
+    same_routes(fab, pairs, seeds=(seed,), adaptive=True, labels=(1,))
+    same_routes(fab, pairs[::2], seeds=(seed,), adaptive=False, labels=(0, 3))
 
 
 @pytest.mark.parametrize("seed", range(12))

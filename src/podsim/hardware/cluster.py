@@ -336,6 +336,8 @@ def shared_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """:func:`build_fabric`, keeping the last fabric built this way for the next call with the
     same cluster and GPU count: a search simulates many layouts on one fabric, whose routing
     tables and collective plans (kept with it) then serve them all.  Fabrics are immutable."""
+    if spec.topology_file is not None:  # a file read afresh each time (it may have changed)
+        return build_fabric(spec, num_gpus)
     key = (repr(spec), num_gpus)
     fab = _SHARED.get(key)
     if fab is None:

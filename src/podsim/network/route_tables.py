@@ -331,6 +331,14 @@ class RoutingTables:
             return -1
         return got[-1] if isinstance(got, tuple) else got
 
+    def last_links(self, u: np.ndarray, v: int) -> np.ndarray:
+        """For each node of ``u``, the highest id of a link to ``v`` (-1: none), in arrays."""
+        key = u * self.n + v
+        at = np.searchsorted(self.pair_key, key, "right") - 1
+        ok = at >= 0
+        ok[ok] = self.pair_key[at[ok]] == key[ok]
+        return np.where(ok, self.pair_link[np.maximum(at, 0)], -1)
+
     def weight_of(self, link: int) -> int:
         """A link's weight (ns)."""
         return int(self.weight[link])

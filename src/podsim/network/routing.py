@@ -167,12 +167,13 @@ class Router:
         fewest flows on the link itself."""
         plan = self._plan_cache.get((u, dst))
         if plan is None:  # each choice: (choice, its link, the link after it, several, or -1 at dst)
+            onward = self._onward_many([c[1] for c in cands], dst) if len(cands) >= 8 else None
             plan = []
-            for c in cands:
+            for i, c in enumerate(cands):
                 if c[1] == dst:
                     plan.append((c, c[0], -1))
                 else:
-                    a = self._onward_links(c[1], dst)
+                    a = onward[i] if onward is not None else self._onward_links(c[1], dst)
                     plan.append((c, c[0], a[0] if len(a) == 1 else tuple(a)))
             if len(self._plan_cache) >= _NEXT_CACHE_MAX:
                 self._plan_cache.clear()
@@ -343,6 +344,31 @@ class Router:
             return [direct]
         got = [x for x in (t.last_link(v, w) for w in self._in_of(dst)) if x >= 0]
         return got if got else [x[0] for x in self._next_hops(v, dst)]
+
+    def _onward_many(self, ends: list[int], dst: int) -> list[list[int] | None]:
+        """:meth:`_onward_links` of many nodes (``None`` for ``dst`` itself), their links looked
+        up in arrays.  Twins (one class) all link to a forwarding node or none do, so a
+        forwarding in-neighbour of ``dst`` that one of them has no link to is skipped."""
+        t = self._t
+        vs = np.asarray(ends, dtype=np.int64)
+        direct = t.last_links(vs, dst).tolist()
+        rep = next((v for v in ends if v != dst), -1)
+        twins = bool((t.cls[vs] == t.cls[rep]).all()) and t.cls[rep] >= 0 if rep >= 0 else False
+        cols = []
+        for w in self._in_of(dst):
+            if twins and t.fwd[w] and t.last_link(rep, w) < 0:
+                continue
+            cols.append(t.last_links(vs, w).tolist())
+        out: list[list[int] | None] = []
+        for i, v in enumerate(ends):
+            if v == dst:
+                out.append(None)
+            elif direct[i] >= 0:
+                out.append([direct[i]])
+            else:
+                got = [col[i] for col in cols if col[i] >= 0]
+                out.append(got if got else [x[0] for x in self._next_hops(v, dst)])
+        return out
 
     def _in_of(self, dst: int) -> list[int]:
         """The sources of ``dst``'s in-links, in link order."""
