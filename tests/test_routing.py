@@ -227,12 +227,25 @@ def test_mix64_array_is_bit_identical() -> None:
 
 def test_routes_in_blocks_are_the_same(monkeypatch) -> None:
     # the batch router walks its rows, and explores adaptive read sets, in blocks of rows (at a
-    # million GPUs): blocks of 7 and 5 rows give the reference's routes and read sets
+    # million GPUs), and routes small batches one by one: blocks of 7 and 5 rows, batches of up
+    # to 3 rows one by one, give the reference's routes and read sets
     import podsim.network.route_arrays as route_arrays
     import podsim.network.routing as routing
 
     monkeypatch.setattr(routing, "_WALK_BLOCK", 7)
+    monkeypatch.setattr(routing, "_SCALAR_ROWS", 3)
     monkeypatch.setattr(route_arrays, "_READS_BLOCK", 5)
     fab = build_fabric(spec({"kind": "rail_optimized", "nic_bandwidth": "200 Gbps", "servers_per_segment": 2}), 64)
     same_routes(fab, some_pairs(fab, 120), seeds=(0,), adaptive=True)
     same_routes(fab, some_pairs(fab, 120), seeds=(4,), adaptive=False)
+
+
+def test_arrays_and_one_by_one_take_the_same_routes(monkeypatch) -> None:
+    # the same batches routed all in arrays (no batch is small) and all one by one
+    import podsim.network.routing as routing
+
+    fab = build_fabric(spec({"kind": "fat_tree", "nic_bandwidth": "100 Gbps", "radix": 8, "tiers": 3}, 2), 64)
+    for rows in (0, 10_000):
+        monkeypatch.setattr(routing, "_SCALAR_ROWS", rows)
+        same_routes(fab, some_pairs(fab, 150), seeds=(1,), adaptive=True)
+        same_routes(fab, some_pairs(fab, 150), seeds=(2,), adaptive=False)

@@ -41,6 +41,8 @@ _BIG = 1 << 62
 _NEXT_CACHE_MAX = 1 << 20
 #: routes walked in arrays this many at a time
 _WALK_BLOCK = 1 << 18
+#: batches of at most this many rows are routed one by one
+_SCALAR_ROWS = 64
 
 
 def mix64(*values: int) -> int:
@@ -217,7 +219,10 @@ class Router:
         reads = np.zeros(0, dtype=np.int64)
         if self.adaptive:
             chooses, by_label = chose, np.zeros(len(pairs), dtype=bool)
-            if chooses.any():
+            if chooses.sum() <= _SCALAR_ROWS:
+                got = [self.adaptive_reads(x, y) or () for x, y in zip(a[chooses].tolist(), b[chooses].tolist())]
+                reads = np.array(sorted(set().union(*got)), dtype=np.int64)
+            else:
                 reads = choice_reads(t, a[chooses], b[chooses], self._choice_links, self._onward)
             plen = np.where(chooses, 0, plen)
         else:
@@ -235,8 +240,16 @@ class Router:
         return PairRoutes(inv, table, plen, chooses, fl, rows, flen, reads, pad)
 
     def _walk(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
-        """:func:`.route_arrays.walk` in blocks of rows (its temporaries stay small)."""
+        """:func:`.route_arrays.walk` in blocks of rows (its temporaries stay small); a few rows
+        one by one (:meth:`_walk_one`: arrays cost more than they save there)."""
         k = len(src)
+        if k <= _SCALAR_ROWS:
+            pad = self.fabric.num_links
+            walks = [self._walk_one(a, b, c) for a, b, c in zip(src.tolist(), dst.tolist(), labels.tolist())]
+            hops = max((len(p) for p, _ in walks), default=0)
+            cols = [np.array([p[j] if j < len(p) else pad for p, _ in walks], dtype=np.int64) for j in range(hops)]
+            length = np.array([len(p) for p, _ in walks], dtype=np.int64)
+            return cols, length, np.array([c for _, c in walks], dtype=bool)
         if k <= _WALK_BLOCK:
             return walk(self._t, src, dst, labels, self.seed, self._choice_links)
         parts = [
@@ -258,6 +271,21 @@ class Router:
                 np.concatenate([p[0][j] if j < len(p[0]) else np.full(len(p[1]), pad, dtype=np.int64) for p in parts])
             )
         return cols, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
+
+    def _walk_one(self, src: int, dst: int, label: int) -> tuple[list[int], bool]:
+        """One flow's hashed route (:meth:`route` without load or caches), and whether it met a
+        choice of several links."""
+        path: list[int] = []
+        u, chose = src, False
+        while u != dst:
+            cands = self._next_hops(u, dst)
+            if len(cands) > 1:
+                chose = True
+                link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
+            else:
+                link, u = cands[0]
+            path.append(link)
+        return path, chose
 
     def batch_paths(
         self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
