@@ -13,10 +13,17 @@ Cases:
     worst case since issue #17 (its arrays pay per call); ``p2p-64-per-flow`` runs the same
     on the per-flow reference network, for the ratio (the same arrivals, checked by their sum).
 
+  * scale-131k (issue #29): DGX H100 rails at 131,072 GPUs, in one process: the fabric
+    (``podsim fabric``: build and summary), the all-reduce sweep of ``podsim collective``
+    (1 KiB to 1 GiB, 21 sizes, analytical, adaptive routing) and ``podsim llm`` of Llama 3
+    70B (TP 8, PP 4, SP, distributed optimizer, 8,192 x 8,192 tokens); CPU seconds of each
+    part.  ``scale-1m``: the same at 1,048,576 GPUs (65,536 sequences), with ``--big`` only
+    (about 80 s; up to 5 GB).
+
 Each case runs in a fresh process; prints wall time, peak RSS, flows and flows solved per
 second (flows whose rate a max-min solve computed, over wall time).
 
-    python benchmarks/bench_network.py
+    python benchmarks/bench_network.py [--big]
 """
 
 from __future__ import annotations
@@ -158,23 +165,60 @@ def _p2p(reference: bool) -> dict:
     }
 
 
+def _scale(gpus: int) -> dict:
+    import contextlib
+    import io
+
+    import podsim
+    from podsim.cli import main as cli
+    from podsim.hardware.cluster import build_fabric, load_cluster
+    from podsim.network.describe import describe_fabric
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    fab = build_fabric(load_cluster("dgx-h100"), gpus)
+    describe_fabric(fab)
+    c1 = time.process_time()
+    table = podsim.collective("all_reduce", "dgx-h100", gpus)
+    c2 = time.process_time()
+    out = io.StringIO()
+    args = ["llm", "--model", "llama3-70b", "--gpu", "h100", "--gpus", str(gpus), "--tp", "8", "--pp", "4"]
+    args += ["--global-batch", str(gpus // 16), "--sequence-parallel", "--distributed-optimizer"]
+    with contextlib.redirect_stdout(out):
+        rc = cli(args)
+    c3 = time.process_time()
+    mfu = next(line.split()[-2] for line in out.getvalue().splitlines() if line.strip().startswith("MFU"))
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "cpu_fabric_s": c1 - c0,
+        "cpu_collective_s": c2 - c1,
+        "cpu_llm_s": c3 - c2,
+        "links": fab.num_links,
+        "busbw_1g": table.rows[-1].busbw_gbps,
+        "llm_rc": rc,
+        "mfu": mfu,
+        "gpus": gpus,
+    }
+
+
 CASES = {
     "ring-1024": _ring_1024,
     "sim-ring-1024": _simulate_ring_1024,
     "tp-dp-512": _tp_dp_512,
     "p2p-64": lambda: _p2p(False),
     "p2p-64-per-flow": lambda: _p2p(True),
+    "scale-131k": lambda: _scale(131_072),
 }
+BIG = {"scale-1m": lambda: _scale(1_048_576)}
 
 
 def main() -> int:
     if len(sys.argv) == 3 and sys.argv[1] == "--case":
-        out = CASES[sys.argv[2]]()
+        out = {**CASES, **BIG}[sys.argv[2]]()
         out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(out))
         return 0
     print(f"{'case':<15} {'wall (s)':>9} {'RSS (MB)':>9} {'flows':>9} {'flows/s':>10}  result")
-    for name in CASES:
+    for name in list(CASES) + (list(BIG) if "--big" in sys.argv else []):
         proc = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
         if proc.returncode:
             print(proc.stderr)
@@ -184,6 +228,13 @@ def main() -> int:
             extra = f"{r['time_us']:.0f} us, busbw {r['busbw_gbps']:.1f} GB/s (solve {r['solve_s']:.2f} s)"
         elif name == "sim-ring-1024":
             extra = f"finish {r['finish_us']:.0f} us, {r['skipped']} identical rounds fast-forwarded"
+        elif name.startswith("scale"):
+            print(
+                f"{name:<15} {r['wall_s']:9.2f} {r['peak_rss_mb']:9.0f}  CPU: fabric {r['cpu_fabric_s']:.1f} s "
+                f"({r['links']:,} links), all-reduce sweep {r['cpu_collective_s']:.1f} s (busbw at 1 GiB "
+                f"{r['busbw_1g']:.1f} GB/s), llm {r['cpu_llm_s']:.1f} s (MFU {r['mfu']} %)"
+            )
+            continue
         elif name.startswith("p2p"):
             extra = f"finish {r['finish_us']:.0f} us, {r['solves']} solves, arrival sum {r['arrivals']}"
         else:

@@ -26,7 +26,7 @@ from ..compute.table import table_model
 from ..engine.cluster import simulate_cluster
 from ..errors import InputError
 from ..formats.chakra import write_workload_with_groups
-from ..hardware.cluster import ClusterSpec, build_fabric
+from ..hardware.cluster import ClusterSpec, shared_fabric
 from ..hardware.gpu import GpuSpec, check_precision, get_gpu, gpu_specs
 from ..jobs.train import TrainJob
 from ..llm.export import write_simai
@@ -184,7 +184,7 @@ def simulate_training(
     stages = check_fits(model, layout, spec_gpu, allow_oom)
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
-    fabric = build_fabric(spec, layout.gpus)
+    fabric = shared_fabric(spec, layout.gpus)
     fold, estimate = _folder(layout, fabric, spec, backend)
     costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
     w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
@@ -271,7 +271,7 @@ def _folder(layout: Layout, fabric: Fabric, spec: ClusterSpec, backend: str):  #
     closed-form time of a collective on any group (DP too), for the interference of overlapped
     communication (an estimate under the flow backend, which times them itself)."""
     g = fabric.gpus_per_node
-    planner = CollectivePlanner(fabric, spec.nccl)
+    planner = CollectivePlanner.shared(fabric, spec.nccl)
     # generate() asks for the same few (kind, bytes, group) for every layer of every
     # micro-batch: each answer is a function of them alone, so it is kept
     ranks: dict[str, tuple[int, ...] | None] = {}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives.nccl import NcclTuning, Timer
+from ..collectives.nccl import NcclTuning
 from ..collectives.nccl.planner import COLLECTIVE_NAMES as _NAMES
 from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ..collectives.nccl.schedule import Schedule
@@ -98,7 +98,7 @@ class ClusterCollectives:
         self.tuning = tuning
         self.backend = backend
         self.mirror = mirror
-        self.planner = CollectivePlanner(fabric, tuning)
+        self.planner = CollectivePlanner.shared(fabric, tuning)
         self.net = net
         self._seq: dict[tuple[int, tuple[int, ...]], int] = {}
         self._pending: dict[tuple[tuple[int, ...], int], _Pending] = {}
@@ -373,7 +373,8 @@ def simulate_cluster(
         mirror, why = False, "the workload's generator names equivalent ranks (one per pipeline stage)"
     else:
         mirror, why = equivalent_ranks(workload, remote_memory) if use_symmetry else (False, "disabled")
-    colls_timer = Timer(fabric, tuning, "analytical")
+    shared = CollectivePlanner.shared(fabric, tuning)  # plans and routes kept with the fabric
+    colls_timer = shared.timer
     net = None
     if backend == "flow":
         network = ReferenceFlowNetwork if reference_flows else FlowNetwork
@@ -392,7 +393,7 @@ def simulate_cluster(
         msg = Rendezvous(msg, control)  # type: ignore[arg-type, assignment]
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward, granularity == "bulk")
     colls.intra_closed_form = intra_server_closed_form
-    colls.planner = CollectivePlanner(fabric, tuning, colls_timer)
+    colls.planner = shared
     ranks = [0] if mirror else list(range(n))
     if reps is not None:
         ranks = sorted({int(r) for r in reps})

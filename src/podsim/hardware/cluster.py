@@ -344,6 +344,24 @@ def domain_size(spec: ClusterSpec, num_gpus: int) -> int:
 MAX_GPUS = 1 << 20
 
 
+_SHARED: dict[tuple[str, int], Fabric] = {}
+
+
+def shared_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
+    """:func:`build_fabric`, keeping the last fabric built this way for the next call with the
+    same cluster and GPU count: a search simulates many layouts on one fabric, whose routing
+    tables and collective plans (kept with it) then serve them all.  Fabrics are immutable."""
+    if spec.topology_file is not None:  # a file read afresh each time (it may have changed)
+        return build_fabric(spec, num_gpus)
+    key = (repr(spec), num_gpus)
+    fab = _SHARED.get(key)
+    if fab is None:
+        fab = build_fabric(spec, num_gpus)
+        _SHARED.clear()
+        _SHARED[key] = fab
+    return fab
+
+
 def build_fabric(spec: ClusterSpec, num_gpus: int) -> Fabric:
     """The fabric of ``num_gpus`` GPUs of this cluster: full servers of ``gpus_per_node``
     (fewer GPUs than one server fill part of one server).

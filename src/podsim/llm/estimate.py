@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
 from ..compute.model import ComputeModel
-from ..hardware.cluster import ClusterSpec, build_fabric
+from ..hardware.cluster import ClusterSpec, shared_fabric
 from ..hardware.gpu import GpuSpec
 from ..network.fabric import Fabric
 from ..workload import CollectiveKind
@@ -110,8 +110,8 @@ class LayoutEstimator:
     def _fabric(self, gpus: int) -> tuple[Fabric, CollectivePlanner, FabricDelay]:
         hit = self._fabrics.get(gpus)
         if hit is None:
-            fabric = build_fabric(self.cluster, gpus)
-            planner = CollectivePlanner(fabric, self.cluster.nccl)
+            fabric = shared_fabric(self.cluster, gpus)
+            planner = CollectivePlanner.shared(fabric, self.cluster.nccl)
             hit = self._fabrics[gpus] = (fabric, planner, FabricDelay(fabric, planner.timer))
         return hit
 

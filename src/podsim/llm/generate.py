@@ -60,17 +60,16 @@ def build_groups(layout: Layout) -> list[Group]:
     and differs from the dense groups."""
     t, c, d, p = layout.tp, layout.cp, layout.dp, layout.pp
     groups: list[Group] = []
+    # every rank at its (PP, DP, CP, TP) position (rank_of), the groups read off it in arrays
+    grid = np.arange(p * d * c * t, dtype=np.int64).reshape(p, d, c, t)
     for pp in range(p):
-        for dp in range(d):
-            for cp in range(c):
-                groups.append(Group("tp", tuple(rank_of(layout, i, cp, dp, pp) for i in range(t))))
+        groups += [Group("tp", r) for r in map(tuple, grid[pp].reshape(d * c, t).tolist())]
         for tp in range(t):
-            for dp in range(d):
-                if c > 1:
-                    groups.append(Group("cp", tuple(rank_of(layout, tp, i, dp, pp) for i in range(c))))
+            if c > 1:
+                groups += [Group("cp", r) for r in map(tuple, grid[pp, :, :, tp].tolist())]
             # gradients are reduced, and optimizer states / ZeRO-3 parameters sharded, over
             # DP x CP (Megatron's data-parallel group with context parallelism)
-            groups.append(Group("dp", tuple(rank_of(layout, tp, cp, i, pp) for i in range(d) for cp in range(c))))
+            groups.append(Group("dp", tuple(grid[pp, :, :, tp].ravel().tolist())))
     et, e, ed = layout.expert_tp, layout.ep, layout.edp
     stride = t * c * d
     for pp in range(p):
@@ -86,11 +85,8 @@ def build_groups(layout: Layout) -> list[Group]:
             for i in range(et):
                 for y in range(e):
                     groups.append(Group("edp", tuple(base + i + et * (y + e * x) for x in range(ed))))
-    if p > 1:
-        for tp in range(t):
-            for cp in range(c):
-                for dp in range(d):
-                    groups.append(Group("pp", tuple(rank_of(layout, tp, cp, dp, s) for s in range(p))))
+    if p > 1:  # by TP, then CP, then DP position
+        groups += [Group("pp", r) for r in map(tuple, grid.transpose(3, 2, 1, 0).reshape(t * c * d, p).tolist())]
     return groups
 
 

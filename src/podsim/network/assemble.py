@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import InputError
 from .direct import attach_optical_mesh, attach_torus_cluster
 from .fabric import FabricBuilder, LinkTier, NodeKind
@@ -25,11 +27,16 @@ def cluster(b: FabricBuilder, num_gpus: int, gpus_per_node: int, intra: dict, in
     if kind in ("torus", "optical_mesh"):
         _direct(b, num_gpus, inter)
         return
-    servers: list[list[int]] = []
-    for s in range(num_gpus // gpus_per_node):
-        gpus = [b.add_gpu() for _ in range(gpus_per_node)]
-        servers.append(gpus)
-        add_intra(b, s, gpus, intra)
+    count = num_gpus // gpus_per_node
+    if intra["kind"] == "nvswitch":
+        servers = _nvswitch_servers(b, count, gpus_per_node, intra)
+    else:
+        rows = []
+        for s in range(count):
+            gpus = [b.add_gpu() for _ in range(gpus_per_node)]
+            rows.append(gpus)
+            add_intra(b, s, gpus, intra)
+        servers = np.asarray(rows, dtype=np.int64).reshape(count, gpus_per_node)
     b.meta["intra_node"] = intra["kind"]
     b.meta["inter_node"] = kind
     b.meta["routing"] = inter.get("routing", "ecmp")
@@ -37,11 +44,39 @@ def cluster(b: FabricBuilder, num_gpus: int, gpus_per_node: int, intra: dict, in
     if kind == "none" or len(servers) == 1:
         return
     if kind == "fat_tree":
-        attach_fat_tree(b, [g for s in servers for g in s], inter)
+        attach_fat_tree(b, servers.ravel(), inter)
     elif kind == "rail_optimized":
         attach_rail_optimized(b, servers, inter)
     else:
-        attach_simai_template(b, servers, kind, inter)
+        attach_simai_template(b, servers.tolist(), kind, inter)
+
+
+def _nvswitch_servers(b: FabricBuilder, count: int, gpn: int, intra: dict) -> np.ndarray:
+    """``count`` servers of ``gpn`` GPUs on NVSwitches, in arrays: the nodes and links
+    :func:`add_intra` adds server by server (each server's GPUs, then its switches; every
+    GPU's cable to every switch), in the same order.  Returns the GPUs' node ids per server."""
+    k = int(intra.get("switches", 1))
+    if k < 1:
+        raise InputError(f"expected at least 1 NVSwitch, got {k}", where="intra_node.switches")
+    lat = float(intra.get("latency", 100.0))
+    bw = intra["bandwidth"] / k
+    per = gpn + k
+    kinds = np.tile(np.array([int(NodeKind.GPU)] * gpn + [int(NodeKind.NVSWITCH)] * k), count)
+    rank0 = b.num_gpus
+    if k == 1:
+        names = [x for s in range(count) for x in [f"gpu{rank0 + s * gpn + j}" for j in range(gpn)] + [f"nvsw{s}"]]
+    else:
+        names = [
+            x
+            for s in range(count)
+            for x in [f"gpu{rank0 + s * gpn + j}" for j in range(gpn)] + [f"nvsw{s}.{i}" for i in range(k)]
+        ]
+    ids = b.add_nodes(kinds, names).reshape(count, per)
+    gpus, sws = ids[:, :gpn], ids[:, gpn:]
+    a = np.broadcast_to(gpus[:, None, :], (count, k, gpn)).ravel()  # server, switch, GPU
+    sw = np.broadcast_to(sws[:, :, None], (count, k, gpn)).ravel()
+    b.add_duplexes(a, sw, bw, lat, LinkTier.NVLINK)
+    return gpus
 
 
 def add_intra(b: FabricBuilder, server: int, gpus: list[int], intra: dict) -> None:
@@ -87,7 +122,7 @@ def _latencies(inter: dict) -> tuple[float, float]:
     )
 
 
-def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None:
+def attach_fat_tree(b: FabricBuilder, endpoints: list[int] | np.ndarray, inter: dict) -> None:
     """Two-tier leaf/spine Clos (``tiers: 2``) or a three-tier one with pods (``tiers: 3``).
 
     A leaf of radix ``k`` with oversubscription ``r`` has ``d = round(k r / (r + 1))``
@@ -105,7 +140,8 @@ def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None
     nic_lat, sw_lat = _latencies(inter)
     down = max(1, min(radix - 1, round(radix * r / (r + 1))))
     up = radix - down
-    n = len(endpoints)
+    ends = np.asarray(endpoints, dtype=np.int64)
+    n = len(ends)
     leaves_needed = math.ceil(n / down)
     if tiers == 3 and leaves_needed <= radix:
         tiers = 2  # as few switches as the endpoints need
@@ -116,13 +152,10 @@ def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None
                 f"({down * radix} endpoints); use tiers: 3 or a larger radix",
                 where="inter_node.tiers",
             )
-        leaves = [b.add_node(NodeKind.SWITCH, f"leaf{i}") for i in range(leaves_needed)]
-        spines = [b.add_node(NodeKind.SWITCH, f"spine{i}") for i in range(up)]
-        for i, e in enumerate(endpoints):
-            b.add_duplex(e, leaves[i // down], nic_bw, nic_lat, LinkTier.NIC)
-        for lf in leaves:
-            for sp in spines:
-                b.add_duplex(lf, sp, up_bw, sw_lat, LinkTier.FABRIC)
+        leaves = _switches(b, [f"leaf{i}" for i in range(leaves_needed)])
+        spines = _switches(b, [f"spine{i}" for i in range(up)])
+        b.add_duplexes(ends, leaves[np.arange(n) // down], nic_bw, nic_lat, LinkTier.NIC)
+        _every_pair(b, leaves, spines, up_bw, sw_lat)
         b.meta.update(leaves=len(leaves), spines=len(spines))
         return
     if tiers != 3:
@@ -137,22 +170,19 @@ def attach_fat_tree(b: FabricBuilder, endpoints: list[int], inter: dict) -> None
             f"{n} GPUs exceed a three-tier fat-tree of radix {radix} ({per_pod * radix} endpoints)",
             where="inter_node.radix",
         )
-    cores = [b.add_node(NodeKind.SWITCH, f"core{i}") for i in range(half * half)]
+    cores = _switches(b, [f"core{i}" for i in range(half * half)])
     for p in range(pods):
-        leaves = [b.add_node(NodeKind.SWITCH, f"pod{p}.leaf{i}") for i in range(half)]
-        aggs = [b.add_node(NodeKind.SWITCH, f"pod{p}.agg{i}") for i in range(half)]
-        for i, e in enumerate(endpoints[p * per_pod : (p + 1) * per_pod]):
-            b.add_duplex(e, leaves[i // down], nic_bw, nic_lat, LinkTier.NIC)
-        for lf in leaves:
-            for ag in aggs:
-                b.add_duplex(lf, ag, up_bw * up / half, sw_lat, LinkTier.FABRIC)
-        for a, ag in enumerate(aggs):
-            for c in range(half):
-                b.add_duplex(ag, cores[a * half + c], up_bw * up / half, sw_lat, LinkTier.FABRIC)
+        leaves = _switches(b, [f"pod{p}.leaf{i}" for i in range(half)])
+        aggs = _switches(b, [f"pod{p}.agg{i}" for i in range(half)])
+        mine = ends[p * per_pod : (p + 1) * per_pod]
+        b.add_duplexes(mine, leaves[np.arange(len(mine)) // down], nic_bw, nic_lat, LinkTier.NIC)
+        _every_pair(b, leaves, aggs, up_bw * up / half, sw_lat)
+        # aggregation switch a: cores a * half .. a * half + half - 1
+        b.add_duplexes(np.repeat(aggs, half), cores, up_bw * up / half, sw_lat, LinkTier.FABRIC)
     b.meta.update(pods=pods, cores=len(cores))
 
 
-def attach_rail_optimized(b: FabricBuilder, servers: list[list[int]], inter: dict) -> None:
+def attach_rail_optimized(b: FabricBuilder, servers: list[list[int]] | np.ndarray, inter: dict) -> None:
     """Two-tier rail-optimized fabric: local GPU ``k`` of every server of a segment is on rail
     leaf ``(segment, k)``; every leaf has one cable to each spine (spines also join the rails
     of one segment).  With ``servers_per_segment``
@@ -168,17 +198,24 @@ def attach_rail_optimized(b: FabricBuilder, servers: list[list[int]], inter: dic
     gpn = len(servers[0])
     segments = math.ceil(len(servers) / per_seg)
     spines_n = int(inter.get("spines", math.ceil(min(per_seg, len(servers)) / r)))
-    leaves = [[b.add_node(NodeKind.SWITCH, f"seg{s}.rail{k}") for k in range(gpn)] for s in range(segments)]
-    for i, gpus in enumerate(servers):
-        for k, g in enumerate(gpus):
-            b.add_duplex(g, leaves[i // per_seg][k], nic_bw, nic_lat, LinkTier.NIC)
+    leaves = _switches(b, [f"seg{s}.rail{k}" for s in range(segments) for k in range(gpn)]).reshape(segments, gpn)
+    gpus = np.asarray(servers, dtype=np.int64)
+    b.add_duplexes(gpus.ravel(), leaves[np.arange(len(gpus)) // per_seg].ravel(), nic_bw, nic_lat, LinkTier.NIC)
     # spines also carry cross-rail traffic inside one segment
-    spines = [b.add_node(NodeKind.SWITCH, f"spine{i}") for i in range(spines_n)]
-    for seg in leaves:
-        for lf in seg:
-            for sp in spines:
-                b.add_duplex(lf, sp, up_bw, sw_lat, LinkTier.FABRIC)
+    spines = _switches(b, [f"spine{i}" for i in range(spines_n)])
+    _every_pair(b, leaves.ravel(), spines, up_bw, sw_lat)
     b.meta.update(segments=segments, rails=gpn)
+
+
+def _switches(b: FabricBuilder, names: list[str]) -> np.ndarray:
+    """Add network switches named ``names``, in order; their ids."""
+    return b.add_nodes(np.full(len(names), int(NodeKind.SWITCH)), names)
+
+
+def _every_pair(b: FabricBuilder, lower: np.ndarray, upper: np.ndarray, bw: float, lat: float) -> None:
+    """A fabric cable from every switch of ``lower`` to every switch of ``upper`` (lower by
+    lower, then upper by upper)."""
+    b.add_duplexes(np.repeat(lower, len(upper)), np.tile(upper, len(lower)), bw, lat, LinkTier.FABRIC)
 
 
 def _direct(b: FabricBuilder, num_gpus: int, inter: dict) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import InputError
 from .fabric import FabricBuilder, LinkTier
 
@@ -20,14 +22,19 @@ from .fabric import FabricBuilder, LinkTier
 def _grid_links(
     b: FabricBuilder, gpus: list[int], dims: list[int], bw: float, lat: float, wrap: bool, tier: LinkTier
 ) -> None:
+    """Each GPU's cable to its next neighbour along every dimension (the last one wrapping
+    round to the first where ``wrap`` and the dimension has more than 2), GPU by GPU."""
+    ids = np.asarray(gpus, dtype=np.int64)
+    idx = np.arange(len(ids))
     strides = [math.prod(dims[:i]) for i in range(len(dims))]
-    for idx, g in enumerate(gpus):
-        for _d, (size, stride) in enumerate(zip(dims, strides)):
-            pos = (idx // stride) % size
-            if pos + 1 < size:
-                b.add_duplex(g, gpus[idx + stride], bw, lat, tier)
-            elif wrap and size > 2:
-                b.add_duplex(g, gpus[idx - pos * stride], bw, lat, tier)
+    to = np.full((len(ids), len(dims)), -1, dtype=np.int64)  # GPU, dimension
+    for d, (size, stride) in enumerate(zip(dims, strides)):
+        pos = (idx // stride) % size
+        nxt = np.where(pos + 1 < size, idx + stride, np.where(wrap and size > 2, idx - pos * stride, -1))
+        to[:, d] = nxt
+    has = to >= 0
+    a = np.broadcast_to(ids[:, None], to.shape)[has]
+    b.add_duplexes(a, ids[to[has]], bw, lat, tier)
 
 
 def attach_torus_cluster(b: FabricBuilder, num_gpus: int, dims: list[int], bandwidth: float, latency_ns: float) -> None:

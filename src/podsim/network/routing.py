@@ -14,21 +14,35 @@ current per-link flow counts gets, at each hop, the equal-cost link whose path i
 congested -- the most flows on it or, one hop further, on the emptiest link it can continue
 on (the hash breaks ties) -- and such routes are not cached.
 
-Distances between forwarding nodes are computed once (min-plus relaxation over all sources
-at once, in blocks); the distance from a forwarding node to any destination then follows from
-the destination's in-links.  Routes are
-cached per ``(src, dst, label)``.
+Distances come from the fabric's :class:`~.route_tables.RoutingTables` (built once per fabric
+and shared): distances between *twin classes* of forwarding nodes, so that memory and time grow
+with the fabric's nodes and links, not with their square (a million GPUs on DGX H100 rails
+have 3 classes).  A node's next hops are read off its links grouped by the class and weight of
+their far end.  :meth:`Router.route` routes one flow (cached per ``(src, dst, label)``);
+:meth:`Router.batch_paths` routes many flows in arrays (:mod:`.route_arrays`), taking exactly
+the same routes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InputError
 from .fabric import Fabric
+from .route_arrays import choice_reads, walk
+from .route_tables import UNREACHABLE, RoutingTables
 
-_UNREACHABLE = np.iinfo(np.int32).max // 4
+_UNREACHABLE = UNREACHABLE
 _MASK = (1 << 64) - 1
+_BIG = 1 << 62
+#: the scalar next-hop cache is emptied when it holds more entries than this
+_NEXT_CACHE_MAX = 1 << 20
+#: routes walked in arrays this many at a time
+_WALK_BLOCK = 1 << 18
+#: batches of at most this many rows are routed one by one
+_SCALAR_ROWS = 64
 
 
 def mix64(*values: int) -> int:
@@ -45,6 +59,36 @@ def mix64(*values: int) -> int:
     return h
 
 
+@dataclass(frozen=True)
+class PairRoutes:
+    """A batch of flows' routes, per (source, destination) pair.
+
+    ``inv``: each flow's pair; ``table``: each pair's route as a row of link ids padded with
+    ``pad`` (the link count), ``length`` its links; ``chooses``: the pairs whose route has an
+    adaptive choice to make (their rows are empty); ``by_label``: the flows whose route depends
+    on their label (hashed choices), routed one by one as ``rows`` (padded) of ``row_length``
+    links -- for those flows the pair's row is their pair's first flow's route; ``reads``: the
+    links adaptive choices may read (sorted)."""
+
+    inv: np.ndarray
+    table: np.ndarray
+    length: np.ndarray
+    chooses: np.ndarray
+    by_label: np.ndarray
+    rows: np.ndarray
+    row_length: np.ndarray
+    reads: np.ndarray
+    pad: int
+
+
+def routing_tables(fabric: Fabric) -> RoutingTables:
+    """The fabric's routing tables, built on first use and shared by its routers."""
+    t = fabric.derived.get("routing_tables")
+    if t is None:
+        t = fabric.derived["routing_tables"] = RoutingTables(fabric)
+    return t
+
+
 class Router:
     """ECMP shortest-path router.
 
@@ -59,89 +103,22 @@ class Router:
         self.fabric = fabric
         self.seed = int(fabric.meta.get("ecmp_seed", 0) if seed is None else seed)
         self.adaptive = bool(fabric.meta.get("routing") == "adaptive") if adaptive is None else adaptive
-        tables = fabric.derived.get("router_tables")
-        if tables is None:
-            tables = fabric.derived["router_tables"] = self._tables(fabric)
-        self._weight, self._out, self._in, self._fwd_ids, self._fwd_index = tables
-        dist = fabric.derived.get("forwarding_distances")
-        if dist is None:
-            dist = fabric.derived["forwarding_distances"] = self._forwarding_distances()
-        self._dist = dist
-        self._to_cache: dict[int, np.ndarray] = {}
+        self._t = routing_tables(fabric)
         self._route_cache: dict[tuple[int, int, int], tuple[int, ...]] = {}
-        self._next_cache: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._next_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
+        self._group_cache: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._in_cache: dict[int, list[int]] = {}
+        self._dst_cache: dict[int, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
+        self._groups_cache: dict[int, list[tuple[int, int, int, int]]] = {}
         self._onward_cache: dict[tuple[int, int], list[int]] = {}
         self._reads_cache: dict[tuple[int, int], frozenset[int] | None] = {}
         self._plan_cache: dict[tuple[int, int], list] = {}
-        self._hash_cache: dict[tuple[int, int, int, int], int] = {}
         self._pair_cache: dict[tuple[int, int], tuple[int, ...]] = {}
 
-    @staticmethod
-    def _tables(fabric: Fabric) -> tuple:
-        """Link weights, adjacency lists and the forwarding nodes' index (read-only, shared)."""
-        n = fabric.num_nodes
-        weight = np.maximum(np.rint(fabric.link_lat), 1).astype(np.int64)
-        w = weight.tolist()
-        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # (link, dst, weight)
-        into: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # (source node, weight)
-        for link, (a, b) in enumerate(zip(fabric.link_src.tolist(), fabric.link_dst.tolist())):
-            out[a].append((link, b, w[link]))
-            into[b].append((a, w[link]))
-        fwd_ids = np.flatnonzero(fabric.forwards)
-        fwd_index = np.full(n, -1, dtype=np.int64)
-        fwd_index[fwd_ids] = np.arange(len(fwd_ids))
-        return weight, out, into, fwd_ids, fwd_index
-
-    def _forwarding_distances(self) -> np.ndarray:
-        """Least-latency distances between forwarding nodes, through forwarding nodes only."""
-        f = self.fabric
-        index = self._fwd_index
-        k = len(self._fwd_ids)
-        keep = (index[f.link_src] >= 0) & (index[f.link_dst] >= 0)
-        a = index[f.link_src[keep]]
-        b = index[f.link_dst[keep]]
-        w = self._weight[keep]
-        order = np.argsort(b, kind="stable")
-        a, b, w = a[order], b[order], w[order]
-        targets, starts = np.unique(b, return_index=True)
-        dist = np.full((k, k), _UNREACHABLE, dtype=np.int64)
-        block = max(1, 4_000_000 // max(len(a), 1))
-        for lo in range(0, k, block):
-            d = dist[lo : lo + block]
-            d[np.arange(d.shape[0]), np.arange(lo, lo + d.shape[0])] = 0
-            if not len(a):
-                continue
-            while True:
-                cand = np.minimum.reduceat(d[:, a] + w, starts, axis=1)
-                new = np.minimum(d[:, targets], cand)
-                if np.array_equal(new, d[:, targets]):
-                    break
-                d[:, targets] = new
-        return np.minimum(dist, _UNREACHABLE)
-
     def distances_to(self, dst: int) -> np.ndarray:
-        """For every node, hops to ``dst`` (``_UNREACHABLE`` where none); non-forwarding nodes
-        other than ``dst`` count as sources only."""
-        cached = self._to_cache.get(dst)
-        if cached is not None:
-            return cached
-        n = self.fabric.num_nodes
-        out = np.full(n, _UNREACHABLE, dtype=np.int64)
-        out[dst] = 0
-        preds = [(self._fwd_index[a], w) for a, w in self._in[dst] if self._fwd_index[a] >= 0]
-        if len(self._fwd_ids):
-            if preds:
-                cols = [p for p, _ in preds]
-                wts = np.asarray([w for _, w in preds], dtype=np.int64)
-                via = (self._dist[:, cols] + wts).min(axis=1)
-            else:
-                via = np.full(len(self._fwd_ids), _UNREACHABLE, dtype=np.int64)
-            if self._fwd_index[dst] >= 0:
-                via[self._fwd_index[dst]] = 0
-            out[self._fwd_ids] = np.minimum(via, _UNREACHABLE)
-        out[dst] = 0
-        self._to_cache[dst] = out
-        return out
+        """For every node, the distance to ``dst`` in whole ns (``_UNREACHABLE`` where none);
+        non-forwarding nodes other than ``dst`` count as sources only (``_UNREACHABLE``)."""
+        return self._t.distances_to(dst)
 
     def route(self, src: int, dst: int, label: int = 0, load: np.ndarray | list[int] | None = None) -> tuple[int, ...]:
         """The directed links a flow from node ``src`` to node ``dst`` takes (empty if equal).
@@ -151,7 +128,7 @@ class Router:
             InputError: when no route exists.
         """
         key = (src, dst, label)
-        adaptive = self.adaptive and load is not None and self.adaptive_reads(src, dst) is not None
+        adaptive = self.adaptive and load is not None and self.has_choice(src, dst)
         cached = None if adaptive else self._route_cache.get(key)
         if cached is not None:
             return cached
@@ -164,20 +141,14 @@ class Router:
                 return same
         path: list[int] = []
         u = src
-        nxt = self._next_cache
         chose = False
         while u != dst:
-            cands = nxt.get((u, dst))
-            if cands is None:
-                cands = nxt[(u, dst)] = self._next_hops(u, dst)
+            cands = self._next_hops(u, dst)
             if len(cands) > 1 and adaptive:
                 cands = self._least_congested(u, cands, dst, load)  # type: ignore[arg-type]
             if len(cands) > 1:
                 chose = True
-                h = self._hash_cache.get((src, dst, label, u))
-                if h is None:
-                    h = self._hash_cache[(src, dst, label, u)] = mix64(src, dst, label, self.seed, u)
-                link, u = cands[h % len(cands)]
+                link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
             else:
                 link, u = cands[0]
             path.append(link)
@@ -198,10 +169,17 @@ class Router:
         fewest flows on the link itself."""
         plan = self._plan_cache.get((u, dst))
         if plan is None:  # each choice: (choice, its link, the link after it, several, or -1 at dst)
-            plan = self._plan_cache[(u, dst)] = []
-            for c in cands:
-                after = -1 if c[1] == dst else tuple(self._onward(c[1], dst))
-                plan.append((c, c[0], after[0] if after != -1 and len(after) == 1 else after))
+            onward = self._onward_many([c[1] for c in cands], dst) if len(cands) >= 8 else None
+            plan = []
+            for i, c in enumerate(cands):
+                if c[1] == dst:
+                    plan.append((c, c[0], -1))
+                else:
+                    a = onward[i] if onward is not None else self._onward_links(c[1], dst)
+                    plan.append((c, c[0], a[0] if len(a) == 1 else tuple(a)))
+            if len(self._plan_cache) >= _NEXT_CACHE_MAX:
+                self._plan_cache.clear()
+            self._plan_cache[(u, dst)] = plan
         best0 = best1 = -1
         out: list[tuple[int, int]] = []
         for c, link, onward in plan:
@@ -223,18 +201,12 @@ class Router:
                 out.append(c)
         return out
 
-    def batch_paths(
-        self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, ...]], np.ndarray, set[int]]:
-        """Many flows' routes at once, routed once per (source, destination) pair where the
-        label cannot matter (no choice on the way).
-
-        Returns:
-            each route as a row of link ids padded with the link count, the routes' lengths,
-            each flow's index into the list of distinct routes, that list, which flows have an
-            adaptive choice to make (their rows are left empty: route them when they start,
-            with :meth:`route` and the flow counts then), and the links those choices may read.
-        """
+    def route_pairs(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray) -> PairRoutes:
+        """Many flows' routes at once, in arrays (:mod:`.route_arrays`), held per (source,
+        destination) pair: each pair is walked once (with its first flow's label), and again
+        flow by flow where a hashed choice makes the label matter.  The same routes as
+        :meth:`route`; :meth:`batch_paths` lays them out flow by flow."""
+        t = self._t
         pad = self.fabric.num_links
         n = self.fabric.num_nodes
         src = np.asarray(src, dtype=np.int64)
@@ -242,48 +214,116 @@ class Router:
         labels = np.asarray(labels, dtype=np.int64)
         pairs, first, inv = np.unique(src * n + dst, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
-        routes: list[tuple[int, ...]] = []
-        chooses = np.zeros(len(pairs), dtype=bool)
-        by_label: list[int] = []
-        read_sets: set[frozenset[int]] = set()
-        for j, (pair, f) in enumerate(zip(pairs.tolist(), first.tolist())):
-            a, b = divmod(pair, n)
-            path: tuple[int, ...] | None = ()
-            if a != b:
-                reads = self.adaptive_reads(a, b) if self.adaptive else None
-                if reads is not None:
-                    chooses[j] = True
-                    read_sets.add(reads)
-                else:
-                    path = self._pair_cache.get((a, b))
-                    if path is None:
-                        route = self.route(a, b, int(labels[f]))
-                        path = self._pair_cache.get((a, b))
-                        if path is None:  # hashed choices: the route depends on the label
-                            by_label.append(j)
-                            path = route
-            routes.append(path)
-        width = max(1, max((len(r) for r in routes), default=1))
-        table = np.full((len(routes), width), pad, dtype=np.int64)
-        for j, r in enumerate(routes):
-            table[j, : len(r)] = r
-        lengths_of = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
-        paths = table[inv]
-        lengths = lengths_of[inv]
-        route_of = inv.copy()
-        if by_label:
-            for i in np.flatnonzero(np.isin(inv, by_label)).tolist():
-                r = self.route(int(src[i]), int(dst[i]), int(labels[i]))
-                if len(r) > paths.shape[1]:
-                    paths = np.concatenate(
-                        [paths, np.full((len(paths), len(r) - paths.shape[1]), pad, dtype=np.int64)], axis=1
-                    )
-                paths[i] = pad
-                paths[i, : len(r)] = r
-                lengths[i] = len(r)
-                route_of[i] = len(routes)
-                routes.append(r)
-        return paths, lengths, route_of, routes, chooses[inv], set().union(*read_sets)
+        a, b = pairs // n, pairs % n
+        cols, plen, chose = self._walk(a, b, labels[first])
+        reads = np.zeros(0, dtype=np.int64)
+        if self.adaptive:
+            chooses, by_label = chose, np.zeros(len(pairs), dtype=bool)
+            if chooses.sum() <= _SCALAR_ROWS:
+                got = [self.adaptive_reads(x, y) or () for x, y in zip(a[chooses].tolist(), b[chooses].tolist())]
+                reads = np.array(sorted(set().union(*got)), dtype=np.int64)
+            else:
+                reads = choice_reads(t, a[chooses], b[chooses], self._choice_links, self._onward)
+            plen = np.where(chooses, 0, plen)
+        else:
+            chooses, by_label = np.zeros(len(pairs), dtype=bool), chose
+        width = max(1, int(plen.max(initial=0)))
+        table = np.full((len(pairs), width), pad, dtype=np.int64)
+        for j, col in enumerate(cols[:width]):
+            table[:, j] = col
+        table[chooses] = pad
+        fl = np.flatnonzero(by_label[inv]) if by_label.any() else np.zeros(0, dtype=np.int64)
+        cols, flen, _ = self._walk(src[fl], dst[fl], labels[fl])
+        rows = np.full((len(fl), max(1, len(cols))), pad, dtype=np.int64)
+        for j, col in enumerate(cols):
+            rows[:, j] = col
+        return PairRoutes(inv, table, plen, chooses, fl, rows, flen, reads, pad)
+
+    def _walk(self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+        """:func:`.route_arrays.walk` in blocks of rows (its temporaries stay small); a few rows
+        one by one (:meth:`_walk_one`: arrays cost more than they save there)."""
+        k = len(src)
+        if k <= _SCALAR_ROWS:
+            pad = self.fabric.num_links
+            walks = [self._walk_one(a, b, c) for a, b, c in zip(src.tolist(), dst.tolist(), labels.tolist())]
+            hops = max((len(p) for p, _ in walks), default=0)
+            cols = [np.array([p[j] if j < len(p) else pad for p, _ in walks], dtype=np.int64) for j in range(hops)]
+            length = np.array([len(p) for p, _ in walks], dtype=np.int64)
+            return cols, length, np.array([c for _, c in walks], dtype=bool)
+        if k <= _WALK_BLOCK:
+            return walk(self._t, src, dst, labels, self.seed, self._choice_links)
+        parts = [
+            walk(
+                self._t,
+                src[i : i + _WALK_BLOCK],
+                dst[i : i + _WALK_BLOCK],
+                labels[i : i + _WALK_BLOCK],
+                self.seed,
+                self._choice_links,
+            )
+            for i in range(0, k, _WALK_BLOCK)
+        ]
+        hops = max(len(p[0]) for p in parts)
+        pad = self.fabric.num_links
+        cols = []
+        for j in range(hops):
+            cols.append(
+                np.concatenate([p[0][j] if j < len(p[0]) else np.full(len(p[1]), pad, dtype=np.int64) for p in parts])
+            )
+        return cols, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
+
+    def _walk_one(self, src: int, dst: int, label: int) -> tuple[list[int], bool]:
+        """One flow's hashed route (:meth:`route` without load or caches), and whether it met a
+        choice of several links."""
+        path: list[int] = []
+        u, chose = src, False
+        while u != dst:
+            cands = self._next_hops(u, dst)
+            if len(cands) > 1:
+                chose = True
+                link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
+            else:
+                link, u = cands[0]
+            path.append(link)
+        return path, chose
+
+    def batch_paths(
+        self, src: np.ndarray, dst: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Many flows' routes at once (:meth:`route_pairs`), flow by flow.
+
+        Returns:
+            each route as a row of link ids padded with the link count, the routes' lengths,
+            which flows have an adaptive choice to make (their rows are left empty: route them
+            when they start, with :meth:`route` and the flow counts then), and the links those
+            choices may read (sorted).
+        """
+        pr = self.route_pairs(src, dst, labels)
+        paths = pr.table[pr.inv]
+        lengths = pr.length[pr.inv]
+        if len(pr.by_label):  # hashed choices: the route depends on the label
+            w = pr.rows.shape[1]
+            if w > paths.shape[1]:
+                paths = np.concatenate([paths, np.full((len(paths), w - paths.shape[1]), pr.pad, dtype=np.int64)], 1)
+            paths[pr.by_label] = pr.pad
+            paths[pr.by_label, :w] = pr.rows
+            lengths[pr.by_label] = pr.row_length
+        return paths, lengths, pr.chooses[pr.inv], pr.reads
+
+    def has_choice(self, src: int, dst: int) -> bool:
+        """Whether a route from ``src`` to ``dst`` meets several equal-cost links somewhere
+        (then :meth:`adaptive_reads` is not ``None``): the first node that offers a choice
+        lies on the one path that leads to it."""
+        got = self._reads_cache.get((src, dst), False)
+        if got is not False:
+            return got is not None
+        u = src
+        while u != dst:
+            cands = self._next_hops(u, dst)
+            if len(cands) > 1:
+                return True
+            u = cands[0][1]
+        return False
 
     def adaptive_reads(self, src: int, dst: int) -> frozenset[int] | None:
         """The links whose flow counts an adaptive route from ``src`` to ``dst`` may read:
@@ -300,9 +340,7 @@ class Router:
             stack = [src]
             while stack:
                 u = stack.pop()
-                cands = self._next_cache.get((u, dst))
-                if cands is None:
-                    cands = self._next_cache[(u, dst)] = self._next_hops(u, dst)
+                cands = self._next_hops(u, dst)
                 if len(cands) > 1:
                     for link, v in cands:
                         reads.add(link)
@@ -318,51 +356,168 @@ class Router:
 
     def _onward(self, v: int, dst: int) -> list[int]:
         """The links from ``v`` that carry a flow on towards ``dst``: ``v``'s link to ``dst``, or
-        its links to the switches ``dst`` hangs off (a spine's one link down to the leaf), else
-        ``v``'s equal-cost next hops."""
+        its links to the nodes ``dst`` hangs off (a spine's one link down to the leaf), else
+        ``v``'s equal-cost next hops.  (Of parallel links, the one of the highest id.)"""
         key = (v, dst)
         got = self._onward_cache.get(key)
         if got is None:
-            pairs = self.fabric.derived.get("link_of_pair")
-            if pairs is None:
-                f = self.fabric
-                pairs = f.derived["link_of_pair"] = {
-                    (a, b): i for i, (a, b) in enumerate(zip(f.link_src.tolist(), f.link_dst.tolist()))
-                }
-            if (v, dst) in pairs:
-                got = [pairs[(v, dst)]]
-            else:
-                got = [pairs[(v, w)] for w, _ in self._in[dst] if (v, w) in pairs]
-                if not got:
-                    nxt = self._next_cache.get(key)
-                    if nxt is None:
-                        nxt = self._next_cache[key] = self._next_hops(v, dst)
-                    got = [x[0] for x in nxt]
-            self._onward_cache[key] = got
+            got = self._onward_cache[key] = self._onward_links(v, dst)
         return got
 
-    def _next_hops(self, u: int, dst: int) -> list[tuple[int, int]]:
-        """The equal-cost (link, next node) choices at ``u`` towards ``dst``.
+    def _onward_links(self, v: int, dst: int) -> list[int]:
+        """:meth:`_onward`, not cached."""
+        t = self._t
+        direct = t.last_link(v, dst)
+        if direct >= 0:
+            return [direct]
+        got = [x for x in (t.last_link(v, w) for w in self._in_of(dst)) if x >= 0]
+        return got if got else [x[0] for x in self._next_hops(v, dst)]
+
+    def _onward_many(self, ends: list[int], dst: int) -> list[list[int] | None]:
+        """:meth:`_onward_links` of many nodes (``None`` for ``dst`` itself), their links looked
+        up in arrays.  Twins (one class) all link to a forwarding node or none do, so a
+        forwarding in-neighbour of ``dst`` that one of them has no link to is skipped."""
+        t = self._t
+        vs = np.asarray(ends, dtype=np.int64)
+        direct = t.last_links(vs, dst).tolist()
+        rep = next((v for v in ends if v != dst), -1)
+        twins = bool((t.cls[vs] == t.cls[rep]).all()) and t.cls[rep] >= 0 if rep >= 0 else False
+        cols = []
+        for w in self._in_of(dst):
+            if twins and t.fwd[w] and t.last_link(rep, w) < 0:
+                continue
+            cols.append(t.last_links(vs, w).tolist())
+        out: list[list[int] | None] = []
+        for i, v in enumerate(ends):
+            if v == dst:
+                out.append(None)
+            elif direct[i] >= 0:
+                out.append([direct[i]])
+            else:
+                got = [col[i] for col in cols if col[i] >= 0]
+                out.append(got if got else [x[0] for x in self._next_hops(v, dst)])
+        return out
+
+    def _in_of(self, dst: int) -> list[int]:
+        """The sources of ``dst``'s in-links, in link order."""
+        got = self._in_cache.get(dst)
+        if got is None:
+            t = self._t
+            if len(self._in_cache) >= _NEXT_CACHE_MAX:
+                self._in_cache.clear()
+            got = self._in_cache[dst] = t.in_src[t.in_start[dst] : t.in_start[dst + 1]].tolist()
+        return got
+
+    def _choice_links(self, u: int, dst: int) -> list[int]:
+        """The links of :meth:`_next_hops`."""
+        return [x[0] for x in self._next_hops(u, dst)]
+
+    def _next_hops(self, u: int, dst: int) -> tuple[tuple[int, int], ...]:
+        """The equal-cost (link, next node) choices at ``u`` towards ``dst``, by ascending link id.
+
+        A link ``u -> v`` costs its weight plus ``v``'s distance to ``dst`` (``v`` forwarding or
+        ``v`` = ``dst``).  The links to forwarding nodes come in groups of one far-end class
+        and one weight, whose members cost the same unless they lead to ``dst`` or one of its
+        attachments (costed one by one).
 
         Raises:
             InputError: when ``dst`` cannot be reached from ``u``.
         """
-        to = self.distances_to(dst)
-        fwd = self.fabric.forwards
-        best = _UNREACHABLE
-        cands: list[tuple[int, int]] = []
-        for link, v, w in self._out[u]:
-            if v != dst and not fwd[v]:
-                continue
-            d = int(to[v]) + w
-            if d < best:
-                best, cands = d, [(link, v)]
-            elif d == best:
-                cands.append((link, v))
-        if best >= _UNREACHABLE or not cands:
+        key = (u, dst)
+        got = self._next_cache.get(key)
+        if got is not None:
+            return got
+        t = self._t
+        acls, ws, special = self._dst_info(dst)
+        cd = t.class_dist1
+        spec: list[tuple[int, int]] = []  # (link, cost)
+        nspec: dict[int, int] = {}
+        for s, ts in special:
+            links = t.links_between(u, s)
+            for link in links:
+                spec.append((link, t.weight_of(link) + ts))
+                g = t.group_of(link)
+                if g >= 0:
+                    nspec[g] = nspec.get(g, 0) + 1
+        gvals: list[tuple[int, int]] = []  # (group, cost)
+        for g, e, w, size in self._node_groups(u):
+            if size > nspec.get(g, 0):  # a group of special links only has no generic member
+                best = _UNREACHABLE
+                for c, aw in zip(acls, ws):
+                    d = cd(e, c) + aw
+                    if d < best:
+                        best = d
+                gvals.append((g, w + best))
+        best = min([c for _, c in gvals] + [c for _, c in spec] + [_BIG])
+        if best >= _UNREACHABLE:
             f = self.fabric
             raise InputError(f"no route from {f.node_name[u]} to {f.node_name[dst]} in fabric {f.name!r}")
-        return cands
+        at = [g for g, c in gvals if c == best]
+        extra = [link for link, c in spec if c == best]
+        if len(at) == 1 and all(t.group_of(x) == at[0] for x in extra):
+            got = self._group(at[0])
+        else:
+            chosen = set(extra)
+            for g in at:
+                chosen.update(t.glinks[t.grp_lo[g] : t.grp_hi[g]].tolist())
+            ordered = sorted(chosen)
+            got = tuple(zip(ordered, t.link_dst[ordered].tolist()))
+        if len(self._next_cache) >= _NEXT_CACHE_MAX:
+            self._next_cache.clear()
+        self._next_cache[key] = got
+        return got
+
+    def _dst_info(self, dst: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """``dst``'s attachments' classes and weights, and its special nodes (the attachments,
+        and ``dst`` itself when it does not forward) with their own distance to ``dst``."""
+        got = self._dst_cache.get(dst)
+        if got is None:
+            t = self._t
+            nodes, ws = t.attachments(dst)
+            acls = [int(t.cls[a]) for a in nodes]
+            special = []
+            for s, cs in zip(nodes, acls):
+                if s == dst:
+                    special.append((s, 0))
+                else:
+                    d = [(0 if s == a else t.class_dist1(cs, c)) + w for a, c, w in zip(nodes, acls, ws)]
+                    special.append((s, min(d + [_UNREACHABLE])))
+            if not t.fwd[dst]:
+                special.append((dst, 0))
+            if len(self._dst_cache) >= _NEXT_CACHE_MAX:
+                self._dst_cache.clear()
+            got = self._dst_cache[dst] = (acls, ws, special)
+        return got
+
+    def _node_groups(self, u: int) -> list[tuple[int, int, int, int]]:
+        """``u``'s groups: (group id, far-end class, weight, links)."""
+        got = self._groups_cache.get(u)
+        if got is None:
+            t = self._t
+            lo, hi = int(t.grp_start[u]), int(t.grp_start[u + 1])
+            got = list(
+                zip(
+                    range(lo, hi),
+                    t.grp_cls[lo:hi].tolist(),
+                    t.grp_w[lo:hi].tolist(),
+                    (t.grp_hi[lo:hi] - t.grp_lo[lo:hi]).tolist(),
+                )
+            )
+            if len(self._groups_cache) >= _NEXT_CACHE_MAX:
+                self._groups_cache.clear()
+            self._groups_cache[u] = got
+        return got
+
+    def _group(self, g: int) -> tuple[tuple[int, int], ...]:
+        """A group's (link, far end) pairs, shared by every choice made of that group alone."""
+        got = self._group_cache.get(g)
+        if got is None:
+            t = self._t
+            links = t.glinks[t.grp_lo[g] : t.grp_hi[g]]
+            got = tuple(zip(links.tolist(), t.link_dst[links].tolist()))
+            if len(got) > 2:  # (a GPU's one link to its switch is not worth keeping)
+                self._group_cache[g] = got
+        return got
 
     def gpu_route(self, src_rank: int, dst_rank: int, label: int = 0) -> tuple[int, ...]:
         """:meth:`route` between GPU ranks."""

@@ -90,25 +90,47 @@ def _rotate(xs: list[int], k: int) -> list[int]:
     return xs[k:] + xs[:k]
 
 
+def _positions(comm: Communicator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The communicator's ranks server by server, and for each: its server's index, its
+    position in the server and the server's first index and size in that list."""
+    sizes = np.fromiter((len(s) for s in comm.servers), dtype=np.int64, count=len(comm.servers))
+    flat = np.fromiter((r for s in comm.servers for r in s), dtype=np.int64, count=int(sizes.sum()))
+    srv = np.repeat(np.arange(len(sizes)), sizes)
+    starts = np.cumsum(sizes) - sizes
+    return flat, srv, np.arange(len(flat)) - starts[srv], np.stack([starts, sizes])
+
+
+def _interleave(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray], two: np.ndarray):
+    """Flows ``first[i]`` in order, each followed by ``second[i]`` where ``two[i]``."""
+    cnt = 1 + two.astype(np.int64)
+    at = np.cumsum(cnt) - cnt
+    src = np.empty(int(cnt.sum()), dtype=np.int64)
+    dst = np.empty_like(src)
+    src[at], dst[at] = first
+    src[at[two] + 1], dst[at[two] + 1] = second[0][two], second[1][two]
+    return src, dst
+
+
 def _ring_flows(comm: Communicator, per_flow: float, channels: int, pxn: bool) -> FlowList:
-    fl = FlowList()
-    servers = comm.servers
-    multi = len(servers) > 1
+    """Channel ``c``'s ring, in arrays: each server's GPUs from local GPU ``c`` on, server after
+    server; a GPU whose successor is on another server sends to it directly or, with PXN and
+    when it is not its server's rail GPU ``c``, over NVLink to that GPU first (two flows)."""
+    flat, srv, pos, (starts, sizes) = _positions(comm)
+    gpus = comm.fabric.gpus.astype(np.int64)
+    gpn = comm.fabric.gpus_per_node
+    multi = len(comm.servers) > 1
+    src, dst, label = [], [], []
     for c in range(channels):
-        orders = [_rotate(s, c) for s in servers]
-        seq = [r for o in orders for r in o]
-        first = {r: o[0] for o in orders for r in o}  # each GPU's server's rail GPU for channel c
-        n = len(seq)
-        for i, r in enumerate(seq):
-            nxt = seq[(i + 1) % n]
-            if multi and comm.fabric.server_of(r) != comm.fabric.server_of(nxt):
-                rail = first[r]
-                if pxn and rail != r:
-                    fl.add(comm.node(r), comm.node(rail), per_flow, c)
-                    fl.add(comm.node(rail), comm.node(nxt), per_flow, c)
-                    continue
-            fl.add(comm.node(r), comm.node(nxt), per_flow, c)
-    return fl
+        seq = flat[starts[srv] + (pos + c) % sizes[srv]]
+        nxt = np.roll(seq, -1)
+        rail = flat[starts[srv] + c % sizes[srv]]
+        two = (seq // gpn != nxt // gpn) & (rail != seq) if multi and pxn else np.zeros(len(seq), dtype=bool)
+        s, d = _interleave((seq, np.where(two, rail, nxt)), (rail, nxt), two)
+        src.append(gpus[s])
+        dst.append(gpus[d])
+        label.append(np.full(len(s), c, dtype=np.int64))
+    src_a, dst_a = np.concatenate(src), np.concatenate(dst)
+    return FlowList.of_arrays(src_a, dst_a, np.broadcast_to(np.float64(per_flow), (len(src_a),)), np.concatenate(label))
 
 
 def ring(comm: Communicator, collective: str, size: int, channels: int, pxn: bool, proto: str) -> Schedule:
@@ -156,14 +178,16 @@ def _binary_tree(count: int) -> list[int]:
 
 
 def _depth(parent: list[int]) -> int:
-    best = 0
-    for i in range(len(parent)):
-        d, j = 0, i
-        while parent[j] >= 0:
-            j = parent[j]
-            d += 1
-        best = max(best, d)
-    return best
+    """The longest path from a position up to the root."""
+    up = np.asarray(parent, dtype=np.int64)
+    at = np.arange(len(up))
+    depth = 0
+    while True:
+        at = up[at]
+        at = at[at >= 0]
+        if not len(at):
+            return depth
+        depth += 1
 
 
 def tree(comm: Communicator, collective: str, size: int, channels: int, proto: str) -> Schedule:
@@ -179,28 +203,32 @@ def tree(comm: Communicator, collective: str, size: int, channels: int, proto: s
 
 
 def _tree_flows(comm: Communicator, channels: int) -> Step:
-    """The double binary tree's flows at one byte each."""
-    servers = comm.servers
-    k = len(servers)
+    """The double binary tree's flows at one byte each: per channel, each server's chain from
+    local GPU ``c`` (both ways, link by link), then the tree over the servers' first GPUs (both
+    ways, edge by edge)."""
+    k = len(comm.servers)
     parents = [_binary_tree(k), [k - 1 - p if p >= 0 else -1 for p in reversed(_binary_tree(k))]]
-    fl = FlowList()
-    depth = 0
+    flat, srv, pos, (starts, sizes) = _positions(comm)
+    gpus = comm.fabric.gpus.astype(np.int64)
+    src, dst, label = [], [], []
     for c in range(channels):
-        parent = parents[c % 2]
-        heads = []
-        for s in servers:
-            chain = _rotate(s, c)
-            heads.append(chain[0])
-            for a, b in zip(chain[1:], chain[:-1]):  # reduce up the chain, broadcast down
-                fl.add(comm.node(a), comm.node(b), 1.0, c)
-                fl.add(comm.node(b), comm.node(a), 1.0, c)
-        for i, p in enumerate(parent):
-            if p >= 0:
-                fl.add(comm.node(heads[i]), comm.node(heads[p]), 1.0, c)
-                fl.add(comm.node(heads[p]), comm.node(heads[i]), 1.0, c)
-        depth = max(depth, _depth(parent))
-    chain = max(len(s) for s in servers) - 1
-    return fl.step("tree", 1, {comm.intra_class: 2 * chain, "net": 2 * depth})
+        parent = np.asarray(parents[c % 2], dtype=np.int64)
+        chain = flat[starts[srv] + (pos + c) % sizes[srv]]
+        heads = flat[starts + c % sizes]
+        link = np.flatnonzero(pos >= 1)
+        a, b = chain[link], chain[link - 1]
+        edge = np.flatnonzero(parent >= 0)
+        child, up = heads[edge], heads[parent[edge]]
+        s = np.concatenate([np.stack([a, b], 1).ravel(), np.stack([child, up], 1).ravel()])
+        d = np.concatenate([np.stack([b, a], 1).ravel(), np.stack([up, child], 1).ravel()])
+        src.append(gpus[s])
+        dst.append(gpus[d])
+        label.append(np.full(len(s), c, dtype=np.int64))
+    depth = max(_depth(p) for p in parents[: min(channels, 2)]) if channels else 0
+    src_a, dst_a = np.concatenate(src), np.concatenate(dst)
+    fl = FlowList.of_arrays(src_a, dst_a, np.broadcast_to(np.float64(1.0), (len(src_a),)), np.concatenate(label))
+    chain_len = max(len(s) for s in comm.servers) - 1
+    return fl.step("tree", 1, {comm.intra_class: 2 * chain_len, "net": 2 * depth})
 
 
 def _scaled(comm: Communicator, key: tuple, build: Callable[[], Step], per: float) -> Step:
@@ -209,9 +237,8 @@ def _scaled(comm: Communicator, key: tuple, build: Callable[[], Step], per: floa
     shape = comm.shapes.get(key)
     if shape is None:
         shape = comm.shapes[key] = build()
-    return Step(
-        shape.name, shape.src, shape.dst, np.full(len(shape.src), per), shape.label, shape.repeat, dict(shape.hops)
-    )
+    every = np.broadcast_to(np.float64(per), (len(shape.src),))  # one size for all: a read-only view
+    return Step(shape.name, shape.src, shape.dst, every, shape.label, shape.repeat, dict(shape.hops))
 
 
 def nvswitches_of(fabric: Fabric, rank: int) -> list[int]:
@@ -260,7 +287,7 @@ def hierarchical(comm: Communicator, collective: str, size: int, channels: int, 
         fl = FlowList()
         for sub in intra:
             part = _ring_flows(sub, size / (m * channels), channels, pxn)
-            for a, b, x, lab in zip(part.src, part.dst, part.nbytes, part.label):
+            for a, b, x, lab in zip(*(np.asarray(v).tolist() for v in (part.src, part.dst, part.nbytes, part.label))):
                 fl.add(a, b, x, lab)
         rs = fl.step("intra reduce-scatter", m - 1, {comm.intra_class: 1})
     if k > 1:
@@ -269,7 +296,7 @@ def hierarchical(comm: Communicator, collective: str, size: int, channels: int, 
             rail = [s[j] for s in comm.servers]
             sub = Communicator(comm.fabric, rail, [[r] for r in rail], comm.intra_class)
             part = _ring_flows(sub, size / (m * k * channels), channels, pxn)
-            for a, b, x, lab in zip(part.src, part.dst, part.nbytes, part.label):
+            for a, b, x, lab in zip(*(np.asarray(v).tolist() for v in (part.src, part.dst, part.nbytes, part.label))):
                 fl2.add(a, b, x, lab)
         inter = fl2.step("inter all-reduce", 2 * (k - 1), {"net": 1})
     if m > 1:

@@ -55,6 +55,17 @@ class CollectivePlanner:
         self._comms: dict[tuple[int, ...], object] = {}
         self._plans: dict[tuple[tuple[int, ...], CollectiveKind, int], tuple[Schedule, int]] = {}
 
+    @classmethod
+    def shared(cls, fabric: Fabric, tuning: NcclTuning) -> CollectivePlanner:
+        """The fabric's planner for ``tuning``, made once and kept with the fabric (in its
+        ``derived`` tables): every simulation on the fabric shares its plans, timer and routes,
+        which depend on nothing else."""
+        key = ("collective_planner", repr(tuning))
+        got = fabric.derived.get(key)
+        if got is None:
+            got = fabric.derived[key] = cls(fabric, tuning)
+        return got
+
     def plan(self, ranks: tuple[int, ...], kind: CollectiveKind, size: int) -> tuple[Schedule, int]:
         """The chosen schedule and its closed-form time (ns)."""
         key = (ranks, kind, size)

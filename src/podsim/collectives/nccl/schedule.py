@@ -47,13 +47,26 @@ class Schedule:
 
 
 class FlowList:
-    """Collects flows for one step."""
+    """Collects flows for one step (lists, or arrays from :meth:`of_arrays`)."""
 
     def __init__(self) -> None:
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.nbytes: list[float] = []
-        self.label: list[int] = []
+        self.src: list[int] | np.ndarray = []
+        self.dst: list[int] | np.ndarray = []
+        self.nbytes: list[float] | np.ndarray = []
+        self.label: list[int] | np.ndarray = []
+
+    @classmethod
+    def of_arrays(cls, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, label: np.ndarray) -> FlowList:
+        """The flows of four arrays, in order, without those :meth:`add` would drop (a flow
+        to itself, or of no bytes)."""
+        keep = (src != dst) & (nbytes > 0)
+        fl = cls()
+        fl.src, fl.dst, fl.label = src[keep], dst[keep], label[keep]
+        if nbytes.strides == (0,) and len(nbytes):  # one size for all: stays a read-only view
+            fl.nbytes = np.broadcast_to(nbytes[0], (len(fl.src),))
+        else:
+            fl.nbytes = nbytes[keep]
+        return fl
 
     def add(self, src: int, dst: int, nbytes: float, label: int) -> None:
         if src != dst and nbytes > 0:
@@ -63,11 +76,12 @@ class FlowList:
             self.label.append(label)
 
     def step(self, name: str, repeat: int, hops: dict[str, float]) -> Step:
+        nbytes = self.nbytes
         return Step(
             name,
             np.asarray(self.src, dtype=np.int64),
             np.asarray(self.dst, dtype=np.int64),
-            np.asarray(self.nbytes, dtype=np.float64),
+            nbytes if isinstance(nbytes, np.ndarray) and nbytes.dtype == np.float64 else np.asarray(nbytes, np.float64),
             np.asarray(self.label, dtype=np.int64),
             repeat,
             dict(hops),

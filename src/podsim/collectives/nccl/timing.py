@@ -17,6 +17,7 @@ Units: ns.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ...network.fabric import Fabric, LinkTier
 from ...network.flow.network import run_batch
-from ...network.flow.routes import place_in_order, route_batch
+from ...network.flow.routes import RouteBatch, paths_latency, place_in_order, route_batch
 from ...network.routing import Router
 from .schedule import Schedule, Step
 from .tuning import NcclTuning
@@ -83,6 +84,26 @@ def effective_capacity(fabric: Fabric, tuning: NcclTuning, proto: str) -> np.nda
     return link_capacity(fabric, tuning) * float(tuning.protocol_efficiency[proto])
 
 
+def _flows_key(step: Step) -> tuple[int, bytes]:
+    """A round's flows (ends and labels) as a dictionary key: their count and a SHA-256 digest
+    of the three arrays (not the arrays' bytes: a million GPUs' rounds hold hundreds of MB)."""
+    h = hashlib.sha256()
+    for a in (step.src, step.dst, step.label):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).data)
+    return step.num_flows, h.digest()
+
+
+@dataclass(frozen=True)
+class _RoundLinks:
+    """A round's routes: every flow's links in flow order, each flow's route length, the
+    longest route's latency (ns) and the flows on each link."""
+
+    links: np.ndarray | None  #: None: routed by counts only (:meth:`Timer._route_counts`)
+    lengths: np.ndarray | None
+    longest: float
+    count: np.ndarray
+
+
 class Timer:
     """Times schedules on one fabric with one backend; routes and capacities are cached."""
 
@@ -96,7 +117,8 @@ class Timer:
         self.backend = backend
         self.router = router or Router(fabric)
         self._cap: dict[str, np.ndarray] = {}
-        self._links: dict[tuple[bytes, bytes, bytes], tuple[np.ndarray, np.ndarray, float] | None] = {}
+        self._links: dict[tuple[int, bytes], _RoundLinks | None] = {}
+        self._by_id: dict[tuple[int, int, int], tuple] = {}
         self._latency: dict[tuple[int, ...], int] = {}
 
     def capacity(self, proto: str) -> np.ndarray:
@@ -121,21 +143,35 @@ class Timer:
             out.steps.append(StepTime(step.name, step.repeat, rnd, lat, step.num_flows))
         return out
 
-    def _round_links(self, step: Step) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """(every flow's links, each flow's route length, the longest route's latency in ns) of
-        a round, cached by its flows' ends and labels: a collective's rounds at any size take the
-        same routes.  With adaptive routing the flows are placed one by one, in order, on the
-        least-loaded equal-cost links."""
-        key = (step.src.tobytes(), step.dst.tobytes(), step.label.tobytes())
-        hit = self._links.get(key, False)
-        if hit is not False:
-            return hit  # type: ignore[return-value]
+    def _round_links(self, step: Step, per_flow: bool = False) -> _RoundLinks | None:
+        """A round's routes, cached by its flows' ends and labels: a collective's rounds at any
+        size take the same routes (the shapes of :mod:`.algorithms` share their arrays, which
+        are looked up by identity first).  With adaptive routing the flows are placed one by
+        one, in order, on the least-loaded equal-cost links.  ``per_flow``: with every flow's
+        links (for flows of different sizes), not only the flows per link."""
+        ident = (id(step.src), id(step.dst), id(step.label))
+        got = self._by_id.get(ident)
+        if got is not None and got[0] is step.src and got[1] is step.dst and got[2] is step.label:
+            hit = got[3]
+        else:
+            key = _flows_key(step)
+            hit = self._links.get(key, False)
+            if hit is False:
+                hit = self._links[key] = self._route_round(step, per_flow)
+            self._by_id[ident] = (step.src, step.dst, step.label, hit)
+        if hit is not None and per_flow and hit.links is None:  # routed by counts before
+            hit = self._route_round(step, True)
+            self._links[_flows_key(step)] = hit
+            self._by_id[ident] = (step.src, step.dst, step.label, hit)
+        return hit
+
+    def _route_round(self, step: Step, per_flow: bool) -> _RoundLinks | None:
         if not step.num_flows:
-            self._links[key] = None
             return None
+        if not per_flow:
+            return self._route_counts(step)
         rb = route_batch(self.router, step.src, step.dst, step.label, self._latency)
         paths, lengths = rb.paths, rb.lengths
-        routes = set(rb.routes)
         if len(rb.in_order):  # only the flows a choice can see, from an empty fabric
             paths, _, _ = place_in_order(
                 self.router,
@@ -148,25 +184,81 @@ class Timer:
                 self._latency,
             )
             lengths = (paths != rb.pad).sum(axis=1)
-            chose = paths[rb.in_order[rb.choice]]
-            routes.update(tuple(x for x in row if x != rb.pad) for row in chose.tolist())
         links = paths[paths != rb.pad]
-        lat = self.fabric.link_lat
-        longest = max(float(sum(lat[list(r)])) for r in routes)
-        out = self._links[key] = (links, lengths, longest)
-        return out
+        longest = float(paths_latency(self.router, paths).max())
+        return _RoundLinks(links, lengths, longest, np.bincount(links, minlength=self.fabric.num_links))
+
+    def _route_counts(self, step: Step) -> _RoundLinks:
+        """The flows on each link and the longest route of a round, from its routes per (source,
+        destination) pair, without a row of links per flow (a million GPUs' rounds have tens of
+        millions of flows): the same routes, placements and counts as :meth:`_route_round`'s."""
+        r = self.router
+        pr = r.route_pairs(step.src, step.dst, step.label)
+        nl, pad = self.fabric.num_links, pr.pad
+        flows = step.num_flows
+        by_label = np.zeros(flows, dtype=bool)
+        by_label[pr.by_label] = True
+        choose = pr.chooses[pr.inv]
+        in_order = np.zeros(0, dtype=np.int64)
+        if len(pr.reads):  # flows that choose, or cross a link a choice reads: placed in order
+            mark = np.zeros(nl + 1, dtype=bool)
+            mark[pr.reads] = True
+            cross = mark[pr.table].any(axis=1)[pr.inv]
+            cross[pr.by_label] = mark[pr.rows].any(axis=1)
+            in_order = np.flatnonzero(choose | cross)
+        loose = np.ones(flows, dtype=bool)
+        loose[in_order] = False
+        per_pair = np.bincount(pr.inv[loose & ~by_label], minlength=len(pr.table)).astype(np.float64)
+        count = np.bincount(pr.table.ravel(), weights=np.repeat(per_pair, pr.table.shape[1]), minlength=nl + 1)
+        count = count.astype(np.int64) + np.bincount(pr.rows[loose[pr.by_label]].ravel(), minlength=nl + 1)
+        longest = max(0.0, float(paths_latency(r, pr.table).max()), float(paths_latency(r, pr.rows).max(initial=0.0)))
+        if len(in_order):
+            width = max(pr.table.shape[1], pr.rows.shape[1])
+            fixed = np.full((len(in_order), width), pad, dtype=np.int64)
+            fixed[:, : pr.table.shape[1]] = pr.table[pr.inv[in_order]]
+            mine = np.flatnonzero(by_label[in_order])
+            if len(mine):
+                row_of = np.full(flows, -1, dtype=np.int64)
+                row_of[pr.by_label] = np.arange(len(pr.by_label))
+                fixed[mine] = pad
+                fixed[mine, : pr.rows.shape[1]] = pr.rows[row_of[in_order[mine]]]
+            k = len(in_order)
+            lengths = (fixed != pad).sum(axis=1)
+            rb = RouteBatch(fixed, lengths, np.zeros(k, dtype=np.int64), np.arange(k), choose[in_order], pr.reads, pad)
+            placed, _, _ = place_in_order(
+                r,
+                rb,
+                step.src[in_order].tolist(),
+                step.dst[in_order].tolist(),
+                step.label[in_order].tolist(),
+                [0] * (nl + 1),
+                [True] * k,
+                self._latency,
+            )
+            count += np.bincount(placed.ravel(), minlength=nl + 1)
+            longest = max(longest, float(paths_latency(r, placed).max()))
+        return _RoundLinks(None, None, longest, count[:nl])
 
     def analytical_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Busiest link's load over its capacity (or the largest flow over its rate cap, if
         slower), plus the longest route latency (ns)."""
-        hit = self._round_links(step)
+        if not step.num_flows:
+            return 0.0
+        x = step.nbytes
+        same = x.strides == (0,) or (x[0] == x[-1] and bool((x == x[0]).all()))
+        hit = self._round_links(step, per_flow=not same)
         if hit is None:
             return 0.0
-        links, lens, longest = hit
-        load = np.bincount(links, weights=np.repeat(step.nbytes, lens), minlength=self.fabric.num_links)
+        if same:
+            # every flow of the same size: a link's load is that size added once per flow on
+            # it, in the same order of additions as the weighted count below
+            sums = np.concatenate(([0.0], np.cumsum(np.full(int(hit.count.max()), float(x[0])))))
+            load = sums[hit.count]
+        else:
+            load = np.bincount(hit.links, weights=np.repeat(x, hit.lengths), minlength=self.fabric.num_links)
         cap = self.capacity(proto)
-        busiest = max(float((load / cap).max()), float(step.nbytes.max()) / flow_cap)
-        return busiest + longest
+        busiest = max(float((load / cap).max()), float(x.max()) / flow_cap)
+        return busiest + hit.longest
 
     def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Run one round's flows on a max-min flow network; the time the last one arrives."""

@@ -1,7 +1,8 @@
 """A batch of flows' routes as arrays, for starting many flows in one array operation.
 
-:func:`route_batch` routes every flow of a batch once (through the router's per-flow cache)
-and lays the routes out as a padded link matrix.  Under adaptive routing a route with a choice
+:func:`route_batch` routes every flow of a batch in arrays (the router's
+:meth:`~podsim.network.routing.Router.batch_paths`) and lays the routes out as a padded link
+matrix, with each route's latency summed in arrays too.  Under adaptive routing a route with a choice
 to make depends on the flow counts at the moment the flow starts, so such flows are marked:
 the network routes them one by one, in batch order, after the batch's other flows -- except
 that a flow whose fixed route crosses a link some choice reads is placed in order too, so
@@ -30,7 +31,7 @@ class RouteBatch:
     one by one in batch order (sorted), and ``choice``: which of those the router chooses
     for at start time (adaptive routing; their ``paths`` rows are placeholders); ``reads``:
     the links those choices may read (sorted), so the choices are a function of the flow
-    counts there; ``routes``: the distinct routes of the flows that do not choose.
+    counts there.
     """
 
     paths: np.ndarray
@@ -40,7 +41,6 @@ class RouteBatch:
     choice: np.ndarray
     reads: np.ndarray
     pad: int
-    routes: tuple[tuple[int, ...], ...]
 
 
 def path_latency_ns(router: Router, path: tuple[int, ...]) -> int:
@@ -55,23 +55,28 @@ def route_batch(
     router: Router, src: np.ndarray, dst: np.ndarray, labels: np.ndarray, latency: dict[tuple[int, ...], int]
 ) -> RouteBatch:
     """Route a batch of flows between fabric nodes (``latency``: the caller's cache of
-    :func:`path_latency_ns` per route)."""
+    :func:`path_latency_ns` per route, for routes taken one by one later; the batch's own are
+    summed in arrays)."""
     pad = router.fabric.num_links
-    paths, lengths, route_of, routes, is_choice, reads = router.batch_paths(src, dst, labels)
-    lat = np.zeros(len(routes), dtype=np.int64)
-    for j, p in enumerate(routes):
-        v = latency.get(p)
-        if v is None:
-            v = latency[p] = path_latency_ns(router, p)
-        lat[j] = v
-    read = np.asarray(sorted(reads), dtype=np.int64)
-    if reads:
+    paths, lengths, is_choice, read = router.batch_paths(src, dst, labels)
+    lat = np.ceil(paths_latency(router, paths) - 1e-9).astype(np.int64)
+    if len(read):
         mark = np.zeros(pad + 1, dtype=bool)
         mark[read] = True
         in_order = np.flatnonzero(is_choice | mark[paths].any(axis=1))
     else:
         in_order = np.zeros(0, dtype=np.int64)
-    return RouteBatch(paths, lengths, lat[route_of], in_order, is_choice[in_order], read, pad, tuple(routes))
+    return RouteBatch(paths, lengths, lat, in_order, is_choice[in_order], read, pad)
+
+
+def paths_latency(router: Router, paths: np.ndarray) -> np.ndarray:
+    """Each row's summed link latency (ns, float), added link by link from the first as
+    :func:`path_latency_ns` adds them (rows of link ids padded with the link count)."""
+    lat = np.append(router.fabric.link_lat, 0.0)
+    out = np.zeros(len(paths), dtype=np.float64)
+    for j in range(paths.shape[1]):
+        out += lat[paths[:, j]]
+    return out
 
 
 def place_in_order(
