@@ -67,13 +67,14 @@ class Predictor:
             sched = build(comm, "all_reduce", REF_BYTES, algo, proto, base)
             coefs = []
             for st in sched.steps:
-                routes = timer._routes(st)
-                lens = [len(r) for r in routes]
-                links = np.fromiter((x for r in routes for x in r), dtype=np.int64, count=sum(lens))
-                load = np.bincount(links, weights=np.repeat(st.nbytes, lens), minlength=case.fabric.num_links)
-                lat = case.fabric.link_lat
-                phys = max((float(sum(lat[list(r)])) for r in set(routes)), default=0.0)
-                coefs.append(_StepCoef(st.repeat, load / REF_BYTES, phys, st.hops, float(st.nbytes.max()) / REF_BYTES))
+                rl = timer._round_links(st, per_flow=True)  # every flow's links, in flow order
+                if rl is None or rl.links is None or rl.lengths is None:
+                    continue
+                weights = np.repeat(np.broadcast_to(st.nbytes, rl.lengths.shape), rl.lengths)
+                load = np.bincount(rl.links, weights=weights, minlength=case.fabric.num_links)
+                coefs.append(
+                    _StepCoef(st.repeat, load / REF_BYTES, rl.longest, st.hops, float(np.max(st.nbytes)) / REF_BYTES)
+                )
             self.options.append((algo, proto, coefs))
 
     def times_us(self, tuning: NcclTuning) -> tuple[np.ndarray, list[str]]:
