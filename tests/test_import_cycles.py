@@ -111,13 +111,56 @@ def import_graph(src: Path = SRC) -> dict[str, set[str]]:
     return graph
 
 
+def components(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Module -> its strongly connected component (Tarjan's algorithm, without recursion): a
+    cycle never leaves one component, so the search for cycles stays inside each."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    comp: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp[x] = index[v]
+                    if x == v:
+                        break
+    return comp
+
+
 def cycles(graph: dict[str, set[str]], limit: int = MAX_CYCLES) -> list[list[str]]:
     """Every elementary cycle of ``graph`` (at most ``limit``), each from its smallest module:
-    a depth-first search from each module through larger ones only, so each cycle is found once."""
+    a depth-first search from each module through larger ones of its own strongly connected
+    component only, so each cycle is found once (and an acyclic graph costs no search)."""
+    comp = components(graph)
     found: list[list[str]] = []
     for start in sorted(graph):
+        c = comp[start]
         path, on_path = [start], {start}
-        stack = [iter(sorted(w for w in graph[start] if w >= start))]
+        stack = [iter(sorted(w for w in graph[start] if w >= start and comp.get(w) == c))]
         while stack and len(found) < limit:
             nxt = next(stack[-1], None)
             if nxt is None:
@@ -128,7 +171,7 @@ def cycles(graph: dict[str, set[str]], limit: int = MAX_CYCLES) -> list[list[str
             elif nxt not in on_path:
                 path.append(nxt)
                 on_path.add(nxt)
-                stack.append(iter(sorted(w for w in graph.get(nxt, ()) if w >= start)))
+                stack.append(iter(sorted(w for w in graph.get(nxt, ()) if w >= start and comp.get(w) == c)))
     return found
 
 
