@@ -25,9 +25,11 @@ short and finishes those done, in time independent of how many there are; the st
 their number and total context (a timer's ``stage_ns_decodes``, :mod:`.timing`).  The others
 (prompts being computed, requests admitted after one) are scheduled one by one, after the group,
 and join it when they decode and every request before them is in it.  And a run of decode steps
-that take every running request, while nothing arrives, finishes, or runs out of KV blocks, is
-simulated in one go: each step is still timed (a timer's optional ``decode_steps_ns(contexts,
-steps)`` may time them together), only the bookkeeping is done once.  Both are exact: ``fast``
+that take every running request, while nothing arrives, finishes, runs out of KV blocks, or
+registers a shared prefix (one lost to an eviction, registered again at the end of the first
+step: the next step may then admit a request that uses it), is simulated in one go: each step is
+still timed (a timer's optional ``decode_steps_ns(contexts, steps)`` may time them together), only
+the bookkeeping is done once.  Both are exact: ``fast``
 off simulates every request one by one, with the same results.
 """
 
@@ -267,6 +269,21 @@ class Replica:
         s.busy = True
         self.running.append(s)
         return n
+
+    def admissible(self, s: Seq) -> bool:
+        """Whether :meth:`admit` would take the first waiting request ``s`` now with the rest of
+        its prompt and no reservation beyond it (its KV blocks, with a cached prefix shared,
+        leave the watermark free); changes nothing."""
+        kv = self.kv
+        c0 = s.computed or self.cached_prefix(s)
+        shared = c0 // kv.block_size if c0 > s.computed and not self.prefix_hit_rate else 0
+        need = kv.blocks_for(s.prompt + s.generated) - s.blocks - shared
+        if need <= 0:
+            return True
+        room = kv.free + kv.cached_blocks
+        if shared and not kv.prefix_refs[s.req.prefix_id]:  # using it makes it unevictable
+            room -= kv.prefix_blocks[s.req.prefix_id]
+        return need + kv.watermark_blocks <= room
 
     def take_group(self, budget: float) -> tuple[float, bool, bool]:
         """The decode group's part of the step being formed, as taking its members one by one in
@@ -597,6 +614,8 @@ class Replica:
             need2 += g.blocks_taken(x + 1, x + 1)
         if need2 > self.kv.free:
             return False
+        if g.registers(self.kv, seqs):  # a prefix registered at step 1's end may change what
+            return False  # the next try admits: that step runs the ordinary way
         if not self.step_group:  # the group was empty: the step becomes its first
             g.steps = x + 1
             g.act = max(g.act, x + 1)
