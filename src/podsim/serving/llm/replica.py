@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from .schedulers import Scheduler
 
 INF = 1 << 62
+#: a pending run with this many steps timed is timed to its end when advanced ahead
+RUN_AHEAD = 4
 #: replica roles: both phases, or one side of prefill/decode disaggregation
 ROLES = ("mixed", "prefill", "decode")
 
@@ -382,6 +384,17 @@ class Replica:
         a = self.try_at if self.try_at >= 0 else INF
         return (c, 2) if c <= a else (a, 3)
 
+    def due(self) -> int:
+        """The time (ns) up to which :meth:`advance_to` has nothing to do: ``advance_to(t)`` for
+        ``t`` at or before it changes nothing.  The next completion or try; with a pending decode
+        run, the end of its last step timed (beyond it the run is timed further, or ends)."""
+        run = self.run
+        if run is not None:
+            return run.ends[-1] if run.ends else run.start
+        c = self.inflight[0][0] if self.inflight else INF
+        a = self.try_at if self.try_at >= 0 else INF
+        return c if c < a else a
+
     def advance_to(self, t: int) -> None:
         """Process every event before ``t`` (ns).  A run of identical decode steps that goes on
         past ``t`` is left pending: what routers read of this replica (outstanding requests, and
@@ -405,6 +418,20 @@ class Replica:
                 if a >= t:
                     return
                 self._try(a)
+
+    def advance_ahead(self, t: int) -> None:
+        """:meth:`advance_to` ``t``, timing a decode run left pending ahead of need (which changes
+        nothing but :meth:`due`): to twice its span so far while it has fewer than
+        :data:`RUN_AHEAD` steps timed (a run cut short by an arrival wastes little), all its steps
+        after that.  A replica advanced at each arrival while it runs (:mod:`.router_index`) then
+        times its run in a few chunks, not a step or two at a time."""
+        run = self.run
+        if run is not None and run.ends and run.ends[-1] >= t:
+            return  # nothing to do
+        self.advance_to(t)
+        run = self.run
+        if run is not None:
+            run.extend(INF if len(run.ends) >= RUN_AHEAD else 2 * t - run.start)
 
     def materialize(self, t: int) -> None:
         """Advance to ``t`` and end a pending decode run there: its steps done before ``t`` are
@@ -441,6 +468,24 @@ class Replica:
         if run is None:
             return self.pending_tokens
         return self.pending_tokens - run.n * bisect_left(run.ends, t)
+
+    def pending_bound(self, t: int, floor: int) -> tuple[int, int]:
+        """A lower bound of :meth:`pending_at` from ``t`` (after :meth:`advance_to` ``t``) on, and
+        the time (ns) up to which it holds.  With a pending run, the tokens left after as many of
+        its steps as keep the bound above ``floor`` (at least the step in progress at ``t``, at
+        most the steps timed), until the last of them ends; without one, the tokens left, until
+        INF (what changes them is another event)."""
+        run = self.run
+        if run is None:
+            return self.pending_tokens, INF
+        ends = run.ends
+        n = run.n
+        j = bisect_left(ends, t)  # steps done before t
+        now = self.pending_tokens - n * j
+        if now > floor:
+            j += (now - floor - 1) // n  # each step takes n tokens off
+        j = min(j, len(ends) - 1)  # up to ends[j], at most j steps are done
+        return self.pending_tokens - n * j, ends[j]
 
     def free_at(self, t: int) -> int:
         """Free KV blocks at ``t`` (after :meth:`advance_to` ``t``)."""

@@ -3,9 +3,11 @@ steps (:mod:`.replica`), optionally with prefill and decode on separate pools (P
 
 Discrete events in integer ns, in time order; at one time: arrivals, then transfers' and
 other scheduled callbacks, then replicas' completions, then their tries.  Replicas whose events
-nobody else sees are advanced lazily: to the present before a router looks at them or a request
-joins them, and to the end at the end.  Under P/D the prefill replicas' events run in global
-order, since each finished prompt routes its request to a decode replica at that instant.
+nobody else sees are advanced lazily: to the present before a router reads them or a request
+joins them, and to the end at the end.  A router that reads them finds its replica through an
+index (:mod:`.router_index`: only the replicas with events before the present are advanced, the
+same choice as a scan of the pool).  Under P/D the prefill replicas' events run in global order,
+since each finished prompt routes its request to a decode replica at that instant.
 
 **P/D** (``pd=(P, D)``): replicas 0..P-1 prefill, P..P+D-1 decode, each pool with its own
 router.  A prefill replica computes the prompt (and samples the first token); its KV cache --
@@ -56,6 +58,7 @@ from .metrics import LLMServeResult
 from .replica import INF, Replica
 from .requests import Request
 from .router import DEFAULT_ROUTER, make_router
+from .router_index import PoolIndex
 from .schedulers import DEFAULT_SCHEDULER, make_scheduler
 from .sequence import Seq
 from .timing import StepTimer
@@ -363,6 +366,9 @@ def _simulate(
     entry_router = make_router(cfg.router)
     decode_router = make_router(cfg.router)
     emitters = [r for r in reps if r.role == "prefill"]
+    # routers that read the replicas find them through an index (the same choice as a scan)
+    entry_ix = PoolIndex(entry, entry_router) if entry_router.observes else None  # type: ignore[arg-type]
+    decode_ix = PoolIndex(decode_pool, decode_router) if decode_router.observes and decode_pool else None  # type: ignore[arg-type]
 
     if cfg.pd is not None:
         mover: Transfers = (
@@ -371,14 +377,16 @@ def _simulate(
         kv_per_token = float(timer.kv_bytes_per_token)
 
         def on_prefilled(s: Seq, t: int) -> None:
-            if decode_router.observes:
-                for r in decode_pool:
-                    r.advance_to(t)
-            d = decode_pool[decode_router.choose(decode_pool, t)]
+            if decode_ix is not None:
+                d = decode_pool[decode_ix.choose(t)]
+            else:
+                d = decode_pool[decode_router.choose(decode_pool, t)]
             d.outstanding += 1
             d.pending_tokens += s.prompt + s.output - 1 - s.computed
             need = d.kv.blocks_for(s.prompt + s.generated)
             d.incoming_blocks += need
+            if decode_ix is not None:
+                decode_ix.touch(d, t)
             src = reps[s.prefill_replica]
 
             def delivered() -> None:
@@ -395,6 +403,10 @@ def _simulate(
                 d.waiting_blocks += need
                 d.waiting.append(s)
                 d.wake(now)
+                if decode_ix is not None:
+                    decode_ix.touch(d, now)
+                if entry_ix is not None:
+                    entry_ix.touch(src, now)
 
             mover.start(int(math.ceil(kv_per_token * s.prompt)), s.prefill_replica, d.index, delivered)
 
@@ -418,12 +430,11 @@ def _simulate(
             clock.now = ta
             s = seqs[i]
             i += 1
-            if entry_router.observes:
-                for r in entry:
-                    r.advance_to(ta)
-            rep = entry[entry_router.choose(entry, ta)]
+            rep = entry[entry_ix.choose(ta) if entry_ix is not None else entry_router.choose(entry, ta)]
             rep.materialize(ta)
             rep.enqueue(s, ta)
+            if entry_ix is not None:
+                entry_ix.touch(rep, ta)
         elif th <= te:
             t, _, cb, arg = heapq.heappop(heap)
             clock.now = t
@@ -431,6 +442,8 @@ def _simulate(
         else:
             clock.now = te
             em.process_next()  # type: ignore[union-attr]
+            if entry_ix is not None:
+                entry_ix.touch(em, te)  # type: ignore[arg-type]
     for r in reps:
         r.advance_to(INF)
 
