@@ -6,8 +6,9 @@ other scheduled callbacks, then replicas' completions, then their tries.  Replic
 nobody else sees are advanced lazily: to the present before a router reads them or a request
 joins them, and to the end at the end.  A router that reads them finds its replica through an
 index (:mod:`.router_index`: only the replicas with events before the present are advanced, the
-same choice as a scan of the pool).  Under P/D the prefill replicas' events run in global order,
-since each finished prompt routes its request to a decode replica at that instant.
+same choice as a scan of the pool).  Under P/D the prefill replicas' events run in global order
+(a heap of their next events, the lowest replica first at one time and priority), since each
+finished prompt routes its request to a decode replica at that instant.
 
 **P/D** (``pd=(P, D)``): replicas 0..P-1 prefill, P..P+D-1 decode, each pool with its own
 router.  A prefill replica computes the prompt (and samples the first token); its KV cache --
@@ -369,6 +370,21 @@ def _simulate(
     # routers that read the replicas find them through an index (the same choice as a scan)
     entry_ix = PoolIndex(entry, entry_router) if entry_router.observes else None  # type: ignore[arg-type]
     decode_ix = PoolIndex(decode_pool, decode_router) if decode_router.observes and decode_pool else None  # type: ignore[arg-type]
+    # the prefill replicas' next events, (time, priority, place): stale entries are dropped when
+    # they come up (an entry is current when it is the replica's next event); every change to a
+    # prefill replica pushes its next event
+    em_place = {r.index: k for k, r in enumerate(emitters)}
+    em_heap: list[tuple[int, int, int]] = []
+
+    def entry_changed(rep: Replica, now: int) -> None:
+        """An entry replica changed at ``now`` (ns): renew what the index and the heap hold of it."""
+        if entry_ix is not None:
+            entry_ix.touch(rep, now)
+        k = em_place.get(rep.index)
+        if k is not None:
+            t, p = rep.next_event()
+            if t < INF:
+                heapq.heappush(em_heap, (t, p, k))
 
     if cfg.pd is not None:
         mover: Transfers = (
@@ -405,8 +421,7 @@ def _simulate(
                 d.wake(now)
                 if decode_ix is not None:
                     decode_ix.touch(d, now)
-                if entry_ix is not None:
-                    entry_ix.touch(src, now)
+                entry_changed(src, now)
 
             mover.start(int(math.ceil(kv_per_token * s.prompt)), s.prefill_replica, d.index, delivered)
 
@@ -419,11 +434,13 @@ def _simulate(
     while True:
         ta = arrivals[i] if i < n else INF
         th = heap[0][0] if heap else INF
-        te, pe, em = INF, 9, None
-        for r in emitters:
-            t, p = r.next_event()
-            if (t, p) < (te, pe):
-                te, pe, em = t, p, r
+        te, em = INF, None
+        while em_heap:
+            t, p, k = em_heap[0]
+            if emitters[k].next_event() == (t, p):
+                te, em = t, emitters[k]
+                break
+            heapq.heappop(em_heap)
         if ta <= th and ta <= te:
             if ta >= INF:
                 break
@@ -433,17 +450,17 @@ def _simulate(
             rep = entry[entry_ix.choose(ta) if entry_ix is not None else entry_router.choose(entry, ta)]
             rep.materialize(ta)
             rep.enqueue(s, ta)
-            if entry_ix is not None:
-                entry_ix.touch(rep, ta)
+            if entry_ix is not None or em_place:
+                entry_changed(rep, ta)
         elif th <= te:
             t, _, cb, arg = heapq.heappop(heap)
             clock.now = t
             cb(arg)
         else:
+            heapq.heappop(em_heap)  # its entry
             clock.now = te
             em.process_next()  # type: ignore[union-attr]
-            if entry_ix is not None:
-                entry_ix.touch(em, te)  # type: ignore[arg-type]
+            entry_changed(em, te)  # type: ignore[arg-type]
     for r in reps:
         r.advance_to(INF)
 
