@@ -141,14 +141,87 @@ def test_the_aggregate_serves_as_one_by_one(cfg: dict, spec: str) -> None:
     g = "poisson:20,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=7" + spec
     reqs = generate(parse_generator(g), 250)
     timer = LinearTimer(base_ns=8 * MS, per_token_ns=15_000, per_context_ns=300, kv_bytes_per_token=1.0)
-    c = ServeConfig(replicas=2, **cfg)  # type: ignore[arg-type]
-    a = simulate(reqs, timer, c, fast=True, record_steps=True)
-    b = simulate(reqs, timer, c, fast=False, record_steps=True)
+    _same_as_one_by_one(reqs, timer, ServeConfig(replicas=2, **cfg))  # type: ignore[arg-type]
+
+
+def _same_as_one_by_one(reqs: list[Request], timer: LinearTimer, cfg: ServeConfig) -> None:
+    a = simulate(reqs, timer, cfg, fast=True, record_steps=True)
+    b = simulate(reqs, timer, cfg, fast=False, record_steps=True)
     assert a.first_ns == b.first_ns and a.finish_ns == b.finish_ns and a.preemptions == b.preemptions
     assert [[(x.stages, x.ids, list(x.tokens)) for x in r.records] for r in a.replicas] == [
         [(x.stages, x.ids, list(x.tokens)) for x in r.records] for r in b.replicas
     ]
     assert min(a.finish_ns) > 0
+
+
+@pytest.mark.parametrize(
+    "workload, n, base_ms, cfg",
+    [
+        # a run of decode steps started while a member would register its prefix, evicted before,
+        # at the end of the run's first step (the aggregate registered it only after the run)
+        (
+            "poisson:40,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=62,prefixes=5:16",
+            200,
+            2,
+            dict(
+                scheduler="orca",
+                router="least-outstanding",
+                block_size=1,
+                kv_blocks=2400,
+                max_num_seqs=8,
+                max_batched_tokens=1024,
+                pd=(1, 2),
+            ),
+        ),
+        (
+            "poisson:40,prompt=lognormal:300:0.7,output=lognormal:80:0.8,seed=52,prefixes=4:16",
+            100,
+            2,
+            dict(scheduler="vllm", router="kv-aware", kv_blocks=250, max_num_seqs=8, pd=(2, 2)),
+        ),
+        # vLLM V0: the request preempted in a decode step, first in line, computed its prefix
+        # itself and finds it cached now: it needs fewer blocks than it freed and is admitted at
+        # the next step (the aggregate ran on, taking it for one that cannot be admitted)
+        (
+            "poisson:40,prompt=lognormal:100:0.7,output=lognormal:80:0.8,seed=30,prefixes=6:160",
+            200,
+            8,
+            dict(
+                scheduler="vllm-v0",
+                router="kv-aware",
+                block_size=1,
+                kv_blocks=2400,
+                max_num_seqs=40,
+                max_batched_tokens=4096,
+                replicas=3,
+            ),
+        ),
+        (
+            "poisson:12,prompt=lognormal:100:0.7,output=lognormal:80:0.8,seed=61,prefixes=8:160",
+            200,
+            8,
+            dict(
+                scheduler="vllm-v0",
+                router="kv-aware",
+                block_size=4,
+                kv_blocks=600,
+                max_batched_tokens=1024,
+                watermark=0.01,
+            ),
+        ),
+        (
+            "poisson:20,prompt=lognormal:100:0.7,output=lognormal:80:0.8,seed=65,prefixes=3:300",
+            100,
+            8,
+            dict(scheduler="vllm-v0", kv_blocks=150, max_batched_tokens=1024, pd=(1, 1)),
+        ),
+    ],
+)
+def test_prefixes_lost_to_evictions_serve_as_one_by_one(workload: str, n: int, base_ms: int, cfg: dict) -> None:
+    # shared prefixes evicted and registered again by the requests that use them, and requests
+    # preempted that find theirs cached: random configurations where the aggregate once differed
+    timer = LinearTimer(base_ns=base_ms * MS, per_token_ns=15_000, per_context_ns=300, kv_bytes_per_token=1.0)
+    _same_as_one_by_one(generate(parse_generator(workload), n), timer, ServeConfig(**cfg))  # type: ignore[arg-type]
 
 
 # -- timers: a batch from its decodes' totals ---------------------------------------------------------

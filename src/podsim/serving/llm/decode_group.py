@@ -27,12 +27,14 @@ Shared prefixes by id: a request that computed its prompt without taking its pre
 them meanwhile (:meth:`.replica.Replica._share_prefix`).  The group keeps such members by prefix
 id (``cands``) and the ids the replica lacks (``missing``: at a join, or evicted since,
 :attr:`.kvcache.KVCache.evicted`), so that a step's end registers them without looking at the
-others.  Units: tokens, KV blocks, steps; ``last_end`` in ns.
+others; :meth:`DecodeGroup.registers` says whether a step's end will (a run of decode steps
+does not start then).  Units: tokens, KV blocks, steps; ``last_end`` in ns.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 
 from .kvcache import KVCache
 from .sequence import Seq
@@ -261,6 +263,20 @@ class DecodeGroup:
         while not fa.get(fs[0]):
             fa.pop(heapq.heappop(fs), None)
         return fs[0]
+
+    def registers(self, kv: KVCache, joining: Iterable[Seq] = ()) -> bool:
+        """Whether the end of the step being formed registers a prefix the replica lacks: a
+        member's (:meth:`register_missing` would) or one of ``joining``'s (decoding requests in
+        the step that would join first); changes nothing."""
+        cands = self.cands
+        if cands is None:
+            return False
+        have = kv.prefix_blocks
+        for ids in (self.missing, kv.evicted or ()):
+            for pid in ids:
+                if pid in cands and pid not in have:
+                    return True
+        return any(self._cand(s) and s.req.prefix_id not in have for s in joining)
 
     def register_missing(self, kv: KVCache) -> None:
         """At the end of a step: for each prefix id the replica lacks, its first member that

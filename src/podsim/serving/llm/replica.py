@@ -25,9 +25,11 @@ short and finishes those done, in time independent of how many there are; the st
 their number and total context (a timer's ``stage_ns_decodes``, :mod:`.timing`).  The others
 (prompts being computed, requests admitted after one) are scheduled one by one, after the group,
 and join it when they decode and every request before them is in it.  And a run of decode steps
-that take every running request, while nothing arrives, finishes, or runs out of KV blocks, is
-simulated in one go: each step is still timed (a timer's optional ``decode_steps_ns(contexts,
-steps)`` may time them together), only the bookkeeping is done once.  Both are exact: ``fast``
+that take every running request, while nothing arrives, finishes, runs out of KV blocks, or
+registers a shared prefix (one lost to an eviction, registered again at the end of the first
+step: the next step may then admit a request that uses it), is simulated in one go: each step is
+still timed (a timer's optional ``decode_steps_ns(contexts, steps)`` may time them together), only
+the bookkeeping is done once.  Both are exact: ``fast``
 off simulates every request one by one, with the same results.
 """
 
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from .schedulers import Scheduler
 
 INF = 1 << 62
+#: a pending run with this many steps timed is timed to its end when advanced ahead
+RUN_AHEAD = 4
 #: replica roles: both phases, or one side of prefill/decode disaggregation
 ROLES = ("mixed", "prefill", "decode")
 
@@ -268,6 +272,21 @@ class Replica:
         self.running.append(s)
         return n
 
+    def admissible(self, s: Seq) -> bool:
+        """Whether :meth:`admit` would take the first waiting request ``s`` now with the rest of
+        its prompt and no reservation beyond it (its KV blocks, with a cached prefix shared,
+        leave the watermark free); changes nothing."""
+        kv = self.kv
+        c0 = s.computed or self.cached_prefix(s)
+        shared = c0 // kv.block_size if c0 > s.computed and not self.prefix_hit_rate else 0
+        need = kv.blocks_for(s.prompt + s.generated) - s.blocks - shared
+        if need <= 0:
+            return True
+        room = kv.free + kv.cached_blocks
+        if shared and not kv.prefix_refs[s.req.prefix_id]:  # using it makes it unevictable
+            room -= kv.prefix_blocks[s.req.prefix_id]
+        return need + kv.watermark_blocks <= room
+
     def take_group(self, budget: float) -> tuple[float, bool, bool]:
         """The decode group's part of the step being formed, as taking its members one by one in
         admission order would be (the scheduler's first pass over the running requests): each a
@@ -365,6 +384,17 @@ class Replica:
         a = self.try_at if self.try_at >= 0 else INF
         return (c, 2) if c <= a else (a, 3)
 
+    def due(self) -> int:
+        """The time (ns) up to which :meth:`advance_to` has nothing to do: ``advance_to(t)`` for
+        ``t`` at or before it changes nothing.  The next completion or try; with a pending decode
+        run, the end of its last step timed (beyond it the run is timed further, or ends)."""
+        run = self.run
+        if run is not None:
+            return run.ends[-1] if run.ends else run.start
+        c = self.inflight[0][0] if self.inflight else INF
+        a = self.try_at if self.try_at >= 0 else INF
+        return c if c < a else a
+
     def advance_to(self, t: int) -> None:
         """Process every event before ``t`` (ns).  A run of identical decode steps that goes on
         past ``t`` is left pending: what routers read of this replica (outstanding requests, and
@@ -388,6 +418,20 @@ class Replica:
                 if a >= t:
                     return
                 self._try(a)
+
+    def advance_ahead(self, t: int) -> None:
+        """:meth:`advance_to` ``t``, timing a decode run left pending ahead of need (which changes
+        nothing but :meth:`due`): to twice its span so far while it has fewer than
+        :data:`RUN_AHEAD` steps timed (a run cut short by an arrival wastes little), all its steps
+        after that.  A replica advanced at each arrival while it runs (:mod:`.router_index`) then
+        times its run in a few chunks, not a step or two at a time."""
+        run = self.run
+        if run is not None and run.ends and run.ends[-1] >= t:
+            return  # nothing to do
+        self.advance_to(t)
+        run = self.run
+        if run is not None:
+            run.extend(INF if len(run.ends) >= RUN_AHEAD else 2 * t - run.start)
 
     def materialize(self, t: int) -> None:
         """Advance to ``t`` and end a pending decode run there: its steps done before ``t`` are
@@ -424,6 +468,24 @@ class Replica:
         if run is None:
             return self.pending_tokens
         return self.pending_tokens - run.n * bisect_left(run.ends, t)
+
+    def pending_bound(self, t: int, floor: int) -> tuple[int, int]:
+        """A lower bound of :meth:`pending_at` from ``t`` (after :meth:`advance_to` ``t``) on, and
+        the time (ns) up to which it holds.  With a pending run, the tokens left after as many of
+        its steps as keep the bound above ``floor`` (at least the step in progress at ``t``, at
+        most the steps timed), until the last of them ends; without one, the tokens left, until
+        INF (what changes them is another event)."""
+        run = self.run
+        if run is None:
+            return self.pending_tokens, INF
+        ends = run.ends
+        n = run.n
+        j = bisect_left(ends, t)  # steps done before t
+        now = self.pending_tokens - n * j
+        if now > floor:
+            j += (now - floor - 1) // n  # each step takes n tokens off
+        j = min(j, len(ends) - 1)  # up to ends[j], at most j steps are done
+        return self.pending_tokens - n * j, ends[j]
 
     def free_at(self, t: int) -> int:
         """Free KV blocks at ``t`` (after :meth:`advance_to` ``t``)."""
@@ -597,6 +659,8 @@ class Replica:
             need2 += g.blocks_taken(x + 1, x + 1)
         if need2 > self.kv.free:
             return False
+        if g.registers(self.kv, seqs):  # a prefix registered at step 1's end may change what
+            return False  # the next try admits: that step runs the ordinary way
         if not self.step_group:  # the group was empty: the step becomes its first
             g.steps = x + 1
             g.act = max(g.act, x + 1)

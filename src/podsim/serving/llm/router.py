@@ -10,8 +10,12 @@ which decode replica takes it when its prompt is done).
   have the blocks their contexts need.
 
 Ties go to the lowest replica index.  Routers other than round-robin see each replica as it is
-at that instant (the simulation advances them first).  ``podsim serve`` calls its replica choice
-a scheduler (``--scheduler round-robin | least-outstanding``, :mod:`podsim.serving.schedulers`).
+at that instant.  Each states its measure as a ``key`` (the least wins) and a ``bound`` on it, and
+:meth:`choose` scans the pool (the reference); the simulation finds the same replica through an
+index (:mod:`.router_index`) that brings up to date only the replicas with events before that
+instant and looks only at those whose bound may beat the best.  ``podsim serve`` calls its
+replica choice a scheduler (``--scheduler round-robin | least-outstanding``,
+:mod:`podsim.serving.schedulers`).
 
 Each router is a class registered in :data:`ROUTERS` (the :func:`router` decorator) that
 declares its ``name``, ``aliases`` and a ``help`` line; adding one is a class here with its test
@@ -24,7 +28,7 @@ from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
 from ...registry import Registry
-from .replica import Replica
+from .replica import INF, Replica
 
 
 class RequestRouter(Protocol):
@@ -37,7 +41,28 @@ class RequestRouter(Protocol):
     observes: bool
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
-        """The index, in ``pool``, of the replica to use at ``now`` (ns)."""
+        """The index, in ``pool``, of the replica to use at ``now`` (ns); a router that observes
+        scans every replica, each advanced to ``now``: the least :meth:`key`, ties to the lowest
+        index."""
+
+
+class ObservingRouter(RequestRouter, Protocol):
+    """A router that reads the replicas: its measure of a replica advanced to ``now``."""
+
+    def key(self, rep: Replica, now: int) -> int:
+        """The replica's measure at ``now`` (ns), the least wins (a count of requests, tokens or
+        blocks; negated where the most wins)."""
+
+    def bound(self, rep: Replica, now: int, level: int) -> tuple[int, int]:
+        """A lower bound of :meth:`key` at every instant from ``now`` up to the time returned
+        with it (ns; INF: until the replica is :meth:`~.replica.Replica.due`), while nothing else
+        changes the replica (a pending decode run's steps end one by one meanwhile).  ``level``:
+        the least key found last; a bound above it may hold longer and still be passed over."""
+
+
+def _least(router: ObservingRouter, pool: Sequence[Replica], now: int) -> int:
+    """The index of the least key in ``pool`` at ``now``, the lowest of equal ones."""
+    return min(range(len(pool)), key=lambda i: router.key(pool[i], now))
 
 
 #: the routers, by name
@@ -80,7 +105,13 @@ class LeastOutstanding:
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
-        return min(range(len(pool)), key=lambda i: pool[i].outstanding)
+        return _least(self, pool, now)
+
+    def key(self, rep: Replica, now: int) -> int:
+        return rep.outstanding
+
+    def bound(self, rep: Replica, now: int, level: int) -> tuple[int, int]:
+        return rep.outstanding, INF  # changes only when requests join or leave (never in a run)
 
 
 @router
@@ -93,7 +124,13 @@ class ShortestQueue:
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
-        return min(range(len(pool)), key=lambda i: pool[i].pending_at(now))
+        return _least(self, pool, now)
+
+    def key(self, rep: Replica, now: int) -> int:
+        return rep.pending_at(now)
+
+    def bound(self, rep: Replica, now: int, level: int) -> tuple[int, int]:
+        return rep.pending_bound(now, level)  # a run's steps only take tokens off
 
 
 @router
@@ -106,10 +143,13 @@ class KVAware:
     observes = True
 
     def choose(self, pool: Sequence[Replica], now: int) -> int:
-        def headroom(r: Replica) -> int:
-            return r.free_at(now) - r.waiting_blocks - r.incoming_blocks
+        return _least(self, pool, now)
 
-        return max(range(len(pool)), key=lambda i: (headroom(pool[i]), -i))
+    def key(self, rep: Replica, now: int) -> int:
+        return rep.waiting_blocks + rep.incoming_blocks - rep.free_at(now)  # the headroom, negated
+
+    def bound(self, rep: Replica, now: int, level: int) -> tuple[int, int]:
+        return self.key(rep, now), INF  # a run's steps only take blocks
 
 
 def make_router(name: str) -> RequestRouter:

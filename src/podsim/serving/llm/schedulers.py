@@ -109,7 +109,8 @@ class Scheduler(Protocol):
 
     def steady_steps(self, rep: "Replica") -> int:
         """After a step that took every running request for one decode token, how many more
-        steps are sure to do the same while nothing arrives, finishes or runs out of KV blocks."""
+        steps are sure to do the same while nothing arrives, finishes, runs out of KV blocks or
+        registers a shared prefix."""
 
     def skip(self, steps: int) -> None:
         """``steps`` such steps were taken without calling :meth:`schedule`."""
@@ -315,10 +316,14 @@ class VllmV0Scheduler(_Base):
         return seqs, ns
 
     def steady_steps(self, rep: "Replica") -> int:
-        # a decode step means the first waiting request could not be admitted (one preempted in
-        # that step included: fewer blocks are left free than it held): sequence slots stay full
-        # until a request finishes, and free KV blocks only shrink while the decodes grow
-        return UNLIMITED
+        # the steps stay decodes while the first waiting request cannot be admitted: sequence
+        # slots stay full until a request finishes, and free KV blocks only shrink while the
+        # decodes grow (the prefixes cached stay: a run registers none).  Asked, not assumed: a
+        # request preempted in this step, first in line now, may need fewer blocks than it freed
+        # (a cached prefix it computed itself before)
+        if not rep.waiting or rep.num_running >= self.max_num_seqs or not rep.admissible(rep.waiting[0]):
+            return UNLIMITED
+        return 0
 
 
 @scheduler

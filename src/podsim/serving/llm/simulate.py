@@ -3,9 +3,12 @@ steps (:mod:`.replica`), optionally with prefill and decode on separate pools (P
 
 Discrete events in integer ns, in time order; at one time: arrivals, then transfers' and
 other scheduled callbacks, then replicas' completions, then their tries.  Replicas whose events
-nobody else sees are advanced lazily: to the present before a router looks at them or a request
-joins them, and to the end at the end.  Under P/D the prefill replicas' events run in global
-order, since each finished prompt routes its request to a decode replica at that instant.
+nobody else sees are advanced lazily: to the present before a router reads them or a request
+joins them, and to the end at the end.  A router that reads them finds its replica through an
+index (:mod:`.router_index`: only the replicas with events before the present are advanced, the
+same choice as a scan of the pool).  Under P/D the prefill replicas' events run in global order
+(a heap of their next events, the lowest replica first at one time and priority), since each
+finished prompt routes its request to a decode replica at that instant.
 
 **P/D** (``pd=(P, D)``): replicas 0..P-1 prefill, P..P+D-1 decode, each pool with its own
 router.  A prefill replica computes the prompt (and samples the first token); its KV cache --
@@ -56,6 +59,7 @@ from .metrics import LLMServeResult
 from .replica import INF, Replica
 from .requests import Request
 from .router import DEFAULT_ROUTER, make_router
+from .router_index import PoolIndex
 from .schedulers import DEFAULT_SCHEDULER, make_scheduler
 from .sequence import Seq
 from .timing import StepTimer
@@ -363,6 +367,24 @@ def _simulate(
     entry_router = make_router(cfg.router)
     decode_router = make_router(cfg.router)
     emitters = [r for r in reps if r.role == "prefill"]
+    # routers that read the replicas find them through an index (the same choice as a scan)
+    entry_ix = PoolIndex(entry, entry_router) if entry_router.observes else None  # type: ignore[arg-type]
+    decode_ix = PoolIndex(decode_pool, decode_router) if decode_router.observes and decode_pool else None  # type: ignore[arg-type]
+    # the prefill replicas' next events, (time, priority, place): stale entries are dropped when
+    # they come up (an entry is current when it is the replica's next event); every change to a
+    # prefill replica pushes its next event
+    em_place = {r.index: k for k, r in enumerate(emitters)}
+    em_heap: list[tuple[int, int, int]] = []
+
+    def entry_changed(rep: Replica, now: int) -> None:
+        """An entry replica changed at ``now`` (ns): renew what the index and the heap hold of it."""
+        if entry_ix is not None:
+            entry_ix.touch(rep, now)
+        k = em_place.get(rep.index)
+        if k is not None:
+            t, p = rep.next_event()
+            if t < INF:
+                heapq.heappush(em_heap, (t, p, k))
 
     if cfg.pd is not None:
         mover: Transfers = (
@@ -371,14 +393,16 @@ def _simulate(
         kv_per_token = float(timer.kv_bytes_per_token)
 
         def on_prefilled(s: Seq, t: int) -> None:
-            if decode_router.observes:
-                for r in decode_pool:
-                    r.advance_to(t)
-            d = decode_pool[decode_router.choose(decode_pool, t)]
+            if decode_ix is not None:
+                d = decode_pool[decode_ix.choose(t)]
+            else:
+                d = decode_pool[decode_router.choose(decode_pool, t)]
             d.outstanding += 1
             d.pending_tokens += s.prompt + s.output - 1 - s.computed
             need = d.kv.blocks_for(s.prompt + s.generated)
             d.incoming_blocks += need
+            if decode_ix is not None:
+                decode_ix.touch(d, t)
             src = reps[s.prefill_replica]
 
             def delivered() -> None:
@@ -395,6 +419,9 @@ def _simulate(
                 d.waiting_blocks += need
                 d.waiting.append(s)
                 d.wake(now)
+                if decode_ix is not None:
+                    decode_ix.touch(d, now)
+                entry_changed(src, now)
 
             mover.start(int(math.ceil(kv_per_token * s.prompt)), s.prefill_replica, d.index, delivered)
 
@@ -407,30 +434,33 @@ def _simulate(
     while True:
         ta = arrivals[i] if i < n else INF
         th = heap[0][0] if heap else INF
-        te, pe, em = INF, 9, None
-        for r in emitters:
-            t, p = r.next_event()
-            if (t, p) < (te, pe):
-                te, pe, em = t, p, r
+        te, em = INF, None
+        while em_heap:
+            t, p, k = em_heap[0]
+            if emitters[k].next_event() == (t, p):
+                te, em = t, emitters[k]
+                break
+            heapq.heappop(em_heap)
         if ta <= th and ta <= te:
             if ta >= INF:
                 break
             clock.now = ta
             s = seqs[i]
             i += 1
-            if entry_router.observes:
-                for r in entry:
-                    r.advance_to(ta)
-            rep = entry[entry_router.choose(entry, ta)]
+            rep = entry[entry_ix.choose(ta) if entry_ix is not None else entry_router.choose(entry, ta)]
             rep.materialize(ta)
             rep.enqueue(s, ta)
+            if entry_ix is not None or em_place:
+                entry_changed(rep, ta)
         elif th <= te:
             t, _, cb, arg = heapq.heappop(heap)
             clock.now = t
             cb(arg)
         else:
+            heapq.heappop(em_heap)  # its entry
             clock.now = te
             em.process_next()  # type: ignore[union-attr]
+            entry_changed(em, te)  # type: ignore[arg-type]
     for r in reps:
         r.advance_to(INF)
 
