@@ -1,6 +1,7 @@
 """An index over a pool of replicas for the routers that read them (:mod:`.router`): the replica
 a scan of the whole pool, each brought up to the present, would choose -- the same one, ties
-included -- in time logarithmic in the pool's size rather than linear.
+included -- with heap operations (logarithmic in the pool's size) for the replicas that changed
+and the few whose bounds reach the best, rather than a look at every replica.
 
 Two heaps, each entry keyed by the replica's place in the pool:
 
@@ -8,11 +9,15 @@ Two heaps, each entry keyed by the replica's place in the pool:
   nothing.  A choice at ``now`` (ns) advances only the replicas due before ``now``; every other
   one is already as advancing it would leave it.
 * *bounds*: each replica's router ``bound``, a lower bound of its key (the least key wins) until
-  it is due or touched.  A choice pops them in order (bound, then place), computes the exact key
-  of each replica popped, and stops at the first (bound, place) beyond the best (key, place)
-  found: no replica left can beat it, nor tie it from a lower place.  Least-outstanding's bound is
-  its key (one replica looked at); jsq's the tokens left once the pending decode run's timed steps
-  are done; kv-aware's its key when last looked at (a decode run only takes blocks).
+  it is due, touched, or the time the bound came with (then it is due too).  A choice pops them
+  in order (bound, then place), computes the exact key of each replica popped, and stops at the
+  first (bound, place) beyond the best (key, place) found: no replica left can beat it, nor tie
+  it from a lower place.  Least-outstanding's bound is its key (one replica looked at); jsq's the
+  tokens left after as many of a pending decode run's steps as keep it above the least key found
+  last (``level``), until the last of them ends (a replica near the least is renewed each step,
+  one far above it seldom); kv-aware's its key when last looked at (a decode run only takes
+  blocks).  A replica advanced here times its pending run ahead
+  (:meth:`~.replica.Replica.advance_ahead`).
 
 Whatever changes a replica besides the index's own advancing (a request joining it, a KV
 transfer reaching or leaving it, its events run by the simulation in time order) must be
