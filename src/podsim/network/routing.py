@@ -139,19 +139,7 @@ class Router:
             if same is not None:  # a route with no choice on it: the same for every label
                 self._route_cache[key] = same
                 return same
-        path: list[int] = []
-        u = src
-        chose = False
-        while u != dst:
-            cands = self._next_hops(u, dst)
-            if len(cands) > 1 and adaptive:
-                cands = self._least_congested(u, cands, dst, load)  # type: ignore[arg-type]
-            if len(cands) > 1:
-                chose = True
-                link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
-            else:
-                link, u = cands[0]
-            path.append(link)
+        path, chose = self._walk_one(src, dst, label, load if adaptive else None)
         out = tuple(path)
         if not adaptive:
             self._route_cache[key] = out
@@ -272,13 +260,17 @@ class Router:
             )
         return cols, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
 
-    def _walk_one(self, src: int, dst: int, label: int) -> tuple[list[int], bool]:
-        """One flow's hashed route (:meth:`route` without load or caches), and whether it met a
-        choice of several links."""
+    def _walk_one(
+        self, src: int, dst: int, label: int, load: np.ndarray | list[int] | None = None
+    ) -> tuple[list[int], bool]:
+        """One flow's hashed route (:meth:`route` without its caches; ``load``: adaptive, each
+        choice narrowed to the least congested first), and whether it met a choice of several links."""
         path: list[int] = []
         u, chose = src, False
         while u != dst:
             cands = self._next_hops(u, dst)
+            if len(cands) > 1 and load is not None:
+                cands = self._least_congested(u, cands, dst, load)
             if len(cands) > 1:
                 chose = True
                 link, u = cands[mix64(src, dst, label, self.seed, u) % len(cands)]
