@@ -18,6 +18,8 @@ op (``aten::``)                                              kernel
                                                               (input, weight: its non-empty outputs)
 ``_scaled_dot_product_{flash,efficient,cudnn}_attention``      attention: 4 B H Sq Skv D FLOPs
 (q[B,H,Sq,D], k[B,H,Skv,D]) and their ``_backward``           (backward: 2.5x)
+``cudnn_batch_norm``, ``native_batch_norm`` and their        batch norm over the input's elements
+``_backward`` (input [N,C,...])                               and C channels
 ==========================================================  ===================================
 
 Sizes come from the input shapes the trace recorded; a compute op whose shapes are missing or
@@ -82,6 +84,17 @@ _CONV = frozenset(
     }
 )
 _ATTENTION = ("flash", "efficient", "cudnn")
+#: batch norm's kernels (training and inference) by pass
+_BATCH_NORM = {
+    "aten::cudnn_batch_norm": "fwd",
+    "aten::native_batch_norm": "fwd",
+    "aten::_native_batch_norm_legit": "fwd",
+    "aten::_native_batch_norm_legit_no_training": "fwd",
+    "aten::miopen_batch_norm": "fwd",
+    "aten::cudnn_batch_norm_backward": "bwd",
+    "aten::native_batch_norm_backward": "bwd",
+    "aten::miopen_batch_norm_backward": "bwd",
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,14 @@ class Work:
     flops: float = 0.0
     seq: int = 0
     head_dim: int = 0
+    #: a convolution's passes (``fwd``; ``bwd_data``, ``bwd_weight``: the gradients it makes) or a
+    #: batch norm's (``fwd`` or ``bwd``)
+    passes: tuple[str, ...] = ()
+    #: a convolution's input channels per group and kernel elements (K = c_in x window); a batch norm's channels
+    c_in: int = 0
+    window: int = 0
+    #: a convolution whose output is smaller than its input (a stride above 1)
+    strided: bool = False
 
 
 def _dims(shape: object) -> tuple[int, ...] | None:
@@ -130,13 +151,30 @@ def _gemm(node: EtNode, first: int) -> Work | None:
     return Work("gemm", node.name, _nbytes(node), _dtype(node), a[-2], b[-1], a[-1], count)
 
 
-def _conv_gemm(node: EtNode, x: tuple[int, ...], w: tuple[int, ...], out_elems: int, grads: int) -> Work | None:
+def _conv_gemm(
+    node: EtNode, x: tuple[int, ...], w: tuple[int, ...], out_elems: int, passes: tuple[str, ...]
+) -> Work | None:
     """The implicit GEMM of a convolution: input ``x`` [N, C, ...], weight ``w`` [O, C/g, k...],
-    ``out_elems`` output elements; ``grads`` such GEMMs (a backward's input and weight gradients)."""
-    if len(w) < 3 or len(x) != len(w) or w[0] == 0 or out_elems <= 0 or grads <= 0:
+    ``out_elems`` output elements; one such GEMM per pass (a backward's input and weight gradients)."""
+    if len(w) < 3 or len(x) != len(w) or w[0] == 0 or out_elems <= 0 or not passes or not x[0]:
         return None
     k = math.prod(w[1:])
-    return Work("conv", node.name, _nbytes(node), _dtype(node), out_elems // w[0], w[0], k, grads)
+    m = out_elems // w[0]
+    strided = math.prod(x[2:]) * 2 > 3 * (m // x[0])  # the input's feature map well above the output's
+    return Work(
+        "conv",
+        node.name,
+        _nbytes(node),
+        _dtype(node),
+        m,
+        w[0],
+        k,
+        len(passes),
+        passes=passes,
+        c_in=w[1],
+        window=math.prod(w[2:]),
+        strided=strided,
+    )
 
 
 def _conv(node: EtNode) -> Work | None:
@@ -147,7 +185,7 @@ def _conv(node: EtNode) -> Work | None:
         return None
     itemsize = node.arg_bytes[0] // math.prod(x)
     out = node.tensor_bytes_out // itemsize if itemsize else 0
-    return _conv_gemm(node, x, w, out, 1)
+    return _conv_gemm(node, x, w, out, ("fwd",))
 
 
 def _conv_backward(node: EtNode) -> Work | None:
@@ -157,8 +195,17 @@ def _conv_backward(node: EtNode) -> Work | None:
     if g is None or x is None or w is None:
         return None
     # its output_mask shows in its outputs: an input or weight gradient not asked for is empty
-    grads = sum(1 for _, b in node.outputs[:2] if b > 0) if node.outputs else 2
-    return _conv_gemm(node, x, w, math.prod(g), grads)
+    made = [b > 0 for _, b in node.outputs[:2]] if node.outputs else [True, True]
+    passes = tuple(p for p, on in zip(("bwd_data", "bwd_weight"), made) if on)
+    return _conv_gemm(node, x, w, math.prod(g), passes)
+
+
+def _batch_norm(node: EtNode, step: str) -> Work | None:
+    """Batch norm's forward or backward over input [N, C, ...] (its first tensor; ``m`` its elements)."""
+    x = _dims(node.shapes[0]) if node.shapes else None
+    if x is None or len(x) < 2:
+        return None
+    return Work("norm", node.name, _nbytes(node), _dtype(node), m=math.prod(x), passes=(step,), c_in=x[1])
 
 
 def _attention(node: EtNode) -> Work | None:
@@ -181,6 +228,8 @@ def _compute(node: EtNode) -> Work | None | bool:
         return _conv(node)
     if name == "aten::convolution_backward":
         return _conv_backward(node)
+    if name in _BATCH_NORM:
+        return _batch_norm(node, _BATCH_NORM[name])
     if name.startswith("aten::_scaled_dot_product_") and any(a in name for a in _ATTENTION):
         return _attention(node)
     return False
