@@ -186,6 +186,14 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
         {"s.yaml": "name: mine\nkind: training\nbase: s.yaml\n"},
         "makes a cycle",
     ),
+    (
+        "llm --model-config c.json --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024",
+        {
+            "c.json": '{"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "vocab_size": 50257, '
+            '"num_hidden_layers": 24}'
+        },
+        "c.json: the key 'num_hidden_layers' appears twice in one JSON object",
+    ),
     ("llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 2147483648 --seq-len 1024", {}, "micro-batches"),
     ("llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --granularity round", {}, "--granularity:"),
     (
