@@ -171,6 +171,11 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
     ("validate --rows r.csv", {"r.csv": f"{_ROWS_HEADER}\n"}, "no rows"),
     (
         "validate --rows r.csv",
+        {"r.csv": f"{_ROWS_HEADER}\n{_ROW.replace('h100-80gb,8,8,', 'h100-80gb,8,3,')}\n"},
+        "the first: t1: gpus_per_node 3: 8 GPUs do not fill whole servers of 3 GPUs",
+    ),
+    (
+        "validate --rows r.csv",
         {"r.csv": f"{_ROWS_HEADER}\n{_ROW.replace('swiglu,0,0,', 'swiglu,0,2,')}\n"},
         "top_k is for",
     ),
@@ -185,6 +190,19 @@ REFUSED: list[tuple[str, dict[str, str], str]] = [
         "stack show s.yaml",
         {"s.yaml": "name: mine\nkind: training\nbase: s.yaml\n"},
         "makes a cycle",
+    ),
+    (
+        "llm --model-config c.json --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024",
+        {
+            "c.json": '{"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "vocab_size": 50257, '
+            '"num_hidden_layers": 24}'
+        },
+        "c.json: the key 'num_hidden_layers' appears twice in one JSON object",
+    ),
+    (
+        "llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024 --sequence-parallel",
+        {},
+        "--sequence-parallel: sequence parallelism shards the activations over the tensor-parallel ranks, and --tp 1",
     ),
     ("llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 2147483648 --seq-len 1024", {}, "micro-batches"),
     ("llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --granularity round", {}, "--granularity:"),

@@ -1344,6 +1344,79 @@ def test_fuzz_input_format(fmt: Format, tmp_path: Path) -> None:
         pytest.fail("\n".join(lines), pytrace=False)
 
 
+def _first_key_twice(obj: object) -> tuple[str, str | None]:
+    """The JSON text of ``obj`` with the first key of its first non-empty object written twice
+    (with the same value, so keeping either copy would give the same answer: only a refusal
+    shows the duplicate was seen), and that key as JSON spells it (None: no object in ``obj``)."""
+    if isinstance(obj, dict) and obj:
+        key, value = next(iter(obj.items()))
+        pair = json.dumps({key: value})[1:-1]  # '"key": value', as json.dumps spells a non-str key
+        return "{" + pair + ", " + json.dumps(obj)[1:], next(iter(json.loads("{" + pair + "}")))
+    if isinstance(obj, list):
+        parts = [json.dumps(x) for x in obj]
+        for i, x in enumerate(obj):
+            text, key = _first_key_twice(x)
+            if key is not None:
+                parts[i] = text
+                return "[" + ", ".join(parts) + "]", key
+    return json.dumps(obj), None
+
+
+#: the structured formats: JSON ones, and YAML ones whose readers take a JSON file as well
+STRUCTURED = [f for f in FORMATS if f.kind in ("json", "yaml")]
+
+
+@pytest.mark.parametrize("fmt", STRUCTURED, ids=[f.name for f in STRUCTURED])
+def test_a_json_key_given_twice_is_refused_naming_the_file_and_the_key(fmt: Format, tmp_path: Path) -> None:
+    # issue 29: json.loads keeps the last of two equal keys without a word; a reader must refuse
+    # it as load_yaml does, naming the file and the key
+    files = fmt.seed()
+    doc = json.loads(files[fmt.target]) if fmt.kind == "json" else yaml.safe_load(files[fmt.target])
+    text, key = _first_key_twice(doc)
+    assert key is not None and text.count(json.dumps(key) + ":") >= 2
+    for name, data in {**files, fmt.target: text.encode()}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    with pytest.raises(PodsimError) as e:
+        fmt.run(tmp_path)
+    msg = str(e.value)
+    assert Path(fmt.target).name in msg and f"the key {key!r} appears twice" in msg, msg
+    assert "\n" not in msg.strip()
+
+
+def test_the_other_user_json_readers_refuse_a_key_given_twice(tmp_path: Path) -> None:
+    from podsim.capture.breakdown import load_trace
+    from podsim.capture.megatron import _sizes
+    from podsim.errors import InputError
+    from podsim.fileio import load_json
+    from podsim.formats import one_gpu_step, rank_traces
+
+    # a duplicate inside a nested object, and one inside an array's object, are found too
+    assert load_json('{"a": {"b": 1, "c": 2}, "d": [{"b": 1}, {"b": 2}]}', "x") == {
+        "a": {"b": 1, "c": 2},
+        "d": [{"b": 1}, {"b": 2}],
+    }
+    for text, key in (('{"a": {"b": 1, "b": 1}}', "b"), ('[{"e": 0}, {"f": 1, "g": 2, "f": 1}]', "f")):
+        with pytest.raises(InputError, match=f"^x: the key '{key}' appears twice in one JSON object: keep one$"):
+            load_json(text, "x")
+    with pytest.raises(InputError, match=r"^x: line 2 column 7: not valid JSON"):
+        load_json('{"a": 1,\n  "b" 2}', "x")  # a colon expected where the 2 is, line 2's seventh character
+
+    trace = tmp_path / "trace.json"  # a Chrome trace for `podsim calibrate trace` / `stack fit`
+    trace.write_text('{"traceEvents": [], "traceEvents": []}')
+    with pytest.raises(InputError, match="trace.json: .*the key 'traceEvents' appears twice"):
+        load_trace(trace)
+    config = tmp_path / "config.json"  # a Megatron capture's model config
+    config.write_text('{"hidden_size": 64, "num_hidden_layers": 2, "hidden_size": 64}')
+    with pytest.raises(InputError, match="config.json: the key 'hidden_size' appears twice"):
+        _sizes(str(config))
+    (tmp_path / "capture.json").write_text('{"world_size": 2, "world_size": 2}')  # a `podsim trace` folder's
+    with pytest.raises(InputError, match="capture.json: the key 'world_size' appears twice"):
+        one_gpu_step.capture_info(tmp_path)
+    with pytest.raises(InputError, match="capture.json: the key 'world_size' appears twice"):
+        rank_traces.capture_info(tmp_path)
+
+
 def main() -> None:
     """Print failures per format and mutation class (``-v``: each failure)."""
     import tempfile

@@ -104,6 +104,19 @@ def test_vpp_without_pp_is_refused(capsys) -> None:
     assert "--vpp 2 needs --pp > 1" in capsys.readouterr().err
 
 
+def test_sequence_parallel_at_tp_1_is_refused_when_the_user_asks_for_it(tmp_path: Path, capsys) -> None:
+    base = ["llm", "--model", "gpt3-125m", "--gpu", "h100", "--gpus", "8", "--global-batch", "16", "--seq-len", "1024"]
+    assert main([*base, "--sequence-parallel"]) == 2  # --tp 1 by default
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("podsim: error: --sequence-parallel: ") and "--tp 1" in err
+    # a stack whose rules turn it on (torchtitan's TP plan) does so with TP > 1 only: TP 1 runs without it
+    for tp, sp in ((1, False), (2, True)):
+        out = tmp_path / f"tp{tp}.json"
+        assert main([*base, "--tp", str(tp), "--stack", "torchtitan", "--json", str(out)]) == 0
+        assert json.loads(out.read_text())["layout"]["sequence_parallel"] is sp
+    capsys.readouterr()
+
+
 def _trace(path: Path, rows: int, prompt: int = 500, output: int = 50, gap_s: float = 0.2) -> Path:
     lines = ["arrived_at,num_prefill_tokens,num_decode_tokens"]
     lines += [f"{i * gap_s:.3f},{prompt},{output}" for i in range(rows)]

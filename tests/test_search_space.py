@@ -69,3 +69,89 @@ def test_expert_tp_values_leave_a_dense_model_alone() -> None:
     e = enumerate_layouts(dense, space, gpu_memory_gib=1e6)
     # a dense model has no experts: every ETP value is the default, each layout once
     assert [(x.tp, x.etp) for x in e.layouts] == [(1, None), (2, None)]
+
+
+def test_sequence_parallelism_on_only_rejects_the_tp_1_points_and_says_so() -> None:
+    model = get_model("llama3-8b")
+    sp = {**ONE, "sequence_parallel": (True,)}
+    e = enumerate_layouts(
+        model, Space(gpus=(8,), global_batch=8, seq_len=2048, tp=(1, 2), pp=(1,), micro_batch=(1,), **sp), 1e6
+    )
+    # TP 2 takes it; TP 1 has no tensor-parallel ranks to shard over (podsim llm refuses --tp 1
+    # --sequence-parallel): one point, counted as rejected, no error
+    assert [(x.tp, x.sequence_parallel) for x in e.layouts] == [(2, True)]
+    assert e.rejected == {"--sequence-parallel-values on: sequence parallelism needs TP > 1": 1}
+    both = {**ONE, "sequence_parallel": (True, False)}
+    e = enumerate_layouts(
+        model, Space(gpus=(8,), global_batch=8, seq_len=2048, tp=(1, 2), pp=(1,), micro_batch=(1,), **both), 1e6
+    )
+    # on and off: TP 1 once (off), TP 2 twice, nothing rejected
+    assert sorted((x.tp, x.sequence_parallel) for x in e.layouts) == [(1, False), (2, False), (2, True)]
+    assert not e.rejected
+
+
+def test_fits_is_at_most_the_gpus_gib() -> None:
+    from podsim.llm.memory import GIB, StageMemory, fits
+
+    # 60 + 15 + 4.6 GiB = 79.6 GiB: an H100's memory exactly fits; one byte more does not
+    exact = StageMemory(0, 20 * GIB, 20 * GIB, 20 * GIB, 15 * GIB, 0.0, 4.6 * GIB)
+    assert fits(exact, 79.6) and not fits(StageMemory(0, 20 * GIB, 20 * GIB, 20 * GIB, 15 * GIB, 1.0, 4.6 * GIB), 79.6)
+
+
+#: Llama 3 8B on 8 H100s (79.6 GiB), global batch 32 of 8,192 tokens, no distributed optimizer:
+#: layouts a few GiB either side of the memory limit (model states of 16 or 8 of the 32 layers,
+#: 8.03e9 x 18 B / PP / TP, plus the activations of PP micro-batches in flight)
+NEAR_THE_LIMIT = [
+    "--tp 1 --pp 2 --micro-batch 2 --recompute full",
+    "--tp 2 --pp 2 --micro-batch 2 --recompute none",
+    "--tp 4 --pp 1 --micro-batch 4 --recompute none --sequence-parallel",
+    "--tp 2 --pp 1 --micro-batch 2 --recompute full",
+    "--tp 2 --pp 1 --micro-batch 4 --recompute full --sequence-parallel",
+    "--tp 1 --pp 4 --micro-batch 1 --recompute none",
+]
+
+
+def test_the_screen_admits_the_layouts_podsim_llm_runs_and_no_other(capsys) -> None:
+    """One memory test (podsim.llm.memory.fits) for ``podsim llm`` and the search's screen: on
+    layouts near the limit, a layout the screen keeps runs, one it rejects for its memory is
+    refused with the memory named (issue 29)."""
+    from podsim.cli import main
+    from podsim.hardware.gpu import get_gpu
+    from podsim.llm.memory import GIB, memory
+    from podsim.stacks.stack import DEFAULT_TRAINING, load_stack
+
+    model, gpu = get_model("llama3-8b"), get_gpu("h100")
+    stack = load_stack(DEFAULT_TRAINING, "training")
+    fixed = ["llm", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "8", "--global-batch", "32", "--seq-len", "8192"]
+    verdicts = []
+    for flags in NEAR_THE_LIMIT:
+        f = flags.split()
+        tp, pp, mb, rc = (f[f.index(k) + 1] for k in ("--tp", "--pp", "--micro-batch", "--recompute"))
+        sp = "--sequence-parallel" in f
+        point = Space(
+            gpus=(8,),
+            global_batch=32,
+            seq_len=8192,
+            tp=(int(tp),),
+            pp=(int(pp),),
+            vpp=(1,),
+            micro_batch=(int(mb),),
+            recompute=(rc,),
+            sequence_parallel=(sp,),
+            distributed_optimizer=(False,),
+            stack=stack,
+        )
+        lay = enumerate_layouts(model, point, 1e6).layouts[0]  # the rules take it, whatever its memory
+        peak = max(s.total for s in memory(model, lay)) / GIB
+        assert abs(peak - gpu.memory_gib) < 6, (flags, peak)  # near the limit
+        try:
+            kept = enumerate_layouts(model, point, gpu.memory_gib).layouts == [lay]
+        except InputError as e:
+            assert "does not fit in 79.6 GiB per GPU" in str(e)
+            kept = False
+        code = main([*fixed, *f])
+        err = capsys.readouterr().err
+        assert code in (0, 2) and (code == 2) == ("the layout does not fit" in err), (flags, err)
+        assert kept == (code == 0), (flags, peak, err)
+        verdicts.append(kept)
+    assert 2 <= sum(verdicts) <= len(verdicts) - 2  # both sides of the limit are tried

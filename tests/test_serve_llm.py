@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -408,6 +409,34 @@ def test_a_timer_may_time_a_run_of_decode_steps_at_once() -> None:
     a = simulate(reqs, RunTimer(**args), cfg)
     b = simulate(reqs, LinearTimer(**args), cfg)
     assert RunTimer.calls > 0 and a.first_ns == b.first_ns and a.finish_ns == b.finish_ns
+
+
+def test_a_drafted_timer_passes_on_the_targets_activations() -> None:
+    """``activation_bytes`` is part of the StepTimer protocol (issue 29): the drafted timer keeps
+    the target's, so --kv-blocks is checked against the memory left after the weights, and a
+    step whose activations leave no room for the cache is named as such."""
+    from podsim.serving.llm.deployment import _check_kv_blocks
+    from podsim.serving.llm.drafting import DraftedTimer
+    from podsim.serving.llm.simulate import kv_blocks
+
+    class Draft(LinearTimer):
+        weights_bytes_per_gpu = 200.0
+
+    draft = Draft(base_ns=100_000, per_token_ns=1_000, kv_bytes_per_token=0.5)
+    target = LinearTimer(
+        base_ns=MS, per_token_ns=10_000, kv_bytes_per_token=1.0, kv_capacity_bytes=1000.0, activation_bytes=300.0
+    )
+    t = DraftedTimer(target, draft, 3)  # type: ignore[arg-type]
+    assert t.activation_bytes == 300.0 and t.kv_capacity_bytes == 800.0
+    # after the two models' weights 800 + 300 = 1,100 B a GPU; a block of 16 tokens of 1.5 B is 24 B:
+    # 45 blocks (1,080 B) fit, 46 (1,104 B) do not
+    _check_kv_blocks(ServeConfig(kv_blocks=45, block_size=16), t)
+    with pytest.raises(InputError, match="room for 45 blocks"):
+        _check_kv_blocks(ServeConfig(kv_blocks=46, block_size=16), t)
+    # the KV room of 20 B holds no 24-B block, which the 300 B of activations would: said so
+    small = DraftedTimer(replace(target, kv_capacity_bytes=220.0), draft, 3)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="--max-num-seqs: a step of --max-num-seqs / --max-batched-tokens this large"):
+        kv_blocks(ServeConfig(block_size=16), small)
 
 
 def test_find_capacity_brackets_the_rate() -> None:

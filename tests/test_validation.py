@@ -159,6 +159,62 @@ def test_user_rows_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["validate", "--rows", str(tmp_path / "none.csv")]) == 2
 
 
+_ROWS_HEAD = (
+    "row_id,model,layers,hidden,heads,ffn_hidden,vocab,seq_len,gpu,gpus,gpus_per_node,system,tp,pp,global_batch,"
+    "framework,metric,value,unit\n"
+)
+
+
+def _tp8_row(row_id: str, gpu: str, per_node: str, system: str = "") -> str:
+    """A 2-layer toy on 16 GPUs, TP 8 (its all-reduces cross nodes of fewer than 8 GPUs)."""
+    return (
+        f"{row_id},toy,2,512,8,2048,1000,512,{gpu},16,{per_node},{system},8,1,16,megatron-core,iteration_time_s,1.0,s"
+    )
+
+
+def test_a_rows_gpus_per_node_is_its_clusters(tmp_path: Path) -> None:
+    from podsim.api.validate import validate
+
+    p = tmp_path / "rows.csv"
+    rows = [
+        _tp8_row("empty", "h100-80gb", ""),
+        _tp8_row("n8", "h100-80gb", "8"),  # a DGX H100's own 8: the preset as it is
+        _tp8_row("n4", "h100-80gb", "4"),  # TP 8 over two nodes of 4: half its ranks across the NICs
+        _tp8_row("n2", "h100-80gb", "2"),  # over four nodes of 2
+        _tp8_row("nvl72", "b200", "", "gb200-nvl72"),
+        _tp8_row("tray4", "b200", "4", "gb200-nvl72"),  # the rack's 4-GPU trays: still one NVLink domain
+    ]
+    p.write_text(_ROWS_HEAD + "\n".join(rows) + "\n")
+    t = {c.row_id: c.predicted for c in validate(rows=p, jobs=1).checks}
+    assert t["n8"] == t["empty"] and t["tray4"] == t["nvl72"]
+    # an NVLink all-reduce (450 GB/s a GPU) becomes one over the NICs (50 GB/s) for part of the
+    # way: the step takes longer, and longer still with 2 GPUs a node
+    assert t["empty"] < t["n4"] < t["n2"]
+    # 16 GPUs do not fill nodes of 6: refused, naming the count, not run on 8-GPU nodes
+    p.write_text(_ROWS_HEAD + _tp8_row("n6", "h100-80gb", "6") + "\n")
+    said = r"rows.csv: --rows: 1 of your rows cannot run as written; the first: n6: gpus_per_node 6: 16 GPUs do not"
+    with pytest.raises(InputError, match=said):
+        validate(rows=p, jobs=1)
+
+
+def test_validate_reads_a_rows_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from podsim.api.validate import validate
+    from podsim.validation import rows as rows_module
+
+    p = tmp_path / "rows.csv"
+    p.write_text(_ROWS_HEAD + _tp8_row("r", "h100-80gb", "") + "\n")
+    reads: list[str] = []
+    real = rows_module.read_text
+
+    def counted(path, what="file"):  # type: ignore[no-untyped-def]
+        reads.append(str(path))
+        return real(path, what)
+
+    monkeypatch.setattr(rows_module, "read_text", counted)
+    assert len(validate(rows=p, jobs=1).checks) == 1
+    assert reads == [str(p)]
+
+
 def test_reported_rows_are_consistent_with_nemos_flop_count() -> None:
     # every reported NeMo row pair: TFLOP/s per GPU = tokens/s per GPU x model FLOPs per token as
     # the table counts them: s l h^2 (12 + 12 g/a + 6 m f/h + c s/h) + 6 s h V per sequence of s,

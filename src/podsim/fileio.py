@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import tempfile
 from importlib import resources
@@ -176,6 +177,46 @@ def load_yaml(stream: str | IO[str]) -> object:
     without a word): the error is a ``yaml.YAMLError`` with the duplicate's line, as callers
     already turn parse errors into one-line messages (:func:`~podsim.errors.yaml_error`)."""
     return yaml.load(stream, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
+def load_json(text: str | bytes, source: str) -> object:
+    """``json.loads`` of a user's file that refuses an object naming a key twice (the standard
+    library keeps the last one without a word), the JSON twin of :func:`load_yaml`.
+
+    Args:
+        text: the file's text (bytes are decoded as UTF-8, as ``json.loads`` does).
+        source: the file, named in errors.
+
+    Raises:
+        InputError: naming ``source``: not valid JSON (with the line and column), or the key
+            that appears twice in one object.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise InputError(f"the key {e.key!r} appears twice in one JSON object: keep one", source) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", source, f"line {e.lineno} column {e.colno}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file (byte {e.start})", source) from None
+
+
+class _DuplicateKey(Exception):
+    """A JSON object named ``key`` twice (turned into an InputError by :func:`load_json`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """The dict of one JSON object's pairs; raises :class:`_DuplicateKey` on a key seen before."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

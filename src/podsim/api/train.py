@@ -34,7 +34,7 @@ from ..llm.flops import iteration_flops
 from ..llm.generate import generate
 from ..llm.kernel_report import kernel_rows
 from ..llm.layout import Layout
-from ..llm.memory import GIB, StageMemory, memory, stage_params
+from ..llm.memory import GIB, StageMemory, fits, memory, stage_params, worst_stage
 from ..llm.model import ModelConfig, zoo
 from ..llm.ops import LayerCosts
 from ..llm.stack import FP8_ROWWISE_GPU, Stack
@@ -76,6 +76,12 @@ def train(
     """
     model = job.model.load()
     lay = resolved_layout(job, model)
+    if lay.sequence_parallel and lay.tp == 1:  # asked for: a stack's rule sets it only with TP > 1
+        raise InputError(
+            "sequence parallelism shards the activations over the tensor-parallel ranks, and --tp 1 has none: "
+            "drop --sequence-parallel or give --tp 2 or more",
+            where="--sequence-parallel",
+        )
     if job.simulation.granularity != "bulk" and job.simulation.backend != "flow":
         raise InputError(
             f"{job.simulation.granularity!r} sets the flow backend's flows; with --backend "
@@ -225,10 +231,8 @@ def simulate_training(
             f"the rowwise fp8 casts are timed with fp8_rowwise_overhead {stack.fp8_rowwise_overhead:g}, fitted to "
             f"torchao's kernel measurements on the H100 only: untested on the {spec_gpu.name}"
         )
-    if out.memory_peak_gib > spec_gpu.memory_gib:
-        out.notes.append(
-            _oom_message(max(stages, key=lambda s: s.total), spec_gpu) + " (simulated anyway: --allow-oom)"
-        )
+    if not out.memory_fits:
+        out.notes.append(_oom_message(worst_stage(stages), spec_gpu) + " (simulated anyway: --allow-oom)")
     return out
 
 
@@ -236,8 +240,10 @@ def _oom_message(worst: StageMemory, gpu: GpuSpec) -> str:
     """'the layout does not fit: ...', naming the stage, its GiB and what takes them."""
     parts = (("model states", worst.states), ("activations", worst.activations), ("buffers", worst.buffers))
     what = ", ".join(f"{name} {b / GIB:.1f} GiB" for name, b in parts if b > 0)
+    need = worst.total / GIB
+    digits = next((d for d in range(1, 4) if round(need, d) > gpu.memory_gib), 4)  # 79.64 of 79.6: not "79.6"
     return (
-        f"the layout does not fit: pipeline stage {worst.stage} needs {worst.total / GIB:.1f} GiB per GPU "
+        f"the layout does not fit: pipeline stage {worst.stage} needs {need:.{digits}f} GiB per GPU "
         f"({what}), the {gpu.name} has {gpu.memory_gib:g} GiB"
     )
 
@@ -251,8 +257,8 @@ def check_fits(model: ModelConfig, layout: Layout, gpu: GpuSpec, allow_oom: bool
         names the stage, what takes its memory and the flags that would shrink it.
     """
     stages = memory(model, layout)
-    worst = max(stages, key=lambda s: s.total)
-    if allow_oom or worst.total / GIB <= gpu.memory_gib:
+    worst = worst_stage(stages)
+    if allow_oom or fits(worst, gpu.memory_gib):
         return stages
     tips = []
     if worst.activations > worst.states and layout.recompute != "full":

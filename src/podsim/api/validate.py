@@ -68,8 +68,10 @@ def validate(
             written (the first, with why); no row compared."""
     if rows is not None and sets is not None:
         raise InputError("picks among the shipped rows; with --rows it would be ignored", where="--set")
+    table = None
     if rows is not None:
-        _check_user_rows(read_rows(rows, "user"), only, str(rows))
+        table = read_rows(rows, "user")  # read once: checked here, then run
+        _check_user_rows(table, only, str(rows))
     reasons: list[str] = []
 
     def seen(text: str) -> None:
@@ -80,7 +82,7 @@ def validate(
         if progress is not None:
             progress(text)
 
-    checks, skipped = run_validation(rows, only, seen, sets or SETS, backend, jobs or default_jobs(), count)
+    checks, skipped = run_validation(table, only, seen, sets or SETS, backend, jobs or default_jobs(), count)
     if rows is not None and reasons:
         raise InputError(
             f"{len(reasons)} of your rows cannot run as written; the first: {reasons[0]}", str(rows), "--rows"

@@ -34,7 +34,6 @@ Units: milliseconds in the result (the trace's microseconds / 1000).  Pure Pytho
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Any
 
 from ..compute.steps import CATEGORIES
 from ..errors import InputError
+from ..fileio import load_json
 
 _DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -133,11 +133,13 @@ def load_trace(path: str | Path) -> dict:
         raw = p.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        doc = json.loads(raw)
+        doc = load_json(raw, str(p))
     except FileNotFoundError:
         raise InputError("no such trace file", str(p)) from None
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, EOFError) as e:
         raise InputError(f"not a readable Chrome trace: {e}", str(p)) from None
+    except InputError as e:
+        raise InputError(f"not a readable Chrome trace: {e.message}", str(p), e.where) from None
     if isinstance(doc, list):
         doc = {"traceEvents": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):

@@ -19,11 +19,11 @@ imported here only.
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import load_json, read_text
 from ..optional import require
 from .parallel import ParallelContext, TrainingStep
 
@@ -32,10 +32,9 @@ def _sizes(path: str) -> dict[str, int]:
     p = Path(path)
     if not p.is_file():
         raise InputError("no such config file", path, "--model")
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"not a JSON config: {e}", path) from None
+    cfg = load_json(read_text(p, "config file"), path)
+    if not isinstance(cfg, dict):
+        raise InputError("expected a JSON object (a HuggingFace config.json)", path)
     out = {}
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
         v = cfg.get(key)

@@ -25,12 +25,12 @@ update, or ``"(optimizer)"`` for ops over many layers' parameters at once (``_fo
 from __future__ import annotations
 
 import bisect
-import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import load_json, read_text
 from .aten_work import Work, op_work
 from .pytorch_trace import capture_files, linked_nodes, read_linked, step_window, top_level_ops
 from .triosim import TriosimOp, TriosimTensor, TriosimTrace, read_triosim
@@ -512,10 +512,7 @@ def capture_info(folder: Path) -> dict:
     p = folder / "capture.json"
     if not p.is_file():
         return {}
-    try:
-        info = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read: {e}", str(p)) from None
+    info = load_json(read_text(p, "capture.json"), str(p))
     if not isinstance(info, dict):
         raise InputError("expected a JSON object", str(p))
     return info

@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import gc
 import gzip
-import json
 import math
 import re
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
+from ..fileio import load_json
 from ..workload import CollectiveKind, Group, OpKind, Program, ProgramBuilder, Workload
 
 ET_SCHEMAS = (
@@ -178,13 +178,11 @@ def load_json_object(path: str | Path, what: str) -> dict:
                 text = f.read()
         else:
             text = p.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", str(p), f"line {e.lineno}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"not a UTF-8 text file (byte {e.start})", str(p)) from None
     except (OSError, EOFError) as e:
         raise InputError(f"cannot read: {e}", str(p)) from None
+    data = load_json(text, str(p))
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", str(p))
     return data

@@ -95,7 +95,7 @@ class Layout:
         Param("seq-len", "count", help="tokens per sequence (default: the model's)", metavar="S"), 2048
     )
     sequence_parallel: bool = param(
-        Param("sequence-parallel", "bool", False, help="Megatron's sequence parallelism (with TP)")
+        Param("sequence-parallel", "bool", False, help="Megatron's sequence parallelism (needs --tp > 1)")
     )
     recompute: str = param(
         Param("recompute", "choice", "none", RECOMPUTE, help="activation recomputation: none, selective or full")

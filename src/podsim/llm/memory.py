@@ -298,3 +298,17 @@ def stage_memory(model: ModelConfig, layout: Layout, stage: int) -> StageMemory:
 def memory(model: ModelConfig, layout: Layout) -> list[StageMemory]:
     """Every pipeline stage's peak memory per GPU."""
     return [stage_memory(model, layout, s) for s in range(layout.pp)]
+
+
+def worst_stage(stages: list[StageMemory]) -> StageMemory:
+    """The stage that needs the most memory per GPU (the first of equals): a layout fits when it does."""
+    return max(stages, key=lambda s: s.total)
+
+
+def fits(stage: StageMemory, memory_gib: float) -> bool:
+    """Whether ``stage`` fits in ``memory_gib`` GiB (2^30 B) per GPU: its total at most that.
+
+    The one test of a layout's memory: ``podsim llm``'s (:func:`podsim.api.train.check_fits`),
+    the search's screen (:func:`podsim.sweep.space.enumerate_layouts`, in the GPU's memory less
+    ``--memory-reserve``) and a result's ``memory_fits`` all call it on :func:`worst_stage`."""
+    return stage.total / GIB <= memory_gib

@@ -8,7 +8,6 @@ width, top-k, shared experts, dense layers first).  Counts are plain integers (p
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
@@ -16,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError, unknown_key_error
-from ..fileio import load_yaml, read_text
+from ..fileio import load_json, load_yaml, read_text
 from ..registry import Registry
 
 #: the largest value each size may take (beyond any model trained; they bound the work and memory a
@@ -249,10 +248,7 @@ def from_hf_config(path: str | Path) -> ModelConfig:
         InputError: naming the file and the missing key or bad value.
     """
     src = str(path)
-    try:
-        data = json.loads(read_text(path, "model config"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", src, f"line {e.lineno}") from None
+    data = load_json(read_text(path, "model config"), src)
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", src)
     for key in _REQUIRED_HF:

@@ -25,7 +25,7 @@ from ..intervals import length, merged, subtract
 from ..report.result import Result
 from .flops import causal_model_flops
 from .layout import Layout
-from .memory import GIB
+from .memory import GIB, fits, worst_stage
 from .model import ModelConfig
 
 
@@ -81,7 +81,12 @@ class TrainingResult:
 
     @property
     def memory_peak_gib(self) -> float:
-        return max(s.total for s in self.memory) / GIB
+        return worst_stage(self.memory).total / GIB
+
+    @property
+    def memory_fits(self) -> bool:
+        """Whether the worst stage fits in the GPU's memory (:func:`~podsim.llm.memory.fits`)."""
+        return fits(worst_stage(self.memory), self.gpu.memory_gib)
 
     def to_dict(self) -> dict:
         lay = self.layout
@@ -101,7 +106,7 @@ class TrainingResult:
             "hardware_tflops_per_gpu": round(self.hardware_tflops_per_gpu, 3),
             "mfu": round(self.mfu, 5),
             "memory_peak_gib": round(self.memory_peak_gib, 4),
-            "memory_fits": self.memory_peak_gib <= self.gpu.memory_gib,
+            "memory_fits": self.memory_fits,
             "memory_per_stage": [
                 {k: round(v, 4) if isinstance(v, float) else v for k, v in s.as_gib().items()} for s in self.memory
             ],

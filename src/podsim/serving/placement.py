@@ -12,7 +12,6 @@ stage's GPUs), which must fit in the GPU's memory.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError, yaml_error
-from ..fileio import load_yaml
+from ..fileio import load_json, load_yaml
 from ..hardware.cluster import load_cluster
 from .executable import Executable
 
@@ -127,9 +126,7 @@ def read_placement(path: str | Path) -> Placement:
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", str(p)) from None
     try:
-        data = load_yaml(text) if p.suffix in (".yaml", ".yml") else json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e}", str(p)) from None
+        data = load_yaml(text) if p.suffix in (".yaml", ".yml") else load_json(text, str(p))
     except yaml.YAMLError as e:
         raise yaml_error(e, str(p)) from None
     if isinstance(data, dict) and "executors" in data:

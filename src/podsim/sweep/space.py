@@ -4,7 +4,9 @@ A :class:`Space` lists the values of each dimension (TP, PP, VPP, CP, EP, expert
 recomputation, sequence parallelism, distributed optimizer); :func:`enumerate_layouts` walks
 their product for each GPU count, keeps the layouts :meth:`podsim.llm.layout.Layout.check`
 accepts and whose peak memory per GPU (:func:`podsim.llm.memory.memory`, the largest pipeline
-stage) fits the GPU, and counts the others by the rule that removed them.  DP is what the GPU
+stage) fits the GPU by :func:`podsim.llm.memory.fits`, the test ``podsim llm`` refuses a layout by
+(so a layout kept here is one ``podsim llm`` runs, and one rejected for its memory one it
+refuses), and counts the others by the rule that removed them.  DP is what the GPU
 count leaves.  Nothing is simulated here.  Units: GiB (2^30 B).
 
 A space may name the software stack its layouts run on (:attr:`Space.stack`,
@@ -33,7 +35,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..llm.layout import Layout
-from ..llm.memory import GIB, memory
+from ..llm.memory import GIB, fits, memory, worst_stage
 from ..llm.model import ModelConfig
 from ..stacks.rules import apply_rules
 from ..stacks.stack import SoftwareStack
@@ -213,9 +215,10 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
     without the distributed optimizer (Megatron's sharding), TP overlap options with TP > 1 and
     the data-parallel overlap options with DP x CP > 1 (the other combinations are the same
     layout twice, or not one); they are not counted as rejected, nor is a layout the stack's
-    rules make the same as another.  Rejections count layouts before the overlap options
-    (which change neither the rules nor the memory), and after them those whose given overlap
-    option the stack's rules would replace.
+    rules make the same as another; but a TP 1 point of a space whose sequence parallelism is on
+    only is counted as rejected (``podsim llm`` refuses ``--tp 1 --sequence-parallel``).
+    Rejections count layouts before the overlap options (which change neither the rules nor the
+    memory), and after them those whose given overlap option the stack's rules would replace.
 
     Raises:
         InputError: when nothing is left, naming the rule that rejected the most layouts.
@@ -233,7 +236,11 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
     none: dict[str, Any] = {}
     rejected: Counter[str] = Counter()
     for gpus, tp, pp, vpp, cp, ep, etp, mb, rc, sp, do, zero in _points(space, model):
-        if (sp and tp == 1) or (vpp > 1 and pp == 1) or (zero and do):
+        if (vpp > 1 and pp == 1) or (zero and do):
+            continue
+        if sp and tp == 1:
+            if False not in space.sequence_parallel:  # no TP 1 layout is left: say so
+                rejected["--sequence-parallel-values on: sequence parallelism needs TP > 1"] += 1
             continue
         lay = replace(
             space.base,
@@ -272,10 +279,11 @@ def enumerate_layouts(model: ModelConfig, space: Space, gpu_memory_gib: float) -
         except InputError as e:
             rejected[_reason(str(e), model)] += 1
             continue
-        peak = max(s.total for s in memory(model, lay)) / GIB
-        if peak > gpu_memory_gib:
+        worst = worst_stage(memory(model, lay))
+        if not fits(worst, gpu_memory_gib):  # podsim llm's own test (api.train.check_fits)
             rejected[f"does not fit in {gpu_memory_gib:g} GiB per GPU"] += 1
             continue
+        peak = worst.total / GIB
         # the overlap options change neither the rules nor the memory; only those that can
         # matter are varied (TP overlap with TP > 1, the others with data parallelism)
         data = lay.dp * lay.cp > 1

@@ -168,7 +168,7 @@ def default_jobs() -> int:
 
 
 def run_validation(
-    rows: str | Path | None = None,
+    rows: str | Path | list[dict[str, str]] | None = None,
     only: str | None = None,
     progress: Callable[[str], None] | None = None,
     sets: tuple[str, ...] = ("fitted", "reported"),
@@ -177,11 +177,16 @@ def run_validation(
     count: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Check], int]:
     """Predict every row podsim can run: the shipped ``sets``, or the rows of the CSV ``rows``
-    (set ``user``); ``only`` keeps row ids starting with it; ``jobs`` worker processes.
+    (set ``user``; or those rows as :func:`read_rows` returned them, so a caller that read the
+    file to check it need not read it again); ``only`` keeps row ids starting with it; ``jobs``
+    worker processes.
     ``progress(text)`` gets each row's id, then a ``not runnable: ...`` line for
     each row that could not run; ``count(done, total)`` the rows done so far.
     Returns the checks and the number of rows skipped (no handler, or not runnable)."""
-    table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
+    if isinstance(rows, list):
+        table = rows
+    else:
+        table = read_rows(rows, "user") if rows is not None else shipped_rows(sets)
     checks, skipped = [], 0
     failures: list[str] = []
     todo = []

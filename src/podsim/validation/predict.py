@@ -34,11 +34,13 @@ from ..api.collective import collective
 from ..api.train import simulate_training
 from ..compute.steps import step_row
 from ..errors import InputError
+from ..hardware.cluster import ClusterSpec, shared_fabric
 from ..hardware.gpu import get_gpu
 from ..llm.layout import Layout
-from ..llm.memory import GIB, bytes_per_param, stage_memory, stage_params
+from ..llm.memory import GIB, bytes_per_param, fits, stage_memory, stage_params, worst_stage
 from ..llm.memory import memory as layout_memory
 from ..llm.model import ModelConfig
+from ..llm.training import default_cluster
 from ..serving.llm.measured_steps import serving_step_row
 from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import infer
@@ -69,6 +71,33 @@ def _int(r: dict, key: str, default: int | None = None) -> int:
     if not (f.is_integer() and 0 <= f <= 2**31):
         raise InputError(f"row {r['row_id']}: {key} must be an integer from 0 to 2^31, got {v!r}", "podsim validate")
     return int(f)
+
+
+def row_cluster(r: dict) -> str | ClusterSpec | None:
+    """The cluster a row runs on: its ``system`` (a preset or cluster file; empty: the preset of
+    its GPU, as ``podsim llm`` picks it), with the row's ``gpus_per_node`` where that cluster's
+    servers hold another number of GPUs: then the cluster ``podsim llm --gpus-per-node`` builds
+    (the preset's fabric in nodes of that many GPUs).  A count equal to the cluster's GPUs per
+    node, or per tray (the 4-GPU trays of a GB200 NVL72 rack), is the cluster as it is.
+
+    Raises:
+        InputError: a GPU or cluster podsim does not know, or the row's GPUs that do not fill
+            whole nodes of ``gpus_per_node`` (naming the column)."""
+    system = r.get("system") or None
+    if r.get("gpus_per_node", "") in ("", None):
+        return system
+    gpn = _int(r, "gpus_per_node")
+    gpu = get_gpu(r.get("gpu") or "h100-80gb")
+    spec = default_cluster(gpu, None, None, system)
+    if gpn in (spec.gpus_per_node, spec.gpus_per_tray):
+        return system
+    custom = default_cluster(gpu, gpn, None, spec)
+    if r.get("gpus"):
+        try:
+            shared_fabric(custom, _int(r, "gpus"))  # built now to name the column; the run reuses it
+        except InputError as e:
+            raise InputError(f"gpus_per_node {gpn}: {e.message}", "podsim validate") from None
+    return custom
 
 
 def model_of(r: dict):  # type: ignore[no-untyped-def]
@@ -236,7 +265,7 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
     cheapest: none; selective recompute of the attention core, then also the norms, the MLP
     activation, the whole MLP; then full recompute of 1, 2, ... layers per virtual stage; all."""
 
-    cap = get_gpu(gpu).memory_bytes
+    cap = get_gpu(gpu).memory_gib
     per_stage = max(len(lay.chunk_layers(model, st, c)) for st in range(lay.pp) for c in range(lay.vpp))
     trials = (
         [{"recompute": "none"}]
@@ -254,7 +283,7 @@ def least_recompute(model, lay, gpu: str):  # type: ignore[no-untyped-def]
     )
     for kw in trials:
         trial = replace(lay, **kw)
-        if max(s.total for s in layout_memory(model, trial)) <= cap:
+        if fits(worst_stage(layout_memory(model, trial)), cap):  # podsim llm's test
             return trial
     return replace(lay, recompute="full")
 
@@ -266,7 +295,7 @@ def throughput(r: dict, backend: str = "analytical", compute=None, stack=None, s
     model = model_of(r)
     lay = layout_of(r, model)
     gpu = r.get("gpu") or "h100-80gb"
-    system = r.get("system") or None  # None: podsim llm's preset for the GPU
+    system = row_cluster(r)
     if software is None and r.get("stack"):
         software = load_stack(r["stack"], "training")
     res = simulate_training(
@@ -350,7 +379,7 @@ def busbw(r: dict) -> float:
     algo = "ring" if "algorithm: ring" in r.get("notes", "") else None
     if not r.get("system"):
         raise InputError(f"row {r['row_id']}: system is needed", "podsim validate")
-    t = collective("all_reduce", r["system"], _int(r, "gpus"), min_bytes="4G", max_bytes="4G", algorithm=algo)
+    t = collective("all_reduce", row_cluster(r), _int(r, "gpus"), min_bytes="4G", max_bytes="4G", algorithm=algo)
     return t.rows[0].busbw_gbps
 
 
@@ -371,7 +400,7 @@ def inference(r: dict) -> float:
         _int(r, "pp", 1),
         1,
         r.get("precision") or "bf16",
-        r.get("system") or None,
+        row_cluster(r),
         kv_cache_dtype=r.get("kv_cache_dtype") or None,
     )
     res = infer(timer, _int(r, "batch"), _int(r, "prompt_tokens"), _int(r, "output_tokens"))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 
 import yaml
 
 from ...errors import InputError, closest, unknown_key_error, yaml_error
+from ...fileio import load_json as _load_json_text
 from ...fileio import load_yaml as _load_yaml_text
 
 
@@ -17,11 +17,9 @@ def _load(path: str | os.PathLike[str], kind: str) -> dict:
     path = str(path)
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f) if kind == "json" else _load_yaml_text(f)
+            data = _load_json_text(f.read(), path) if kind == "json" else _load_yaml_text(f)
     except FileNotFoundError:
         raise InputError("file not found", path) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", path, f"line {e.lineno} column {e.colno}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"not a UTF-8 text file (byte {e.start})", path) from None
     except yaml.YAMLError as e:

@@ -287,7 +287,7 @@ def _check_kv_blocks(config: ServeConfig, timer: StepTimer) -> None:
     rest on a smaller activation estimate than podsim's)."""
     if config.kv_blocks is None:
         return
-    room = max(timer.kv_capacity_bytes + getattr(timer, "activation_bytes", 0.0), 0.0)
+    room = max(timer.kv_capacity_bytes + timer.activation_bytes, 0.0)
     block = timer.kv_bytes_per_token * config.block_size  # bytes of one block on one GPU
     if config.kv_blocks * block > room:
         raise InputError(

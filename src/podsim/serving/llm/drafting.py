@@ -58,6 +58,12 @@ class DraftedTimer:
         """The target's KV room on one GPU less the draft's weights there."""
         return self.target.kv_capacity_bytes - self.draft.weights_bytes_per_gpu
 
+    @property
+    def activation_bytes(self) -> float:
+        """The target's step activations: what :attr:`kv_capacity_bytes` leaves out besides the
+        two models' weights (the draft's own, smaller and at another moment, are not counted)."""
+        return self.target.activation_bytes
+
     def draft_ns(self, batch: Sequence[Chunk]) -> int:
         """The draft's passes in a step over ``batch`` (ns): the prompt chunks and every
         decoding request's first proposal in one pass, then ``k - 1`` passes of one token each

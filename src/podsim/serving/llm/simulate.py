@@ -178,7 +178,7 @@ def kv_blocks(cfg: ServeConfig, timer: StepTimer) -> int:
     if cfg.kv_blocks is not None:
         return cfg.kv_blocks
     room = timer.kv_capacity_bytes
-    act = getattr(timer, "activation_bytes", 0.0)
+    act = timer.activation_bytes
     if room < timer.kv_bytes_per_token * cfg.block_size <= room + act:  # activations crowd out the cache
         raise InputError(
             f"a step of --max-num-seqs / --max-batched-tokens this large needs {act / 2**30:.3g} GiB of activations "

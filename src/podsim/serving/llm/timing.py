@@ -43,6 +43,11 @@ class StepTimer(Protocol):
         """KV-cache bytes one GPU of the replica can hold: its memory minus weights, activations
         and reserved memory (the smallest over the replica's stages)."""
 
+    @property
+    def activation_bytes(self) -> float:
+        """Working activations of the largest step on one GPU (bytes): the part of the memory
+        :attr:`kv_capacity_bytes` leaves out besides the weights (0: none counted)."""
+
     def stage_ns(self, batch: Sequence[Chunk]) -> int:
         """One pipeline stage's time for a step over ``batch`` (ns), host overhead included."""
 
@@ -58,6 +63,7 @@ class LinearTimer:
     kv_bytes_per_token: float = 1.0
     kv_capacity_bytes: float = 1e12
     pp: int = 1
+    activation_bytes: float = 0.0
 
     def stage_ns(self, batch: Sequence[Chunk]) -> int:
         new = sum(n for n, _ in batch)
