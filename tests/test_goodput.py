@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from podsim.api.validate import validate
 from podsim.cli import main
 from podsim.errors import InputError
 from podsim.reliability.checkpoint import CheckpointState
@@ -24,6 +25,7 @@ from podsim.reliability.goodput import (
 from podsim.reliability.montecarlo import simulate_run
 from podsim.reliability.rates import KINDS, default_reliability, load_reliability, parse_reliability
 from podsim.reliability.restart import RestartTimes
+from podsim.validation.rows import shipped_rows
 
 # --- closed forms ---------------------------------------------------------------------------
 
@@ -268,3 +270,31 @@ def test_cli_bad_input_exits_2_with_one_line(
     assert main([*SMALL, *extra]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+# --- published whole runs: reported, never fitted -----------------------------------------
+
+
+def test_llama3_outcomes_are_reported_rows_whose_kinds_add_up() -> None:
+    rows = {r["row_id"]: r for r in shipped_rows(("reported",)) if r.get("kind") == "goodput"}
+    assert rows and all(r["set"] == "reported" for r in rows.values())
+    assert not [r for r in shipped_rows(("fitted",)) if r.get("kind") == "goodput"]
+    total = rows["goodput_llama3_405b_54d_interruptions"]
+    assert (total["gpus"], total["days"], total["value"]) == ("16384", "54", "419")
+    # Table 5's 419 unexpected interruptions, grouped by podsim's kinds
+    kinds = sum(int(rows[f"goodput_llama3_405b_54d_interruptions_{k}"]["value"]) for k in KINDS)
+    assert kinds == 419
+
+
+def test_validate_predicts_the_llama3_run_with_the_shipped_rates() -> None:
+    v = validate(only="goodput_llama3_405b_54d_interruptions", jobs=1)
+    by_id = {c.row_id: c for c in v.checks}
+    rel = default_reliability()
+    # 2,048 nodes, 16,384 GPUs and NICs, 512 switches, over 54 x 24 = 1,296 h
+    per_h = (
+        16384 * (rel.kinds["gpu"].rate + rel.kinds["hbm"].rate + rel.kinds["nic"].rate + rel.kinds["software"].rate)
+        + 2048 * rel.kinds["host"].rate
+        + 512 * rel.kinds["switch"].rate
+    )
+    assert by_id["goodput_llama3_405b_54d_interruptions"].predicted == pytest.approx(per_h * 1296, rel=1e-6)
+    assert by_id["goodput_llama3_405b_54d_interruptions"].set == "reported"
