@@ -14,6 +14,8 @@ import math
 
 from ..errors import InputError
 from ..jobs.reliability import DETECT_S, RESCHEDULE_S, SNAPSHOT_GBPS, STORAGE_GBPS, WARMUP_S
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig
 from ..reliability.checkpoint import checkpoint_state
 from ..reliability.estimate import RunModel, estimate
 from ..reliability.rates import KINDS, default_reliability
@@ -40,12 +42,9 @@ def _positive(r: dict, key: str, default: float | None = None) -> float:
     return f
 
 
-def goodput_run(r: dict) -> float:
-    """The row's metric, predicted (see the module docstring)."""
-    from .predict import layout_of, model_of  # the throughput rows' reading of a row
-
-    model = model_of(r)
-    lay = layout_of(r, model)
+def predict_goodput(r: dict, model: ModelConfig, lay: Layout) -> float:
+    """The row's metric, predicted for ``model`` under ``lay`` (the row's, as the throughput
+    rows read them; see the module docstring)."""
     bw = _positive(r, "storage_bandwidth", STORAGE_GBPS) * 1e9
     run = RunModel(
         default_reliability(),

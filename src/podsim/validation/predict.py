@@ -46,7 +46,7 @@ from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import infer
 from ..stacks.rules import apply_rules
 from ..stacks.stack import load_stack
-from .goodput import GOODPUT_METRICS, goodput_run
+from .goodput import GOODPUT_METRICS, predict_goodput
 from .training_steps import predict_step_s
 
 THROUGHPUT = (
@@ -427,6 +427,13 @@ def serving_step(r: dict) -> float:
         max_num_seqs=max(256, len(row.chunks)),
     )
     return timer.stage_ns(row.chunks) / 1e9
+
+
+def goodput_run(r: dict) -> float:
+    """A whole run under failures (``kind`` = ``goodput``): :mod:`podsim.validation.goodput` on
+    the row's model and layout."""
+    model = model_of(r)
+    return predict_goodput(r, model, layout_of(r, model))
 
 
 def handler(r: dict) -> Callable[..., float] | None:
