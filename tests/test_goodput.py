@@ -298,3 +298,17 @@ def test_validate_predicts_the_llama3_run_with_the_shipped_rates() -> None:
     )
     assert by_id["goodput_llama3_405b_54d_interruptions"].predicted == pytest.approx(per_h * 1296, rel=1e-6)
     assert by_id["goodput_llama3_405b_54d_interruptions"].set == "reported"
+
+
+def test_llm_goodput_uses_the_simulated_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "l.json"
+    argv = ["llm", *SMALL[1:], "--goodput", "--train-tokens", "1e9", "--samples", "100", "--json", str(out)]
+    assert main(argv) == 0
+    d = json.loads(out.read_text())
+    # the goodput's step is the iteration the same JSON reports
+    assert d["goodput"]["step_time_s"] == pytest.approx(d["iteration_time_s"], rel=1e-5)
+    assert 0 < d["goodput"]["goodput"] <= 1
+    capsys.readouterr()
+    # a reliability flag without --goodput would be ignored: refused
+    assert main(["llm", *SMALL[1:], "--days", "3"]) == 2
+    assert "--days: only used with --goodput" in capsys.readouterr().err

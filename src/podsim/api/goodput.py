@@ -28,6 +28,7 @@ from ..hardware.gpu import GpuSpec, get_gpu
 from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
 from ..jobs.reliability import GoodputOptions
 from ..llm.training import TrainingResult, default_cluster
+from ..params import echo, params_of
 from ..reliability.checkpoint import CheckpointState, checkpoint_state
 from ..reliability.estimate import Estimate, RunModel, estimate
 from ..reliability.goodput import goodput as goodput_at
@@ -126,6 +127,20 @@ def _check_options(o: GoodputOptions) -> None:
         )
     if not isinstance(o.seed, int) or o.seed < 0:
         raise InputError(f"expected a whole number >= 0, got {o.seed!r}", where="--seed")
+
+
+def check_goodput_flags(options: GoodputOptions, wanted: bool) -> None:
+    """Refuse a reliability or checkpoint flag given to ``podsim llm`` / ``search`` without
+    ``--goodput`` (nothing would read it).
+
+    Raises:
+        InputError: naming the flag."""
+    if wanted:
+        return
+    given = echo(options)
+    for p in params_of(GoodputOptions):
+        if given[p.name] != p.default:
+            raise InputError("only used with --goodput, not given here (it would be ignored)", where=f"--{p.name}")
 
 
 def run_model(job: GoodputJob, training: TrainingResult) -> RunModel:

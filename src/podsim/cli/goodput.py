@@ -11,16 +11,17 @@ from ..report.json_out import write_document
 from .options import add_params
 
 EPILOG_GOODPUT = """examples:
-  podsim goodput --model llama3-8b --gpu h100 --gpus 1024 --global-batch 1024 --seq-len 8192 \\
+  podsim goodput --model llama3-8b --gpu h100 --gpus 1024 --tp 8 --global-batch 1024 \\
       --train-tokens 1e12 --json goodput.json
-  podsim goodput --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --global-batch 2048 \\
-      --seq-len 8192 --sequence-parallel --distributed-optimizer --recompute full --days 54 \\
-      --storage-bandwidth 2000
+  podsim goodput --model llama3-405b --gpu h100 --gpus 16384 --tp 8 --pp 16 --first-stage-layers 7 \\
+      --last-stage-layers 7 --global-batch 2048 --seq-len 8192 --sequence-parallel \\
+      --distributed-optimizer --recompute full --days 54 --storage-bandwidth 2000
   podsim goodput --model llama3-70b --gpu h100 --gpus 100000 --tp 8 --pp 4 --global-batch 12500 \\
       --seq-len 8192 --sequence-parallel --distributed-optimizer --recompute full --train-tokens 15e12 \\
       --checkpoint-mode async --seed 1
-  podsim goodput --model llama3-8b --gpu h100 --gpus 4096 --global-batch 4096 --days 30 \\
-      --reliability my-rates.yaml --checkpoint-interval 1800 --plot goodput.png
+  podsim goodput --model llama3-8b --gpu h100 --gpus 4096 --tp 8 --global-batch 4096 --days 30 \\
+      --checkpoint-mode memory --checkpoint-interval 1800 --plot goodput.png
+      # your own failure rates: --reliability FILE.yaml (docs/goodput.md)
 
 The step is simulated as `podsim llm` does (the same layout flags); failures by kind follow the
 shipped rates (docs/goodput.md: each with its source) or --reliability; the checkpoint's size
