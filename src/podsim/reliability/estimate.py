@@ -116,6 +116,10 @@ class Estimate:
         return 1 / self.rate_per_s if self.rate_per_s > 0 else None
 
 
+#: lam x (restart + checkpoint + step) beyond which a run makes no progress (exp(30) tries a step)
+HOPELESS = 30.0
+
+
 def _whole_steps(tau: float, step_s: float) -> float:
     """``tau`` rounded to a whole number of steps, at least one."""
     if step_s <= 0:
@@ -142,6 +146,13 @@ def estimate(model: RunModel, work_s: float | None = None, days: float | None = 
     ckpt = model.checkpoint()
     by_kind = restart_by_kind(model.times, ckpt, model.reliability)
     restart = mean_restart_s(by_kind, rates)
+    if lam * (restart + ckpt.blocking_s + model.step_s) > HOPELESS:
+        raise InputError(
+            f"the job would fail every {1 / lam:.3g} s on average, far less than a restart and a step "
+            f"({restart + model.step_s:.3g} s): it would never make progress; check the failure rates",
+            model.reliability.source,
+            "--reliability",
+        )
     horizon = work_s if work_s is not None else days * 86400.0  # type: ignore[operator]
     notes: list[str] = []
     c = ckpt.blocking_s

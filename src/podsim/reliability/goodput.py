@@ -47,7 +47,10 @@ def segment_time_s(lam: float, work_s: float, checkpoint_s: float, restart_s: fl
     """Expected wall time (s) of ``work_s`` of training followed by a checkpoint."""
     if lam <= 0:
         return work_s + checkpoint_s
-    return math.exp(lam * restart_s) * math.expm1(lam * (work_s + checkpoint_s)) / lam
+    x, y = lam * restart_s, lam * (work_s + checkpoint_s)
+    if x + y > 700:  # exp overflows: practically never finishes
+        return math.inf
+    return math.exp(x) * math.expm1(y) / lam
 
 
 def first_order_goodput(lam: float, tau: float, checkpoint_s: float, restart_s: float) -> float:
