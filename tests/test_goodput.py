@@ -253,7 +253,7 @@ def test_cli_json_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        (["--days", "1", "--train-tokens", "1e9"], "not allowed with argument"),
+        (["--days", "1", "--train-tokens", "1e9"], "give one of --days and --train-tokens, not both"),
         (["--days", "1", "--storage-bandwidth", "0"], "finite number > 0"),
         (["--days", "1", "--storage-bandwidth", "nan"], "finite number > 0"),
         (["--days", "-1"], "finite number > 0"),

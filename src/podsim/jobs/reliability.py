@@ -29,7 +29,6 @@ class GoodputOptions:
             "number",
             metavar="D",
             unit="days",
-            exclusive="length",
             help="the run lasts D days of wall clock (its time to train is then that of the tokens those days train)",
         )
     )
@@ -37,10 +36,8 @@ class GoodputOptions:
         Param(
             "train-tokens",
             "number",
-            metavar="T",
-            unit="tokens",
-            exclusive="length",
-            help="the run trains T tokens (e.g. 15e12); with --days, one of the two",
+            metavar="N",
+            help="the run trains N tokens (e.g. 15e12); give it or --days",
         )
     )
     reliability: str | None = param(
