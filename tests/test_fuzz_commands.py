@@ -40,6 +40,8 @@ CASES_PER_COMMAND = 30
 #: a small, fast, valid command line per command (run from a folder holding the files of FILES)
 SEEDS: dict[str, list[str]] = {
     "llm": "llm --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024 --tp 2".split(),
+    "goodput": "goodput --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024 --tp 2 --days 2 "
+    "--reliability rates.yaml --storage-bandwidth 50 --detect 60 --samples 50 --seed 3 --json g.json".split(),
     "search": "search --model gpt3-125m --gpu h100 --gpus 8 --global-batch 16 --seq-len 1024 --workers 1 --top 2 "
     "--tp-values 1,2 --pp-values 1".split(),
     "serve-llm": "serve-llm --model llama3-8b --gpu h100 --requests 20 --workload poisson:5,prompt=200,output=20 "
@@ -63,6 +65,8 @@ _ROW = (
     "tokens_per_s_per_gpu,9000,tok/s"
 )
 FILES = {
+    "rates.yaml": "gpus_per_switch: 16\nkinds:\n  gpu: {rate: 2.0e-5, per: gpu, replace: true}\n"
+    "  software: {rate: 0}\n",
     "rows.csv": f"{_ROWS_HEADER}\n{_ROW}\n",
     "sweep.yaml": "run: llm\nfixed: {model: gpt3-125m, gpu: h100, global-batch: 16, seq-len: 1024}\n"
     "grid: {gpus: [8], tp: [1, 2]}\n",
@@ -282,7 +286,7 @@ def verdict(rc: int | None, out: str, err: str) -> str | None:
 
 
 #: the input file of a command whose values are drawn too
-FILE_OF = {"validate": "rows.csv", "sweep": "sweep.yaml", "stack": "mine.yaml"}
+FILE_OF = {"validate": "rows.csv", "sweep": "sweep.yaml", "stack": "mine.yaml", "goodput": "rates.yaml"}
 _TOKEN = re.compile(r"(?<=[:,{\[ ])[A-Za-z0-9_.-]+(?=[,}\]\n])")
 
 

@@ -18,6 +18,8 @@ function): import a module's other names with ``from podsim.api.train import ...
   :class:`~podsim.serving.simulator.ServeResult`.
 * :func:`search` -- the best training layouts of a model on N GPUs, or the best ways to serve
   it (:class:`SearchJob`).
+* :func:`goodput` -- a training run's time to train under failures, checkpoints and restarts
+  (:class:`~podsim.jobs.goodput.GoodputJob`).
 * :func:`sweep` -- any run over a grid of parameters and hardware what-ifs, into one table.
 * :func:`validate` -- predictions against published measurements.
 * :func:`fabric` -- a cluster's fabric; :func:`measure_kernels`, :func:`fit_kernels` and
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from .collective import CollectiveTable, collective
 from .fabric import fabric
+from .goodput import goodput
 from .infer import infer
 from .kernels import compare_steps, fit_kernels, measure_kernels
 from .search import SearchJob, search
@@ -61,6 +64,7 @@ __all__ = [
     "SearchJob",
     "compare_steps",
     "fabric",
+    "goodput",
     "fit_kernels",
     "measure_kernels",
     "search",

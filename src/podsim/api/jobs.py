@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.example import EXAMPLE_PARAMS, ExampleJob
 from ..jobs.fabric import FABRIC_PARAMS, FabricJob
+from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
 from ..jobs.infer import INFER_PARAMS, InferJob
 from ..jobs.kernels import KERNELS_PARAMS, KernelsJob
 from ..jobs.kinds import PARAMS_BY_COMMAND
@@ -54,6 +55,8 @@ __all__ = [
     "ConvertJob",
     "FABRIC_PARAMS",
     "FabricJob",
+    "GOODPUT_PARAMS",
+    "GoodputJob",
     "INSPECT_PARAMS",
     "InspectJob",
     "KERNELS_PARAMS",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..api.goodput import DEFAULT_DAYS, GoodputJob, check_goodput_flags, goodput_of_training
 from ..api.jobs import TRAIN_PARAMS, TrainJob, echo
 from ..api.train import catalog, export_chakra, export_simai, train
 from ..report import write_trace
+from ..report.goodput import format_goodput, goodput_json
 from ..report.json_out import write_document
 from ..report.training import format_catalog, format_kernels, format_training
 from .options import add_params, announce, clear_progress_line, progress_line
@@ -27,6 +29,8 @@ EPILOG_LLM = """examples:
   podsim llm --model llama3-8b --gpu h100 --gpus 8 --fsdp --global-batch 32 --kernel-table measured
   podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --pp 4 --sequence-parallel --distributed-optimizer \\
       --global-batch 64 --precision fp8 --kernels          # where a step's time goes, kernel by kernel
+  podsim llm --model llama3-8b --gpu h100 --gpus 1024 --tp 8 --global-batch 1024 --goodput --train-tokens 1e12
+      # and the run's goodput under failures (podsim goodput's model, from this step)
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
   podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --global-batch 64 --allow-oom
       # a layout that does not fit (an error without --allow-oom): simulated, and marked as such
@@ -63,6 +67,7 @@ def _run_llm(args: argparse.Namespace) -> int:
         print(format_catalog(*catalog()))
         return 0
     job = TrainJob.from_values(vars(args))
+    check_goodput_flags(job.reliability, job.exports.goodput)
     progress = progress_line()
     # the summary's breakdown reads a timeline; link loads are for a trace's counters alone
     r = train(job, record_timeline=True, progress=progress, record_link_load=bool(job.outputs.trace))
@@ -71,9 +76,15 @@ def _run_llm(args: argparse.Namespace) -> int:
     if job.exports.kernels:
         print()
         print(format_kernels(r.kernels, r.host_ns))
+    good = None
+    if job.exports.goodput:  # from the step just simulated: no second simulation
+        good = goodput_of_training(GoodputJob.from_values(vars(args)), r, default_days=DEFAULT_DAYS)
+        print()
+        print(format_goodput(good))
     out = job.outputs
     if out.json:
-        write_document({**r.to_dict(), "inputs": echo(job)}, out.json)
+        extra = {"goodput": goodput_json(good)} if good is not None else {}
+        write_document({**r.to_dict(), **extra, "inputs": echo(job)}, out.json)
         print(f"  wrote {out.json}")
     if out.trace:
         shown = write_trace(r.result, out.trace, max_ranks=out.trace_ranks, announce=announce)

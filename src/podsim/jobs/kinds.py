@@ -7,6 +7,7 @@ from ..params import Param
 from .collective import COLLECTIVE_PARAMS
 from .example import EXAMPLE_PARAMS
 from .fabric import FABRIC_PARAMS
+from .goodput import GOODPUT_PARAMS
 from .infer import INFER_PARAMS
 from .kernels import KERNELS_PARAMS
 from .search import SEARCH_PARAMS
@@ -23,6 +24,7 @@ from .validate import VALIDATE_PARAMS
 #: subcommand -> its parameters, in --help order
 PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
     "llm": TRAIN_PARAMS,
+    "goodput": GOODPUT_PARAMS,
     "serve-llm": SERVE_LLM_PARAMS,
     "infer": INFER_PARAMS,
     "collective": COLLECTIVE_PARAMS,
@@ -45,6 +47,7 @@ PARAMS_BY_COMMAND: dict[str, tuple[Param, ...]] = {
 #: subcommand -> the docs page whose flag table is generated from its parameters
 DOCS_PAGE: dict[str, str] = {
     "llm": "docs/llm.md",
+    "goodput": "docs/goodput.md",
     "serve-llm": "docs/serving-llm.md",
     "infer": "docs/serving-llm.md",
     "collective": "docs/networks.md",

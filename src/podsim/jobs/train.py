@@ -11,6 +11,7 @@ from ..params import JobSpec, Param, nested, param, params_of
 from .hardware import ClusterOverrides, Hardware
 from .model import ModelChoice
 from .outputs import Outputs
+from .reliability import GoodputOptions
 from .simulation import Simulation
 from .software import TrainingSoftware
 
@@ -53,6 +54,16 @@ class TrainExports:
             help="also write pipeline stage 0 as a SimAI/AICB workload file",
         )
     )
+    goodput: bool = param(
+        Param(
+            "goodput",
+            "bool",
+            False,
+            sweep=False,
+            help="also the run's goodput under failures, as podsim goodput gives it from this step (its flags: "
+            "--days or --train-tokens, --reliability, --checkpoint-*; also in --json under 'goodput')",
+        )
+    )
     chakra: str | None = param(
         Param(
             "chakra",
@@ -78,6 +89,7 @@ class TrainJob(JobSpec):
     software: TrainingSoftware = nested(TrainingSoftware)
     outputs: Outputs = nested(Outputs)
     exports: TrainExports = nested(TrainExports)
+    reliability: GoodputOptions = nested(GoodputOptions)
 
 
 #: every parameter of ``podsim llm``, in --help order

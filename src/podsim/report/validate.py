@@ -32,6 +32,7 @@ _FAMILIES = (
     ("nccl", "NCCL bus bandwidth"),
     ("steps_", "podsim's measured single-GPU training steps"),
     ("serve_", "podsim's measured serving steps"),
+    ("goodput_", "whole runs under failures (interruptions, effective training time)"),
 )
 
 

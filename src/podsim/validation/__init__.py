@@ -81,6 +81,8 @@ def _config(r: dict) -> str:
             if r.get(k) and r[k] != "1":
                 lay += f" {k}{r[k]}"
         parts.append(lay)
+    if r.get("days"):  # a whole run under failures
+        parts.append(f"{r['days']} days")
     if r.get("precision") and r["metric"] != "hardware_tflops_per_gpu":
         parts.append(r["precision"])
     if r["row_id"].startswith("korthikanti_fig7"):

@@ -20,6 +20,8 @@
 * **NCCL bus bandwidth** of 8-GPU servers: ``podsim collective``;
 * **measured single-GPU training steps** (``kind`` = ``training_step``): the row's Llama shape
   and configuration on one GPU (:mod:`podsim.validation.training_steps`);
+* **whole runs under failures** (``kind`` = ``goodput``: interruptions, effective training
+  time): :mod:`podsim.validation.goodput`, the shipped failure rates;
 * **measured serving steps** (``kind`` = ``serving_step``): ``podsim infer``'s step model over
   the row's prefill, decode or mixed batch on one GPU.
 """
@@ -46,6 +48,7 @@ from ..serving.llm.step_timer import step_timer
 from ..serving.llm.steps import infer
 from ..stacks.rules import apply_rules
 from ..stacks.stack import load_stack
+from .goodput import GOODPUT_METRICS, predict_goodput
 from .training_steps import predict_step_s
 
 THROUGHPUT = (
@@ -385,7 +388,7 @@ def busbw(r: dict) -> float:
 
 INFERENCE = ("prefill_s", "ttft_s", "decode_step_s", "tpot_s", "e2e_s")
 #: the metrics a user's row may compare (the memory rows are Korthikanti et al.'s figures only)
-METRICS = THROUGHPUT + INFERENCE + ("allreduce_busbw_GBps",)
+METRICS = THROUGHPUT + INFERENCE + ("allreduce_busbw_GBps",) + GOODPUT_METRICS
 
 
 def inference(r: dict) -> float:
@@ -455,12 +458,21 @@ def serving_step(r: dict) -> float:
     return timer.stage_ns(row.chunks) / 1e9
 
 
+def goodput_run(r: dict) -> float:
+    """A whole run under failures (``kind`` = ``goodput``): :mod:`podsim.validation.goodput` on
+    the row's model and layout."""
+    model = model_of(r)
+    return predict_goodput(r, model, layout_of(r, model))
+
+
 def handler(r: dict) -> Callable[..., float] | None:
     """What predicts row ``r`` (None: a row podsim cannot run)."""
     if r.get("kind") == "training_step":
         return training_step
     if r.get("kind") == "serving_step":
         return serving_step
+    if r.get("kind") == "goodput" and r["metric"] in GOODPUT_METRICS:
+        return goodput_run
     if r["metric"] in INFERENCE and r.get("batch") and r.get("hidden"):
         return inference
     if r["metric"] in THROUGHPUT and r.get("hidden") and r.get("gpus"):

@@ -32,7 +32,7 @@ from ..serving.llm.measured_steps import ServingStepSet, read_serving_steps, shi
 #: each set's files (the inference step times are reported rows of their own columns)
 SETS = {
     "fitted": ("calibration.csv", "calibration_stacks.csv"),
-    "reported": ("reported.csv", "reported_inference.csv", "reported_stacks.csv"),
+    "reported": ("reported.csv", "reported_inference.csv", "reported_stacks.csv", "reported_goodput.csv"),
 }
 REQUIRED = ("row_id", "metric", "value")
 #: integer columns and their least value (an empty cell means unset); at most 2^31, as the CLI's

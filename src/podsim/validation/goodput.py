@@ -1,0 +1,69 @@
+"""Predict a whole run's outcome under failures (``kind`` = ``goodput`` rows, the reported set):
+its interruptions (all, or one kind's: ``interruptions_<kind>``) and its effective training
+time (``effective_training_pct``: goodput in per cent) over the row's ``days`` of wall clock,
+with the shipped failure rates (never fitted to these rows) and podsim's default checkpoint and
+restart assumptions, the row's ``storage_bandwidth`` (GB/s) where the source gives it.
+
+No step is simulated: a run's failures and goodput do not depend on its step time (the
+checkpoint interval is not rounded to whole steps here).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import InputError
+from ..jobs.reliability import DETECT_S, RESCHEDULE_S, SNAPSHOT_GBPS, STORAGE_GBPS, WARMUP_S
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig
+from ..reliability.checkpoint import checkpoint_state
+from ..reliability.estimate import RunModel, estimate
+from ..reliability.rates import KINDS, default_reliability
+from ..reliability.restart import RestartTimes
+
+#: the metrics of a goodput row
+GOODPUT_METRICS = ("interruptions", *(f"interruptions_{k}" for k in KINDS), "effective_training_pct")
+#: a GPU's NIC (bytes/s) for in-memory checkpoints: not used by these rows' sync checkpoints
+_NIC = 50e9
+
+
+def _positive(r: dict, key: str, default: float | None = None) -> float:
+    v = r.get(key, "")
+    if v in ("", None):
+        if default is None:
+            raise InputError(f"row {r['row_id']}: {key} is needed", "podsim validate")
+        return default
+    try:
+        f = float(v)
+    except ValueError:
+        f = math.nan
+    if not (math.isfinite(f) and f > 0):
+        raise InputError(f"row {r['row_id']}: {key} must be a finite number > 0, got {v!r}", "podsim validate")
+    return f
+
+
+def predict_goodput(r: dict, model: ModelConfig, lay: Layout) -> float:
+    """The row's metric, predicted for ``model`` under ``lay`` (the row's, as the throughput
+    rows read them; see the module docstring)."""
+    bw = _positive(r, "storage_bandwidth", STORAGE_GBPS) * 1e9
+    run = RunModel(
+        default_reliability(),
+        lay.gpus,
+        int(_positive(r, "gpus_per_node", 8)),
+        checkpoint_state(model, lay),
+        "sync",
+        bw,
+        bw,
+        SNAPSHOT_GBPS * 1e9,
+        _NIC,
+        RestartTimes(DETECT_S, RESCHEDULE_S, WARMUP_S),
+        None,
+        0.0,
+    )
+    e = estimate(run, days=_positive(r, "days"))
+    metric = r["metric"]
+    if metric == "effective_training_pct":
+        return 100 * e.goodput
+    if metric == "interruptions":
+        return e.interruptions
+    return e.interruptions_by_kind[metric.removeprefix("interruptions_")]
