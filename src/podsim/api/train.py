@@ -215,7 +215,7 @@ def simulate_training(
         return t
 
     costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
-    w = generate(model, layout, cm, costs=costs, fold=fold_seen, estimate=estimate)
+    w = generate(model, layout, cm, costs=costs, fold=fold_seen if fold is not None else None, estimate=estimate)
     if plan is not None and plan.compute:
         plan.compute = slowest_of_folded(plan.compute, w, folded)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
