@@ -196,3 +196,19 @@ def test_cli_llm_json_has_the_faults_section(tmp_path, capsys) -> None:  # type:
 def test_collective_refuses_compute_faults() -> None:
     with pytest.raises(InputError, match="only --slow-nics and --slow-links apply"):
         collective("all_reduce", "dgx-h100", 16, faults=FaultSpec(parse_slow_gpus("1:2")))
+
+
+def test_sweep_points_take_the_fault_flags() -> None:
+    from podsim.sweep.spec import spec_from_text
+    from podsim.sweep.sweep import run_sweep
+
+    text = """\
+run: collective
+fixed: {collective: all_reduce, cluster: dgx-h100, gpus: 16, algo: ring, size: 1G}
+points: [{algo: ring}, {slow-nics: "5:0.5"}]
+"""
+    healthy, halved = run_sweep(spec_from_text(text, "sweep.yaml", None), workers=1).rows
+    assert healthy["baseline_time_us"] is None
+    assert halved["baseline_time_us"] == pytest.approx(healthy["time_us"], rel=1e-9)
+    # the same hand derivation as above: one NIC at 25 GB/s x 0.94 paces the ring
+    assert halved["time_us"] > 2 * 15 / 16 * 2**30 / 8 / (0.5 * 50e9 * 0.94) * 1e6
