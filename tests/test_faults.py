@@ -88,6 +88,18 @@ def test_trace_shows_the_fault_and_the_waits(tmp_path) -> None:  # type: ignore[
     waits = [s for s in res.timelines[0] if s.stream == "wait"]
     assert [(s.name, s.start_ns, s.end_ns) for s in waits] == [("waiting for rank 3", FWD_NS, FWD_NS + 100_000)]
     assert not any(s.stream == "wait" for s in slow)
+    from podsim.report import write_trace
+
+    write_trace(res, tmp_path / "t.json")
+    events = json.loads((tmp_path / "t.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    named = {(e["pid"], e["name"]) for e in events if e.get("ph") == "X"}
+    assert (0, "waiting for rank 3") in named and (3, "slow GPU: computes 1.1x") in named
+
+
+def test_faults_need_a_cluster(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match="--slow-gpus: faults are injected on a cluster"):
+        podsim.simulate(ddp_step(4), "system.json", "network.yml", faults=FaultSpec(parse_slow_gpus("1:2")))
 
 
 def test_halved_nic_doubles_a_bandwidth_bound_all_reduce() -> None:
@@ -133,10 +145,15 @@ def test_llm_tensor_parallel_group_computes_at_its_slowest() -> None:
     model = zoo()["llama3-8b"]
     lay = Layout(gpus=16, tp=8, global_batch=16, seq_len=2048)
     ok = simulate_training(model, lay, "h100", record_timeline=False)
-    bad = simulate_training(model, lay, "h100", record_timeline=False, faults=FaultSpec(parse_slow_gpus("3:1.1")))
+    bad = simulate_training(model, lay, "h100", faults=FaultSpec(parse_slow_gpus("3:1.1")))
     # the TP group of rank 3 (ranks 0..7) computes 1.1x; its compute grows by 10%
     slow = bad.result.ranks[0].compute_ns
     assert slow == pytest.approx(1.1 * ok.result.ranks[0].compute_ns, rel=1e-4)
+    # its timeline's fused parts were re-laid at the new durations: their compute adds up to it
+    from podsim.intervals import length, merged
+
+    parts = [(x.start_ns, x.end_ns) for x in bad.result.timelines[3] if x.category == "compute"]
+    assert length(merged(parts)) == bad.result.ranks[3].compute_ns
     assert bad.result.ranks[8].compute_ns == ok.result.ranks[8].compute_ns
     # and the step by at most 10% of its compute (the data-parallel all-reduce overlaps some)
     grow = bad.result.finish_ns - ok.result.finish_ns

@@ -266,8 +266,8 @@ def resolve_faults(spec: FaultSpec, gpus: int, fabric: Fabric | None = None) -> 
             plan.described["slow-gpus"] = f"every GPU computes a random {lo:g}x-{hi:g}x slower (seed {s.seed})"
         elif s.fraction is not None:
             plan.described["slow-gpus"] = (
-                f"{len(ranks)} random GPUs ({100 * s.fraction:g}%, seed {s.seed}: {_ranks_text(ranks)}) "
-                f"compute {s.factor:g}x slower"
+                f"{len(ranks)} random GPU{'s' if len(ranks) > 1 else ''} ({100 * s.fraction:g}%, seed {s.seed}: "
+                f"{_ranks_text(ranks)}) compute{'s' if len(ranks) == 1 else ''} {s.factor:g}x slower"
             )
         else:
             plan.described["slow-gpus"] = f"{_ranks_text(ranks)} compute{'s' if len(ranks) == 1 else ''} {s.factor:g}x"
