@@ -28,6 +28,12 @@ Cases:
     GPUs of dgx-h100 with the flow backend.  CPU of the whole command (import, reading the
     1,024 rank files, simulating, writing the JSON); "in seconds" is the issue's target.
 
+  * ``stragglers-4096``: ``podsim llm`` of Llama 3 70B on 4,096 H100s (TP 8 x PP 8 x DP 64, global
+    batch 1,024 x 4,096 tokens, full recompute) with ``--slow-gpus random:1.0-1.2,seed=1``: every
+    GPU computes at its own random factor, so no two ranks are alike and all 4,096 are simulated
+    (plus the baseline, on one representative per stage), with the timeline the summary reads.
+    "Seconds, not minutes" is the target.
+
 Each case runs in a fresh process (its peak RSS is its own).  CPU time is the process's;
 flow-512 reports the best of 3 runs in its process.
 
@@ -61,6 +67,7 @@ TARGETS_S = {
     "flow-512-per-flow": 0.5,
     "chakra-1024": 5.0,
     "chakra-1024-flow": 5.0,
+    "stragglers-4096": 20.0,
 }
 
 #: the multi-dimensional networks: (kind, NPUs, GiB/s, ns) per dimension
@@ -222,6 +229,45 @@ def _cli(name: str) -> dict:
     }
 
 
+def _stragglers(name: str) -> dict:
+    """``podsim llm`` with every GPU a random compute factor, in this process (CPU of the
+    baseline and the every-rank run)."""
+    from podsim.api import train
+    from podsim.jobs.train import TrainJob
+
+    n = int(name.split("-")[1])
+    job = TrainJob.from_values(
+        {
+            "model": "llama3-70b",
+            "gpu": "h100",
+            "gpus": n,
+            "tp": 8,
+            "pp": 8,
+            "global-batch": n // 4,
+            "seq-len": 4096,
+            "sequence-parallel": True,
+            "distributed-optimizer": True,
+            "recompute": "full",
+            "slow-gpus": "random:1.0-1.2,seed=1",
+        }
+    )
+    t0 = time.process_time()
+    r = train(job)
+    cpu = time.process_time() - t0
+    info = r.result.info
+    f = r.result.faults
+    return {
+        "case": name,
+        "cpu_s": cpu,
+        "units": info["collectives"],
+        "how": "collectives",
+        "check": f"step {f['baseline_step_ns'] / 1e9:.4f} s -> {f['step_ns'] / 1e9:.4f} s",
+        "finish_ns": r.result.finish_ns,
+        "ranks": info["simulated_ranks"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
 def _case(name: str) -> dict:
     from podsim.api import simulate
     from podsim.collectives.plan import Algo
@@ -232,6 +278,8 @@ def _case(name: str) -> dict:
 
     if name.startswith("chakra"):
         return _cli(name)
+    if name.startswith("stragglers"):
+        return _stragglers(name)
     kind, size = name.split("-")[:2]
     n = int(size)
     per_message = name.endswith("-messages")
@@ -296,6 +344,7 @@ def main() -> None:
         print(json.dumps(_case(a.one)))
         return
     cases = ["ring-512", "2d-512", "3d-512", "switch-512", "hd-512", "flow-512", "chakra-1024", "chakra-1024-flow"]
+    cases += ["stragglers-4096"]
     cases += (
         [
             "ring-4096",

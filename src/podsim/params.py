@@ -285,7 +285,9 @@ def add_arguments(
             if p.exclusive not in groups:
                 groups[p.exclusive] = parser.add_mutually_exclusive_group()
             target = groups[p.exclusive]
-        kw: dict[str, Any] = {"dest": p.dest, "help": argparse.SUPPRESS if p.hidden else (p.help or None)}
+        # argparse formats help with %: a literal one (2%:1.2) is doubled
+        text = p.help.replace("%", "%%") if p.help else None
+        kw: dict[str, Any] = {"dest": p.dest, "help": argparse.SUPPRESS if p.hidden else text}
         if p.kind == "bool" and p.const is not None:  # sets another flag's field: that flag's default stays
             kw.update(action="store_const", const=p.const, default=argparse.SUPPRESS)
         elif p.kind == "bool" and p.parse is None:

@@ -17,6 +17,7 @@ from ..collectives.nccl import BACKENDS, COLLECTIVES
 from ..collectives.nccl.sweep import sizes, sweep
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
+from ..engine.faults import FaultSpec, degraded_fabric, resolve_faults
 from ..errors import InputError
 from ..hardware.cluster import ClusterSpec, build_fabric, load_cluster, preset_names
 from ..jobs.collective import DTYPES, CollectiveJob
@@ -53,10 +54,15 @@ def collective(
     algorithm: str | None = None,
     protocol: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    faults: FaultSpec | None = None,
 ) -> CollectiveTable:
     """Time collective ``name`` on ``gpus`` GPUs of ``cluster`` (a preset name, a YAML path
     or a :class:`ClusterSpec`) from ``min_bytes`` to ``max_bytes`` (bytes or "4 MiB"-style
     strings), multiplying by ``factor``.
+
+    ``faults``: slow NICs and links (:mod:`podsim.engine.faults`; GPU and host faults do not
+    apply to a collective alone): the rows are timed on the degraded fabric, and the table's
+    ``faults`` holds each size's time on the healthy one.
 
     Raises:
         InputError: for an unknown collective, backend or dtype, bad sizes, or a GPU count the
@@ -76,18 +82,54 @@ def collective(
         raise InputError(f"must be >= 2, got {factor}", where="--factor")
     spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(cluster)
     fabric = build_fabric(spec, gpus)
-    rows = sweep(
-        fabric,
-        spec.nccl,
-        name,
-        sizes(lo, hi, factor),
-        backend=backend,
-        dtype_bytes=DTYPES[dtype],
-        algo=algorithm,
-        proto=protocol,
-        progress=progress,
-    )
-    return CollectiveTable(name, spec.name, gpus, fabric.num_servers, backend, dtype, rows)
+    faults = faults or FaultSpec()
+    for flag, what in (("slow-gpus", faults.slow_gpus), ("hiccup", faults.hiccup)):
+        if what is not None:
+            raise InputError(
+                "a collective alone has no compute or host step: only --slow-nics and --slow-links apply",
+                where=f"--{flag}",
+            )
+
+    def run(fab, report=None):  # type: ignore[no-untyped-def]
+        return sweep(
+            fab,
+            spec.nccl,
+            name,
+            sizes(lo, hi, factor),
+            backend=backend,
+            dtype_bytes=DTYPES[dtype],
+            algo=algorithm,
+            proto=protocol,
+            progress=report,
+        )
+
+    report: dict = {}
+    if faults:
+        plan = resolve_faults(faults, gpus, fabric)
+        healthy = run(fabric)
+        fabric = degraded_fabric(fabric, plan.links)
+        rows = run(fabric, progress)
+        report = {
+            "injected": [
+                {"flag": f"--{k}", "spec": str(v), "what": plan.described.get(k, "")} for k, v in faults.items()
+            ],
+            "sizes": [
+                {
+                    "bytes": h.bytes,
+                    "baseline_time_us": round(h.time_us, 3),
+                    "time_us": round(r.time_us, 3),
+                    "ratio": round(r.time_us / h.time_us, 6) if h.time_us else None,
+                    "baseline_algorithm": h.algorithm,
+                    "baseline_protocol": h.protocol,
+                }
+                for h, r in zip(healthy, rows)
+            ],
+        }
+    else:
+        rows = run(fabric, progress)
+    table = CollectiveTable(name, spec.name, gpus, fabric.num_servers, backend, dtype, rows)
+    table.faults = report
+    return table
 
 
 def cluster_presets() -> list[tuple[str, str]]:
@@ -119,4 +161,5 @@ def run_job(job: CollectiveJob, progress: Callable[[int, int], None] | None = No
         algorithm=o.algo,
         protocol=o.proto,
         progress=progress,
+        faults=job.faults.spec(),
     )

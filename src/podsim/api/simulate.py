@@ -30,6 +30,7 @@ from .. import __version__
 from ..engine import ComputeTiming, RemoteMemoryParams, SystemParams
 from ..engine import simulate as _simulate
 from ..engine.cluster import simulate_cluster
+from ..engine.faults import FaultSpec, degraded_fabric, resolve_faults
 from ..errors import InputError, SimulationError
 from ..formats.astra_sim import (
     RemoteMemoryConfig,
@@ -55,6 +56,7 @@ from ..parallelize.retime import AS_CAPTURED, retime
 from ..report.layers import layer_breakdown
 from ..report.result import Result
 from ..workload import Workload
+from .faults import run_with_faults
 
 PathLike = str | os.PathLike[str]
 
@@ -165,6 +167,7 @@ def simulate(
     whole_trace: bool = False,
     trace_format: str | None = None,
     parallel: ParallelSpec | None = None,
+    faults: FaultSpec | None = None,
 ) -> Result:
     """Simulate a workload on an ASTRA-sim style machine description, or on a cluster.
 
@@ -197,6 +200,9 @@ def simulate(
         rendezvous: ASTRA-sim's ``--rendezvous-protocol`` (an 8 KiB handshake before each message).
         progress: called as ``progress(now_ns, ranks_finished, ranks_simulated)`` about once a
             second on long runs.
+        faults: slow GPUs, NICs, links and a host hiccup to inject (:mod:`podsim.engine.faults`;
+            on a cluster only): the step is also simulated without them, and the result's
+            ``faults`` says what they cost and who waited on whom.
 
     Returns:
         The :class:`Result` (times in integer ns).
@@ -219,6 +225,7 @@ def simulate(
             execution_trace=execution_trace,
             whole_trace=whole_trace,
             trace_format=trace_format,
+            faults=faults,
         )
     if isinstance(workload, OneGpuStep):
         raise InputError("a one-GPU step runs on many GPUs with parallel=ParallelSpec(...)")
@@ -236,6 +243,11 @@ def simulate(
             read,
             trace_format,
             remote_memory,
+            faults,
+        )
+    if faults:
+        raise InputError(
+            "faults are injected on a cluster (the NCCL-like engine): give --cluster", where=f"--{faults.items()[0][0]}"
         )
     if system is None or network is None:
         raise InputError("need a system and a network configuration, or a cluster")
@@ -374,9 +386,11 @@ def _simulate_on_cluster(
     read: ReadOptions,
     fmt_name: str | None = None,
     remote_memory: PathLike | RemoteMemoryConfig | None = None,
+    faults: FaultSpec | None = None,
 ) -> Result:
     if backend not in ("analytical", "flow"):
         raise InputError(f"unknown backend {backend!r}; expected analytical or flow", where="--backend")
+    faults = faults or FaultSpec()
     spec = load_cluster(cluster)
     fmt = None if isinstance(workload, Workload) else find_format(workload, fmt_name)
     if fmt is not None and not fmt.rank_files:
@@ -400,10 +414,24 @@ def _simulate_on_cluster(
         rm = RemoteMemoryParams(
             rm_cfg.memory_type, rm_cfg.latency_ns, rm_cfg.bandwidth, rm_cfg.npus_per_node, rm_cfg.num_nodes
         )
-    try:
-        result = simulate_cluster(
-            wl, fabric, spec.nccl, backend, compute, use_symmetry, record_timeline, progress, remote_memory=rm
+
+    def run(f: FaultSpec) -> Result:
+        plan = resolve_faults(f, n, fabric) if f else None
+        return simulate_cluster(
+            wl,
+            degraded_fabric(fabric, plan.links) if plan is not None else fabric,
+            spec.nccl,
+            backend,
+            compute,
+            use_symmetry,
+            record_timeline and f == faults,
+            progress,
+            remote_memory=rm,
+            faults=plan,
         )
+
+    try:
+        result = run_with_faults(faults, n, run) if faults else run(FaultSpec())
     except InputError as e:
         raise e.with_source(label) from None
     except SimulationError as e:  # a deadlock: name the workload whose ops wait forever
@@ -436,6 +464,7 @@ def _simulate_parallel(
     execution_trace: PathLike | None,
     whole_trace: bool,
     trace_format: str | None,
+    faults: FaultSpec | None = None,
 ) -> Result:
     """One GPU's training step (read from ``workload``, or given) on ``spec.gpus`` GPUs of
     ``cluster``: memory checked (and offloaded), parallelized, simulated; notes say the one-GPU
@@ -482,6 +511,7 @@ def _simulate_parallel(
         rendezvous=rendezvous,
         cluster=cluster,
         backend=backend,
+        faults=faults,
     )
     mode = f"pp x dp {spec.dp}" if spec.mode == "pp" and spec.dp > 1 else spec.mode
     if time_note:
@@ -704,6 +734,7 @@ def run_job(job: SimulateJob, progress: Callable[[int, int, int], None] | None =
         whole_trace=t.whole_trace,
         trace_format=trace_format,
         parallel=parallel,
+        faults=job.faults.spec(),
     )
     if m.comm_scale != 1.0:
         res.notes.append(f"--comm-scale {m.comm_scale:g} was ignored, as ASTRA-sim 2.x ignores it")

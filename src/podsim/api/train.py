@@ -24,6 +24,7 @@ from ..collectives.nccl.planner import CollectivePlanner
 from ..compute.model import ComputeModel, KernelTimer
 from ..compute.table import table_model
 from ..engine.cluster import simulate_cluster
+from ..engine.faults import FaultSpec, degraded_fabric, resolve_faults
 from ..errors import InputError
 from ..formats.chakra import write_workload_with_groups
 from ..hardware.cluster import ClusterSpec, shared_fabric
@@ -43,7 +44,8 @@ from ..network.fabric import Fabric
 from ..stacks.rules import apply_rules
 from ..stacks.stack import DEFAULT_TRAINING, SoftwareStack, load_stack
 from ..units import parse_bandwidth
-from ..workload import CollectiveKind
+from ..workload import CollectiveKind, Workload
+from .faults import run_with_faults
 
 
 def resolved_layout(job: TrainJob, model: ModelConfig) -> Layout:
@@ -96,22 +98,32 @@ def train(
     if job.timing.kernel_table:
         table = job.timing.kernel_table
         compute = table_model(table if table == "measured" else str(Path(table)), gpu, lay.compute_dtype)
-    return simulate_training(
-        model,
-        lay,
-        gpu,
-        hw.cluster,
-        job.simulation.backend,
-        over.gpus_per_node,
-        nic,
-        record_timeline=record_timeline,
-        compute=compute,
-        granularity=job.simulation.granularity,
-        record_link_load=record_link_load,
-        progress=progress,
-        software=load_stack(job.software.stack or DEFAULT_TRAINING, "training"),
-        allow_oom=job.simulation.allow_oom,
-    )
+    software = load_stack(job.software.stack or DEFAULT_TRAINING, "training")
+    spec = job.faults.spec()
+
+    def run(faults: FaultSpec, record: bool = record_timeline) -> TrainingResult:
+        return simulate_training(
+            model,
+            lay,
+            gpu,
+            hw.cluster,
+            job.simulation.backend,
+            over.gpus_per_node,
+            nic,
+            record_timeline=record,
+            compute=compute,
+            granularity=job.simulation.granularity,
+            record_link_load=record_link_load if record else False,
+            progress=progress,
+            software=software,
+            allow_oom=job.simulation.allow_oom,
+            faults=faults or None,
+        )
+
+    if not spec:
+        return run(spec)
+    # the runs that only give a step time keep no timeline; the one with every fault is the result
+    return run_with_faults(spec, lay.gpus, lambda f: run(f) if f == spec else run(f, False), lambda r: r.result)
 
 
 def _kernel_timer(result: TrainingResult, job: TrainJob) -> KernelTimer:
@@ -157,6 +169,7 @@ def simulate_training(
     software: SoftwareStack | None = None,
     allow_oom: bool = False,
     record_link_load: bool | None = None,
+    faults: FaultSpec | None = None,
 ) -> TrainingResult:
     """Simulate one iteration.
 
@@ -172,7 +185,10 @@ def simulate_training(
     ``allow_oom``: simulate a layout that does not fit in the GPU's memory (its result says so)
     instead of refusing it (validation and calibration rows ran, so they pass True).
     ``record_link_load``: keep the flow backend's link loads over time, for a trace's counter
-    tracks (default: when ``record_timeline``).
+    tracks (default: when ``record_timeline``).  ``faults``: slow GPUs, NICs and links and a host
+    hiccup injected into the iteration (:mod:`podsim.engine.faults`): every rank is simulated;
+    a group whose collectives are folded into fused ops in closed form (tensor parallelism
+    inside a server) computes at its slowest GPU's speed, as its collectives would make it.
 
         Raises:
             InputError: for a layout the model or cluster cannot take (see :meth:`Layout.check`),
@@ -191,9 +207,23 @@ def simulate_training(
     cm = compute or ComputeModel.for_gpu(spec_gpu, layout.compute_dtype)
     spec = default_cluster(spec_gpu, gpus_per_node, nic_bandwidth, cluster)
     fabric = shared_fabric(spec, layout.gpus)
+    plan = None
+    if faults:
+        plan = resolve_faults(faults, layout.gpus, fabric)
+        fabric = degraded_fabric(fabric, plan.links)
     fold, estimate = _folder(layout, fabric, spec, backend)
+    folded: set[str] = set()
+
+    def fold_seen(kind: CollectiveKind, nbytes: int, group: str) -> int | None:
+        t = fold(kind, nbytes, group)
+        if t is not None:
+            folded.add(group)
+        return t
+
     costs = LayerCosts(model, layout, cm, layout.flash_attention, comm_ns=estimate, stack=stack)
-    w = generate(model, layout, cm, costs=costs, fold=fold, estimate=estimate)
+    w = generate(model, layout, cm, costs=costs, fold=fold_seen if fold is not None else None, estimate=estimate)
+    if plan is not None and plan.compute:
+        plan.compute = slowest_of_folded(plan.compute, w, folded)
     # tensor-parallel collectives stay inside a server: in closed form even with the flow backend
     res = simulate_cluster(
         w,
@@ -206,6 +236,7 @@ def simulate_training(
         progress=progress,
         rendezvous=rendezvous,
         record_link_load=record_link_load,
+        faults=plan,
     )
     mf, hf = iteration_flops(model, layout)
     out = TrainingResult(model, layout, spec_gpu, spec.name, backend, res, mf, hf, memory=stages)
@@ -233,6 +264,40 @@ def simulate_training(
         )
     if not out.memory_fits:
         out.notes.append(_oom_message(worst_stage(stages), spec_gpu) + " (simulated anyway: --allow-oom)")
+    return out
+
+
+def slowest_of_folded(compute: dict[int, float], w: Workload, folded: set[str]) -> dict[int, float]:
+    """Compute factors per rank where the collectives of groups ``folded`` (timed in closed form
+    inside fused ops, so not rendezvous between ranks) would make every rank of such a group
+    wait for its slowest: each rank takes the largest factor of the ranks it is joined to through
+    those groups (ranks at 1.0 left out)."""
+    if not folded:
+        return compute
+    parent = list(range(w.num_ranks))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for g in w.groups:
+        if g.name in folded and len(g.ranks) > 1:
+            a = find(g.ranks[0])
+            for r in g.ranks[1:]:
+                b = find(r)
+                if a != b:
+                    parent[b] = a
+    top: dict[int, float] = {}
+    for r, f in compute.items():
+        root = find(r)
+        top[root] = max(top.get(root, 1.0), f)
+    out = {}
+    for r in range(w.num_ranks):
+        f = top.get(find(r), 1.0)
+        if f != 1.0:
+            out[r] = f
     return out
 
 

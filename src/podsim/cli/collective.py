@@ -15,6 +15,8 @@ EPILOG_COLLECTIVE = """examples:
   podsim collective all_reduce --cluster dgx-a100-superpod --gpus 16 -b 1K -e 4G
   podsim collective all_gather --cluster my_cluster.yaml --gpus 64 --backend flow --json ag.json
   podsim collective all_reduce --cluster dgx-h100 --gpus 8 --algo nvls
+  podsim collective all_reduce --cluster dgx-h100 --gpus 16 -b 1G -e 1G --slow-nics 5:0.5   # a halved NIC
+  podsim collective all_reduce --cluster dgx-h100 --gpus 16 --slow-links 'gpu0<->seg0.rail0:0.25'
   podsim collective --list-clusters
 
 busbw follows nccl-tests: algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather,

@@ -32,6 +32,10 @@ EPILOG_LLM = """examples:
   podsim llm --model llama3-8b --gpu h100 --gpus 1024 --tp 8 --global-batch 1024 --goodput --train-tokens 1e12
       # and the run's goodput under failures (podsim goodput's model, from this step)
   podsim llm --model gpt3-13b --gpus 128 --tp 8 --global-batch 128 --simai w.txt --chakra et/gpt
+  podsim llm --model llama3-8b --gpu h100 --gpus 64 --tp 8 --global-batch 64 --slow-gpus 3:1.1 \
+      --slow-nics 12:0.5 --hiccup 10:200ms     # stragglers and slow parts (docs/faults.md)
+  podsim llm --model llama3-70b --gpu h100 --gpus 4096 --tp 8 --pp 8 --global-batch 1024 --seq-len 4096 \
+      --sequence-parallel --distributed-optimizer --recompute full --slow-gpus random:1.0-1.2,seed=1
   podsim llm --model llama3-70b --gpu h100 --gpus 64 --tp 8 --global-batch 64 --allow-oom
       # a layout that does not fit (an error without --allow-oom): simulated, and marked as such
 DP = GPUs / (TP x PP x CP).  Model TFLOP/s and MFU use the model-FLOPs formula in docs/llm.md

@@ -24,6 +24,8 @@ EPILOG_SIMULATE = """examples:
       --parallel ddp --layers layers.csv --plot timeline.png   # TrioSim's flags, a one-GPU trace
   podsim simulate --pytorch traces/resnet50 --gpus 8 --parallel tp --trace tp.json
   podsim simulate --workload-configuration traces/ddp2 --cluster dgx-h100   # every rank of a capture
+  podsim simulate --workload-configuration traces/ddp2 --cluster dgx-h100 --slow-gpus 1:1.1 \
+      --hiccup 10:200ms --trace faults.json   # stragglers: their cost, who waits on whom (docs/faults.md)
   podsim simulate --workload vgg13 --format triosim --gpus 4 --parallel ddp   # any format, sniffed or named
   podsim simulate --triosim vgg13 --batch-size 128 --batch-size-sim 1024 --gpus 4 \
       --remote-bandwidth 64          # offload what does not fit in the GPU's memory at 64 GB/s

@@ -38,6 +38,7 @@ from ..report.result import Counter, LinkUse, Result, Slice, Timelines
 from ..workload import CollectiveKind, Workload
 from .buckets import RankBuckets
 from .events import EventQueue
+from .faults import ComputeScaler, FaultPlan, WaitLog
 from .messaging import Messaging, Rendezvous
 from .rank import RankRunner
 from .simulator import (
@@ -73,6 +74,7 @@ class _Pending:
     size: int
     callbacks: list[Callable[[int], None]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    arrivals: list[tuple[int, int]] = field(default_factory=list)  #: (rank, ns it issued), with a wait log
 
 
 class ClusterCollectives:
@@ -111,6 +113,8 @@ class ClusterCollectives:
         self.intra_closed_form = False
         self._servers: dict[tuple[int, ...], bool] = {}
         self._joins: dict[tuple[int, ...], int] = {}
+        #: who waits on whom (when faults are injected)
+        self.waits: WaitLog | None = None
 
     def issue(
         self, rank: int, kind: CollectiveKind, size: int, ranks: tuple[int, ...], done: Callable[[int], None], name: str
@@ -132,8 +136,12 @@ class ClusterCollectives:
             )
         p.callbacks.append(done)
         p.names.append(name)
+        if self.waits is not None:
+            p.arrivals.append((rank, self.queue.now))
         if len(p.callbacks) == self._expected(ranks):
             del self._pending[key]
+            if self.waits is not None:
+                self.waits.started(p.names[0], p.arrivals, self.queue.now)
             self._start(p, ranks)
 
     def _expected(self, ranks: tuple[int, ...]) -> int:
@@ -327,8 +335,15 @@ def simulate_cluster(
     remote_memory: RemoteMemoryParams | None = None,
     reference_flows: bool = False,
     record_link_load: bool | None = None,
+    faults: FaultPlan | None = None,
 ) -> Result:
     """Simulate ``workload`` on ``fabric`` (rank ``r`` on GPU ``r``).  Times are integer ns.
+
+    ``faults``: slow ranks' compute factors and hosts' start delays
+    (:class:`~podsim.engine.faults.FaultPlan`; its link factors are the caller's to apply,
+    with :func:`~podsim.engine.faults.degraded_fabric`, to the ``fabric`` it passes): every
+    rank is then simulated (no representatives), the result's ``faults`` says who waited on
+    whom at collectives, and its timelines show the faults and the waits.
 
     ``record_timeline``: keep every rank's timeline (built when read, see
     :class:`~podsim.report.result.Timelines`); ``record_link_load`` (default: the same) the
@@ -368,9 +383,13 @@ def simulate_cluster(
     if workload.num_ranks != n:
         raise SimulationError(f"the workload has {workload.num_ranks} ranks but the cluster has {n} GPUs")
     queue = EventQueue()
+    if faults is not None and faults.every_rank:
+        use_symmetry = False
     reps = workload.representatives if use_symmetry else None
     if reps is not None:
         mirror, why = False, "the workload's generator names equivalent ranks (one per pipeline stage)"
+    elif faults is not None and faults.every_rank:
+        mirror, why = False, "faults injected: the ranks differ, every rank is simulated"
     else:
         mirror, why = equivalent_ranks(workload, remote_memory) if use_symmetry else (False, "disabled")
     shared = CollectivePlanner.shared(fabric, tuning)  # plans and routes kept with the fabric
@@ -394,6 +413,10 @@ def simulate_cluster(
     colls = ClusterCollectives(queue, fabric, tuning, backend, mirror, net, fast_forward, granularity == "bulk")
     colls.intra_closed_form = intra_server_closed_form
     colls.planner = shared
+    if faults is not None:
+        colls.waits = WaitLog(n, record_timeline)
+    scalers: dict[int, ComputeScaler] = {}  # one per program of a slow rank
+    scaled: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # slow rank -> its fused ops' segments
     ranks = [0] if mirror else list(range(n))
     if reps is not None:
         ranks = sorted({int(r) for r in reps})
@@ -428,11 +451,24 @@ def simulate_cluster(
             plans=plans,
         )
         runner.replay_all = compute.replay_only
+        factor = faults.compute.get(r, 1.0) if faults is not None else 1.0
+        if factor != 1.0:
+            prog = runner.p
+            sc = scalers.get(id(prog))
+            if sc is None:
+                sc = scalers[id(prog)] = ComputeScaler(prog)
+            runner.compute_ns = sc.op_ns(compute.op_ns, factor)
+            _, comm_part, off, dur = sc.fused_times(factor)
+            if comm_part:
+                runner._comm_part = comm_part
+                scaled[r] = (off, dur)
         runners.append(runner)
-    run_ranks(queue, runners, msg, workload, progress)
-    results, timelines = _collect(runners, n, mirror, record_timeline, reps)
+    run_ranks(queue, runners, msg, workload, progress, faults.delay_ns if faults is not None else None)
+    results, timelines = _collect(runners, n, mirror, record_timeline, reps, scaled)
     if isinstance(timelines, Timelines):
         timelines.more.append(_collective_slices(timelines, colls, mirror))
+        if faults is not None:
+            timelines.more.append(_fault_slices(faults, colls.waits, results))
     links, counters = _link_report(fabric, net, queue.now, max_link_tracks)
     info: dict[str, object] = {
         "mode": f"cluster: NCCL-like collectives, {backend} backend",
@@ -451,11 +487,42 @@ def simulate_cluster(
         info["rounds_fast_forwarded"] = colls.rounds_skipped
         info["granularity"] = granularity
         info["flow_network"] = "per-flow reference" if reference_flows else "arrays"
+    if faults is not None:
+        info["faults"] = dict(faults.described)
     notes = [x for p in workload.programs for x in p.notes]
     res = Result(results, timelines, [], info, notes)
     res.links = links
     res.counters = counters
+    if colls.waits is not None:
+        res.faults = colls.waits.summary()
     return res
+
+
+def _fault_slices(faults: FaultPlan, waits: WaitLog | None, results: list):  # type: ignore[no-untyped-def]
+    """What adds the faults to a rank's timeline: a ``fault`` track (a slow GPU over the whole
+    step, a host's stall before it), the slow rank's compute slices marked (``slowed`` in their
+    args), and a ``wait`` track: a slice "waiting for rank R" from the time the rank issued a
+    collective to the time the last rank of its group (R) did."""
+    per: dict[int, list[tuple[int, int, int]]] = {}
+    if waits is not None:
+        for r, a, b, last in waits.slices:
+            per.setdefault(r, []).append((a, b, last))
+
+    def add(q: int, slices: list[Slice]) -> None:
+        f = faults.compute.get(q, 1.0)
+        if f != 1.0:
+            for s in slices:
+                if s.category == "compute":
+                    s.args = {**s.args, "slowed": round(f, 6)}
+            end = results[q].finish_ns
+            slices.append(Slice(f"slow GPU: computes {f:.3g}x", "fault", 0, end, "fault", {"factor": f}))
+        d = faults.delay_ns.get(q, 0)
+        if d:
+            slices.append(Slice(f"host hiccup: stalls {d / 1e6:g} ms", "fault", 0, d, "fault", {"delay_ns": d}))
+        for a, b, last in per.get(q, ()):
+            slices.append(Slice(f"waiting for rank {last}", "wait", a, b, "wait", {"rank": last, "wait_ns": b - a}))
+
+    return add
 
 
 def _collective_slices(timelines: Timelines, colls: ClusterCollectives, mirror: bool):  # type: ignore[no-untyped-def]

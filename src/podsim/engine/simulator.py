@@ -10,9 +10,10 @@ and its figures are reported for every rank.
 
 from __future__ import annotations
 
+import copy
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -332,8 +333,10 @@ def run_ranks(
     msg: object,
     workload: Workload,
     progress: Callable[[int, int, int], None] | None,
+    delays: dict[int, int] | None = None,
 ) -> None:
-    """Start every runner and run the event loop to the end.
+    """Start every runner (rank ``r`` ``delays[r]`` ns late, if given) and run the event loop to
+    the end.
 
     Raises:
         SimulationError: naming what the ranks left unfinished wait on.
@@ -344,7 +347,11 @@ def run_ranks(
     gc.disable()
     try:
         for runner in runners:
-            runner.fire()
+            late = delays.get(runner.rank, 0) if delays else 0
+            if late > 0:
+                queue.schedule(late, lambda _a, rr=runner: rr.fire())
+            else:
+                runner.fire()
         if progress is not None:
             queue.run_with_progress(lambda: progress(queue.now, sum(rr.finished for rr in runners), len(runners)))
         else:
@@ -380,6 +387,14 @@ class _Parts:
         self.seg_dur = np.array([seg[1] for seg in flat], dtype=np.int64)
         self.seg_comp = np.array([seg[3] == "compute" for seg in flat], dtype=bool)
 
+    def rescaled(self, off: np.ndarray, dur: np.ndarray) -> _Parts:
+        """These parts with the fused ops' parts at offsets ``off`` and of durations ``dur``
+        (ns, every part in order): a slow GPU's."""
+        out = copy.copy(self)
+        out.seg_off, out.seg_dur = off, dur
+        out.segments = _ScaledSegments(self.segments, off, dur)  # type: ignore[assignment]
+        return out
+
     def times(self, starts: list[int], ends: list[int]) -> tuple[int, int, int, int]:
         """(compute, communication, memory, compute-communication overlap) time of a rank that
         ran the program from ``starts`` to ``ends`` (ns per op)."""
@@ -400,20 +415,60 @@ class _Parts:
         return comp, comm, mem, comp + comm - both
 
 
+class _ScaledSegments(Mapping[int, list[tuple]]):
+    """A fused op's parts (as in ``extras[SEGMENTS]``) at other offsets and durations, made
+    when read (a timeline reads few ranks)."""
+
+    def __init__(self, base: dict[int, list[tuple]], off: np.ndarray, dur: np.ndarray) -> None:
+        self.base = base
+        self.off, self.dur = off, dur
+        self.first: dict[int, int] = {}
+        k = 0
+        for i, segs in base.items():
+            self.first[i] = k
+            k += len(segs)
+
+    def __getitem__(self, i: int) -> list[tuple]:
+        k = self.first[i]
+        segs = self.base[i]
+        off = self.off[k : k + len(segs)].tolist()
+        dur = self.dur[k : k + len(segs)].tolist()
+        return [(o, d, *seg[2:]) for o, d, seg in zip(off, dur, segs)]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.base)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __contains__(self, i: object) -> bool:
+        return i in self.base
+
+
 def _collect(
-    runners: list[RankRunner], n: int, mirror: bool, record: bool, reps: object = None
+    runners: list[RankRunner],
+    n: int,
+    mirror: bool,
+    record: bool,
+    reps: object = None,
+    scaled: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[list[RankResult], dict[int, list[Slice]] | Timelines]:
     """Every rank's statistics and (``record``) its timeline, from its runner; with ``mirror``
     or ``reps`` (each rank's representative), every rank's copied from the simulated ones'.
+    ``scaled``: ranks whose fused ops' parts ran at other offsets and durations than their
+    program's (a slow GPU's), as (offsets, durations) of every part in program order.
     The timelines are :class:`~podsim.report.result.Timelines`: a rank's slices are made
     when first read."""
     per: dict[int, RankResult] = {}
     parts: dict[int, _Parts] = {}  # id(program) -> its parts
+    own: dict[int, _Parts] = {}  # a rank with scaled parts -> its own
     for rr in runners:
         p = rr.p
         pp = parts.get(id(p))
         if pp is None:
             pp = parts[id(p)] = _Parts(p, rr.resource)
+        if scaled and rr.rank in scaled:
+            pp = own[rr.rank] = pp.rescaled(*scaled[rr.rank])
         _, comm_ns, mem_ns, overlap = pp.times(rr.starts, rr.ends)
         per[rr.rank] = RankResult(
             rr.rank,
@@ -429,7 +484,14 @@ def _collect(
     if record:
         # what a rank's timeline is made of (not the runner: the network and queues may go)
         ran = {
-            rr.rank: (rr.p, parts[id(rr.p)], rr.starts, rr.ends, rr.sys.phase_log, rr.sys.p.queues_per_dim)
+            rr.rank: (
+                rr.p,
+                own.get(rr.rank) or parts[id(rr.p)],
+                rr.starts,
+                rr.ends,
+                rr.sys.phase_log,
+                rr.sys.p.queues_per_dim,
+            )
             for rr in runners
         }
 

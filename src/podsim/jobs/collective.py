@@ -10,6 +10,7 @@ from ..collectives.nccl import COLLECTIVES
 from ..collectives.nccl.tuning import PROTOCOLS
 from ..collectives.registry import NCCL_ALGORITHMS
 from ..params import JobSpec, Param, nested, param, params_of
+from .faults import NetworkFaults
 from .hardware import GPUS
 from .outputs import JsonOutput
 from .simulation import BACKEND
@@ -88,6 +89,7 @@ class CollectiveJob(JobSpec):
     """Everything one ``podsim collective`` run depends on."""
 
     options: CollectiveOptions = nested(CollectiveOptions)
+    faults: NetworkFaults = nested(NetworkFaults)
     outputs: JsonOutput = nested(JsonOutput)
 
 

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..formats.registry import TRACE_FORMATS
 from ..parallelize.plan import MODES
 from ..params import JobSpec, Param, nested, param, params_of
+from .faults import Faults
 from .hardware import GPUS
 from .outputs import ResultOutputs
 from .simulation import BACKEND
@@ -318,6 +319,7 @@ class SimulateJob(JobSpec):
     trace: TraceInput = nested(TraceInput)
     one_gpu: OneGpuOptions = nested(OneGpuOptions)
     machine: Machine = nested(Machine)
+    faults: Faults = nested(Faults)
     outputs: ResultOutputs = nested(ResultOutputs)
 
 

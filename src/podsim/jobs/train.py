@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..llm.layout import Layout
 from ..params import JobSpec, Param, nested, param, params_of
+from .faults import Faults
 from .hardware import ClusterOverrides, Hardware
 from .model import ModelChoice
 from .outputs import Outputs
@@ -87,6 +88,7 @@ class TrainJob(JobSpec):
     simulation: Simulation = nested(Simulation)
     timing: Timing = nested(Timing)
     software: TrainingSoftware = nested(TrainingSoftware)
+    faults: Faults = nested(Faults)
     outputs: Outputs = nested(Outputs)
     exports: TrainExports = nested(TrainExports)
     reliability: GoodputOptions = nested(GoodputOptions)

@@ -114,6 +114,7 @@ class TrainingResult:
             "simulation": {k: v for k, v in self.result.info.items() if k not in ("podsim_version",)},
             "notes": self.notes + list(self.result.notes),
             "kernels": self.kernels,
+            **({"faults": self.result.faults} if self.result.faults else {}),
         }
 
 

@@ -21,6 +21,8 @@ class CollectiveTable:
     backend: str
     dtype: str
     rows: list[SweepRow] = field(default_factory=list)
+    #: injected NIC and link faults: what they are and each size's time without them (empty: none)
+    faults: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON form (fields documented in docs/outputs.md)."""
@@ -44,6 +46,7 @@ class CollectiveTable:
                 }
                 for r in self.rows
             ],
+            **({"faults": self.faults} if self.faults else {}),
         }
 
 
@@ -68,6 +71,18 @@ def format_collective(t: CollectiveTable) -> str:
         avg = sum(r.busbw_gbps for r in t.rows) / len(t.rows)
         lines.append(f"# Avg bus bandwidth    : {avg:.4f} GB/s")
         lines.append(f"# Peak bus bandwidth   : {max(r.busbw_gbps for r in big):.4f} GB/s")
+    if t.faults:
+        lines.append("#")
+        for f in t.faults["injected"]:
+            lines.append(f"# fault {f['flag']} {f['spec']}: {f['what']}")
+        lines.append(f"# {'size':>10} {'healthy':>10} {'faulty':>10} {'ratio':>7}  healthy algo/proto")
+        lines.append(f"# {'(B)':>10} {'(us)':>10} {'(us)':>10}")
+        for x in t.faults["sizes"]:
+            ratio = f"{x['ratio']:.3f}" if x["ratio"] is not None else "-"
+            lines.append(
+                f"  {x['bytes']:>10} {x['baseline_time_us']:>10.2f} {x['time_us']:>10.2f} {ratio:>7}  "
+                f"{x['baseline_algorithm']}/{x['baseline_protocol']}"
+            )
     return "\n".join(lines)
 
 

@@ -180,6 +180,9 @@ class Result:
     notes: list[str] = field(default_factory=list)
     links: list[LinkUse] = field(default_factory=list)  #: busiest first (flow backend)
     counters: list[Counter] = field(default_factory=list)  #: link load tracks (flow backend)
+    #: injected faults: what they cost and who waited on whom (docs/outputs.md, ``faults``);
+    #: empty when none were injected
+    faults: dict[str, object] = field(default_factory=dict)
 
     @property
     def finish_ns(self) -> int:
@@ -201,4 +204,5 @@ class Result:
             "info": {k: v for k, v in self.info.items() if k != "podsim_version"},
             "notes": list(self.notes),
             "links": [x.as_dict() for x in self.links],
+            **({"faults": self.faults} if self.faults else {}),
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..units import format_ns
+from .faults import fault_lines
 from .result import RankResult, Result
 
 _COLS = (
@@ -81,6 +82,7 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
                 f"    {lk.name:<28} {lk.bytes / 1e6:10.2f} MB  busy {format_ns(lk.busy_ns):>10}  "
                 f"peak {lk.peak_flows} flows  {lk.utilization:6.1%}"
             )
+    lines += fault_lines(result.faults)
     if "wall_s" in result.info:
         lines.append("")
         lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..llm.kernel_report import SECTIONS
+from .faults import fault_lines
 
 
 def stack_line(stack: dict) -> str:
@@ -57,6 +58,7 @@ def format_training(r: Any, backend: str) -> str:
         ("  other", f"{b['other_s']:.4f} s"),
     ]
     lines += [f"  {k:<24} {v:>20}" for k, v in rows]
+    lines += fault_lines(d.get("faults") or {}, unit_s=True)
     lines += [f"  warning: {note}" if "does not fit" in note else f"  note: {note}" for note in d["notes"]]
     return "\n".join(lines)
 

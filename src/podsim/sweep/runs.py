@@ -89,6 +89,7 @@ LLM = RunKind(
         "exposed_comm_s": "DOUBLE",
         "bubble_s": "DOUBLE",
         "other_s": "DOUBLE",
+        "fault_cost_s": "DOUBLE",
     },
     ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib", "memory_fits"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
@@ -109,6 +110,7 @@ COLLECTIVE = RunKind(
         "algorithm": "VARCHAR",
         "protocol": "VARCHAR",
         "servers": "BIGINT",
+        "baseline_time_us": "DOUBLE",
     },
     ("bytes", "time_us", "busbw_gbps", "algorithm"),
     (),
@@ -121,7 +123,14 @@ SIMULATE = RunKind(
     "simulate",
     tuple(p for p in SIMULATE_PARAMS if p.sweep),
     (("workload-configuration",),),
-    {"time_s": "DOUBLE", "num_ranks": "BIGINT", "compute_s": "DOUBLE", "comm_s": "DOUBLE", "exposed_comm_s": "DOUBLE"},
+    {
+        "time_s": "DOUBLE",
+        "num_ranks": "BIGINT",
+        "compute_s": "DOUBLE",
+        "comm_s": "DOUBLE",
+        "exposed_comm_s": "DOUBLE",
+        "fault_cost_s": "DOUBLE",
+    },
     ("time_s", "compute_s", "exposed_comm_s"),
     (),
     CLUSTER_FIELDS,
@@ -406,7 +415,13 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
         "exposed_comm_s": b["exposed_comm_s"],
         "bubble_s": b["bubble_s"],
         "other_s": b["other_s"],
+        "fault_cost_s": _fault_cost_s(r.result.faults),
     }
+
+
+def _fault_cost_s(faults: dict[str, Any]) -> float | None:
+    """What the injected faults cost the step (s); None without faults."""
+    return faults["cost_ns"] / 1e9 if faults else None
 
 
 def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -422,6 +437,7 @@ def run_collective(p: dict[str, Any], whatif: dict[str, Any], base: str | None) 
         "algorithm": r.algorithm,
         "protocol": r.protocol,
         "servers": t.servers,
+        "baseline_time_us": t.faults["sizes"][0]["baseline_time_us"] if t.faults else None,
     }
 
 
@@ -463,6 +479,7 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
         "compute_s": last.compute_ns / 1e9,
         "comm_s": last.comm_ns / 1e9,
         "exposed_comm_s": last.exposed_comm_ns / 1e9,
+        "fault_cost_s": _fault_cost_s(res.faults),
     }
 
 
