@@ -24,9 +24,12 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from ..hardware.cluster import ClusterSpec
 from ..hardware.gpu import GpuSpec, get_gpu
 from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
 from ..jobs.reliability import GoodputOptions
+from ..llm.layout import Layout
+from ..llm.model import ModelConfig
 from ..llm.training import TrainingResult, default_cluster
 from ..params import echo, params_of
 from ..reliability.checkpoint import CheckpointState, checkpoint_state
@@ -40,7 +43,7 @@ from ..reliability.whatif import WhatIf, what_ifs
 from ..units import parse_bandwidth
 from .train import train
 
-__all__ = ["GOODPUT_PARAMS", "GoodputJob", "GoodputResult", "goodput", "goodput_of_training"]
+__all__ = ["GOODPUT_PARAMS", "GoodputJob", "GoodputResult", "goodput", "goodput_of_step", "goodput_of_training"]
 
 #: the most Monte Carlo samples a run may ask for (memory: a few arrays of this length)
 MAX_SAMPLES = 100_000
@@ -143,22 +146,28 @@ def check_goodput_flags(options: GoodputOptions, wanted: bool) -> None:
             raise InputError("only used with --goodput, not given here (it would be ignored)", where=f"--{p.name}")
 
 
-def run_model(job: GoodputJob, training: TrainingResult) -> RunModel:
-    """The reliability model's inputs for ``job`` whose step is ``training``."""
-    o = job.options
-    gpu = training.gpu if isinstance(training.gpu, GpuSpec) else get_gpu(training.gpu)
+def job_cluster(job: GoodputJob, gpu: GpuSpec) -> ClusterSpec:
+    """The cluster ``job`` runs on (its preset or file, with its GPUs per node and NIC overrides)."""
     over = job.cluster
     nic_arg = parse_bandwidth(over.nic_bandwidth, where="--nic-bandwidth") if over.nic_bandwidth else None
-    spec = default_cluster(gpu, over.gpus_per_node, nic_arg, job.hardware.cluster)
-    nic = spec.inter.get("nic_bandwidth")
+    return default_cluster(gpu, over.gpus_per_node, nic_arg, job.hardware.cluster)
+
+
+def run_model(
+    options: GoodputOptions, model: ModelConfig, layout: Layout, cluster: ClusterSpec, step_s: float
+) -> RunModel:
+    """The reliability model's inputs for a run of ``model`` under ``layout`` on ``cluster``
+    whose step takes ``step_s`` seconds."""
+    o = options
+    nic = cluster.inter.get("nic_bandwidth")
     nic_bytes_per_s = float(nic) * 1e9 if nic else DEFAULT_NIC_BYTES_PER_S
     write = _gbps(o.storage_bandwidth, "--storage-bandwidth")
     read = _gbps(o.storage_read_bandwidth, "--storage-read-bandwidth") or write
     return RunModel(
         load_reliability(o.reliability),
-        training.layout.gpus,
-        spec.gpus_per_node,
-        checkpoint_state(training.model, training.layout),
+        layout.gpus,
+        cluster.gpus_per_node,
+        checkpoint_state(model, layout),
         o.checkpoint_mode,
         write,  # type: ignore[arg-type]
         read,  # type: ignore[arg-type]
@@ -168,7 +177,7 @@ def run_model(job: GoodputJob, training: TrainingResult) -> RunModel:
             _seconds(o.detect, "--detect"), _seconds(o.reschedule, "--reschedule"), _seconds(o.warmup, "--warmup")
         ),
         o.checkpoint_interval,
-        training.iteration_time_s,
+        step_s,
     )
 
 
@@ -208,7 +217,38 @@ def goodput_of_training(job: GoodputJob, training: TrainingResult, default_days:
     Raises:
         InputError: a bad option (a bandwidth or interval not finite and > 0, both or neither
             length), a bad reliability file, an interval shorter than a checkpoint."""
-    o = job.options
+    gpu = training.gpu if isinstance(training.gpu, GpuSpec) else get_gpu(training.gpu)
+    return goodput_of_step(
+        job.options,
+        training.model,
+        training.layout,
+        gpu,
+        job_cluster(job, gpu),
+        training.iteration_time_s,
+        default_days,
+        training.cluster,
+    )
+
+
+def goodput_of_step(
+    options: GoodputOptions,
+    model: ModelConfig,
+    layout: Layout,
+    gpu: GpuSpec,
+    cluster: ClusterSpec,
+    step_s: float,
+    default_days: float | None = None,
+    cluster_name: str | None = None,
+) -> GoodputResult:
+    """The goodput of a run of ``model`` under ``layout`` on ``gpu`` and ``cluster`` whose
+    step, simulated already, takes ``step_s`` seconds (``podsim llm --goodput`` and ``podsim
+    search --goodput`` give theirs: no second simulation).  ``default_days``: the run's length
+    when ``options`` give neither ``--days`` nor ``--train-tokens`` (None: refuse);
+    ``cluster_name``: the cluster as results name it (default: ``cluster``'s name).
+
+    Raises:
+        InputError: as :func:`goodput_of_training`."""
+    o = options
     _check_options(o)
     notes: list[str] = []
     days = o.days
@@ -219,37 +259,36 @@ def goodput_of_training(job: GoodputJob, training: TrainingResult, default_days:
             )
         days = default_days
         notes.append(f"a run of {days:g} days assumed (give --days or --train-tokens)")
-    model = run_model(job, training)
-    lay = training.layout
+    model_run = run_model(o, model, layout, cluster, step_s)
+    lay = layout
     tokens_per_step = lay.global_batch * lay.seq_len
-    step_s = training.iteration_time_s
     if o.train_tokens is not None:
         steps = max(1, math.ceil(o.train_tokens / tokens_per_step))
-        est = estimate(model, work_s=steps * step_s)
+        est = estimate(model_run, work_s=steps * step_s)
         tokens = float(o.train_tokens)
     else:
-        est = estimate(model, days=days)
+        est = estimate(model_run, days=days)
         steps = max(1, round(est.work_s / step_s))
         tokens = est.work_s / step_s * tokens_per_step
     samples = simulate_run(
         est.work_s, est.interval_s, est.checkpoint.blocking_s, est.restart_s, est.rates_per_s, o.samples, o.seed
     )
     return GoodputResult(
-        training.model.name,
-        training.gpu.name,
-        training.cluster,
+        model.name,
+        gpu.name,
+        cluster_name or cluster.name,
         lay.gpus,
         step_s,
         tokens_per_step,
         tokens,
         steps,
         days,
-        model.state,
-        model.reliability,
+        model_run.state,
+        model_run.reliability,
         est,
         samples,
-        what_ifs(model, _seconds(o.hot_spare, "--hot-spare"), est.work_s),
-        _by_gpus(model),
+        what_ifs(model_run, _seconds(o.hot_spare, "--hot-spare"), est.work_s),
+        _by_gpus(model_run),
         _by_interval(est),
         o.seed,
         o.samples,

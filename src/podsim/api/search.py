@@ -30,6 +30,7 @@ from ..hardware.gpu import check_precision, get_gpu
 from ..jobs.search import SERVING_ONLY, TRAINING_ONLY, SearchJob
 from ..llm.layout import RECOMPUTE, TP_OVERLAP, Layout
 from ..llm.model import load_model
+from ..params import echo
 from ..serving.llm.router import DEFAULT_ROUTER, ROUTERS
 from ..serving.llm.schedulers import SCHEDULERS
 from ..stacks.stack import DEFAULT_TRAINING, load_stack
@@ -39,6 +40,7 @@ from ..sweep.search import search as search_layouts
 from ..sweep.serving_search import SERVING_OBJECTIVES, RequestMix, ServingSearchResult, ServingSpace, parse_pd
 from ..sweep.serving_search import search_serving as search_ways_to_serve
 from ..sweep.space import Space
+from .goodput import check_goodput_flags
 
 __all__ = [
     "FLOW_TOP",
@@ -136,6 +138,24 @@ class RankedLayouts:
         """The ranked rows, best first (fields: :mod:`podsim.sweep.search`)."""
         return self.result.rows
 
+    @property
+    def ranked_by(self) -> str:
+        """What orders the simulated rows, in words (the estimated rows follow by the objective)."""
+        if self.result.ranked_by_goodput:
+            return "expected time to train with failures, checkpoints and restarts (goodput.expected_time_to_train_h)"
+        return {
+            "tokens": "tokens/s",
+            "mfu": "MFU",
+            "time": "iteration time",
+            "cost": "cost per million tokens",
+        }[self.job.objective or "tokens"]
+
+    def goodput_echo(self) -> dict[str, Any] | None:
+        """With ``--goodput``: its options (as flags) and the failure rates used; else None."""
+        if not self.job.goodput:
+            return None
+        return {"options": echo(self.job.goodput_options), "reliability": self.result.reliability}
+
     def to_dict(self, top: int = 10) -> dict[str, Any]:
         """The ``--json`` document: the search, its counts and the best ``top`` simulated rows."""
         res, job = self.result, self.job
@@ -147,6 +167,8 @@ class RankedLayouts:
             "seq_len": job.seq_len,
             "objective": job.objective,
             "train_tokens": job.train_tokens,
+            "ranked_by": self.ranked_by,
+            "goodput": self.goodput_echo(),
             "stack": self.stack,
             "evaluated": res.evaluated,
             "simulated": res.simulated,
@@ -226,10 +248,13 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
             "capacity ranks a serving search (--workload); a training search ranks by tokens, mfu, time or cost",
             where="--objective",
         )
+    options = job.goodput_options
+    # --train-tokens is a search's own too (time_to_train_h); the rest only read with --goodput
+    check_goodput_flags(replace(options, train_tokens=None), job.goodput)
     model = load_model(job.model, job.model_config)
     job = replace(
         job,
-        objective=job.objective or "tokens",
+        objective=job.objective or ("time" if job.goodput and job.train_tokens else "tokens"),
         seq_len=job.seq_len or model.seq_len,
         pp_values=job.pp_values or (1, 2, 4, 8, 16),
     )
@@ -288,6 +313,7 @@ def _training(job: SearchJob, progress: Progress | None) -> RankedLayouts:
         job.flow_top,
         job.ray,
         job.train_tokens,
+        options if job.goodput else None,
     )
     applied = {k: list(v) if isinstance(v, tuple) else v for k, v in res.applied.items()}
     return RankedLayouts(job, model.name, gpu.name, price, note, res, {**software.echo(), "applied": applied})

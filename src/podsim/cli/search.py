@@ -22,6 +22,8 @@ EPILOG_SEARCH = """examples:
   podsim search --model llama3-70b --gpu h100 --gpus 1024 --global-batch 1024 --ray head:6379
   podsim search --model llama3-405b --gpu h100 --gpus 1024 --global-batch 512 --seq-len 8192 \\
       --tp-values 8 --pp-values 8,16 --stack torchtitan   # on torchtitan: FSDP, its even pipeline split
+  podsim search --model llama3-70b --gpu h100 --gpus 2048,4096 --global-batch 2048 --seq-len 8192 \
+      --goodput --train-tokens 15e12   # ranked by the time to train with failures (docs/goodput.md)
   podsim search --model llama3-70b --gpu h100 --gpus 8 --workload poisson:2,prompt=uniform:1000-3000,output=256 \\
       --slo-ttft 2 --slo-tpot 0.05 --tp-values 2,4,8 --pd-values off,all --objective cost   # ways to serve
 

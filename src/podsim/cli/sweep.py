@@ -19,8 +19,8 @@ EPILOG_SWEEP = """examples:
   podsim sweep llm.yaml --store llm.duckdb --ray head-node:6379   # on a Ray cluster
   podsim sweep --list
 
-A spec (YAML) names a run (llm, collective, simulate, serve), its parameters (the subcommand's
-flags: fixed values, a grid whose product is taken, and/or a list of points) and hardware
+A spec (YAML) names a run (llm, goodput, collective, simulate, serve, serve-llm), its parameters
+(the subcommand's flags: fixed values, a grid whose product is taken, and/or a list of points) and hardware
 what-ifs (GPU peak x 2, NIC bandwidth halved, another fabric), each crossed with every point:
 
   run: llm
@@ -40,7 +40,8 @@ def add_parser(sub) -> None:  # type: ignore[no-untyped-def]
     :class:`~podsim.jobs.sweep.SweepJob` (not those of its runs: a spec names them)."""
     s = sub.add_parser(
         "sweep",
-        help="run llm, collective, simulate or serve over a grid of parameters and hardware what-ifs, into one table",
+        help="run llm, goodput, collective, simulate, serve or serve-llm over a grid of parameters and hardware "
+        "what-ifs, into one table",
         epilog=EPILOG_SWEEP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

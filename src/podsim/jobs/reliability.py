@@ -18,6 +18,14 @@ WARMUP_S = 300.0
 HOT_SPARE_S = 60.0
 SAMPLES = 1000
 
+#: ``--train-tokens``: declared once, here; ``podsim search`` takes it with a help of its own
+TRAIN_TOKENS = Param(
+    "train-tokens",
+    "number",
+    metavar="N",
+    help="the run trains N tokens (e.g. 15e12); give it or --days",
+)
+
 
 @dataclass(frozen=True)
 class GoodputOptions:
@@ -32,14 +40,7 @@ class GoodputOptions:
             help="the run lasts D days of wall clock (its time to train is then that of the tokens those days train)",
         )
     )
-    train_tokens: float | None = param(
-        Param(
-            "train-tokens",
-            "number",
-            metavar="N",
-            help="the run trains N tokens (e.g. 15e12); give it or --days",
-        )
-    )
+    train_tokens: float | None = param(TRAIN_TOKENS)
     reliability: str | None = param(
         Param(
             "reliability",

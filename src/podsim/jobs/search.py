@@ -24,9 +24,11 @@ from ..params import JobSpec, Param, nested, param, params_of
 from ..serving.llm.schedulers import SCHEDULERS
 from .hardware import CLUSTER, GPU
 from .model import MODEL, MODEL_CONFIG
+from .reliability import TRAIN_TOKENS, GoodputOptions
 from .serve_llm import SERVE_LLM_PARAMS
 from .simulation import BACKEND, RAY, WORKERS
 from .software import TRAINING_STACK
+from .train import GOODPUT
 
 #: layouts simulated exactly after the closed-form screen, and re-run with the flow backend
 SIMULATE_TOP = 32
@@ -37,6 +39,8 @@ SEARCH_OBJECTIVES = ("tokens", "mfu", "time", "cost", "capacity")
 #: the declarations of ``podsim llm``'s layout flags and of ``podsim serve-llm``'s flags, by name
 _LLM = {p.name: p for p in params_of(Layout)}
 _SERVE = {p.name: p for p in SERVE_LLM_PARAMS}
+#: the declarations of the goodput options (``podsim goodput``'s and ``podsim llm --goodput``'s), by name
+_REL = {p.name: p for p in params_of(GoodputOptions)}
 
 #: how a flag's text becomes a field's value: ``parse(text, "--flag")``
 Parse = Callable[[Any, str], Any]
@@ -214,17 +218,32 @@ class SearchJob:
     seq_len: int | None = _reworded(
         _LLM["seq-len"], "tokens per sequence (default: the model's, as podsim llm)", "training"
     )
-    train_tokens: float | None = _only(
+    train_tokens: float | None = _reworded(
+        TRAIN_TOKENS,
+        "tokens to train (e.g. 15e12): rows then say the hours it takes (time_to_train_h); with --goodput, "
+        "the hours with failures, checkpoints and restarts too, and the search ranks by them",
         "training",
-        param(
-            Param(
-                "train-tokens",
-                "number",
-                metavar="N",
-                help="tokens to train (e.g. 15e12): rows then say the hours it takes (time_to_train_h)",
-            )
-        ),
     )
+    goodput: bool = _reworded(
+        GOODPUT,
+        "also each simulated layout's goodput under failures and its time to train, as podsim goodput gives them "
+        "from that layout's step (its flags: --days or --train-tokens, --reliability, --checkpoint-* ...; "
+        "docs/goodput.md)",
+        "training",
+    )
+    days: float | None = _only("training", param(_REL["days"]))
+    reliability: str | None = _only("training", param(_REL["reliability"]))
+    checkpoint_interval: float | None = _only("training", param(_REL["checkpoint-interval"]))
+    checkpoint_mode: str = _only("training", param(_REL["checkpoint-mode"]))
+    storage_bandwidth: float = _only("training", param(_REL["storage-bandwidth"]))
+    storage_read_bandwidth: float | None = _only("training", param(_REL["storage-read-bandwidth"]))
+    snapshot_bandwidth: float = _only("training", param(_REL["snapshot-bandwidth"]))
+    detect: float = _only("training", param(_REL["detect"]))
+    reschedule: float = _only("training", param(_REL["reschedule"]))
+    warmup: float = _only("training", param(_REL["warmup"]))
+    hot_spare: float = _only("training", param(_REL["hot-spare"]))
+    seed: int = _only("training", param(_REL["seed"]))
+    samples: int = _only("training", param(_REL["samples"]))
     memory_reserve: float = _only(
         "training",
         param(
@@ -373,6 +392,11 @@ class SearchJob:
     def serving(self) -> bool:
         """A serving search (``workload`` given) rather than a training one."""
         return self.workload is not None
+
+    @property
+    def goodput_options(self) -> GoodputOptions:
+        """The goodput options this search gives (``--goodput``'s: the same fields by name)."""
+        return GoodputOptions(**{f.name: getattr(self, f.name) for f in fields(GoodputOptions)})
 
     @property
     def model_arg(self) -> str:

@@ -32,6 +32,17 @@ class Timing:
     )
 
 
+#: ``--goodput``: declared once, here; ``podsim search`` takes it with a help of its own
+GOODPUT = Param(
+    "goodput",
+    "bool",
+    False,
+    sweep=False,
+    help="also the run's goodput under failures, as podsim goodput gives it from this step (its flags: "
+    "--days or --train-tokens, --reliability, --checkpoint-*; also in --json under 'goodput')",
+)
+
+
 @dataclass(frozen=True)
 class TrainExports:
     """What ``podsim llm`` prints or writes besides the result (not sweep parameters)."""
@@ -55,16 +66,7 @@ class TrainExports:
             help="also write pipeline stage 0 as a SimAI/AICB workload file",
         )
     )
-    goodput: bool = param(
-        Param(
-            "goodput",
-            "bool",
-            False,
-            sweep=False,
-            help="also the run's goodput under failures, as podsim goodput gives it from this step (its flags: "
-            "--days or --train-tokens, --reliability, --checkpoint-*; also in --json under 'goodput')",
-        )
-    )
+    goodput: bool = param(GOODPUT)
     chakra: str | None = param(
         Param(
             "chakra",

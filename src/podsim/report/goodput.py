@@ -84,15 +84,30 @@ def goodput_json(r: GoodputResult) -> dict[str, Any]:
         ],
         "goodput_by_gpus": [{"gpus": n, "goodput": round(g, 6)} for n, g in r.by_gpus],
         "goodput_by_interval": [{"interval_s": round(t, 3), "goodput": round(g, 6)} for t, g in r.by_interval],
-        "reliability": {
-            "source": r.reliability.source,
-            "gpus_per_switch": r.reliability.gpus_per_switch,
-            "kinds": {
-                k.name: {"rate_per_component_h": k.rate, "per": k.per, "replace": k.replace, "source": k.source}
-                for k in r.reliability.kinds.values()
-            },
-        },
+        "reliability": reliability_json(r),
         "notes": list(r.notes),
+    }
+
+
+#: what a search row's ``goodput`` leaves out of :func:`goodput_json`: the same for every row
+#: (the rates, the model, the GPU), the row's own (its GPUs) or the plot's curves
+ROW_OMITS = ("model", "gpu", "cluster", "gpus", "reliability", "goodput_by_gpus", "goodput_by_interval")
+
+
+def goodput_row_json(r: GoodputResult) -> dict[str, Any]:
+    """A search row's ``goodput`` object: :func:`goodput_json`'s fields but :data:`ROW_OMITS`."""
+    return {k: v for k, v in goodput_json(r).items() if k not in ROW_OMITS}
+
+
+def reliability_json(r: GoodputResult) -> dict[str, Any]:
+    """The failure rates a run used and their sources (``goodput_json``'s ``reliability``)."""
+    return {
+        "source": r.reliability.source,
+        "gpus_per_switch": r.reliability.gpus_per_switch,
+        "kinds": {
+            k.name: {"rate_per_component_h": k.rate, "per": k.per, "replace": k.replace, "source": k.source}
+            for k in r.reliability.kinds.values()
+        },
     }
 
 

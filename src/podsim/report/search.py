@@ -61,12 +61,16 @@ def format_ranked_layouts(ranked: RankedLayouts, top: int = 10) -> str:
         lines.append(f"  rejected {n:>6,}: {reason}")
     cost = ranked.price is not None
     flow = res.flow > 0
+    good = job.goodput
+    if good:
+        lines.append(_goodput_line(ranked))
     lines.append(
         f"\n  {'#':>3}  {'tokens/s':>12}  {'MFU':>6}  {'iter (s)':>9}"
         + (f"  {'flow (s)':>9}" if flow else "")
         + f"  {'mem (GiB)':>9}"
         + (f"  {'$/Mtok':>8}" if cost else "")
         + (f"  {'train (h)':>10}" if job.train_tokens else "")
+        + (f"  {'goodput':>7}  {'fail (h)':>10}  {'p50 (h)':>10}" if good else "")
         + "  layout"
     )
     for i, r in enumerate(res.rows[:top], 1):
@@ -77,11 +81,34 @@ def format_ranked_layouts(ranked: RankedLayouts, top: int = 10) -> str:
             + f"{r['memory_peak_gib']:>9.1f}  "
             + (f"{r['cost_per_mtok_usd']:>8.3f}  " if cost else "")
             + (f"{r['time_to_train_h']:>10,.1f}  " if job.train_tokens else "")
+            + (_goodput_cells(r) if good else "")
             + _layout_text(r)
         )
     if res.rows:
         lines.append(f"\n  reproduce the best: {res.rows[0]['command']}")
     return "\n".join(lines)
+
+
+def _goodput_line(ranked: RankedLayouts) -> str:
+    """What the goodput columns say, and what ranks the rows."""
+    job = ranked.job
+    days = next((r["goodput"]["days"] for r in ranked.rows if r.get("goodput")), job.days)
+    length = f"{job.train_tokens:.4g} tokens" if job.train_tokens else f"{days:g} days of wall clock"
+    return (
+        f"  goodput    of each simulated layout at its own GPU count, a run of {length} "
+        f"({job.checkpoint_mode} checkpoints, "
+        + (f"every {job.checkpoint_interval:g} s" if job.checkpoint_interval else "each at its best interval")
+        + "): goodput 0-1, fail (h) the expected time to train with failures, checkpoints and restarts, "
+        "p50 (h) the Monte Carlo's median"
+        + (f"\n  ranked by  {ranked.ranked_by}" if ranked.result.ranked_by_goodput else "")
+    )
+
+
+def _goodput_cells(r: dict[str, Any]) -> str:
+    g = r.get("goodput")
+    if not g:
+        return f"{'-':>7}  {'-':>10}  {'-':>10}  " if r["method"] == "simulated" else " " * 33
+    return f"{g['goodput']:>7.4f}  {g['expected_time_to_train_h']:>10,.1f}  {g['time_to_train_h']['p50']:>10,.1f}  "
 
 
 def _ms(x: float | None) -> str:

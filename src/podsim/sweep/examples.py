@@ -40,6 +40,25 @@ what-if:
   - {name: half NIC, cluster: {nic_bandwidth_scale: 0.5}}
 """,
     ),
+    "goodput": (
+        "Llama 3 8B's time to train 1T tokens on 1,024 to 16,384 H100s under failures, with 20 or 200 GB/s of "
+        "checkpoint storage, and with twice the GPU peak",
+        """\
+# podsim sweep --example goodput: Llama 3 8B trained on 1T tokens by 1,024, 4,096 or 16,384 H100s
+# (TP 8), checkpointing to storage of 20 or 200 GB/s: each point's step, goodput under failures
+# (podsim's default rates, docs/goodput.md), time to train (the Monte Carlo's p10/p50/p90) and
+# expected interruptions; and what if the GPUs had twice the peak FLOP/s (a faster step under the
+# same failures: the same goodput, a shorter time to train).  Parameters: podsim goodput's flags.
+name: llama3-8b-goodput
+run: goodput
+fixed: {model: llama3-8b, gpu: h100, global-batch: 4096, seq-len: 8192, tp: 8, sequence-parallel: true,
+        distributed-optimizer: true, train-tokens: 1.0e+12, samples: 200}
+grid: {gpus: [1024, 4096, 16384], storage-bandwidth: [20, 200]}
+what-if:
+  - {name: baseline}
+  - {name: 2x peak, gpu: {peak_scale: 2}}
+""",
+    ),
     "serve-llm": (
         (
             "Llama 3 8B served on 4 H100s: mixed replicas or a prefill/decode split, each at its capacity "

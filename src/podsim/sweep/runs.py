@@ -1,6 +1,6 @@
-"""The runs a sweep can make (``run:`` in a sweep spec): ``llm``, ``collective``, ``simulate`` and
-``serve``, each with its parameters (named as the subcommand's flags, docs/sweep.md) and the
-metrics of one point, units in their names.
+"""The runs a sweep can make (``run:`` in a sweep spec): ``llm``, ``goodput``, ``collective``,
+``simulate``, ``serve`` and ``serve-llm``, each with its parameters (named as the subcommand's
+flags, docs/sweep.md) and the metrics of one point, units in their names.
 
 :func:`evaluate` runs one point under one what-if through podsim's API (never its command
 line) and returns a flat dict of metrics, or ``{"error": message}`` when podsim refuses the
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..api.collective import run_job
+from ..api.goodput import GoodputResult, goodput, goodput_of_training
 from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.simulate import run_job as simulate_job
@@ -29,6 +30,8 @@ from ..errors import InputError, PodsimError, unknown_key_error
 from ..hardware.cluster import ClusterSpec, preset_names
 from ..hardware.gpu import get_gpu
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
+from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
+from ..jobs.reliability import GoodputOptions
 from ..jobs.serve import SERVE_PARAMS, ServeCommand
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
@@ -36,6 +39,7 @@ from ..jobs.train import TRAIN_PARAMS, TrainJob
 from ..llm.model import get_model
 from ..llm.training import default_cluster
 from ..params import Param
+from ..report.goodput import goodput_json
 from ..report.serving import summarize
 from ..serving.llm.deployment import parse_pair, usd_per_mtok
 from ..serving.llm.requests import is_generator, parse_generator
@@ -72,6 +76,20 @@ class RunKind:
         return tuple(p.name for p in self.params)
 
 
+#: a training run's goodput metrics (``run: goodput``, and ``run: llm`` given ``days`` or
+#: ``train-tokens``): 0-1, hours, interruptions, seconds
+GOODPUT_METRICS = {
+    "goodput": "DOUBLE",
+    "time_to_train_p10_h": "DOUBLE",
+    "time_to_train_p50_h": "DOUBLE",
+    "time_to_train_p90_h": "DOUBLE",
+    "expected_time_to_train_h": "DOUBLE",
+    "interruptions_expected": "DOUBLE",
+    "checkpoint_interval_s": "DOUBLE",
+    "optimal_checkpoint_interval_s": "DOUBLE",
+    "mtbf_h": "DOUBLE",
+}
+
 LLM = RunKind(
     "llm",
     tuple(p for p in TRAIN_PARAMS if p.sweep),
@@ -90,12 +108,25 @@ LLM = RunKind(
         "bubble_s": "DOUBLE",
         "other_s": "DOUBLE",
         "fault_cost_s": "DOUBLE",
+        **GOODPUT_METRICS,
     },
     ("iteration_time_s", "tokens_per_s", "mfu", "memory_peak_gib", "memory_fits"),
     ("peak_scale", "peak_tflops", "hbm_bandwidth", "hbm_bandwidth_scale", "memory_gib"),
     CLUSTER_FIELDS,
     "one training iteration of an LLM under a parallel layout (podsim llm)",
     {a: p.name for p in TRAIN_PARAMS if p.sweep for a in p.aliases},
+)
+
+GOODPUT = RunKind(
+    "goodput",
+    tuple(p for p in GOODPUT_PARAMS if p.sweep),
+    (("model", "model-config"), ("gpus",), ("global-batch",), ("days", "train-tokens")),
+    {"step_time_s": "DOUBLE", **GOODPUT_METRICS},
+    ("step_time_s", "goodput", "time_to_train_p50_h", "interruptions_expected", "optimal_checkpoint_interval_s"),
+    LLM.gpu_fields,
+    CLUSTER_FIELDS,
+    "a training run's goodput and time to train under failures, checkpoints and restarts (podsim goodput)",
+    {a: p.name for p in GOODPUT_PARAMS if p.sweep for a in p.aliases},
 )
 
 COLLECTIVE = RunKind(
@@ -195,7 +226,7 @@ SERVE_LLM = RunKind(
 )
 
 #: run kind -> its definition
-RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, COLLECTIVE, SIMULATE, SERVE, SERVE_LLM)}
+RUNS: dict[str, RunKind] = {r.name: r for r in (LLM, GOODPUT, COLLECTIVE, SIMULATE, SERVE, SERVE_LLM)}
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -388,16 +419,57 @@ def default_cluster_name(gpu: Any) -> str:
     return src[len("preset ") :] if src.startswith("preset ") else spec.name
 
 
-def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
-    """One ``podsim llm`` point: the iteration's time (s), tokens/s, model TFLOP/s per GPU, MFU,
-    memory peak per GPU (GiB) and the breakdown of the rank finishing last (s)."""
+def _training_job(kind: type[Any], p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> Any:
+    """A ``podsim llm`` or ``podsim goodput`` job (``kind``) of the point ``p`` under ``whatif``:
+    its paths against the spec's folder, its GPU and cluster with the what-if's changes."""
     if p["fsdp"] and p["zero"] not in (0, 3):
         raise InputError(f"fsdp means zero 3, and the point says zero {p['zero']}: give one of them", where="fsdp")
     gpu = apply_gpu(get_gpu(p["gpu"]), whatif.get("gpu"))
     default = default_cluster_name(gpu) if whatif.get("cluster") and not p.get("cluster") else None
-    paths = {k: resolve(p[k], base) for k in ("model-config", "kernel-table") if p.get(k) and p[k] != "measured"}
-    job = TrainJob.from_values({**p, **paths})
-    job = replace(job, hardware=replace(job.hardware, gpu=gpu, cluster=_cluster_arg(p, whatif, base, default)))
+    paths = {
+        k: resolve(p[k], base)
+        for k in ("model-config", "kernel-table", "reliability")
+        if p.get(k) and p[k] != "measured"
+    }
+    job = kind.from_values({**p, **paths})
+    return replace(job, hardware=replace(job.hardware, gpu=gpu, cluster=_cluster_arg(p, whatif, base, default)))
+
+
+def goodput_metrics(g: GoodputResult) -> dict[str, Any]:
+    """:data:`GOODPUT_METRICS` of a run's goodput (as ``podsim goodput --json`` rounds them)."""
+    d = goodput_json(g)
+    ttt = d["time_to_train_h"]
+    return {
+        "goodput": d["goodput"],
+        "time_to_train_p10_h": ttt["p10"],
+        "time_to_train_p50_h": ttt["p50"],
+        "time_to_train_p90_h": ttt["p90"],
+        **{k: d[k] for k in GOODPUT_METRICS if not k.startswith("time_to_train_") and k != "goodput"},
+    }
+
+
+def run_goodput(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim goodput`` point: its step (s), goodput (0-1), time to train (h: the Monte
+    Carlo's p10, p50, p90 and the closed form's expectation), interruptions, checkpoint interval
+    and its optimum (s), the job's MTBF (h)."""
+    g = goodput(_training_job(GoodputJob, p, whatif, base))
+    return {"step_time_s": round(g.step_time_s, 9), **goodput_metrics(g)}
+
+
+def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """One ``podsim llm`` point: the iteration's time (s), tokens/s, model TFLOP/s per GPU, MFU,
+    memory peak per GPU (GiB) and the breakdown of the rank finishing last (s); given ``days``
+    or ``train-tokens``, also the run's goodput metrics from that step (as ``podsim llm
+    --goodput``; null otherwise, and the other goodput options are then refused)."""
+    job = _training_job(TrainJob, p, whatif, base)
+    with_goodput = job.reliability.days is not None or job.reliability.train_tokens is not None
+    defaults = GoodputOptions()
+    for f in fields(GoodputOptions):
+        if not with_goodput and getattr(job.reliability, f.name) != getattr(defaults, f.name):
+            raise InputError(
+                "only used with days or train-tokens (the run's goodput), not given here (it would be ignored)",
+                where=f.name.replace("_", "-"),
+            )
     r = train(job, record_timeline=True)
     lay = r.layout
     d = r.to_dict()
@@ -416,6 +488,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
         "bubble_s": b["bubble_s"],
         "other_s": b["other_s"],
         "fault_cost_s": _fault_cost_s(r.result.faults),
+        **(goodput_metrics(goodput_of_training(_training_job(GoodputJob, p, whatif, base), r)) if with_goodput else {}),
     }
 
 
@@ -557,6 +630,7 @@ def run_serve_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -
 
 _RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any], str | None], dict[str, Any]]] = {
     "llm": run_llm,
+    "goodput": run_goodput,
     "collective": run_collective,
     "simulate": run_simulate,
     "serve": run_serve,

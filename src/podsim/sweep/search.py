@@ -21,7 +21,9 @@ per GPU-hour, lowest first: ``price x gpus x iteration time / 3600 / tokens per 
 ``breakdown`` (``compute_s``, ``exposed_comm_s``, ``bubble_s``, ``other_s``: s; simulated rows),
 ``command`` (the ``podsim llm`` command line that reproduces the row), ``cost_per_mtok_usd``
 (with a price), ``time_to_train_h`` (hours to train a given number of tokens), ``flow``
-(``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow re-run, on the best rows).
+(``iteration_time_s``, ``tokens_per_s``, ``mfu``, ``command``: the flow re-run, on the best rows),
+``goodput`` (with goodput options, on simulated rows: ``podsim goodput --json``'s fields for the
+row's layout and step, :func:`add_goodput`).
 
 Under a software stack (:attr:`Space.stack <podsim.sweep.space.Space.stack>`) every pass runs
 each layout as ``podsim llm --stack`` does: the layouts carry the stack's rules
@@ -43,10 +45,12 @@ from typing import Any
 
 import yaml
 
+from ..api.goodput import DEFAULT_DAYS, goodput_of_step
 from ..api.train import simulate_training
 from ..errors import InputError, yaml_error
 from ..fileio import load_yaml, read_text
 from ..hardware.gpu import get_gpu
+from ..jobs.reliability import GoodputOptions
 from ..jobs.search import FLOW_TOP, SIMULATE_TOP
 from ..llm.estimate import LayoutEstimator
 from ..llm.flops import iteration_flops
@@ -54,6 +58,7 @@ from ..llm.layout import Layout
 from ..llm.model import ModelConfig, load_model  # noqa: F401 (load_model: re-exported)
 from ..llm.stack import Stack
 from ..llm.training import default_cluster, layout_dict
+from ..report.goodput import goodput_row_json, reliability_json
 from ..stacks.stack import DEFAULT_TRAINING, SoftwareStack
 from .executors import default_workers, run_tasks
 from .space import Space, enumerate_layouts
@@ -79,6 +84,10 @@ class SearchResult:
     phases_s: dict[str, float] = field(default_factory=dict)  #: wall time of each pass (s)
     #: what the stack's rules set on the best row's layout (field -> value; empty without a stack)
     applied: dict[str, Any] = field(default_factory=dict)
+    #: with goodput: the failure rates used and their sources (``podsim goodput --json``'s ``reliability``)
+    reliability: dict[str, Any] | None = None
+    #: the simulated rows are ranked by their expected time to train with failures
+    ranked_by_goodput: bool = False
 
 
 def stack_arg(software: SoftwareStack | None) -> str | None:
@@ -244,6 +253,44 @@ def cost_per_mtok(row: dict[str, Any], gpu_hour_usd: float) -> float:
     return gpu_hour_usd * lay["gpus"] * row["iteration_time_s"] / 3600 / tokens * 1e6
 
 
+def _time_with_failures(row: dict[str, Any]) -> float:
+    """A row's expected time to train with failures (h; rows without a goodput last)."""
+    g = row.get("goodput")
+    return g["expected_time_to_train_h"] if g else math.inf
+
+
+def add_goodput(
+    rows: list[tuple[dict[str, Any], Layout]],
+    model: ModelConfig,
+    gpu: str,
+    cluster: str | None,
+    options: GoodputOptions,
+) -> dict[str, Any] | None:
+    """Add to each simulated row its ``goodput`` (:func:`~podsim.report.goodput.goodput_row_json`
+    of :func:`~podsim.api.goodput.goodput_of_step` on the row's step time: no second simulation)
+    for the row's own GPU count; a row the goodput model refuses gets ``goodput`` None and
+    ``goodput_error``.  Returns the rates used (None without rows).
+
+    Raises:
+        InputError: the goodput model refuses every row (its first message: a bad option is
+            one error, not one per row)."""
+    spec_gpu = get_gpu(gpu)
+    cl = default_cluster(spec_gpu, None, None, cluster)
+    reliability, first = None, None
+    for row, lay in rows:
+        try:
+            g = goodput_of_step(options, model, lay, spec_gpu, cl, row["iteration_time_s"], DEFAULT_DAYS)
+        except InputError as e:
+            first = first or e
+            row["goodput"], row["goodput_error"] = None, str(e)
+            continue
+        row["goodput"] = goodput_row_json(g)
+        reliability = reliability or reliability_json(g)
+    if first is not None and reliability is None:
+        raise first
+    return reliability
+
+
 def _key(objective: str) -> Callable[[dict[str, Any]], float]:
     if objective == "cost":
         return lambda r: r["cost_per_mtok_usd"]
@@ -294,6 +341,7 @@ def search(
     flow_top: int = FLOW_TOP,
     ray_address: str | None = None,
     train_tokens: float | None = None,
+    goodput: GoodputOptions | None = None,
 ) -> SearchResult:
     """Evaluate every layout of ``space`` that fits and rank them by ``objective`` (see the
     module docstring for the three passes).
@@ -305,7 +353,10 @@ def search(
     ``gpu_hour_usd``: the price of a GPU-hour; rows then carry ``cost_per_mtok_usd`` (needed by
     the ``cost`` objective).  ``train_tokens``: rows then carry ``time_to_train_h``, the hours to
     train that many tokens (the ``time`` objective's order: the iteration time's, as every layout
-    of a search takes the same tokens per iteration).  ``simulate_top``: layouts simulated exactly after the screen (all
+    of a search takes the same tokens per iteration).  ``goodput``: the simulated rows then carry
+    ``goodput`` (:func:`add_goodput`: at their own GPU count); with ``train_tokens`` the ``time``
+    objective ranks them by their expected time to train with failures, checkpoints and restarts
+    (the screen still picks them by iteration time).  ``simulate_top``: layouts simulated exactly after the screen (all
     of them when there are no more); ``flow_top``: of those, re-run with the flow backend.
     ``space.stack``: the software stack every layout runs on (see the module docstring); a
     results store keeps the rows of another than the default stack apart.
@@ -430,9 +481,18 @@ def search(
             len(simulated),
         )
         phases["simulate_s"] = time.perf_counter() - t0
-        exact = sorted((finish_row(simulated[k]) for k in xkeys), key=rank)
+        reliability = None
+        if goodput is not None:
+            t0 = time.perf_counter()
+            reliability = add_goodput(
+                [(simulated[k], e.layouts[i]) for k, i in zip(xkeys, candidates)], model, gpu, cluster, goodput
+            )
+            phases["goodput_s"] = time.perf_counter() - t0
+        by_goodput = goodput is not None and train_tokens is not None and objective == "time"
+        rank_exact = _time_with_failures if by_goodput else rank
+        exact = sorted((finish_row(simulated[k]) for k in xkeys), key=rank_exact)
         # the best row's layout (the first of the lowest, as the stable sort puts it first)
-        best_i = candidates[min(range(len(xkeys)), key=lambda j: rank(simulated[xkeys[j]]))] if xkeys else None
+        best_i = candidates[min(range(len(xkeys)), key=lambda j: rank_exact(simulated[xkeys[j]]))] if xkeys else None
         # 3. the best again with the flow backend
         t0 = time.perf_counter()
         flow_n = min(flow_top, len(exact)) if backend == "analytical" else 0
@@ -471,4 +531,16 @@ def search(
     rest = [] if exact_all else sorted((r for i, r in enumerate(est_rows) if i not in chosen), key=rank)
     rows = exact + rest
     applied = dict(e.applied[best_i]) if best_i is not None and e.applied else {}
-    return SearchResult(rows, len(e.layouts), e.rejected, objective, reused, len(exact), flow_n, phases, applied)
+    return SearchResult(
+        rows,
+        len(e.layouts),
+        e.rejected,
+        objective,
+        reused,
+        len(exact),
+        flow_n,
+        phases,
+        applied,
+        reliability,
+        by_goodput,
+    )

@@ -4,7 +4,7 @@ what-ifs, read, checked whole before anything runs, and expanded into points.
 ::
 
     name: llama3-8b-layouts        # optional (default: the file's name); the table's 'sweep' column
-    run: llm                       # llm | collective | simulate | serve | serve-llm
+    run: llm                       # llm | goodput | collective | simulate | serve | serve-llm
     fixed: {model: llama3-8b, gpu: h100, global-batch: 256, seq-len: 4096}
     grid: {gpus: [64, 128], tp: [2, 4, 8]}      # every combination (the product)
     points: [{pp: 1}, {pp: 2, vpp: 2}]          # an explicit list; grid x points when both
