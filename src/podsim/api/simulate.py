@@ -516,7 +516,7 @@ def _simulate_parallel(
     mode = f"pp x dp {spec.dp}" if spec.mode == "pp" and spec.dp > 1 else spec.mode
     if time_note:
         res.notes.append(time_note)
-    res.notes.append(summary(step, mode, res.num_ranks, max(r.finish_ns for r in res.ranks)))
+    res.notes.append(summary(step, mode, res.num_ranks, res.finish_ns))
     res.notes.append(memory_note)
     res.info["layers"] = [
         {

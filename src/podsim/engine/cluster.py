@@ -419,7 +419,7 @@ def simulate_cluster(
     scaled: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # slow rank -> its fused ops' segments
     ranks = [0] if mirror else list(range(n))
     if reps is not None:
-        ranks = sorted({int(r) for r in reps})
+        ranks = np.unique(reps).tolist()
         colls.simulated = set(ranks)
     runners = []
     buckets: dict[int, RankBuckets] = {}
@@ -532,8 +532,12 @@ def _collective_slices(timelines: Timelines, colls: ClusterCollectives, mirror: 
     its timeline, so each sees the slice once."""
 
     def add(q: int, slices: list[Slice]) -> None:
+        stands: dict[int, set[int]] = {}  # id of a log entry's ranks -> the simulated ranks among them
         for name, algo, proto, a, b, size, ranks in colls.log:
-            if any(r in timelines and timelines.rank_of(r) == q for r in ([0] if mirror else ranks)):
+            of = stands.get(id(ranks))
+            if of is None:
+                of = stands[id(ranks)] = timelines.simulated_for([0] if mirror else ranks)
+            if q in of:
                 s = Slice(
                     f"{name}: {algo}/{proto}",
                     "collective",

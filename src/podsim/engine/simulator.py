@@ -23,7 +23,7 @@ from ..hardware.remote_memory import RemoteMemory
 from ..intervals import union_length_of
 from ..network.analytical import AnalyticalNetwork
 from ..network.topology import Topology
-from ..report.result import Flow, RankResult, Result, Slice, Timelines
+from ..report.result import Flow, RankResult, RankResults, Result, Slice, Timelines
 from ..report.summary import rank_ranges
 from ..workload import NO_VALUE, SEGMENTS, OpKind, Program, Workload
 from .buckets import RankBuckets
@@ -450,15 +450,16 @@ def _collect(
     n: int,
     mirror: bool,
     record: bool,
-    reps: object = None,
+    reps: np.ndarray | None = None,
     scaled: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
-) -> tuple[list[RankResult], dict[int, list[Slice]] | Timelines]:
+) -> tuple[list[RankResult] | RankResults, dict[int, list[Slice]] | Timelines]:
     """Every rank's statistics and (``record``) its timeline, from its runner; with ``mirror``
-    or ``reps`` (each rank's representative), every rank's copied from the simulated ones'.
-    ``scaled``: ranks whose fused ops' parts ran at other offsets and durations than their
-    program's (a slow GPU's), as (offsets, durations) of every part in program order.
-    The timelines are :class:`~podsim.report.result.Timelines`: a rank's slices are made
-    when first read."""
+    or ``reps`` (each rank's representative), every rank's copied from the simulated ones'
+    (a :class:`~podsim.report.result.RankResults`: one array over the ranks, not one object
+    per rank).  ``scaled``: ranks whose fused ops' parts ran at other offsets and durations
+    than their program's (a slow GPU's), as (offsets, durations) of every part in program
+    order.  The timelines are :class:`~podsim.report.result.Timelines`: a rank's slices are
+    made when first read."""
     per: dict[int, RankResult] = {}
     parts: dict[int, _Parts] = {}  # id(program) -> its parts
     own: dict[int, _Parts] = {}  # a rank with scaled parts -> its own
@@ -480,6 +481,9 @@ def _collect(
             mem_ns,
             overlap,
         )
+    of = None
+    if mirror or reps is not None:  # each rank -> the rank simulated for it
+        of = np.zeros(n, dtype=np.int64) if mirror else np.asarray(reps, dtype=np.int64)
     timelines: dict[int, list[Slice]] | Timelines = {}
     if record:
         # what a rank's timeline is made of (not the runner: the network and queues may go)
@@ -498,29 +502,9 @@ def _collect(
         def build(rank: int) -> list[Slice]:
             return _timeline(*ran[rank])
 
-        if mirror or reps is not None:
-            of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
-            timelines = Timelines(dict(enumerate(of)), build)
-        else:
-            timelines = Timelines({r: r for r in ran}, build)
-    if mirror or reps is not None:
-        of = [0] * n if mirror else [int(x) for x in reps]  # type: ignore[union-attr]
-        out = []
-        for r in range(n):
-            base = per[of[r]]
-            out.append(
-                RankResult(
-                    r,
-                    base.finish_ns,
-                    base.compute_ns,
-                    base.comm_ns,
-                    base.exposed_comm_ns,
-                    base.cpu_ns,
-                    base.mem_ns,
-                    base.overlap_ns,
-                )
-            )
-        return out, timelines
+        timelines = Timelines(of if of is not None else {r: r for r in ran}, build)
+    if of is not None:
+        return RankResults(per, of), timelines
     return [per[r] for r in range(n)], timelines
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..compute.model import KernelTimer
-from ..workload import SEGMENTS, CollectiveKind, Group, OpKind, ProgramBuilder, Workload
+from ..workload import SEGMENTS, CollectiveKind, GroupTable, OpKind, ProgramBuilder, Workload
 from ..workload.pipeline_schedules import schedule
 from .layout import Layout
 from .memory import (
@@ -52,41 +52,43 @@ def rank_of(layout: Layout, tp: int, cp: int, dp: int, pp: int) -> int:
     return tp + layout.tp * (cp + layout.cp * (dp + layout.dp * pp))
 
 
-def build_groups(layout: Layout) -> list[Group]:
+def build_groups(layout: Layout) -> GroupTable:
     """TP, CP, DP (data-parallel with context-parallel ranks: DP x CP) and PP groups of a
     layout, and its experts' groups: inside a pipeline stage the ``tp * cp * dp`` ranks are
     renumbered ``etp + ETP (ep + EP edp)`` (Megatron-Core's expert rank generator) and grouped
     into ETP, EP and expert data-parallel (``edp``) groups, each where it has two ranks or more
-    and differs from the dense groups."""
+    and differs from the dense groups.  Kept as blocks of rank rows (a million GPUs have
+    hundreds of thousands of groups; the engine reads a few)."""
     t, c, d, p = layout.tp, layout.cp, layout.dp, layout.pp
-    groups: list[Group] = []
+    groups = GroupTable()
     # every rank at its (PP, DP, CP, TP) position (rank_of), the groups read off it in arrays
     grid = np.arange(p * d * c * t, dtype=np.int64).reshape(p, d, c, t)
     for pp in range(p):
-        groups += [Group("tp", r) for r in map(tuple, grid[pp].reshape(d * c, t).tolist())]
+        groups.add("tp", grid[pp].reshape(d * c, t))
         for tp in range(t):
             if c > 1:
-                groups += [Group("cp", r) for r in map(tuple, grid[pp, :, :, tp].tolist())]
+                groups.add("cp", grid[pp, :, :, tp])
             # gradients are reduced, and optimizer states / ZeRO-3 parameters sharded, over
             # DP x CP (Megatron's data-parallel group with context parallelism)
-            groups.append(Group("dp", tuple(grid[pp, :, :, tp].ravel().tolist())))
+            groups.add("dp", grid[pp, :, :, tp].reshape(1, d * c))
     et, e, ed = layout.expert_tp, layout.ep, layout.edp
     stride = t * c * d
+    etp, ep = et > 1 and et != t, e > 1
     for pp in range(p):
-        base = pp * stride
-        for x in range(ed):
-            for y in range(e):
-                if et > 1 and et != t:
-                    groups.append(Group("etp", tuple(base + i + et * (y + e * x) for i in range(et))))
-            for i in range(et):
-                if e > 1:
-                    groups.append(Group("ep", tuple(base + i + et * (y + e * x) for y in range(e))))
+        # a stage's rank at expert position (edp x, ep y, etp i): base + i + ET (y + EP x)
+        ranks = pp * stride + np.arange(ed * e * et, dtype=np.int64).reshape(ed, e, et)
+        if etp and ep:  # each expert data-parallel position's ETP groups, then its EP groups
+            for x in range(ed):
+                groups.add("etp", ranks[x])
+                groups.add("ep", ranks[x].T)
+        elif etp:
+            groups.add("etp", ranks.reshape(ed * e, et))
+        elif ep:
+            groups.add("ep", ranks.transpose(0, 2, 1).reshape(ed * et, e))
         if layout.expert_grads_apart and ed > 1:
-            for i in range(et):
-                for y in range(e):
-                    groups.append(Group("edp", tuple(base + i + et * (y + e * x) for x in range(ed))))
+            groups.add("edp", ranks.transpose(2, 1, 0).reshape(et * e, ed))
     if p > 1:  # by TP, then CP, then DP position
-        groups += [Group("pp", r) for r in map(tuple, grid.transpose(3, 2, 1, 0).reshape(t * c * d, p).tolist())]
+        groups.add("pp", grid.transpose(3, 2, 1, 0).reshape(t * c * d, p))
     return groups
 
 

@@ -244,7 +244,7 @@ def group_ranks(layout: Layout, group: str) -> tuple[int, ...] | None:
 
 def breakdown(res: Result) -> dict[str, float]:
     """Compute, exposed collectives, pipeline waits and the rest, on the rank finishing last."""
-    last = max(res.ranks, key=lambda r: r.finish_ns)
+    last = res.last_rank()
     slices = res.timelines.get(last.rank, [])
     if not slices:  # simulated without a timeline: only the compute total is known
         return {

@@ -81,6 +81,32 @@ class PairRoutes:
     pad: int
 
 
+def pair_index(key: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True, return_inverse=True)`` for a batch of flows' (source,
+    destination) keys, faster: the distinct keys (ascending), the index of each one's first
+    flow, and each flow's index among them.  A collective's channels often repeat the same
+    pairs (channel ``c + 8`` as channel ``c`` on 8-GPU servers), so the keys are first tested
+    for a period that starts where the label changes (the flows from there on repeat those
+    before): only one period is sorted.  An unstable argsort gives each key's first flow as the
+    least index among its flows."""
+    k = len(key)
+    period = k
+    for p in (np.flatnonzero(labels[1:] != labels[:-1]) + 1).tolist():
+        if k % p == 0 and key[p] == key[0] and np.array_equal(key[p:], key[:-p]):
+            period = p
+            break
+    head = key[:period]
+    order = np.argsort(head)
+    ordered = head[order]
+    starts = np.empty(period, dtype=bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    inv = np.empty(period, dtype=np.int64)
+    inv[order] = np.cumsum(starts) - 1
+    first = np.minimum.reduceat(order, np.flatnonzero(starts)) if period else np.zeros(0, dtype=np.int64)
+    return ordered[starts], first, np.tile(inv, k // period) if period < k else inv
+
+
 def routing_tables(fabric: Fabric) -> RoutingTables:
     """The fabric's routing tables, built on first use and shared by its routers."""
     t = fabric.derived.get("routing_tables")
@@ -200,8 +226,7 @@ class Router:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         labels = np.asarray(labels, dtype=np.int64)
-        pairs, first, inv = np.unique(src * n + dst, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+        pairs, first, inv = pair_index(src * n + dst, labels)
         a, b = pairs // n, pairs % n
         cols, plen, chose = self._walk(a, b, labels[first])
         reads = np.zeros(0, dtype=np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..units import format_ns
 from .faults import fault_lines
-from .result import RankResult, Result
+from .result import RankResult, RankResults, Result
 
 _COLS = (
     ("finish", "finish_ns"),
@@ -17,6 +17,19 @@ _COLS = (
 
 def _row_key(r: RankResult) -> tuple[int, ...]:
     return tuple(getattr(r, f) for _, f in _COLS) + (r.cpu_ns, r.mem_ns)
+
+
+def _rows(result: Result) -> dict[tuple[int, ...], list[int]]:
+    """The ranks (ascending) of each set of figures (:func:`_row_key`); ranks that copy a
+    simulated rank's figures are taken a class at a time."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    if isinstance(result.ranks, RankResults):
+        for base, ranks in result.ranks.classes():
+            groups.setdefault(_row_key(base), []).extend(ranks.tolist())
+        return {k: sorted(v) for k, v in groups.items()}
+    for r in result.ranks:
+        groups.setdefault(_row_key(r), []).append(r.rank)
+    return groups
 
 
 def rank_ranges(ranks: list[int], max_parts: int = 8) -> str:
@@ -54,9 +67,7 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
             lines.append(f"  {key:<9} {result.info[key]}")
     fin = result.finish_ns
     lines.append(f"  finish    {format_ns(fin)} ({fin} ns) on {result.num_ranks} ranks")
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for r in result.ranks:
-        groups.setdefault(_row_key(r), []).append(r.rank)
+    groups = _rows(result)
     # host (CPU) ops and remote memory get columns when some rank has them
     extra = [
         (i, name) for i, name in ((len(_COLS), "cpu"), (len(_COLS) + 1, "remote mem")) if any(k[i] for k in groups)
@@ -86,7 +97,7 @@ def format_summary(result: Result, max_rows: int = 20) -> str:
     if "wall_s" in result.info:
         lines.append("")
         lines.append(f"  simulated in {float(result.info['wall_s']):.3f} s of wall time")  # type: ignore[arg-type]
-    if any(r.cpu_ns and not r.compute_ns for r in result.ranks):
+    if any(k[len(_COLS)] and not k[1] for k in groups):  # cpu time without GPU compute
         lines.append(
             "  note: some ranks ran their compute on the host (a CPU capture): 'exposed comm' is "
             "finish - GPU compute, as ASTRA-sim reports it, so it includes their cpu time"

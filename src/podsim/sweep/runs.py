@@ -545,7 +545,7 @@ def run_simulate(p: dict[str, Any], whatif: dict[str, Any], base: str | None) ->
     if not p.get("parallel") and cluster is None and not (job.machine.system and job.machine.network):
         raise InputError("give cluster, or system-configuration and network-configuration")
     res = simulate_job(job).result
-    last = max(res.ranks, key=lambda r: r.finish_ns)
+    last = res.last_rank()
     return {
         "time_s": res.finish_ns / 1e9,
         "num_ranks": res.num_ranks,

@@ -1,5 +1,6 @@
 """The workload IR: programs (op DAGs in arrays) shared by ranks, and process groups."""
 
+from .groups import GroupTable
 from .ops import ALL_DIMS, NO_VALUE, CollectiveKind, OpKind
 from .program import COLUMNS, SEGMENTS, Program, ProgramBuilder
 from .validate import check_acyclic
@@ -15,6 +16,7 @@ __all__ = [
     "Program",
     "ProgramBuilder",
     "Group",
+    "GroupTable",
     "Workload",
     "dedupe_programs",
     "groups_from_mapping",

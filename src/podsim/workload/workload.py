@@ -8,17 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .groups import Group, GroupTable
 from .program import Program
-
-
-@dataclass(frozen=True)
-class Group:
-    """A named set of ranks (a communicator).  Several groups may share a name (e.g. every
-    tensor-parallel group is called ``"tp"``); each rank belongs to at most one group of a
-    given name."""
-
-    name: str
-    ranks: tuple[int, ...]
 
 
 @dataclass(eq=False)
@@ -28,13 +19,14 @@ class Workload:
     Attributes:
         programs: distinct programs.
         rank_program: for each rank, the index of its program in ``programs``.
-        groups: process groups; an op's group key is resolved per rank with :meth:`group_of`.
+        groups: process groups (a list, or a :class:`~podsim.workload.groups.GroupTable` for
+            layouts of many ranks); an op's group key is resolved per rank with :meth:`group_of`.
         name: a label for reports.
     """
 
     programs: list[Program]
     rank_program: np.ndarray
-    groups: list[Group] = field(default_factory=list)
+    groups: Sequence[Group] = field(default_factory=list)
     name: str = "workload"
     #: optional: for each rank, the rank whose behaviour it provably shares (a generator that
     #: knows its layout is regular says so); engines may simulate only the representatives
@@ -43,9 +35,21 @@ class Workload:
     #: for traces and reports
     rank_labels: list[str] | None = None
     _index: dict[tuple[str, int], int] = field(default_factory=dict, init=False, repr=False)
+    #: a group table's index: per group name, each rank's group (-1: none), see :meth:`group_of`
+    _rank_index: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.rank_program = np.asarray(self.rank_program, dtype=np.int32)
+        if isinstance(self.groups, GroupTable):
+            n = len(self.rank_program)
+            for name in self.groups.names():
+                index = self.groups.rank_index(name, n)
+                if index is None:  # a rank in two groups, or beyond the ranks: checked (and said) below
+                    self._rank_index.clear()
+                    break
+                self._rank_index[name] = index
+            else:
+                return
         for gi, g in enumerate(self.groups):
             for r in g.ranks:
                 key = (g.name, r)
@@ -64,6 +68,11 @@ class Workload:
 
     def group_of(self, key: str, rank: int) -> Group | None:
         """The group called ``key`` that contains ``rank``; None if there is none."""
+        if self._rank_index:
+            index = self._rank_index.get(key)
+            if index is None or not 0 <= rank < len(index) or index[rank] < 0:
+                return None
+            return self.groups[int(index[rank])]
         gi = self._index.get((key, rank))
         return None if gi is None else self.groups[gi]
 

@@ -102,6 +102,11 @@ class _RoundLinks:
     lengths: np.ndarray | None
     longest: float
     count: np.ndarray
+    #: the links some flow crosses (a round of a million GPUs crosses a few percent of them)
+    used: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "used", np.flatnonzero(self.count))
 
 
 class Timer:
@@ -117,6 +122,7 @@ class Timer:
         self.backend = backend
         self.router = router or Router(fabric)
         self._cap: dict[str, np.ndarray] = {}
+        self._cap_positive: dict[str, bool] = {}
         self._links: dict[tuple[int, bytes], _RoundLinks | None] = {}
         self._by_id: dict[tuple[int, int, int], tuple] = {}
         self._latency: dict[tuple[int, ...], int] = {}
@@ -253,12 +259,24 @@ class Timer:
             # every flow of the same size: a link's load is that size added once per flow on
             # it, in the same order of additions as the weighted count below
             sums = np.concatenate(([0.0], np.cumsum(np.full(int(hit.count.max()), float(x[0])))))
-            load = sums[hit.count]
+            load = sums[hit.count[hit.used]]
         else:
             load = np.bincount(hit.links, weights=np.repeat(x, hit.lengths), minlength=self.fabric.num_links)
         cap = self.capacity(proto)
-        busiest = max(float((load / cap).max()), float(x.max()) / flow_cap)
+        if self._positive(proto):  # links without flows add 0 / capacity = 0 to the max: skipped
+            u = hit.used
+            top = float(((load if same else load[u]) / cap[u]).max(initial=0.0))
+        else:
+            top = float(((sums[hit.count] if same else load) / cap).max())
+        busiest = max(top, (float(x[0]) if same else float(x.max())) / flow_cap)
         return busiest + hit.longest
+
+    def _positive(self, proto: str) -> bool:
+        """Whether every link's capacity under ``proto`` is above 0 (and a number)."""
+        ok = self._cap_positive.get(proto)
+        if ok is None:
+            ok = self._cap_positive[proto] = bool((self.capacity(proto) > 0).all())
+        return ok
 
     def flow_round(self, step: Step, proto: str, flow_cap: float = math.inf) -> float:
         """Run one round's flows on a max-min flow network; the time the last one arrives."""

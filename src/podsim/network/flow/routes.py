@@ -72,7 +72,11 @@ def route_batch(
 def paths_latency(router: Router, paths: np.ndarray) -> np.ndarray:
     """Each row's summed link latency (ns, float), added link by link from the first as
     :func:`path_latency_ns` adds them (rows of link ids padded with the link count)."""
-    lat = np.append(router.fabric.link_lat, 0.0)
+    fab = router.fabric
+    kept = fab.derived.get("link_lat_padded")
+    if kept is None or kept[0] is not fab.link_lat:  # a copy of every link's latency, once per fabric
+        kept = fab.derived["link_lat_padded"] = (fab.link_lat, np.append(fab.link_lat, 0.0))
+    lat = kept[1]
     out = np.zeros(len(paths), dtype=np.float64)
     for j in range(paths.shape[1]):
         out += lat[paths[:, j]]
