@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique
 from ..collectives.nccl import NcclTuning
 from ..collectives.nccl.planner import COLLECTIVE_NAMES as _NAMES
 from ..collectives.nccl.planner import CollectivePlanner, FabricDelay
@@ -419,7 +420,7 @@ def simulate_cluster(
     scaled: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # slow rank -> its fused ops' segments
     ranks = [0] if mirror else list(range(n))
     if reps is not None:
-        ranks = np.unique(reps).tolist()
+        ranks = unique(reps).tolist()
         colls.simulated = set(ranks)
     runners = []
     buckets: dict[int, RankBuckets] = {}

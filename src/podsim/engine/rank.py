@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..arrays import unique
 from ..errors import InputError
 from ..intervals import length, merged
 from ..workload import NO_VALUE, SEGMENTS, CollectiveKind, OpKind, Program, Workload
@@ -310,7 +311,7 @@ def _edges(program: Program, use_ctrl: bool) -> tuple[np.ndarray, np.ndarray]:
         cp, ci = np.asarray(program.ctrl_ptr, dtype=np.int64), np.asarray(program.ctrl_idx, dtype=np.int64)
         child = np.concatenate((child, np.repeat(np.arange(n, dtype=np.int64), np.diff(cp))))
         parent = np.concatenate((parent, ci))
-    pairs = np.unique(child * max(n, 1) + parent)
+    pairs = unique(child * max(n, 1) + parent)
     return pairs // max(n, 1), pairs % max(n, 1)
 
 

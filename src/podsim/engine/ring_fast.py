@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..arrays import unique
 from ..collectives.base import ClosedForm
 from ..collectives.plan import plan_chunks
 from ..errors import SimulationError
@@ -245,7 +246,7 @@ def fast_path_reason(
             codes = codes.copy()
             codes[bcast & (prog.duration_ns[coll] <= 0)] = int(CollectiveKind.ALL_GATHER)
             codes = codes[codes != int(CollectiveKind.BROADCAST)]
-        used.update(int(k) for k in np.unique(codes))
+        used.update(int(k) for k in unique(codes))
         for i in np.flatnonzero(coll).tolist():
             g = int(prog.group[i])
             if g != NO_VALUE and prog.group_keys[g] not in world:

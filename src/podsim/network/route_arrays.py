@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique
 from .route_tables import UNREACHABLE, RoutingTables
 
 _MASK = (1 << 64) - 1
@@ -375,7 +376,7 @@ def choice_reads(
     (:meth:`podsim.network.routing.Router.adaptive_reads`)."""
     n = t.n
     parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-    frontier = np.unique(src * n + dst)
+    frontier = unique(src * n + dst)
     while len(frontier):  # level by level; along a route the distance to dst falls: no cycle
         if len(frontier) > _READS_BLOCK:
             parts += [
@@ -392,7 +393,7 @@ def choice_reads(
         parts.append(links[multi])
         sel = multi & (v != dr)
         if sel.any():
-            key = np.unique(v[sel] * n + dr[sel])
+            key = unique(v[sel] * n + dr[sel])
             parts.append(onward(t, key // n, key % n, scalar_onward, scalar))
-        frontier = np.unique(v[v != dr] * n + dr[v != dr])
-    return np.unique(np.concatenate(parts))
+        frontier = unique(v[v != dr] * n + dr[v != dr])
+    return unique(np.concatenate(parts))

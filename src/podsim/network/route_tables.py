@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import unique
 from .fabric import Fabric
 
 #: the distance that stands for "no path" (as podsim's routers always had it)
@@ -287,7 +288,7 @@ class RoutingTables:
             return self._dense[e, c].astype(np.int64)
         e, c = np.broadcast_arrays(e, c)
         out = np.empty(e.shape, dtype=np.int64)
-        for cc in np.unique(c).tolist():
+        for cc in unique(c).tolist():
             m = c == cc
             out[m] = self._column(cc)[e[m]]
         return out

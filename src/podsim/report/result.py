@@ -19,6 +19,7 @@ from typing import overload
 
 import numpy as np
 
+from ..arrays import unique
 from ..network.fabric import LinkTier
 
 
@@ -90,7 +91,7 @@ class Timelines(MutableMapping[int, list[Slice]]):
         if of is None:
             return {self._of[r] for r in ranks if r in self._of}
         a = np.asarray(ranks, dtype=np.int64)
-        return set(np.unique(of[a[(a >= 0) & (a < len(of))]]).tolist())
+        return set(unique(of[a[(a >= 0) & (a < len(of))]]).tolist())
 
     def __setitem__(self, rank: int, slices: list[Slice]) -> None:
         self._set[rank] = slices
