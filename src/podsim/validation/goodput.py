@@ -20,6 +20,7 @@ from ..reliability.checkpoint import checkpoint_state
 from ..reliability.estimate import RunModel, estimate
 from ..reliability.rates import KINDS, default_reliability
 from ..reliability.restart import RestartTimes
+from .row_values import row_float
 
 #: the metrics of a goodput row
 GOODPUT_METRICS = ("interruptions", *(f"interruptions_{k}" for k in KINDS), "effective_training_pct")
@@ -28,17 +29,9 @@ _NIC = 50e9
 
 
 def _positive(r: dict, key: str, default: float | None = None) -> float:
-    v = r.get(key, "")
-    if v in ("", None):
-        if default is None:
-            raise InputError(f"row {r['row_id']}: {key} is needed", "podsim validate")
-        return default
-    try:
-        f = float(v)
-    except ValueError:
-        f = math.nan
+    f = row_float(r, key, default)
     if not (math.isfinite(f) and f > 0):
-        raise InputError(f"row {r['row_id']}: {key} must be a finite number > 0, got {v!r}", "podsim validate")
+        raise InputError(f"row {r['row_id']}: {key} must be a finite number > 0, got {r.get(key)!r}", "podsim validate")
     return f
 
 

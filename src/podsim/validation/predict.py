@@ -28,7 +28,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -49,6 +48,7 @@ from ..serving.llm.steps import infer
 from ..stacks.rules import apply_rules
 from ..stacks.stack import load_stack
 from .goodput import GOODPUT_METRICS, predict_goodput
+from .row_values import row_float
 from .training_steps import predict_step_s
 
 THROUGHPUT = (
@@ -62,17 +62,13 @@ THROUGHPUT = (
 
 
 def _int(r: dict, key: str, default: int | None = None) -> int:
-    v = r.get(key, "")
-    if v in ("", None):
-        if default is None:
-            raise InputError(f"row {r['row_id']}: {key} is needed", "podsim validate")
+    if r.get(key, "") in ("", None) and default is not None:
         return default
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        f = math.nan
+    f = row_float(r, key)
     if not (f.is_integer() and 0 <= f <= 2**31):
-        raise InputError(f"row {r['row_id']}: {key} must be an integer from 0 to 2^31, got {v!r}", "podsim validate")
+        raise InputError(
+            f"row {r['row_id']}: {key} must be an integer from 0 to 2^31, got {r.get(key)!r}", "podsim validate"
+        )
     return int(f)
 
 
