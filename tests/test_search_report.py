@@ -686,3 +686,21 @@ def test_a_script_error_is_seen(tmp_path: Path) -> None:
     dom = _Dom()
     dom.feed(p.stdout)
     assert "notAFunction" in dom.find("body")[0].get("data-errors", "")
+
+
+def test_goodput_rows_carry_their_goodput_and_time_to_train(tmp_path: Path) -> None:
+    # podsim search --goodput: each simulated row's goodput object becomes two columns of the page
+    doc = synthetic(6)
+    for i, row in enumerate(doc["rows"]):
+        if i < 4:
+            row["goodput"] = {"goodput": 0.9 - 0.1 * i, "expected_time_to_train_h": 100.0 + i}
+    rows = payload(doc)["rows"]
+    cols = list(COLS)
+    assert [r[cols.index("goodput")] for r in rows] == [0.9, 0.8, 0.7, 0.6, None, None]
+    assert [r[cols.index("time_to_train_h")] for r in rows] == [100.0, 101.0, 102.0, 103.0, None, None]
+    keys = {a.get("data-key") for a in load(doc, tmp_path).find("th")}
+    assert {"goodput", "time_to_train_h"} <= keys
+    # a search without --goodput has neither column
+    plain = synthetic(6)
+    keys = {a.get("data-key") for a in load(plain, tmp_path / "plain").find("th")}
+    assert not {"goodput", "time_to_train_h"} & keys

@@ -74,6 +74,8 @@ COLS = LAYOUT_COLS + (
     "iteration_time_s",
     "memory_peak_gib",
     "cost_per_mtok_usd",
+    "goodput",
+    "time_to_train_h",
     "breakdown",
     "memory_per_stage",
     "flow",
@@ -217,6 +219,9 @@ def payload(doc: dict[str, Any]) -> dict[str, Any]:
             rec.append(v if isinstance(v, (bool, int, float, str)) else None)
         for c in ("tokens_per_s", "mfu", "iteration_time_s", "memory_peak_gib", "cost_per_mtok_usd"):
             rec.append(_num(r.get(c)))
+        g = r.get("goodput")  # podsim search --goodput: the share of wall time that trains, hours to train
+        rec.append(_num(g.get("goodput")) if isinstance(g, dict) else None)
+        rec.append(_num(g.get("expected_time_to_train_h")) if isinstance(g, dict) else None)
         bd = r.get("breakdown")
         rec.append([_num(bd.get(k)) for k in BREAKDOWN_KEYS] if isinstance(bd, dict) else None)
         st = r.get("memory_per_stage")

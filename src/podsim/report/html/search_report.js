@@ -31,6 +31,7 @@ var DIMS = ALL_DIMS.filter(function (d) { return carried(d[0]); });
 var N_SIM = ROWS.filter(function (r) { return r.sim; }).length, N_EST = ROWS.length - N_SIM;
 function methodText(r) { return r.sim ? "simulated" : "estimated"; }
 var HAS_COST = ROWS.some(function (r) { return typeof r.cost_per_mtok_usd === "number"; });
+var HAS_GOODPUT = ROWS.some(function (r) { return typeof r.goodput === "number"; });
 var HAS_FLOW = ROWS.some(function (r) { return Array.isArray(r.flow) && typeof r.flow[1] === "number"; });
 
 var state = {filters: {}, x: "memory", color: "tp", tableRows: TABLE_STEP, sortKey: "rank", sortDir: 1, picked: null};
@@ -561,6 +562,10 @@ var COLUMNS = [
   ["iteration_time_s", "s/iter.", function (r) { return r.iteration_time_s; }, function (r) { return fmtF(r.iteration_time_s, 3); }],
   ["memory_peak_gib", "GiB/GPU", function (r) { return r.memory_peak_gib; }, function (r) { return fmtF(r.memory_peak_gib, 1); }]];
 if (HAS_COST) COLUMNS.push(["cost_per_mtok_usd", "$/Mtok", function (r) { return r.cost_per_mtok_usd; }, function (r) { return fmtF(r.cost_per_mtok_usd, 4); }]);
+if (HAS_GOODPUT) {
+  COLUMNS.push(["goodput", "goodput %", function (r) { return r.goodput; }, function (r) { return fin(r.goodput) ? (r.goodput * 100).toFixed(1) : "n/a"; }]);
+  COLUMNS.push(["time_to_train_h", "train (h)", function (r) { return r.time_to_train_h; }, function (r) { return fmtF(r.time_to_train_h, 1); }]);
+}
 if (HAS_FLOW) COLUMNS.push(["flow", "flow tok/s", function (r) { return r.flow ? r.flow[1] : null; },
                             function (r) { return r.flow && fin(r.flow[1]) ? fmtInt(r.flow[1]) : ""; }]);
 [["gpus", "GPUs"], ["tp", "TP"], ["pp", "PP"], ["vpp", "VPP"], ["cp", "CP"], ["ep", "EP"], ["etp", "ETP"], ["dp", "DP"], ["micro_batch", "mb"],
