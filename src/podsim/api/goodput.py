@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..hardware.cluster import ClusterSpec
 from ..hardware.gpu import GpuSpec, get_gpu
 from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
-from ..jobs.reliability import GoodputOptions
+from ..jobs.reliability import NIC_BYTES_PER_S, GoodputOptions
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig
 from ..llm.training import TrainingResult, default_cluster
@@ -47,8 +47,6 @@ __all__ = ["GOODPUT_PARAMS", "GoodputJob", "GoodputResult", "goodput", "goodput_
 
 #: the most Monte Carlo samples a run may ask for (memory: a few arrays of this length)
 MAX_SAMPLES = 100_000
-#: a GPU's NIC when the cluster names none (bytes/s): 400 Gb/s
-DEFAULT_NIC_BYTES_PER_S = 50e9
 #: the wall-clock days ``llm --goodput`` and ``search --goodput`` assume when given no length
 DEFAULT_DAYS = 30.0
 
@@ -160,7 +158,7 @@ def run_model(
     whose step takes ``step_s`` seconds."""
     o = options
     nic = cluster.inter.get("nic_bandwidth")
-    nic_bytes_per_s = float(nic) * 1e9 if nic else DEFAULT_NIC_BYTES_PER_S
+    nic_bytes_per_s = float(nic) * 1e9 if nic else NIC_BYTES_PER_S
     write = _gbps(o.storage_bandwidth, "--storage-bandwidth")
     read = _gbps(o.storage_read_bandwidth, "--storage-read-bandwidth") or write
     return RunModel(

@@ -17,6 +17,8 @@ RESCHEDULE_S = 600.0
 WARMUP_S = 300.0
 HOT_SPARE_S = 60.0
 SAMPLES = 1000
+#: a GPU's NIC when the cluster names none (bytes/s): 400 Gb/s, for in-memory checkpoints
+NIC_BYTES_PER_S = 50e9
 
 #: ``--train-tokens``: declared once, here; ``podsim search`` takes it with a help of its own
 TRAIN_TOKENS = Param(

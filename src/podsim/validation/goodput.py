@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..jobs.reliability import DETECT_S, RESCHEDULE_S, SNAPSHOT_GBPS, STORAGE_GBPS, WARMUP_S
+from ..jobs.reliability import DETECT_S, NIC_BYTES_PER_S, RESCHEDULE_S, SNAPSHOT_GBPS, STORAGE_GBPS, WARMUP_S
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig
 from ..reliability.checkpoint import checkpoint_state
@@ -24,8 +24,6 @@ from .row_values import row_float
 
 #: the metrics of a goodput row
 GOODPUT_METRICS = ("interruptions", *(f"interruptions_{k}" for k in KINDS), "effective_training_pct")
-#: a GPU's NIC (bytes/s) for in-memory checkpoints: not used by these rows' sync checkpoints
-_NIC = 50e9
 
 
 def _positive(r: dict, key: str, default: float | None = None) -> float:
@@ -48,7 +46,7 @@ def predict_goodput(r: dict, model: ModelConfig, lay: Layout) -> float:
         bw,
         bw,
         SNAPSHOT_GBPS * 1e9,
-        _NIC,
+        NIC_BYTES_PER_S,  # for in-memory checkpoints: not used by these rows' sync checkpoints
         RestartTimes(DETECT_S, RESCHEDULE_S, WARMUP_S),
         None,
         0.0,
