@@ -31,7 +31,7 @@ from ..jobs.reliability import NIC_BYTES_PER_S, GoodputOptions
 from ..llm.layout import Layout
 from ..llm.model import ModelConfig
 from ..llm.training import TrainingResult, default_cluster
-from ..params import echo, params_of
+from ..params import echo, params_of, refuse_unused
 from ..reliability.checkpoint import CheckpointState, checkpoint_state
 from ..reliability.estimate import Estimate, RunModel, estimate
 from ..reliability.goodput import goodput as goodput_at
@@ -130,18 +130,16 @@ def _check_options(o: GoodputOptions) -> None:
         raise InputError(f"expected a whole number >= 0, got {o.seed!r}", where="--seed")
 
 
-def check_goodput_flags(options: GoodputOptions, wanted: bool) -> None:
+def check_goodput_flags(options: GoodputOptions, wanted: bool, parent: str = "--goodput") -> None:
     """Refuse a reliability or checkpoint flag given to ``podsim llm`` / ``search`` without
-    ``--goodput`` (nothing would read it).
+    ``--goodput`` (``parent``: what would make it read; nothing reads it otherwise).
 
     Raises:
         InputError: naming the flag."""
-    if wanted:
-        return
     given = echo(options)
-    for p in params_of(GoodputOptions):
-        if given[p.name] != p.default:
-            raise InputError("only used with --goodput, not given here (it would be ignored)", where=f"--{p.name}")
+    refuse_unused(
+        params_of(GoodputOptions), ((p.name, given[p.name], wanted, parent) for p in params_of(GoodputOptions))
+    )
 
 
 def job_cluster(job: GoodputJob, gpu: GpuSpec) -> ClusterSpec:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..api.collective import run_job
-from ..api.goodput import GoodputResult, goodput, goodput_of_training
+from ..api.goodput import GoodputResult, check_goodput_flags, goodput, goodput_of_training
 from ..api.serve import serve
 from ..api.serve_llm import serve_llm, with_hardware
 from ..api.simulate import run_job as simulate_job
@@ -31,7 +31,6 @@ from ..hardware.cluster import ClusterSpec, preset_names
 from ..hardware.gpu import get_gpu
 from ..jobs.collective import COLLECTIVE_PARAMS, CollectiveJob
 from ..jobs.goodput import GOODPUT_PARAMS, GoodputJob
-from ..jobs.reliability import GoodputOptions
 from ..jobs.serve import SERVE_PARAMS, ServeCommand
 from ..jobs.serve_llm import SERVE_LLM_PARAMS, ServeLLMJob
 from ..jobs.simulate import SIMULATE_PARAMS, SimulateJob
@@ -463,13 +462,7 @@ def run_llm(p: dict[str, Any], whatif: dict[str, Any], base: str | None) -> dict
     --goodput``; null otherwise, and the other goodput options are then refused)."""
     job = _training_job(TrainJob, p, whatif, base)
     with_goodput = job.reliability.days is not None or job.reliability.train_tokens is not None
-    defaults = GoodputOptions()
-    for f in fields(GoodputOptions):
-        if not with_goodput and getattr(job.reliability, f.name) != getattr(defaults, f.name):
-            raise InputError(
-                "only used with days or train-tokens (the run's goodput), not given here (it would be ignored)",
-                where=f.name.replace("_", "-"),
-            )
+    check_goodput_flags(job.reliability, with_goodput, "days or train-tokens (the run's goodput)")
     r = train(job, record_timeline=True)
     lay = r.layout
     d = r.to_dict()
