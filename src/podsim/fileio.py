@@ -13,7 +13,7 @@ from typing import IO
 
 import yaml
 
-from .errors import InputError
+from .errors import InputError, yaml_error
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:
@@ -207,6 +207,19 @@ class _DuplicateKey(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+def read_yaml(path: Path | str, what: str = "file") -> object:
+    """A user's YAML file (:func:`read_text`, then :func:`load_yaml`).
+
+    Raises:
+        InputError: naming the file: missing, unreadable, not UTF-8, or not valid YAML (with its
+            line and column)."""
+    text = read_text(path, what)
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as e:
+        raise yaml_error(e, str(path)) from None
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:

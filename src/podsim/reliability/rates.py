@@ -21,10 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import InputError, closest, yaml_error
-from ..fileio import load_yaml, read_text
+from ..errors import InputError, closest
+from ..fileio import load_yaml, read_yaml
 
 #: the kinds of failure podsim counts, in report order
 KINDS = ("gpu", "hbm", "host", "nic", "switch", "software")
@@ -184,10 +182,4 @@ def load_reliability(path: str | Path | None) -> Reliability:
     base = default_reliability()
     if path is None:
         return base
-    src = str(path)
-    text = read_text(path, "reliability file")
-    try:
-        doc = load_yaml(text)
-    except yaml.YAMLError as e:
-        raise yaml_error(e, src) from None
-    return parse_reliability(doc, src, base)
+    return parse_reliability(read_yaml(path, "reliability file"), str(path), base)

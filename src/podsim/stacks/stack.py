@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, closest, unknown_key_error, yaml_error
-from ..fileio import load_yaml, package_files, read_text
+from ..fileio import load_yaml, package_files, read_yaml
 from ..hardware.gpu import GpuSpec, get_gpu, gpu_registry
 from .schema import ARCH_DEFAULT, BY_NAME, KINDS, TOP_KEYS, Prop, fittable, section_props
 
@@ -283,12 +283,7 @@ def parse_stack(data: Any, src: str, origin: str, default_name: str, seen: tuple
 def read_stack_file(path: str | Path, seen: tuple[str, ...] = ()) -> SoftwareStack:
     """A user's stack file."""
     src = str(path)
-    text = read_text(path, "stack file")
-    try:
-        data = load_yaml(text)
-    except yaml.YAMLError as e:
-        raise yaml_error(e, src) from None
-    return parse_stack(data, src, src, Path(path).stem, seen)
+    return parse_stack(read_yaml(path, "stack file"), src, src, Path(path).stem, seen)
 
 
 @cache
